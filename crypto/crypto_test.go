@@ -1,0 +1,140 @@
+package crypto
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func unhex(t *testing.T, s string) []byte {
+	t.Helper()
+	b, err := hex.DecodeString(strings.ReplaceAll(s, " ", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// RFC 3394 §4.6: 256 bits of key data with a 256-bit KEK.
+func TestKeyWrapRFC3394Vector(t *testing.T) {
+	kek := unhex(t, "000102030405060708090A0B0C0D0E0F101112131415161718191A1B1C1D1E1F")
+	key := unhex(t, "00112233445566778899AABBCCDDEEFF000102030405060708090A0B0C0D0E0F")
+	want := unhex(t, "28C9F404C4B810F4 CBCCB35CFB87F826 3F5786E2D80ED326 CBC7F0E71A99F43B FB988B9B7A02DD21")
+	w, err := NewWrapper(kek)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, WrappedKeySize)
+	if err := w.Wrap(got, key); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("wrap = %x, want %x", got, want)
+	}
+	back := make([]byte, KeySize)
+	if err := w.Unwrap(back, got); err != nil || !bytes.Equal(back, key) {
+		t.Fatalf("unwrap = %x, %v", back, err)
+	}
+	other, _ := NewWrapper(make([]byte, KeySize))
+	if err := other.Unwrap(back, got); !errors.Is(err, ErrWrongKey) {
+		t.Fatalf("unwrap under wrong key: %v", err)
+	}
+	got[3] ^= 1
+	if err := w.Unwrap(back, got); !errors.Is(err, ErrWrongKey) {
+		t.Fatalf("unwrap of tampered bytes: %v", err)
+	}
+}
+
+func TestSealOpen(t *testing.T) {
+	dek, _ := NewKey()
+	ct, err := Seal(nil, dek, []byte("header"), []byte("secret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ct) != len("secret")+TagSize {
+		t.Fatalf("len %d", len(ct))
+	}
+	pt, err := Open(nil, dek, []byte("header"), ct)
+	if err != nil || string(pt) != "secret" {
+		t.Fatalf("open: %q %v", pt, err)
+	}
+	if _, err := Open(nil, dek, []byte("headeR"), ct); !errors.Is(err, ErrWrongKey) {
+		t.Fatalf("changed aad: %v", err)
+	}
+	other, _ := NewKey()
+	if _, err := Open(nil, other, []byte("header"), ct); !errors.Is(err, ErrWrongKey) {
+		t.Fatalf("wrong key: %v", err)
+	}
+	if _, err := Seal(nil, dek[:5], nil, nil); err == nil {
+		t.Fatal("short key accepted")
+	}
+}
+
+func TestKeyringSaveLoadAndRecovery(t *testing.T) {
+	kr, err := NewKeyring()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "vault.key")
+	if err := kr.Save(p); err != nil {
+		t.Fatal(err)
+	}
+	kr2, err := LoadKeyring(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kr2.Fingerprint() != kr.Fingerprint() {
+		t.Fatal("fingerprint changed across save/load")
+	}
+	code := kr.RecoveryCode()
+	kr3, err := ParseRecoveryCode(strings.ToLower(code))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kr3.Fingerprint() != kr.Fingerprint() {
+		t.Fatal("recovery code does not round-trip")
+	}
+	// One typo is caught by the checksum.
+	bad := []byte(code)
+	i := len(recoveryPrefix) + 3
+	if bad[i] == 'A' {
+		bad[i] = 'B'
+	} else {
+		bad[i] = 'A'
+	}
+	if _, err := ParseRecoveryCode(string(bad)); !errors.Is(err, ErrBadKeyFile) {
+		t.Fatalf("typo accepted: %v", err)
+	}
+	for _, in := range []string{"", "UCL1-", "nope", "UCL1-AAAA"} {
+		if _, err := ParseRecoveryCode(in); err == nil {
+			t.Errorf("%q accepted", in)
+		}
+	}
+}
+
+func TestWallet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("RSA-4096 generation is slow")
+	}
+	w, err := NewWallet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Address != AddressOf(w.PubKey) || len(w.Address) != 43 {
+		t.Fatalf("address %q", w.Address)
+	}
+	p := filepath.Join(t.TempDir(), "wallet.json")
+	if err := w.Save(p); err != nil {
+		t.Fatal(err)
+	}
+	w2, err := LoadWallet(p)
+	if err != nil || w2.Address != w.Address {
+		t.Fatalf("load: %v", err)
+	}
+	if _, err := ParseWallet([]byte(`{"kty":"RSA"}`)); !errors.Is(err, ErrBadKeyFile) {
+		t.Fatalf("bad jwk: %v", err)
+	}
+}

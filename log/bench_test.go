@@ -1,0 +1,156 @@
+package log
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// content512 is the 512-byte content DESIGN.md §10's targets are stated for.
+var content512 = strings.Repeat("memory log benchmark text ", 20)[:512]
+
+func benchEntry(i int) Entry {
+	return Entry{Body: &Store{Kind: KindConversation, Session: "bench-1", Role: "user", Content: content512}}
+}
+
+func reportLatencies(b *testing.B, lat []time.Duration, events int, elapsed time.Duration) {
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	if len(lat) > 0 {
+		b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+	}
+	b.ReportMetric(float64(events)/elapsed.Seconds(), "events/s")
+}
+
+// BenchmarkAppend: durable appends of 512-byte contents by concurrent
+// writers; one op is one event.
+func BenchmarkAppend(b *testing.B) {
+	for _, tc := range []struct {
+		d       Durability
+		writers int
+	}{{Group, 1}, {Group, 16}, {Group, 64}, {Sync, 1}, {None, 1}, {None, 64}} {
+		b.Run(fmt.Sprintf("%s/writers=%d", tc.d, tc.writers), func(b *testing.B) {
+			l := openT(b, b.TempDir(), testKeys(b), Options{Durability: tc.d})
+			defer l.Close()
+			var next atomic.Int64
+			lats := make([][]time.Duration, tc.writers)
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			start := time.Now()
+			for w := 0; w < tc.writers; w++ {
+				wg.Add(1)
+				go func(w int) {
+					defer wg.Done()
+					for next.Add(1) <= int64(b.N) {
+						t0 := time.Now()
+						if _, err := l.Append(context.Background(), benchEntry(0)); err != nil {
+							b.Error(err)
+							return
+						}
+						lats[w] = append(lats[w], time.Since(t0))
+					}
+				}(w)
+			}
+			wg.Wait()
+			el := time.Since(start)
+			b.StopTimer()
+			var all []time.Duration
+			for _, l := range lats {
+				all = append(all, l...)
+			}
+			reportLatencies(b, all, b.N, el)
+		})
+	}
+}
+
+// BenchmarkAppendBatch256: one op is one event, written in durable batches
+// of 256.
+func BenchmarkAppendBatch256(b *testing.B) {
+	l := openT(b, b.TempDir(), testKeys(b), Options{})
+	defer l.Close()
+	batch := make([]Entry, 256)
+	for i := range batch {
+		batch[i] = benchEntry(i)
+	}
+	b.ResetTimer()
+	start := time.Now()
+	var lat []time.Duration
+	for done := 0; done < b.N; done += 256 {
+		t0 := time.Now()
+		if _, err := l.AppendBatch(context.Background(), batch); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	el := time.Since(start)
+	reportLatencies(b, lat, (b.N+255)/256*256, el)
+}
+
+// BenchmarkReplay: verify (CRC, chain, hash) and decrypt every event; one op
+// is one event. The log is written once per size outside the timer.
+func BenchmarkReplay(b *testing.B) {
+	n := 100_000
+	dir := filepath.Join(b.TempDir(), "log")
+	kr := testKeys(b)
+	l := openT(b, dir, kr, Options{Durability: None})
+	batch := make([]Entry, 1000)
+	for i := range batch {
+		batch[i] = benchEntry(i)
+	}
+	for i := 0; i < n; i += len(batch) {
+		if _, err := l.AppendBatch(context.Background(), batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	start := time.Now()
+	total := 0
+	for total < b.N {
+		err := l.Events(context.Background(), 0, 0, func(e *Event) error {
+			total++
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	el := time.Since(start)
+	b.ReportMetric(float64(total)/el.Seconds(), "events/s")
+	l.Close()
+}
+
+// BenchmarkBytesPerEvent reports on-disk bytes per 512-byte-content event
+// and the overhead above the content.
+func BenchmarkBytesPerEvent(b *testing.B) {
+	const n = 20_000
+	for i := 0; i < b.N; i++ {
+		dir := filepath.Join(b.TempDir(), "log")
+		l := openT(b, dir, testKeys(b), Options{Durability: None})
+		batch := make([]Entry, 1000)
+		for i := range batch {
+			batch[i] = benchEntry(i)
+		}
+		for j := 0; j < n; j += len(batch) {
+			if _, err := l.AppendBatch(context.Background(), batch); err != nil {
+				b.Fatal(err)
+			}
+		}
+		l.Close()
+		var size int64
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			if fi, err := e.Info(); err == nil && e.Name() != "LOCK" {
+				size += fi.Size()
+			}
+		}
+		b.ReportMetric(float64(size)/n, "bytes/event")
+		b.ReportMetric(float64(size)/n-512, "overhead-B/event")
+	}
+}

@@ -1,0 +1,87 @@
+// Package log is ucl's write-ahead log: the only source of truth. Every store,
+// tombstone, share grant and rekey is an event appended here; projections,
+// snapshots and the Arweave mirror are derived from it.
+//
+// # Event
+//
+// An event is a plaintext header and an encrypted body. The header is readable
+// without keys (so an auditor can walk the chain), and authenticated: it is
+// the AAD of the body's AES-256-GCM seal, and it is covered by the hash.
+//
+//	header (HeaderSize = 110 bytes, little-endian, fixed layout):
+//	  off  len  field
+//	    0    1  format version            (FormatVersion = 1)
+//	    1    1  type                      (1 store, 2 tombstone, 3 share_grant,
+//	                                        4 share_revoke, 5 rekey)
+//	    2    8  seq        uint64         dense, from 1
+//	   10    8  time       int64          append time, unix milliseconds
+//	   18   16  event id                  client-supplied or random; the
+//	                                        idempotency key
+//	   34    4  key epoch  uint32         vault-key epoch the DEK is wrapped under
+//	   38   40  wrapped DEK               RFC 3394 wrap of the 32-byte DEK
+//	   78   32  prev                      hash of event seq-1; zeros for seq 1
+//	body: AES-256-GCM(DEK, nonce = 12 zero bytes, AAD = header) of the encoded
+//	      plaintext body; len(plaintext) + 16 bytes. The DEK seals one body only.
+//
+//	hash(event) = SHA-256(header ‖ body)
+//
+// The chain is the sequence of hashes: event n's prev is hash(event n-1).
+// "raw" below means header ‖ body: the bytes that are hashed, mirrored to
+// Arweave and verified by anyone.
+//
+// # Bodies
+//
+// Each body starts with its own schema version byte, then fields in a fixed
+// order. Strings and byte strings are uvarint length-prefixed; integers are
+// fixed-width little-endian unless named uvarint; maps are encoded sorted by
+// key, so every body has exactly one encoding (canonical). Decoders reject
+// unknown versions, trailing bytes and out-of-range values.
+//
+//	store v1:      version=1, flags u8, kind u8, session str, role str,
+//	               content str, then by flags:
+//	                 0x01 chunk id str       (absent: the event id in hex)
+//	                 0x02 parent str
+//	                 0x04 chunk_parent str, chunk_index uvarint
+//	                 0x08 meta: uvarint n, n × (key str, value str), keys sorted, unique
+//	                 0x10 content time int64 ms (absent: the header time)
+//	tombstone v1:  version=1, chunk ids (uvarint n, n × str), session str,
+//	               from int64 ms, to int64 ms (both 0: no time range), reason str
+//	share_grant v1: version=1, grantee str (Arweave address), wrapped share key
+//	               bytes (RSA-OAEP-SHA256), sessions (uvarint n × str), chunk
+//	               ids (uvarint n × str), keys (uvarint n × (seq uint64, 40-byte
+//	               DEK wrapped under the share key))
+//	share_revoke v1: version=1, grant event id [16], grantee str, reason str
+//	rekey v1:      version=1, new epoch uint32, keys (uvarint n × (seq uint64,
+//	               40-byte DEK wrapped under the new epoch))
+//
+// # On disk
+//
+// The log is a github.com/tidwall/wal directory in binary format: segment
+// files named by their first index (the index is the seq), each entry framed
+// by tidwall as uvarint(length) ‖ data. tidwall/wal has no checksum, so ucl's
+// entry data is
+//
+//	raw ‖ CRC-32C(raw) (4 bytes, little-endian)
+//
+// The CRC catches torn writes and flipped bits, including in the last event,
+// whose hash nothing else covers yet; the hash chain catches everything else
+// (a replaced or reordered event). The CRC is not part of the hash and is not
+// mirrored.
+//
+// # Valid tail and repair
+//
+// An append is acknowledged only after its fsync (durability "sync" and
+// "group"). A crash can therefore leave, at the end of the LAST segment file
+// only, bytes of an unacknowledged write: an entry whose length runs past the
+// end of the file, a run of zero bytes, or a final entry with a bad CRC that
+// contains a zeroed 512-byte sector. Open cuts such a tail: the cut bytes are
+// copied aside into the store's corrupt/ directory, the file is truncated at
+// the last good entry and fsynced, and the log is re-verified. Anything else
+// (a bad entry followed by more data, a bad CRC without a torn sector, a
+// break in any segment but the last, a seq or prev that does not follow) is
+// corruption: Open refuses with a *CorruptionError naming the seq, the
+// segment file and the offset, and changes nothing.
+//
+// A store is owned by one process at a time (flock on the LOCK file); a
+// second Open fails with ErrLocked.
+package log

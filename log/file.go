@@ -1,0 +1,179 @@
+package log
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// appendCRC frames raw for storage: raw ‖ CRC-32C(raw).
+func appendCRC(raw []byte) []byte {
+	return binary.LittleEndian.AppendUint32(raw, crc32.Checksum(raw, castagnoli))
+}
+
+// checkEntry verifies an entry's CRC and returns raw.
+func checkEntry(data []byte) ([]byte, error) {
+	if len(data) < HeaderSize+crcSize {
+		return nil, fmt.Errorf("%w: entry of %d bytes", ErrMalformed, len(data))
+	}
+	raw := data[:len(data)-crcSize]
+	if crc32.Checksum(raw, castagnoli) != binary.LittleEndian.Uint32(data[len(raw):]) {
+		return nil, ErrChecksum
+	}
+	return raw, nil
+}
+
+// segFile is one tidwall/wal segment file.
+type segFile struct {
+	name  string
+	first uint64 // index (seq) of its first entry
+}
+
+// listSegments returns the log's segment files in order. tidwall names them
+// by their first index in 20 digits; other names (its temporary .START/.END
+// files, our own files) are skipped.
+func listSegments(dir string) ([]segFile, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("list segments: %w", err)
+	}
+	var out []segFile
+	for _, e := range ents {
+		n := e.Name()
+		if len(n) != 20 || e.IsDir() {
+			continue
+		}
+		idx, err := strconv.ParseUint(n, 10, 64)
+		if err != nil {
+			continue
+		}
+		out = append(out, segFile{name: n, first: idx})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].first < out[j].first })
+	return out, nil
+}
+
+// fileEntry is an entry's position in a segment file.
+type fileEntry struct {
+	off  int64  // offset of the entry's length prefix
+	data []byte // the entry data (raw ‖ crc)
+}
+
+// tailState says how a segment file's bytes end.
+type tailState struct {
+	goodEnd int64 // offset just past the last entry that parsed and checked
+	torn    bool  // bytes after goodEnd are a torn write (only meaningful for the last file)
+	err     error // set when the bytes after goodEnd are damage, not a tear
+}
+
+// parseSegment splits a segment file into entries. It stops at the first
+// entry that does not parse or check, and classifies what follows: a torn
+// write (length past EOF, only zero bytes, or a final entry with a bad CRC
+// that holds a zeroed 512-byte sector) or corruption.
+func parseSegment(b []byte) ([]fileEntry, tailState) {
+	var ents []fileEntry
+	off := 0
+	for off < len(b) {
+		if allZero(b[off:]) {
+			return ents, tailState{goodEnd: int64(off), torn: true}
+		}
+		n, k := binary.Uvarint(b[off:])
+		if k == 0 {
+			return ents, tailState{goodEnd: int64(off), torn: true} // varint cut by EOF
+		}
+		if k < 0 {
+			return ents, tailState{goodEnd: int64(off), err: fmt.Errorf("%w: bad entry length", ErrMalformed)}
+		}
+		end := off + k + int(n)
+		if n > uint64(len(b)) || end > len(b) {
+			return ents, tailState{goodEnd: int64(off), torn: true}
+		}
+		data := b[off+k : end]
+		if _, err := checkEntry(data); err != nil {
+			last := end == len(b)
+			if last && hasZeroSector(b, off, end) {
+				return ents, tailState{goodEnd: int64(off), torn: true}
+			}
+			return ents, tailState{goodEnd: int64(off), err: err}
+		}
+		ents = append(ents, fileEntry{off: int64(off), data: data})
+		off = end
+	}
+	return ents, tailState{goodEnd: int64(off)}
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// hasZeroSector reports whether b[from:to] covers a whole 512-byte-aligned
+// sector of zeros: the mark of a write the disk never finished (etcd's
+// isTornEntry heuristic).
+func hasZeroSector(b []byte, from, to int) bool {
+	const sector = 512
+	var zero [sector]byte
+	start := (from + sector - 1) / sector * sector
+	for s := start; s+sector <= to; s += sector {
+		if bytes.Equal(b[s:s+sector], zero[:]) {
+			return true
+		}
+	}
+	return false
+}
+
+// repairTail inspects the last segment file and cuts a torn tail: the cut
+// bytes are saved in corruptDir, the file is truncated at the last good
+// entry, fsynced, and the directory fsynced. It returns the number of bytes
+// cut (0 if the tail was clean). Damage that is not a torn tail is returned
+// as a *CorruptionError and nothing is changed.
+func repairTail(dir, corruptDir string, noRepair bool) (int64, error) {
+	segs, err := listSegments(dir)
+	if err != nil || len(segs) == 0 {
+		return 0, err
+	}
+	last := segs[len(segs)-1]
+	path := filepath.Join(dir, last.name)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, fmt.Errorf("read last segment: %w", err)
+	}
+	ents, st := parseSegment(b)
+	seq := last.first + uint64(len(ents))
+	if st.err != nil {
+		return 0, &CorruptionError{Seq: seq, Segment: last.name, Offset: st.goodEnd, Err: st.err}
+	}
+	if !st.torn {
+		return 0, nil
+	}
+	cut := int64(len(b)) - st.goodEnd
+	if noRepair {
+		return 0, &CorruptionError{Seq: seq, Segment: last.name, Offset: st.goodEnd, Err: ErrTorn}
+	}
+	if err := saveAside(corruptDir, fmt.Sprintf("%s.%d.torn", last.name, st.goodEnd), b[st.goodEnd:]); err != nil {
+		return 0, err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return 0, fmt.Errorf("open segment for repair: %w", err)
+	}
+	defer f.Close()
+	if err := f.Truncate(st.goodEnd); err != nil {
+		return 0, fmt.Errorf("truncate torn tail: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		return 0, fmt.Errorf("fsync repaired segment: %w", err)
+	}
+	return cut, syncDir(dir)
+}

@@ -1,0 +1,878 @@
+package log
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/tidwall/wal"
+
+	"github.com/unlimitedcontext/ucl/crypto"
+	"github.com/unlimitedcontext/ucl/internal/fsutil"
+)
+
+// Durability says when an append is acknowledged.
+type Durability int
+
+const (
+	// Sync (the default) fsyncs before each Append/AppendBatch call returns;
+	// each call is its own write.
+	Sync Durability = iota
+	// Group also fsyncs before returning, but concurrent appenders share one
+	// WriteBatch and one fsync. As durable as Sync, faster under concurrency.
+	Group
+	// None never fsyncs. THIS IS UNSAFE: an OS crash or power loss can lose
+	// acknowledged events (the log stays consistent: a torn tail is cut on
+	// Open). For bulk imports that can be redone.
+	None
+)
+
+func (d Durability) String() string {
+	switch d {
+	case Sync:
+		return "sync"
+	case Group:
+		return "group"
+	case None:
+		return "none"
+	}
+	return fmt.Sprintf("durability(%d)", int(d))
+}
+
+// ParseDurability parses "sync", "group" or "none".
+func ParseDurability(s string) (Durability, error) {
+	for _, d := range []Durability{Sync, Group, None} {
+		if d.String() == s {
+			return d, nil
+		}
+	}
+	return 0, fmt.Errorf("parse durability %q: want sync, group or none", s)
+}
+
+// Options configure Open. The zero value is valid: Sync durability, 64 MiB
+// segment files, tail repair on, no keys (raw reads only).
+type Options struct {
+	// Keys encrypt new events and decrypt old ones. Without keys the log
+	// can be verified and read raw, not appended to or decrypted.
+	Keys       *crypto.Keyring
+	Durability Durability
+	// SegmentSize is the size at which a WAL file is closed and a new one
+	// started (default 8 MiB: tidwall/wal keeps the open file's bytes in one
+	// growing buffer, and larger buffers cost more to grow than they save).
+	SegmentSize int
+	// NoRepair makes Open refuse a torn tail instead of cutting it.
+	NoRepair bool
+	// CorruptDir receives bytes cut from a torn tail (default dir/../corrupt).
+	CorruptDir string
+	// MaxBatch caps how many events one group commit writes (default 4096).
+	MaxBatch int
+	// Now returns append times (default time.Now); tests pin it.
+	Now func() time.Time
+}
+
+// Entry is one event to append.
+type Entry struct {
+	ID   ID    // zero: a random id is generated
+	Time int64 // append time, unix ms; 0: now
+	Body Body
+}
+
+// Result is an appended (or, for an idempotent re-append, found) event.
+type Result struct {
+	Seq     uint64
+	ID      ID
+	Hash    Hash
+	Existed bool // the id was already in the log with the same content
+}
+
+// Log is an open event log. It is safe for concurrent use.
+type Log struct {
+	dir  string
+	opts Options
+	w    *wal.Log
+	lock *os.File
+
+	mu       sync.RWMutex // guards head, headHash, ids
+	head     uint64
+	headHash Hash
+	ids      map[ID]uint64
+
+	// Group commit (LevelDB's writer queue): appenders enqueue under qmu,
+	// then take commitMu; whoever holds it commits everything queued (only
+	// the first request in Sync mode) and marks those requests done, so a
+	// lone writer commits its own request with no hand-off.
+	qmu      sync.Mutex
+	queue    []*appendReq
+	commitMu sync.Mutex
+	closed   bool
+	failed   error
+	segBytes int // bytes in the current WAL file, mirroring tidwall's cycle rule
+
+	// writeBatch is the seam for fault injection in tests.
+	writeBatch func(*wal.Batch) error
+}
+
+type appendReq struct {
+	entries []Entry
+	res     []Result
+	err     error
+	done    bool // guarded by qmu
+}
+
+// Open opens (creating if needed) the log in dir.
+func Open(dir string, opts Options) (*Log, error) {
+	if opts.SegmentSize <= 0 {
+		opts.SegmentSize = 8 << 20
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 4096
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.CorruptDir == "" {
+		opts.CorruptDir = filepath.Join(filepath.Dir(filepath.Clean(dir)), "corrupt")
+	}
+	if err := fsutil.MkdirAllSync(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("open log: %w", err)
+	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	l := &Log{dir: dir, opts: opts, lock: lock, ids: map[ID]uint64{}}
+	if err := l.open(); err != nil {
+		unlock(lock)
+		return nil, err
+	}
+	l.writeBatch = l.w.WriteBatch
+	return l, nil
+}
+
+func (l *Log) open() error {
+	if _, err := repairTail(l.dir, l.opts.CorruptDir, l.opts.NoRepair); err != nil {
+		return fmt.Errorf("open log: %w", err)
+	}
+	// Verify everything and index ids before tidwall opens the files.
+	var prev Hash
+	var n uint64
+	err := scanFiles(l.dir, 1, 0, func(seq uint64, raw []byte) error {
+		h, err := DecodeHeader(raw)
+		if err != nil {
+			return err
+		}
+		if h.Seq != seq {
+			return fmt.Errorf("%w: header says seq %d", ErrChainBroken, h.Seq)
+		}
+		if h.Prev != prev {
+			return fmt.Errorf("%w: prev %s is not the hash of seq %d (%s)", ErrChainBroken, short(h.Prev), seq-1, short(prev))
+		}
+		prev = sha256.Sum256(raw)
+		l.ids[h.ID] = seq
+		n = seq
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("open log: %w", err)
+	}
+	w, err := wal.Open(l.dir, &wal.Options{
+		NoSync:           l.opts.Durability == None,
+		SegmentSize:      l.opts.SegmentSize,
+		LogFormat:        wal.Binary,
+		SegmentCacheSize: 2,
+		DirPerms:         0o700,
+		FilePerms:        0o600,
+	})
+	if err != nil {
+		return fmt.Errorf("open log: open wal: %w", err)
+	}
+	last, err := w.LastIndex()
+	if err != nil || last != n {
+		w.Close()
+		return fmt.Errorf("open log: wal has %d entries, verified %d: %v", last, n, err)
+	}
+	l.w = w
+	l.head, l.headHash = n, prev
+	if n > 0 && l.opts.Keys != nil {
+		if err := l.checkKey(n); err != nil {
+			w.Close()
+			return err
+		}
+	}
+	if segs, err := listSegments(l.dir); err == nil && len(segs) > 0 {
+		if fi, err := os.Stat(filepath.Join(l.dir, segs[len(segs)-1].name)); err == nil {
+			l.segBytes = int(fi.Size())
+		}
+	}
+	return syncDir(l.dir) // tidwall may have created the first file
+}
+
+// checkKey makes sure the keyring can unwrap the newest event's data key, so
+// a wrong vault key is refused before anything is written with it.
+func (l *Log) checkKey(seq uint64) error {
+	data, err := l.w.Read(seq)
+	if err != nil {
+		return fmt.Errorf("open log: read seq %d: %w", seq, err)
+	}
+	h, err := DecodeHeader(data)
+	if err != nil {
+		return fmt.Errorf("open log: %w", err)
+	}
+	w, err := l.opts.Keys.Wrapper(h.KeyEpoch)
+	if err == nil {
+		var dek [crypto.KeySize]byte
+		err = w.Unwrap(dek[:], h.WrappedDEK[:])
+	}
+	if err != nil {
+		return fmt.Errorf("open log: the vault key does not match this log (seq %d, epoch %d): %w; use the vault key this store was created with (ucl keys import)", seq, h.KeyEpoch, err)
+	}
+	return nil
+}
+
+func short(h Hash) string { return h.String()[:12] }
+
+// Dir returns the log's directory.
+func (l *Log) Dir() string { return l.dir }
+
+// Durability returns the log's durability mode.
+func (l *Log) Durability() Durability { return l.opts.Durability }
+
+// HasKeys reports whether the log can encrypt and decrypt.
+func (l *Log) HasKeys() bool { return l.opts.Keys != nil }
+
+// Head returns the last seq (0 for an empty log) and its hash.
+func (l *Log) Head() (uint64, Hash) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.head, l.headHash
+}
+
+// Lookup returns the seq of an event id, if present.
+func (l *Log) Lookup(id ID) (uint64, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	s, ok := l.ids[id]
+	return s, ok
+}
+
+// Close waits for appends in progress and closes the files.
+func (l *Log) Close() error {
+	l.commitMu.Lock()
+	defer l.commitMu.Unlock()
+	l.qmu.Lock()
+	if l.closed {
+		l.qmu.Unlock()
+		return nil
+	}
+	l.closed = true
+	l.qmu.Unlock()
+	err := l.w.Close()
+	unlock(l.lock)
+	return err
+}
+
+// Append appends one event and returns when it is durable (per the
+// durability mode).
+func (l *Log) Append(ctx context.Context, e Entry) (Result, error) {
+	rs, err := l.AppendBatch(ctx, []Entry{e})
+	if err != nil {
+		return Result{}, err
+	}
+	return rs[0], nil
+}
+
+// AppendBatch appends events atomically: all are written, or none (an
+// invalid entry fails the whole call, naming its index). One write, one
+// fsync.
+func (l *Log) AppendBatch(ctx context.Context, es []Entry) ([]Result, error) {
+	if len(es) == 0 {
+		return nil, nil
+	}
+	if l.opts.Keys == nil {
+		return nil, fmt.Errorf("append: %w", ErrNoKeys)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r := &appendReq{entries: es}
+	l.qmu.Lock()
+	if l.closed {
+		l.qmu.Unlock()
+		return nil, ErrClosed
+	}
+	l.queue = append(l.queue, r)
+	l.qmu.Unlock()
+
+	for {
+		l.commitMu.Lock()
+		l.qmu.Lock()
+		if r.done || l.closed {
+			err := r.err
+			if !r.done {
+				err = ErrClosed
+			}
+			l.qmu.Unlock()
+			l.commitMu.Unlock()
+			return r.res, err
+		}
+		batch := l.takeBatch()
+		l.qmu.Unlock()
+		l.commit(batch)
+		l.qmu.Lock()
+		for _, b := range batch {
+			b.done = true
+		}
+		l.qmu.Unlock()
+		l.commitMu.Unlock()
+	}
+}
+
+// takeBatch removes the requests to commit next from the front of the
+// queue: one in Sync mode, else as many as fit in MaxBatch events (at least
+// one). Called with qmu held; the queue is not empty.
+func (l *Log) takeBatch() []*appendReq {
+	n, take := 0, 0
+	for take < len(l.queue) && (take == 0 || (l.opts.Durability != Sync && n+len(l.queue[take].entries) <= l.opts.MaxBatch)) {
+		n += len(l.queue[take].entries)
+		take++
+	}
+	batch := l.queue[:take:take]
+	l.queue = l.queue[take:]
+	if len(l.queue) == 0 {
+		l.queue = nil
+	}
+	return batch
+}
+
+// pending is an event built for the batch being committed.
+type pending struct {
+	data []byte
+	id   ID
+	seq  uint64
+	hash Hash
+}
+
+func (l *Log) commit(batch []*appendReq) {
+	if l.failed != nil {
+		for _, r := range batch {
+			r.err = l.failed
+		}
+		return
+	}
+	l.mu.RLock()
+	seq, prev := l.head, l.headHash
+	l.mu.RUnlock()
+	var wb wal.Batch
+	var all []pending
+	newIDs := map[ID]int{} // id → index in all
+	var ok []*appendReq
+	for _, r := range batch {
+		mark, markSeq, markPrev := len(all), seq, prev
+		r.res = make([]Result, len(r.entries))
+		for i, e := range r.entries {
+			res, p, err := l.build(e, seq, prev, all, newIDs)
+			if err != nil {
+				r.err = fmt.Errorf("append event %d of %d: %w", i+1, len(r.entries), err)
+				break
+			}
+			r.res[i] = res
+			if p != nil {
+				all = append(all, *p)
+				newIDs[p.id] = len(all) - 1
+				seq, prev = p.seq, p.hash
+			}
+		}
+		if r.err != nil {
+			for _, p := range all[mark:] {
+				delete(newIDs, p.id)
+			}
+			all, seq, prev = all[:mark], markSeq, markPrev
+			r.res = nil
+			continue
+		}
+		ok = append(ok, r)
+	}
+	if len(all) == 0 {
+		return
+	}
+	cycled := l.segBytes > l.opts.SegmentSize
+	if cycled {
+		l.segBytes = 0
+	}
+	for _, p := range all {
+		wb.Write(p.seq, p.data)
+		l.segBytes += uvarintLen(len(p.data)) + len(p.data)
+		if l.segBytes >= l.opts.SegmentSize {
+			cycled, l.segBytes = true, 0
+		}
+	}
+	err := l.writeBatch(&wb)
+	if err == nil && cycled {
+		err = syncDir(l.dir) // tidwall created a segment file; make it durable
+	}
+	if err != nil {
+		l.failed = fmt.Errorf("%w: %v", ErrFailed, err)
+		for _, r := range ok {
+			r.err, r.res = fmt.Errorf("append: write wal: %w", err), nil
+		}
+		return
+	}
+	l.mu.Lock()
+	for _, p := range all {
+		l.ids[p.id] = p.seq
+	}
+	l.head, l.headHash = seq, prev
+	l.mu.Unlock()
+}
+
+func uvarintLen(n int) int {
+	c := 1
+	for n >= 0x80 {
+		n >>= 7
+		c++
+	}
+	return c
+}
+
+// build encodes, encrypts and chains one entry at seq+1, or resolves it to an
+// existing event (p == nil) when its id is already used with equal content.
+func (l *Log) build(e Entry, seq uint64, prev Hash, batch []pending, inBatch map[ID]int) (Result, *pending, error) {
+	if e.Body == nil {
+		return Result{}, nil, fmt.Errorf("%w: no body", ErrMalformed)
+	}
+	if !e.ID.IsZero() {
+		if i, ok := inBatch[e.ID]; ok {
+			if err := l.sameContent(batch[i].data, e); err != nil {
+				return Result{}, nil, err
+			}
+			return Result{Seq: batch[i].seq, ID: e.ID, Hash: batch[i].hash, Existed: true}, nil, nil
+		}
+		if s, ok := l.Lookup(e.ID); ok {
+			data, err := l.w.Read(s)
+			if err != nil {
+				return Result{}, nil, fmt.Errorf("read event %d: %w", s, err)
+			}
+			if err := l.sameContent(data, e); err != nil {
+				return Result{}, nil, err
+			}
+			raw, _ := checkEntry(data)
+			return Result{Seq: s, ID: e.ID, Hash: sha256.Sum256(raw), Existed: true}, nil, nil
+		}
+	}
+	h := Header{Version: FormatVersion, Type: e.Body.Type(), Seq: seq + 1, Time: e.Time, ID: e.ID, Prev: prev}
+	if h.Time == 0 {
+		h.Time = l.opts.Now().UnixMilli()
+	}
+	if h.ID.IsZero() {
+		if _, err := rand.Read(h.ID[:]); err != nil {
+			return Result{}, nil, err
+		}
+	}
+	plain, err := EncodeBody(e.Body, &h)
+	if err != nil {
+		return Result{}, nil, err
+	}
+	data, err := l.seal(&h, plain)
+	if err != nil {
+		return Result{}, nil, err
+	}
+	hash := Hash(sha256.Sum256(data[:len(data)-crcSize]))
+	return Result{Seq: h.Seq, ID: h.ID, Hash: hash}, &pending{data: data, id: h.ID, seq: h.Seq, hash: hash}, nil
+}
+
+// seal makes a fresh DEK, wraps it, seals plain and returns the entry data.
+func (l *Log) seal(h *Header, plain []byte) ([]byte, error) {
+	kr := l.opts.Keys
+	h.KeyEpoch = kr.Current()
+	w, err := kr.Wrapper(h.KeyEpoch)
+	if err != nil {
+		return nil, err
+	}
+	var dek [crypto.KeySize]byte
+	if _, err := rand.Read(dek[:]); err != nil {
+		return nil, err
+	}
+	raw, err := sealWith(h, plain, dek[:], w)
+	if err != nil {
+		return nil, err
+	}
+	return appendCRC(raw), nil
+}
+
+// sealWith builds raw = header ‖ AES-GCM(dek, plain, aad=header) with the DEK
+// wrapped by w into the header. The slice has room for the CRC.
+func sealWith(h *Header, plain, dek []byte, w *crypto.Wrapper) ([]byte, error) {
+	if err := w.Wrap(h.WrappedDEK[:], dek); err != nil {
+		return nil, err
+	}
+	buf := make([]byte, HeaderSize, HeaderSize+len(plain)+crypto.TagSize+crcSize)
+	h.Encode(buf)
+	return crypto.Seal(buf, dek, buf[:HeaderSize], plain)
+}
+
+// sameContent compares a new entry with an existing event's entry data.
+func (l *Log) sameContent(data []byte, e Entry) error {
+	raw, err := checkEntry(data)
+	if err != nil {
+		return err
+	}
+	ev, err := l.Decrypt(raw)
+	if err != nil {
+		return err
+	}
+	if ev.Type != e.Body.Type() {
+		return fmt.Errorf("%w: id %s is seq %d, a %s event", ErrIDConflict, e.ID, ev.Seq, ev.Type)
+	}
+	body := e.Body
+	if s, ok := body.(*Store); ok && s.Time == 0 {
+		c := *s
+		c.Time = ev.Header.Time
+		body = &c
+	}
+	want, err := EncodeBody(body, &ev.Header)
+	if err != nil {
+		return err
+	}
+	got, _ := EncodeBody(ev.Body, &ev.Header)
+	if !bytes.Equal(want, got) {
+		return fmt.Errorf("%w: id %s is seq %d", ErrIDConflict, e.ID, ev.Seq)
+	}
+	return nil
+}
+
+// Decrypt verifies nothing but the seal: it parses raw (header ‖ body),
+// unwraps the DEK and decrypts the body.
+func (l *Log) Decrypt(raw []byte) (*Event, error) {
+	if l.opts.Keys == nil {
+		return nil, ErrNoKeys
+	}
+	return DecryptWith(l.opts.Keys, raw)
+}
+
+// DecryptWith is Decrypt with an explicit keyring.
+func DecryptWith(kr *crypto.Keyring, raw []byte) (*Event, error) {
+	h, err := DecodeHeader(raw)
+	if err != nil {
+		return nil, err
+	}
+	w, err := kr.Wrapper(h.KeyEpoch)
+	if err != nil {
+		return nil, fmt.Errorf("decrypt seq %d: %w", h.Seq, err)
+	}
+	var dek [crypto.KeySize]byte
+	if err := w.Unwrap(dek[:], h.WrappedDEK[:]); err != nil {
+		return nil, fmt.Errorf("decrypt seq %d: unwrap data key: %w", h.Seq, err)
+	}
+	plain, err := crypto.Open(nil, dek[:], raw[:HeaderSize], raw[HeaderSize:])
+	if err != nil {
+		return nil, fmt.Errorf("decrypt seq %d: %w", h.Seq, err)
+	}
+	body, err := DecodeBody(h.Type, plain, &h)
+	if err != nil {
+		return nil, fmt.Errorf("seq %d: %w", h.Seq, err)
+	}
+	return &Event{Header: h, Hash: sha256.Sum256(raw), Body: body}, nil
+}
+
+// Raw returns the raw bytes (header ‖ body) of one event, CRC-checked.
+func (l *Log) Raw(seq uint64) ([]byte, error) {
+	head, _ := l.Head()
+	if seq == 0 || seq > head {
+		return nil, fmt.Errorf("read seq %d: %w (head is %d)", seq, ErrNotFound, head)
+	}
+	data, err := l.w.Read(seq)
+	if err != nil {
+		return nil, fmt.Errorf("read seq %d: %w", seq, err)
+	}
+	raw, err := checkEntry(data)
+	if err != nil {
+		return nil, &CorruptionError{Seq: seq, Offset: -1, Err: err}
+	}
+	return raw, nil
+}
+
+// HashAt returns the hash of event seq.
+func (l *Log) HashAt(seq uint64) (Hash, error) {
+	raw, err := l.Raw(seq)
+	if err != nil {
+		return Hash{}, err
+	}
+	return sha256.Sum256(raw), nil
+}
+
+// Record is a verified raw event.
+type Record struct {
+	Header Header
+	Raw    []byte // header ‖ body; valid only during the callback
+	Hash   Hash
+}
+
+// Records calls fn for events from..to (inclusive; to 0 means the head) in
+// order, after checking each one's CRC, header and place in the chain. The
+// chain is checked from from-1's hash, so a range read proves the range
+// continues the log.
+func (l *Log) Records(ctx context.Context, from, to uint64, fn func(*Record) error) error {
+	from, to, prev, err := l.bounds(from, to)
+	if err != nil || from > to {
+		return err
+	}
+	return scanFiles(l.dir, from, to, func(seq uint64, raw []byte) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		r, err := verifyRaw(seq, raw, prev)
+		if err != nil {
+			return err
+		}
+		prev = r.Hash
+		return fn(r)
+	})
+}
+
+func verifyRaw(seq uint64, raw []byte, prev Hash) (*Record, error) {
+	h, err := DecodeHeader(raw)
+	if err != nil {
+		return nil, err
+	}
+	if h.Seq != seq {
+		return nil, fmt.Errorf("%w: header says seq %d", ErrChainBroken, h.Seq)
+	}
+	if h.Prev != prev {
+		return nil, fmt.Errorf("%w: prev %s is not the hash of seq %d (%s)", ErrChainBroken, short(h.Prev), seq-1, short(prev))
+	}
+	return &Record{Header: h, Raw: raw, Hash: sha256.Sum256(raw)}, nil
+}
+
+func (l *Log) bounds(from, to uint64) (uint64, uint64, Hash, error) {
+	head, _ := l.Head()
+	if from == 0 {
+		from = 1
+	}
+	if to == 0 || to > head {
+		to = head
+	}
+	var prev Hash
+	if from > 1 && from <= to {
+		var err error
+		if prev, err = l.HashAt(from - 1); err != nil {
+			return 0, 0, prev, err
+		}
+	}
+	return from, to, prev, nil
+}
+
+// Events calls fn for the decrypted events from..to (inclusive; to 0 means
+// the head) in order, verifying the chain as Records does. Decryption runs
+// on all cores; fn is called from one goroutine, in seq order.
+func (l *Log) Events(ctx context.Context, from, to uint64, fn func(*Event) error) error {
+	if l.opts.Keys == nil {
+		return ErrNoKeys
+	}
+	return decryptPipeline(ctx, l.opts.Keys, func(emit func(seq uint64, raw []byte) error) error {
+		from, to, prev, err := l.bounds(from, to)
+		if err != nil || from > to {
+			return err
+		}
+		return scanFiles(l.dir, from, to, func(seq uint64, raw []byte) error {
+			r, err := verifyRaw(seq, raw, prev)
+			if err != nil {
+				return err
+			}
+			prev = r.Hash
+			return emit(seq, raw)
+		})
+	}, fn)
+}
+
+// decryptPipeline decrypts records produced by scan on worker goroutines in
+// chunks and hands them to fn in order.
+func decryptPipeline(ctx context.Context, kr *crypto.Keyring, scan func(emit func(uint64, []byte) error) error, fn func(*Event) error) error {
+	const chunk = 256
+	workers := runtime.GOMAXPROCS(0)
+	type job struct {
+		raws [][]byte
+		evs  []*Event
+		err  error
+		done chan struct{}
+	}
+	jobs := make(chan *job, workers*2)
+	order := make(chan *job, workers*2)
+	var wg sync.WaitGroup
+	for i := 0; i < workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				j.evs = make([]*Event, len(j.raws))
+				for k, raw := range j.raws {
+					ev, err := DecryptWith(kr, raw)
+					if err != nil {
+						j.err = err
+						break
+					}
+					j.evs[k] = ev
+				}
+				close(j.done)
+			}
+		}()
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	scanErr := make(chan error, 1)
+	go func() {
+		defer close(order)
+		defer close(jobs)
+		cur := &job{done: make(chan struct{})}
+		send := func() bool {
+			select {
+			case order <- cur:
+			case <-ctx.Done():
+				return false
+			}
+			select {
+			case jobs <- cur:
+			case <-ctx.Done():
+				return false
+			}
+			cur = &job{done: make(chan struct{})}
+			return true
+		}
+		err := scan(func(seq uint64, raw []byte) error {
+			cur.raws = append(cur.raws, raw)
+			if len(cur.raws) == chunk && !send() {
+				return ctx.Err()
+			}
+			return ctx.Err()
+		})
+		if err == nil && len(cur.raws) > 0 {
+			send()
+		}
+		scanErr <- err
+	}()
+	var err error
+	for j := range order {
+		<-j.done
+		if err != nil {
+			continue
+		}
+		if j.err != nil {
+			err = j.err
+			cancel()
+			continue
+		}
+		for _, ev := range j.evs {
+			if err = fn(ev); err != nil {
+				cancel()
+				break
+			}
+		}
+	}
+	wg.Wait()
+	if serr := <-scanErr; err == nil && serr != nil && !errors.Is(serr, context.Canceled) {
+		err = serr
+	}
+	if err == nil {
+		err = ctx.Err()
+	}
+	return err
+}
+
+// scanFiles reads the segment files directly (not through tidwall's cache)
+// and calls fn with the raw bytes of every event in from..to (to 0: all),
+// CRC-checked, in order. Damage is a *CorruptionError with the position.
+func scanFiles(dir string, from, to uint64, fn func(seq uint64, raw []byte) error) error {
+	segs, err := listSegments(dir)
+	if err != nil {
+		return err
+	}
+	for i, s := range segs {
+		if to != 0 && s.first > to {
+			break
+		}
+		if i+1 < len(segs) && segs[i+1].first <= from {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, s.name))
+		if err != nil {
+			return fmt.Errorf("read segment %s: %w", s.name, err)
+		}
+		ents, st := parseSegment(b)
+		for k, e := range ents {
+			seq := s.first + uint64(k)
+			if seq < from {
+				continue
+			}
+			if to != 0 && seq > to {
+				return nil
+			}
+			raw, _ := checkEntry(e.data)
+			if err := fn(seq, raw); err != nil {
+				var ce *CorruptionError
+				if errors.As(err, &ce) || errors.Is(err, context.Canceled) || !isFormatErr(err) {
+					return err
+				}
+				return &CorruptionError{Seq: seq, Segment: s.name, Offset: e.off, Err: err}
+			}
+		}
+		seq := s.first + uint64(len(ents))
+		if st.err != nil || (st.torn && (to == 0 || seq <= to)) {
+			e := st.err
+			if e == nil {
+				e = ErrTorn
+			}
+			return &CorruptionError{Seq: seq, Segment: s.name, Offset: st.goodEnd, Err: e}
+		}
+		if i+1 < len(segs) && segs[i+1].first != seq {
+			return &CorruptionError{Seq: seq, Segment: s.name, Offset: st.goodEnd,
+				Err: fmt.Errorf("%w: next segment starts at seq %d", ErrChainBroken, segs[i+1].first)}
+		}
+	}
+	return nil
+}
+
+func isFormatErr(err error) bool {
+	for _, e := range []error{ErrMalformed, ErrUnknownType, ErrUnsupportedVersion, ErrChainBroken, ErrChecksum, crypto.ErrWrongKey} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+func syncDir(dir string) error { return fsutil.SyncDir(dir) }
+
+func saveAside(dir, name string, b []byte) error {
+	if err := fsutil.MkdirAllSync(dir, 0o700); err != nil {
+		return fmt.Errorf("save torn bytes: %w", err)
+	}
+	return fsutil.WriteFileAtomic(filepath.Join(dir, name), b, 0o600)
+}
+
+func lockDir(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open lock file: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w (%s); stop the other ucl process or wait for it", ErrLocked, dir)
+		}
+		return nil, fmt.Errorf("lock store: %w", err)
+	}
+	return f, nil
+}
+
+func unlock(f *os.File) {
+	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	f.Close()
+}

@@ -1,0 +1,306 @@
+package log
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tidwall/wal"
+
+	"github.com/unlimitedcontext/ucl/crypto"
+)
+
+var ctx = context.Background()
+
+func testKeys(t testing.TB) *crypto.Keyring {
+	t.Helper()
+	kr, err := crypto.NewKeyring()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kr
+}
+
+func openT(t testing.TB, dir string, kr *crypto.Keyring, o Options) *Log {
+	t.Helper()
+	o.Keys = kr
+	l, err := Open(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func storeEntry(i int) Entry {
+	return Entry{Body: &Store{Kind: KindConversation, Session: fmt.Sprintf("s%d", i%3), Role: "user",
+		Content: fmt.Sprintf("message number %d about the weather", i), Meta: map[string]string{"n": fmt.Sprint(i)}}}
+}
+
+func appendN(t testing.TB, l *Log, n int) []Result {
+	t.Helper()
+	var out []Result
+	for i := 0; i < n; i++ {
+		r, err := l.Append(ctx, storeEntry(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func collect(t testing.TB, l *Log) []*Event {
+	t.Helper()
+	var evs []*Event
+	if err := l.Events(ctx, 0, 0, func(e *Event) error { evs = append(evs, e); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+func TestAppendReadReopen(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "log")
+	kr := testKeys(t)
+	l := openT(t, dir, kr, Options{})
+	rs := appendN(t, l, 50)
+	for i, r := range rs {
+		if r.Seq != uint64(i+1) {
+			t.Fatalf("seq %d at %d", r.Seq, i)
+		}
+	}
+	head, hh := l.Head()
+	if head != 50 || hh != rs[49].Hash {
+		t.Fatalf("head %d %s", head, hh)
+	}
+	l.Close()
+	l = openT(t, dir, kr, Options{})
+	defer l.Close()
+	evs := collect(t, l)
+	if len(evs) != 50 {
+		t.Fatalf("%d events", len(evs))
+	}
+	for i, e := range evs {
+		s := e.Store()
+		if s == nil || s.Content != fmt.Sprintf("message number %d about the weather", i) || s.Meta["n"] != fmt.Sprint(i) {
+			t.Fatalf("event %d: %+v", i, e.Body)
+		}
+		if e.Hash != rs[i].Hash || s.ChunkID != e.ID.String() {
+			t.Fatalf("event %d hash/chunk id", i)
+		}
+	}
+	// Ranges verify against the chain.
+	var n int
+	if err := l.Records(ctx, 10, 20, func(r *Record) error { n++; return nil }); err != nil || n != 11 {
+		t.Fatalf("range: %d %v", n, err)
+	}
+	r, err := l.Append(ctx, storeEntry(99))
+	if err != nil || r.Seq != 51 {
+		t.Fatalf("append after reopen: %v %d", err, r.Seq)
+	}
+}
+
+func TestIdempotentAppend(t *testing.T) {
+	l := openT(t, t.TempDir(), testKeys(t), Options{})
+	defer l.Close()
+	id := ID{1, 2, 3}
+	e := Entry{ID: id, Body: &Store{Kind: KindKnowledge, Content: "the sky is blue"}}
+	r1, err := l.Append(ctx, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, l, 3)
+	r2, err := l.Append(ctx, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r2.Existed || r2.Seq != r1.Seq || r2.Hash != r1.Hash {
+		t.Fatalf("re-append: %+v vs %+v", r2, r1)
+	}
+	// Same id, different content: error, nothing written.
+	_, err = l.Append(ctx, Entry{ID: id, Body: &Store{Kind: KindKnowledge, Content: "the sky is green"}})
+	if !errors.Is(err, ErrIDConflict) {
+		t.Fatalf("conflict: %v", err)
+	}
+	_, err = l.Append(ctx, Entry{ID: id, Body: &Tombstone{Session: "x"}})
+	if !errors.Is(err, ErrIDConflict) {
+		t.Fatalf("type conflict: %v", err)
+	}
+	// Duplicates inside one batch resolve to the first.
+	id2 := ID{9}
+	rs, err := l.AppendBatch(ctx, []Entry{{ID: id2, Body: &Store{Kind: KindKnowledge, Content: "a"}}, {ID: id2, Body: &Store{Kind: KindKnowledge, Content: "a"}}})
+	if err != nil || rs[0].Seq != rs[1].Seq || !rs[1].Existed {
+		t.Fatalf("in-batch dup: %+v %v", rs, err)
+	}
+	if head, _ := l.Head(); head != 5 {
+		t.Fatalf("head %d, want 5", head)
+	}
+}
+
+func TestBatchAllOrNothing(t *testing.T) {
+	l := openT(t, t.TempDir(), testKeys(t), Options{})
+	defer l.Close()
+	appendN(t, l, 2)
+	_, err := l.AppendBatch(ctx, []Entry{storeEntry(1), {Body: &Store{Kind: KindConversation, Content: "  "}}, storeEntry(2)})
+	if !errors.Is(err, ErrMalformed) {
+		t.Fatalf("err = %v", err)
+	}
+	if head, _ := l.Head(); head != 2 {
+		t.Fatalf("bad batch wrote events: head %d", head)
+	}
+	if len(collect(t, l)) != 2 {
+		t.Fatal("events on disk changed")
+	}
+}
+
+func TestConcurrentAppendersGroup(t *testing.T) {
+	for _, d := range []Durability{Sync, Group, None} {
+		t.Run(d.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			kr := testKeys(t)
+			l := openT(t, dir, kr, Options{Durability: d, SegmentSize: 64 << 10})
+			const writers, per = 16, 40
+			var wg sync.WaitGroup
+			seen := make(chan uint64, writers*per)
+			for w := 0; w < writers; w++ {
+				wg.Add(1)
+				go func(w int) {
+					defer wg.Done()
+					for i := 0; i < per; i++ {
+						r, err := l.Append(ctx, storeEntry(w*per+i))
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						seen <- r.Seq
+					}
+				}(w)
+			}
+			wg.Wait()
+			close(seen)
+			got := map[uint64]bool{}
+			for s := range seen {
+				if got[s] {
+					t.Fatalf("seq %d handed out twice", s)
+				}
+				got[s] = true
+			}
+			l.Close()
+			l = openT(t, dir, kr, Options{})
+			defer l.Close()
+			if evs := collect(t, l); len(evs) != writers*per {
+				t.Fatalf("%d events after reopen", len(evs))
+			}
+			segs, _ := listSegments(dir)
+			if len(segs) < 2 {
+				t.Fatalf("expected several segment files, got %d", len(segs))
+			}
+		})
+	}
+}
+
+func TestSecondProcessRefused(t *testing.T) {
+	dir := t.TempDir()
+	l := openT(t, dir, testKeys(t), Options{})
+	defer l.Close()
+	_, err := Open(dir, Options{})
+	if !errors.Is(err, ErrLocked) {
+		t.Fatalf("second open: %v", err)
+	}
+	if _, err := VerifyDir(ctx, dir, nil, nil); !errors.Is(err, ErrLocked) {
+		t.Fatalf("verify while locked: %v", err)
+	}
+}
+
+func TestWrongKeyRefused(t *testing.T) {
+	dir := t.TempDir()
+	l := openT(t, dir, testKeys(t), Options{})
+	appendN(t, l, 3)
+	l.Close()
+	before := dirSize(t, dir)
+	_, err := Open(dir, Options{Keys: testKeys(t)})
+	if !errors.Is(err, crypto.ErrWrongKey) {
+		t.Fatalf("open with wrong key: %v", err)
+	}
+	if after := dirSize(t, dir); after != before {
+		t.Fatalf("log changed: %d → %d bytes", before, after)
+	}
+	// Without keys, raw reads still work.
+	l, err = Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if _, err := l.Append(ctx, storeEntry(1)); !errors.Is(err, ErrNoKeys) {
+		t.Fatalf("append without keys: %v", err)
+	}
+	n := 0
+	if err := l.Records(ctx, 0, 0, func(*Record) error { n++; return nil }); err != nil || n != 3 {
+		t.Fatalf("raw read: %d %v", n, err)
+	}
+}
+
+func dirSize(t testing.TB, dir string) int64 {
+	var n int64
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		fi, _ := e.Info()
+		if !e.IsDir() && e.Name() != "LOCK" {
+			n += fi.Size()
+		}
+	}
+	return n
+}
+
+func TestWriteFailureIsSticky(t *testing.T) {
+	dir := t.TempDir()
+	kr := testKeys(t)
+	l := openT(t, dir, kr, Options{})
+	appendN(t, l, 2)
+	real := l.writeBatch
+	l.writeBatch = func(b *wal.Batch) error { return errors.New("no space left on device") }
+	if _, err := l.Append(ctx, storeEntry(3)); err == nil {
+		t.Fatal("append succeeded on a failing disk")
+	}
+	l.writeBatch = real
+	if _, err := l.Append(ctx, storeEntry(4)); !errors.Is(err, ErrFailed) {
+		t.Fatalf("append after failure: %v", err)
+	}
+	l.Close()
+	l = openT(t, dir, kr, Options{})
+	defer l.Close()
+	if head, _ := l.Head(); head != 2 {
+		t.Fatalf("head %d after failed write", head)
+	}
+	if _, err := l.Append(ctx, storeEntry(5)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAppendValidation(t *testing.T) {
+	l := openT(t, t.TempDir(), testKeys(t), Options{Now: func() time.Time { return time.UnixMilli(1000) }})
+	defer l.Close()
+	for _, tc := range []struct {
+		name string
+		e    Entry
+	}{
+		{"no body", Entry{}},
+		{"empty content", Entry{Body: &Store{Kind: KindConversation}}},
+		{"bad kind", Entry{Body: &Store{Kind: 9, Content: "x"}}},
+		{"empty tombstone", Entry{Body: &Tombstone{}}},
+		{"backwards range", Entry{Body: &Tombstone{From: 10, To: 5}}},
+		{"grant without grantee", Entry{Body: &ShareGrant{}}},
+		{"rekey epoch 0", Entry{Body: &Rekey{}}},
+	} {
+		if _, err := l.Append(ctx, tc.e); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+	}
+	if head, _ := l.Head(); head != 0 {
+		t.Fatalf("invalid appends wrote %d events", head)
+	}
+}
