@@ -236,11 +236,11 @@ type WrappedKey struct {
 
 // ShareGrant gives an Arweave address the DEKs of a scope.
 type ShareGrant struct {
-	Grantee    string       `json:"grantee"`
-	ShareKey   []byte       `json:"-"` // share key, RSA-OAEP-SHA256 to the grantee
-	Sessions   []string     `json:"sessions,omitempty"`
-	Chunks     []string     `json:"chunks,omitempty"`
-	Keys       []WrappedKey `json:"keys,omitempty"`
+	Grantee  string       `json:"grantee"`
+	ShareKey []byte       `json:"-"` // share key, RSA-OAEP-SHA256 to the grantee
+	Sessions []string     `json:"sessions,omitempty"`
+	Chunks   []string     `json:"chunks,omitempty"`
+	Keys     []WrappedKey `json:"keys,omitempty"`
 }
 
 // ShareRevoke stops future sharing under a grant.
@@ -643,30 +643,51 @@ func (e *Event) Store() *Store { s, _ := e.Body.(*Store); return s }
 // Tombstone returns the body as *Tombstone, or nil.
 func (e *Event) Tombstone() *Tombstone { t, _ := e.Body.(*Tombstone); return t }
 
-// MarshalJSON renders an event as one replay line: header fields then the body.
+// MarshalJSON renders an event as one replay line: header fields first,
+// then the body's fields, in a fixed order.
 func (e *Event) MarshalJSON() ([]byte, error) {
-	m := map[string]any{
-		"seq": e.Seq, "time": FormatTime(e.Time), "type": e.Type.String(),
-		"id": e.ID.String(), "hash": e.Hash.String(), "prev": e.Prev.String(),
+	head, err := json.Marshal(struct {
+		Seq  uint64 `json:"seq"`
+		Time string `json:"time"`
+		Type string `json:"type"`
+		ID   string `json:"id"`
+		Hash string `json:"hash"`
+		Prev string `json:"prev"`
+	}{e.Seq, FormatTime(e.Time), e.Type.String(), e.ID.String(), e.Hash.String(), e.Prev.String()})
+	if err != nil || e.Body == nil {
+		return head, err
 	}
-	if e.Body != nil {
-		bb, err := json.Marshal(e.Body)
-		if err != nil {
-			return nil, err
-		}
-		var bm map[string]any
-		if err := json.Unmarshal(bb, &bm); err != nil {
-			return nil, err
-		}
-		for k, v := range bm {
-			if k == "time_ms" {
-				m["content_time"] = FormatTime(e.Store().Time)
-				continue
-			}
-			m[k] = v
-		}
+	var body any = e.Body
+	if s := e.Store(); s != nil {
+		body = struct {
+			ChunkID     string            `json:"chunk_id"`
+			Session     string            `json:"session,omitempty"`
+			Role        string            `json:"role,omitempty"`
+			Kind        Kind              `json:"kind"`
+			ContentTime string            `json:"content_time"`
+			Content     string            `json:"content"`
+			Meta        map[string]string `json:"meta,omitempty"`
+			Parent      string            `json:"parent,omitempty"`
+			ChunkParent string            `json:"chunk_parent,omitempty"`
+			ChunkIndex  *int              `json:"chunk_index,omitempty"`
+		}{s.ChunkID, s.Session, s.Role, s.Kind, FormatTime(s.Time), s.Content, s.Meta, s.Parent, s.ChunkParent, chunkIndexPtr(s)}
 	}
-	return json.Marshal(m)
+	bb, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	if len(bb) <= 2 {
+		return head, nil
+	}
+	return append(append(head[:len(head)-1], ','), bb[1:]...), nil
+}
+
+func chunkIndexPtr(s *Store) *int {
+	if s.ChunkParent == "" {
+		return nil
+	}
+	i := s.ChunkIndex
+	return &i
 }
 
 // FormatTime renders unix ms as RFC 3339 UTC with milliseconds.

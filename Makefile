@@ -1,0 +1,54 @@
+# ucl — see README.md. `make test` is what CI runs (.ci/run).
+GO        ?= go
+BIN       := bin/ucl
+ARLOCAL   := test/arlocal/node_modules/arlocal/bin/index.js
+FUZZTIME  ?= 30s
+BENCHTIME ?= 1x
+
+.PHONY: all build test test-short race demo bench bench-100k fuzz arlocal vet clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/ucl
+
+# The Arweave test gateway (arlocal 1.1.66 from npm), installed into the repo
+# from the committed lockfile. The Go test harness starts it itself.
+arlocal: $(ARLOCAL)
+$(ARLOCAL): test/arlocal/package.json test/arlocal/package-lock.json
+	cd test/arlocal && npm ci --no-audit --no-fund --loglevel=error
+	@touch $(ARLOCAL)
+
+vet:
+	$(GO) vet ./...
+
+# Everything: unit, fuzz seed corpora, crash, arlocal and end-to-end tests of
+# the built binary, then the concurrency tests again under -race.
+test: arlocal vet
+	$(GO) test -count=1 -timeout 30m ./...
+	$(GO) test -count=1 -race -short -timeout 20m ./log/ ./projections/ ./projections/timelines/ ./arweave/
+
+test-short:
+	$(GO) test -short ./...
+
+demo: build
+	@./scripts/demo.sh $(BIN)
+
+# Benchmarks print the figures of DESIGN.md §10. BENCHTIME=1x keeps one run
+# per case; raise it (e.g. BENCHTIME=3s) for steadier numbers.
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -timeout 60m ./log/
+	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -timeout 60m ./projections/... ./query/ ./arweave/ ./snapshot/ 2>/dev/null || true
+
+bench-100k:
+	UCL_BENCH_100K=1 $(MAKE) bench
+
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
+	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
+
+clean:
+	rm -rf bin

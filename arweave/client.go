@@ -1,0 +1,750 @@
+package arweave
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/everFinance/goar"
+	"github.com/everFinance/goar/types"
+	"github.com/everFinance/goar/utils"
+	"github.com/inconshreveable/log15"
+)
+
+func init() { SilenceGoar() }
+
+// SilenceGoar discards everything goar logs through log15 (its package
+// logger is a child of log15's root logger, so this silences it; it also
+// silences any other log15 user in the process). It runs at package
+// initialisation; calling it again is harmless.
+func SilenceGoar() { log15.Root().SetHandler(log15.DiscardHandler()) }
+
+// Options configures a Client. The zero value selects the defaults.
+type Options struct {
+	// RequestTimeout bounds each HTTP attempt (default 30s). The caller's
+	// context bounds the whole call, retries included.
+	RequestTimeout time.Duration
+	// MaxAttempts is the number of tries for a retryable failure: timeout,
+	// connection refused/reset, 5xx or 429 (default 6). 4xx is never retried.
+	MaxAttempts int
+	// BackoffBase and BackoffMax shape the exponential backoff between
+	// attempts (defaults 200ms and 5s; jittered).
+	BackoffBase, BackoffMax time.Duration
+	// MaxInlineBytes: data up to this size is posted inside the transaction
+	// JSON; larger data is posted as chunks to /chunk (default 4 MiB).
+	MaxInlineBytes int
+	// HTTPClient overrides the HTTP client (its Timeout should be 0).
+	HTTPClient *http.Client
+}
+
+func (o Options) withDefaults() Options {
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = 30 * time.Second
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 6
+	}
+	if o.BackoffBase <= 0 {
+		o.BackoffBase = 200 * time.Millisecond
+	}
+	if o.BackoffMax <= 0 {
+		o.BackoffMax = 5 * time.Second
+	}
+	if o.MaxInlineBytes <= 0 {
+		o.MaxInlineBytes = 4 << 20
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{}
+	}
+	return o
+}
+
+var (
+	// ErrNotFound is returned when the gateway answers 404 for a transaction
+	// or data, or GraphQL knows no such transaction.
+	ErrNotFound = errors.New("arweave: not found")
+	// ErrTimeout is returned (wrapped) when the gateway did not answer within
+	// RequestTimeout on the last attempt.
+	ErrTimeout = errors.New("arweave: gateway timed out")
+	// ErrUnavailable is returned (wrapped) when retries were exhausted on
+	// connection errors, 5xx or 429.
+	ErrUnavailable = errors.New("arweave: gateway unavailable")
+	// ErrRejected is returned (wrapped) when the gateway refused a request
+	// with a 4xx status other than 404.
+	ErrRejected = errors.New("arweave: gateway rejected request")
+	// ErrNoWallet is returned when an operation needs a wallet and the client
+	// has none.
+	ErrNoWallet = errors.New("arweave: client has no wallet")
+	// ErrGraphQL is returned when the GraphQL endpoint answers with errors.
+	ErrGraphQL = errors.New("arweave: graphql error")
+)
+
+// GatewayError describes a failed gateway call. It unwraps to ErrNotFound,
+// ErrTimeout, ErrUnavailable or ErrRejected, and to the transport error.
+type GatewayError struct {
+	Method, URL string
+	Status      int    // last HTTP status, 0 when there was no response
+	Body        string // start of the last response body
+	Attempts    int
+	Kind        error // ErrNotFound, ErrTimeout, ErrUnavailable or ErrRejected
+	Err         error // last transport error, if any
+}
+
+func (e *GatewayError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s: %v", e.Method, e.URL, e.Kind)
+	if e.Status != 0 {
+		fmt.Fprintf(&b, " (HTTP %d", e.Status)
+		if e.Body != "" {
+			fmt.Fprintf(&b, ": %q", e.Body)
+		}
+		b.WriteString(")")
+	}
+	if e.Err != nil {
+		fmt.Fprintf(&b, ": %v", e.Err)
+	}
+	if e.Attempts > 1 {
+		fmt.Fprintf(&b, " after %d attempts", e.Attempts)
+	}
+	return b.String()
+}
+
+func (e *GatewayError) Unwrap() []error {
+	if e.Err != nil {
+		return []error{e.Kind, e.Err}
+	}
+	return []error{e.Kind}
+}
+
+// Client talks to one Arweave gateway (arweave.net, a node, or arlocal).
+// It is safe for concurrent use.
+type Client struct {
+	base   string // gateway URL without trailing slash
+	wallet *Wallet
+	opt    Options
+	hc     *http.Client
+}
+
+// NewClient returns a client for gateway. w may be nil for read-only use.
+func NewClient(gateway string, w *Wallet, opt Options) (*Client, error) {
+	u, err := url.Parse(gateway)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("new client: gateway %q is not an http(s) URL", gateway)
+	}
+	opt = opt.withDefaults()
+	return &Client{base: strings.TrimRight(gateway, "/"), wallet: w, opt: opt, hc: opt.HTTPClient}, nil
+}
+
+// Gateway returns the gateway URL.
+func (c *Client) Gateway() string { return c.base }
+
+// Wallet returns the client's wallet (nil if read-only).
+func (c *Client) Wallet() *Wallet { return c.wallet }
+
+// retryable reports whether a transport error is worth another attempt.
+func retryable(err error) bool {
+	var ne net.Error
+	switch {
+	case errors.As(err, &ne) && ne.Timeout():
+		return true
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF), errors.Is(err, syscall.EPIPE):
+		return true
+	case errors.Is(err, context.DeadlineExceeded):
+		return true
+	}
+	var oe *net.OpError
+	return errors.As(err, &oe)
+}
+
+func (c *Client) backoff(ctx context.Context, attempt int) error {
+	d := c.opt.BackoffBase << min(attempt, 20)
+	if d <= 0 || d > c.opt.BackoffMax {
+		d = c.opt.BackoffMax
+	}
+	d = d/2 + rand.N(d/2+1)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// do performs one gateway call with retries. It returns the body of a 2xx
+// answer (and its status); any other outcome is a *GatewayError or the
+// caller's context error.
+func (c *Client) do(ctx context.Context, method, path string, body []byte, ctype string) ([]byte, int, error) {
+	u := c.base + path
+	ge := &GatewayError{Method: method, URL: u}
+	for attempt := 0; attempt < c.opt.MaxAttempts; attempt++ {
+		if attempt > 0 {
+			if err := c.backoff(ctx, attempt-1); err != nil {
+				return nil, 0, fmt.Errorf("%s %s: %w (last: %v)", method, u, err, ge)
+			}
+		}
+		ge.Attempts = attempt + 1
+		resp, status, err := c.once(ctx, method, u, body, ctype)
+		if ctx.Err() != nil {
+			return nil, 0, fmt.Errorf("%s %s: %w", method, u, ctx.Err())
+		}
+		if err != nil {
+			ge.Status, ge.Body, ge.Err = 0, "", err
+			if errors.Is(err, context.DeadlineExceeded) {
+				ge.Kind = ErrTimeout
+				ge.Err = fmt.Errorf("no answer within %s", c.opt.RequestTimeout)
+			} else {
+				ge.Kind = ErrUnavailable
+			}
+			if retryable(err) {
+				continue
+			}
+			return nil, 0, ge
+		}
+		ge.Status, ge.Err = status, nil
+		ge.Body = string(resp[:min(len(resp), 200)])
+		switch {
+		case status >= 200 && status < 300:
+			return resp, status, nil
+		case status == http.StatusNotFound:
+			ge.Kind = ErrNotFound
+			return nil, status, ge
+		case status >= 500 || status == http.StatusTooManyRequests:
+			ge.Kind = ErrUnavailable
+			continue
+		default:
+			ge.Kind = ErrRejected
+			return nil, status, ge
+		}
+	}
+	return nil, ge.Status, ge
+}
+
+func (c *Client) once(ctx context.Context, method, u string, body []byte, ctype string) ([]byte, int, error) {
+	actx, cancel := context.WithTimeout(ctx, c.opt.RequestTimeout)
+	defer cancel()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(actx, method, u, rd)
+	if err != nil {
+		return nil, 0, err
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, 0, err
+	}
+	if resp.ContentLength >= 0 && int64(len(b)) != resp.ContentLength {
+		return nil, 0, io.ErrUnexpectedEOF
+	}
+	return b, resp.StatusCode, nil
+}
+
+// Info is the part of GET /info this package uses.
+type Info struct {
+	Network string `json:"network"`
+	Height  int64  `json:"height"`
+}
+
+// Info returns the gateway's network info.
+func (c *Client) Info(ctx context.Context) (*Info, error) {
+	b, _, err := c.do(ctx, http.MethodGet, "/info", nil, "")
+	if err != nil {
+		return nil, fmt.Errorf("get info: %w", err)
+	}
+	var in Info
+	if err := json.Unmarshal(b, &in); err != nil {
+		return nil, fmt.Errorf("get info: %w", err)
+	}
+	return &in, nil
+}
+
+// SignedTx is a signed L1 transaction ready to post. Its ID is final:
+// callers may record it before posting.
+type SignedTx struct {
+	ID   string
+	Size int // data bytes
+	tx   *types.Transaction
+	data []byte
+}
+
+// SignTx builds and signs a format-2 data transaction for data with tags.
+// It asks the gateway for an anchor and the price.
+func (c *Client) SignTx(ctx context.Context, data []byte, tags []Tag) (*SignedTx, error) {
+	if c.wallet == nil {
+		return nil, ErrNoWallet
+	}
+	if n := TagBytes(tags); n > MaxTagBytes {
+		return nil, fmt.Errorf("sign tx: %w: %d tag bytes > %d", ErrTags, n, MaxTagBytes)
+	}
+	anchor, _, err := c.do(ctx, http.MethodGet, "/tx_anchor", nil, "")
+	if err != nil {
+		return nil, fmt.Errorf("get tx anchor: %w", err)
+	}
+	price, _, err := c.do(ctx, http.MethodGet, "/price/"+strconv.Itoa(len(data)), nil, "")
+	if err != nil {
+		return nil, fmt.Errorf("get price: %w", err)
+	}
+	reward, err := strconv.ParseInt(strings.TrimSpace(string(price)), 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("get price: %w: %q", err, price)
+	}
+	tx := &types.Transaction{
+		Format:   2,
+		LastTx:   strings.TrimSpace(string(anchor)),
+		Owner:    c.wallet.Owner(),
+		Tags:     utils.TagsEncode(tags),
+		Quantity: "0",
+		Data:     utils.Base64Encode(data),
+		DataSize: strconv.Itoa(len(data)),
+		Reward:   strconv.FormatInt(reward, 10),
+	}
+	if err := utils.SignTransaction(tx, c.wallet.signer.PrvKey); err != nil {
+		return nil, fmt.Errorf("sign tx: %w", err)
+	}
+	return &SignedTx{ID: tx.ID, Size: len(data), tx: tx, data: data}, nil
+}
+
+// PostTx posts a signed transaction (data inline up to MaxInlineBytes, else
+// as chunks). It returns nil only when the gateway accepted it. If a post
+// fails ambiguously (timeout, lost answer, or an error on a re-post), the
+// gateway is asked whether it knows the id before an error is returned.
+func (c *Client) PostTx(ctx context.Context, s *SignedTx) error {
+	inline := s.Size <= c.opt.MaxInlineBytes
+	txj := *s.tx
+	if !inline {
+		txj.Data = ""
+	}
+	body, err := json.Marshal(&txj)
+	if err != nil {
+		return fmt.Errorf("post tx %s: %w", s.ID, err)
+	}
+	if _, _, err := c.do(ctx, http.MethodPost, "/tx", body, "application/json"); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("post tx %s: %w", s.ID, err)
+		}
+		if st, serr := c.Status(ctx, s.ID); serr == nil && st.State != StateNotFound {
+			// Accepted by an earlier attempt whose answer was lost.
+		} else {
+			return fmt.Errorf("post tx %s: %w", s.ID, err)
+		}
+	}
+	if inline || s.tx.Chunks == nil {
+		return nil
+	}
+	for i := range s.tx.Chunks.Chunks {
+		ch, err := utils.GetChunk(*s.tx, i, s.data)
+		if err != nil {
+			return fmt.Errorf("post chunk %d of %s: %w", i, s.ID, err)
+		}
+		cb, err := ch.Marshal()
+		if err != nil {
+			return fmt.Errorf("post chunk %d of %s: %w", i, s.ID, err)
+		}
+		if _, _, err := c.do(ctx, http.MethodPost, "/chunk", cb, "application/json"); err != nil {
+			return fmt.Errorf("post chunk %d of %s: %w", i, s.ID, err)
+		}
+	}
+	return nil
+}
+
+// Upload signs and posts data as an L1 transaction and returns its id.
+func (c *Client) Upload(ctx context.Context, data []byte, tags []Tag) (string, error) {
+	s, err := c.SignTx(ctx, data, tags)
+	if err != nil {
+		return "", err
+	}
+	if err := c.PostTx(ctx, s); err != nil {
+		return "", err
+	}
+	return s.ID, nil
+}
+
+// BundleItem is one ANS-104 data item to put in a bundle.
+type BundleItem struct {
+	Data []byte
+	Tags []Tag
+}
+
+// SignedBundle is a signed bundle transaction and its signed items.
+type SignedBundle struct {
+	Tx      *SignedTx
+	ItemIDs []string
+}
+
+// SignBundle signs every item with the client's wallet, packs them into an
+// ANS-104 bundle and signs the L1 transaction carrying it.
+func (c *Client) SignBundle(ctx context.Context, items []BundleItem) (*SignedBundle, error) {
+	if c.wallet == nil {
+		return nil, ErrNoWallet
+	}
+	if len(items) == 0 {
+		return nil, errors.New("sign bundle: no items")
+	}
+	is, err := goar.NewItemSigner(c.wallet.signer)
+	if err != nil {
+		return nil, fmt.Errorf("sign bundle: %w", err)
+	}
+	signed := make([]types.BundleItem, len(items))
+	ids := make([]string, len(items))
+	for i, it := range items {
+		if n := TagBytes(it.Tags); n > MaxTagBytes {
+			return nil, fmt.Errorf("sign bundle item %d: %w: %d tag bytes", i, ErrTags, n)
+		}
+		bi, err := is.CreateAndSignItem(it.Data, "", "", it.Tags)
+		if err != nil {
+			return nil, fmt.Errorf("sign bundle item %d: %w", i, err)
+		}
+		signed[i], ids[i] = bi, bi.Id
+	}
+	b, err := utils.NewBundle(signed...)
+	if err != nil {
+		return nil, fmt.Errorf("sign bundle: %w", err)
+	}
+	tags := []Tag{
+		{Name: "Bundle-Format", Value: "binary"},
+		{Name: "Bundle-Version", Value: "2.0.0"},
+		{Name: TagAppName, Value: AppName},
+		{Name: TagAppVersion, Value: AppVersion},
+	}
+	tx, err := c.SignTx(ctx, b.BundleBinary, tags)
+	if err != nil {
+		return nil, err
+	}
+	return &SignedBundle{Tx: tx, ItemIDs: ids}, nil
+}
+
+// UploadBundle posts items as one ANS-104 bundle and returns the bundle's
+// transaction id and the item ids (in order). Items are signed by the
+// client's wallet, so their owner is the wallet's address.
+func (c *Client) UploadBundle(ctx context.Context, items []BundleItem) (string, []string, error) {
+	sb, err := c.SignBundle(ctx, items)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := c.PostTx(ctx, sb.Tx); err != nil {
+		return "", nil, err
+	}
+	return sb.Tx.ID, sb.ItemIDs, nil
+}
+
+// FetchData returns the data of transaction or data item id with a plain
+// GET {gateway}/{id}. (goar's GetTransactionData can return another
+// upload's bytes when uploads overlap; this path does not.)
+func (c *Client) FetchData(ctx context.Context, id string) ([]byte, error) {
+	if !validID(id) {
+		return nil, fmt.Errorf("fetch data: invalid id %q", id)
+	}
+	b, _, err := c.do(ctx, http.MethodGet, "/"+id, nil, "")
+	if err != nil {
+		return nil, fmt.Errorf("fetch data %s: %w", id, err)
+	}
+	return b, nil
+}
+
+func validID(id string) bool {
+	if len(id) != 43 {
+		return false
+	}
+	_, err := b64.DecodeString(id)
+	return err == nil
+}
+
+// TxState is the confirmation state of a transaction.
+type TxState string
+
+// Transaction states.
+const (
+	StateNotFound  TxState = "not_found"
+	StatePending   TxState = "pending"
+	StateConfirmed TxState = "confirmed"
+)
+
+// TxStatus is a transaction's confirmation status.
+type TxStatus struct {
+	State         TxState
+	Height        int64 // block height when confirmed
+	Confirmations int64 // blocks on top of (and including) its block, when confirmed
+}
+
+// Status reports whether id is unknown, pending or confirmed. It reads
+// GET /tx/{id}/status, accepting both a real node's answers (202 "Pending",
+// JSON when mined) and arlocal's (200 "Pending"), and falls back to GraphQL
+// for ids /tx does not serve (bundled data items on arlocal).
+func (c *Client) Status(ctx context.Context, id string) (TxStatus, error) {
+	if !validID(id) {
+		return TxStatus{}, fmt.Errorf("tx status: invalid id %q", id)
+	}
+	b, status, err := c.do(ctx, http.MethodGet, "/tx/"+id+"/status", nil, "")
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return c.statusGraphQL(ctx, id)
+	case err != nil:
+		return TxStatus{}, fmt.Errorf("tx status %s: %w", id, err)
+	}
+	t := strings.TrimSpace(string(b))
+	if status == http.StatusAccepted || strings.EqualFold(t, "pending") {
+		return TxStatus{State: StatePending}, nil
+	}
+	var js struct {
+		BlockHeight   int64 `json:"block_height"`
+		Confirmations int64 `json:"number_of_confirmations"`
+	}
+	if err := json.Unmarshal(b, &js); err != nil {
+		return TxStatus{}, fmt.Errorf("tx status %s: unexpected answer %q", id, t[:min(len(t), 100)])
+	}
+	return TxStatus{State: StateConfirmed, Height: js.BlockHeight, Confirmations: js.Confirmations}, nil
+}
+
+func (c *Client) statusGraphQL(ctx context.Context, id string) (TxStatus, error) {
+	var out struct {
+		Transaction *struct {
+			Block *struct {
+				Height int64 `json:"height"`
+			} `json:"block"`
+		} `json:"transaction"`
+	}
+	q := `query($id: ID!) { transaction(id: $id) { block { height } } }`
+	if err := c.GraphQL(ctx, q, map[string]any{"id": id}, &out); err != nil {
+		return TxStatus{}, fmt.Errorf("tx status %s: %w", id, err)
+	}
+	switch {
+	case out.Transaction == nil:
+		return TxStatus{State: StateNotFound}, nil
+	case out.Transaction.Block == nil:
+		return TxStatus{State: StatePending}, nil
+	}
+	h := out.Transaction.Block.Height
+	in, err := c.Info(ctx)
+	if err != nil {
+		return TxStatus{}, fmt.Errorf("tx status %s: %w", id, err)
+	}
+	return TxStatus{State: StateConfirmed, Height: h, Confirmations: max(in.Height-h, 0)}, nil
+}
+
+// GraphQL posts query with variables to {gateway}/graphql and decodes the
+// "data" member into out.
+func (c *Client) GraphQL(ctx context.Context, query string, vars map[string]any, out any) error {
+	body, err := json.Marshal(map[string]any{"query": query, "variables": vars})
+	if err != nil {
+		return fmt.Errorf("graphql: %w", err)
+	}
+	b, _, err := c.do(ctx, http.MethodPost, "/graphql", body, "application/json")
+	if err != nil {
+		return fmt.Errorf("graphql: %w", err)
+	}
+	var res struct {
+		Data   json.RawMessage `json:"data"`
+		Errors []struct {
+			Message string `json:"message"`
+		} `json:"errors"`
+	}
+	if err := json.Unmarshal(b, &res); err != nil {
+		return fmt.Errorf("graphql: %w", err)
+	}
+	if len(res.Errors) > 0 {
+		return fmt.Errorf("graphql: %w: %s", ErrGraphQL, res.Errors[0].Message)
+	}
+	if err := json.Unmarshal(res.Data, out); err != nil {
+		return fmt.Errorf("graphql: %w", err)
+	}
+	return nil
+}
+
+// TxInfo describes a transaction (or data item) found by GraphQL.
+type TxInfo struct {
+	ID        string
+	Owner     string // address
+	OwnerKey  string // base64url RSA modulus, as reported by the gateway
+	Tags      []Tag
+	Height    int64 // block height; 0 when Pending
+	Pending   bool
+	BundledIn string // bundle tx id when reported (arlocal always reports none)
+	DataSize  int64
+}
+
+// TxQuery filters a GraphQL transaction search. Tags are ANDed, each
+// matching one value.
+type TxQuery struct {
+	Owners []string
+	Tags   []Tag
+	IDs    []string
+}
+
+const pageSize = 100 // GraphQL's page cap
+
+const txSearchQuery = `query($owners: [String!], $ids: [ID!], $tags: [TagFilter!], $after: String) {
+  transactions(owners: $owners, ids: $ids, tags: $tags, first: 100, after: $after) {
+    pageInfo { hasNextPage }
+    edges { cursor node {
+      id
+      owner { address key }
+      tags { name value }
+      block { height }
+      bundledIn { id }
+      data { size }
+    } }
+  }
+}`
+
+// FindTxs returns every transaction matching q, following `after` cursors
+// in pages of 100 until exhausted. Results are in gateway order, without
+// duplicate ids; callers must not rely on that order.
+func (c *Client) FindTxs(ctx context.Context, q TxQuery) ([]TxInfo, error) {
+	vars := map[string]any{}
+	if len(q.Owners) > 0 {
+		vars["owners"] = q.Owners
+	}
+	if len(q.IDs) > 0 {
+		vars["ids"] = q.IDs
+	}
+	if len(q.Tags) > 0 {
+		tf := make([]map[string]any, len(q.Tags))
+		for i, t := range q.Tags {
+			tf[i] = map[string]any{"name": t.Name, "values": []string{t.Value}}
+		}
+		vars["tags"] = tf
+	}
+	var all []TxInfo
+	seen := map[string]bool{}
+	var after string
+	for page := 0; ; page++ {
+		if after != "" {
+			vars["after"] = after
+		}
+		var out struct {
+			Transactions struct {
+				PageInfo struct {
+					HasNextPage bool `json:"hasNextPage"`
+				} `json:"pageInfo"`
+				Edges []struct {
+					Cursor string `json:"cursor"`
+					Node   struct {
+						ID    string `json:"id"`
+						Owner struct {
+							Address string `json:"address"`
+							Key     string `json:"key"`
+						} `json:"owner"`
+						Tags  []Tag `json:"tags"`
+						Block *struct {
+							Height int64 `json:"height"`
+						} `json:"block"`
+						BundledIn *struct {
+							ID string `json:"id"`
+						} `json:"bundledIn"`
+						Data struct {
+							Size json.Number `json:"size"`
+						} `json:"data"`
+					} `json:"node"`
+				} `json:"edges"`
+			} `json:"transactions"`
+		}
+		if err := c.GraphQL(ctx, txSearchQuery, vars, &out); err != nil {
+			return nil, fmt.Errorf("find transactions (page %d): %w", page+1, err)
+		}
+		for _, e := range out.Transactions.Edges {
+			n := e.Node
+			if seen[n.ID] {
+				continue
+			}
+			seen[n.ID] = true
+			ti := TxInfo{ID: n.ID, Owner: n.Owner.Address, OwnerKey: n.Owner.Key, Tags: n.Tags}
+			if n.Block == nil {
+				ti.Pending = true
+			} else {
+				ti.Height = n.Block.Height
+			}
+			if n.BundledIn != nil {
+				ti.BundledIn = n.BundledIn.ID
+			}
+			ti.DataSize, _ = n.Data.Size.Int64()
+			all = append(all, ti)
+		}
+		edges := out.Transactions.Edges
+		if !out.Transactions.PageInfo.HasNextPage || len(edges) == 0 {
+			return all, nil
+		}
+		next := edges[len(edges)-1].Cursor
+		if next == "" || next == after {
+			return nil, fmt.Errorf("find transactions (page %d): %w: cursor did not advance", page+1, ErrGraphQL)
+		}
+		after = next
+	}
+}
+
+// FindSegments returns the uploads of kind for logID signed by owner (an
+// address), in gateway order.
+func (c *Client) FindSegments(ctx context.Context, owner string, logID [16]byte, kind Kind) ([]TxInfo, error) {
+	return c.FindTxs(ctx, TxQuery{
+		Owners: []string{owner},
+		Tags: []Tag{
+			{Name: TagAppName, Value: AppName},
+			{Name: TagLogID, Value: LogIDHex(logID)},
+			{Name: TagKind, Value: string(kind)},
+		},
+	})
+}
+
+// FindGrants returns grant uploads addressed to grantee (an address), from
+// any owner.
+func (c *Client) FindGrants(ctx context.Context, grantee string) ([]TxInfo, error) {
+	return c.FindTxs(ctx, TxQuery{Tags: []Tag{
+		{Name: TagAppName, Value: AppName},
+		{Name: TagKind, Value: string(KindGrant)},
+		{Name: TagGrantee, Value: grantee},
+	}})
+}
+
+// FetchPublicKey returns the RSA public key of address as published in the
+// owner field of any of its transactions (GraphQL owner { key }), after
+// checking SHA-256(n) == address. It returns ErrNotFound when the gateway
+// knows no transaction from address.
+func (c *Client) FetchPublicKey(ctx context.Context, address string) (*PublicKeyInfo, error) {
+	var out struct {
+		Transactions struct {
+			Edges []struct {
+				Node struct {
+					Owner struct {
+						Address string `json:"address"`
+						Key     string `json:"key"`
+					} `json:"owner"`
+				} `json:"node"`
+			} `json:"edges"`
+		} `json:"transactions"`
+	}
+	q := `query($owners: [String!]) { transactions(owners: $owners, first: 1) { edges { node { owner { address key } } } } }`
+	if err := c.GraphQL(ctx, q, map[string]any{"owners": []string{address}}, &out); err != nil {
+		return nil, fmt.Errorf("fetch public key of %s: %w", address, err)
+	}
+	if len(out.Transactions.Edges) == 0 {
+		return nil, fmt.Errorf("fetch public key of %s: %w: the gateway knows no transaction from this address", address, ErrNotFound)
+	}
+	key := out.Transactions.Edges[0].Node.Owner.Key
+	pk, err := PublicKeyFromOwner(key, address)
+	if err != nil {
+		return nil, fmt.Errorf("fetch public key of %s: %w", address, err)
+	}
+	return &PublicKeyInfo{Address: address, Owner: key, Key: pk}, nil
+}

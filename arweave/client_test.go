@@ -1,0 +1,62 @@
+package arweave
+
+import (
+	"bytes"
+	"testing"
+)
+
+func TestClientUploadFindFetch(t *testing.T) {
+	g := gateway(t)
+	c := fundedClient(t, "", "wallet-a.json", Options{})
+	ctx := testCtx(t)
+	logID := newLogID(t)
+	recs := makeRecords(1, 5, 100)
+	data, err := EncodeSegment(logID, Hash{}, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := SegmentMeta{Kind: KindSegment, LogID: logID, FirstSeq: 1, LastSeq: 5, HeadHash: recs[4].Hash()}
+	id, err := c.Upload(ctx, data, meta.Tags())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.Status(ctx, id)
+	if err != nil || st.State != StatePending {
+		t.Fatalf("status before mine = %+v, %v; want pending", st, err)
+	}
+	found, err := c.FindSegments(ctx, c.Wallet().Address(), logID, KindSegment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found) != 1 || found[0].ID != id || !found[0].Pending {
+		t.Fatalf("found %+v, want one pending %s", found, id)
+	}
+	if err := g.Mine(1); err != nil {
+		t.Fatal(err)
+	}
+	st, err = c.Status(ctx, id)
+	if err != nil || st.State != StateConfirmed || st.Height <= 0 {
+		t.Fatalf("status after mine = %+v, %v; want confirmed", st, err)
+	}
+	got, err := c.FetchData(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, data) {
+		t.Fatalf("fetched %d bytes, differ from uploaded %d", len(got), len(data))
+	}
+	found, err = c.FindSegments(ctx, c.Wallet().Address(), logID, KindSegment)
+	if err != nil || len(found) != 1 || found[0].Pending || found[0].Height != st.Height {
+		t.Fatalf("found after mine %+v, %v", found, err)
+	}
+	if err := VerifyOwner(found[0].OwnerKey, c.Wallet().Address()); err != nil {
+		t.Fatal(err)
+	}
+	pk, err := c.FetchPublicKey(ctx, c.Wallet().Address())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pk.Key.N.Cmp(c.Wallet().PublicKey().N) != 0 {
+		t.Fatal("fetched public key differs from the wallet's")
+	}
+}

@@ -1,0 +1,334 @@
+package arweave
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// GapError names seqs no valid segment on the gateway covers.
+type GapError struct {
+	From, To uint64 // inclusive
+	// More lists further gaps after this one, if any.
+	More []GapError
+}
+
+func (e *GapError) Error() string {
+	s := fmt.Sprintf("arweave: seqs %d..%d missing on the gateway", e.From, e.To)
+	if e.From == e.To {
+		s = fmt.Sprintf("arweave: seq %d missing on the gateway", e.From)
+	}
+	if len(e.More) > 0 {
+		parts := make([]string, len(e.More))
+		for i, g := range e.More {
+			parts[i] = fmt.Sprintf("%d..%d", g.From, g.To)
+		}
+		s += " (also " + strings.Join(parts, ", ") + ")"
+	}
+	return s
+}
+
+// TxRejectedError reports a transaction Rebuild refused: wrong owner, tags
+// that disagree with its bytes, a segment that fails to decode or verify,
+// or a break in continuity. It unwraps to the cause.
+type TxRejectedError struct {
+	TxID string
+	Err  error
+}
+
+func (e *TxRejectedError) Error() string {
+	return fmt.Sprintf("arweave: transaction %s rejected: %v", e.TxID, e.Err)
+}
+
+func (e *TxRejectedError) Unwrap() error { return e.Err }
+
+// ErrContinuity is returned (inside a TxRejectedError) when a segment does
+// not link to the previous one: its prev hash or first seq disagrees.
+var ErrContinuity = errors.New("arweave: segment does not continue the chain")
+
+// RebuildOptions configures Rebuild.
+type RebuildOptions struct {
+	Client *Client
+	Owner  string // wallet address whose segments are trusted
+	LogID  [16]byte
+	// From is the first seq wanted (default 1); FromPrevHash is the hash of
+	// event From-1 (zero for From == 1), e.g. a snapshot's head.
+	From         uint64
+	FromPrevHash Hash
+	// AllowPartial yields records up to the first gap, then returns the
+	// *GapError. Without it a gap is reported before any record is yielded.
+	AllowPartial bool
+	// VerifyRecord, if set, checks each record against the hash of its
+	// predecessor (the log's own chain check: header prev == prev).
+	VerifyRecord func(prev Hash, r Record) error
+	// Concurrency is the number of segments fetched ahead (default 4).
+	Concurrency int
+	// Progress, if set, is called after each segment.
+	Progress func(RebuildProgress)
+}
+
+// RebuildProgress reports a rebuild in flight.
+type RebuildProgress struct {
+	Segments, TotalSegments int
+	Records                 uint64
+	LastSeq                 uint64
+	Bytes                   int64
+}
+
+// RebuildResult is the outcome of Rebuild.
+type RebuildResult struct {
+	RebuildProgress
+	HeadHash   Hash // hash of LastSeq
+	Found      int  // transactions GraphQL returned
+	Duplicates int  // dropped as the same range and head hash
+	Pending    int  // segments used that are not yet mined
+}
+
+type candidate struct {
+	tx   TxInfo
+	meta SegmentMeta
+}
+
+// plan picks, from From onwards, the segments to fetch (longest reach
+// first at each step) and the gaps between them.
+func plan(cands []candidate, from uint64) (chosen [][]candidate, gaps []GapError) {
+	sort.Slice(cands, func(i, j int) bool {
+		a, b := cands[i].meta, cands[j].meta
+		if a.FirstSeq != b.FirstSeq {
+			return a.FirstSeq < b.FirstSeq
+		}
+		if a.LastSeq != b.LastSeq {
+			return a.LastSeq > b.LastSeq
+		}
+		if cands[i].tx.Pending != cands[j].tx.Pending {
+			return !cands[i].tx.Pending
+		}
+		return cands[i].tx.ID < cands[j].tx.ID
+	})
+	next := from
+	for i := 0; i < len(cands); {
+		// Every candidate covering next, best reach first.
+		var step []candidate
+		for _, c := range cands {
+			if c.meta.FirstSeq <= next && c.meta.LastSeq >= next {
+				step = append(step, c)
+			}
+		}
+		if len(step) > 0 {
+			sort.SliceStable(step, func(a, b int) bool { return step[a].meta.LastSeq > step[b].meta.LastSeq })
+			chosen = append(chosen, step)
+			next = step[0].meta.LastSeq + 1
+			continue
+		}
+		for i < len(cands) && cands[i].meta.FirstSeq <= next {
+			i++
+		}
+		if i == len(cands) {
+			break
+		}
+		gaps = append(gaps, GapError{From: next, To: cands[i].meta.FirstSeq - 1})
+		next = cands[i].meta.FirstSeq
+	}
+	return chosen, gaps
+}
+
+// Rebuild finds every segment of opt.LogID signed by opt.Owner, verifies
+// them and yields their records in seq order to fn (see the package doc).
+// A transaction that fails verification makes Rebuild return a
+// *TxRejectedError naming it, unless another valid segment covers the same
+// seqs. Missing seqs give a *GapError.
+func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (RebuildResult, error) {
+	var res RebuildResult
+	if opt.Client == nil || opt.Owner == "" {
+		return res, errors.New("rebuild: Client and Owner are required")
+	}
+	if opt.From == 0 {
+		opt.From = 1
+	}
+	if opt.Concurrency <= 0 {
+		opt.Concurrency = 4
+	}
+	txs, err := opt.Client.FindSegments(ctx, opt.Owner, opt.LogID, KindSegment)
+	if err != nil {
+		return res, fmt.Errorf("rebuild: %w", err)
+	}
+	res.Found = len(txs)
+	var cands []candidate
+	seen := map[rangeKey]bool{}
+	for _, t := range txs {
+		if t.Owner != opt.Owner {
+			return res, &TxRejectedError{TxID: t.ID, Err: fmt.Errorf("%w: owner %s, want %s", ErrOwnerMismatch, t.Owner, opt.Owner)}
+		}
+		if err := VerifyOwner(t.OwnerKey, opt.Owner); err != nil {
+			return res, &TxRejectedError{TxID: t.ID, Err: err}
+		}
+		m, err := ParseTags(t.Tags)
+		if err != nil {
+			return res, &TxRejectedError{TxID: t.ID, Err: err}
+		}
+		if m.LogID != opt.LogID || m.Kind != KindSegment {
+			return res, &TxRejectedError{TxID: t.ID, Err: fmt.Errorf("%w: log id or kind differs", ErrTags)}
+		}
+		if m.LastSeq < opt.From {
+			continue
+		}
+		k := rangeKey{m.FirstSeq, m.LastSeq, m.HeadHash}
+		if seen[k] {
+			res.Duplicates++
+			continue
+		}
+		seen[k] = true
+		cands = append(cands, candidate{tx: t, meta: m})
+	}
+	chosen, gaps := plan(cands, opt.From)
+	res.TotalSegments = len(chosen)
+	var gapErr *GapError
+	if len(gaps) > 0 {
+		gapErr = &gaps[0]
+		gapErr.More = gaps[1:]
+		if !opt.AllowPartial {
+			return res, gapErr
+		}
+		// Keep only the steps before the first gap.
+		cut := len(chosen)
+		for i, st := range chosen {
+			if st[0].meta.FirstSeq > gapErr.From {
+				cut = i
+				break
+			}
+		}
+		chosen = chosen[:cut]
+	}
+
+	// Fetch ahead concurrently, verify and yield in order.
+	type fetched struct {
+		data []byte
+		err  error
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	results := make([]chan fetched, len(chosen))
+	sem := make(chan struct{}, opt.Concurrency)
+	for i := range chosen {
+		results[i] = make(chan fetched, 1)
+	}
+	go func() {
+		for i, st := range chosen {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			go func(i int, id string) {
+				d, err := opt.Client.FetchData(ctx, id)
+				results[i] <- fetched{d, err}
+			}(i, st[0].tx.ID)
+		}
+	}()
+
+	next, prevHash := opt.From, opt.FromPrevHash
+	for i, step := range chosen {
+		var f fetched
+		select {
+		case f = <-results[i]:
+			<-sem
+		case <-ctx.Done():
+			return res, fmt.Errorf("rebuild: %w", ctx.Err())
+		}
+		var seg *Segment
+		var used candidate
+		var firstErr error
+		for j, c := range step {
+			data, ferr := f.data, f.err
+			if j > 0 { // alternates are fetched only when needed
+				data, ferr = opt.Client.FetchData(ctx, c.tx.ID)
+			}
+			if ferr != nil {
+				if ctx.Err() != nil {
+					return res, fmt.Errorf("rebuild: %w", ferr)
+				}
+				if firstErr == nil {
+					firstErr = fmt.Errorf("rebuild: segment %d..%d: %w", c.meta.FirstSeq, c.meta.LastSeq, ferr)
+				}
+				continue
+			}
+			s, verr := verifySegment(data, c.meta, opt.LogID, next, prevHash)
+			if verr != nil {
+				// One more fetch in case the bytes were damaged in transit.
+				if data2, ferr2 := opt.Client.FetchData(ctx, c.tx.ID); ferr2 == nil {
+					s, verr = verifySegment(data2, c.meta, opt.LogID, next, prevHash)
+					data = data2
+				}
+			}
+			if verr != nil {
+				if firstErr == nil {
+					firstErr = &TxRejectedError{TxID: c.tx.ID, Err: verr}
+				}
+				continue
+			}
+			seg, used = s, c
+			res.Bytes += int64(len(data))
+			break
+		}
+		if seg == nil {
+			return res, firstErr
+		}
+		if used.tx.Pending {
+			res.Pending++
+		}
+		for _, r := range seg.Records {
+			if r.Seq < next {
+				continue
+			}
+			if opt.VerifyRecord != nil {
+				if err := opt.VerifyRecord(prevHash, r); err != nil {
+					return res, &TxRejectedError{TxID: used.tx.ID, Err: fmt.Errorf("seq %d: %w", r.Seq, err)}
+				}
+			}
+			if err := fn(r); err != nil {
+				return res, err
+			}
+			prevHash = r.Hash()
+			next = r.Seq + 1
+			res.Records++
+			res.LastSeq = r.Seq
+		}
+		res.HeadHash = prevHash
+		res.Segments++
+		if opt.Progress != nil {
+			opt.Progress(res.RebuildProgress)
+		}
+	}
+	if gapErr != nil {
+		return res, gapErr
+	}
+	return res, nil
+}
+
+// verifySegment decodes data and checks it against its tags, the log id and
+// the chain so far (next seq expected, hash of next-1).
+func verifySegment(data []byte, m SegmentMeta, logID [16]byte, next uint64, prev Hash) (*Segment, error) {
+	seg, err := DecodeSegment(data)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case seg.LogID != logID:
+		return nil, fmt.Errorf("%w: segment log id differs", ErrTags)
+	case seg.FirstSeq != m.FirstSeq || seg.LastSeq != m.LastSeq || seg.HeadHash != m.HeadHash:
+		return nil, fmt.Errorf("%w: tags say %d..%d, bytes say %d..%d", ErrTags, m.FirstSeq, m.LastSeq, seg.FirstSeq, seg.LastSeq)
+	case seg.FirstSeq > next:
+		return nil, fmt.Errorf("%w: starts at %d, want %d", ErrContinuity, seg.FirstSeq, next)
+	}
+	// The event before next must be the one we hold.
+	if seg.FirstSeq == next {
+		if seg.PrevHash != prev {
+			return nil, fmt.Errorf("%w: prev hash differs at seq %d", ErrContinuity, next)
+		}
+	} else if seg.Records[next-1-seg.FirstSeq].Hash() != prev {
+		return nil, fmt.Errorf("%w: record %d differs", ErrContinuity, next-1)
+	}
+	return seg, nil
+}

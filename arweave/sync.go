@@ -1,0 +1,424 @@
+package arweave
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+)
+
+// RecordSource yields the log's records with seq >= from in seq order,
+// calling fn for each until fn returns an error (which it returns) or the log
+// ends. The log package's replay fits this shape.
+type RecordSource func(from uint64, fn func(Record) error) error
+
+// SyncConfig configures a Syncer.
+type SyncConfig struct {
+	LogID    [16]byte
+	Records  RecordSource
+	Uploader Uploader // NewL1Uploader(c) or NewBundleUploader(c)
+	State    *State
+	// SegmentBytes caps a segment (default DefaultSegmentBytes).
+	SegmentBytes int
+	// BatchBytes caps the segment bytes handed to the uploader at once; with
+	// bundles it is the bundle size (default 2 MiB). L1 uploads post one
+	// segment per transaction regardless.
+	BatchBytes int
+	// Progress, if set, is called after each batch and at the end.
+	Progress func(SyncProgress)
+}
+
+// SyncProgress reports a push in flight.
+type SyncProgress struct {
+	HeadSeq     uint64 // target
+	CoveredSeq  uint64 // every seq up to here is submitted or confirmed
+	Uploaded    int    // segments uploaded by this push
+	Adopted     int    // segments found already on the gateway
+	BytesPosted int64  // segment bytes posted by this push
+}
+
+// SyncResult is the outcome of Push.
+type SyncResult struct {
+	SyncProgress
+	Resolved int // postings from an earlier run resolved (accepted or dropped)
+}
+
+// Syncer pushes a log to Arweave, resumably and idempotently (see the
+// package doc). It is not safe for concurrent Push calls.
+type Syncer struct {
+	cfg       SyncConfig
+	c         *Client
+	afterPost func() error // tests only
+}
+
+// NewSyncer validates cfg and returns a Syncer.
+func NewSyncer(cfg SyncConfig) (*Syncer, error) {
+	if cfg.Records == nil || cfg.Uploader == nil || cfg.State == nil {
+		return nil, errors.New("new syncer: Records, Uploader and State are required")
+	}
+	c := cfg.Uploader.Client()
+	if c == nil || c.Wallet() == nil {
+		return nil, fmt.Errorf("new syncer: %w", ErrNoWallet)
+	}
+	if cfg.SegmentBytes <= 0 {
+		cfg.SegmentBytes = DefaultSegmentBytes
+	}
+	if cfg.BatchBytes <= 0 {
+		cfg.BatchBytes = 2 << 20
+	}
+	return &Syncer{cfg: cfg, c: c}, nil
+}
+
+var errStop = errors.New("stop")
+
+// recordAt returns the record with seq.
+func (s *Syncer) recordAt(seq uint64) (Record, error) {
+	var got Record
+	found := false
+	err := s.cfg.Records(seq, func(r Record) error {
+		if r.Seq == seq {
+			got, found = r, true
+		}
+		return errStop
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return Record{}, fmt.Errorf("read record %d: %w", seq, err)
+	}
+	if !found {
+		return Record{}, fmt.Errorf("read record %d: not in the log", seq)
+	}
+	return got, nil
+}
+
+// resolvePostings settles segments left in status posting by an earlier
+// run: accepted ones become submitted/confirmed, unknown ones are dropped so
+// their range is uploaded again.
+func (s *Syncer) resolvePostings(ctx context.Context) (int, error) {
+	segs, err := s.cfg.State.Segments(s.cfg.LogID)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, seg := range segs {
+		if seg.Status != StatusPosting {
+			continue
+		}
+		st, err := s.c.Status(ctx, seg.StatusTxID())
+		if err != nil {
+			return n, fmt.Errorf("resolve posting %d..%d: %w", seg.FirstSeq, seg.LastSeq, err)
+		}
+		switch st.State {
+		case StateNotFound:
+			err = s.cfg.State.Delete(s.cfg.LogID, seg.FirstSeq)
+		case StatePending:
+			err = s.cfg.State.MarkSubmitted(s.cfg.LogID, seg.FirstSeq)
+		case StateConfirmed:
+			err = s.cfg.State.MarkConfirmed(s.cfg.LogID, seg.FirstSeq, st.Height)
+		}
+		if err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+type rangeKey struct {
+	first, last uint64
+	head        Hash
+}
+
+// remoteSegments lists this wallet's segments of the log on the gateway.
+func (s *Syncer) remoteSegments(ctx context.Context) (map[uint64][]TxInfo, map[rangeKey]TxInfo, error) {
+	txs, err := s.c.FindSegments(ctx, s.c.Wallet().Address(), s.cfg.LogID, KindSegment)
+	if err != nil {
+		return nil, nil, err
+	}
+	byFirst := map[uint64][]TxInfo{}
+	exact := map[rangeKey]TxInfo{}
+	for _, t := range txs {
+		if t.Owner != s.c.Wallet().Address() || VerifyOwner(t.OwnerKey, t.Owner) != nil {
+			continue
+		}
+		m, err := ParseTags(t.Tags)
+		if err != nil || m.LogID != s.cfg.LogID || m.Kind != KindSegment {
+			continue
+		}
+		byFirst[m.FirstSeq] = append(byFirst[m.FirstSeq], t)
+		k := rangeKey{m.FirstSeq, m.LastSeq, m.HeadHash}
+		if old, ok := exact[k]; !ok || (old.Pending && !t.Pending) {
+			exact[k] = t
+		}
+	}
+	for f := range byFirst {
+		l := byFirst[f]
+		// Longest first, confirmed before pending.
+		sort.Slice(l, func(i, j int) bool {
+			mi, _ := ParseTags(l[i].Tags)
+			mj, _ := ParseTags(l[j].Tags)
+			if mi.LastSeq != mj.LastSeq {
+				return mi.LastSeq > mj.LastSeq
+			}
+			return !l[i].Pending && l[j].Pending
+		})
+	}
+	return byFirst, exact, nil
+}
+
+func (s *Syncer) adopt(t TxInfo, prev Hash) (SegmentState, error) {
+	m, _ := ParseTags(t.Tags)
+	seg := SegmentState{
+		LogID: s.cfg.LogID, FirstSeq: m.FirstSeq, LastSeq: m.LastSeq,
+		PrevHash: prev, HeadHash: m.HeadHash, TxID: t.ID, BundleID: t.BundledIn,
+		Status: StatusSubmitted, Size: int(t.DataSize), Adopted: true,
+	}
+	if !t.Pending {
+		seg.Status, seg.Height = StatusConfirmed, t.Height
+	}
+	return seg, s.cfg.State.Put(seg)
+}
+
+// Push mirrors every record up to head: it settles earlier postings, adopts
+// matching segments already on the gateway, then cuts and uploads the rest
+// in seq order. A segment is marked submitted only after the gateway
+// accepted it.
+func (s *Syncer) Push(ctx context.Context, head uint64) (SyncResult, error) {
+	var res SyncResult
+	res.HeadSeq = head
+	report := func() {
+		if s.cfg.Progress != nil {
+			s.cfg.Progress(res.SyncProgress)
+		}
+	}
+	n, err := s.resolvePostings(ctx)
+	res.Resolved = n
+	if err != nil {
+		return res, fmt.Errorf("sync push: %w", err)
+	}
+	sum, err := s.cfg.State.Summary(s.cfg.LogID)
+	if err != nil {
+		return res, fmt.Errorf("sync push: %w", err)
+	}
+	covered, coveredHash := sum.CoveredSeq, sum.CoveredHash
+	res.CoveredSeq = covered
+	if covered >= head {
+		report()
+		return res, nil
+	}
+	if err := s.dropBeyond(covered); err != nil {
+		return res, fmt.Errorf("sync push: %w", err)
+	}
+	byFirst, exact, err := s.remoteSegments(ctx)
+	if err != nil {
+		return res, fmt.Errorf("sync push: scan gateway: %w", err)
+	}
+	// Adopt remote segments that extend the covered prefix and agree with
+	// the local log at their last seq (the hash chain makes that agreement
+	// cover the whole prefix).
+	for covered < head {
+		adopted := false
+		for _, t := range byFirst[covered+1] {
+			m, _ := ParseTags(t.Tags)
+			if m.LastSeq > head {
+				continue
+			}
+			r, err := s.recordAt(m.LastSeq)
+			if err != nil {
+				return res, fmt.Errorf("sync push: %w", err)
+			}
+			if r.Hash() != m.HeadHash {
+				continue
+			}
+			if _, err := s.adopt(t, coveredHash); err != nil {
+				return res, fmt.Errorf("sync push: %w", err)
+			}
+			covered, coveredHash = m.LastSeq, m.HeadHash
+			res.Adopted++
+			adopted = true
+			break
+		}
+		if !adopted {
+			break
+		}
+	}
+	res.CoveredSeq = covered
+	if covered >= head {
+		report()
+		return res, nil
+	}
+
+	seger := NewSegmenter(s.cfg.LogID, coveredHash, s.cfg.SegmentBytes)
+	var batch []*EncodedSegment
+	batchBytes := 0
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		err := s.uploadBatch(ctx, batch, exact, &res)
+		batch, batchBytes = batch[:0], 0
+		report()
+		return err
+	}
+	add := func(seg *EncodedSegment) error {
+		if seg == nil {
+			return nil
+		}
+		if batchBytes > 0 && batchBytes+len(seg.Data) > s.cfg.BatchBytes {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		batch = append(batch, seg)
+		batchBytes += len(seg.Data)
+		return nil
+	}
+	next := covered + 1
+	err = s.cfg.Records(next, func(r Record) error {
+		if r.Seq > head {
+			return errStop
+		}
+		if r.Seq != next {
+			return fmt.Errorf("%w: log yielded seq %d, want %d", ErrNotContiguous, r.Seq, next)
+		}
+		next++
+		seg, err := seger.Add(r)
+		if err != nil {
+			return err
+		}
+		return add(seg)
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return res, fmt.Errorf("sync push: %w", err)
+	}
+	if next <= head {
+		return res, fmt.Errorf("sync push: log ends at seq %d, before head %d", next-1, head)
+	}
+	seg, err := seger.Flush()
+	if err == nil {
+		err = add(seg)
+	}
+	if err == nil {
+		err = flush()
+	}
+	if err != nil {
+		return res, fmt.Errorf("sync push: %w", err)
+	}
+	return res, nil
+}
+
+// dropBeyond forgets state entries past the covered prefix (they cannot be
+// trusted to line up with new segments).
+func (s *Syncer) dropBeyond(covered uint64) error {
+	segs, err := s.cfg.State.Segments(s.cfg.LogID)
+	if err != nil {
+		return err
+	}
+	for _, seg := range segs {
+		if seg.FirstSeq > covered {
+			if err := s.cfg.State.Delete(s.cfg.LogID, seg.FirstSeq); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Syncer) uploadBatch(ctx context.Context, batch []*EncodedSegment, exact map[rangeKey]TxInfo, res *SyncResult) error {
+	var todo []*EncodedSegment
+	var ups []SegmentUpload
+	for _, seg := range batch {
+		if t, ok := exact[rangeKey{seg.FirstSeq, seg.LastSeq, seg.HeadHash}]; ok {
+			if _, err := s.adopt(t, seg.PrevHash); err != nil {
+				return err
+			}
+			res.Adopted++
+			res.CoveredSeq = seg.LastSeq
+			continue
+		}
+		if len(todo) > 0 && todo[len(todo)-1].LastSeq+1 != seg.FirstSeq {
+			return fmt.Errorf("upload batch: %w", ErrNotContiguous)
+		}
+		todo = append(todo, seg)
+		ups = append(ups, SegmentUpload{
+			Meta: SegmentMeta{Kind: KindSegment, LogID: s.cfg.LogID, FirstSeq: seg.FirstSeq, LastSeq: seg.LastSeq, HeadHash: seg.HeadHash},
+			Data: seg.Data,
+		})
+	}
+	if len(ups) == 0 {
+		return nil
+	}
+	signed, err := s.cfg.Uploader.Sign(ctx, ups)
+	if err != nil {
+		return err
+	}
+	for i, r := range signed.Receipts {
+		seg := todo[i]
+		if err := s.cfg.State.MarkPosting(SegmentState{
+			LogID: s.cfg.LogID, FirstSeq: seg.FirstSeq, LastSeq: seg.LastSeq,
+			PrevHash: seg.PrevHash, HeadHash: seg.HeadHash,
+			TxID: r.TxID, BundleID: r.BundleID, Size: r.Size,
+		}); err != nil {
+			return err
+		}
+	}
+	n, perr := s.cfg.Uploader.Post(ctx, signed)
+	if s.afterPost != nil && perr == nil {
+		// Fault-injection seam: a "crash" after the gateway accepted the
+		// batch and before bookkeeping.
+		if err := s.afterPost(); err != nil {
+			return err
+		}
+	}
+	for i := 0; i < n; i++ {
+		if err := s.cfg.State.MarkSubmitted(s.cfg.LogID, todo[i].FirstSeq); err != nil {
+			return err
+		}
+		res.Uploaded++
+		res.BytesPosted += int64(signed.Receipts[i].Size)
+		res.CoveredSeq = todo[i].LastSeq
+	}
+	if perr != nil {
+		// Leave the unaccepted ones as postings; the next Push resolves them.
+		return perr
+	}
+	return nil
+}
+
+// Refresh asks the gateway about every unconfirmed segment and records
+// confirmations. It returns the updated summary.
+func (s *Syncer) Refresh(ctx context.Context) (MirrorSummary, error) {
+	return RefreshState(ctx, s.c, s.cfg.State, s.cfg.LogID)
+}
+
+// RefreshState updates the status of logID's unconfirmed segments in st
+// from the gateway and returns the new summary. Postings the gateway does
+// not know are left alone (Push resolves them).
+func RefreshState(ctx context.Context, c *Client, st *State, logID [16]byte) (MirrorSummary, error) {
+	sum, err := st.Summary(logID)
+	if err != nil {
+		return sum, err
+	}
+	cache := map[string]TxStatus{}
+	for _, seg := range sum.Unconfirmed {
+		id := seg.StatusTxID()
+		ts, ok := cache[id]
+		if !ok {
+			if ts, err = c.Status(ctx, id); err != nil {
+				return sum, fmt.Errorf("refresh mirror state: %w", err)
+			}
+			cache[id] = ts
+		}
+		switch ts.State {
+		case StateConfirmed:
+			err = st.MarkConfirmed(logID, seg.FirstSeq, ts.Height)
+		case StatePending:
+			if seg.Status == StatusPosting {
+				err = st.MarkSubmitted(logID, seg.FirstSeq)
+			}
+		}
+		if err != nil {
+			return sum, fmt.Errorf("refresh mirror state: %w", err)
+		}
+	}
+	return st.Summary(logID)
+}

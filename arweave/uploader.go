@@ -1,0 +1,124 @@
+package arweave
+
+import (
+	"context"
+	"fmt"
+)
+
+// SegmentUpload is one encoded segment (or snapshot, or grant) and what its
+// tags say about it.
+type SegmentUpload struct {
+	Meta SegmentMeta
+	Data []byte
+}
+
+// Receipt identifies an uploaded segment.
+type Receipt struct {
+	TxID     string // L1 tx id, or the data item id inside a bundle
+	BundleID string // bundle tx id, "" for L1
+	Size     int
+}
+
+// SignedUpload is a batch of segments signed and ready to post. Its
+// Receipts (ids) are final before Post, so callers can record them first.
+type SignedUpload struct {
+	Receipts []Receipt
+	txs      []*SignedTx
+}
+
+// Uploader is the seam between sync and the gateway: it turns segments into
+// posted Arweave transactions. Implementations: L1Uploader (one transaction
+// per segment, the default) and BundleUploader (one ANS-104 bundle per
+// batch).
+type Uploader interface {
+	// Sign prepares segs for posting; the receipts' ids are final.
+	Sign(ctx context.Context, segs []SegmentUpload) (*SignedUpload, error)
+	// Post posts a signed batch. It returns how many leading receipts the
+	// gateway accepted; on a nil error that is all of them.
+	Post(ctx context.Context, s *SignedUpload) (accepted int, err error)
+	// Client returns the gateway client.
+	Client() *Client
+}
+
+// UploadSegments signs and posts segs with u and returns the accepted
+// receipts.
+func UploadSegments(ctx context.Context, u Uploader, segs []SegmentUpload) ([]Receipt, error) {
+	s, err := u.Sign(ctx, segs)
+	if err != nil {
+		return nil, err
+	}
+	n, err := u.Post(ctx, s)
+	return s.Receipts[:n], err
+}
+
+// L1Uploader posts each segment as its own L1 transaction.
+type L1Uploader struct{ C *Client }
+
+// NewL1Uploader returns the default uploader.
+func NewL1Uploader(c *Client) *L1Uploader { return &L1Uploader{C: c} }
+
+// Client implements Uploader.
+func (u *L1Uploader) Client() *Client { return u.C }
+
+// Sign implements Uploader.
+func (u *L1Uploader) Sign(ctx context.Context, segs []SegmentUpload) (*SignedUpload, error) {
+	out := &SignedUpload{}
+	for i, s := range segs {
+		tx, err := u.C.SignTx(ctx, s.Data, s.Meta.Tags())
+		if err != nil {
+			return nil, fmt.Errorf("sign segment %d..%d: %w", s.Meta.FirstSeq, s.Meta.LastSeq, err)
+		}
+		_ = i
+		out.txs = append(out.txs, tx)
+		out.Receipts = append(out.Receipts, Receipt{TxID: tx.ID, Size: len(s.Data)})
+	}
+	return out, nil
+}
+
+// Post implements Uploader, posting in order and stopping at the first
+// failure.
+func (u *L1Uploader) Post(ctx context.Context, s *SignedUpload) (int, error) {
+	for i, tx := range s.txs {
+		if err := u.C.PostTx(ctx, tx); err != nil {
+			return i, err
+		}
+	}
+	return len(s.txs), nil
+}
+
+// BundleUploader posts each batch as one ANS-104 bundle whose items are
+// the segments, signed by the client's wallet.
+type BundleUploader struct{ C *Client }
+
+// NewBundleUploader returns a bundle uploader.
+func NewBundleUploader(c *Client) *BundleUploader { return &BundleUploader{C: c} }
+
+// Client implements Uploader.
+func (u *BundleUploader) Client() *Client { return u.C }
+
+// Sign implements Uploader.
+func (u *BundleUploader) Sign(ctx context.Context, segs []SegmentUpload) (*SignedUpload, error) {
+	items := make([]BundleItem, len(segs))
+	for i, s := range segs {
+		items[i] = BundleItem{Data: s.Data, Tags: s.Meta.Tags()}
+	}
+	sb, err := u.C.SignBundle(ctx, items)
+	if err != nil {
+		return nil, fmt.Errorf("sign bundle of %d segments: %w", len(segs), err)
+	}
+	out := &SignedUpload{txs: []*SignedTx{sb.Tx}}
+	for i, id := range sb.ItemIDs {
+		out.Receipts = append(out.Receipts, Receipt{TxID: id, BundleID: sb.Tx.ID, Size: len(segs[i].Data)})
+	}
+	return out, nil
+}
+
+// Post implements Uploader: all items are accepted or none.
+func (u *BundleUploader) Post(ctx context.Context, s *SignedUpload) (int, error) {
+	for _, tx := range s.txs {
+		if err := u.C.PostTx(ctx, tx); err != nil {
+			return 0, err
+		}
+	}
+	return len(s.Receipts), nil
+}

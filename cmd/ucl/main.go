@@ -1,0 +1,11 @@
+// Command ucl is the Unlimited Context Log: a permanent, encrypted,
+// verifiable memory for LLM tools. See README.md.
+package main
+
+import (
+	"os"
+)
+
+func main() {
+	os.Exit(run(os.Args, os.Stdin, os.Stdout, os.Stderr))
+}

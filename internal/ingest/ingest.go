@@ -1,0 +1,256 @@
+// Package ingest turns user input (JSONL lines, CLI flags) into log entries.
+//
+// JSONL line (one event per line; blank lines and lines starting with '#'
+// are skipped):
+//
+//	{"type":"store","session":"s1","role":"user","kind":"conversation",
+//	 "content":"…","meta":{"k":"v"},"time":"2023-05-08T13:56:00Z",
+//	 "id":"…","chunk_id":"…","parent":"…"}
+//	{"type":"tombstone","chunks":["…"],"session":"s1","from":"…","to":"…","reason":"…"}
+//
+// "type" defaults to "store", "kind" to "conversation". "id" is the
+// idempotency key: 32 hex digits are used as the event id as they are; any
+// other string is hashed to one (SHA-256, first 16 bytes), so re-appending a
+// line with the same "id" and content returns the original seq. Times are
+// RFC 3339, a date (2006-01-02, UTC), or unix milliseconds. Unknown fields
+// are an error (a typo must not silently drop data). share_grant,
+// share_revoke and rekey events are made by `ucl share` and `ucl keys`, not
+// from JSONL, because they carry key material.
+package ingest
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/unlimitedcontext/ucl/log"
+)
+
+// ErrBadInput is returned (wrapped in a *LineError) for a line that cannot
+// become an event.
+var ErrBadInput = errors.New("ingest: bad input")
+
+// LineError names the input line and field at fault.
+type LineError struct {
+	Line  int
+	Field string
+	Err   error
+}
+
+func (e *LineError) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("line %d: field %q: %v", e.Line, e.Field, e.Err)
+	}
+	return fmt.Sprintf("line %d: %v", e.Line, e.Err)
+}
+
+func (e *LineError) Unwrap() error { return e.Err }
+
+type line struct {
+	Type        string            `json:"type"`
+	ID          string            `json:"id"`
+	Session     string            `json:"session"`
+	Role        string            `json:"role"`
+	Kind        string            `json:"kind"`
+	Content     *string           `json:"content"`
+	Meta        map[string]string `json:"meta"`
+	Time        json.RawMessage   `json:"time"`
+	ChunkID     string            `json:"chunk_id"`
+	Parent      string            `json:"parent"`
+	ChunkParent string            `json:"chunk_parent"`
+	ChunkIndex  *int              `json:"chunk_index"`
+	Chunks      []string          `json:"chunks"`
+	From        json.RawMessage   `json:"from"`
+	To          json.RawMessage   `json:"to"`
+	Reason      string            `json:"reason"`
+}
+
+// Options tune parsing.
+type Options struct {
+	ChunkTokens int // chunk size for documents and tool calls (default log.DefaultChunkTokens)
+}
+
+// EventID turns a user-supplied id into an event id (see the package doc).
+func EventID(s string) log.ID {
+	if id, err := log.ParseID(s); err == nil {
+		return id
+	}
+	h := sha256.Sum256([]byte("ucl event id v1\x00" + s))
+	var id log.ID
+	copy(id[:], h[:16])
+	return id
+}
+
+// ParseTime parses RFC 3339, a date (UTC) or unix milliseconds into unix ms.
+func ParseTime(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, fmt.Errorf("empty time")
+	}
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return n, nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02 15:04:05", "2006-01-02T15:04", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UnixMilli(), nil
+		}
+	}
+	return 0, fmt.Errorf("cannot parse time %q: use RFC 3339 (2023-05-08T13:56:00Z), a date (2023-05-08) or unix milliseconds", s)
+}
+
+func rawTime(r json.RawMessage) (int64, error) {
+	if len(r) == 0 || string(r) == "null" {
+		return 0, nil
+	}
+	var s string
+	if err := json.Unmarshal(r, &s); err == nil {
+		return ParseTime(s)
+	}
+	var n int64
+	if err := json.Unmarshal(r, &n); err == nil {
+		return n, nil
+	}
+	return 0, fmt.Errorf("want a time string or unix milliseconds")
+}
+
+// ParseLine parses one JSONL line into entries (a long document becomes
+// several chunk entries).
+func ParseLine(b []byte, lineNo int, o Options) ([]log.Entry, error) {
+	fail := func(field string, err error) error {
+		return &LineError{Line: lineNo, Field: field, Err: fmt.Errorf("%w: %v", ErrBadInput, err)}
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var ln line
+	if err := dec.Decode(&ln); err != nil {
+		field := ""
+		var ute *json.UnmarshalTypeError
+		if errors.As(err, &ute) {
+			return nil, fail(ute.Field, fmt.Errorf("want a %s, got a JSON %s", ute.Type, ute.Value))
+		}
+		if msg := err.Error(); strings.HasPrefix(msg, "json: unknown field ") {
+			field = strings.Trim(strings.TrimPrefix(msg, "json: unknown field "), `"`)
+			return nil, fail(field, errors.New("unknown field"))
+		}
+		return nil, fail(field, fmt.Errorf("not a JSON object: %v", err))
+	}
+	if dec.More() {
+		return nil, fail("", errors.New("more than one JSON value on the line"))
+	}
+	var id log.ID
+	if ln.ID != "" {
+		id = EventID(ln.ID)
+	}
+	switch ln.Type {
+	case "", "store":
+		if ln.Content == nil || strings.TrimSpace(*ln.Content) == "" {
+			return nil, fail("content", errors.New("missing or empty"))
+		}
+		kind, err := log.ParseKind(ln.Kind)
+		if err != nil {
+			return nil, fail("kind", errors.New("want conversation, document, knowledge or tool_call"))
+		}
+		t, err := rawTime(ln.Time)
+		if err != nil {
+			return nil, fail("time", err)
+		}
+		for k := range ln.Meta {
+			if k == "" {
+				return nil, fail("meta", errors.New("empty key"))
+			}
+		}
+		s := &log.Store{ChunkID: ln.ChunkID, Kind: kind, Session: ln.Session, Role: ln.Role, Content: *ln.Content,
+			Meta: ln.Meta, Parent: ln.Parent, ChunkParent: ln.ChunkParent, Time: t}
+		if ln.ChunkIndex != nil {
+			if *ln.ChunkIndex < 0 {
+				return nil, fail("chunk_index", errors.New("negative"))
+			}
+			s.ChunkIndex = *ln.ChunkIndex
+		}
+		return StoreEntries(s, id, o.ChunkTokens), nil
+	case "tombstone":
+		from, err := rawTime(ln.From)
+		if err != nil {
+			return nil, fail("from", err)
+		}
+		to, err := rawTime(ln.To)
+		if err != nil {
+			return nil, fail("to", err)
+		}
+		if (from != 0 || to != 0) && to <= from {
+			return nil, fail("to", errors.New("a time range needs both from and to, with to after from"))
+		}
+		if len(ln.Chunks) == 0 && ln.Session == "" && from == 0 {
+			return nil, fail("chunks", errors.New("a tombstone needs chunks, a session or a from/to range"))
+		}
+		return []log.Entry{{ID: id, Body: &log.Tombstone{Chunks: ln.Chunks, Session: ln.Session, From: from, To: to, Reason: ln.Reason}}}, nil
+	case "share_grant", "share_revoke", "rekey":
+		return nil, fail("type", fmt.Errorf("%s events carry key material and are made by `ucl share` / `ucl keys`, not from JSONL", ln.Type))
+	default:
+		return nil, fail("type", fmt.Errorf("unknown type %q: want store or tombstone", ln.Type))
+	}
+}
+
+// StoreEntries chunks a store body if needed and gives each chunk an event
+// id derived from id (when set), so re-appending a chunked document is
+// idempotent too.
+func StoreEntries(s *log.Store, id log.ID, chunkTokens int) []log.Entry {
+	if s.ChunkParent != "" || (s.Kind != log.KindDocument && s.Kind != log.KindToolCall) {
+		return []log.Entry{{ID: id, Body: s}}
+	}
+	parent := s.ChunkID
+	if parent == "" {
+		if !id.IsZero() {
+			parent = id.String()
+		} else {
+			var r log.ID
+			copyRandom(r[:])
+			parent = r.String()
+		}
+	}
+	chunks := log.Chunk(s, parent, chunkTokens)
+	if len(chunks) == 1 {
+		return []log.Entry{{ID: id, Body: chunks[0]}}
+	}
+	out := make([]log.Entry, len(chunks))
+	for i, c := range chunks {
+		var cid log.ID
+		if !id.IsZero() {
+			cid = EventID(fmt.Sprintf("%s#%d", id, i))
+		}
+		out[i] = log.Entry{ID: cid, Body: c}
+	}
+	return out
+}
+
+// ReadAll parses every line of r. It stops at the first bad line: the
+// caller appends nothing unless the whole input is good.
+func ReadAll(r io.Reader, o Options) ([]log.Entry, error) {
+	var out []log.Entry
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read input: %w", err)
+	}
+	for i, ln := range bytes.Split(data, []byte("\n")) {
+		ln = bytes.TrimSpace(ln)
+		if len(ln) == 0 || ln[0] == '#' {
+			continue
+		}
+		es, err := ParseLine(ln, i+1, o)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, es...)
+	}
+	return out, nil
+}
+
+// IDHex renders an id for output.
+func IDHex(id log.ID) string { return hex.EncodeToString(id[:]) }

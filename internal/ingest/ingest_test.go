@@ -1,0 +1,88 @@
+package ingest
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/unlimitedcontext/ucl/log"
+)
+
+func TestParseLine(t *testing.T) {
+	good := `{"type":"store","session":"s1","role":"user","kind":"conversation","content":"hi","meta":{"k":"v"},"time":"2023-05-08T13:56:00Z"}`
+	es, err := ParseLine([]byte(good), 1, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := es[0].Body.(*log.Store)
+	if s.Session != "s1" || s.Meta["k"] != "v" || s.Time != 1683554160000 || s.Kind != log.KindConversation {
+		t.Fatalf("%+v", s)
+	}
+	for _, tc := range []struct{ in, field string }{
+		{`{"content":""}`, "content"},
+		{`{"session":"s"}`, "content"},
+		{`{"content":"x","kind":"poem"}`, "kind"},
+		{`{"content":"x","time":"yesterday-ish"}`, "time"},
+		{`{"content":"x","sesion":"typo"}`, "sesion"},
+		{`{"content":"x","meta":{"a":1}}`, "meta"},
+		{`{"type":"frobnicate","content":"x"}`, "type"},
+		{`{"type":"rekey"}`, "type"},
+		{`{"type":"tombstone"}`, "chunks"},
+		{`{"type":"tombstone","from":"2023-01-02","to":"2023-01-01"}`, "to"},
+		{`not json`, ""},
+		{`{"content":"x"} {"content":"y"}`, ""},
+		{`{"content":"x","chunk_index":-1}`, "chunk_index"},
+	} {
+		_, err := ParseLine([]byte(tc.in), 7, Options{})
+		var le *LineError
+		if !errors.As(err, &le) || le.Line != 7 || le.Field != tc.field || !errors.Is(err, ErrBadInput) {
+			t.Errorf("%s: err = %v (field %q)", tc.in, err, fieldOf(le))
+		}
+	}
+}
+
+func fieldOf(le *LineError) string {
+	if le == nil {
+		return "<nil>"
+	}
+	return le.Field
+}
+
+func TestEventIDStable(t *testing.T) {
+	if EventID("turn-42") != EventID("turn-42") || EventID("a") == EventID("b") {
+		t.Fatal("derived ids not stable/distinct")
+	}
+	hexID := "000102030405060708090a0b0c0d0e0f"
+	if EventID(hexID).String() != hexID {
+		t.Fatal("hex id not used as is")
+	}
+}
+
+func TestReadAllStopsAtBadLine(t *testing.T) {
+	in := "{\"content\":\"a\"}\n\n# comment\n{\"content\":\"b\",\"kind\":\"bad\"}\n{\"content\":\"c\"}\n"
+	_, err := ReadAll(strings.NewReader(in), Options{})
+	var le *LineError
+	if !errors.As(err, &le) || le.Line != 4 {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestChunkedDocumentIDs(t *testing.T) {
+	doc := `{"id":"doc-1","kind":"document","content":"` + strings.Repeat("A sentence about logs. ", 400) + `"}`
+	a, err := ParseLine([]byte(doc), 1, Options{ChunkTokens: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := ParseLine([]byte(doc), 1, Options{ChunkTokens: 100})
+	if len(a) < 5 || len(a) != len(b) {
+		t.Fatalf("%d chunks", len(a))
+	}
+	for i := range a {
+		if a[i].ID != b[i].ID || a[i].ID.IsZero() {
+			t.Fatal("chunk ids not derived deterministically")
+		}
+		if s := a[i].Body.(*log.Store); s.ChunkParent != EventID("doc-1").String() || s.ChunkIndex != i {
+			t.Fatalf("chunk %d: %+v", i, s)
+		}
+	}
+}

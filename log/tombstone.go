@@ -1,0 +1,82 @@
+package log
+
+import "sort"
+
+// Matches reports whether a tombstone targets a stored chunk. It is the one
+// definition of tombstone semantics; every projection uses it:
+//
+//   - a chunk is targeted when its ChunkID, or its ChunkParent (a whole
+//     chunked document), is listed in Chunks; or
+//   - when Session and/or a time range [From, To) is given, when the chunk
+//     matches all of the given ones (session equal, content time in range).
+//
+// A tombstone applies to chunks appended before it (lower seq); a chunk
+// stored later under the same session is not affected. Replay in seq order
+// therefore gives the same result as incremental application.
+func (t *Tombstone) Matches(s *Store) bool {
+	for _, id := range t.Chunks {
+		if id == s.ChunkID || (s.ChunkParent != "" && id == s.ChunkParent) {
+			return true
+		}
+	}
+	hasRange := t.From != 0 || t.To != 0
+	if t.Session == "" && !hasRange {
+		return false
+	}
+	if t.Session != "" && s.Session != t.Session {
+		return false
+	}
+	if hasRange && (s.Time < t.From || s.Time >= t.To) {
+		return false
+	}
+	return true
+}
+
+// TombstoneTracker follows a log in seq order and knows which chunks are
+// tombstoned, and by which event. It holds every live chunk's targeting
+// fields in memory; it is for whole-log passes (replay, audit), not for
+// projections, which keep their own state.
+type TombstoneTracker struct {
+	live map[string]*Store
+	dead map[string]uint64
+}
+
+// NewTombstoneTracker returns an empty tracker.
+func NewTombstoneTracker() *TombstoneTracker {
+	return &TombstoneTracker{live: map[string]*Store{}, dead: map[string]uint64{}}
+}
+
+// Observe feeds the next event and returns the chunk ids a tombstone removed.
+func (tr *TombstoneTracker) Observe(e *Event) []string {
+	switch b := e.Body.(type) {
+	case *Store:
+		tr.live[b.ChunkID] = &Store{ChunkID: b.ChunkID, ChunkParent: b.ChunkParent, Session: b.Session, Time: b.Time}
+		delete(tr.dead, b.ChunkID) // re-stored after a tombstone: live again
+	case *Tombstone:
+		var removed []string
+		for id, s := range tr.live {
+			if b.Matches(s) {
+				removed = append(removed, id)
+			}
+		}
+		sortStrings(removed)
+		for _, id := range removed {
+			delete(tr.live, id)
+			tr.dead[id] = e.Seq
+		}
+		return removed
+	}
+	return nil
+}
+
+// Dead maps tombstoned chunk ids to the seq of the tombstone that removed them.
+func (tr *TombstoneTracker) Dead() map[string]uint64 { return tr.dead }
+
+func sortStrings(s []string) { sort.Strings(s) }
+func _unused(s []string) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}

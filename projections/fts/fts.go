@@ -1,0 +1,877 @@
+// Package fts is the full-text projection: a bleve v2 (scorch) index over the
+// content of every live chunk, with keyword fields for the query filters.
+//
+// Layout under the projection directory:
+//
+//	index/    the bleve scorch index. Doc id = chunk id. Indexed, not stored:
+//	          content (English analyzer "en"), session, kind, role,
+//	          chunk_parent (keyword), time (numeric, content time in unix ms).
+//	          Scoring model BM25. Internal key "ucl/checkpoint" holds the
+//	          checkpoint JSON, written in the same batch as the last documents
+//	          of a Commit (bleve batches are atomic and, with unsafe_batch off,
+//	          durable when Batch returns).
+//	side.db   bbolt: bucket "docs" maps chunk id -> SHA-256 of the indexed
+//	          fields (the digest's input, independent of segment layout);
+//	          bucket "meta" holds the format version and the checkpoint.
+//
+// Invariants:
+//   - Apply only queues work: stores go into a pending bleve batch (flushed
+//     when it reaches Options.BatchSize, without a checkpoint), and the
+//     side-table changes are kept in memory until Commit.
+//   - A tombstone resolves its targets against the executed index (bleve
+//     queries on session / time) corrected by the pending batch: a chunk
+//     re-stored or deleted in the pending batch is judged by its pending
+//     state, so a store followed by a tombstone in one batch ends deleted and
+//     a chunk moved to another session is not hit by a tombstone of the old
+//     one.
+//   - Commit executes the batch with the checkpoint, then commits the side
+//     table and the checkpoint to bbolt. After a crash between the two, Open
+//     takes the lower checkpoint: replaying from it is idempotent (a replayed
+//     store overwrites, a replayed tombstone is undone by the later stores it
+//     precedes).
+//   - Digest = SHA-256 over "ucl-fts/<version>" then, per live chunk in chunk
+//     id order, len(id)‖id‖fieldhash. It includes applied but uncommitted
+//     changes.
+//   - Search sees only executed batches (everything before the last Commit,
+//     plus any batch flushed because it was full).
+package fts
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/analysis"
+	"github.com/blevesearch/bleve/v2/analysis/analyzer/keyword"
+	"github.com/blevesearch/bleve/v2/analysis/lang/en"
+	"github.com/blevesearch/bleve/v2/document"
+	"github.com/blevesearch/bleve/v2/index/scorch"
+	"github.com/blevesearch/bleve/v2/mapping"
+	"github.com/blevesearch/bleve/v2/search"
+	"github.com/blevesearch/bleve/v2/search/query"
+	index "github.com/blevesearch/bleve_index_api"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/unlimitedcontext/ucl/internal/textutil"
+	"github.com/unlimitedcontext/ucl/log"
+	"github.com/unlimitedcontext/ucl/projections"
+)
+
+// Name is the projection name.
+const Name = "fts"
+
+// FormatVersion is the on-disk format version; change it whenever the
+// mapping, the analyzer or the field hash changes.
+const FormatVersion = 1
+
+// DefaultBatchSize is the number of queued operations after which Apply
+// executes the pending batch.
+const DefaultBatchSize = 4096
+
+var (
+	// ErrClosed is returned when a method is called after Close.
+	ErrClosed = errors.New("fts: closed")
+
+	// ErrInvalidQuery is returned by Search when the query has no text, a
+	// non-positive K, or an empty time range.
+	ErrInvalidQuery = errors.New("fts: invalid query")
+
+	// ErrCorrupt is returned (wrapped) when the side table holds an entry
+	// that does not decode.
+	ErrCorrupt = errors.New("fts: corrupt side table")
+)
+
+// Field names in the bleve mapping.
+const (
+	fieldContent     = "content"
+	fieldSession     = "session"
+	fieldKind        = "kind"
+	fieldRole        = "role"
+	fieldChunkParent = "chunk_parent"
+	fieldTime        = "time"
+)
+
+var (
+	bucketDocs      = []byte("docs")
+	bucketBySession = []byte("by_session")
+	bucketByTime    = []byte("by_time")
+	bucketMeta      = []byte("meta")
+	keyCP           = []byte("checkpoint")
+	keyVersion      = []byte("version")
+	keyStats        = []byte("stats") // live docs, total content words
+	internalCP      = []byte("ucl/checkpoint")
+)
+
+// Options tune the index. The zero value means defaults.
+type Options struct {
+	// BatchSize is how many operations Apply queues before executing the
+	// bleve batch (default DefaultBatchSize).
+	BatchSize int
+}
+
+// Index is the full-text projection. It is safe for concurrent use; Search
+// may run while Apply is called.
+type Index struct {
+	dir  string
+	opts Options
+
+	mu     sync.RWMutex
+	idx    bleve.Index
+	db     *bolt.DB
+	cp     projections.Checkpoint
+	closed bool
+	nDocs  uint64 // committed live docs
+	nWords uint64 // committed total content words
+
+	enAnalyzer analysis.Analyzer
+	kwAnalyzer analysis.Analyzer
+
+	batch   *bleve.Batch
+	sideOps map[string]*docMeta // side-table changes since the last Commit
+}
+
+// docMeta is what a tombstone needs to know about a pending document, plus
+// its field hash.
+type docMeta struct {
+	session string
+	time    int64
+	tokens  int // content words (textutil.ContentWords), for BM25's average length
+	hash    [32]byte
+}
+
+var _ projections.Projection = (*Index)(nil)
+
+// Open opens (or creates) the projection in dir with default options.
+func Open(dir string) (*Index, error) { return OpenOptions(dir, Options{}) }
+
+// OpenOptions opens (or creates) the projection in dir. A stored state of
+// another format version is discarded and rebuilt from zero.
+func OpenOptions(dir string, opts Options) (*Index, error) {
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = DefaultBatchSize
+	}
+	x := &Index{dir: dir, opts: opts}
+	if err := x.open(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+func (x *Index) indexPath() string { return filepath.Join(x.dir, "index") }
+func (x *Index) sidePath() string  { return filepath.Join(x.dir, "side.db") }
+
+func (x *Index) open() error {
+	if err := os.MkdirAll(x.dir, 0o700); err != nil {
+		return fmt.Errorf("create fts dir: %w", err)
+	}
+	db, err := bolt.Open(x.sidePath(), 0o600, nil)
+	if err != nil {
+		return fmt.Errorf("open fts side table: %w", err)
+	}
+	var sideCP *projections.Checkpoint
+	stale := false
+	err = db.Update(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if meta != nil {
+			if v := meta.Get(keyVersion); v == nil || string(v) != fmt.Sprint(FormatVersion) {
+				stale = true
+			} else if b := meta.Get(keyCP); b != nil {
+				sideCP = new(projections.Checkpoint)
+				if err := json.Unmarshal(b, sideCP); err != nil {
+					return fmt.Errorf("decode checkpoint: %w", err)
+				}
+				if st := meta.Get(keyStats); len(st) == 16 {
+					x.nDocs = binary.BigEndian.Uint64(st)
+					x.nWords = binary.BigEndian.Uint64(st[8:])
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return fmt.Errorf("read fts side table: %w", err)
+	}
+	_, statErr := os.Stat(x.indexPath())
+	if stale || (statErr == nil) != (sideCP != nil) {
+		// Another version, or one half missing: start over.
+		db.Close()
+		if err := x.wipe(); err != nil {
+			return err
+		}
+		if db, err = bolt.Open(x.sidePath(), 0o600, nil); err != nil {
+			return fmt.Errorf("open fts side table: %w", err)
+		}
+		sideCP = nil
+	}
+	x.db = db
+	if sideCP == nil {
+		if err := x.create(); err != nil {
+			db.Close()
+			return err
+		}
+	} else {
+		idx, err := bleve.OpenUsing(x.indexPath(), nil)
+		if err != nil {
+			db.Close()
+			return fmt.Errorf("open bleve index: %w", err)
+		}
+		x.idx = idx
+		x.cp = *sideCP
+		b, err := idx.GetInternal(internalCP)
+		if err != nil {
+			x.closeAll()
+			return fmt.Errorf("read index checkpoint: %w", err)
+		}
+		var icp projections.Checkpoint
+		if b != nil {
+			if err := json.Unmarshal(b, &icp); err != nil {
+				x.closeAll()
+				return fmt.Errorf("decode index checkpoint: %w", err)
+			}
+		}
+		if icp.Seq < x.cp.Seq {
+			x.cp = icp
+		}
+	}
+	x.resetPending()
+	return nil
+}
+
+// create makes a fresh empty index and side table with checkpoint zero.
+func (x *Index) create() error {
+	idx, err := bleve.NewUsing(x.indexPath(), newMapping(), scorch.Name, scorch.Name, nil)
+	if err != nil {
+		return fmt.Errorf("create bleve index: %w", err)
+	}
+	x.idx = idx
+	x.cp = projections.Checkpoint{}
+	x.nDocs, x.nWords = 0, 0
+	cpb, _ := json.Marshal(x.cp)
+	err = x.db.Update(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{bucketDocs, bucketBySession, bucketByTime, bucketMeta} {
+			if tx.Bucket(name) != nil {
+				if err := tx.DeleteBucket(name); err != nil {
+					return err
+				}
+			}
+			if _, err := tx.CreateBucket(name); err != nil {
+				return err
+			}
+		}
+		meta := tx.Bucket(bucketMeta)
+		if err := meta.Put(keyVersion, []byte(fmt.Sprint(FormatVersion))); err != nil {
+			return err
+		}
+		return meta.Put(keyCP, cpb)
+	})
+	if err != nil {
+		x.closeAll()
+		return fmt.Errorf("init fts side table: %w", err)
+	}
+	return nil
+}
+
+func (x *Index) wipe() error {
+	if err := os.RemoveAll(x.indexPath()); err != nil {
+		return fmt.Errorf("remove fts index: %w", err)
+	}
+	if err := os.Remove(x.sidePath()); err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("remove fts side table: %w", err)
+	}
+	return nil
+}
+
+func (x *Index) closeAll() error {
+	var errs []error
+	if x.idx != nil {
+		errs = append(errs, x.idx.Close())
+		x.idx = nil
+	}
+	if x.db != nil {
+		errs = append(errs, x.db.Close())
+		x.db = nil
+	}
+	return errors.Join(errs...)
+}
+
+func (x *Index) resetPending() {
+	x.enAnalyzer = x.idx.Mapping().AnalyzerNamed(en.AnalyzerName)
+	x.kwAnalyzer = x.idx.Mapping().AnalyzerNamed(keyword.Name)
+	x.batch = x.idx.NewBatch()
+	x.sideOps = map[string]*docMeta{}
+}
+
+func newMapping() *mapping.IndexMappingImpl {
+	im := bleve.NewIndexMapping()
+	im.ScoringModel = "bm25"
+	im.DefaultAnalyzer = keyword.Name
+	im.StoreDynamic = false
+	im.IndexDynamic = false
+	im.DocValuesDynamic = false
+
+	text := bleve.NewTextFieldMapping()
+	text.Analyzer = en.AnalyzerName
+	text.Store = false
+	text.IncludeInAll = false
+	text.IncludeTermVectors = false
+	text.DocValues = false
+
+	kw := func() *mapping.FieldMapping {
+		f := bleve.NewKeywordFieldMapping()
+		f.Store = false
+		f.IncludeInAll = false
+		f.IncludeTermVectors = false
+		f.DocValues = false
+		return f
+	}
+	num := bleve.NewNumericFieldMapping()
+	num.Store = false
+	num.IncludeInAll = false
+	num.DocValues = false
+
+	dm := bleve.NewDocumentStaticMapping()
+	dm.AddFieldMappingsAt(fieldContent, text)
+	dm.AddFieldMappingsAt(fieldSession, kw())
+	dm.AddFieldMappingsAt(fieldKind, kw())
+	dm.AddFieldMappingsAt(fieldRole, kw())
+	dm.AddFieldMappingsAt(fieldChunkParent, kw())
+	dm.AddFieldMappingsAt(fieldTime, num)
+	im.DefaultMapping = dm
+	return im
+}
+
+// Name returns "fts".
+func (x *Index) Name() string { return Name }
+
+// Version returns FormatVersion.
+func (x *Index) Version() int { return FormatVersion }
+
+// Checkpoint returns the last committed checkpoint.
+func (x *Index) Checkpoint() (projections.Checkpoint, error) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.closed {
+		return projections.Checkpoint{}, ErrClosed
+	}
+	return x.cp, nil
+}
+
+// fieldHash is SHA-256 over the indexed fields of a store, length-prefixed.
+func fieldHash(s *log.Store) [32]byte {
+	b := make([]byte, 0, len(s.Content)+len(s.Session)+len(s.Role)+len(s.ChunkParent)+40)
+	for _, f := range []string{s.Content, s.Session, s.Kind.String(), s.Role, s.ChunkParent} {
+		b = binary.AppendUvarint(b, uint64(len(f)))
+		b = append(b, f...)
+	}
+	b = binary.LittleEndian.AppendUint64(b, uint64(s.Time))
+	return sha256.Sum256(b)
+}
+
+// Apply queues ev: a store is indexed, a tombstone deletes its targets,
+// other event types are ignored.
+func (x *Index) Apply(ev *log.Event) error {
+	if ev == nil {
+		return nil
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return ErrClosed
+	}
+	switch b := ev.Body.(type) {
+	case *log.Store:
+		return x.applyStore(b)
+	case *log.Tombstone:
+		return x.applyTombstone(b)
+	}
+	return nil
+}
+
+func (x *Index) applyStore(s *log.Store) error {
+	if s.ChunkID == "" {
+		return nil // nothing addressable to index
+	}
+	// Built directly (no reflection, no composite _all field); the fields
+	// and analyzers are exactly those of newMapping, which queries use.
+	doc := document.NewDocument(s.ChunkID)
+	doc.AddField(document.NewTextFieldCustom(fieldContent, nil, []byte(s.Content), index.IndexField, x.enAnalyzer))
+	for _, kv := range [...][2]string{{fieldSession, s.Session}, {fieldKind, s.Kind.String()}, {fieldRole, s.Role}, {fieldChunkParent, s.ChunkParent}} {
+		if kv[1] != "" {
+			doc.AddField(document.NewTextFieldCustom(kv[0], nil, []byte(kv[1]), index.IndexField|index.SkipFreqNorm, x.kwAnalyzer))
+		}
+	}
+	doc.AddField(document.NewNumericFieldWithIndexingOptions(fieldTime, nil, float64(s.Time), index.IndexField))
+	if err := x.batch.IndexAdvanced(doc); err != nil {
+		return fmt.Errorf("index chunk %q: %w", s.ChunkID, err)
+	}
+	m := &docMeta{session: s.Session, time: s.Time, tokens: len(textutil.ContentWords(s.Content)), hash: fieldHash(s)}
+	x.sideOps[s.ChunkID] = m
+	return x.maybeFlush()
+}
+
+func (x *Index) maybeFlush() error {
+	if x.batch.Size() < x.opts.BatchSize {
+		return nil
+	}
+	return x.flush()
+}
+
+// flush executes the pending batch (with whatever internal keys it holds).
+func (x *Index) flush() error {
+	if err := x.idx.Batch(x.batch); err != nil {
+		return fmt.Errorf("execute fts batch: %w", err)
+	}
+	x.batch.Reset()
+	return nil
+}
+
+func (x *Index) applyTombstone(t *log.Tombstone) error {
+	targets := map[string]struct{}{}
+	for _, id := range t.Chunks {
+		if id != "" {
+			targets[id] = struct{}{}
+		}
+	}
+	hasRange := t.From != 0 || t.To != 0
+	if t.Session != "" || hasRange {
+		// Committed chunks not changed since the last Commit. A session and
+		// a range together select their intersection.
+		err := x.db.View(func(tx *bolt.Tx) error {
+			docs := tx.Bucket(bucketDocs)
+			if t.Session != "" {
+				prefix := sessionPrefix(t.Session)
+				c := tx.Bucket(bucketBySession).Cursor()
+				for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+					id := string(k[len(prefix):])
+					if _, changed := x.sideOps[id]; changed {
+						continue
+					}
+					if hasRange {
+						m, err := decodeSide(docs.Get([]byte(id)))
+						if err != nil {
+							return fmt.Errorf("chunk %q: %w", id, err)
+						}
+						if m.time < t.From || m.time >= t.To {
+							continue
+						}
+					}
+					targets[id] = struct{}{}
+				}
+				return nil
+			}
+			c := tx.Bucket(bucketByTime).Cursor()
+			lo, hi := timeKey(t.From), timeKey(t.To)
+			for k, _ := c.Seek(lo[:]); k != nil && bytes.Compare(k[:8], hi[:]) < 0; k, _ = c.Next() {
+				if _, changed := x.sideOps[string(k[8:])]; !changed {
+					targets[string(k[8:])] = struct{}{}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("resolve tombstone: %w", err)
+		}
+		// Chunks changed since the last Commit, by their current state.
+		for id, m := range x.sideOps {
+			if m != nil && projections.TombstoneMatches(t, id, m.session, m.time) {
+				targets[id] = struct{}{}
+			}
+		}
+	}
+	for id := range targets {
+		x.batch.Delete(id)
+		x.sideOps[id] = nil
+	}
+	return x.maybeFlush()
+}
+
+// sessionPrefix is the bySession key prefix of a session.
+func sessionPrefix(session string) []byte {
+	b := binary.AppendUvarint(nil, uint64(len(session)))
+	return append(b, session...)
+}
+
+// timeKey orders signed times as big-endian unsigned keys.
+func timeKey(t int64) [8]byte {
+	var k [8]byte
+	binary.BigEndian.PutUint64(k[:], uint64(t)^(1<<63))
+	return k
+}
+
+// encodeSide encodes a side-table value: hash ‖ uvarint tokens ‖ time ‖ session.
+func encodeSide(m *docMeta) []byte {
+	b := make([]byte, 0, 32+binary.MaxVarintLen64+8+len(m.session))
+	b = append(b, m.hash[:]...)
+	b = binary.AppendUvarint(b, uint64(m.tokens))
+	b = binary.BigEndian.AppendUint64(b, uint64(m.time))
+	return append(b, m.session...)
+}
+
+// decodeSide parses a side-table value.
+func decodeSide(b []byte) (*docMeta, error) {
+	if len(b) < 32 {
+		return nil, fmt.Errorf("decode side entry: %w: %d bytes", ErrCorrupt, len(b))
+	}
+	m := &docMeta{}
+	copy(m.hash[:], b[:32])
+	tok, n := binary.Uvarint(b[32:])
+	if n <= 0 || tok > math.MaxInt32 {
+		return nil, fmt.Errorf("decode side entry: %w: bad token count", ErrCorrupt)
+	}
+	rest := b[32+n:]
+	if len(rest) < 8 {
+		return nil, fmt.Errorf("decode side entry: %w: short time", ErrCorrupt)
+	}
+	m.tokens = int(tok)
+	m.time = int64(binary.BigEndian.Uint64(rest))
+	m.session = string(rest[8:])
+	return m, nil
+}
+
+// Commit executes the pending batch together with cp and commits the side
+// table.
+func (x *Index) Commit(cp projections.Checkpoint) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return ErrClosed
+	}
+	cpb, err := json.Marshal(cp)
+	if err != nil {
+		return fmt.Errorf("encode checkpoint: %w", err)
+	}
+	x.batch.SetInternal(internalCP, cpb)
+	if err := x.flush(); err != nil {
+		return err
+	}
+	ids := make([]string, 0, len(x.sideOps))
+	for id := range x.sideOps {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids) // sequential keys make bbolt writes cheap
+	nDocs, nWords := x.nDocs, x.nWords
+	err = x.db.Update(func(tx *bolt.Tx) error {
+		docs, bySess, byTime := tx.Bucket(bucketDocs), tx.Bucket(bucketBySession), tx.Bucket(bucketByTime)
+		for _, id := range ids {
+			key := []byte(id)
+			if old := docs.Get(key); old != nil {
+				m, err := decodeSide(old)
+				if err != nil {
+					return err
+				}
+				tk := timeKey(m.time)
+				if err := bySess.Delete(append(sessionPrefix(m.session), id...)); err != nil {
+					return err
+				}
+				if err := byTime.Delete(append(tk[:], id...)); err != nil {
+					return err
+				}
+				if err := docs.Delete(key); err != nil {
+					return err
+				}
+				nDocs--
+				nWords -= uint64(m.tokens)
+			}
+			m := x.sideOps[id]
+			if m == nil {
+				continue
+			}
+			tk := timeKey(m.time)
+			if err := docs.Put(key, encodeSide(m)); err != nil {
+				return err
+			}
+			if err := bySess.Put(append(sessionPrefix(m.session), id...), nil); err != nil {
+				return err
+			}
+			if err := byTime.Put(append(tk[:], id...), nil); err != nil {
+				return err
+			}
+			nDocs++
+			nWords += uint64(m.tokens)
+		}
+		meta := tx.Bucket(bucketMeta)
+		st := binary.BigEndian.AppendUint64(nil, nDocs)
+		if err := meta.Put(keyStats, binary.BigEndian.AppendUint64(st, nWords)); err != nil {
+			return err
+		}
+		return meta.Put(keyCP, cpb)
+	})
+	if err != nil {
+		return fmt.Errorf("commit fts side table: %w", err)
+	}
+	x.nDocs, x.nWords = nDocs, nWords
+	clear(x.sideOps)
+	x.cp = cp
+	return nil
+}
+
+// Digest returns SHA-256 over the live chunk ids and their field hashes in
+// id order (see the package doc), including uncommitted changes.
+func (x *Index) Digest() ([32]byte, error) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.closed {
+		return [32]byte{}, ErrClosed
+	}
+	over := make([]string, 0, len(x.sideOps))
+	for id := range x.sideOps {
+		over = append(over, id)
+	}
+	sort.Strings(over)
+	h := sha256.New()
+	fmt.Fprintf(h, "ucl-fts/%d\n", FormatVersion)
+	var lb [binary.MaxVarintLen64]byte
+	emit := func(id string, hash []byte) {
+		n := binary.PutUvarint(lb[:], uint64(len(id)))
+		h.Write(lb[:n])
+		h.Write([]byte(id))
+		h.Write(hash)
+	}
+	emitOver := func(id string) {
+		if m := x.sideOps[id]; m != nil {
+			emit(id, m.hash[:])
+		}
+	}
+	err := x.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketDocs).Cursor()
+		k, v := c.First()
+		i := 0
+		for k != nil || i < len(over) {
+			switch {
+			case k == nil:
+				emitOver(over[i])
+				i++
+			case i < len(over) && over[i] < string(k):
+				emitOver(over[i])
+				i++
+			case i < len(over) && over[i] == string(k):
+				emitOver(over[i])
+				i++
+				k, v = c.Next()
+			default:
+				if len(v) < 32 {
+					return fmt.Errorf("chunk %q: %w", k, ErrCorrupt)
+				}
+				emit(string(k), v[:32])
+				k, v = c.Next()
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return [32]byte{}, fmt.Errorf("read fts side table: %w", err)
+	}
+	var out [32]byte
+	copy(out[:], h.Sum(nil))
+	return out, nil
+}
+
+// Count returns the number of live chunks, uncommitted changes included
+// (projtest.Counter).
+func (x *Index) Count() (int, error) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.closed {
+		return 0, ErrClosed
+	}
+	n := int(x.nDocs)
+	err := x.db.View(func(tx *bolt.Tx) error {
+		docs := tx.Bucket(bucketDocs)
+		for id, m := range x.sideOps {
+			was := docs.Get([]byte(id)) != nil
+			switch {
+			case was && m == nil:
+				n--
+			case !was && m != nil:
+				n++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("count fts docs: %w", err)
+	}
+	return n, nil
+}
+
+// Contains reports whether chunk id is live, uncommitted changes included
+// (projtest.Container).
+func (x *Index) Contains(id string) (bool, error) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.closed {
+		return false, ErrClosed
+	}
+	if m, ok := x.sideOps[id]; ok {
+		return m != nil, nil
+	}
+	var found bool
+	err := x.db.View(func(tx *bolt.Tx) error {
+		found = tx.Bucket(bucketDocs).Get([]byte(id)) != nil
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("look up fts doc: %w", err)
+	}
+	return found, nil
+}
+
+// Size returns the bytes on disk of the index and the side table
+// (projections.Sizer).
+func (x *Index) Size() int64 {
+	var n int64
+	filepath.WalkDir(x.dir, func(_ string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// Reset drops every document and sets the checkpoint to zero.
+func (x *Index) Reset() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return ErrClosed
+	}
+	if err := x.closeAll(); err != nil {
+		return fmt.Errorf("close fts for reset: %w", err)
+	}
+	if err := x.wipe(); err != nil {
+		return err
+	}
+	if err := x.open(); err != nil {
+		x.closed = true
+		return err
+	}
+	return nil
+}
+
+// Close drops uncommitted changes and closes the index.
+func (x *Index) Close() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return nil
+	}
+	x.closed = true
+	if err := x.closeAll(); err != nil {
+		return fmt.Errorf("close fts: %w", err)
+	}
+	return nil
+}
+
+// Query is a full-text search with filters. Filters of one kind are OR-ed,
+// different kinds AND-ed; an empty filter does not restrict.
+type Query struct {
+	Text     string   // free text, analyzed with the English analyzer (OR of terms)
+	K        int      // number of hits, > 0
+	Sessions []string // session ids
+	Kinds    []string // kind names ("conversation", "document", ...)
+	Roles    []string // roles ("user", "assistant", ...)
+	Since    int64    // content time >= Since (unix ms); 0 = open
+	Until    int64    // content time < Until (unix ms); 0 = open
+}
+
+// Hit is one search result.
+type Hit struct {
+	ChunkID string
+	Score   float64 // BM25
+}
+
+// Search returns the top q.K chunks for q.Text by BM25 score, ties broken by
+// chunk id ascending. Filters do not change scores. Only executed batches
+// are searched (see the package doc).
+func (x *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
+	if q.K <= 0 {
+		return nil, fmt.Errorf("search fts: k %d: %w", q.K, ErrInvalidQuery)
+	}
+	if len(bytes.TrimSpace([]byte(q.Text))) == 0 {
+		return nil, fmt.Errorf("search fts: empty text: %w", ErrInvalidQuery)
+	}
+	if q.Since != 0 && q.Until != 0 && q.Until <= q.Since {
+		return nil, fmt.Errorf("search fts: until %d <= since %d: %w", q.Until, q.Since, ErrInvalidQuery)
+	}
+	mq := bleve.NewMatchQuery(q.Text)
+	mq.SetField(fieldContent)
+	bq := bleve.NewBooleanQuery()
+	bq.AddMust(mq)
+	var filters []query.Query
+	for _, f := range []struct {
+		field  string
+		values []string
+	}{{fieldSession, q.Sessions}, {fieldKind, q.Kinds}, {fieldRole, q.Roles}} {
+		if len(f.values) == 0 {
+			continue
+		}
+		var ors []query.Query
+		for _, v := range f.values {
+			tq := bleve.NewTermQuery(v)
+			tq.SetField(f.field)
+			ors = append(ors, tq)
+		}
+		filters = append(filters, bleve.NewDisjunctionQuery(ors...))
+	}
+	if q.Since != 0 || q.Until != 0 {
+		var lo, hi *float64
+		if q.Since != 0 {
+			v := float64(q.Since)
+			lo = &v
+		}
+		if q.Until != 0 {
+			v := float64(q.Until)
+			hi = &v
+		}
+		incl, excl := true, false
+		rq := bleve.NewNumericRangeInclusiveQuery(lo, hi, &incl, &excl)
+		rq.SetField(fieldTime)
+		filters = append(filters, rq)
+	}
+	if len(filters) > 0 {
+		bq.AddFilter(bleve.NewConjunctionQuery(filters...))
+	}
+	req := bleve.NewSearchRequestOptions(bq, q.K, 0, false)
+	req.SortBy([]string{"-_score", "_id"})
+
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.closed {
+		return nil, ErrClosed
+	}
+	// BM25 statistics from the side table, a pure function of the live set
+	// (bleve's own use the term dictionary, which depends on segment layout).
+	if x.nDocs > 0 {
+		ctx = context.WithValue(ctx, search.BM25StatsKey, &search.BM25Stats{
+			DocCount: float64(x.nDocs),
+			FieldCardinality: map[string]int{
+				fieldContent: int(min(x.nWords, math.MaxInt32)),
+				// Filters are not scored; their searchers still want an entry.
+				fieldSession: 1, fieldKind: 1, fieldRole: 1, fieldChunkParent: 1, fieldTime: 1, "*": 1, "_all": 1,
+			},
+		})
+	}
+	res, err := x.idx.SearchInContext(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("search fts: %w", err)
+	}
+	hits := make([]Hit, len(res.Hits))
+	for i, h := range res.Hits {
+		hits[i] = Hit{ChunkID: h.ID, Score: h.Score}
+	}
+	return hits, nil
+}

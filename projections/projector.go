@@ -1,0 +1,548 @@
+package projections
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"sync"
+
+	"github.com/unlimitedcontext/ucl/log"
+)
+
+// Source is the part of *log.Log the projector reads: the head, the hash at
+// a seq (to check a checkpoint is still on the chain) and a verified,
+// decrypted range of events (from..to inclusive, to = 0 meaning the head).
+type Source interface {
+	Head() (uint64, log.Hash)
+	HashAt(seq uint64) (log.Hash, error)
+	Events(ctx context.Context, from, to uint64, fn func(*log.Event) error) error
+}
+
+// Sizer is implemented by projections that can report their size on disk.
+type Sizer interface {
+	Size() int64
+}
+
+// StoredVersioner is implemented by projections whose state on disk records
+// the format version it was built with. When it differs from Version() (and
+// is not 0, meaning "no state"), the projector resets and rebuilds.
+// Projections that do not implement it must reset themselves on open when
+// they find state of another version.
+type StoredVersioner interface {
+	StoredVersion() (int, error)
+}
+
+var (
+	// ErrUnknownProjection is returned when a name given to Rebuild is not
+	// one of the projector's projections.
+	ErrUnknownProjection = errors.New("projections: unknown projection")
+	// ErrDuplicateName is returned by NewProjector when two projections
+	// share a name.
+	ErrDuplicateName = errors.New("projections: duplicate projection name")
+	// ErrSourceGap is returned when the source delivers an event whose seq
+	// is not the next one expected.
+	ErrSourceGap = errors.New("projections: source skipped or repeated an event")
+)
+
+// ApplyError is returned when a projection fails to apply an event. The
+// projection's checkpoint stays at its last commit; the others are committed
+// up to the last event they applied.
+type ApplyError struct {
+	Projection string
+	Seq        uint64
+	Err        error
+}
+
+func (e *ApplyError) Error() string {
+	return fmt.Sprintf("apply event %d to projection %s: %v", e.Seq, e.Projection, e.Err)
+}
+
+func (e *ApplyError) Unwrap() error { return e.Err }
+
+// DefaultCommitEvery is how many events a projection applies between two
+// commits during a catch-up.
+const DefaultCommitEvery = 10000
+
+// Options configure a Projector. The zero value is usable.
+type Options struct {
+	// CommitEvery is the number of applied events between commits
+	// (default DefaultCommitEvery). Smaller loses less work on a crash;
+	// larger is faster.
+	CommitEvery int
+	// TempDir is where Verify builds its throw-away projections (default
+	// os.TempDir()). Put it on a disk with room for a full rebuild.
+	TempDir string
+}
+
+// Projector keeps a set of projections caught up with a Source. It owns the
+// projections given to it: Close closes them. Its methods are safe for
+// concurrent use; they run one at a time.
+//
+// Resume rule: a projection resumes after its checkpoint (seq, hash) when
+// seq <= head and HashAt(seq) == hash, and its stored format version (if it
+// reports one) is its current Version(); otherwise it is Reset and rebuilt
+// from seq 1. The log is read once per catch-up, from the lowest start
+// among the projections; each projection sees only the events after its own
+// checkpoint.
+type Projector struct {
+	mu    sync.Mutex
+	src   Source
+	ps    []Projection
+	opt   Options
+	names map[string]int
+}
+
+// NewProjector returns a projector over src for ps (names must be unique).
+func NewProjector(src Source, ps []Projection, opt Options) (*Projector, error) {
+	if src == nil {
+		return nil, fmt.Errorf("new projector: nil source")
+	}
+	if opt.CommitEvery <= 0 {
+		opt.CommitEvery = DefaultCommitEvery
+	}
+	names := make(map[string]int, len(ps))
+	for i, p := range ps {
+		if p == nil {
+			return nil, fmt.Errorf("new projector: projection %d is nil", i)
+		}
+		if _, dup := names[p.Name()]; dup {
+			return nil, fmt.Errorf("new projector: %w: %q", ErrDuplicateName, p.Name())
+		}
+		names[p.Name()] = i
+	}
+	return &Projector{src: src, ps: append([]Projection(nil), ps...), opt: opt, names: names}, nil
+}
+
+// Projections returns the projections in the order given to NewProjector.
+func (pr *Projector) Projections() []Projection { return append([]Projection(nil), pr.ps...) }
+
+// Projection returns the projection with the given name.
+func (pr *Projector) Projection(name string) (Projection, bool) {
+	i, ok := pr.names[name]
+	if !ok {
+		return nil, false
+	}
+	return pr.ps[i], true
+}
+
+// Close closes every projection and returns the first error.
+func (pr *Projector) Close() error {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	var first error
+	for _, p := range pr.ps {
+		if err := p.Close(); err != nil && first == nil {
+			first = fmt.Errorf("close projection %s: %w", p.Name(), err)
+		}
+	}
+	return first
+}
+
+// CatchUp brings every projection to the head of the source. progress, if
+// not nil, is called with the number of events read so far and the number
+// to read (at the start, after each commit and at the end).
+func (pr *Projector) CatchUp(ctx context.Context, progress func(done, total uint64)) error {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	return pr.catchUp(ctx, pr.src, progress)
+}
+
+// Rebuild resets the named projections (all when only is empty) and
+// catches everything up. Unknown names are an error and nothing is reset.
+func (pr *Projector) Rebuild(ctx context.Context, only []string, progress func(done, total uint64)) error {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	force := make(map[Projection]bool, len(pr.ps))
+	if len(only) == 0 {
+		for _, p := range pr.ps {
+			force[p] = true
+		}
+	}
+	for _, n := range only {
+		i, ok := pr.names[n]
+		if !ok {
+			return fmt.Errorf("rebuild %q: %w", n, ErrUnknownProjection)
+		}
+		force[pr.ps[i]] = true
+	}
+	return pr.catchUpForce(ctx, pr.src, progress, force)
+}
+
+// run is one projection's state during a catch-up.
+type run struct {
+	p       Projection
+	start   uint64 // first seq to apply
+	last    Checkpoint
+	pending int // applied since the last commit
+	failed  bool
+}
+
+// plan finds each projection's start, resetting those that rebuild from 1
+// (always those in force).
+func (pr *Projector) plan(src Source, force map[Projection]bool) ([]*run, uint64, error) {
+	head, _ := src.Head()
+	runs := make([]*run, 0, len(pr.ps))
+	for _, p := range pr.ps {
+		start, reset := uint64(1), true
+		if !force[p] {
+			var err error
+			if start, reset, err = resumePoint(src, p, head); err != nil {
+				return nil, 0, err
+			}
+		}
+		if reset {
+			if err := p.Reset(); err != nil {
+				return nil, 0, fmt.Errorf("reset projection %s: %w", p.Name(), err)
+			}
+		}
+		var last Checkpoint
+		if start > 1 {
+			var err error
+			if last, err = p.Checkpoint(); err != nil {
+				return nil, 0, fmt.Errorf("read checkpoint of %s: %w", p.Name(), err)
+			}
+		}
+		runs = append(runs, &run{p: p, start: start, last: last})
+	}
+	return runs, head, nil
+}
+
+// resumePoint returns the first seq p needs: its checkpoint + 1 if the
+// checkpoint is on the chain and its version current, else 1 with reset
+// true (a rebuild from 1 always starts from an empty projection).
+func resumePoint(src Source, p Projection, head uint64) (start uint64, reset bool, err error) {
+	if sv, ok := p.(StoredVersioner); ok {
+		v, err := sv.StoredVersion()
+		if err != nil {
+			return 0, false, fmt.Errorf("read stored version of %s: %w", p.Name(), err)
+		}
+		if v != 0 && v != p.Version() {
+			return 1, true, nil
+		}
+	}
+	cp, err := p.Checkpoint()
+	if err != nil {
+		return 0, false, fmt.Errorf("read checkpoint of %s: %w", p.Name(), err)
+	}
+	if cp.Seq == 0 {
+		// Nothing committed, but data may have been flushed ahead of the
+		// checkpoint (from another chain, even): start from empty.
+		return 1, true, nil
+	}
+	if cp.Seq > head {
+		return 1, true, nil
+	}
+	h, err := src.HashAt(cp.Seq)
+	if err != nil {
+		if errors.Is(err, log.ErrNotFound) {
+			return 1, true, nil
+		}
+		return 0, false, fmt.Errorf("read hash at %d for %s: %w", cp.Seq, p.Name(), err)
+	}
+	if h != cp.Hash {
+		return 1, true, nil
+	}
+	return cp.Seq + 1, false, nil
+}
+
+func (pr *Projector) catchUp(ctx context.Context, src Source, progress func(done, total uint64)) error {
+	return pr.catchUpForce(ctx, src, progress, nil)
+}
+
+func (pr *Projector) catchUpForce(ctx context.Context, src Source, progress func(done, total uint64), force map[Projection]bool) error {
+	runs, head, err := pr.plan(src, force)
+	if err != nil {
+		return err
+	}
+	from := head + 1
+	for _, r := range runs {
+		from = min(from, r.start)
+	}
+	var total, done uint64
+	if from <= head {
+		total = head - from + 1
+	}
+	report := func() {
+		if progress != nil {
+			progress(done, total)
+		}
+	}
+	report()
+	if total == 0 {
+		return nil
+	}
+	// Runs sorted by start: the active ones are a growing prefix.
+	sort.SliceStable(runs, func(i, j int) bool { return runs[i].start < runs[j].start })
+	active := 0
+	next := from
+	var applyErr error // an Apply or Commit failure (returned as is)
+	readErr := src.Events(ctx, from, head, func(ev *log.Event) error {
+		if done%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if ev.Seq != next {
+			return fmt.Errorf("read event: %w: got seq %d, want %d", ErrSourceGap, ev.Seq, next)
+		}
+		next++
+		for active < len(runs) && runs[active].start <= ev.Seq {
+			active++
+		}
+		commit := false
+		for _, r := range runs[:active] {
+			if err := r.p.Apply(ev); err != nil {
+				r.failed = true
+				applyErr = &ApplyError{Projection: r.p.Name(), Seq: ev.Seq, Err: err}
+				return applyErr
+			}
+			r.last = Checkpoint{Seq: ev.Seq, Hash: ev.Hash}
+			r.pending++
+			if r.pending >= pr.opt.CommitEvery {
+				commit = true
+			}
+		}
+		done++
+		if commit {
+			for _, r := range runs[:active] {
+				if r.pending >= pr.opt.CommitEvery {
+					if err := commitRun(r); err != nil {
+						applyErr = err
+						return err
+					}
+				}
+			}
+			report()
+		}
+		return nil
+	})
+	// Commit what was applied, even after an error: every projection that
+	// did not fail holds exactly the events up to its last checkpoint.
+	var commitErr error
+	for _, r := range runs {
+		if r.failed || r.pending == 0 {
+			continue
+		}
+		if err := commitRun(r); err != nil && commitErr == nil {
+			commitErr = err
+		}
+	}
+	if applyErr != nil {
+		return applyErr
+	}
+	if readErr != nil {
+		return fmt.Errorf("read log %d..%d: %w", from, head, readErr)
+	}
+	if commitErr != nil {
+		return commitErr
+	}
+	if next != head+1 {
+		return fmt.Errorf("read log %d..%d: %w: stopped before seq %d", from, head, ErrSourceGap, next)
+	}
+	report()
+	return nil
+}
+
+func commitRun(r *run) error {
+	if err := r.p.Commit(r.last); err != nil {
+		r.failed = true
+		return fmt.Errorf("commit projection %s at %d: %w", r.p.Name(), r.last.Seq, err)
+	}
+	r.pending = 0
+	return nil
+}
+
+// Status describes one projection.
+type Status struct {
+	Name          string     `json:"name"`
+	Version       int        `json:"version"`
+	StoredVersion int        `json:"stored_version,omitempty"` // 0: not reported
+	Checkpoint    Checkpoint `json:"checkpoint"`
+	// OnChain is false when the checkpoint is not on the source's chain
+	// (ahead of the head or a different hash): the next catch-up rebuilds.
+	OnChain bool   `json:"on_chain"`
+	Behind  uint64 `json:"behind"` // events between the checkpoint and the head
+	Digest  string `json:"digest"` // hex SHA-256
+	Size    int64  `json:"size"`   // bytes on disk, -1 when unknown
+}
+
+// Status reports every projection in the order given to NewProjector.
+func (pr *Projector) Status() ([]Status, error) {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	head, _ := pr.src.Head()
+	out := make([]Status, 0, len(pr.ps))
+	for _, p := range pr.ps {
+		st := Status{Name: p.Name(), Version: p.Version(), Size: -1}
+		if sv, ok := p.(StoredVersioner); ok {
+			v, err := sv.StoredVersion()
+			if err != nil {
+				return nil, fmt.Errorf("read stored version of %s: %w", p.Name(), err)
+			}
+			st.StoredVersion = v
+		}
+		cp, err := p.Checkpoint()
+		if err != nil {
+			return nil, fmt.Errorf("read checkpoint of %s: %w", p.Name(), err)
+		}
+		st.Checkpoint = cp
+		start, reset, err := resumePoint(pr.src, p, head)
+		if err != nil {
+			return nil, err
+		}
+		st.OnChain = cp == (Checkpoint{}) || !reset && start == cp.Seq+1
+		st.Behind = head - (start - 1)
+		d, err := p.Digest()
+		if err != nil {
+			return nil, fmt.Errorf("digest projection %s: %w", p.Name(), err)
+		}
+		st.Digest = hex.EncodeToString(d[:])
+		if s, ok := p.(Sizer); ok {
+			st.Size = s.Size()
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// Digests returns name → hex digest of every projection's current state.
+func (pr *Projector) Digests() (map[string]string, error) {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	return digests(pr.ps)
+}
+
+func digests(ps []Projection) (map[string]string, error) {
+	out := make(map[string]string, len(ps))
+	for _, p := range ps {
+		d, err := p.Digest()
+		if err != nil {
+			return nil, fmt.Errorf("digest projection %s: %w", p.Name(), err)
+		}
+		out[p.Name()] = hex.EncodeToString(d[:])
+	}
+	return out, nil
+}
+
+// Mismatch is a projection whose live digest differs from a fresh rebuild's.
+// An empty Live or Rebuilt means the projection exists on one side only.
+type Mismatch struct {
+	Name    string `json:"name"`
+	Live    string `json:"live"`
+	Rebuilt string `json:"rebuilt"`
+}
+
+// Verify catches the live projections up to the current head h, builds a fresh set
+// with build in a temporary directory (removed afterwards), feeds it the
+// log up to h and compares digests. It returns the mismatches sorted by
+// name (none: everything matches). progress reports the rebuild.
+func (pr *Projector) Verify(ctx context.Context, build func(dir string) ([]Projection, error), progress func(done, total uint64)) ([]Mismatch, error) {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	head, headHash := pr.src.Head()
+	pinned := boundedSource{pr.src, head, headHash}
+	if err := pr.catchUp(ctx, pinned, nil); err != nil {
+		return nil, fmt.Errorf("catch up live projections: %w", err)
+	}
+	live, err := digests(pr.ps)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp(pr.opt.TempDir, "ucl-verify-*")
+	if err != nil {
+		return nil, fmt.Errorf("create verify dir: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	fresh, err := build(dir)
+	if err != nil {
+		return nil, fmt.Errorf("build fresh projections: %w", err)
+	}
+	tmp := &Projector{src: pr.src, ps: fresh, opt: pr.opt}
+	defer func() {
+		for _, p := range fresh {
+			p.Close()
+		}
+	}()
+	if err := tmp.catchUp(ctx, pinned, progress); err != nil {
+		return nil, fmt.Errorf("rebuild fresh projections: %w", err)
+	}
+	rebuilt, err := digests(fresh)
+	if err != nil {
+		return nil, err
+	}
+	var out []Mismatch
+	for name, d := range live {
+		if rebuilt[name] != d {
+			out = append(out, Mismatch{Name: name, Live: d, Rebuilt: rebuilt[name]})
+		}
+	}
+	for name, d := range rebuilt {
+		if _, ok := live[name]; !ok {
+			out = append(out, Mismatch{Name: name, Rebuilt: d})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// boundedSource pins a source's head, so a verify compares both sides at
+// the same log position while appends continue.
+type boundedSource struct {
+	Source
+	head uint64
+	hash log.Hash
+}
+
+func (b boundedSource) Head() (uint64, log.Hash) { return b.head, b.hash }
+
+func (b boundedSource) HashAt(seq uint64) (log.Hash, error) {
+	if seq > b.head {
+		return log.Hash{}, fmt.Errorf("hash at %d: %w", seq, log.ErrNotFound)
+	}
+	return b.Source.HashAt(seq)
+}
+
+func (b boundedSource) Events(ctx context.Context, from, to uint64, fn func(*log.Event) error) error {
+	if to == 0 || to > b.head {
+		to = b.head
+	}
+	if from > to {
+		return nil
+	}
+	return b.Source.Events(ctx, from, to, fn)
+}
+
+// TombstoneMatches reports whether tombstone ts removes a chunk with the
+// given id, session and content time (unix ms). This is the one rule every
+// projection applies:
+//
+//   - a chunk listed in ts.Chunks is removed;
+//   - otherwise, if ts names a session and/or a time range, a chunk is
+//     removed when it matches every part given: its session equals
+//     ts.Session (when set) and its time is in [From, To) (when the range
+//     is set, i.e. not From == To == 0).
+//
+// A tombstone at seq s removes only chunks stored at a seq < s; a chunk
+// stored later (even re-stored under the same id) is live. Projections that
+// keep counts depend on that rule to stay idempotent under re-delivery.
+func TombstoneMatches(ts *log.Tombstone, id, session string, contentTime int64) bool {
+	for _, c := range ts.Chunks {
+		if c == id {
+			return true
+		}
+	}
+	hasRange := ts.From != 0 || ts.To != 0
+	if ts.Session == "" && !hasRange {
+		return false
+	}
+	if ts.Session != "" && session != ts.Session {
+		return false
+	}
+	if hasRange && (contentTime < ts.From || contentTime >= ts.To) {
+		return false
+	}
+	return true
+}

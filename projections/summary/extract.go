@@ -1,0 +1,229 @@
+package summary
+
+import (
+	"math"
+	"sort"
+	"strings"
+	"unicode"
+
+	"github.com/unlimitedcontext/ucl/internal/textutil"
+)
+
+// Scoring constants. They are part of the format: changing one changes
+// every summary and must bump FormatVersion.
+const (
+	lengthFloor = 8    // a sentence's score is divided by max(content words, lengthFloor)
+	firstBonus  = 1.15 // multiplier for the first sentence of the text
+	ellipsis    = "…"  // marks a sentence cut to fit the budget
+)
+
+// sentence is one sentence of a group, in reading order.
+type sentence struct {
+	text  string
+	words []string // content words, with repeats
+	pos   int
+}
+
+// extract is the result of summarising one text or group of texts.
+type extract struct {
+	text     string
+	keyTerms []string
+}
+
+// split turns texts (in reading order) into sentences with content words.
+func split(texts []string) []sentence {
+	var out []sentence
+	for _, t := range texts {
+		for _, s := range textutil.Sentences(t) {
+			out = append(out, sentence{text: s, words: textutil.ContentWords(s), pos: len(out)})
+		}
+	}
+	return out
+}
+
+// summarize is the extractive summary of sentences (see the package doc):
+// term weight w(t) = count(t) · √(N / df(t)) with df over sentences; a
+// sentence scores Σ w(t) over its distinct terms / max(#terms, lengthFloor),
+// ×firstBonus for the first; the best sentences are taken greedily while the
+// joined text stays within maxTokens and printed in original order; the key
+// terms are the nTerms heaviest words (ties by word).
+//
+// Arithmetic uses only +, ×, ÷ and √, each rounded explicitly, so the result
+// is the same on every platform.
+func summarize(sents []sentence, maxTokens, nTerms int) extract {
+	n := len(sents)
+	if n == 0 || maxTokens <= 0 {
+		return extract{keyTerms: []string{}}
+	}
+	type stat struct {
+		count, df, last int
+		weight          float64
+	}
+	stats := map[string]*stat{}
+	// uniq[i] are the distinct content words of sentence i in first-seen
+	// order (sentences are short: a linear scan beats a map).
+	uniq := make([][]string, n)
+	for i, s := range sents {
+		u := make([]string, 0, len(s.words))
+		for _, w := range s.words {
+			st := stats[w]
+			if st == nil {
+				st = &stat{last: -1}
+				stats[w] = st
+			}
+			st.count++
+			if st.last != i {
+				st.last = i
+				st.df++
+				u = append(u, w)
+			}
+		}
+		uniq[i] = u
+	}
+	terms := make([]string, 0, len(stats))
+	for w, st := range stats {
+		ratio := float64(float64(n) / float64(st.df))
+		st.weight = float64(float64(st.count) * math.Sqrt(ratio))
+		terms = append(terms, w)
+	}
+
+	// Key terms.
+	sort.Slice(terms, func(i, j int) bool {
+		wi, wj := stats[terms[i]].weight, stats[terms[j]].weight
+		if wi != wj {
+			return wi > wj
+		}
+		return terms[i] < terms[j]
+	})
+	if len(terms) > nTerms {
+		terms = terms[:nTerms]
+	}
+
+	// Sentence scores. Sums run in sentence order so that rounding does
+	// not depend on map order.
+	scores := make([]float64, n)
+	for i, u := range uniq {
+		sum := 0.0
+		for _, w := range u {
+			sum = float64(sum + stats[w].weight)
+		}
+		sc := float64(sum / float64(max(len(u), lengthFloor)))
+		if i == 0 {
+			sc = float64(sc * firstBonus)
+		}
+		scores[i] = sc
+	}
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		if scores[order[a]] != scores[order[b]] {
+			return scores[order[a]] > scores[order[b]]
+		}
+		return order[a] < order[b]
+	})
+
+	// Greedy selection under the budget, skipping duplicates. The joined
+	// text's estimate is kept incrementally: bytes and words of sentences
+	// joined by one space add up exactly (sentences carry no outer space).
+	chosen := make([]bool, n)
+	seenText := map[string]struct{}{}
+	nChosen, bytes, words := 0, 0, 0
+	for _, i := range order {
+		b := len(sents[i].text)
+		if nChosen > 0 {
+			b++
+		}
+		if (bytes+b+3)/4 > maxTokens { // too long by bytes alone
+			continue
+		}
+		w := countWords(sents[i].text)
+		if estimate(bytes+b, words+w) > maxTokens {
+			continue
+		}
+		key := strings.ToLower(sents[i].text)
+		if _, dup := seenText[key]; dup {
+			continue
+		}
+		chosen[i] = true
+		seenText[key] = struct{}{}
+		nChosen++
+		bytes, words = bytes+b, words+w
+	}
+	text := join(sents, chosen)
+	if nChosen == 0 {
+		// Not even the best sentence fits: cut it.
+		text = cut(sents[order[0]].text, maxTokens)
+	}
+	return extract{text: text, keyTerms: terms}
+}
+
+// estimate is textutil.EstimateTokens from a text's byte and word counts.
+func estimate(bytes, words int) int {
+	if bytes == 0 {
+		return 0
+	}
+	return max((bytes+3)/4, (words*4+2)/3)
+}
+
+// countWords counts runs of non-space as textutil.EstimateTokens does.
+func countWords(s string) int {
+	n, in := 0, false
+	for _, r := range s {
+		if unicode.IsSpace(r) {
+			in = false
+		} else if !in {
+			in = true
+			n++
+		}
+	}
+	return n
+}
+
+func join(sents []sentence, chosen []bool) string {
+	var b strings.Builder
+	for i, s := range sents {
+		if chosen[i] {
+			if b.Len() > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(s.text)
+		}
+	}
+	return b.String()
+}
+
+// cut returns the longest word prefix of s (plus an ellipsis) within
+// maxTokens; "" when not even one word fits.
+func cut(s string, maxTokens int) string {
+	fields := strings.Fields(s)
+	lo, hi := 0, len(fields) // largest k with fits(k)
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if textutil.EstimateTokens(strings.Join(fields[:mid], " ")+ellipsis) <= maxTokens {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	if lo == 0 {
+		return ""
+	}
+	return strings.Join(fields[:lo], " ") + ellipsis
+}
+
+// Trim keeps the key sentences of text, in their original order, within
+// maxTokens (textutil.EstimateTokens), scored as a summary of the text
+// alone. Text that already fits is returned unchanged; maxTokens <= 0 gives
+// "". When not even the best sentence fits, it is cut at a word boundary
+// and ends with "…".
+func Trim(text string, maxTokens int) string {
+	if maxTokens <= 0 {
+		return ""
+	}
+	if textutil.EstimateTokens(text) <= maxTokens {
+		return text
+	}
+	return summarize(split([]string{text}), maxTokens, 0).text
+}

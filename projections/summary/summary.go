@@ -1,0 +1,844 @@
+// Package summary is the L0 summary projection: for every session and every
+// document, a deterministic extractive summary (its key sentences in
+// original order, under a token bound), its key terms, its content-time span
+// and its chunk count. Summaries are searchable so that queries on large
+// stores can pre-filter sessions before searching chunks.
+//
+// Groups. A chunk belongs to the session summary of its session (chunks
+// without a session have none) and to at most one document summary: the
+// document id is its chunk_parent when set, else its own chunk id when its
+// kind is document; other chunks belong to no document. Chunks are read in
+// order (content time, chunk index, chunk id) for a session and (chunk
+// index, content time, chunk id) for a document.
+//
+// Extraction (see summarize): the group's texts are split with
+// textutil.Sentences and textutil.ContentWords; a term weighs count·√(N/df)
+// (df over the group's sentences); a sentence scores the sum of its distinct
+// terms' weights over max(#distinct terms, 8), ×1.15 for the first
+// sentence; the best sentences (ties: earlier first; exact duplicates
+// skipped) are taken greedily while textutil.EstimateTokens of their join
+// stays within Options.MaxTokens, then printed in original order. Key terms
+// are the Options.KeyTerms heaviest terms, ties by word. Only +, ×, ÷ and √
+// with explicit rounding are used, so summaries are identical across
+// platforms.
+//
+// Invariants:
+//   - A summary is a pure function of the live chunks of its group, never of
+//     the update history: incremental updates and a full rebuild give the
+//     same summaries and the same digest.
+//   - Apply only buffers: chunk changes live in memory and touched groups
+//     are marked dirty. Commit writes the chunk changes, recomputes each
+//     dirty group once from the chunks stored here (never from the log),
+//     and writes summaries and checkpoint in one bbolt transaction.
+//   - Reads (Session, Document, All, Search, Digest) see the last Commit.
+//
+// Storage (bbolt file summary.db): chunks (id → kind, index, time, session,
+// chunk_parent, content), by_session / by_doc / by_time secondary indexes,
+// summaries (1‖session id or 2‖document id → JSON Summary), meta (version,
+// options, checkpoint). The session search index is in memory, rebuilt from
+// the stored summaries on open.
+package summary
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/unlimitedcontext/ucl/internal/textutil"
+	"github.com/unlimitedcontext/ucl/log"
+	"github.com/unlimitedcontext/ucl/projections"
+)
+
+// Name is the projection name.
+const Name = "summary"
+
+// FormatVersion is the stored format and extraction version.
+const FormatVersion = 1
+
+// Defaults for Options.
+const (
+	DefaultMaxTokens = 120
+	DefaultKeyTerms  = 8
+)
+
+// Summary kinds.
+const (
+	KindSession  = "session"
+	KindDocument = "document"
+)
+
+var (
+	// ErrClosed is returned when a method is called after Close.
+	ErrClosed = errors.New("summary: closed")
+
+	// ErrCorrupt is returned (wrapped) when a stored record does not decode.
+	ErrCorrupt = errors.New("summary: corrupt record")
+
+	// ErrInvalidQuery is returned by Search for k <= 0.
+	ErrInvalidQuery = errors.New("summary: invalid query")
+)
+
+var (
+	bucketChunks    = []byte("chunks")
+	bucketBySession = []byte("by_session")
+	bucketByDoc     = []byte("by_doc")
+	bucketByTime    = []byte("by_time")
+	bucketSummaries = []byte("summaries")
+	bucketMeta      = []byte("meta")
+	allBuckets      = [][]byte{bucketChunks, bucketBySession, bucketByDoc, bucketByTime, bucketSummaries, bucketMeta}
+	keyCP           = []byte("checkpoint")
+	keyVersion      = []byte("version")
+)
+
+const (
+	prefixSession  byte = 1
+	prefixDocument byte = 2
+)
+
+// Options shape the summaries; they enter the digest.
+type Options struct {
+	MaxTokens int // token bound of a summary's text (default DefaultMaxTokens)
+	KeyTerms  int // number of key terms (default DefaultKeyTerms)
+}
+
+// Summary is the L0 summary of a session or a document.
+type Summary struct {
+	Kind     string   `json:"kind"`              // KindSession or KindDocument
+	ID       string   `json:"id"`                // session id or document id
+	Session  string   `json:"session,omitempty"` // documents: the session of the first chunk
+	Text     string   `json:"text"`              // key sentences in original order
+	KeyTerms []string `json:"key_terms"`         // heaviest content words
+	First    int64    `json:"first_ms"`          // earliest content time (unix ms)
+	Last     int64    `json:"last_ms"`           // latest content time (unix ms)
+	Chunks   int      `json:"chunks"`            // live chunks in the group
+	Tokens   int      `json:"tokens"`            // textutil.EstimateTokens(Text)
+}
+
+// SessionHit is one Search result.
+type SessionHit struct {
+	Session string
+	Score   float64
+}
+
+// chunk is what the projection keeps of a stored chunk.
+type chunk struct {
+	id          string
+	kind        log.Kind
+	index       int
+	time        int64
+	session     string
+	chunkParent string
+	content     string
+}
+
+// docID is the document group of c, "" for none.
+func (c *chunk) docID() string {
+	if c.chunkParent != "" {
+		return c.chunkParent
+	}
+	if c.kind == log.KindDocument {
+		return c.id
+	}
+	return ""
+}
+
+type groupKey struct {
+	prefix byte
+	id     string
+}
+
+// Index is the summary projection. It is safe for concurrent use.
+type Index struct {
+	dir  string
+	opts Options
+
+	mu     sync.RWMutex
+	db     *bolt.DB
+	cp     projections.Checkpoint
+	closed bool
+
+	ops    map[string]*chunk     // chunk changes since Commit; nil = deleted
+	dirty  map[groupKey]struct{} // groups to recompute at Commit
+	search *searchIndex          // over committed session summaries
+}
+
+var _ projections.Projection = (*Index)(nil)
+
+// Open opens (or creates) the projection in dir with default options.
+func Open(dir string) (*Index, error) { return OpenOptions(dir, Options{}) }
+
+// OpenOptions opens (or creates) the projection in dir. State stored with
+// another format version or other options is discarded (checkpoint zero).
+func OpenOptions(dir string, opts Options) (*Index, error) {
+	if opts.MaxTokens <= 0 {
+		opts.MaxTokens = DefaultMaxTokens
+	}
+	if opts.KeyTerms <= 0 {
+		opts.KeyTerms = DefaultKeyTerms
+	}
+	x := &Index{dir: dir, opts: opts}
+	if err := x.open(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+func (x *Index) path() string { return filepath.Join(x.dir, "summary.db") }
+
+func (x *Index) versionTag() []byte {
+	return []byte(fmt.Sprintf("v%d/tokens=%d/terms=%d", FormatVersion, x.opts.MaxTokens, x.opts.KeyTerms))
+}
+
+func (x *Index) open() error {
+	if err := os.MkdirAll(x.dir, 0o700); err != nil {
+		return fmt.Errorf("create summary dir: %w", err)
+	}
+	db, err := bolt.Open(x.path(), 0o600, nil)
+	if err != nil {
+		return fmt.Errorf("open summary db: %w", err)
+	}
+	x.db = db
+	x.cp = projections.Checkpoint{}
+	err = db.Update(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if meta != nil && bytes.Equal(meta.Get(keyVersion), x.versionTag()) {
+			if b := meta.Get(keyCP); b != nil {
+				if err := json.Unmarshal(b, &x.cp); err != nil {
+					return fmt.Errorf("decode checkpoint: %w", err)
+				}
+			}
+			return nil
+		}
+		// New, or another version: start over.
+		for _, name := range allBuckets {
+			if tx.Bucket(name) != nil {
+				if err := tx.DeleteBucket(name); err != nil {
+					return err
+				}
+			}
+			if _, err := tx.CreateBucket(name); err != nil {
+				return err
+			}
+		}
+		cpb, _ := json.Marshal(x.cp)
+		if err := tx.Bucket(bucketMeta).Put(keyCP, cpb); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Put(keyVersion, x.versionTag())
+	})
+	if err == nil {
+		x.search, err = x.loadSearch()
+	}
+	if err != nil {
+		db.Close()
+		x.db = nil
+		return fmt.Errorf("init summary db: %w", err)
+	}
+	x.ops = map[string]*chunk{}
+	x.dirty = map[groupKey]struct{}{}
+	return nil
+}
+
+// Name returns "summary".
+func (x *Index) Name() string { return Name }
+
+// Version returns FormatVersion.
+func (x *Index) Version() int { return FormatVersion }
+
+// Checkpoint returns the last committed checkpoint.
+func (x *Index) Checkpoint() (projections.Checkpoint, error) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.closed {
+		return projections.Checkpoint{}, ErrClosed
+	}
+	return x.cp, nil
+}
+
+// Apply buffers ev: a store adds or replaces a chunk, a tombstone removes
+// its targets; both mark the touched groups dirty. Other types are ignored.
+func (x *Index) Apply(ev *log.Event) error {
+	if ev == nil {
+		return nil
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return ErrClosed
+	}
+	switch b := ev.Body.(type) {
+	case *log.Store:
+		if b.ChunkID == "" {
+			return nil
+		}
+		c := &chunk{id: b.ChunkID, kind: b.Kind, index: b.ChunkIndex, time: b.Time, session: b.Session, chunkParent: b.ChunkParent, content: b.Content}
+		x.ops[c.id] = c
+		x.markDirty(c)
+	case *log.Tombstone:
+		return x.applyTombstone(b)
+	}
+	return nil
+}
+
+func (x *Index) markDirty(c *chunk) {
+	if c.session != "" {
+		x.dirty[groupKey{prefixSession, c.session}] = struct{}{}
+	}
+	if d := c.docID(); d != "" {
+		x.dirty[groupKey{prefixDocument, d}] = struct{}{}
+	}
+}
+
+func (x *Index) applyTombstone(t *log.Tombstone) error {
+	targets := map[string]struct{}{}
+	for _, id := range t.Chunks {
+		if id != "" {
+			targets[id] = struct{}{}
+		}
+	}
+	hasRange := t.From != 0 || t.To != 0
+	if t.Session != "" || hasRange {
+		// Committed chunks unchanged since Commit (session and range
+		// together select their intersection).
+		err := x.db.View(func(tx *bolt.Tx) error {
+			chunks := tx.Bucket(bucketChunks)
+			if t.Session != "" {
+				prefix := lenPrefix(t.Session)
+				c := tx.Bucket(bucketBySession).Cursor()
+				for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+					id := string(k[len(prefix):])
+					if _, changed := x.ops[id]; changed {
+						continue
+					}
+					if hasRange {
+						ch, err := decodeChunk(id, chunks.Get([]byte(id)))
+						if err != nil {
+							return err
+						}
+						if ch.time < t.From || ch.time >= t.To {
+							continue
+						}
+					}
+					targets[id] = struct{}{}
+				}
+				return nil
+			}
+			c := tx.Bucket(bucketByTime).Cursor()
+			lo, hi := timeKey(t.From), timeKey(t.To)
+			for k, _ := c.Seek(lo[:]); k != nil && bytes.Compare(k[:8], hi[:]) < 0; k, _ = c.Next() {
+				if _, changed := x.ops[string(k[8:])]; !changed {
+					targets[string(k[8:])] = struct{}{}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("resolve tombstone: %w", err)
+		}
+		for id, c := range x.ops {
+			if c != nil && projections.TombstoneMatches(t, id, c.session, c.time) {
+				targets[id] = struct{}{}
+			}
+		}
+	}
+	for id := range targets {
+		if c := x.ops[id]; c != nil {
+			x.markDirty(c) // committed versions are marked at Commit
+		}
+		x.ops[id] = nil
+	}
+	return nil
+}
+
+// Commit writes buffered chunk changes, recomputes every dirty summary and
+// records cp, all in one bbolt transaction.
+func (x *Index) Commit(cp projections.Checkpoint) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return ErrClosed
+	}
+	cpb, err := json.Marshal(cp)
+	if err != nil {
+		return fmt.Errorf("encode checkpoint: %w", err)
+	}
+	ids := make([]string, 0, len(x.ops))
+	for id := range x.ops {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	changed := map[string]*Summary{} // session id -> new summary (nil: gone)
+	err = x.db.Update(func(tx *bolt.Tx) error {
+		chunks := tx.Bucket(bucketChunks)
+		bySess, byDoc, byTime := tx.Bucket(bucketBySession), tx.Bucket(bucketByDoc), tx.Bucket(bucketByTime)
+		for _, id := range ids {
+			key := []byte(id)
+			if old := chunks.Get(key); old != nil {
+				oc, err := decodeChunk(id, old)
+				if err != nil {
+					return err
+				}
+				x.markDirty(oc)
+				if err := deleteIndexes(bySess, byDoc, byTime, oc); err != nil {
+					return err
+				}
+				if err := chunks.Delete(key); err != nil {
+					return err
+				}
+			}
+			c := x.ops[id]
+			if c == nil {
+				continue
+			}
+			if err := chunks.Put(key, encodeChunk(c)); err != nil {
+				return err
+			}
+			if err := putIndexes(bySess, byDoc, byTime, c); err != nil {
+				return err
+			}
+		}
+		groups := make([]groupKey, 0, len(x.dirty))
+		for g := range x.dirty {
+			groups = append(groups, g)
+		}
+		sort.Slice(groups, func(i, j int) bool {
+			if groups[i].prefix != groups[j].prefix {
+				return groups[i].prefix < groups[j].prefix
+			}
+			return groups[i].id < groups[j].id
+		})
+		sums := tx.Bucket(bucketSummaries)
+		for _, g := range groups {
+			s, err := x.recompute(tx, g)
+			if err != nil {
+				return err
+			}
+			key := append([]byte{g.prefix}, g.id...)
+			if s == nil {
+				if err := sums.Delete(key); err != nil {
+					return err
+				}
+			} else {
+				b, err := json.Marshal(s)
+				if err != nil {
+					return err
+				}
+				if err := sums.Put(key, b); err != nil {
+					return err
+				}
+			}
+			if g.prefix == prefixSession {
+				changed[g.id] = s
+			}
+		}
+		return tx.Bucket(bucketMeta).Put(keyCP, cpb)
+	})
+	if err != nil {
+		return fmt.Errorf("commit summaries: %w", err)
+	}
+	for id, s := range changed {
+		x.search.set(id, s)
+	}
+	clear(x.ops)
+	clear(x.dirty)
+	x.cp = cp
+	return nil
+}
+
+// recompute builds the summary of group g from the chunks in tx; nil when
+// the group has no live chunk.
+func (x *Index) recompute(tx *bolt.Tx, g groupKey) (*Summary, error) {
+	idx := tx.Bucket(bucketBySession)
+	if g.prefix == prefixDocument {
+		idx = tx.Bucket(bucketByDoc)
+	}
+	chunks := tx.Bucket(bucketChunks)
+	prefix := lenPrefix(g.id)
+	var cs []*chunk
+	c := idx.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		id := string(k[len(prefix):])
+		ch, err := decodeChunk(id, chunks.Get([]byte(id)))
+		if err != nil {
+			return nil, err
+		}
+		cs = append(cs, ch)
+	}
+	if len(cs) == 0 {
+		return nil, nil
+	}
+	return build(g, cs, x.opts), nil
+}
+
+// build is the summary of one group's chunks (any order).
+func build(g groupKey, cs []*chunk, opts Options) *Summary {
+	sort.Slice(cs, func(i, j int) bool {
+		a, b := cs[i], cs[j]
+		if g.prefix == prefixDocument && a.index != b.index {
+			return a.index < b.index
+		}
+		if a.time != b.time {
+			return a.time < b.time
+		}
+		if a.index != b.index {
+			return a.index < b.index
+		}
+		return a.id < b.id
+	})
+	texts := make([]string, len(cs))
+	s := &Summary{Kind: KindSession, ID: g.id, First: cs[0].time, Last: cs[0].time, Chunks: len(cs)}
+	for i, c := range cs {
+		texts[i] = c.content
+		s.First, s.Last = min(s.First, c.time), max(s.Last, c.time)
+	}
+	if g.prefix == prefixDocument {
+		s.Kind = KindDocument
+		s.Session = cs[0].session
+	}
+	ex := summarize(split(texts), opts.MaxTokens, opts.KeyTerms)
+	s.Text, s.KeyTerms = ex.text, ex.keyTerms
+	s.Tokens = textutil.EstimateTokens(s.Text)
+	return s
+}
+
+func deleteIndexes(bySess, byDoc, byTime *bolt.Bucket, c *chunk) error {
+	if c.session != "" {
+		if err := bySess.Delete(append(lenPrefix(c.session), c.id...)); err != nil {
+			return err
+		}
+	}
+	if d := c.docID(); d != "" {
+		if err := byDoc.Delete(append(lenPrefix(d), c.id...)); err != nil {
+			return err
+		}
+	}
+	tk := timeKey(c.time)
+	return byTime.Delete(append(tk[:], c.id...))
+}
+
+func putIndexes(bySess, byDoc, byTime *bolt.Bucket, c *chunk) error {
+	if c.session != "" {
+		if err := bySess.Put(append(lenPrefix(c.session), c.id...), nil); err != nil {
+			return err
+		}
+	}
+	if d := c.docID(); d != "" {
+		if err := byDoc.Put(append(lenPrefix(d), c.id...), nil); err != nil {
+			return err
+		}
+	}
+	tk := timeKey(c.time)
+	return byTime.Put(append(tk[:], c.id...), nil)
+}
+
+// lenPrefix is uvarint(len(s)) ‖ s, the prefix of secondary-index keys.
+func lenPrefix(s string) []byte {
+	b := binary.AppendUvarint(make([]byte, 0, len(s)+2), uint64(len(s)))
+	return append(b, s...)
+}
+
+// timeKey orders signed times as big-endian unsigned keys.
+func timeKey(t int64) [8]byte {
+	var k [8]byte
+	binary.BigEndian.PutUint64(k[:], uint64(t)^(1<<63))
+	return k
+}
+
+// encodeChunk: kind ‖ uvarint index ‖ time(8, BE) ‖ str session ‖ str
+// chunk_parent ‖ content (rest).
+func encodeChunk(c *chunk) []byte {
+	b := make([]byte, 0, 1+binary.MaxVarintLen64+8+len(c.session)+len(c.chunkParent)+len(c.content)+4)
+	b = append(b, byte(c.kind))
+	b = binary.AppendUvarint(b, uint64(c.index))
+	b = binary.BigEndian.AppendUint64(b, uint64(c.time))
+	b = binary.AppendUvarint(b, uint64(len(c.session)))
+	b = append(b, c.session...)
+	b = binary.AppendUvarint(b, uint64(len(c.chunkParent)))
+	b = append(b, c.chunkParent...)
+	return append(b, c.content...)
+}
+
+// decodeChunk parses a stored chunk record.
+func decodeChunk(id string, b []byte) (*chunk, error) {
+	bad := func(what string) (*chunk, error) {
+		return nil, fmt.Errorf("decode chunk %q: %w: %s", id, ErrCorrupt, what)
+	}
+	if len(b) < 1 {
+		return bad("empty record")
+	}
+	c := &chunk{id: id, kind: log.Kind(b[0])}
+	b = b[1:]
+	v, n := binary.Uvarint(b)
+	if n <= 0 || v > 1<<31 {
+		return bad("chunk index")
+	}
+	c.index = int(v)
+	b = b[n:]
+	if len(b) < 8 {
+		return bad("time")
+	}
+	c.time = int64(binary.BigEndian.Uint64(b))
+	b = b[8:]
+	str := func() (string, bool) {
+		l, n := binary.Uvarint(b)
+		if n <= 0 || l > uint64(len(b)-n) {
+			return "", false
+		}
+		s := string(b[n : n+int(l)])
+		b = b[n+int(l):]
+		return s, true
+	}
+	var ok bool
+	if c.session, ok = str(); !ok {
+		return bad("session")
+	}
+	if c.chunkParent, ok = str(); !ok {
+		return bad("chunk parent")
+	}
+	c.content = string(b)
+	return c, nil
+}
+
+// Session returns the committed summary of a session.
+func (x *Index) Session(id string) (Summary, bool, error) {
+	return x.get(prefixSession, id)
+}
+
+// Document returns the committed summary of a document (its chunk_parent,
+// or the chunk id of a standalone document chunk).
+func (x *Index) Document(id string) (Summary, bool, error) {
+	return x.get(prefixDocument, id)
+}
+
+func (x *Index) get(prefix byte, id string) (Summary, bool, error) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.closed {
+		return Summary{}, false, ErrClosed
+	}
+	var s Summary
+	var found bool
+	err := x.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketSummaries).Get(append([]byte{prefix}, id...))
+		if b == nil {
+			return nil
+		}
+		found = true
+		return decodeSummary(b, &s)
+	})
+	if err != nil {
+		return Summary{}, false, fmt.Errorf("read summary %q: %w", id, err)
+	}
+	return s, found, nil
+}
+
+func decodeSummary(b []byte, s *Summary) error {
+	if err := json.Unmarshal(b, s); err != nil {
+		return fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	return nil
+}
+
+// All returns every committed summary: sessions by id, then documents by id.
+func (x *Index) All() ([]Summary, error) {
+	var out []Summary
+	err := x.each(func(s *Summary) error {
+		out = append(out, *s)
+		return nil
+	})
+	return out, err
+}
+
+func (x *Index) each(fn func(*Summary) error) error {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.closed {
+		return ErrClosed
+	}
+	err := x.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketSummaries).ForEach(func(k, v []byte) error {
+			var s Summary
+			if err := decodeSummary(v, &s); err != nil {
+				return fmt.Errorf("summary %q: %w", k, err)
+			}
+			return fn(&s)
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("read summaries: %w", err)
+	}
+	return nil
+}
+
+// Count returns the number of live chunks, uncommitted changes included
+// (projtest.Counter).
+func (x *Index) Count() (int, error) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.closed {
+		return 0, ErrClosed
+	}
+	var n int
+	err := x.db.View(func(tx *bolt.Tx) error {
+		chunks := tx.Bucket(bucketChunks)
+		n = chunks.Stats().KeyN
+		for id, c := range x.ops {
+			was := chunks.Get([]byte(id)) != nil
+			switch {
+			case was && c == nil:
+				n--
+			case !was && c != nil:
+				n++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("count chunks: %w", err)
+	}
+	return n, nil
+}
+
+// Contains reports whether chunk id is live, uncommitted changes included
+// (projtest.Container).
+func (x *Index) Contains(id string) (bool, error) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.closed {
+		return false, ErrClosed
+	}
+	if c, ok := x.ops[id]; ok {
+		return c != nil, nil
+	}
+	var found bool
+	err := x.db.View(func(tx *bolt.Tx) error {
+		found = tx.Bucket(bucketChunks).Get([]byte(id)) != nil
+		return nil
+	})
+	return found, err
+}
+
+// Digest is SHA-256 over "ucl-summary/<version tag>" and every committed
+// summary in (kind, id) order, each field length-prefixed.
+func (x *Index) Digest() ([32]byte, error) {
+	h := sha256.New()
+	h.Write(append(x.versionTag(), '\n'))
+	var b []byte
+	str := func(s string) {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	err := x.each(func(s *Summary) error {
+		b = b[:0]
+		str(s.Kind)
+		str(s.ID)
+		str(s.Session)
+		str(s.Text)
+		b = binary.AppendUvarint(b, uint64(len(s.KeyTerms)))
+		for _, t := range s.KeyTerms {
+			str(t)
+		}
+		b = binary.BigEndian.AppendUint64(b, uint64(s.First))
+		b = binary.BigEndian.AppendUint64(b, uint64(s.Last))
+		b = binary.AppendUvarint(b, uint64(s.Chunks))
+		b = binary.AppendUvarint(b, uint64(s.Tokens))
+		h.Write(b)
+		return nil
+	})
+	if err != nil {
+		return [32]byte{}, err
+	}
+	var out [32]byte
+	copy(out[:], h.Sum(nil))
+	return out, nil
+}
+
+// Search scores sessions for text by BM25 over each committed session
+// summary's text plus its key terms (see searchIndex) and returns the best
+// k, ties by session id. Text without content words gives no hits.
+func (x *Index) Search(ctx context.Context, text string, k int) ([]SessionHit, error) {
+	if k <= 0 {
+		return nil, fmt.Errorf("search summaries: k %d: %w", k, ErrInvalidQuery)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("search summaries: %w", err)
+	}
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.closed {
+		return nil, ErrClosed
+	}
+	return x.search.query(textutil.ContentWords(text), k), nil
+}
+
+// Reset drops all state and sets the checkpoint to zero.
+func (x *Index) Reset() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return ErrClosed
+	}
+	if err := x.db.Close(); err != nil {
+		return fmt.Errorf("close summary db for reset: %w", err)
+	}
+	if err := os.Remove(x.path()); err != nil && !os.IsNotExist(err) {
+		x.closed = true
+		return fmt.Errorf("remove summary db: %w", err)
+	}
+	if err := x.open(); err != nil {
+		x.closed = true
+		return err
+	}
+	return nil
+}
+
+// Size returns the bytes on disk (projections.Sizer).
+func (x *Index) Size() int64 {
+	fi, err := os.Stat(x.path())
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// Close drops uncommitted changes and closes the store.
+func (x *Index) Close() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return nil
+	}
+	x.closed = true
+	if err := x.db.Close(); err != nil {
+		return fmt.Errorf("close summary db: %w", err)
+	}
+	return nil
+}
+
+// loadSearch rebuilds the in-memory session index from stored summaries.
+func (x *Index) loadSearch() (*searchIndex, error) {
+	si := newSearchIndex()
+	err := x.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketSummaries).Cursor()
+		p := []byte{prefixSession}
+		for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
+			var s Summary
+			if err := decodeSummary(v, &s); err != nil {
+				return fmt.Errorf("summary %q: %w", k, err)
+			}
+			si.set(s.ID, &s)
+		}
+		return nil
+	})
+	return si, err
+}

@@ -1,0 +1,1112 @@
+// Package timelines is the projection that answers "what happened, in which
+// session, in what order": sessions with their first/last content time,
+// counts and title; the ordered turns, tool calls and documents of each
+// session; chunk lookup by id; documents grouped by chunk_parent; and the
+// list of tombstones applied (for the audit trail).
+//
+// # Storage
+//
+// One bbolt file, timelines.db, in the projection's directory. Buckets:
+//
+//	meta      "version" → uint32 LE (Version), "cp" → seq uint64 LE ‖ hash [32]
+//	chunks    chunk id → JSON Chunk (canonical: encoding/json, fixed field order, sorted meta)
+//	order     sub-bucket "s"+session → ordKey(time, seq) → indexValue(kind, role, chunk_parent, id)
+//	time      ordKey(time, seq) → chunk id                (every chunk)
+//	parts     uvarint(len(parent)) ‖ parent ‖ index u64 BE ‖ seq u64 BE → chunk id
+//	sessions  "s"+session → JSON SessionInfo              (sessions with id != "")
+//	tombs     seq u64 BE → JSON TombstoneRecord (Removed stored as 0)
+//	removed   tombstone seq u64 BE ‖ chunk id → chunk seq u64 BE  (what each tombstone removed)
+//
+// ordKey(time, seq) = uint64(time) XOR 1<<63, big-endian ‖ seq big-endian, so
+// byte order is content-time order (negative times included), then seq.
+//
+// # Invariants
+//
+//   - Apply keeps writes in memory; Commit writes them and the checkpoint in
+//     ONE bbolt transaction, so on disk the data and the checkpoint always
+//     agree (or the data is ahead, see below). Close without Commit drops
+//     them.
+//   - Read methods (Sessions, Session, Chunk, Digest, ...) first flush the
+//     pending writes in a transaction that does not move the checkpoint, so
+//     they always see everything applied. Data ahead of the checkpoint is
+//     allowed by the Projection contract: re-applying the events after the
+//     checkpoint converges to the same state (Apply is idempotent).
+//   - Tombstones follow projections.TombstoneMatches and remove only chunks
+//     stored at a lower seq. What a tombstone removed is kept as a set of
+//     (tombstone seq, chunk id) marks, never as a counter: re-delivering a
+//     tombstone whose removals are already durable adds nothing, so the
+//     audit data (and the digest) is the same as in one pass.
+//   - The digest is SHA-256 over digestTag, then every session (key, JSON)
+//     in key order, every chunk (id, JSON) in id order, every tombstone
+//     record in seq order and every removal mark in key order, each item
+//     length-prefixed, each section followed by its count; the checkpoint
+//     is not part of it. Same events ⇒ same digest.
+package timelines
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/unlimitedcontext/ucl/internal/textutil"
+	"github.com/unlimitedcontext/ucl/log"
+	"github.com/unlimitedcontext/ucl/projections"
+)
+
+// Name is the projection's name.
+const Name = "timelines"
+
+// Version is the on-disk format version. Bump it when the stored form or
+// the digest changes; a store of another version is rebuilt.
+const Version = 1
+
+// FileName is the bbolt file inside the projection's directory.
+const FileName = "timelines.db"
+
+// TitleMax is the longest title in runes (before the ellipsis).
+const TitleMax = 80
+
+// digestTag starts the digest; do not change without bumping Version.
+const digestTag = "ucl/timelines/v1\x00"
+
+var (
+	// ErrNotFound is returned when a session or document does not exist.
+	ErrNotFound = errors.New("timelines: not found")
+	// ErrCorrupt is returned when a stored record cannot be decoded.
+	ErrCorrupt = errors.New("timelines: corrupt record")
+	// ErrClosed is returned by calls after Close.
+	ErrClosed = errors.New("timelines: closed")
+)
+
+var (
+	bMeta     = []byte("meta")
+	bChunks   = []byte("chunks")
+	bOrder    = []byte("order")
+	bTime     = []byte("time")
+	bParts    = []byte("parts")
+	bSessions = []byte("sessions")
+	bTombs    = []byte("tombs")
+	bRemoved  = []byte("removed")
+	allBkts   = [][]byte{bMeta, bChunks, bOrder, bTime, bParts, bSessions, bTombs, bRemoved}
+	kVersion  = []byte("version")
+	kCP       = []byte("cp")
+)
+
+// Chunk is a stored chunk as the timelines hold it.
+type Chunk struct {
+	ID          string            `json:"id"`
+	Seq         uint64            `json:"seq"`
+	EventID     string            `json:"event_id"`
+	AppendTime  int64             `json:"append_ms"`
+	Time        int64             `json:"time_ms"` // content time, unix ms
+	Kind        log.Kind          `json:"kind"`
+	Session     string            `json:"session,omitempty"`
+	Role        string            `json:"role,omitempty"`
+	Content     string            `json:"content"`
+	Meta        map[string]string `json:"meta,omitempty"`
+	Parent      string            `json:"parent,omitempty"`
+	ChunkParent string            `json:"chunk_parent,omitempty"`
+	ChunkIndex  int               `json:"chunk_index,omitempty"`
+}
+
+// SessionInfo summarises one session (live chunks only).
+type SessionInfo struct {
+	ID        string         `json:"id"`
+	First     int64          `json:"first_ms"` // earliest content time
+	Last      int64          `json:"last_ms"`  // latest content time
+	Chunks    int            `json:"chunks"`
+	Kinds     map[string]int `json:"kinds"`           // kind name → chunks
+	Roles     map[string]int `json:"roles,omitempty"` // role → chunks (chunks with a role)
+	Documents int            `json:"documents"`       // distinct documents (by chunk_parent)
+	// Title is the first sentence of the first user turn (content-time
+	// order), else of the first chunk, at most TitleMax runes.
+	Title string `json:"title"`
+}
+
+// TombstoneRecord is one applied tombstone, for the audit trail.
+type TombstoneRecord struct {
+	Seq     uint64   `json:"seq"`
+	Time    int64    `json:"time_ms"` // append time
+	EventID string   `json:"event_id"`
+	Chunks  []string `json:"chunks,omitempty"`
+	Session string   `json:"session,omitempty"`
+	From    int64    `json:"from_ms,omitempty"`
+	To      int64    `json:"to_ms,omitempty"`
+	Reason  string   `json:"reason,omitempty"`
+	Removed int      `json:"removed"` // chunks it removed when applied (see Removed)
+}
+
+// Timelines is the timelines projection. It is safe for concurrent use.
+type Timelines struct {
+	mu     sync.Mutex
+	db     *bolt.DB
+	path   string
+	puts   map[string]*Chunk   // pending stores, by chunk id
+	dels   map[string]struct{} // pending removals of committed chunks
+	tombs  []*TombstoneRecord  // pending tombstone records
+	marks  [][]byte            // pending removal marks (keys of bRemoved) and values
+	markV  [][]byte
+	closed bool
+}
+
+var _ projections.Projection = (*Timelines)(nil)
+
+// Open opens (creating if needed) the timelines stored in dir. A second
+// Open of the same dir (also from another process) fails after a second.
+func Open(dir string) (*Timelines, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create timelines dir: %w", err)
+	}
+	path := filepath.Join(dir, FileName)
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:        time.Second,
+		NoFreelistSync: true,
+		FreelistType:   bolt.FreelistMapType,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open timelines %s: %w", path, err)
+	}
+	t := &Timelines{db: db, path: path}
+	t.clearPending()
+	err = db.Update(func(tx *bolt.Tx) error {
+		if tx.Bucket(bMeta) != nil {
+			return nil
+		}
+		return initBuckets(tx)
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("init timelines %s: %w", path, err)
+	}
+	return t, nil
+}
+
+func initBuckets(tx *bolt.Tx) error {
+	for _, b := range allBkts {
+		if _, err := tx.CreateBucket(b); err != nil {
+			return fmt.Errorf("create bucket %s: %w", b, err)
+		}
+	}
+	var v [4]byte
+	binary.LittleEndian.PutUint32(v[:], Version)
+	return tx.Bucket(bMeta).Put(kVersion, v[:])
+}
+
+func (t *Timelines) clearPending() {
+	t.puts = make(map[string]*Chunk)
+	t.dels = make(map[string]struct{})
+	t.tombs = nil
+	t.marks, t.markV = nil, nil
+}
+
+// Name returns "timelines".
+func (t *Timelines) Name() string { return Name }
+
+// Version returns the format version this build writes.
+func (t *Timelines) Version() int { return Version }
+
+// StoredVersion returns the format version of the state on disk.
+func (t *Timelines) StoredVersion() (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return 0, ErrClosed
+	}
+	var v int
+	err := t.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bMeta).Get(kVersion)
+		if len(b) != 4 {
+			return fmt.Errorf("read version: %w", ErrCorrupt)
+		}
+		v = int(binary.LittleEndian.Uint32(b))
+		return nil
+	})
+	return v, err
+}
+
+// Checkpoint returns the last committed checkpoint.
+func (t *Timelines) Checkpoint() (projections.Checkpoint, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var cp projections.Checkpoint
+	if t.closed {
+		return cp, ErrClosed
+	}
+	err := t.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bMeta).Get(kCP)
+		if b == nil {
+			return nil
+		}
+		if len(b) != 8+log.HashSize {
+			return fmt.Errorf("read checkpoint: %w: %d bytes", ErrCorrupt, len(b))
+		}
+		cp.Seq = binary.LittleEndian.Uint64(b)
+		copy(cp.Hash[:], b[8:])
+		return nil
+	})
+	return cp, err
+}
+
+// Apply applies one event (stores and tombstones; other types are ignored).
+// The change is kept in memory until Commit.
+func (t *Timelines) Apply(ev *log.Event) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return ErrClosed
+	}
+	switch b := ev.Body.(type) {
+	case *log.Store:
+		return t.applyStore(ev, b)
+	case *log.Tombstone:
+		return t.applyTombstone(ev, b)
+	}
+	return nil
+}
+
+func (t *Timelines) applyStore(ev *log.Event, s *log.Store) error {
+	if s.ChunkID == "" || len(s.ChunkID) > bolt.MaxKeySize-1 {
+		return fmt.Errorf("apply store: chunk id of %d bytes", len(s.ChunkID))
+	}
+	if len(s.ChunkParent)+binary.MaxVarintLen64+16 > bolt.MaxKeySize || len(s.Session)+1 > bolt.MaxKeySize {
+		return fmt.Errorf("apply store: session or chunk_parent too long")
+	}
+	c := &Chunk{
+		ID: s.ChunkID, Seq: ev.Seq, EventID: ev.ID.String(), AppendTime: ev.Time,
+		Time: s.Time, Kind: s.Kind, Session: s.Session, Role: s.Role,
+		Content: s.Content, Meta: s.Meta, Parent: s.Parent,
+		ChunkParent: s.ChunkParent, ChunkIndex: s.ChunkIndex,
+	}
+	delete(t.dels, c.ID)
+	t.puts[c.ID] = c
+	return nil
+}
+
+func (t *Timelines) applyTombstone(ev *log.Event, ts *log.Tombstone) error {
+	rec := &TombstoneRecord{
+		Seq: ev.Seq, Time: ev.Time, EventID: ev.ID.String(), Chunks: ts.Chunks,
+		Session: ts.Session, From: ts.From, To: ts.To, Reason: ts.Reason,
+	}
+	err := t.db.View(func(tx *bolt.Tx) error {
+		cands := make(map[string]struct{})
+		for _, id := range ts.Chunks {
+			cands[id] = struct{}{}
+		}
+		hasRange := ts.From != 0 || ts.To != 0
+		if ts.Session != "" || hasRange {
+			if err := committedCandidates(tx, ts, hasRange, cands); err != nil {
+				return err
+			}
+			for id, c := range t.puts {
+				if projections.TombstoneMatches(ts, id, c.Session, c.Time) {
+					cands[id] = struct{}{}
+				}
+			}
+		}
+		ids := make([]string, 0, len(cands))
+		for id := range cands {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		for _, id := range ids {
+			c, err := t.current(tx, id)
+			if err != nil {
+				return err
+			}
+			if c == nil || c.Seq >= ev.Seq || !projections.TombstoneMatches(ts, id, c.Session, c.Time) {
+				continue
+			}
+			delete(t.puts, id)
+			t.dels[id] = struct{}{}
+			t.marks = append(t.marks, markKey(ev.Seq, id))
+			t.markV = append(t.markV, be64(c.Seq))
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("apply tombstone: %w", err)
+	}
+	t.tombs = append(t.tombs, rec)
+	return nil
+}
+
+// committedCandidates adds the ids of committed chunks the session and/or
+// range of ts may hit (checked exactly later).
+func committedCandidates(tx *bolt.Tx, ts *log.Tombstone, hasRange bool, cands map[string]struct{}) error {
+	var c *bolt.Cursor
+	if ts.Session != "" {
+		sb := tx.Bucket(bOrder).Bucket(sessKey(ts.Session))
+		if sb == nil {
+			return nil
+		}
+		c = sb.Cursor()
+	} else {
+		c = tx.Bucket(bTime).Cursor()
+	}
+	var k, v []byte
+	if hasRange {
+		k, v = c.Seek(ordKey(ts.From, 0))
+	} else {
+		k, v = c.First()
+	}
+	for ; k != nil; k, v = c.Next() {
+		if hasRange && keyTime(k) >= ts.To {
+			break
+		}
+		id := string(v)
+		if ts.Session != "" {
+			iv, err := decodeIndexValue(v)
+			if err != nil {
+				return err
+			}
+			id = iv.id
+		}
+		cands[id] = struct{}{}
+	}
+	return nil
+}
+
+// current returns the chunk id as of everything applied (nil if absent).
+func (t *Timelines) current(tx *bolt.Tx, id string) (*Chunk, error) {
+	if _, gone := t.dels[id]; gone {
+		return nil, nil
+	}
+	if c, ok := t.puts[id]; ok {
+		return c, nil
+	}
+	return getChunk(tx, id)
+}
+
+func getChunk(tx *bolt.Tx, id string) (*Chunk, error) {
+	if id == "" {
+		return nil, nil
+	}
+	v := tx.Bucket(bChunks).Get([]byte(id))
+	if v == nil {
+		return nil, nil
+	}
+	c := new(Chunk)
+	if err := json.Unmarshal(v, c); err != nil {
+		return nil, fmt.Errorf("decode chunk %q: %w: %v", id, ErrCorrupt, err)
+	}
+	return c, nil
+}
+
+// Commit writes everything applied and cp in one transaction.
+func (t *Timelines) Commit(cp projections.Checkpoint) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return ErrClosed
+	}
+	err := t.db.Update(func(tx *bolt.Tx) error {
+		if err := t.flushTx(tx); err != nil {
+			return err
+		}
+		var b [8 + log.HashSize]byte
+		binary.LittleEndian.PutUint64(b[:], cp.Seq)
+		copy(b[8:], cp.Hash[:])
+		return tx.Bucket(bMeta).Put(kCP, b[:])
+	})
+	if err != nil {
+		// The pending writes stay; a retry may succeed.
+		return fmt.Errorf("commit timelines at %d: %w", cp.Seq, err)
+	}
+	t.clearPending()
+	return nil
+}
+
+// flush writes the pending changes without moving the checkpoint.
+func (t *Timelines) flush() error {
+	if t.closed {
+		return ErrClosed
+	}
+	if len(t.puts) == 0 && len(t.dels) == 0 && len(t.tombs) == 0 && len(t.marks) == 0 {
+		return nil
+	}
+	if err := t.db.Update(t.flushTx); err != nil {
+		return fmt.Errorf("flush timelines: %w", err)
+	}
+	t.clearPending()
+	return nil
+}
+
+func (t *Timelines) flushTx(tx *bolt.Tx) error {
+	ids := make([]string, 0, len(t.puts)+len(t.dels))
+	for id := range t.puts {
+		ids = append(ids, id)
+	}
+	for id := range t.dels {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	chunks := tx.Bucket(bChunks)
+	dirty := make(map[string]struct{})
+	for _, id := range ids {
+		old, err := getChunk(tx, id)
+		if err != nil {
+			return err
+		}
+		if old != nil {
+			if err := unindex(tx, old); err != nil {
+				return err
+			}
+			dirty[old.Session] = struct{}{}
+		}
+		c, put := t.puts[id]
+		if !put {
+			if old != nil {
+				if err := chunks.Delete([]byte(id)); err != nil {
+					return fmt.Errorf("delete chunk %q: %w", id, err)
+				}
+			}
+			continue
+		}
+		v, err := json.Marshal(c)
+		if err != nil {
+			return fmt.Errorf("encode chunk %q: %w", id, err)
+		}
+		if err := chunks.Put([]byte(id), v); err != nil {
+			return fmt.Errorf("put chunk %q: %w", id, err)
+		}
+		if err := index(tx, c); err != nil {
+			return err
+		}
+		dirty[c.Session] = struct{}{}
+	}
+	tb := tx.Bucket(bTombs)
+	for _, r := range t.tombs {
+		v, err := json.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("encode tombstone %d: %w", r.Seq, err)
+		}
+		if err := tb.Put(be64(r.Seq), v); err != nil {
+			return fmt.Errorf("put tombstone %d: %w", r.Seq, err)
+		}
+	}
+	rb := tx.Bucket(bRemoved)
+	for i, k := range t.marks {
+		if err := rb.Put(k, t.markV[i]); err != nil {
+			return fmt.Errorf("put removal mark: %w", err)
+		}
+	}
+	sessions := make([]string, 0, len(dirty))
+	for s := range dirty {
+		if s != "" {
+			sessions = append(sessions, s)
+		}
+	}
+	sort.Strings(sessions)
+	for _, s := range sessions {
+		if err := recomputeSession(tx, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func index(tx *bolt.Tx, c *Chunk) error {
+	ok := ordKey(c.Time, c.Seq)
+	if err := tx.Bucket(bTime).Put(ok, []byte(c.ID)); err != nil {
+		return fmt.Errorf("index chunk %q by time: %w", c.ID, err)
+	}
+	if c.Session != "" {
+		sb, err := tx.Bucket(bOrder).CreateBucketIfNotExists(sessKey(c.Session))
+		if err != nil {
+			return fmt.Errorf("create session bucket %q: %w", c.Session, err)
+		}
+		iv := indexValue{kind: c.Kind, role: c.Role, chunkParent: c.ChunkParent, id: c.ID}
+		if err := sb.Put(ok, iv.encode()); err != nil {
+			return fmt.Errorf("index chunk %q in session: %w", c.ID, err)
+		}
+	}
+	if c.ChunkParent != "" {
+		if err := tx.Bucket(bParts).Put(partKey(c.ChunkParent, c.ChunkIndex, c.Seq), []byte(c.ID)); err != nil {
+			return fmt.Errorf("index chunk %q in document: %w", c.ID, err)
+		}
+	}
+	return nil
+}
+
+func unindex(tx *bolt.Tx, c *Chunk) error {
+	ok := ordKey(c.Time, c.Seq)
+	if err := tx.Bucket(bTime).Delete(ok); err != nil {
+		return fmt.Errorf("unindex chunk %q by time: %w", c.ID, err)
+	}
+	if c.Session != "" {
+		if sb := tx.Bucket(bOrder).Bucket(sessKey(c.Session)); sb != nil {
+			if err := sb.Delete(ok); err != nil {
+				return fmt.Errorf("unindex chunk %q in session: %w", c.ID, err)
+			}
+		}
+	}
+	if c.ChunkParent != "" {
+		if err := tx.Bucket(bParts).Delete(partKey(c.ChunkParent, c.ChunkIndex, c.Seq)); err != nil {
+			return fmt.Errorf("unindex chunk %q in document: %w", c.ID, err)
+		}
+	}
+	return nil
+}
+
+// recomputeSession rebuilds a session's summary from its order index (and
+// the one chunk its title comes from); an empty session is dropped.
+func recomputeSession(tx *bolt.Tx, id string) error {
+	key := sessKey(id)
+	order := tx.Bucket(bOrder)
+	sb := order.Bucket(key)
+	info := SessionInfo{ID: id, Kinds: map[string]int{}, Roles: map[string]int{}}
+	var firstID, userID string
+	docs := map[string]struct{}{}
+	if sb != nil {
+		c := sb.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			iv, err := decodeIndexValue(v)
+			if err != nil {
+				return fmt.Errorf("session %q: %w", id, err)
+			}
+			tm := keyTime(k)
+			if info.Chunks == 0 {
+				info.First, firstID = tm, iv.id
+			}
+			info.Last = tm
+			info.Chunks++
+			info.Kinds[iv.kind.String()]++
+			if iv.role != "" {
+				info.Roles[iv.role]++
+			}
+			if userID == "" && iv.kind == log.KindConversation && iv.role == "user" {
+				userID = iv.id
+			}
+			if iv.kind == log.KindDocument {
+				if iv.chunkParent != "" {
+					docs[iv.chunkParent] = struct{}{}
+				} else {
+					docs["\x00"+iv.id] = struct{}{}
+				}
+			}
+		}
+	}
+	if info.Chunks == 0 {
+		if sb != nil {
+			if err := order.DeleteBucket(key); err != nil {
+				return fmt.Errorf("drop session bucket %q: %w", id, err)
+			}
+		}
+		if err := tx.Bucket(bSessions).Delete(key); err != nil {
+			return fmt.Errorf("drop session %q: %w", id, err)
+		}
+		return nil
+	}
+	info.Documents = len(docs)
+	if len(info.Roles) == 0 {
+		info.Roles = nil
+	}
+	titleID := userID
+	if titleID == "" {
+		titleID = firstID
+	}
+	tc, err := getChunk(tx, titleID)
+	if err != nil {
+		return err
+	}
+	if tc != nil {
+		info.Title = Title(tc.Content)
+	}
+	v, err := json.Marshal(&info)
+	if err != nil {
+		return fmt.Errorf("encode session %q: %w", id, err)
+	}
+	if err := tx.Bucket(bSessions).Put(key, v); err != nil {
+		return fmt.Errorf("put session %q: %w", id, err)
+	}
+	return nil
+}
+
+// Title returns the first sentence of content with white space collapsed,
+// cut at a word boundary to at most TitleMax runes plus "…".
+func Title(content string) string {
+	ss := textutil.Sentences(content)
+	if len(ss) == 0 {
+		return ""
+	}
+	s := strings.Join(strings.Fields(ss[0]), " ")
+	rs := []rune(s)
+	if len(rs) <= TitleMax {
+		return s
+	}
+	cut := TitleMax
+	for i := TitleMax; i > TitleMax/2; i-- {
+		if rs[i] == ' ' {
+			cut = i
+			break
+		}
+	}
+	return strings.TrimRight(string(rs[:cut]), " ,;:") + "…"
+}
+
+// Reset drops all state (committed and pending) and the checkpoint.
+func (t *Timelines) Reset() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return ErrClosed
+	}
+	t.clearPending()
+	err := t.db.Update(func(tx *bolt.Tx) error {
+		for _, b := range allBkts {
+			if tx.Bucket(b) == nil {
+				continue
+			}
+			if err := tx.DeleteBucket(b); err != nil {
+				return fmt.Errorf("drop bucket %s: %w", b, err)
+			}
+		}
+		return initBuckets(tx)
+	})
+	if err != nil {
+		return fmt.Errorf("reset timelines: %w", err)
+	}
+	return nil
+}
+
+// Close drops pending (uncommitted) changes and closes the file.
+func (t *Timelines) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil
+	}
+	t.closed = true
+	t.clearPending()
+	if err := t.db.Close(); err != nil {
+		return fmt.Errorf("close timelines: %w", err)
+	}
+	return nil
+}
+
+// Size returns the size of the bbolt file in bytes (-1 if unknown).
+func (t *Timelines) Size() int64 {
+	fi, err := os.Stat(t.path)
+	if err != nil {
+		return -1
+	}
+	return fi.Size()
+}
+
+// Digest returns SHA-256 over the logical content (see the package doc).
+func (t *Timelines) Digest() ([32]byte, error) {
+	var out [32]byte
+	err := t.read(func(tx *bolt.Tx) error {
+		h := sha256.New()
+		h.Write([]byte(digestTag))
+		var lb [binary.MaxVarintLen64]byte
+		put := func(b []byte) {
+			h.Write(lb[:binary.PutUvarint(lb[:], uint64(len(b)))])
+			h.Write(b)
+		}
+		for i, name := range [][]byte{bSessions, bChunks, bTombs, bRemoved} {
+			h.Write([]byte{byte(i + 1)})
+			n := 0
+			err := tx.Bucket(name).ForEach(func(k, v []byte) error {
+				put(k)
+				put(v)
+				n++
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			h.Write(be64(uint64(n)))
+		}
+		copy(out[:], h.Sum(nil))
+		return nil
+	})
+	return out, err
+}
+
+// read flushes pending writes and runs fn in a read transaction.
+func (t *Timelines) read(fn func(tx *bolt.Tx) error) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := t.flush(); err != nil {
+		return err
+	}
+	return t.db.View(fn)
+}
+
+// Sessions returns every session, most recent (last content time) first,
+// ties by id.
+func (t *Timelines) Sessions() ([]SessionInfo, error) {
+	var out []SessionInfo
+	err := t.read(func(tx *bolt.Tx) error {
+		return tx.Bucket(bSessions).ForEach(func(k, v []byte) error {
+			var si SessionInfo
+			if err := json.Unmarshal(v, &si); err != nil {
+				return fmt.Errorf("decode session %q: %w: %v", k, ErrCorrupt, err)
+			}
+			out = append(out, si)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Last != out[j].Last {
+			return out[i].Last > out[j].Last
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, nil
+}
+
+// Session returns a session's summary and its live chunks in content-time
+// order (ties by seq). ErrNotFound if it has none.
+func (t *Timelines) Session(id string) (SessionInfo, []Chunk, error) {
+	var info SessionInfo
+	var chunks []Chunk
+	err := t.read(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bSessions).Get(sessKey(id))
+		if v == nil || id == "" {
+			return fmt.Errorf("session %q: %w", id, ErrNotFound)
+		}
+		if err := json.Unmarshal(v, &info); err != nil {
+			return fmt.Errorf("decode session %q: %w: %v", id, ErrCorrupt, err)
+		}
+		sb := tx.Bucket(bOrder).Bucket(sessKey(id))
+		if sb == nil {
+			return nil
+		}
+		return sb.ForEach(func(_, v []byte) error {
+			c, err := chunkFromIndex(tx, v)
+			if err != nil {
+				return err
+			}
+			chunks = append(chunks, *c)
+			return nil
+		})
+	})
+	if err != nil {
+		return SessionInfo{}, nil, fmt.Errorf("read session: %w", err)
+	}
+	return info, chunks, nil
+}
+
+func chunkFromIndex(tx *bolt.Tx, v []byte) (*Chunk, error) {
+	iv, err := decodeIndexValue(v)
+	if err != nil {
+		return nil, err
+	}
+	c, err := getChunk(tx, iv.id)
+	if err != nil {
+		return nil, err
+	}
+	if c == nil {
+		return nil, fmt.Errorf("index names missing chunk %q: %w", iv.id, ErrCorrupt)
+	}
+	return c, nil
+}
+
+// RecentTurns returns the last n conversation turns of a session (oldest
+// first, content-time order). Tool calls and documents are not turns. A
+// session without turns gives an empty slice and no error.
+func (t *Timelines) RecentTurns(session string, n int) ([]Chunk, error) {
+	var out []Chunk
+	if n <= 0 || session == "" {
+		return nil, nil
+	}
+	err := t.read(func(tx *bolt.Tx) error {
+		sb := tx.Bucket(bOrder).Bucket(sessKey(session))
+		if sb == nil {
+			return nil
+		}
+		c := sb.Cursor()
+		for k, v := c.Last(); k != nil && len(out) < n; k, v = c.Prev() {
+			iv, err := decodeIndexValue(v)
+			if err != nil {
+				return err
+			}
+			if iv.kind != log.KindConversation {
+				continue
+			}
+			ch, err := chunkFromIndex(tx, v)
+			if err != nil {
+				return err
+			}
+			out = append(out, *ch)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("recent turns of %q: %w", session, err)
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out, nil
+}
+
+// Chunk returns a live chunk by id.
+func (t *Timelines) Chunk(id string) (Chunk, bool, error) {
+	var c *Chunk
+	err := t.read(func(tx *bolt.Tx) error {
+		var err error
+		c, err = getChunk(tx, id)
+		return err
+	})
+	if err != nil {
+		return Chunk{}, false, fmt.Errorf("read chunk: %w", err)
+	}
+	if c == nil {
+		return Chunk{}, false, nil
+	}
+	return *c, true, nil
+}
+
+// Contains reports whether a live chunk has this id.
+func (t *Timelines) Contains(id string) (bool, error) {
+	_, ok, err := t.Chunk(id)
+	return ok, err
+}
+
+// Count returns the number of live chunks.
+func (t *Timelines) Count() (int, error) {
+	var n int
+	err := t.read(func(tx *bolt.Tx) error {
+		n = tx.Bucket(bChunks).Stats().KeyN
+		return nil
+	})
+	return n, err
+}
+
+// Document returns the live parts of a document (chunks whose chunk_parent
+// is parent) ordered by chunk index, then seq. ErrNotFound if none.
+func (t *Timelines) Document(parent string) ([]Chunk, error) {
+	var out []Chunk
+	err := t.read(func(tx *bolt.Tx) error {
+		if parent == "" {
+			return nil
+		}
+		prefix := partPrefix(parent)
+		c := tx.Bucket(bParts).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			ch, err := getChunk(tx, string(v))
+			if err != nil {
+				return err
+			}
+			if ch == nil {
+				return fmt.Errorf("document index names missing chunk %q: %w", v, ErrCorrupt)
+			}
+			out = append(out, *ch)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read document %q: %w", parent, err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("read document %q: %w", parent, ErrNotFound)
+	}
+	return out, nil
+}
+
+// DocumentInfo is one document of a session: its parts grouped by
+// chunk_parent (a document chunk without chunk_parent is its own group,
+// keyed by its chunk id).
+type DocumentInfo struct {
+	Parent string   `json:"parent"`
+	Name   string   `json:"name,omitempty"` // meta "name" of the first part
+	Time   int64    `json:"time_ms"`        // content time of the first part
+	Parts  []string `json:"parts"`          // chunk ids by chunk index, then seq
+}
+
+// Documents returns the documents of a session in content-time order of
+// their first part (ties by parent). ErrNotFound if the session is unknown.
+func (t *Timelines) Documents(session string) ([]DocumentInfo, error) {
+	_, chunks, err := t.Session(session)
+	if err != nil {
+		return nil, err
+	}
+	byParent := map[string]*DocumentInfo{}
+	var out []*DocumentInfo
+	var parts []Chunk
+	for _, c := range chunks {
+		if c.Kind == log.KindDocument {
+			parts = append(parts, c)
+		}
+	}
+	sort.SliceStable(parts, func(i, j int) bool {
+		if parts[i].ChunkIndex != parts[j].ChunkIndex {
+			return parts[i].ChunkIndex < parts[j].ChunkIndex
+		}
+		return parts[i].Seq < parts[j].Seq
+	})
+	for _, c := range parts {
+		key := c.ChunkParent
+		if key == "" {
+			key = c.ID
+		}
+		d, ok := byParent[key]
+		if !ok {
+			d = &DocumentInfo{Parent: key, Name: c.Meta["name"], Time: c.Time}
+			byParent[key] = d
+			out = append(out, d)
+		}
+		d.Time = min(d.Time, c.Time)
+		d.Parts = append(d.Parts, c.ID)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Time != out[j].Time {
+			return out[i].Time < out[j].Time
+		}
+		return out[i].Parent < out[j].Parent
+	})
+	res := make([]DocumentInfo, len(out))
+	for i, d := range out {
+		res[i] = *d
+	}
+	return res, nil
+}
+
+// Tombstones returns the applied tombstones in seq order.
+func (t *Timelines) Tombstones() ([]TombstoneRecord, error) {
+	var out []TombstoneRecord
+	err := t.read(func(tx *bolt.Tx) error {
+		return tx.Bucket(bTombs).ForEach(func(k, v []byte) error {
+			var r TombstoneRecord
+			if err := json.Unmarshal(v, &r); err != nil {
+				return fmt.Errorf("decode tombstone record: %w: %v", ErrCorrupt, err)
+			}
+			prefix := be64(r.Seq)
+			c := tx.Bucket(bRemoved).Cursor()
+			for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+				r.Removed++
+			}
+			out = append(out, r)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list tombstones: %w", err)
+	}
+	return out, nil
+}
+
+// Removed returns the ids of the chunks the tombstone at seq removed,
+// sorted (empty if it removed nothing or is not a tombstone).
+func (t *Timelines) Removed(seq uint64) ([]string, error) {
+	var out []string
+	err := t.read(func(tx *bolt.Tx) error {
+		prefix := be64(seq)
+		c := tx.Bucket(bRemoved).Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			out = append(out, string(k[8:]))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list removals of %d: %w", seq, err)
+	}
+	return out, nil
+}
+
+// --- keys and index values ---
+
+func markKey(tombSeq uint64, id string) []byte {
+	return append(be64(tombSeq), id...)
+}
+
+func sessKey(s string) []byte { return append([]byte{'s'}, s...) }
+
+func be64(v uint64) []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], v)
+	return b[:]
+}
+
+func ordKey(tm int64, seq uint64) []byte {
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:], uint64(tm)^(1<<63))
+	binary.BigEndian.PutUint64(b[8:], seq)
+	return b[:]
+}
+
+// keyTime is the content time of an ordKey (keys are always 16 bytes: they
+// are written only by ordKey).
+func keyTime(k []byte) int64 {
+	if len(k) < 8 {
+		return 0
+	}
+	return int64(binary.BigEndian.Uint64(k) ^ (1 << 63))
+}
+
+func partPrefix(parent string) []byte {
+	b := binary.AppendUvarint(nil, uint64(len(parent)))
+	return append(b, parent...)
+}
+
+func partKey(parent string, index int, seq uint64) []byte {
+	b := partPrefix(parent)
+	b = binary.BigEndian.AppendUint64(b, uint64(index))
+	return binary.BigEndian.AppendUint64(b, seq)
+}
+
+// indexValue is the value of a session order entry: enough to summarise a
+// session without loading its chunks.
+//
+//	kind u8 ‖ uvarint len ‖ role ‖ uvarint len ‖ chunk_parent ‖ id (rest)
+type indexValue struct {
+	kind        log.Kind
+	role        string
+	chunkParent string
+	id          string
+}
+
+func (iv indexValue) encode() []byte {
+	b := make([]byte, 0, 3+len(iv.role)+len(iv.chunkParent)+len(iv.id))
+	b = append(b, byte(iv.kind))
+	b = binary.AppendUvarint(b, uint64(len(iv.role)))
+	b = append(b, iv.role...)
+	b = binary.AppendUvarint(b, uint64(len(iv.chunkParent)))
+	b = append(b, iv.chunkParent...)
+	return append(b, iv.id...)
+}
+
+func decodeIndexValue(b []byte) (indexValue, error) {
+	var iv indexValue
+	if len(b) < 1 {
+		return iv, fmt.Errorf("decode index value: %w: empty", ErrCorrupt)
+	}
+	iv.kind = log.Kind(b[0])
+	b = b[1:]
+	str := func() (string, bool) {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || n > uint64(len(b)-k) {
+			return "", false
+		}
+		s := string(b[k : k+int(n)])
+		b = b[k+int(n):]
+		return s, true
+	}
+	var ok1, ok2 bool
+	iv.role, ok1 = str()
+	if ok1 {
+		iv.chunkParent, ok2 = str()
+	}
+	if !ok1 || !ok2 || len(b) == 0 {
+		return indexValue{}, fmt.Errorf("decode index value: %w", ErrCorrupt)
+	}
+	iv.id = string(b)
+	return iv, nil
+}

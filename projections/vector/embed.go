@@ -1,0 +1,211 @@
+package vector
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/unlimitedcontext/ucl/internal/textutil"
+)
+
+// Embedder turns texts into vectors of a fixed dimension.
+type Embedder interface {
+	// Name identifies the model and its dimension (e.g. "hash-v1/384",
+	// "ollama/nomic-embed-text/768"). It keys the embedding cache and enters
+	// projection digests: two embedders with the same Name must produce the
+	// same vectors.
+	Name() string
+	// Dim is the length of every returned vector.
+	Dim() int
+	// Embed returns one vector per text, in order.
+	Embed(ctx context.Context, texts []string) ([][]float32, error)
+}
+
+// DefaultHashDim is the HashEmbedder's default dimension.
+const DefaultHashDim = 384
+
+// HashEmbedder is the default, offline, deterministic embedder ("hash-v1").
+//
+// Scheme: each text contributes three kinds of features —
+//
+//	word     "w:"+stem(word) for each textutil.ContentWords word   weight 1.0
+//	pair     "p:"+stem(a)+" "+stem(b) for adjacent content words   weight 0.5
+//	trigram  "c:"+3-gram of "<"+word+">" (runes, unstemmed)        weight 0.25
+//
+// Each distinct feature f with term frequency tf adds sign(f)·weight·√tf to
+// bucket(f), where h = splitmix64(FNV-1a-64(f)), bucket = h mod dim and sign
+// is the top bit of h (signed feature hashing keeps collisions unbiased).
+// The vector is then L2-normalised. √tf is the sublinear tf weight; it is
+// used instead of 1+ln(tf) because IEEE square root is correctly rounded on
+// every platform while math.Log is not guaranteed to be.
+//
+// Determinism: features are sorted by (hash, feature) before accumulation,
+// sums are float64 with explicit rounding (no FMA), so the output is
+// bit-for-bit identical across runs, platforms and Go versions. Changing the
+// scheme must change Name ("hash-v2").
+//
+// Empty text (or text with no content words) yields the zero vector. Index
+// implementations store a zero vector but never return it as a hit, and a
+// zero query vector returns no hits.
+type HashEmbedder struct {
+	dim int
+}
+
+// NewHashEmbedder returns a HashEmbedder of dimension dim (0 means
+// DefaultHashDim).
+func NewHashEmbedder(dim int) (*HashEmbedder, error) {
+	if dim == 0 {
+		dim = DefaultHashDim
+	}
+	if dim < 8 || dim > MaxDim {
+		return nil, fmt.Errorf("new hash embedder: dim %d: %w", dim, ErrInvalidOptions)
+	}
+	return &HashEmbedder{dim: dim}, nil
+}
+
+// Name returns "hash-v1/<dim>".
+func (h *HashEmbedder) Name() string { return fmt.Sprintf("hash-v1/%d", h.dim) }
+
+// Dim returns the vector dimension.
+func (h *HashEmbedder) Dim() int { return h.dim }
+
+// Embed embeds each text; it never fails except on a cancelled context.
+func (h *HashEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		if i%64 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("embed texts: %w", err)
+			}
+		}
+		out[i] = h.EmbedOne(t)
+	}
+	return out, nil
+}
+
+type feature struct {
+	h uint64
+	f string
+	w float64
+}
+
+// EmbedOne embeds a single text.
+func (h *HashEmbedder) EmbedOne(text string) []float32 {
+	words := textutil.ContentWords(text)
+	feats := make([]feature, 0, len(words)*8)
+	stems := make([]string, len(words))
+	for i, w := range words {
+		stems[i] = Stem(w)
+		feats = append(feats, feature{f: "w:" + stems[i], w: 1.0})
+		if i > 0 {
+			feats = append(feats, feature{f: "p:" + stems[i-1] + " " + stems[i], w: 0.5})
+		}
+		rs := []rune("<" + w + ">")
+		for j := 0; j+3 <= len(rs); j++ {
+			feats = append(feats, feature{f: "c:" + string(rs[j:j+3]), w: 0.25})
+		}
+	}
+	for i := range feats {
+		feats[i].h = hashString(feats[i].f)
+	}
+	sort.Slice(feats, func(i, j int) bool {
+		if feats[i].h != feats[j].h {
+			return feats[i].h < feats[j].h
+		}
+		return feats[i].f < feats[j].f
+	})
+	acc := make([]float64, h.dim)
+	for i := 0; i < len(feats); {
+		j := i
+		for j < len(feats) && feats[j].f == feats[i].f {
+			j++
+		}
+		x := feats[i].w * math.Sqrt(float64(j-i))
+		if feats[i].h>>63 == 1 {
+			x = -x
+		}
+		b := feats[i].h % uint64(h.dim)
+		acc[b] += x
+		i = j
+	}
+	var ss float64
+	for _, x := range acc {
+		ss += float64(x * x)
+	}
+	out := make([]float32, h.dim)
+	if ss == 0 {
+		return out
+	}
+	norm := math.Sqrt(ss)
+	for i, x := range acc {
+		out[i] = float32(x / norm)
+	}
+	return out
+}
+
+func hashString(s string) uint64 {
+	const (
+		offset = 14695981039346656037
+		prime  = 1099511628211
+	)
+	x := uint64(offset)
+	for i := 0; i < len(s); i++ {
+		x ^= uint64(s[i])
+		x *= prime
+	}
+	return mix64(x)
+}
+
+// Stem is a small, conservative suffix stripper (a subset of Porter step 1
+// plus common derivational endings). It is part of the hash-v1 scheme: do
+// not change it without renaming the embedder.
+func Stem(w string) string {
+	if len(w) <= 3 || !isASCIILower(w) {
+		return w
+	}
+	w = strings.TrimSuffix(w, "'s")
+	switch {
+	case strings.HasSuffix(w, "sses"):
+		w = w[:len(w)-2]
+	case strings.HasSuffix(w, "ies") && len(w) > 4:
+		w = w[:len(w)-3] + "y"
+	case strings.HasSuffix(w, "ss"), strings.HasSuffix(w, "us"), strings.HasSuffix(w, "is"):
+	case strings.HasSuffix(w, "s") && len(w) > 3:
+		w = w[:len(w)-1]
+	}
+	for _, suf := range []struct{ s, r string }{
+		{"ational", "at"}, {"ization", "iz"}, {"fulness", "ful"}, {"iveness", "iv"},
+		{"ation", ""}, {"ement", ""}, {"ment", ""}, {"ness", ""}, {"ingly", ""},
+		{"edly", ""}, {"ing", ""}, {"ed", ""}, {"ly", ""}, {"er", ""}, {"est", ""}, {"e", ""},
+	} {
+		if strings.HasSuffix(w, suf.s) && len(w)-len(suf.s)+len(suf.r) >= 3 {
+			w = w[:len(w)-len(suf.s)] + suf.r
+			if suf.r == "" {
+				w = undouble(w)
+			}
+			break
+		}
+	}
+	return w
+}
+
+// undouble turns "stopp" into "stop" (but keeps "ll", "ss", "zz").
+func undouble(w string) string {
+	n := len(w)
+	if n >= 4 && w[n-1] == w[n-2] && !strings.ContainsRune("lsz", rune(w[n-1])) && !strings.ContainsRune("aeiou", rune(w[n-1])) {
+		return w[:n-1]
+	}
+	return w
+}
+
+func isASCIILower(w string) bool {
+	for i := 0; i < len(w); i++ {
+		c := w[i]
+		if (c < 'a' || c > 'z') && c != '\'' {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,252 @@
+package test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/unlimitedcontext/ucl/log"
+)
+
+const conversation = `{"type":"store","session":"s1","role":"user","kind":"conversation","content":"I want to learn the cello.","meta":{"eid":"t1"},"time":"2023-05-08T13:56:00Z"}
+{"type":"store","session":"s1","role":"assistant","kind":"conversation","content":"Start with a rented instrument and a teacher.","meta":{"eid":"t2"},"time":"2023-05-08T13:57:00Z"}
+{"type":"store","session":"s2","role":"user","kind":"knowledge","content":"My teacher is called Ana.","id":"fact-ana","time":"2023-05-09T10:00:00Z"}
+`
+
+func TestInitAppendReplayVerify(t *testing.T) {
+	dir := newStore(t)
+	if r := ucl(t, dir, "", "init"); r.code == 0 || !strings.Contains(r.err, "already initialized") {
+		t.Fatalf("second init: %s", r)
+	}
+	res := jsonLines(t, must(t, dir, conversation, "append", "-"))
+	if len(res) != 3 || res[0]["seq"].(float64) != 1 || res[2]["seq"].(float64) != 3 {
+		t.Fatalf("append results: %v", res)
+	}
+	// Flags after the positional argument.
+	must(t, dir, "", "store", "Practice scales daily.", "--session", "s1", "--role", "assistant", "--meta", "eid=t3", "--time", "2023-05-08T13:58:00Z")
+	evs := jsonLines(t, must(t, dir, "", "replay"))
+	if len(evs) != 4 {
+		t.Fatalf("%d events", len(evs))
+	}
+	if evs[0]["content"] != "I want to learn the cello." || evs[0]["meta"].(map[string]any)["eid"] != "t1" || evs[0]["content_time"] != "2023-05-08T13:56:00.000Z" {
+		t.Fatalf("event 1: %v", evs[0])
+	}
+	if evs[3]["session"] != "s1" || evs[3]["role"] != "assistant" || evs[3]["meta"].(map[string]any)["eid"] != "t3" {
+		t.Fatalf("store flags after text: %v", evs[3])
+	}
+	for i := 1; i < len(evs); i++ {
+		if evs[i]["prev"] != evs[i-1]["hash"] {
+			t.Fatalf("chain: event %d prev != event %d hash", i+1, i)
+		}
+	}
+	// Filters.
+	if got := jsonLines(t, must(t, dir, "", "replay", "--session", "s2")); len(got) != 1 {
+		t.Fatalf("--session: %v", got)
+	}
+	if got := jsonLines(t, must(t, dir, "", "replay", "--from", "2", "--to", "3")); len(got) != 2 || got[0]["seq"].(float64) != 2 {
+		t.Fatalf("--from/--to: %v", got)
+	}
+	out := must(t, dir, "", "audit", "verify")
+	if !strings.Contains(out, "4 events verified") {
+		t.Fatalf("verify: %s", out)
+	}
+	st := jsonDoc(t, must(t, dir, "", "status", "--json"))
+	if st["events"].(float64) != 4 || st["durability"] != "sync" || len(st["wallet_address"].(string)) != 43 || len(st["log_id"].(string)) != 32 {
+		t.Fatalf("status: %v", st)
+	}
+}
+
+func TestIdempotentAppendCLI(t *testing.T) {
+	dir := newStore(t)
+	first := jsonLines(t, must(t, dir, conversation, "append"))
+	again := jsonLines(t, must(t, dir, conversation, "append"))
+	// Lines with an "id" are idempotent; lines without one are new events.
+	if again[2]["seq"] != first[2]["seq"] || again[2]["existed"] != true {
+		t.Fatalf("re-append of id'd line: %v vs %v", again[2], first[2])
+	}
+	if again[0]["seq"].(float64) != 4 {
+		t.Fatalf("line without id: %v", again[0])
+	}
+	changed := strings.Replace(conversation, "My teacher is called Ana.", "My teacher is called Bea.", 1)
+	r := ucl(t, dir, changed, "append")
+	if r.code == 0 || !strings.Contains(r.err, "different content") {
+		t.Fatalf("conflicting re-append: %s", r)
+	}
+}
+
+// A bad line rejects the whole input: the error names the line and the
+// field, and the log is not touched.
+func TestAppendBadLineWritesNothing(t *testing.T) {
+	dir := newStore(t)
+	must(t, dir, conversation, "append")
+	for _, tc := range []struct{ input, want string }{
+		{conversation + `{"content":"x","kind":"poem"}` + "\n", `line 4: field "kind"`},
+		{`{"content":"ok"}` + "\n" + `{"session":"s"}` + "\n", `line 2: field "content"`},
+		{`{"content":"ok"}` + "\n" + `{"content":"x","sesion":"s"}` + "\n", `line 2: field "sesion"`},
+		{"{\"content\":\"ok\"}\nnot json\n", "line 2"},
+		{`{"type":"share_grant"}` + "\n", `line 1: field "type"`},
+		{"", "no events"},
+	} {
+		r := ucl(t, dir, tc.input, "append", "-")
+		if r.code == 0 || !strings.Contains(r.err, tc.want) {
+			t.Errorf("input %q: want %q, got %s", tc.input, tc.want, r)
+		}
+	}
+	if n := len(jsonLines(t, must(t, dir, "", "replay"))); n != 3 {
+		t.Fatalf("bad inputs wrote events: %d", n)
+	}
+}
+
+// One flipped byte in a body and one in a header: audit verify names the
+// seq and exits non-zero; other commands refuse to open the damaged log.
+func TestFlippedByteCLI(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		seq    int
+		offset int // inside the event's raw bytes
+	}{
+		{"body", 2, log.HeaderSize + 5},
+		{"header", 3, 12},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := newStore(t)
+			must(t, dir, conversation, "append")
+			must(t, dir, "", "store", "one more", "--session", "s3")
+			flipByte(t, filepath.Join(dir, "log"), tc.seq, tc.offset)
+			r := ucl(t, dir, "", "audit", "verify")
+			want := "seq " + string(rune('0'+tc.seq)) + " is bad"
+			if r.code == 0 || !strings.Contains(r.err, want) {
+				t.Fatalf("verify: want %q, got %s", want, r)
+			}
+			jr := ucl(t, dir, "", "audit", "verify", "--json")
+			if jr.code == 0 || jsonDoc(t, jr.out)["bad_seq"].(float64) != float64(tc.seq) {
+				t.Fatalf("verify --json: %s", jr)
+			}
+			if r := ucl(t, dir, "", "replay"); r.code == 0 || !strings.Contains(r.err, "corrupt at seq") {
+				t.Fatalf("replay of damaged log: %s", r)
+			}
+		})
+	}
+}
+
+// flipByte flips one bit of event seq at offset within its raw bytes, by
+// walking the tidwall/wal framing of the single segment file.
+func flipByte(t *testing.T, logDir string, seq, offset int) {
+	t.Helper()
+	ents, _ := os.ReadDir(logDir)
+	var seg string
+	for _, e := range ents {
+		if len(e.Name()) == 20 {
+			seg = filepath.Join(logDir, e.Name())
+		}
+	}
+	b, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := 0
+	for i := 1; ; i++ {
+		n, k := uvarint(b[off:])
+		if i == seq {
+			b[off+k+offset] ^= 0x10
+			break
+		}
+		off += k + int(n)
+	}
+	if err := os.WriteFile(seg, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func uvarint(b []byte) (uint64, int) {
+	var x uint64
+	var s uint
+	for i, c := range b {
+		if c < 0x80 {
+			return x | uint64(c)<<s, i + 1
+		}
+		x |= uint64(c&0x7f) << s
+		s += 7
+	}
+	return 0, 0
+}
+
+func TestWrongVaultKeyWritesNothing(t *testing.T) {
+	dir := newStore(t)
+	must(t, dir, conversation, "append")
+	other := newStore(t)
+	before := must(t, dir, "", "replay")
+	r := ucl(t, dir, "", "store", "sneaky", "--vault-key", filepath.Join(other, "vault.key"))
+	if r.code == 0 || !strings.Contains(r.err, "vault key does not belong to this store") {
+		t.Fatalf("wrong key: %s", r)
+	}
+	if after := must(t, dir, "", "replay"); after != before {
+		t.Fatal("log changed after a wrong-key attempt")
+	}
+	// Key export/import round trip; an auditor without the key gets raw headers.
+	code := strings.TrimSpace(must(t, dir, "", "keys", "export"))
+	if !strings.HasPrefix(code, "UCL1-") {
+		t.Fatalf("recovery code %q", code)
+	}
+	os.Rename(filepath.Join(dir, "vault.key"), filepath.Join(dir, "vault.key.bak"))
+	if r := ucl(t, dir, "", "replay"); r.code == 0 {
+		t.Fatalf("replay without key: %s", r)
+	}
+	raw := jsonLines(t, must(t, dir, "", "replay", "--raw"))
+	if len(raw) != 3 || raw[0]["content"] != nil || raw[0]["hash"] == nil {
+		t.Fatalf("raw replay: %v", raw)
+	}
+	if out := must(t, dir, "", "audit", "verify"); !strings.Contains(out, "3 events verified (checksums and hash chain)") {
+		t.Fatalf("keyless verify: %s", out)
+	}
+	if r := ucl(t, dir, "", "keys", "import", must(t, other, "", "keys", "export")); r.code == 0 {
+		t.Fatalf("imported another store's key: %s", r)
+	}
+	must(t, dir, "", "keys", "import", code)
+	if got := must(t, dir, "", "replay"); got != before {
+		t.Fatal("replay differs after key import")
+	}
+}
+
+// While one process holds the store, the CLI is refused with a clear error.
+func TestSecondProcessRefusedCLI(t *testing.T) {
+	dir := newStore(t)
+	l, err := log.Open(filepath.Join(dir, "log"), log.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := ucl(t, dir, "", "store", "hello")
+	if r.code == 0 || !strings.Contains(r.err, "in use by another process") {
+		t.Fatalf("second process: %s", r)
+	}
+	l.Close()
+	must(t, dir, "", "store", "hello")
+	_ = context.Background()
+}
+
+func TestUsageErrors(t *testing.T) {
+	dir := newStore(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+		code int
+	}{
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`, 2},
+		{[]string{"replay", "--nope"}, "flag provided but not defined", 2},
+		{[]string{"store", "x", "--kind", "poem"}, "conversation, document, knowledge or tool_call", 2},
+		{[]string{"store", "x", "--time", "noon-ish"}, "cannot parse time", 2},
+		{[]string{"store", "  "}, "nothing to store", 2},
+		{[]string{"replay", "--type", "nope"}, "unknown event type", 2},
+		{[]string{"replay", "--from", "5", "--to", "2"}, "empty range", 2},
+	} {
+		r := ucl(t, dir, "", tc.args...)
+		if r.code != tc.code || !strings.Contains(r.err, tc.want) || !strings.Contains(r.err, "ucl: ") {
+			t.Errorf("%v: want exit %d and %q, got %s", tc.args, tc.code, tc.want, r)
+		}
+	}
+	if r := ucl(t, filepath.Join(t.TempDir(), "none"), "", "replay"); r.code != 1 || !strings.Contains(r.err, "ucl init") {
+		t.Errorf("uninitialized store: %s", r)
+	}
+}
