@@ -321,6 +321,11 @@ func (c *Client) SignTx(ctx context.Context, data []byte, tags []Tag) (*SignedTx
 		DataSize: strconv.Itoa(len(data)),
 		Reward:   strconv.FormatInt(reward, 10),
 	}
+	if len(data) > 0 {
+		// Our chunker, not goar's (see chunks.go); PrepareChunks keeps it.
+		tx.Chunks = arweaveChunks(data)
+		tx.DataRoot = utils.Base64Encode(tx.Chunks.DataRoot)
+	}
 	if err := utils.SignTransaction(tx, c.wallet.signer.PrvKey); err != nil {
 		return nil, fmt.Errorf("sign tx: %w", err)
 	}

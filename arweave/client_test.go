@@ -60,3 +60,25 @@ func TestClientUploadFindFetch(t *testing.T) {
 		t.Fatal("fetched public key differs from the wallet's")
 	}
 }
+
+// TestUploadOddSizes: sizes where goar's own chunker disagrees with the
+// node (see chunks.go) are accepted, inline and as chunks, and read back.
+func TestUploadOddSizes(t *testing.T) {
+	for _, inline := range []int{0, 1000} {
+		c := fundedClient(t, "", "wallet-a.json", Options{MaxInlineBytes: inline})
+		for _, n := range []int{maxChunkSize + 1, 2*maxChunkSize + 1001} {
+			data := make([]byte, n)
+			for i := range data {
+				data[i] = byte(i * 29)
+			}
+			id, err := c.Upload(testCtx(t), data, []Tag{{Name: TagAppName, Value: "ucl-test"}})
+			if err != nil {
+				t.Fatalf("inline<=%d n=%d: %v", inline, n, err)
+			}
+			got, err := c.FetchData(testCtx(t), id)
+			if err != nil || !bytes.Equal(got, data) {
+				t.Fatalf("inline<=%d n=%d: fetch %v equal=%v", inline, n, err, bytes.Equal(got, data))
+			}
+		}
+	}
+}

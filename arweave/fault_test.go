@@ -19,7 +19,8 @@ import (
 // faultProxy is a loopback reverse proxy in front of arlocal that injects
 // faults into the requests that match.
 type faultProxy struct {
-	srv *httptest.Server
+	srv  *httptest.Server
+	stop chan struct{}
 
 	mu       sync.Mutex
 	match    func(*http.Request) bool // which requests are faulted (default: all)
@@ -36,7 +37,7 @@ func newFaultProxy(t *testing.T, target string) *faultProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &faultProxy{}
+	p := &faultProxy{stop: make(chan struct{})}
 	rp := httputil.NewSingleHostReverseProxy(u)
 	rp.ModifyResponse = func(resp *http.Response) error {
 		p.mu.Lock()
@@ -79,7 +80,12 @@ func newFaultProxy(t *testing.T, target string) *faultProxy {
 			http.Error(w, "injected", http.StatusBadRequest)
 			return
 		case "hang":
-			<-r.Context().Done()
+			// Consume the body so the server notices the client leaving.
+			_, _ = io.Copy(io.Discard, r.Body)
+			select {
+			case <-r.Context().Done():
+			case <-p.stop:
+			}
 			return
 		case "drop":
 			conn, _, err := w.(http.Hijacker).Hijack()
@@ -96,7 +102,7 @@ func newFaultProxy(t *testing.T, target string) *faultProxy {
 		}
 		rp.ServeHTTP(w, r)
 	}))
-	t.Cleanup(p.srv.Close)
+	t.Cleanup(func() { close(p.stop); p.srv.Close() })
 	return p
 }
 
@@ -212,7 +218,9 @@ func TestFailuresSurface(t *testing.T) {
 			if !errors.Is(err, tc.want) || !errors.As(err, &ge) {
 				t.Fatalf("err = %v, want %v", err, tc.want)
 			}
-			if ge.Attempts != tc.attempts || p.count() != tc.attempts {
+			// net/http itself retries a GET once when a reused connection
+			// drops before answering, so faults may exceed attempts.
+			if ge.Attempts != tc.attempts || p.count() < tc.attempts {
 				t.Fatalf("%d attempts (%d faults), want %d", ge.Attempts, p.count(), tc.attempts)
 			}
 			if !strings.Contains(err.Error(), tc.text) || !strings.Contains(err.Error(), id) {

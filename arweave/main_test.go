@@ -33,7 +33,11 @@ func gateway(t testing.TB) *arlocaltest.Gateway {
 		t.Skip("skipping arlocal test in -short mode")
 	}
 	gwOnce.Do(func() {
-		gw, gwErr = arlocaltest.StartProcess(context.Background(), arlocaltest.Options{})
+		opt := arlocaltest.Options{}
+		if os.Getenv("UCL_ARLOCAL_LOG") == "1" {
+			opt.Log = os.Stderr // arlocal's own log, for debugging
+		}
+		gw, gwErr = arlocaltest.StartProcess(context.Background(), opt)
 	})
 	if gwErr == arlocaltest.ErrNoNode {
 		t.Skipf("skipping: %v", gwErr)

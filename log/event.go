@@ -694,3 +694,23 @@ func chunkIndexPtr(s *Store) *int {
 func FormatTime(ms int64) string {
 	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z07:00")
 }
+
+// MarshalText renders the hash as hex (JSON, logs).
+func (h Hash) MarshalText() ([]byte, error) { return []byte(h.String()), nil }
+
+// UnmarshalText parses hex.
+func (h *Hash) UnmarshalText(b []byte) error {
+	v, err := ParseHash(string(b))
+	*h = v
+	return err
+}
+
+// MarshalText renders the id as hex.
+func (id ID) MarshalText() ([]byte, error) { return []byte(id.String()), nil }
+
+// UnmarshalText parses hex.
+func (id *ID) UnmarshalText(b []byte) error {
+	v, err := ParseID(string(b))
+	*id = v
+	return err
+}

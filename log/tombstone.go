@@ -5,8 +5,8 @@ import "sort"
 // Matches reports whether a tombstone targets a stored chunk. It is the one
 // definition of tombstone semantics; every projection uses it:
 //
-//   - a chunk is targeted when its ChunkID, or its ChunkParent (a whole
-//     chunked document), is listed in Chunks; or
+//   - a chunk is targeted when its ChunkID is listed in Chunks (to remove a
+//     chunked document, list its chunks: `ucl tombstone --document` does);
 //   - when Session and/or a time range [From, To) is given, when the chunk
 //     matches all of the given ones (session equal, content time in range).
 //
@@ -15,7 +15,7 @@ import "sort"
 // therefore gives the same result as incremental application.
 func (t *Tombstone) Matches(s *Store) bool {
 	for _, id := range t.Chunks {
-		if id == s.ChunkID || (s.ChunkParent != "" && id == s.ChunkParent) {
+		if id == s.ChunkID {
 			return true
 		}
 	}

@@ -529,20 +529,5 @@ func (b boundedSource) Events(ctx context.Context, from, to uint64, fn func(*log
 // stored later (even re-stored under the same id) is live. Projections that
 // keep counts depend on that rule to stay idempotent under re-delivery.
 func TombstoneMatches(ts *log.Tombstone, id, session string, contentTime int64) bool {
-	for _, c := range ts.Chunks {
-		if c == id {
-			return true
-		}
-	}
-	hasRange := ts.From != 0 || ts.To != 0
-	if ts.Session == "" && !hasRange {
-		return false
-	}
-	if ts.Session != "" && session != ts.Session {
-		return false
-	}
-	if hasRange && (contentTime < ts.From || contentTime >= ts.To) {
-		return false
-	}
-	return true
+	return ts.Matches(&log.Store{ChunkID: id, Session: session, Time: contentTime})
 }

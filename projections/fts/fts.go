@@ -10,30 +10,37 @@
 //	          checkpoint JSON, written in the same batch as the last documents
 //	          of a Commit (bleve batches are atomic and, with unsafe_batch off,
 //	          durable when Batch returns).
-//	side.db   bbolt: bucket "docs" maps chunk id -> SHA-256 of the indexed
-//	          fields (the digest's input, independent of segment layout);
-//	          bucket "meta" holds the format version and the checkpoint.
+//	side.db   bbolt, the source of truth for which chunks are live: bucket
+//	          "docs" maps chunk id -> SHA-256 of the indexed fields ‖ content
+//	          word count ‖ time ‖ session; "by_session" and "by_time" index it
+//	          for tombstones; "meta" holds the format version, the checkpoint
+//	          and the BM25 statistics (live docs, total content words).
 //
 // Invariants:
-//   - Apply only queues work: stores go into a pending bleve batch (flushed
-//     when it reaches Options.BatchSize, without a checkpoint), and the
-//     side-table changes are kept in memory until Commit.
-//   - A tombstone resolves its targets against the executed index (bleve
-//     queries on session / time) corrected by the pending batch: a chunk
-//     re-stored or deleted in the pending batch is judged by its pending
-//     state, so a store followed by a tombstone in one batch ends deleted and
-//     a chunk moved to another session is not hit by a tombstone of the old
-//     one.
+//   - Apply only queues work: stores and deletes go into a pending bleve
+//     batch (executed when it reaches Options.BatchSize, without a
+//     checkpoint), and side-table changes stay in memory until Commit.
+//   - A tombstone resolves its targets (projections.TombstoneMatches: ids,
+//     or session ∩ time range) against the committed side table corrected by
+//     the uncommitted changes: a chunk stored or deleted since the last
+//     Commit is judged by its current state, so a store followed by a
+//     tombstone in one batch ends deleted and a chunk moved to another
+//     session is not hit by a tombstone of the old one. Bleve is never asked
+//     which chunks are live, so an index that ran ahead of the side table
+//     (a full batch executed, then a crash) converges on replay.
 //   - Commit executes the batch with the checkpoint, then commits the side
 //     table and the checkpoint to bbolt. After a crash between the two, Open
-//     takes the lower checkpoint: replaying from it is idempotent (a replayed
-//     store overwrites, a replayed tombstone is undone by the later stores it
-//     precedes).
+//     takes the lower checkpoint: replaying from it is idempotent.
 //   - Digest = SHA-256 over "ucl-fts/<version>" then, per live chunk in chunk
-//     id order, len(id)‖id‖fieldhash. It includes applied but uncommitted
-//     changes.
-//   - Search sees only executed batches (everything before the last Commit,
-//     plus any batch flushed because it was full).
+//     id order, uvarint len(id)‖id‖fieldhash. It includes applied but
+//     uncommitted changes and never depends on segment layout.
+//   - Search scores with BM25 using statistics from the side table (N = live
+//     docs, average length = ceil(total content words / N)) instead of
+//     bleve's own, which count the term dictionary of every segment and so
+//     depend on how the index was built. Same live set ⇒ same scores and the
+//     same ranking, ties broken by chunk id. Search sees executed batches:
+//     everything up to the last Commit (plus any batch flushed because it
+//     was full).
 package fts
 
 import (
@@ -845,9 +852,6 @@ func (x *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 	if len(filters) > 0 {
 		bq.AddFilter(bleve.NewConjunctionQuery(filters...))
 	}
-	req := bleve.NewSearchRequestOptions(bq, q.K, 0, false)
-	req.SortBy([]string{"-_score", "_id"})
-
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	if x.closed {
@@ -865,13 +869,32 @@ func (x *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 			},
 		})
 	}
+	// Fast path: the top K+1 by score alone (no per-hit id lookups). When
+	// the K-th and (K+1)-th scores differ the top-K set is exact and only
+	// needs ordering by (score, id); a tie at the boundary falls back to a
+	// search sorted by score then id, which loads every candidate's id.
+	req := bleve.NewSearchRequestOptions(bq, q.K+1, 0, false)
 	res, err := x.idx.SearchInContext(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("search fts: %w", err)
 	}
-	hits := make([]Hit, len(res.Hits))
-	for i, h := range res.Hits {
+	if len(res.Hits) > q.K && res.Hits[q.K].Score == res.Hits[q.K-1].Score {
+		req = bleve.NewSearchRequestOptions(bq, q.K, 0, false)
+		req.SortBy([]string{"-_score", "_id"})
+		if res, err = x.idx.SearchInContext(ctx, req); err != nil {
+			return nil, fmt.Errorf("search fts: %w", err)
+		}
+	}
+	n := min(len(res.Hits), q.K)
+	hits := make([]Hit, n)
+	for i, h := range res.Hits[:n] {
 		hits[i] = Hit{ChunkID: h.ID, Score: h.Score}
 	}
+	sort.Slice(hits, func(i, j int) bool {
+		if hits[i].Score != hits[j].Score {
+			return hits[i].Score > hits[j].Score
+		}
+		return hits[i].ChunkID < hits[j].ChunkID
+	})
 	return hits, nil
 }

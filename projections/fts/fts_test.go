@@ -391,6 +391,11 @@ func TestSearchRanking(t *testing.T) {
 	if got := ids(hits); !reflect.DeepEqual(got, []string{"tie-a", "tie-b"}) || hits[0].Score != hits[1].Score {
 		t.Fatalf("ties %+v, want tie-a, tie-b with equal scores", hits)
 	}
+	// All tied docs inside K (fast path): still ordered by id.
+	hits, _ = x.Search(context.Background(), Query{Text: "quantum", K: 3})
+	if got := ids(hits); !reflect.DeepEqual(got, []string{"tie-a", "tie-b", "tie-c"}) {
+		t.Fatalf("ties within k: %v", got)
+	}
 }
 
 func TestSearchDeterministic(t *testing.T) {

@@ -50,6 +50,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 
 	bolt "go.etcd.io/bbolt"
@@ -139,6 +140,13 @@ type chunk struct {
 	session     string
 	chunkParent string
 	content     string
+	sents       []sentence // analysis of content (pos relative to the chunk)
+}
+
+// newChunk builds a chunk from a store body, with its analysis.
+func newChunk(b *log.Store) *chunk {
+	return &chunk{id: b.ChunkID, kind: b.Kind, index: b.ChunkIndex, time: b.Time, session: b.Session,
+		chunkParent: b.ChunkParent, content: b.Content, sents: split([]string{b.Content})}
 }
 
 // docID is the document group of c, "" for none.
@@ -281,7 +289,7 @@ func (x *Index) Apply(ev *log.Event) error {
 		if b.ChunkID == "" {
 			return nil
 		}
-		c := &chunk{id: b.ChunkID, kind: b.Kind, index: b.ChunkIndex, time: b.Time, session: b.Session, chunkParent: b.ChunkParent, content: b.Content}
+		c := newChunk(b)
 		x.ops[c.id] = c
 		x.markDirty(c)
 	case *log.Tombstone:
@@ -495,17 +503,20 @@ func build(g groupKey, cs []*chunk, opts Options) *Summary {
 		}
 		return a.id < b.id
 	})
-	texts := make([]string, len(cs))
+	var sents []sentence
 	s := &Summary{Kind: KindSession, ID: g.id, First: cs[0].time, Last: cs[0].time, Chunks: len(cs)}
-	for i, c := range cs {
-		texts[i] = c.content
+	for _, c := range cs {
+		for _, st := range c.sents {
+			st.pos = len(sents)
+			sents = append(sents, st)
+		}
 		s.First, s.Last = min(s.First, c.time), max(s.Last, c.time)
 	}
 	if g.prefix == prefixDocument {
 		s.Kind = KindDocument
 		s.Session = cs[0].session
 	}
-	ex := summarize(split(texts), opts.MaxTokens, opts.KeyTerms)
+	ex := summarize(sents, opts.MaxTokens, opts.KeyTerms)
 	s.Text, s.KeyTerms = ex.text, ex.keyTerms
 	s.Tokens = textutil.EstimateTokens(s.Text)
 	return s
@@ -555,57 +566,113 @@ func timeKey(t int64) [8]byte {
 }
 
 // encodeChunk: kind ‖ uvarint index ‖ time(8, BE) ‖ str session ‖ str
-// chunk_parent ‖ content (rest).
+// chunk_parent ‖ uvarint #sentences ‖ per sentence (uvarint offset in
+// content, uvarint length, str content words joined by " ") ‖ content
+// (rest). Storing the analysis spares re-tokenising a whole session each
+// time it is recomputed.
 func encodeChunk(c *chunk) []byte {
-	b := make([]byte, 0, 1+binary.MaxVarintLen64+8+len(c.session)+len(c.chunkParent)+len(c.content)+4)
+	b := make([]byte, 0, 32+len(c.session)+len(c.chunkParent)+2*len(c.content))
 	b = append(b, byte(c.kind))
 	b = binary.AppendUvarint(b, uint64(c.index))
 	b = binary.BigEndian.AppendUint64(b, uint64(c.time))
-	b = binary.AppendUvarint(b, uint64(len(c.session)))
-	b = append(b, c.session...)
-	b = binary.AppendUvarint(b, uint64(len(c.chunkParent)))
-	b = append(b, c.chunkParent...)
+	b = appendStr(b, c.session)
+	b = appendStr(b, c.chunkParent)
+	b = binary.AppendUvarint(b, uint64(len(c.sents)))
+	cursor := 0
+	for _, st := range c.sents {
+		cursor = min(cursor, len(c.content))
+		off := strings.Index(c.content[cursor:], st.text)
+		if off < 0 { // cannot happen: sentences are substrings, in order
+			off = 0
+		}
+		off += cursor
+		cursor = off + len(st.text)
+		b = binary.AppendUvarint(b, uint64(off))
+		b = binary.AppendUvarint(b, uint64(len(st.text)))
+		b = appendStr(b, strings.Join(st.words, " "))
+	}
 	return append(b, c.content...)
 }
 
+func appendStr(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
 // decodeChunk parses a stored chunk record.
-func decodeChunk(id string, b []byte) (*chunk, error) {
+func decodeChunk(id string, raw []byte) (*chunk, error) {
 	bad := func(what string) (*chunk, error) {
 		return nil, fmt.Errorf("decode chunk %q: %w: %s", id, ErrCorrupt, what)
 	}
-	if len(b) < 1 {
+	if len(raw) < 1 {
 		return bad("empty record")
 	}
-	c := &chunk{id: id, kind: log.Kind(b[0])}
-	b = b[1:]
-	v, n := binary.Uvarint(b)
-	if n <= 0 || v > 1<<31 {
+	rec := string(raw) // one copy; every field below is a substring of it
+	c := &chunk{id: id, kind: log.Kind(rec[0])}
+	p := 1
+	uv := func() (uint64, bool) {
+		v, n := binary.Uvarint(raw[p:])
+		if n <= 0 {
+			return 0, false
+		}
+		p += n
+		return v, true
+	}
+	str := func() (string, bool) {
+		l, ok := uv()
+		if !ok || l > uint64(len(rec)-p) {
+			return "", false
+		}
+		s := rec[p : p+int(l)]
+		p += int(l)
+		return s, true
+	}
+	v, ok := uv()
+	if !ok || v > 1<<31 {
 		return bad("chunk index")
 	}
 	c.index = int(v)
-	b = b[n:]
-	if len(b) < 8 {
+	if len(rec)-p < 8 {
 		return bad("time")
 	}
-	c.time = int64(binary.BigEndian.Uint64(b))
-	b = b[8:]
-	str := func() (string, bool) {
-		l, n := binary.Uvarint(b)
-		if n <= 0 || l > uint64(len(b)-n) {
-			return "", false
-		}
-		s := string(b[n : n+int(l)])
-		b = b[n+int(l):]
-		return s, true
-	}
-	var ok bool
+	c.time = int64(binary.BigEndian.Uint64(raw[p:]))
+	p += 8
 	if c.session, ok = str(); !ok {
 		return bad("session")
 	}
 	if c.chunkParent, ok = str(); !ok {
 		return bad("chunk parent")
 	}
-	c.content = string(b)
+	nSent, ok := uv()
+	if !ok || nSent > uint64(len(rec)-p) {
+		return bad("sentence count")
+	}
+	type span struct{ off, n uint64 }
+	spans := make([]span, nSent)
+	c.sents = make([]sentence, nSent)
+	for i := range c.sents {
+		off, ok1 := uv()
+		n, ok2 := uv()
+		words, ok3 := str()
+		if !ok1 || !ok2 || !ok3 {
+			return bad("sentence")
+		}
+		spans[i] = span{off, n}
+		if words != "" {
+			c.sents[i].words = strings.Split(words, " ")
+		}
+		c.sents[i].pos = i
+	}
+	c.content = rec[p:]
+	var end uint64
+	for i, sp := range spans {
+		// Spans lie inside the content, in order, without overlap.
+		if sp.off < end || sp.off > uint64(len(c.content)) || sp.n > uint64(len(c.content))-sp.off {
+			return bad("sentence span")
+		}
+		end = sp.off + sp.n
+		c.sents[i].text = c.content[sp.off : sp.off+sp.n]
+	}
 	return c, nil
 }
 

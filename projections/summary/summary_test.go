@@ -400,7 +400,8 @@ func TestBudgetOptionsAndReopen(t *testing.T) {
 }
 
 func FuzzDecodeChunk(f *testing.F) {
-	f.Add(encodeChunk(&chunk{kind: log.KindDocument, index: 3, time: -7, session: "s", chunkParent: "p", content: "hello"}))
+	f.Add(encodeChunk(newChunk(&log.Store{ChunkID: "id", Kind: log.KindDocument, ChunkIndex: 3, Time: -7, Session: "s", ChunkParent: "p", Content: "Hello there. Second  sentence!\n\n- item one"})))
+	f.Add(encodeChunk(newChunk(&log.Store{ChunkID: "id", Kind: log.KindConversation, Content: "  "})))
 	f.Add([]byte{})
 	f.Add([]byte{1, 0xff})
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -408,9 +409,34 @@ func FuzzDecodeChunk(f *testing.F) {
 		if err != nil {
 			return
 		}
-		c2, err := decodeChunk("id", encodeChunk(c))
-		if err != nil || *c2 != *c {
-			t.Fatalf("round trip %+v -> %+v, %v", c, c2, err)
+		enc := encodeChunk(c)
+		c2, err := decodeChunk("id", enc)
+		if err != nil {
+			t.Fatalf("re-decode: %v", err)
+		}
+		if c2.content != c.content || c2.session != c.session || c2.time != c.time || len(c2.sents) != len(c.sents) {
+			t.Fatalf("round trip %+v -> %+v", c, c2)
 		}
 	})
+}
+
+func TestChunkRecordRoundTrip(t *testing.T) {
+	r := rand.New(rand.NewSource(8))
+	for i := 0; i < 50; i++ {
+		st := &log.Store{ChunkID: "x", Kind: log.KindDocument, ChunkIndex: i, Time: int64(i) - 20, Session: "s", ChunkParent: "p",
+			Content: projtest.Text(r, 5+r.Intn(80)) + "\n\n1. a list\n- Ünïcode item"}
+		c := newChunk(st)
+		got, err := decodeChunk("x", encodeChunk(c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.sents) != len(c.sents) || got.content != c.content || got.index != c.index || got.time != c.time {
+			t.Fatalf("round trip differs")
+		}
+		for j := range c.sents {
+			if got.sents[j].text != c.sents[j].text || strings.Join(got.sents[j].words, " ") != strings.Join(c.sents[j].words, " ") {
+				t.Fatalf("sentence %d: %q %v vs %q %v", j, got.sents[j].text, got.sents[j].words, c.sents[j].text, c.sents[j].words)
+			}
+		}
+	}
 }

@@ -1,10 +1,11 @@
 package vector
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/unlimitedcontext/ucl/internal/textutil"
@@ -32,7 +33,7 @@ const DefaultHashDim = 384
 //
 //	word     "w:"+stem(word) for each textutil.ContentWords word   weight 1.0
 //	pair     "p:"+stem(a)+" "+stem(b) for adjacent content words   weight 0.5
-//	trigram  "c:"+3-gram of "<"+word+">" (runes, unstemmed)        weight 0.25
+//	trigram  "c:"+3-gram of "<"+word+">" (3 runes, unstemmed)      weight 0.25
 //
 // Each distinct feature f with term frequency tf adds sign(f)·weight·√tf to
 // bucket(f), where h = splitmix64(FNV-1a-64(f)), bucket = h mod dim and sign
@@ -41,7 +42,9 @@ const DefaultHashDim = 384
 // used instead of 1+ln(tf) because IEEE square root is correctly rounded on
 // every platform while math.Log is not guaranteed to be.
 //
-// Determinism: features are sorted by (hash, feature) before accumulation,
+// A feature is identified by its 64-bit hash (and weight class): identical
+// hashes are one feature. Determinism: features are sorted by (hash, weight)
+// before accumulation,
 // sums are float64 with explicit rounding (no FMA), so the output is
 // bit-for-bit identical across runs, platforms and Go versions. Changing the
 // scheme must change Name ("hash-v2").
@@ -87,47 +90,65 @@ func (h *HashEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, 
 
 type feature struct {
 	h uint64
-	f string
 	w float64
+}
+
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+func fnvAdd(x uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		x ^= uint64(s[i])
+		x *= fnvPrime
+	}
+	return x
 }
 
 // EmbedOne embeds a single text.
 func (h *HashEmbedder) EmbedOne(text string) []float32 {
 	words := textutil.ContentWords(text)
-	feats := make([]feature, 0, len(words)*8)
-	stems := make([]string, len(words))
+	feats := make([]feature, 0, len(words)*10)
+	var prevStem string
+	var rb []int // rune start offsets of the padded word, plus its length
 	for i, w := range words {
-		stems[i] = Stem(w)
-		feats = append(feats, feature{f: "w:" + stems[i], w: 1.0})
+		st := Stem(w)
+		feats = append(feats, feature{mix64(fnvAdd(fnvAdd(fnvOffset, "w:"), st)), 1.0})
 		if i > 0 {
-			feats = append(feats, feature{f: "p:" + stems[i-1] + " " + stems[i], w: 0.5})
+			x := fnvAdd(fnvAdd(fnvOffset, "p:"), prevStem)
+			x = fnvAdd(fnvAdd(x, " "), st)
+			feats = append(feats, feature{mix64(x), 0.5})
 		}
-		rs := []rune("<" + w + ">")
-		for j := 0; j+3 <= len(rs); j++ {
-			feats = append(feats, feature{f: "c:" + string(rs[j:j+3]), w: 0.25})
+		prevStem = st
+		pw := "<" + w + ">"
+		rb = rb[:0]
+		for off := range pw {
+			rb = append(rb, off)
+		}
+		rb = append(rb, len(pw))
+		for j := 0; j+3 < len(rb); j++ {
+			x := fnvAdd(fnvAdd(fnvOffset, "c:"), pw[rb[j]:rb[j+3]])
+			feats = append(feats, feature{mix64(x), 0.25})
 		}
 	}
-	for i := range feats {
-		feats[i].h = hashString(feats[i].f)
-	}
-	sort.Slice(feats, func(i, j int) bool {
-		if feats[i].h != feats[j].h {
-			return feats[i].h < feats[j].h
+	slices.SortFunc(feats, func(a, b feature) int {
+		if c := cmp.Compare(a.h, b.h); c != 0 {
+			return c
 		}
-		return feats[i].f < feats[j].f
+		return cmp.Compare(a.w, b.w)
 	})
 	acc := make([]float64, h.dim)
 	for i := 0; i < len(feats); {
 		j := i
-		for j < len(feats) && feats[j].f == feats[i].f {
+		for j < len(feats) && feats[j] == feats[i] {
 			j++
 		}
 		x := feats[i].w * math.Sqrt(float64(j-i))
 		if feats[i].h>>63 == 1 {
 			x = -x
 		}
-		b := feats[i].h % uint64(h.dim)
-		acc[b] += x
+		acc[feats[i].h%uint64(h.dim)] += x
 		i = j
 	}
 	var ss float64
@@ -143,19 +164,6 @@ func (h *HashEmbedder) EmbedOne(text string) []float32 {
 		out[i] = float32(x / norm)
 	}
 	return out
-}
-
-func hashString(s string) uint64 {
-	const (
-		offset = 14695981039346656037
-		prime  = 1099511628211
-	)
-	x := uint64(offset)
-	for i := 0; i < len(s); i++ {
-		x ^= uint64(s[i])
-		x *= prime
-	}
-	return mix64(x)
 }
 
 // Stem is a small, conservative suffix stripper (a subset of Porter step 1

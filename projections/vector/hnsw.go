@@ -367,15 +367,15 @@ func (g *HNSW) searchLayer(q []float32, eps []item, ef, lc int, sc *scratch) []i
 	cand, res := sc.cand[:0], sc.res[:0]
 	for _, e := range eps {
 		sc.visited[e.i] = sc.gen
-		cand = pushItem(cand, e, closer)
-		res = pushItem(res, e, further)
+		cand = pushNear(cand, e)
+		res = pushFar(res, e)
 		if len(res) > ef {
-			res = popItem(res, further)
+			res = popFar(res)
 		}
 	}
 	for len(cand) > 0 {
 		c := cand[0]
-		cand = popItem(cand, closer)
+		cand = popNear(cand)
 		if closer(res[0], c) {
 			break
 		}
@@ -386,10 +386,10 @@ func (g *HNSW) searchLayer(q []float32, eps []item, ef, lc int, sc *scratch) []i
 			sc.visited[e] = sc.gen
 			it := item{dot(q, g.vec(e)), e}
 			if len(res) < ef || closer(it, res[0]) {
-				cand = pushItem(cand, it, closer)
-				res = pushItem(res, it, further)
+				cand = pushNear(cand, it)
+				res = pushFar(res, it)
 				if len(res) > ef {
-					res = popItem(res, further)
+					res = popFar(res)
 				}
 			}
 		}
@@ -398,14 +398,16 @@ func (g *HNSW) searchLayer(q []float32, eps []item, ef, lc int, sc *scratch) []i
 	return res
 }
 
-func further(a, b item) bool { return closer(b, a) }
+// The two heaps are written out (not parameterised by a func value) so the
+// comparisons inline; they are the hottest code after dot.
 
-func pushItem(h []item, x item, top func(a, b item) bool) []item {
+// pushNear pushes x onto a heap whose top is the closest item.
+func pushNear(h []item, x item) []item {
 	h = append(h, x)
 	i := len(h) - 1
 	for i > 0 {
 		p := (i - 1) / 2
-		if !top(h[i], h[p]) {
+		if !closer(h[i], h[p]) {
 			break
 		}
 		h[i], h[p] = h[p], h[i]
@@ -414,17 +416,55 @@ func pushItem(h []item, x item, top func(a, b item) bool) []item {
 	return h
 }
 
-func popItem(h []item, top func(a, b item) bool) []item {
+// popNear removes the top (closest) item.
+func popNear(h []item) []item {
 	n := len(h) - 1
 	h[0] = h[n]
 	h = h[:n]
 	i := 0
 	for {
 		l, r, m := 2*i+1, 2*i+2, i
-		if l < n && top(h[l], h[m]) {
+		if l < n && closer(h[l], h[m]) {
 			m = l
 		}
-		if r < n && top(h[r], h[m]) {
+		if r < n && closer(h[r], h[m]) {
+			m = r
+		}
+		if m == i {
+			return h
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+// pushFar pushes x onto a heap whose top is the furthest item.
+func pushFar(h []item, x item) []item {
+	h = append(h, x)
+	i := len(h) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !closer(h[p], h[i]) {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+	return h
+}
+
+// popFar removes the top (furthest) item.
+func popFar(h []item) []item {
+	n := len(h) - 1
+	h[0] = h[n]
+	h = h[:n]
+	i := 0
+	for {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < n && closer(h[m], h[l]) {
+			m = l
+		}
+		if r < n && closer(h[m], h[r]) {
 			m = r
 		}
 		if m == i {

@@ -139,25 +139,25 @@ func TestHTTPEmbedderFailures(t *testing.T) {
 	const dim = 32
 	cases := []struct {
 		name   string
-		f      fakeModel
+		set    func(*fakeModel)
 		opts   HTTPOptions
 		expect string
 	}{
-		{"500", fakeModel{status: 500}, HTTPOptions{}, "status 500"},
-		{"401 no key", fakeModel{wantKey: "k"}, HTTPOptions{}, "status 401"},
-		{"hang past timeout", fakeModel{hang: true}, HTTPOptions{Timeout: 100 * time.Millisecond}, "timed out"},
-		{"too few vectors", fakeModel{drop: 1}, HTTPOptions{}, "got 2 vectors for 3 texts"},
-		{"bad json", fakeModel{badJSON: true}, HTTPOptions{}, "decode embed response"},
-		{"wrong dimension", fakeModel{wrongDim: true}, HTTPOptions{}, "has 31 values, want 32"},
-		{"configured dim wrong", fakeModel{}, HTTPOptions{Dim: 16}, "has 32 values, want 16"},
+		{"500", func(f *fakeModel) { f.status = 500 }, HTTPOptions{}, "status 500"},
+		{"401 no key", func(f *fakeModel) { f.wantKey = "k" }, HTTPOptions{}, "status 401"},
+		{"hang past timeout", func(f *fakeModel) { f.hang = true }, HTTPOptions{Timeout: 100 * time.Millisecond}, "timed out"},
+		{"too few vectors", func(f *fakeModel) { f.drop = 1 }, HTTPOptions{}, "got 2 vectors for 3 texts"},
+		{"bad json", func(f *fakeModel) { f.badJSON = true }, HTTPOptions{}, "decode embed response"},
+		{"wrong dimension", func(f *fakeModel) { f.wrongDim = true }, HTTPOptions{}, "has 31 values, want 32"},
+		{"configured dim wrong", func(*fakeModel) {}, HTTPOptions{Dim: 16}, "has 32 values, want 16"},
 	}
 	for _, proto := range []Protocol{ProtocolOllama, ProtocolOpenAI} {
 		for _, c := range cases {
 			t.Run(string(proto)+"/"+c.name, func(t *testing.T) {
-				f := c.f
-				f.proto, f.dim = proto, dim
+				f := &fakeModel{proto: proto, dim: dim}
+				c.set(f)
 				o := c.opts
-				o.Protocol, o.BaseURL, o.Model = proto, startModel(t, &f), "m"
+				o.Protocol, o.BaseURL, o.Model = proto, startModel(t, f), "m"
 				if o.Dim == 0 {
 					o.Dim = dim
 				}
@@ -170,7 +170,7 @@ func TestHTTPEmbedderFailures(t *testing.T) {
 				if !errors.Is(err, ErrEmbedder) || !strings.Contains(err.Error(), c.expect) {
 					t.Fatalf("err = %v, want ErrEmbedder containing %q", err, c.expect)
 				}
-				if c.f.hang && time.Since(start) > 5*time.Second {
+				if f.hang && time.Since(start) > 5*time.Second {
 					t.Fatalf("timeout not honoured: %v", time.Since(start))
 				}
 			})

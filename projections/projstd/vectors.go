@@ -1,0 +1,475 @@
+package projstd
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/unlimitedcontext/ucl/internal/fsutil"
+	"github.com/unlimitedcontext/ucl/log"
+	"github.com/unlimitedcontext/ucl/projections"
+	"github.com/unlimitedcontext/ucl/projections/vector"
+)
+
+// VectorOptions configure the vector projection.
+type VectorOptions struct {
+	// Embedder turns content into vectors (default: vector.HashEmbedder,
+	// offline and deterministic).
+	Embedder vector.Embedder
+	// HNSW shapes the ANN graph (defaults of package vector).
+	HNSW vector.HNSWOptions
+	// ExactBelow: collections with fewer live vectors are searched exactly
+	// (brute force, the oracle); larger ones through the HNSW graph.
+	// Default 5000.
+	ExactBelow int
+	// GraphEvery: the graph file is rewritten once this many operations
+	// have accumulated since the last one (default 20000); operations after
+	// it are replayed from the database on open.
+	GraphEvery int
+}
+
+// vectorsVersion is the vector projection's state format.
+const vectorsVersion = 1
+
+// VectorProjection embeds every live chunk and indexes it in an HNSW graph.
+//
+// State: vectors.db (bbolt) holds the checkpoint, the chunk metadata needed
+// to resolve tombstones, and an operation log (add id+vector / delete id)
+// keyed by seq; graph.bin holds the HNSW graph as of seq G. Opening loads
+// the graph and replays the operations after G, so a commit costs one bbolt
+// transaction and the large graph file is rewritten only every GraphEvery
+// operations. The HNSW graph is a pure function of the operation sequence
+// (package vector), so an incremental build, a rebuild and a restore give
+// the same bytes.
+type VectorProjection struct {
+	dir   string
+	opts  VectorOptions
+	db    *bolt.DB
+	idx   *vector.HNSW
+	meta  map[string]chunkMeta // live chunks
+	cp    projections.Checkpoint
+	graph uint64 // seq the graph file is current to
+	// pending, since the last Commit, in apply order
+	ops        []vecOp
+	sinceGraph int
+}
+
+type chunkMeta struct {
+	session string
+	time    int64
+	seq     uint64
+}
+
+type vecOp struct {
+	seq     uint64
+	del     bool
+	id      string
+	content string
+	vec     []float32
+}
+
+var (
+	bMeta   = []byte("meta")
+	bChunks = []byte("chunks")
+	bOps    = []byte("ops")
+	kCP     = []byte("checkpoint")
+	kVer    = []byte("version")
+	kGraph  = []byte("graph")
+)
+
+// OpenVectors opens (or creates) the vector projection in dir.
+func OpenVectors(dir string, o VectorOptions) (*VectorProjection, error) {
+	if o.Embedder == nil {
+		e, err := vector.NewHashEmbedder(0)
+		if err != nil {
+			return nil, err
+		}
+		o.Embedder = e
+	}
+	if o.ExactBelow <= 0 {
+		o.ExactBelow = 5000
+	}
+	if o.GraphEvery <= 0 {
+		o.GraphEvery = 20000
+	}
+	if err := fsutil.MkdirAllSync(dir, 0o700); err != nil {
+		return nil, err
+	}
+	db, err := bolt.Open(filepath.Join(dir, "vectors.db"), 0o600, &bolt.Options{Timeout: 1e9, NoFreelistSync: true})
+	if err != nil {
+		return nil, fmt.Errorf("open vectors db: %w", err)
+	}
+	v := &VectorProjection{dir: dir, opts: o, db: db}
+	if err := v.load(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return v, nil
+}
+
+func (v *VectorProjection) versionTag() []byte {
+	return []byte(fmt.Sprintf("%d/%s", vectorsVersion, v.opts.Embedder.Name()))
+}
+
+func (v *VectorProjection) load() error {
+	var stale bool
+	err := v.db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bMeta, bChunks, bOps} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		m := tx.Bucket(bMeta)
+		ver := m.Get(kVer)
+		if ver == nil {
+			return m.Put(kVer, v.versionTag())
+		}
+		stale = !bytes.Equal(ver, v.versionTag())
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("open vectors: %w", err)
+	}
+	if stale { // another format or another embedder: start over
+		return v.Reset()
+	}
+	v.meta = map[string]chunkMeta{}
+	if v.idx, err = vector.NewHNSW(v.opts.Embedder.Dim(), v.opts.HNSW); err != nil {
+		return err
+	}
+	return v.db.View(func(tx *bolt.Tx) error {
+		m := tx.Bucket(bMeta)
+		if b := m.Get(kCP); len(b) == 8+log.HashSize {
+			v.cp.Seq = binary.BigEndian.Uint64(b)
+			copy(v.cp.Hash[:], b[8:])
+		}
+		if b := m.Get(kGraph); len(b) == 8 {
+			v.graph = binary.BigEndian.Uint64(b)
+		}
+		if v.graph > 0 {
+			data, err := os.ReadFile(filepath.Join(v.dir, "graph.bin"))
+			if err != nil {
+				return fmt.Errorf("read vector graph: %w", err)
+			}
+			if err := v.idx.UnmarshalBinary(data); err != nil {
+				return fmt.Errorf("load vector graph: %w", err)
+			}
+		}
+		err := tx.Bucket(bChunks).ForEach(func(k, val []byte) error {
+			cm, err := decodeMeta(val)
+			if err != nil {
+				return err
+			}
+			v.meta[string(k)] = cm
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		c := tx.Bucket(bOps).Cursor()
+		var from [8]byte
+		binary.BigEndian.PutUint64(from[:], v.graph+1)
+		for k, val := c.Seek(from[:]); k != nil; k, val = c.Next() {
+			op, err := decodeOp(val)
+			if err != nil {
+				return err
+			}
+			if err := v.applyOp(op); err != nil {
+				return err
+			}
+			v.sinceGraph++
+		}
+		return nil
+	})
+}
+
+// Name implements projections.Projection.
+func (v *VectorProjection) Name() string { return "vectors" }
+
+// Version implements projections.Projection.
+func (v *VectorProjection) Version() int { return vectorsVersion }
+
+// Checkpoint implements projections.Projection.
+func (v *VectorProjection) Checkpoint() (projections.Checkpoint, error) { return v.cp, nil }
+
+// Apply implements projections.Projection. Embedding is deferred to Commit
+// so HTTP embedders get batches.
+func (v *VectorProjection) Apply(ev *log.Event) error {
+	switch b := ev.Body.(type) {
+	case *log.Store:
+		v.meta[b.ChunkID] = chunkMeta{session: b.Session, time: b.Time, seq: ev.Seq}
+		v.ops = append(v.ops, vecOp{seq: ev.Seq, id: b.ChunkID, content: b.Content})
+	case *log.Tombstone:
+		var ids []string
+		for id, m := range v.meta {
+			if m.seq < ev.Seq && b.Matches(&log.Store{ChunkID: id, Session: m.session, Time: m.time}) {
+				ids = append(ids, id)
+			}
+		}
+		sort.Strings(ids)
+		for _, id := range ids {
+			delete(v.meta, id)
+			v.ops = append(v.ops, vecOp{seq: ev.Seq, del: true, id: id})
+		}
+	}
+	return nil
+}
+
+func (v *VectorProjection) applyOp(op vecOp) error {
+	if op.del {
+		return v.idx.Delete(op.id)
+	}
+	return v.idx.Add(op.id, op.vec)
+}
+
+// Commit embeds pending contents, applies the operations to the graph and
+// writes them with the checkpoint in one transaction.
+func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
+	if err := v.embedPending(context.Background()); err != nil {
+		return err
+	}
+	for _, op := range v.ops {
+		if err := v.applyOp(op); err != nil {
+			return fmt.Errorf("vectors: seq %d: %w", op.seq, err)
+		}
+	}
+	err := v.db.Update(func(tx *bolt.Tx) error {
+		ch, ob := tx.Bucket(bChunks), tx.Bucket(bOps)
+		for i, op := range v.ops {
+			var k [12]byte
+			binary.BigEndian.PutUint64(k[:], op.seq)
+			binary.BigEndian.PutUint32(k[8:], uint32(i))
+			if err := ob.Put(k[:], encodeOp(op)); err != nil {
+				return err
+			}
+			if op.del {
+				if err := ch.Delete([]byte(op.id)); err != nil {
+					return err
+				}
+			} else if err := ch.Put([]byte(op.id), encodeMeta(v.meta[op.id])); err != nil {
+				return err
+			}
+		}
+		var b [8 + log.HashSize]byte
+		binary.BigEndian.PutUint64(b[:], cp.Seq)
+		copy(b[8:], cp.Hash[:])
+		return tx.Bucket(bMeta).Put(kCP, b[:])
+	})
+	if err != nil {
+		return fmt.Errorf("commit vectors: %w", err)
+	}
+	v.sinceGraph += len(v.ops)
+	v.ops = v.ops[:0]
+	v.cp = cp
+	if v.sinceGraph >= v.opts.GraphEvery {
+		return v.saveGraph()
+	}
+	return nil
+}
+
+// saveGraph writes graph.bin as of the checkpoint, then drops the
+// operations it covers.
+func (v *VectorProjection) saveGraph() error {
+	data, err := v.idx.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	if err := fsutil.WriteFileAtomic(filepath.Join(v.dir, "graph.bin"), data, 0o600); err != nil {
+		return fmt.Errorf("save vector graph: %w", err)
+	}
+	seq := v.cp.Seq
+	err = v.db.Update(func(tx *bolt.Tx) error {
+		var g [8]byte
+		binary.BigEndian.PutUint64(g[:], seq)
+		if err := tx.Bucket(bMeta).Put(kGraph, g[:]); err != nil {
+			return err
+		}
+		ob := tx.Bucket(bOps)
+		c := ob.Cursor()
+		for k, _ := c.First(); k != nil && binary.BigEndian.Uint64(k) <= seq; k, _ = c.Next() {
+			if err := c.Delete(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("save vector graph: %w", err)
+	}
+	v.graph, v.sinceGraph = seq, 0
+	return nil
+}
+
+func (v *VectorProjection) embedPending(ctx context.Context) error {
+	var texts []string
+	var at []int
+	for i, op := range v.ops {
+		if !op.del && op.vec == nil {
+			texts = append(texts, op.content)
+			at = append(at, i)
+		}
+	}
+	const batch = 256
+	for s := 0; s < len(texts); s += batch {
+		e := min(s+batch, len(texts))
+		vs, err := v.opts.Embedder.Embed(ctx, texts[s:e])
+		if err != nil {
+			return fmt.Errorf("embed chunks (seq %d..): %w", v.ops[at[s]].seq, err)
+		}
+		for j, vec := range vs {
+			v.ops[at[s+j]].vec = vec
+			v.ops[at[s+j]].content = ""
+		}
+	}
+	return nil
+}
+
+// Digest implements projections.Projection: the index's content digest
+// (ids and vector bytes in id order) bound to the embedder's name.
+func (v *VectorProjection) Digest() ([32]byte, error) {
+	d := v.idx.Digest()
+	h := sha256.New()
+	h.Write(v.versionTag())
+	h.Write(d[:])
+	var out [32]byte
+	copy(out[:], h.Sum(nil))
+	return out, nil
+}
+
+// Reset implements projections.Projection.
+func (v *VectorProjection) Reset() error {
+	err := v.db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bMeta, bChunks, bOps} {
+			if tx.Bucket(b) != nil {
+				if err := tx.DeleteBucket(b); err != nil {
+					return err
+				}
+			}
+			if _, err := tx.CreateBucket(b); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket(bMeta).Put(kVer, v.versionTag())
+	})
+	if err != nil {
+		return fmt.Errorf("reset vectors: %w", err)
+	}
+	if err := os.Remove(filepath.Join(v.dir, "graph.bin")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	v.meta, v.ops, v.cp, v.graph, v.sinceGraph = map[string]chunkMeta{}, nil, projections.Checkpoint{}, 0, 0
+	v.idx, err = vector.NewHNSW(v.opts.Embedder.Dim(), v.opts.HNSW)
+	return err
+}
+
+// Close implements projections.Projection.
+func (v *VectorProjection) Close() error { return v.db.Close() }
+
+// Size reports the bytes on disk.
+func (v *VectorProjection) Size() int64 {
+	var n int64
+	for _, f := range []string{"vectors.db", "graph.bin"} {
+		if fi, err := os.Stat(filepath.Join(v.dir, f)); err == nil {
+			n += fi.Size()
+		}
+	}
+	return n
+}
+
+// Index exposes the graph (tests, benchmarks, snapshot checks).
+func (v *VectorProjection) Index() *vector.HNSW { return v.idx }
+
+// VectorHit is a ranked chunk.
+type VectorHit struct {
+	ChunkID string
+	Score   float32
+}
+
+// SearchText embeds text and returns the k nearest live chunks (cosine):
+// exactly below ExactBelow vectors, through the graph above.
+func (v *VectorProjection) SearchText(ctx context.Context, text string, k int) ([]VectorHit, error) {
+	vs, err := v.opts.Embedder.Embed(ctx, []string{text})
+	if err != nil {
+		return nil, fmt.Errorf("embed query: %w", err)
+	}
+	var hits []vector.Hit
+	if v.idx.Len() < v.opts.ExactBelow {
+		hits, err = v.idx.SearchExact(vs[0], k)
+	} else {
+		hits, err = v.idx.Search(vs[0], k)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]VectorHit, len(hits))
+	for i, h := range hits {
+		out[i] = VectorHit{ChunkID: h.ID, Score: h.Score}
+	}
+	return out, nil
+}
+
+func encodeMeta(m chunkMeta) []byte {
+	b := make([]byte, 0, 24+len(m.session))
+	b = binary.BigEndian.AppendUint64(b, uint64(m.time))
+	b = binary.BigEndian.AppendUint64(b, m.seq)
+	return append(b, m.session...)
+}
+
+func decodeMeta(b []byte) (chunkMeta, error) {
+	if len(b) < 16 {
+		return chunkMeta{}, fmt.Errorf("vectors: bad chunk record")
+	}
+	return chunkMeta{time: int64(binary.BigEndian.Uint64(b)), seq: binary.BigEndian.Uint64(b[8:]), session: string(b[16:])}, nil
+}
+
+func encodeOp(op vecOp) []byte {
+	b := []byte{'A'}
+	if op.del {
+		b[0] = 'D'
+	}
+	b = binary.AppendUvarint(b, op.seq)
+	b = binary.AppendUvarint(b, uint64(len(op.id)))
+	b = append(b, op.id...)
+	for _, f := range op.vec {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(f))
+	}
+	return b
+}
+
+func decodeOp(b []byte) (vecOp, error) {
+	bad := fmt.Errorf("vectors: bad operation record")
+	if len(b) < 1 || (b[0] != 'A' && b[0] != 'D') {
+		return vecOp{}, bad
+	}
+	op := vecOp{del: b[0] == 'D'}
+	b = b[1:]
+	seq, n := binary.Uvarint(b)
+	if n <= 0 {
+		return op, bad
+	}
+	op.seq, b = seq, b[n:]
+	l, n := binary.Uvarint(b)
+	if n <= 0 || uint64(len(b)-n) < l {
+		return op, bad
+	}
+	op.id, b = string(b[n:n+int(l)]), b[n+int(l):]
+	if len(b)%4 != 0 {
+		return op, bad
+	}
+	if !op.del {
+		op.vec = make([]float32, len(b)/4)
+		for i := range op.vec {
+			op.vec[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+		}
+	}
+	return op, nil
+}

@@ -1,0 +1,7 @@
+//go:build !amd64 || purego
+
+package vector
+
+const useAVX = false
+
+func dotBlocks(a, b []float32) float32 { return dotGeneric16(a, b) }

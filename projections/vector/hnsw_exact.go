@@ -1,0 +1,31 @@
+package vector
+
+import "fmt"
+
+// SearchExact answers a query by scanning every live vector of the graph:
+// the exact oracle, without keeping a second copy of the vectors. The
+// vector projection uses it for small collections, where a scan is as fast
+// as the graph and exact.
+func (g *HNSW) SearchExact(q []float32, k int) ([]Hit, error) {
+	if k <= 0 {
+		return nil, fmt.Errorf("search: k=%d: %w", k, ErrInvalidK)
+	}
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	nq, zero, err := normalized(q, g.dim)
+	if err != nil {
+		return nil, fmt.Errorf("search: %w", err)
+	}
+	if zero {
+		return nil, nil
+	}
+	t := &topK{k: k}
+	for i, id := range g.ids {
+		if g.lvl[i] < 0 { // zero vector or deleted slot
+			continue
+		}
+		t.offer(id, dot(nq, g.vecs[i*g.dim:(i+1)*g.dim]))
+	}
+	sortHits(t.h)
+	return t.h, nil
+}

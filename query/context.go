@@ -1,0 +1,555 @@
+package query
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/unlimitedcontext/ucl/log"
+	"github.com/unlimitedcontext/ucl/projections/timelines"
+)
+
+// Format is a rendering of an assembled context.
+type Format string
+
+// Formats.
+const (
+	FormatXML  Format = "xml"
+	FormatJSON Format = "json"
+	FormatText Format = "text"
+)
+
+// ParseFormat parses a format name ("" is xml).
+func ParseFormat(s string) (Format, error) {
+	switch Format(strings.ToLower(strings.TrimSpace(s))) {
+	case "", FormatXML:
+		return FormatXML, nil
+	case FormatJSON:
+		return FormatJSON, nil
+	case FormatText, "txt", "plain":
+		return FormatText, nil
+	}
+	return "", fmt.Errorf("parse format %q: %w: want xml, json or text", s, ErrBadFormat)
+}
+
+// Context defaults.
+const (
+	DefaultContextK    = 20  // ranked chunks considered when Request.K is 0
+	DefaultFullChunks  = 3   // best-ranked chunks kept whole when they fit
+	DefaultChunkTokens = 150 // key-sentence bound of lower-ranked chunks
+	// MaxBudget caps ContextRequest.Budget (a larger budget is lowered).
+	MaxBudget = 1 << 20
+)
+
+// ContextRequest asks for a context: Request selects and ranks the chunks
+// (Request.Session is the active session; Request.K the number of ranked
+// chunks considered, default DefaultContextK).
+type ContextRequest struct {
+	Request
+	// Budget is the most tokens the whole rendered output may count.
+	Budget int
+	// RecentTurns is how many of the active session's last turns open the
+	// context (0: none).
+	RecentTurns int
+	Format      Format // "" is xml
+	// FullChunks is how many of the best-ranked chunks are kept whole when
+	// they fit (default DefaultFullChunks; negative: none).
+	FullChunks int
+	// ChunkTokens bounds the key sentences kept of lower-ranked chunks
+	// (default DefaultChunkTokens).
+	ChunkTokens int
+}
+
+// Assembly is an assembled context and how it was made.
+type Assembly struct {
+	Output   []byte          `json:"-"`
+	Format   Format          `json:"format"`
+	Tokens   int             `json:"tokens"` // Tokenizer count of Output, ≤ Budget
+	Budget   int             `json:"budget"`
+	Recent   []string        `json:"recent"`   // chunk ids of the recent turns included
+	Included []string        `json:"included"` // ranked chunk ids included, in rank order
+	Trimmed  []string        `json:"trimmed"`  // chunk ids included as key sentences only
+	Dropped  []string        `json:"dropped"`  // ranked chunk ids that did not fit
+	Temporal []TemporalMatch `json:"temporal,omitempty"`
+}
+
+// Context assembles a context and returns only its rendered bytes.
+func (e *Engine) Context(ctx context.Context, req ContextRequest) ([]byte, error) {
+	a, err := e.Assemble(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return a.Output, nil
+}
+
+// packed is one chunk placed in the context.
+type packed struct {
+	c       timelines.Chunk
+	content string
+	trimmed bool
+}
+
+// Assemble builds the context of req.
+//
+// Packing, in this order, each step checking the token count of the whole
+// rendering:
+//  1. Recent turns of the active session, newest first, within half the
+//     budget (the newest alone may use all of it); a turn that does not fit
+//     whole is trimmed to its key sentences, and the first that cannot fit
+//     even trimmed ends this step (older turns would be out of order).
+//  2. Ranked chunks in rank order (those already present skipped): the
+//     first FullChunks whole if they fit, the others trimmed to ChunkTokens
+//     of key sentences; a chunk that does not fit is trimmed further to
+//     what fits, and dropped only when not even a few words fit. Later,
+//     smaller chunks may still fit after a drop.
+//
+// Rendering groups chunks: notes (sessionless non-document chunks), then
+// documents (by chunk_parent, parts in chunk order; name from meta "name",
+// then "title", then the parent id), then sessions by first content time,
+// the active session last; turns in content-time order.
+func (e *Engine) Assemble(ctx context.Context, req ContextRequest) (*Assembly, error) {
+	if e.src.Chunks == nil {
+		return nil, fmt.Errorf("assemble context: chunk store: %w", ErrNoSource)
+	}
+	format, err := ParseFormat(string(req.Format))
+	if err != nil {
+		return nil, err
+	}
+	if req.Budget <= 0 {
+		return nil, fmt.Errorf("assemble context: budget %d: %w: want a positive number of tokens", req.Budget, ErrBadBudget)
+	}
+	budget := min(req.Budget, MaxBudget)
+	if req.RecentTurns < 0 {
+		return nil, fmt.Errorf("assemble context: recent turns %d: %w", req.RecentTurns, ErrBadFilter)
+	}
+	full := req.FullChunks
+	if full == 0 {
+		full = DefaultFullChunks
+	}
+	chunkTokens := req.ChunkTokens
+	if chunkTokens <= 0 {
+		chunkTokens = DefaultChunkTokens
+	}
+	hasText := strings.TrimSpace(req.Text) != ""
+	if !hasText && (req.Session == "" || req.RecentTurns == 0) {
+		return nil, ErrEmptyQuery
+	}
+	var p *plan
+	if hasText {
+		sr := req.Request
+		if sr.K == 0 {
+			sr.K = DefaultContextK
+		}
+		if p, err = e.plan(sr); err != nil {
+			return nil, err
+		}
+	}
+	tok := e.opts.Tokenizer
+	r := &renderer{format: format, active: req.Session}
+	var items []packed
+	cost := func(extra ...packed) int {
+		return tok.CountTokens(string(r.render(append(items[:len(items):len(items)], extra...))))
+	}
+	if n := cost(); n > budget {
+		return nil, fmt.Errorf("assemble context: budget %d: %w: the empty %s context alone counts %d tokens", budget, ErrBadBudget, format, n)
+	}
+	a := &Assembly{Format: format, Budget: budget, Recent: []string{}, Included: []string{}, Trimmed: []string{}, Dropped: []string{}}
+	seen := map[string]bool{}
+	// fit places c whole if allowed and it fits, else its key sentences
+	// within limit tokens, else the largest trim that fits.
+	fit := func(c timelines.Chunk, whole bool, limit, within int) bool {
+		if whole {
+			if cost(packed{c: c, content: c.Content}) <= within {
+				items = append(items, packed{c: c, content: c.Content})
+				return true
+			}
+		} else if t := e.opts.Trim(c.Content, limit); t != "" && cost(packed{c: c, content: t, trimmed: t != c.Content}) <= within {
+			items = append(items, packed{c: c, content: t, trimmed: t != c.Content})
+			return true
+		}
+		lo, hi := 0, min(limit, tok.CountTokens(c.Content))
+		best := ""
+		for lo < hi { // largest bound whose trim fits
+			mid := (lo + hi + 1) / 2
+			t := e.opts.Trim(c.Content, mid)
+			if t != "" && cost(packed{c: c, content: t, trimmed: true}) <= within {
+				lo, best = mid, t
+			} else {
+				hi = mid - 1
+			}
+		}
+		if best == "" {
+			return false
+		}
+		items = append(items, packed{c: c, content: best, trimmed: best != c.Content})
+		return true
+	}
+	if req.Session != "" && req.RecentTurns > 0 {
+		turns, err := e.src.Chunks.RecentTurns(req.Session, req.RecentTurns)
+		if err != nil {
+			return nil, fmt.Errorf("assemble context: %w", err)
+		}
+		for i := len(turns) - 1; i >= 0; i-- {
+			within := budget
+			if i < len(turns)-1 && hasText {
+				within = budget / 2
+			}
+			if !fit(turns[i], true, max(chunkTokens, tok.CountTokens(turns[i].Content)), within) {
+				break
+			}
+			seen[turns[i].ID] = true
+			a.Recent = append(a.Recent, turns[i].ID)
+		}
+		for i, j := 0, len(a.Recent)-1; i < j; i, j = i+1, j-1 {
+			a.Recent[i], a.Recent[j] = a.Recent[j], a.Recent[i]
+		}
+	}
+	if p != nil {
+		a.Temporal = p.temporal
+		cs, _, err := e.retrieve(ctx, p, p.k)
+		if err != nil {
+			return nil, err
+		}
+		for i, c := range cs {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("assemble context: %w", err)
+			}
+			if seen[c.chunk.ID] {
+				continue
+			}
+			seen[c.chunk.ID] = true
+			if fit(c.chunk, i < full, chunkTokens, budget) {
+				a.Included = append(a.Included, c.chunk.ID)
+			} else {
+				a.Dropped = append(a.Dropped, c.chunk.ID)
+			}
+		}
+	}
+	for _, it := range items {
+		if it.trimmed {
+			a.Trimmed = append(a.Trimmed, it.c.ID)
+		}
+	}
+	sort.Strings(a.Trimmed)
+	a.Output = r.render(items)
+	a.Tokens = tok.CountTokens(string(a.Output))
+	if a.Tokens > budget { // cannot happen: every step checked the whole output
+		return nil, fmt.Errorf("assemble context: %d tokens over budget %d: %w", a.Tokens, budget, ErrBadBudget)
+	}
+	return a, nil
+}
+
+// renderer renders packed chunks in one format.
+type renderer struct {
+	format Format
+	active string
+}
+
+type group struct {
+	kind  byte // 'n' note, 'd' document, 's' session
+	key   string
+	name  string
+	first int64
+	items []packed
+}
+
+func docKey(c *timelines.Chunk) string {
+	if c.ChunkParent != "" {
+		return c.ChunkParent
+	}
+	return c.ID
+}
+
+func (r *renderer) groups(items []packed) []*group {
+	byKey := map[string]*group{}
+	var gs []*group
+	for _, it := range items {
+		var kind byte
+		var key string
+		switch {
+		case it.c.Kind == log.KindDocument:
+			kind, key = 'd', docKey(&it.c)
+		case it.c.Session != "":
+			kind, key = 's', it.c.Session
+		default:
+			kind, key = 'n', it.c.ID
+		}
+		g, ok := byKey[string(kind)+key]
+		if !ok {
+			g = &group{kind: kind, key: key, first: it.c.Time}
+			byKey[string(kind)+key] = g
+			gs = append(gs, g)
+		}
+		g.first = min(g.first, it.c.Time)
+		g.items = append(g.items, it)
+	}
+	rankKind := func(g *group) int {
+		switch {
+		case g.kind == 'n':
+			return 0
+		case g.kind == 'd':
+			return 1
+		case g.key != r.active:
+			return 2
+		}
+		return 3
+	}
+	sort.SliceStable(gs, func(i, j int) bool {
+		a, b := gs[i], gs[j]
+		if ka, kb := rankKind(a), rankKind(b); ka != kb {
+			return ka < kb
+		}
+		if a.first != b.first {
+			return a.first < b.first
+		}
+		return a.key < b.key
+	})
+	for _, g := range gs {
+		sort.SliceStable(g.items, func(i, j int) bool {
+			a, b := &g.items[i].c, &g.items[j].c
+			if g.kind == 'd' && a.ChunkIndex != b.ChunkIndex {
+				return a.ChunkIndex < b.ChunkIndex
+			}
+			if a.Time != b.Time {
+				return a.Time < b.Time
+			}
+			if a.Seq != b.Seq {
+				return a.Seq < b.Seq
+			}
+			return a.ID < b.ID
+		})
+		if g.kind == 'd' {
+			g.name = docName(g.items, g.key)
+		}
+	}
+	return gs
+}
+
+func docName(items []packed, key string) string {
+	for _, k := range []string{"name", "title"} {
+		for _, it := range items {
+			if v := strings.TrimSpace(it.c.Meta[k]); v != "" {
+				return v
+			}
+		}
+	}
+	return key
+}
+
+func fmtTime(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339) }
+func fmtDate(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02") }
+
+func (r *renderer) render(items []packed) []byte {
+	gs := r.groups(items)
+	switch r.format {
+	case FormatJSON:
+		return r.renderJSON(gs)
+	case FormatText:
+		return r.renderText(gs)
+	}
+	return r.renderXML(gs)
+}
+
+func (r *renderer) renderXML(gs []*group) []byte {
+	var b bytes.Buffer
+	b.WriteString("<unlimited_context>\n")
+	for _, g := range gs {
+		switch g.kind {
+		case 'n':
+			it := g.items[0]
+			fmt.Fprintf(&b, `<note kind="%s" time="%s"%s>`, it.c.Kind, fmtTime(it.c.Time), trimAttr(it.trimmed))
+			xmlText(&b, it.content)
+			b.WriteString("</note>\n")
+		case 'd':
+			trimmed := false
+			for _, it := range g.items {
+				trimmed = trimmed || it.trimmed
+			}
+			b.WriteString(`<document name="`)
+			xmlText(&b, g.name)
+			fmt.Fprintf(&b, `"%s>`, trimAttr(trimmed))
+			for i, it := range g.items {
+				if i > 0 {
+					b.WriteString("\n\n")
+				}
+				xmlText(&b, it.content)
+			}
+			b.WriteString("</document>\n")
+		default:
+			b.WriteString(`<session id="`)
+			xmlText(&b, g.key)
+			fmt.Fprintf(&b, `" date="%s">`+"\n", fmtDate(g.first))
+			for _, it := range g.items {
+				b.WriteString(`<turn role="`)
+				xmlText(&b, it.c.Role)
+				b.WriteString(`"`)
+				if it.c.Kind != log.KindConversation {
+					fmt.Fprintf(&b, ` kind="%s"`, it.c.Kind)
+				}
+				fmt.Fprintf(&b, ` time="%s"%s>`, fmtTime(it.c.Time), trimAttr(it.trimmed))
+				xmlText(&b, it.content)
+				b.WriteString("</turn>\n")
+			}
+			b.WriteString("</session>\n")
+		}
+	}
+	b.WriteString("</unlimited_context>\n")
+	return b.Bytes()
+}
+
+func trimAttr(t bool) string {
+	if t {
+		return ` trimmed="true"`
+	}
+	return ""
+}
+
+// xmlText writes s escaped for both text and attribute values; invalid
+// UTF-8 and characters XML 1.0 forbids become U+FFFD.
+func xmlText(b *bytes.Buffer, s string) {
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		i += n
+		switch {
+		case r == '&':
+			b.WriteString("&amp;")
+		case r == '<':
+			b.WriteString("&lt;")
+		case r == '>':
+			b.WriteString("&gt;")
+		case r == '"':
+			b.WriteString("&quot;")
+		case r == utf8.RuneError && n == 1,
+			r < 0x20 && r != '\t' && r != '\n' && r != '\r',
+			r >= 0xD800 && r <= 0xDFFF, r == 0xFFFE, r == 0xFFFF:
+			b.WriteRune(utf8.RuneError)
+		default:
+			b.WriteRune(r)
+		}
+	}
+}
+
+type jsonTurn struct {
+	ID      string `json:"id"`
+	Role    string `json:"role,omitempty"`
+	Kind    string `json:"kind,omitempty"`
+	Time    string `json:"time"`
+	Content string `json:"content"`
+	Trimmed bool   `json:"trimmed,omitempty"`
+}
+
+type jsonContext struct {
+	Notes []jsonTurn `json:"notes,omitempty"`
+	Docs  []struct {
+		Name  string     `json:"name"`
+		Parts []jsonTurn `json:"parts"`
+	} `json:"documents,omitempty"`
+	Sessions []struct {
+		ID    string     `json:"id"`
+		Date  string     `json:"date"`
+		Turns []jsonTurn `json:"turns"`
+	} `json:"sessions,omitempty"`
+}
+
+func jturn(it packed) jsonTurn {
+	t := jsonTurn{ID: it.c.ID, Role: it.c.Role, Time: fmtTime(it.c.Time), Content: strings.ToValidUTF8(it.content, "\uFFFD"), Trimmed: it.trimmed}
+	if it.c.Kind != log.KindConversation {
+		t.Kind = it.c.Kind.String()
+	}
+	return t
+}
+
+func (r *renderer) renderJSON(gs []*group) []byte {
+	var out jsonContext
+	for _, g := range gs {
+		var ts []jsonTurn
+		for _, it := range g.items {
+			ts = append(ts, jturn(it))
+		}
+		switch g.kind {
+		case 'n':
+			out.Notes = append(out.Notes, ts...)
+		case 'd':
+			out.Docs = append(out.Docs, struct {
+				Name  string     `json:"name"`
+				Parts []jsonTurn `json:"parts"`
+			}{g.name, ts})
+		default:
+			out.Sessions = append(out.Sessions, struct {
+				ID    string     `json:"id"`
+				Date  string     `json:"date"`
+				Turns []jsonTurn `json:"turns"`
+			}{g.key, fmtDate(g.first), ts})
+		}
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(out); err != nil {
+		return []byte("{}\n") // unreachable: only strings and bools
+	}
+	return b.Bytes()
+}
+
+func (r *renderer) renderText(gs []*group) []byte {
+	var b bytes.Buffer
+	for i, g := range gs {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		switch g.kind {
+		case 'n':
+			it := g.items[0]
+			fmt.Fprintf(&b, "# Note (%s, %s)%s\n%s\n", it.c.Kind, fmtTime(it.c.Time), trimText(it.trimmed), oneBlock(it.content))
+		case 'd':
+			fmt.Fprintf(&b, "# Document %s\n", oneLine(g.name))
+			for j, it := range g.items {
+				if j > 0 {
+					b.WriteByte('\n')
+				}
+				fmt.Fprintf(&b, "%s%s\n", oneBlock(it.content), trimText(it.trimmed))
+			}
+		default:
+			fmt.Fprintf(&b, "# Session %s (%s)\n", oneLine(g.key), fmtDate(g.first))
+			for _, it := range g.items {
+				role := it.c.Role
+				if it.c.Kind != log.KindConversation {
+					role += " (" + it.c.Kind.String() + ")"
+				}
+				fmt.Fprintf(&b, "[%s] %s: %s%s\n", fmtTime(it.c.Time), oneLine(role), oneBlock(it.content), trimText(it.trimmed))
+			}
+		}
+	}
+	return b.Bytes()
+}
+
+func trimText(t bool) string {
+	if t {
+		return " […]"
+	}
+	return ""
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(strings.ToValidUTF8(s, "\uFFFD")), " ") }
+
+// oneBlock keeps line breaks but drops blank lines, so a chunk cannot fake
+// a header line of the text format.
+func oneBlock(s string) string {
+	var out []string
+	for _, ln := range strings.Split(strings.ToValidUTF8(s, "\uFFFD"), "\n") {
+		ln = strings.TrimRight(ln, " \t\r")
+		if strings.TrimSpace(ln) == "" {
+			continue
+		}
+		if strings.HasPrefix(ln, "# ") {
+			ln = " " + ln
+		}
+		out = append(out, ln)
+	}
+	return strings.Join(out, "\n")
+}

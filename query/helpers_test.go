@@ -1,0 +1,204 @@
+package query_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/unlimitedcontext/ucl/crypto"
+	"github.com/unlimitedcontext/ucl/internal/ingest"
+	"github.com/unlimitedcontext/ucl/log"
+	"github.com/unlimitedcontext/ucl/projections"
+	"github.com/unlimitedcontext/ucl/projections/fts"
+	"github.com/unlimitedcontext/ucl/projections/projtest"
+	"github.com/unlimitedcontext/ucl/projections/summary"
+	"github.com/unlimitedcontext/ucl/projections/timelines"
+	"github.com/unlimitedcontext/ucl/projections/vector"
+	"github.com/unlimitedcontext/ucl/query"
+)
+
+// vecAdapter is the test's vector projection: HashEmbedder + Exact index,
+// fed by the same events as the other projections.
+type vecAdapter struct {
+	emb  *vector.HashEmbedder
+	idx  *vector.Exact
+	info map[string]vecInfo
+}
+
+type vecInfo struct {
+	seq     uint64
+	session string
+	time    int64
+}
+
+func newVecAdapter(t testing.TB) *vecAdapter {
+	emb, err := vector.NewHashEmbedder(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := vector.NewExact(emb.Dim())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &vecAdapter{emb: emb, idx: idx, info: map[string]vecInfo{}}
+}
+
+func (v *vecAdapter) Apply(ev *log.Event) error {
+	switch b := ev.Body.(type) {
+	case *log.Store:
+		v.info[b.ChunkID] = vecInfo{ev.Seq, b.Session, b.Time}
+		return v.idx.Add(b.ChunkID, v.emb.EmbedOne(b.Content))
+	case *log.Tombstone:
+		var gone []string
+		for id, in := range v.info {
+			if in.seq < ev.Seq && projections.TombstoneMatches(b, id, in.session, in.time) {
+				gone = append(gone, id)
+			}
+		}
+		sort.Strings(gone)
+		for _, id := range gone {
+			delete(v.info, id)
+			if err := v.idx.Delete(id); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (v *vecAdapter) SearchText(ctx context.Context, text string, k int) ([]query.VectorHit, error) {
+	hits, err := v.idx.Search(v.emb.EmbedOne(text), k)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]query.VectorHit, len(hits))
+	for i, h := range hits {
+		out[i] = query.VectorHit{ChunkID: h.ID, Score: h.Score}
+	}
+	return out, nil
+}
+
+// fixture is a full set of real projections over a stream of events.
+type fixture struct {
+	tl  *timelines.Timelines
+	ft  *fts.Index
+	sum *summary.Index
+	vec *vecAdapter
+	evs []*log.Event
+}
+
+func newFixture(t testing.TB, dir string) *fixture {
+	t.Helper()
+	f := &fixture{vec: newVecAdapter(t)}
+	var err error
+	if f.tl, err = timelines.Open(filepath.Join(dir, "timelines")); err != nil {
+		t.Fatal(err)
+	}
+	if f.ft, err = fts.Open(filepath.Join(dir, "fts")); err != nil {
+		t.Fatal(err)
+	}
+	if f.sum, err = summary.Open(filepath.Join(dir, "summary")); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		f.tl.Close()
+		f.ft.Close()
+		f.sum.Close()
+	})
+	return f
+}
+
+// apply applies evs to every projection (or only to those named in only)
+// and commits.
+func (f *fixture) apply(t testing.TB, evs []*log.Event, only ...string) {
+	t.Helper()
+	use := func(n string) bool {
+		if len(only) == 0 {
+			return true
+		}
+		for _, o := range only {
+			if o == n {
+				return true
+			}
+		}
+		return false
+	}
+	type applier interface{ Apply(*log.Event) error }
+	ps := map[string]applier{"timelines": f.tl, "fts": f.ft, "summary": f.sum, "vector": f.vec}
+	for _, ev := range evs {
+		for _, n := range []string{"timelines", "fts", "summary", "vector"} {
+			if use(n) {
+				if err := ps[n].Apply(ev); err != nil {
+					t.Fatalf("apply seq %d to %s: %v", ev.Seq, n, err)
+				}
+			}
+		}
+	}
+	if len(evs) == 0 {
+		return
+	}
+	last := evs[len(evs)-1]
+	cp := projections.Checkpoint{Seq: last.Seq, Hash: last.Hash}
+	for _, p := range []projections.Projection{f.tl, f.ft, f.sum} {
+		if use(p.Name()) {
+			if err := p.Commit(cp); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	f.evs = append(f.evs, evs...)
+}
+
+func (f *fixture) engine(opts query.Options) *query.Engine {
+	return query.New(query.Sources{Chunks: f.tl, Text: f.ft, Vectors: f.vec, Sessions: f.sum}, opts)
+}
+
+// chain seals bodies into events (seq from 1).
+func chain(t testing.TB, bodies ...log.Body) []*log.Event {
+	t.Helper()
+	evs, err := projtest.Chain(bodies...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+// loadLog appends the JSONL file through a real encrypted log and returns
+// the events read back from it (decrypted and verified).
+func loadLog(t testing.TB, path string) []*log.Event {
+	t.Helper()
+	fh, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	entries, err := ingest.ReadAll(fh, ingest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kr, err := crypto.NewKeyring()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := log.Open(t.TempDir(), log.Options{Keys: kr, Durability: log.None})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for i := range entries {
+		entries[i].Time = projtest.BaseTime + int64(i)*1000 // pinned append times
+	}
+	if _, err := l.AppendBatch(context.Background(), entries); err != nil {
+		t.Fatal(err)
+	}
+	var evs []*log.Event
+	if err := l.Events(context.Background(), 1, 0, func(ev *log.Event) error {
+		evs = append(evs, ev)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}

@@ -1,0 +1,761 @@
+// Package query is ucl's read side: hybrid retrieval over the projections
+// and context assembly under a token budget.
+//
+// # Retrieval (Engine.Search)
+//
+//  1. The request is validated (ErrEmptyQuery, ErrBadK, ErrBadMode,
+//     ErrBadFilter, ErrBadTimeRange). K = 0 means DefaultK; K above MaxK is
+//     capped to MaxK (not an error).
+//  2. Temporal phrases ("yesterday", "last week", "in May 2023", "two days
+//     ago", "since Monday", "on 2023-05-08", ...) are recognised relative to
+//     Request.Now (see ParseTemporal), cut out of the text used for BM25 and
+//     ANN, and become a time window: a filter (default) or, with
+//     Options.TemporalBoost > 0, a multiplicative boost for chunks inside it.
+//     Explicit Since/Until are always filters; a phrase window is intersected
+//     with them.
+//  3. L0 pre-filter: when the store holds more than Options.PrefilterAbove
+//     chunks (default 50,000), no Sessions filter is given and a
+//     SessionSearcher is configured, the candidates are restricted to the
+//     top Options.PrefilterSessions sessions by summary search plus the
+//     active session. Chunks without a session are then reachable only
+//     through the ANN channel.
+//  4. Candidates: the top Candidates(K) chunks by BM25 (filters pushed into
+//     the full-text index) and by ANN cosine (over-fetched, then filtered
+//     here, because the vector index has no filters).
+//  5. Every candidate is looked up in the timelines (ChunkStore): the
+//     timelines are the authority on what is live, so a tombstoned chunk a
+//     lagging index still returns is dropped, and every result carries the
+//     chunk exactly as stored (meta included).
+//  6. Score: rrf = Σ w_c / (RRFK + rank_c) over the channels c that returned
+//     the chunk (rank from 1); final = rrf × (1 + RecencyWeight·2^(−age/
+//     RecencyHalfLife)) × (1 + AffinityBoost if the chunk is in the active
+//     session) × (1 + TemporalBoost if boosting and inside the window). Age
+//     is Now − content time, clamped at 0.
+//  7. Order: final desc, then chunk id asc. With MMRLambda in (0,1) the top
+//     results are re-ranked by maximal marginal relevance (similarity =
+//     Jaccard over content words), so near-duplicates do not crowd out other
+//     evidence.
+//
+// Filters: Sessions, Kinds, Roles (OR within one filter, AND across
+// filters), Since (inclusive) / Until (exclusive) on content time, and
+// Origin. Everything stored locally is "own" today; shared chunks will come
+// from `ucl share pull` and carry Origin "shared". The Origin filter is part
+// of the API now so callers need not change: OriginShared returns nothing
+// until then. An unknown session in Sessions gives an empty result, not an
+// error; an unknown active session only means no affinity and no recent
+// turns.
+//
+// # Context assembly (Engine.Context)
+//
+// The last RecentTurns turns of the active session plus the ranked chunks,
+// packed under Budget tokens as counted by Options.Tokenizer (default
+// EstimateTokenizer = textutil.EstimateTokens) over the WHOLE rendered output,
+// tags and separators included: the returned bytes never count more than
+// Budget. See context.go for the packing rules and the three formats.
+//
+// # Determinism
+//
+// The same projections (same log position), the same request and the same
+// Now give byte-identical output: every sort is total (ties by chunk id),
+// no map is iterated for output, and time arithmetic uses only Now (never
+// the wall clock when Now is set; the zero Now means time.Now()).
+package query
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/unlimitedcontext/ucl/internal/textutil"
+	"github.com/unlimitedcontext/ucl/log"
+	"github.com/unlimitedcontext/ucl/projections/fts"
+	"github.com/unlimitedcontext/ucl/projections/summary"
+	"github.com/unlimitedcontext/ucl/projections/timelines"
+)
+
+var (
+	// ErrEmptyQuery is returned when the query text is empty or only
+	// white space.
+	ErrEmptyQuery = errors.New("query: empty query")
+	// ErrBadBudget is returned when a context budget is zero, negative, or
+	// too small to hold even the empty rendered context.
+	ErrBadBudget = errors.New("query: bad token budget")
+	// ErrBadK is returned when K is negative.
+	ErrBadK = errors.New("query: bad k")
+	// ErrBadMode is returned for a mode other than hybrid, bm25 or vector,
+	// or a mode whose source is not configured.
+	ErrBadMode = errors.New("query: bad mode")
+	// ErrBadFormat is returned for a context format other than xml, json
+	// or text.
+	ErrBadFormat = errors.New("query: bad format")
+	// ErrBadFilter is returned for an unknown kind or origin in a filter,
+	// or a negative RecentTurns.
+	ErrBadFilter = errors.New("query: bad filter")
+	// ErrBadTimeRange is returned when Until is not after Since, or a time
+	// cannot be parsed.
+	ErrBadTimeRange = errors.New("query: bad time range")
+	// ErrNoSource is returned by New-built engines that lack the chunk
+	// store every query needs.
+	ErrNoSource = errors.New("query: source not configured")
+)
+
+// Limits and defaults.
+const (
+	DefaultK = 10
+	// MaxK caps Request.K; a larger K is silently lowered to MaxK.
+	MaxK = 200
+	// MaxCandidates caps the candidates fetched per channel.
+	MaxCandidates = 1000
+)
+
+// ChunkStore is what query needs of the timelines projection
+// (*timelines.Timelines satisfies it). It is the authority on what is live.
+type ChunkStore interface {
+	Chunk(id string) (timelines.Chunk, bool, error)
+	RecentTurns(session string, n int) ([]timelines.Chunk, error)
+	Count() (int, error)
+}
+
+// TextSearcher is BM25 full-text search with filters (*fts.Index).
+type TextSearcher interface {
+	Search(ctx context.Context, q fts.Query) ([]fts.Hit, error)
+}
+
+// VectorHit is one ANN result: a chunk and its cosine similarity.
+type VectorHit struct {
+	ChunkID string
+	Score   float32
+}
+
+// VectorSearcher embeds text and returns its nearest chunks, best first,
+// ties by chunk id. It need not know about tombstones (query drops chunks
+// the ChunkStore does not hold) nor about filters.
+type VectorSearcher interface {
+	SearchText(ctx context.Context, text string, k int) ([]VectorHit, error)
+}
+
+// SessionSearcher searches the L0 session summaries (*summary.Index).
+type SessionSearcher interface {
+	Search(ctx context.Context, text string, k int) ([]summary.SessionHit, error)
+}
+
+// Tokenizer counts the tokens of a string as the target model would.
+type Tokenizer interface {
+	CountTokens(s string) int
+}
+
+// EstimateTokenizer is the default Tokenizer: textutil.EstimateTokens (the
+// larger of bytes/4 and 4/3 per word, rounded up; errs on the high side).
+type EstimateTokenizer struct{}
+
+// CountTokens returns textutil.EstimateTokens(s).
+func (EstimateTokenizer) CountTokens(s string) int { return textutil.EstimateTokens(s) }
+
+// Sources are the projections an Engine reads. Chunks is required; Text and
+// Vectors are needed by the modes that use them; Sessions enables the L0
+// pre-filter.
+type Sources struct {
+	Chunks   ChunkStore
+	Text     TextSearcher
+	Vectors  VectorSearcher
+	Sessions SessionSearcher
+}
+
+// Options tune ranking and packing. Zero fields take the defaults noted.
+type Options struct {
+	// RRFWeights are the fusion weights of the BM25 and ANN channels
+	// (default 1, 1). A negative weight is treated as 0.
+	RRFWeights struct{ BM25, ANN float64 }
+	// RRFK is the reciprocal-rank constant (default 60).
+	RRFK float64
+	// RecencyHalfLife is the age at which the recency boost halves
+	// (default 30 days).
+	RecencyHalfLife time.Duration
+	// RecencyWeight scales the recency boost (default 0.1; negative: off).
+	RecencyWeight float64
+	// AffinityBoost is the extra factor for chunks of the active session
+	// (default 0.15; negative: off).
+	AffinityBoost float64
+	// TemporalBoost, when > 0, turns temporal phrases into a boost of
+	// (1+TemporalBoost) for chunks inside the window instead of a filter.
+	TemporalBoost float64
+	// MMRLambda in (0,1) enables MMR re-ranking (relevance weight);
+	// 0 or ≥ 1 disables it.
+	MMRLambda float64
+	// PrefilterAbove is the chunk count above which the L0 pre-filter runs
+	// (default 50,000; negative: never).
+	PrefilterAbove int
+	// PrefilterSessions is how many sessions the pre-filter keeps
+	// (default 20).
+	PrefilterSessions int
+	// Tokenizer counts context tokens (default EstimateTokenizer).
+	Tokenizer Tokenizer
+	// Trim keeps the key sentences of a text within max tokens (default
+	// summary.Trim).
+	Trim func(text string, maxTokens int) string
+}
+
+func (o Options) withDefaults() Options {
+	if o.RRFWeights.BM25 == 0 && o.RRFWeights.ANN == 0 {
+		o.RRFWeights.BM25, o.RRFWeights.ANN = 1, 1
+	}
+	o.RRFWeights.BM25 = math.Max(o.RRFWeights.BM25, 0)
+	o.RRFWeights.ANN = math.Max(o.RRFWeights.ANN, 0)
+	if o.RRFK <= 0 {
+		o.RRFK = 60
+	}
+	if o.RecencyHalfLife <= 0 {
+		o.RecencyHalfLife = 30 * 24 * time.Hour
+	}
+	if o.RecencyWeight == 0 {
+		o.RecencyWeight = 0.1
+	}
+	o.RecencyWeight = math.Max(o.RecencyWeight, 0)
+	if o.AffinityBoost == 0 {
+		o.AffinityBoost = 0.15
+	}
+	o.AffinityBoost = math.Max(o.AffinityBoost, 0)
+	o.TemporalBoost = math.Max(o.TemporalBoost, 0)
+	if o.MMRLambda <= 0 || o.MMRLambda >= 1 {
+		o.MMRLambda = 0
+	}
+	if o.PrefilterAbove == 0 {
+		o.PrefilterAbove = 50_000
+	}
+	if o.PrefilterSessions <= 0 {
+		o.PrefilterSessions = 20
+	}
+	if o.Tokenizer == nil {
+		o.Tokenizer = EstimateTokenizer{}
+	}
+	if o.Trim == nil {
+		o.Trim = summary.Trim
+	}
+	return o
+}
+
+// Engine answers queries over a set of projections. It holds no state of
+// its own and is safe for concurrent use if its sources are.
+type Engine struct {
+	src  Sources
+	opts Options
+}
+
+// New returns an engine over src with opts (zero fields take defaults).
+func New(src Sources, opts Options) *Engine {
+	return &Engine{src: src, opts: opts.withDefaults()}
+}
+
+// Options returns the engine's options with defaults filled in.
+func (e *Engine) Options() Options { return e.opts }
+
+// Mode selects the retrieval channels.
+type Mode string
+
+// Modes.
+const (
+	ModeHybrid Mode = "hybrid"
+	ModeBM25   Mode = "bm25"
+	ModeVector Mode = "vector"
+)
+
+// ParseMode parses a mode name ("" is hybrid).
+func ParseMode(s string) (Mode, error) {
+	switch Mode(strings.ToLower(strings.TrimSpace(s))) {
+	case "", ModeHybrid:
+		return ModeHybrid, nil
+	case ModeBM25:
+		return ModeBM25, nil
+	case ModeVector, "ann":
+		return ModeVector, nil
+	}
+	return "", fmt.Errorf("parse mode %q: %w: want hybrid, bm25 or vector", s, ErrBadMode)
+}
+
+// Origin filters by where a chunk came from.
+type Origin string
+
+// Origins. Everything stored locally is OriginOwn today.
+const (
+	OriginAny    Origin = ""
+	OriginOwn    Origin = "own"
+	OriginShared Origin = "shared"
+)
+
+// Request is a retrieval request.
+type Request struct {
+	Text string
+	K    int // results wanted (0: DefaultK; capped at MaxK)
+	// Session is the active session: its chunks get the affinity boost and
+	// its recent turns open the context. It does not filter.
+	Session  string
+	Sessions []string // filter: only these sessions
+	Kinds    []string // filter: kind names (conversation, document, knowledge, tool_call)
+	Roles    []string // filter: roles
+	Since    int64    // filter: content time >= Since (unix ms; 0 = open)
+	Until    int64    // filter: content time < Until (unix ms; 0 = open)
+	Origin   Origin   // filter: own / shared ("" or "all": both)
+	// Now is the reference time for temporal phrases and recency (zero:
+	// time.Now()). Pass it explicitly for reproducible output.
+	Now time.Time
+	// NoTemporal disables temporal phrase recognition.
+	NoTemporal bool
+	Explain    bool
+	Mode       Mode // "" is hybrid
+}
+
+// Explain is a result's score breakdown. Ranks are 1-based; 0 means the
+// channel did not return the chunk.
+type Explain struct {
+	BM25Rank  int     `json:"bm25_rank"`
+	BM25Score float64 `json:"bm25_score"`
+	ANNRank   int     `json:"ann_rank"`
+	ANNScore  float64 `json:"ann_score"`
+	RRF       float64 `json:"rrf"`
+	Recency   float64 `json:"recency"`  // factor applied (≥ 1)
+	Affinity  float64 `json:"affinity"` // factor applied (≥ 1)
+	Temporal  float64 `json:"temporal"` // factor applied (≥ 1)
+	MMRRank   int     `json:"mmr_rank,omitempty"`
+	Final     float64 `json:"final"`
+}
+
+// Result is one retrieved chunk, as stored, with its score.
+type Result struct {
+	ChunkID     string            `json:"id"`
+	Session     string            `json:"session,omitempty"`
+	Role        string            `json:"role,omitempty"`
+	Kind        string            `json:"kind"`
+	Time        int64             `json:"time_ms"`
+	Seq         uint64            `json:"seq"`
+	Content     string            `json:"content"`
+	Meta        map[string]string `json:"meta,omitempty"`
+	Parent      string            `json:"parent,omitempty"`
+	ChunkParent string            `json:"chunk_parent,omitempty"`
+	ChunkIndex  int               `json:"chunk_index,omitempty"`
+	Origin      Origin            `json:"origin"`
+	Score       float64           `json:"score"`
+	Explain     *Explain          `json:"explain,omitempty"`
+}
+
+// Response is the answer to a Request.
+type Response struct {
+	Query      string          `json:"query"`
+	SearchText string          `json:"search_text"` // text given to BM25/ANN
+	Mode       Mode            `json:"mode"`
+	Now        int64           `json:"now_ms"`
+	Since      int64           `json:"since_ms,omitempty"` // effective window (filters + phrases)
+	Until      int64           `json:"until_ms,omitempty"`
+	Temporal   []TemporalMatch `json:"temporal,omitempty"`
+	Prefilter  []string        `json:"prefilter_sessions,omitempty"`
+	Results    []Result        `json:"results"`
+}
+
+func resultFrom(c *timelines.Chunk) Result {
+	return Result{
+		ChunkID: c.ID, Session: c.Session, Role: c.Role, Kind: c.Kind.String(), Time: c.Time,
+		Seq: c.Seq, Content: c.Content, Meta: c.Meta, Parent: c.Parent,
+		ChunkParent: c.ChunkParent, ChunkIndex: c.ChunkIndex, Origin: OriginOwn,
+	}
+}
+
+// plan is a validated request.
+type plan struct {
+	req        Request
+	k          int
+	mode       Mode
+	now        time.Time
+	text       string // search text
+	since      int64
+	until      int64
+	window     [2]int64 // temporal boost window (boost mode), [0,0] = none
+	boost      bool
+	temporal   []TemporalMatch
+	kinds      map[string]bool
+	sessions   map[string]bool
+	roles      map[string]bool
+	emptyRange bool // the filters admit nothing
+}
+
+func (e *Engine) plan(req Request) (*plan, error) {
+	if e.src.Chunks == nil {
+		return nil, fmt.Errorf("plan query: chunk store: %w", ErrNoSource)
+	}
+	if strings.TrimSpace(req.Text) == "" {
+		return nil, ErrEmptyQuery
+	}
+	p := &plan{req: req, k: req.K}
+	switch {
+	case p.k < 0:
+		return nil, fmt.Errorf("plan query: k %d: %w", req.K, ErrBadK)
+	case p.k == 0:
+		p.k = DefaultK
+	case p.k > MaxK:
+		p.k = MaxK
+	}
+	mode, err := ParseMode(string(req.Mode))
+	if err != nil {
+		return nil, err
+	}
+	p.mode = mode
+	// Hybrid works with whichever channels exist; a single-channel mode
+	// needs its own.
+	if (mode == ModeBM25 && e.src.Text == nil) || (mode == ModeVector && e.src.Vectors == nil) ||
+		(e.src.Text == nil && e.src.Vectors == nil) {
+		return nil, fmt.Errorf("plan query: mode %s: %w: its index is not configured", mode, ErrBadMode)
+	}
+	switch req.Origin {
+	case OriginAny, "all", OriginOwn, OriginShared:
+	default:
+		return nil, fmt.Errorf("plan query: origin %q: %w: want own, shared or all", req.Origin, ErrBadFilter)
+	}
+	for _, k := range req.Kinds {
+		if _, err := log.ParseKind(k); err != nil || k == "" {
+			return nil, fmt.Errorf("plan query: kind %q: %w: want conversation, document, knowledge or tool_call", k, ErrBadFilter)
+		}
+	}
+	if req.Since != 0 && req.Until != 0 && req.Until <= req.Since {
+		return nil, fmt.Errorf("plan query: until %d <= since %d: %w", req.Until, req.Since, ErrBadTimeRange)
+	}
+	p.now = req.Now
+	if p.now.IsZero() {
+		p.now = time.Now()
+	}
+	p.text = req.Text
+	p.since, p.until = req.Since, req.Until
+	if !req.NoTemporal {
+		tp := ParseTemporal(req.Text, p.now)
+		p.temporal = tp.Matches
+		if len(textutil.ContentWords(tp.Text)) > 0 {
+			p.text = tp.Text
+		}
+		if len(tp.Matches) > 0 {
+			if e.opts.TemporalBoost > 0 {
+				p.boost = true
+				p.window = [2]int64{tp.Since, tp.Until}
+				if tp.Since != 0 && tp.Until != 0 && tp.Until <= tp.Since {
+					p.boost = false // contradictory phrases: nothing to boost
+				}
+			} else {
+				p.since, p.until = intersect(p.since, p.until, tp.Since, tp.Until)
+			}
+		}
+	}
+	if p.since != 0 && p.until != 0 && p.until <= p.since {
+		p.emptyRange = true
+	}
+	p.kinds = set(req.Kinds)
+	p.sessions = set(req.Sessions)
+	p.roles = set(req.Roles)
+	if req.Origin == OriginShared {
+		p.emptyRange = true // nothing is shared yet (see the package doc)
+	}
+	return p, nil
+}
+
+// intersect intersects [s1,u1) and [s2,u2) where 0 means open.
+func intersect(s1, u1, s2, u2 int64) (int64, int64) {
+	s, u := s1, u1
+	if s2 != 0 && (s == 0 || s2 > s) {
+		s = s2
+	}
+	if u2 != 0 && (u == 0 || u2 < u) {
+		u = u2
+	}
+	return s, u
+}
+
+func set(xs []string) map[string]bool {
+	if len(xs) == 0 {
+		return nil
+	}
+	m := make(map[string]bool, len(xs))
+	for _, x := range xs {
+		m[x] = true
+	}
+	return m
+}
+
+// admits reports whether a chunk passes the filters of p (sessions may be
+// narrowed by the pre-filter).
+func (p *plan) admits(c *timelines.Chunk, sessions map[string]bool) bool {
+	if sessions != nil && !sessions[c.Session] {
+		return false
+	}
+	if p.kinds != nil && !p.kinds[c.Kind.String()] {
+		return false
+	}
+	if p.roles != nil && !p.roles[c.Role] {
+		return false
+	}
+	if p.since != 0 && c.Time < p.since {
+		return false
+	}
+	if p.until != 0 && c.Time >= p.until {
+		return false
+	}
+	return true
+}
+
+// candidates is how many hits each channel fetches for k results.
+func candidates(k int) int {
+	return min(max(5*k, 50), MaxCandidates)
+}
+
+type cand struct {
+	chunk timelines.Chunk
+	ex    Explain
+	words map[string]bool // for MMR
+}
+
+// Search runs a retrieval request.
+func (e *Engine) Search(ctx context.Context, req Request) (*Response, error) {
+	p, err := e.plan(req)
+	if err != nil {
+		return nil, err
+	}
+	cs, pre, err := e.retrieve(ctx, p, p.k)
+	if err != nil {
+		return nil, err
+	}
+	resp := &Response{
+		Query: req.Text, SearchText: p.text, Mode: p.mode, Now: p.now.UnixMilli(),
+		Since: p.since, Until: p.until, Temporal: p.temporal, Prefilter: pre,
+		Results: make([]Result, 0, len(cs)),
+	}
+	for _, c := range cs {
+		r := resultFrom(&c.chunk)
+		r.Score = c.ex.Final
+		if req.Explain {
+			ex := c.ex
+			r.Explain = &ex
+		}
+		resp.Results = append(resp.Results, r)
+	}
+	return resp, nil
+}
+
+// retrieve returns the top k candidates of p, best first, and the sessions
+// the pre-filter kept (nil when it did not run).
+func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []string, error) {
+	if p.emptyRange {
+		return nil, nil, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, fmt.Errorf("search: %w", err)
+	}
+	sessions := p.sessions
+	var pre []string
+	if sessions == nil && e.src.Sessions != nil && e.opts.PrefilterAbove >= 0 {
+		n, err := e.src.Chunks.Count()
+		if err != nil {
+			return nil, nil, fmt.Errorf("count chunks: %w", err)
+		}
+		if n > e.opts.PrefilterAbove {
+			hits, err := e.src.Sessions.Search(ctx, p.text, e.opts.PrefilterSessions)
+			if err != nil {
+				return nil, nil, fmt.Errorf("pre-filter sessions: %w", err)
+			}
+			sessions = map[string]bool{}
+			for _, h := range hits {
+				sessions[h.Session] = true
+			}
+			if p.req.Session != "" {
+				sessions[p.req.Session] = true
+			}
+			for s := range sessions {
+				pre = append(pre, s)
+			}
+			sort.Strings(pre)
+			if len(pre) == 0 {
+				sessions = nil // the summaries know nothing: do not restrict
+			}
+		}
+	}
+	nc := candidates(k)
+	byID := map[string]*cand{}
+	var order []*cand
+	get := func(id string) (*cand, error) {
+		if c, ok := byID[id]; ok {
+			return c, nil
+		}
+		ch, ok, err := e.src.Chunks.Chunk(id)
+		if err != nil {
+			return nil, fmt.Errorf("look up chunk %q: %w", id, err)
+		}
+		if !ok || !p.admits(&ch, sessions) {
+			byID[id] = nil // tombstoned (or filtered): never returned
+			return nil, nil
+		}
+		c := &cand{chunk: ch}
+		byID[id] = c
+		order = append(order, c)
+		return c, nil
+	}
+	if p.mode != ModeVector && e.src.Text != nil {
+		q := fts.Query{Text: p.text, K: nc, Kinds: p.req.Kinds, Roles: p.req.Roles, Since: p.since, Until: p.until}
+		q.Sessions = sortedKeys(sessions)
+		hits, err := e.src.Text.Search(ctx, q)
+		if err != nil {
+			return nil, nil, fmt.Errorf("bm25 search: %w", err)
+		}
+		rank := 0
+		for _, h := range hits {
+			c, err := get(h.ChunkID)
+			if err != nil {
+				return nil, nil, err
+			}
+			if c == nil || c.ex.BM25Rank != 0 {
+				continue
+			}
+			rank++
+			c.ex.BM25Rank, c.ex.BM25Score = rank, h.Score
+		}
+	}
+	if p.mode != ModeBM25 && e.src.Vectors != nil {
+		fetch := nc
+		if sessions != nil || p.kinds != nil || p.roles != nil || p.since != 0 || p.until != 0 {
+			fetch = min(4*nc, 4*MaxCandidates) // post-filtered here
+		}
+		hits, err := e.src.Vectors.SearchText(ctx, p.text, fetch)
+		if err != nil {
+			return nil, nil, fmt.Errorf("vector search: %w", err)
+		}
+		rank := 0
+		for _, h := range hits {
+			if rank >= nc {
+				break
+			}
+			if h.Score <= 0 || math.IsNaN(float64(h.Score)) {
+				continue
+			}
+			c, err := get(h.ChunkID)
+			if err != nil {
+				return nil, nil, err
+			}
+			if c == nil || c.ex.ANNRank != 0 {
+				continue
+			}
+			rank++
+			c.ex.ANNRank, c.ex.ANNScore = rank, float64(h.Score)
+		}
+	}
+	e.score(p, order)
+	sort.SliceStable(order, func(i, j int) bool { return better(order[i], order[j]) })
+	if e.opts.MMRLambda > 0 && len(order) > 1 {
+		order = e.mmr(order, k)
+	}
+	if len(order) > k {
+		order = order[:k]
+	}
+	return order, pre, nil
+}
+
+func better(a, b *cand) bool {
+	if a.ex.Final != b.ex.Final {
+		return a.ex.Final > b.ex.Final
+	}
+	return a.chunk.ID < b.chunk.ID
+}
+
+func sortedKeys(m map[string]bool) []string {
+	if m == nil {
+		return nil
+	}
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (e *Engine) score(p *plan, cs []*cand) {
+	o := e.opts
+	now := p.now.UnixMilli()
+	hl := float64(o.RecencyHalfLife.Milliseconds())
+	for _, c := range cs {
+		ex := &c.ex
+		ex.RRF = 0
+		if ex.BM25Rank > 0 {
+			ex.RRF += o.RRFWeights.BM25 / (o.RRFK + float64(ex.BM25Rank))
+		}
+		if ex.ANNRank > 0 {
+			ex.RRF += o.RRFWeights.ANN / (o.RRFK + float64(ex.ANNRank))
+		}
+		age := float64(max(now-c.chunk.Time, 0))
+		ex.Recency = 1 + o.RecencyWeight*math.Exp2(-age/hl)
+		ex.Affinity = 1
+		if p.req.Session != "" && c.chunk.Session == p.req.Session {
+			ex.Affinity = 1 + o.AffinityBoost
+		}
+		ex.Temporal = 1
+		if p.boost && (p.window[0] == 0 || c.chunk.Time >= p.window[0]) && (p.window[1] == 0 || c.chunk.Time < p.window[1]) {
+			ex.Temporal = 1 + o.TemporalBoost
+		}
+		ex.Final = ex.RRF * ex.Recency * ex.Affinity * ex.Temporal
+	}
+}
+
+// mmr re-ranks cs (sorted best first) by maximal marginal relevance and
+// returns the first k picks (then the rest in their old order).
+func (e *Engine) mmr(cs []*cand, k int) []*cand {
+	pool := cs[:min(len(cs), 3*k)]
+	top := pool[0].ex.Final
+	if top <= 0 {
+		return cs
+	}
+	for _, c := range pool {
+		c.words = map[string]bool{}
+		for _, w := range textutil.ContentWords(c.chunk.Content) {
+			c.words[w] = true
+		}
+	}
+	lambda := e.opts.MMRLambda
+	picked := make([]*cand, 0, len(cs))
+	used := make([]bool, len(pool))
+	maxSim := make([]float64, len(pool))
+	for len(picked) < min(k, len(pool)) {
+		best, bestV := -1, math.Inf(-1)
+		for i, c := range pool {
+			if used[i] {
+				continue
+			}
+			v := lambda*c.ex.Final/top - (1-lambda)*maxSim[i]
+			if v > bestV { // strict: ties keep the earlier (better-ranked) one
+				best, bestV = i, v
+			}
+		}
+		used[best] = true
+		b := pool[best]
+		b.ex.MMRRank = len(picked) + 1
+		picked = append(picked, b)
+		for i, c := range pool {
+			if !used[i] {
+				maxSim[i] = math.Max(maxSim[i], jaccard(b.words, c.words))
+			}
+		}
+	}
+	for i, c := range pool {
+		if !used[i] {
+			picked = append(picked, c)
+		}
+	}
+	return append(picked, cs[len(pool):]...)
+}
+
+func jaccard(a, b map[string]bool) float64 {
+	if len(a) == 0 || len(b) == 0 {
+		return 0
+	}
+	inter := 0
+	for w := range a {
+		if b[w] {
+			inter++
+		}
+	}
+	return float64(inter) / float64(len(a)+len(b)-inter)
+}

@@ -1,0 +1,92 @@
+// Package snapshot saves, verifies, restores and publishes the state of every
+// projection at one log position, so that a store (or a rebuild on another
+// device) replays only the events after the snapshot instead of the whole
+// log.
+//
+// # Local layout
+//
+// Snapshots live in DIR/snapshots, one directory each:
+//
+//	DIR/snapshots/<name>/manifest.json   plaintext manifest (below)
+//	DIR/snapshots/<name>/archive.bin     encrypted archive of DIR/projections
+//
+// <name> is "s<seq, 12 digits>-<UTC creation time, ns>", so names sort by
+// seq, then by creation time. A snapshot is built in DIR/snapshots/.tmp-<name>
+// (files fsynced, directory fsynced) and renamed into place, then the parent
+// is fsynced: a reader sees a whole snapshot or none. Leftover .tmp-*
+// directories are removed by the next Create. Retention keeps the newest K
+// (by name) after a successful Create.
+//
+// # Manifest (format version 1; field names are a wire format: do not change)
+//
+//	{
+//	  "format": 1,                       // this spec's version
+//	  "name": "s000000001234-20240101T000000.000000000Z",
+//	  "id": "<32 hex>",                  // random per snapshot
+//	  "log_id": "<32 hex>",              // UC-Log-Id of the log
+//	  "seq": 1234,                       // N: every projection's checkpoint
+//	  "head_hash": "<64 hex>",           // hash of event N
+//	  "created": "<RFC 3339, UTC>",
+//	  "projections": [{"name": "timelines", "version": 1, "digest": "<64 hex>"}, ...],
+//	  "archive": {"file": "archive.bin", "size": S, "sha256": "<64 hex>",
+//	              "frame_size": 1048576, "plain_size": P},
+//	  "key": {"epoch": 1, "wrapped": "<80 hex>"}
+//	}
+//
+// The manifest is plaintext so that list and verify (except decryption) need
+// no key; it reveals sizes, seqs and digests, never content. Projections are
+// listed in the order the set applies them.
+//
+// # Archive (archive.bin)
+//
+// A fresh random 32-byte snapshot key K encrypts the archive; K is wrapped
+// (AES key wrap, RFC 3394) under the vault key of the epoch recorded in the
+// manifest. Shredding that epoch (ucl keys rotate) makes the snapshot
+// unreadable, which is intended: it may hold tombstoned content.
+//
+//	header  "UCLSNAP1" ‖ frame size (uint32 BE)
+//	frame*  length L (uint32 BE, 16 <= L <= frame size + 16) ‖ L bytes of AES-256-GCM output
+//
+// Frame i (from 0) is sealed with nonce = i (uint64 BE) ‖ 0x00000000, or
+// ‖ 0x00000001 for the last frame, and AAD = the manifest's binding (below).
+// Every frame but the last carries exactly frame-size plaintext bytes; the
+// last carries 0..frame size. A stream that ends before a last frame, has
+// bytes after it, or reorders frames fails authentication: truncation,
+// extension and splicing are all detected.
+//
+// Binding = SHA-256("ucl-snapshot-v1" ‖ 0x00 ‖ id ‖ log id ‖ seq (uint64 BE)
+// ‖ head hash ‖ for each projection: name ‖ 0x00 ‖ version (uint32 BE) ‖
+// digest). Editing any of those manifest fields makes every frame fail.
+//
+// The decrypted plaintext is a list of entries in lexical path order
+// (filepath.WalkDir), no timestamps, so the same state gives the same bytes:
+//
+//	"UCLSNAR1"
+//	entry*  kind (1 byte: 'd' directory, 'f' file) ‖ path length (uvarint) ‖
+//	        path (slash-separated, relative, clean) ‖ mode (uvarint, perm bits)
+//	        ‖ for files: size (uvarint) ‖ size bytes
+//	'e'     end marker, nothing after it
+//
+// # Restore
+//
+// Restore checks the manifest against the log (same log id, N <= head,
+// HashAt(N) == head hash), the archive's SHA-256, decrypts and extracts
+// into a temporary directory next to DIR/projections, opens the set there
+// and compares its digests with the manifest's before anything is replaced.
+// Then it swaps the directories (old renamed aside, new renamed in, parent
+// fsynced, old removed) and replays N+1..head. Any refusal is reported with
+// a typed reason (ErrCorrupt, ErrForeign, ErrAhead, ErrDiverged, ErrKey,
+// ErrIncompatible); with Fallback the projections are rebuilt from the log
+// instead, and the result says so.
+//
+// # Publishing
+//
+// Push uploads "UCLSNPB1" ‖ manifest length (uint32 BE) ‖ manifest JSON ‖
+// archive.bin, split into parts of at most PartSize bytes, one Arweave
+// transaction each, tagged (besides the common ucl tags, UC-Kind: snapshot,
+// UC-Seq-First: 1, UC-Seq-Last: N, UC-Head-Hash) with UC-Snapshot-Id,
+// UC-Part (0-based), UC-Parts and UC-Snapshot-Sha256 (of the whole
+// published blob). FindPublished groups the parts, FetchPublished
+// reassembles and checks them, and Import stores the result as a local
+// snapshot that Restore can use.
+package snapshot
