@@ -85,7 +85,7 @@ func BenchmarkHNSWInsert(b *testing.B) {
 
 func BenchmarkHNSWSearch(b *testing.B) {
 	for _, n := range benchSizes() {
-		for _, ef := range []int{64, DefaultEfSearch, 128, 200} {
+		for _, ef := range []int{64, 96, 128, 200} {
 			b.Run(fmt.Sprintf("n=%d/ef=%d", n, ef), func(b *testing.B) {
 				s := benchData(b, n)
 				if err := s.hnsw.SetEfSearch(ef); err != nil {

@@ -57,6 +57,15 @@ func TestCoderHNSWv061(t *testing.T) {
 			best = max(best, rc)
 			t.Logf("coder/hnsw v0.6.1 %s n=%d dim=%d M=16 EfSearch=%d: recall@10 = %.3f", name, n, dim, ef, rc)
 		}
+		// Ours on the same data, for comparison.
+		own := mustHNSW(t, dim, HNSWOptions{})
+		addAll(t, own, vs[:n])
+		for _, ef := range []int{20, 100, DefaultEfSearch} {
+			if err := own.SetEfSearch(ef); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("ucl HNSW %s n=%d dim=%d M=16 EfSearch=%d: recall@10 = %.3f", name, n, dim, ef, recall(t, x, own, vs[n:], 10))
+		}
 	}
 	var a, b bytes.Buffer
 	vs := data["clustered"][:1000]

@@ -246,3 +246,23 @@ func runConformance(t *testing.T, newIndex indexFactory) {
 }
 
 func second[T any](_ T, err error) error { return err }
+
+func TestLoad(t *testing.T) {
+	vs := uniformData(2, 50, 8)
+	for _, name := range []string{"exact", "hnsw"} {
+		idx := factories[name](t, 8)
+		addAll(t, idx, vs)
+		data, _ := idx.MarshalBinary()
+		back, err := Load(data, HNSWOptions{EfSearch: 40})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		again, _ := back.MarshalBinary()
+		if !bytes.Equal(data, again) || back.Dim() != 8 || back.Len() != 50 {
+			t.Fatalf("%s: Load did not reproduce the index", name)
+		}
+	}
+	if _, err := Load([]byte("nonsense"), HNSWOptions{}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Load(nonsense) = %v", err)
+	}
+}

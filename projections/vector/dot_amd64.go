@@ -18,3 +18,9 @@ func dotBlocks(a, b []float32) float32 {
 	}
 	return dotGeneric16(a, b)
 }
+
+// prefetch hints the CPU to load the n float32 values at p (n > 0). It is
+// only a hint: it never faults and never changes results.
+//
+//go:noescape
+func prefetch(p *float32, n int)

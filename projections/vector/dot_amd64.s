@@ -38,3 +38,18 @@ loop:
 	VZEROUPPER
 	MOVSS X0, ret+24(FP)
 	RET
+
+// func prefetch(p *float32, n int)
+// Issues PREFETCHT0 for every 64-byte line of n float32 values at p.
+TEXT ·prefetch(SB), NOSPLIT, $0-16
+	MOVQ p+0(FP), SI
+	MOVQ n+8(FP), CX
+	SHLQ $2, CX
+	ADDQ SI, CX
+
+ploop:
+	PREFETCHT0 (SI)
+	ADDQ $64, SI
+	CMPQ SI, CX
+	JB ploop
+	RET

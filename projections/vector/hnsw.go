@@ -16,7 +16,7 @@ type HNSWOptions struct {
 	// EfConstruction is the candidate-list size while inserting (default
 	// 128). It shapes the graph, so it is serialized.
 	EfConstruction int
-	// EfSearch is the candidate-list size while searching (default 96, and
+	// EfSearch is the candidate-list size while searching (default 128, and
 	// never below k). It is a query-time knob and is not serialized.
 	EfSearch int
 }
@@ -25,7 +25,7 @@ type HNSWOptions struct {
 const (
 	DefaultM              = 16
 	DefaultEfConstruction = 128
-	DefaultEfSearch       = 96
+	DefaultEfSearch       = 128
 )
 
 // maxLevelCap bounds node levels (P(level >= 15) = M^-15 for M=16).
@@ -72,7 +72,10 @@ type HNSW struct {
 	ids  []string
 	vecs []float32 // len(ids)*dim
 	lvl  []int8
-	adj  [][][]int32 // adj[node][layer] = neighbour indices
+	// Level-0 links live in one arena so following a link costs one cache
+	// miss: node x owns l0[x*(m0+1):(x+1)*(m0+1)], a count then the links.
+	l0   []int32
+	up   [][][]int32 // up[x][lc-1] = links of x on layer lc >= 1
 	byID map[string]int32
 	dead int
 	// entry is the lowest-index node among those of the highest level, or -1.
@@ -109,7 +112,7 @@ func NewHNSW(dim int, opts HNSWOptions) (*HNSW, error) {
 
 func (g *HNSW) reset(m, efC int) {
 	g.m, g.m0, g.efC = m, 2*m, efC
-	g.ids, g.vecs, g.lvl, g.adj = nil, nil, nil, nil
+	g.ids, g.vecs, g.lvl, g.l0, g.up = nil, nil, nil, nil, nil
 	g.byID = map[string]int32{}
 	g.dead, g.entry, g.maxLevel = 0, -1, -1
 	g.build = &scratch{}
@@ -227,16 +230,21 @@ func (g *HNSW) insertLocked(id string, q []float32, zero bool) {
 	g.byID[id] = idx
 	if zero {
 		g.lvl = append(g.lvl, levelZero)
-		g.adj = append(g.adj, nil)
+		g.l0 = append(g.l0, make([]int32, g.m0+1)...)
+		g.up = append(g.up, nil)
 		return
 	}
 	l := levelFor(id, g.m)
 	g.lvl = append(g.lvl, int8(l))
-	links := make([][]int32, l+1)
-	for lc := range links {
-		links[lc] = make([]int32, 0, g.mmax(lc)+1)
+	g.l0 = append(g.l0, make([]int32, g.m0+1)...)
+	var up [][]int32
+	if l > 0 {
+		up = make([][]int32, l)
+		for i := range up {
+			up[i] = make([]int32, 0, g.m+1)
+		}
 	}
-	g.adj = append(g.adj, links)
+	g.up = append(g.up, up)
 	if g.entry < 0 {
 		g.entry, g.maxLevel = idx, l
 		return
@@ -253,7 +261,7 @@ func (g *HNSW) insertLocked(id string, q []float32, zero bool) {
 		eps = append(eps[:0], w...)
 		sel := g.selectNeighbors(eps, g.m, &sc.sel)
 		for _, n := range sel {
-			g.adj[idx][lc] = append(g.adj[idx][lc], n.i)
+			g.appendLink(idx, lc, n.i)
 		}
 		for _, n := range sel {
 			g.connect(n.i, idx, n.s, lc)
@@ -263,6 +271,54 @@ func (g *HNSW) insertLocked(id string, q []float32, zero bool) {
 	if l > g.maxLevel {
 		g.entry, g.maxLevel = idx, l
 	}
+}
+
+// links returns x's neighbours on layer lc (a view; do not append to it).
+func (g *HNSW) links(x int32, lc int) []int32 {
+	if lc == 0 {
+		b := int(x) * (g.m0 + 1)
+		return g.l0[b+1 : b+1+int(g.l0[b])]
+	}
+	return g.up[x][lc-1]
+}
+
+// appendLink adds e to x's layer-lc links (the caller ensures room).
+func (g *HNSW) appendLink(x int32, lc int, e int32) {
+	if lc == 0 {
+		b := int(x) * (g.m0 + 1)
+		g.l0[b]++
+		g.l0[b+int(g.l0[b])] = e
+		return
+	}
+	g.up[x][lc-1] = append(g.up[x][lc-1], e)
+}
+
+// setLinks replaces x's layer-lc links with the nodes of sel.
+func (g *HNSW) setLinks(x int32, lc int, sel []item) {
+	if lc == 0 {
+		b := int(x) * (g.m0 + 1)
+		for j, it := range sel {
+			g.l0[b+1+j] = it.i
+		}
+		g.l0[b] = int32(len(sel))
+		return
+	}
+	list := g.up[x][lc-1][:0]
+	for _, it := range sel {
+		list = append(list, it.i)
+	}
+	g.up[x][lc-1] = list
+}
+
+// setLinkIDs replaces x's layer-lc links with ids (len <= mmax(lc)).
+func (g *HNSW) setLinkIDs(x int32, lc int, ids []int32) {
+	if lc == 0 {
+		b := int(x) * (g.m0 + 1)
+		copy(g.l0[b+1:], ids)
+		g.l0[b] = int32(len(ids))
+		return
+	}
+	g.up[x][lc-1] = append(g.up[x][lc-1][:0], ids...)
 }
 
 func (g *HNSW) mmax(lc int) int {
@@ -275,9 +331,9 @@ func (g *HNSW) mmax(lc int) int {
 // connect adds the link n -> nw (similarity s) at layer lc, shrinking n's
 // list with the heuristic when it overflows.
 func (g *HNSW) connect(n, nw int32, s float32, lc int) {
-	list := g.adj[n][lc]
+	list := g.links(n, lc)
 	if len(list) < g.mmax(lc) {
-		g.adj[n][lc] = append(list, nw)
+		g.appendLink(n, lc, nw)
 		return
 	}
 	base := g.vec(n)
@@ -288,11 +344,7 @@ func (g *HNSW) connect(n, nw int32, s float32, lc int) {
 	cands = append(cands, item{s, nw})
 	sortItems(cands)
 	sel := g.selectNeighbors(cands, g.mmax(lc), &g.build.shrink)
-	list = list[:0]
-	for _, e := range sel {
-		list = append(list, e.i)
-	}
-	g.adj[n][lc] = list
+	g.setLinks(n, lc, sel)
 	g.build.cands = cands
 }
 
@@ -326,7 +378,7 @@ func (g *HNSW) selectNeighbors(cands []item, m int, buf *[]item) []item {
 func (g *HNSW) greedy(q []float32, ep item, lc int) item {
 	for changed := true; changed; {
 		changed = false
-		for _, e := range g.adj[ep.i][lc] {
+		for _, e := range g.links(ep.i, lc) {
 			it := item{dot(q, g.vec(e)), e}
 			if closer(it, ep) {
 				ep, changed = it, true
@@ -379,7 +431,15 @@ func (g *HNSW) searchLayer(q []float32, eps []item, ef, lc int, sc *scratch) []i
 		if closer(res[0], c) {
 			break
 		}
-		for _, e := range g.adj[c.i][lc] {
+		links := g.links(c.i, lc)
+		// Vectors are scattered over memory; asking for all unvisited
+		// neighbours up front overlaps their cache misses.
+		for _, e := range links {
+			if sc.visited[e] != sc.gen {
+				prefetch(&g.vecs[int(e)*g.dim], g.dim)
+			}
+		}
+		for _, e := range links {
 			if sc.visited[e] == sc.gen {
 				continue
 			}
@@ -504,12 +564,12 @@ func (g *HNSW) deleteLocked(idx int32) {
 	g.ids[idx] = ""
 	g.dead++
 	for lc := 0; lc <= l; lc++ {
-		dn := g.adj[idx][lc]
-		for x := range g.adj {
+		dn := g.links(idx, lc)
+		for x := range g.lvl {
 			if int(g.lvl[x]) < lc || int32(x) == idx {
 				continue
 			}
-			list := g.adj[x][lc]
+			list := g.links(int32(x), lc)
 			at := -1
 			for j, e := range list {
 				if e == idx {
@@ -523,7 +583,8 @@ func (g *HNSW) deleteLocked(idx int32) {
 			g.repair(int32(x), idx, dn, lc)
 		}
 	}
-	g.adj[idx] = nil
+	g.l0[int(idx)*(g.m0+1)] = 0
+	g.up[idx] = nil
 	clear(g.vec(idx))
 	if g.entry == idx {
 		g.entry, g.maxLevel = -1, -1
@@ -542,7 +603,7 @@ func (g *HNSW) repair(x, del int32, dn []int32, lc int) {
 	sc.next(len(g.ids))
 	sc.visited[x], sc.visited[del] = sc.gen, sc.gen
 	cands := sc.cands[:0]
-	for _, src := range [2][]int32{g.adj[x][lc], dn} {
+	for _, src := range [2][]int32{g.links(x, lc), dn} {
 		for _, e := range src {
 			if sc.visited[e] == sc.gen {
 				continue
@@ -553,11 +614,7 @@ func (g *HNSW) repair(x, del int32, dn []int32, lc int) {
 	}
 	sortItems(cands)
 	sel := g.selectNeighbors(cands, g.mmax(lc), &sc.sel)
-	list := g.adj[x][lc][:0]
-	for _, e := range sel {
-		list = append(list, e.i)
-	}
-	g.adj[x][lc] = list
+	g.setLinks(x, lc, sel)
 	sc.cands = cands
 }
 
@@ -584,7 +641,8 @@ func (g *HNSW) compactLocked() {
 	ids := make([]string, 0, n)
 	vecs := make([]float32, 0, n*g.dim)
 	lvl := make([]int8, 0, n)
-	adj := make([][][]int32, 0, n)
+	l0 := make([]int32, 0, n*(g.m0+1))
+	up := make([][][]int32, 0, n)
 	for i := range g.ids {
 		if rm[i] < 0 {
 			continue
@@ -592,18 +650,23 @@ func (g *HNSW) compactLocked() {
 		ids = append(ids, g.ids[i])
 		vecs = append(vecs, g.vec(int32(i))...)
 		lvl = append(lvl, g.lvl[i])
-		for _, list := range g.adj[i] {
+		slot := g.l0[i*(g.m0+1) : (i+1)*(g.m0+1)]
+		for j := 1; j <= int(slot[0]); j++ {
+			slot[j] = rm[slot[j]]
+		}
+		l0 = append(l0, slot...)
+		for _, list := range g.up[i] {
 			for j, e := range list {
 				list[j] = rm[e]
 			}
 		}
-		adj = append(adj, g.adj[i])
+		up = append(up, g.up[i])
 		g.byID[g.ids[i]] = rm[i]
 	}
 	if g.entry >= 0 {
 		g.entry = rm[g.entry]
 	}
-	g.ids, g.vecs, g.lvl, g.adj, g.dead = ids, vecs, lvl, adj, 0
+	g.ids, g.vecs, g.lvl, g.l0, g.up, g.dead = ids, vecs, lvl, l0, up, 0
 }
 
 // Search returns the k most similar stored vectors to q (Algorithm 5:
@@ -677,7 +740,8 @@ func (g *HNSW) MarshalBinary() ([]byte, error) {
 		e.str(g.ids[i])
 		e.u8(uint8(g.lvl[i]))
 		e.vec(g.vec(int32(i)))
-		for _, list := range g.adj[i] {
+		for lc := 0; lc <= int(g.lvl[i]); lc++ {
+			list := g.links(int32(i), lc)
 			e.uvarint(uint64(len(list)))
 			for _, x := range list {
 				e.uvarint(uint64(rm[x]))
@@ -715,7 +779,8 @@ func (g *HNSW) UnmarshalBinary(data []byte) error {
 	ng.ids = make([]string, n)
 	ng.vecs = make([]float32, n*dim)
 	ng.lvl = make([]int8, n)
-	ng.adj = make([][][]int32, n)
+	ng.l0 = make([]int32, n*(ng.m0+1))
+	ng.up = make([][][]int32, n)
 	for i := 0; i < n; i++ {
 		id := d.str("id")
 		lv := int(int8(d.u8("level")))
@@ -743,7 +808,9 @@ func (g *HNSW) UnmarshalBinary(data []byte) error {
 		if lv < 0 {
 			continue
 		}
-		ng.adj[i] = make([][]int32, lv+1)
+		if lv > 0 {
+			ng.up[i] = make([][]int32, lv)
+		}
 		for lc := 0; lc <= lv; lc++ {
 			k := d.uvarint("link count")
 			if d.err != nil {
@@ -763,7 +830,11 @@ func (g *HNSW) UnmarshalBinary(data []byte) error {
 				}
 				list[j] = int32(x)
 			}
-			ng.adj[i][lc] = list
+			if lc == 0 {
+				ng.setLinkIDs(int32(i), 0, list)
+			} else {
+				ng.up[i][lc-1] = list
+			}
 		}
 	}
 	if err := d.end(); err != nil {
@@ -771,9 +842,9 @@ func (g *HNSW) UnmarshalBinary(data []byte) error {
 	}
 	// Links must point at nodes present on that layer; the entry must be
 	// the lowest-index node of the highest level.
-	for i := range ng.adj {
-		for lc, list := range ng.adj[i] {
-			for _, x := range list {
+	for i := range ng.lvl {
+		for lc := 0; lc <= int(ng.lvl[i]); lc++ {
+			for _, x := range ng.links(int32(i), lc) {
 				if int(ng.lvl[x]) < lc {
 					return fmt.Errorf("decode index: node %d links to %d above its level: %w", i, x, ErrCorrupt)
 				}
@@ -797,7 +868,7 @@ func (g *HNSW) UnmarshalBinary(data []byte) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.dim, g.m, g.m0, g.efC = ng.dim, ng.m, ng.m0, ng.efC
-	g.ids, g.vecs, g.lvl, g.adj, g.byID = ng.ids, ng.vecs, ng.lvl, ng.adj, ng.byID
+	g.ids, g.vecs, g.lvl, g.l0, g.up, g.byID = ng.ids, ng.vecs, ng.lvl, ng.l0, ng.up, ng.byID
 	g.dead, g.entry, g.maxLevel, g.build = 0, ng.entry, ng.maxLevel, ng.build
 	return nil
 }

@@ -3,6 +3,7 @@ package vector
 import (
 	"bytes"
 	"context"
+	"errors"
 	"math/rand/v2"
 	"testing"
 )
@@ -127,7 +128,7 @@ func TestHNSWRecallClustered(t *testing.T) {
 	addAll(t, g, vs[:n])
 	addAll(t, x, vs[:n])
 	rc := recall(t, x, g, vs[n:], 10)
-	t.Logf("HNSW recall@10, %d clustered 384-d vectors (50 clusters), M=16 efC=128 efS=96: %.4f", n, rc)
+	t.Logf("HNSW recall@10, %d clustered 384-d vectors (50 clusters), M=16 efC=128 efS=128: %.4f", n, rc)
 	if rc < 0.95 {
 		t.Fatalf("recall@10 = %.4f < 0.95", rc)
 	}
@@ -231,4 +232,34 @@ func indexOfVec(vs [][]float32, v []float32) int {
 		}
 	}
 	return -1
+}
+
+func TestHNSWSearchExactMatchesExact(t *testing.T) {
+	vs := uniformData(17, 300, 24)
+	g, x := mustHNSW(t, 24, HNSWOptions{M: 6}), mustExact(t, 24)
+	for _, idx := range []Index{g, x} {
+		addAll(t, idx, vs[:250])
+		_ = idx.Add("zero", make([]float32, 24))
+		for i := 0; i < 250; i += 4 {
+			_ = idx.Delete(idOf(i))
+		}
+	}
+	for _, q := range vs[250:] {
+		a, err := g.SearchExact(q, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := x.Search(q, 7)
+		if len(a) != len(b) {
+			t.Fatalf("SearchExact %v, Exact %v", a, b)
+		}
+		for i := range a {
+			if a[i] != b[i] {
+				t.Fatalf("SearchExact %v, Exact %v", a, b)
+			}
+		}
+	}
+	if _, err := g.SearchExact(vs[0], 0); !errors.Is(err, ErrInvalidK) {
+		t.Fatalf("k=0: %v", err)
+	}
 }

@@ -3,6 +3,7 @@ package vector
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"sort"
 )
@@ -135,4 +136,27 @@ func (t *topK) offer(id string, s float32) {
 
 func sortHits(h []Hit) {
 	sort.Slice(h, func(i, j int) bool { return better(h[i].Score, h[i].ID, h[j].Score, h[j].ID) })
+}
+
+// Load decodes a serialized Exact or HNSW index, choosing by its magic.
+// opts supplies the HNSW EfSearch (the only setting not serialized).
+func Load(data []byte, opts HNSWOptions) (Index, error) {
+	switch {
+	case len(data) >= len(exactMagic) && string(data[:len(exactMagic)]) == exactMagic:
+		x := &Exact{dim: 1, pos: map[string]int{}}
+		if err := x.UnmarshalBinary(data); err != nil {
+			return nil, err
+		}
+		return x, nil
+	case len(data) >= len(hnswMagic) && string(data[:len(hnswMagic)]) == hnswMagic:
+		g, err := NewHNSW(1, HNSWOptions{EfSearch: opts.EfSearch})
+		if err != nil {
+			return nil, err
+		}
+		if err := g.UnmarshalBinary(data); err != nil {
+			return nil, err
+		}
+		return g, nil
+	}
+	return nil, fmt.Errorf("load index: unknown magic: %w", ErrCorrupt)
 }
