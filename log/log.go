@@ -106,10 +106,13 @@ type Log struct {
 	headHash Hash
 	ids      map[ID]uint64
 
-	// Group commit (LevelDB's writer queue): appenders enqueue under qmu,
-	// then take commitMu; whoever holds it commits everything queued (only
-	// the first request in Sync mode) and marks those requests done, so a
-	// lone writer commits its own request with no hand-off.
+	// Group commit (LevelDB's writer queue): appenders enqueue under qmu
+	// and sleep on their own condition variable until they are done or at
+	// the front of the queue. The front request's goroutine is the leader:
+	// it commits everything queued (only itself in Sync mode) under commitMu,
+	// marks those requests done, wakes exactly them, and wakes the next
+	// front. A lone writer commits its own request with no hand-off, and
+	// followers never convoy through a mutex.
 	qmu      sync.Mutex
 	queue    []*appendReq
 	commitMu sync.Mutex
@@ -126,6 +129,7 @@ type appendReq struct {
 	res     []Result
 	err     error
 	done    bool // guarded by qmu
+	wake    *sync.Cond
 }
 
 // Open opens (creating if needed) the log in dir.
@@ -303,54 +307,68 @@ func (l *Log) AppendBatch(ctx context.Context, es []Entry) ([]Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	r := &appendReq{entries: es}
+	r := &appendReq{entries: es, wake: sync.NewCond(&l.qmu)}
 	l.qmu.Lock()
 	if l.closed {
 		l.qmu.Unlock()
 		return nil, ErrClosed
 	}
 	l.queue = append(l.queue, r)
+	for !r.done && l.queue[0] != r {
+		r.wake.Wait()
+	}
+	if r.done {
+		l.qmu.Unlock()
+		return r.res, r.err
+	}
+	// r is at the front: lead one commit.
+	if l.closed {
+		l.queue = l.queue[1:]
+		l.wakeFront()
+		l.qmu.Unlock()
+		return nil, ErrClosed
+	}
+	// The batch stays at the front of the queue while it commits, so
+	// appenders arriving meanwhile wait instead of leading.
+	batch := l.nextBatch()
 	l.qmu.Unlock()
+	l.commitMu.Lock()
+	l.commit(batch)
+	l.commitMu.Unlock()
+	l.qmu.Lock()
+	l.queue = l.queue[len(batch):]
+	if len(l.queue) == 0 {
+		l.queue = nil
+	}
+	for _, b := range batch {
+		b.done = true
+		if b != r {
+			b.wake.Signal()
+		}
+	}
+	l.wakeFront()
+	l.qmu.Unlock()
+	return r.res, r.err
+}
 
-	for {
-		l.commitMu.Lock()
-		l.qmu.Lock()
-		if r.done || l.closed {
-			err := r.err
-			if !r.done {
-				err = ErrClosed
-			}
-			l.qmu.Unlock()
-			l.commitMu.Unlock()
-			return r.res, err
-		}
-		batch := l.takeBatch()
-		l.qmu.Unlock()
-		l.commit(batch)
-		l.qmu.Lock()
-		for _, b := range batch {
-			b.done = true
-		}
-		l.qmu.Unlock()
-		l.commitMu.Unlock()
+// wakeFront wakes the request now at the front of the queue to lead the
+// next commit. Called with qmu held.
+func (l *Log) wakeFront() {
+	if len(l.queue) > 0 {
+		l.queue[0].wake.Signal()
 	}
 }
 
-// takeBatch removes the requests to commit next from the front of the
+// nextBatch returns the requests to commit next from the front of the
 // queue: one in Sync mode, else as many as fit in MaxBatch events (at least
 // one). Called with qmu held; the queue is not empty.
-func (l *Log) takeBatch() []*appendReq {
+func (l *Log) nextBatch() []*appendReq {
 	n, take := 0, 0
 	for take < len(l.queue) && (take == 0 || (l.opts.Durability != Sync && n+len(l.queue[take].entries) <= l.opts.MaxBatch)) {
 		n += len(l.queue[take].entries)
 		take++
 	}
-	batch := l.queue[:take:take]
-	l.queue = l.queue[take:]
-	if len(l.queue) == 0 {
-		l.queue = nil
-	}
-	return batch
+	return l.queue[:take:take]
 }
 
 // pending is an event built for the batch being committed.
