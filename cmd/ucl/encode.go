@@ -22,9 +22,18 @@ func (l *lineEncoder) encode(e *log.Event) error { return l.enc.Encode(e) }
 // and targeting fields, no content or meta.
 func (l *lineEncoder) encodeTombstoned(e *log.Event, by uint64) error {
 	s := e.Store()
-	return l.enc.Encode(map[string]any{
-		"seq": e.Seq, "time": log.FormatTime(e.Time), "type": e.Type.String(), "id": e.ID.String(),
-		"hash": e.Hash.String(), "prev": e.Prev.String(), "chunk_id": s.ChunkID, "session": s.Session,
-		"kind": s.Kind, "role": s.Role, "tombstoned": true, "tombstoned_by_seq": by,
-	})
+	return l.enc.Encode(struct {
+		Seq        uint64   `json:"seq"`
+		Time       string   `json:"time"`
+		Type       string   `json:"type"`
+		ID         log.ID   `json:"id"`
+		Hash       log.Hash `json:"hash"`
+		Prev       log.Hash `json:"prev"`
+		ChunkID    string   `json:"chunk_id"`
+		Session    string   `json:"session,omitempty"`
+		Role       string   `json:"role,omitempty"`
+		Kind       log.Kind `json:"kind"`
+		Tombstoned bool     `json:"tombstoned"`
+		By         uint64   `json:"tombstoned_by_seq"`
+	}{e.Seq, log.FormatTime(e.Time), e.Type.String(), e.ID, e.Hash, e.Prev, s.ChunkID, s.Session, s.Role, s.Kind, true, by})
 }
