@@ -3,6 +3,7 @@ package crypto
 import (
 	"bytes"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -122,6 +123,15 @@ func TestWallet(t *testing.T) {
 	w, err := NewWallet()
 	if err != nil {
 		t.Fatal(err)
+	}
+	var jwk map[string]string
+	if err := json.Unmarshal(w.JWK, &jwk); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"kty", "n", "e", "d", "p", "q", "dp", "dq", "qi"} {
+		if jwk[f] == "" {
+			t.Fatalf("JWK lacks %q", f)
+		}
 	}
 	if w.Address != AddressOf(w.PubKey) || len(w.Address) != 43 {
 		t.Fatalf("address %q", w.Address)

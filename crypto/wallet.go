@@ -5,11 +5,12 @@ import (
 	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
+	"math/big"
 	"fmt"
 	"os"
 
 	"github.com/everFinance/goar"
-	"github.com/everFinance/gojwk"
 
 	"github.com/unlimitedcontext/ucl/internal/fsutil"
 )
@@ -29,15 +30,23 @@ func NewWallet() (*Wallet, error) {
 	if err != nil {
 		return nil, fmt.Errorf("generate wallet: %w", err)
 	}
-	jk, err := gojwk.PrivateKey(k)
-	if err != nil {
-		return nil, fmt.Errorf("encode wallet: %w", err)
+	return ParseWallet(MarshalJWK(k))
+}
+
+// MarshalJWK encodes an RSA private key as a complete Arweave JWK: n, e, d
+// and the CRT parameters p, q, dp, dq, qi, which Arweave tools (and goar's
+// signer) expect.
+func MarshalJWK(k *rsa.PrivateKey) []byte {
+	k.Precompute()
+	b64 := func(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
+	e := big.NewInt(int64(k.E)).Bytes()
+	m := map[string]string{
+		"kty": "RSA", "e": b64(e), "n": b64(k.N.Bytes()), "d": b64(k.D.Bytes()),
+		"p": b64(k.Primes[0].Bytes()), "q": b64(k.Primes[1].Bytes()),
+		"dp": b64(k.Precomputed.Dp.Bytes()), "dq": b64(k.Precomputed.Dq.Bytes()), "qi": b64(k.Precomputed.Qinv.Bytes()),
 	}
-	b, err := gojwk.Marshal(jk)
-	if err != nil {
-		return nil, fmt.Errorf("encode wallet: %w", err)
-	}
-	return ParseWallet(b)
+	out, _ := json.Marshal(m)
+	return out
 }
 
 // ParseWallet reads an Arweave JWK.

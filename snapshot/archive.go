@@ -12,8 +12,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 
 	"github.com/unlimitedcontext/ucl/crypto"
+	"github.com/unlimitedcontext/ucl/internal/fsutil"
 )
 
 // Wire constants of archive.bin and its plaintext. Do not change.
@@ -299,9 +301,17 @@ func readTree(r io.Reader, fn func(e treeEntry, body io.Reader) error) error {
 	corrupt := func(format string, a ...any) error {
 		return fmt.Errorf("decode archive: %w: %s", ErrCorrupt, fmt.Sprintf(format, a...))
 	}
+	// short reports a read that failed: the frame reader's own error when
+	// it has one (authentication, cancellation), else a truncation.
+	short := func(what string, err error) error {
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			return fmt.Errorf("decode archive: %w", err)
+		}
+		return corrupt("%s: truncated", what)
+	}
 	magic := make([]byte, len(treeMagic))
 	if _, err := io.ReadFull(br, magic); err != nil {
-		return corrupt("short header: %v", err)
+		return short("header", err)
 	}
 	if string(magic) != treeMagic {
 		return corrupt("bad magic %q", magic)
@@ -311,10 +321,13 @@ func readTree(r io.Reader, fn func(e treeEntry, body io.Reader) error) error {
 	for {
 		kind, err := br.ReadByte()
 		if err != nil {
-			return corrupt("no end marker: %v", err)
+			return short("entry", err)
 		}
 		if kind == kindEnd {
 			if _, err := br.ReadByte(); err != io.EOF {
+				if err != nil {
+					return short("end", err)
+				}
 				return corrupt("data after the end marker")
 			}
 			return nil
@@ -323,15 +336,18 @@ func readTree(r io.Reader, fn func(e treeEntry, body io.Reader) error) error {
 			return corrupt("entry kind %#x", kind)
 		}
 		pl, err := binary.ReadUvarint(br)
-		if err != nil || pl == 0 || pl > maxPath {
+		if err != nil {
+			return short("path length", err)
+		}
+		if pl == 0 || pl > maxPath {
 			return corrupt("path length %d (%v)", pl, err)
 		}
 		pb := make([]byte, pl)
 		if _, err := io.ReadFull(br, pb); err != nil {
-			return corrupt("short path: %v", err)
+			return short("path", err)
 		}
 		p := string(pb)
-		if !fs.ValidPath(p) || p == "." {
+		if !fs.ValidPath(p) || p == "." || strings.IndexByte(p, 0) >= 0 || len(path.Base(p)) > 255 {
 			return corrupt("invalid path %q", p)
 		}
 		if seen[p] {
@@ -365,7 +381,7 @@ func readTree(r io.Reader, fn func(e treeEntry, body io.Reader) error) error {
 		if lr.N != 0 {
 			// fn stopped early: drain, so a short body is still detected.
 			if _, err := io.Copy(io.Discard, lr); err != nil {
-				return corrupt("body of %q: %v", p, err)
+				return short("body of "+p, err)
 			}
 			if lr.N != 0 {
 				return corrupt("body of %q truncated", p)
@@ -410,9 +426,9 @@ func extractTree(r io.Reader, dir string) error {
 		return err
 	}
 	for i := len(dirs) - 1; i >= 0; i-- {
-		if err := syncDir(dirs[i]); err != nil {
+		if err := fsutil.SyncDir(dirs[i]); err != nil {
 			return err
 		}
 	}
-	return syncDir(dir)
+	return fsutil.SyncDir(dir)
 }

@@ -29,7 +29,7 @@
 //	  "created": "<RFC 3339, UTC>",
 //	  "projections": [{"name": "timelines", "version": 1, "digest": "<64 hex>"}, ...],
 //	  "archive": {"file": "archive.bin", "size": S, "sha256": "<64 hex>",
-//	              "frame_size": 1048576, "plain_size": P},
+//	              "frame_size": 1048576, "compression": "deflate", "plain_size": P},
 //	  "key": {"epoch": 1, "wrapped": "<80 hex>"}
 //	}
 //
@@ -58,8 +58,10 @@
 // ‖ head hash ‖ for each projection: name ‖ 0x00 ‖ version (uint32 BE) ‖
 // digest). Editing any of those manifest fields makes every frame fail.
 //
-// The decrypted plaintext is a list of entries in lexical path order
-// (filepath.WalkDir), no timestamps, so the same state gives the same bytes:
+// The decrypted plaintext is a raw DEFLATE stream (RFC 1951; bbolt files are
+// mostly free pages and compress about 8:1), nothing after it. Decompressed,
+// it is a list of entries in lexical path order (filepath.WalkDir), with no
+// timestamps, so the same state gives the same tree bytes:
 //
 //	"UCLSNAR1"
 //	entry*  kind (1 byte: 'd' directory, 'f' file) ‖ path length (uvarint) ‖
@@ -70,14 +72,24 @@
 // # Restore
 //
 // Restore checks the manifest against the log (same log id, N <= head,
-// HashAt(N) == head hash), the archive's SHA-256, decrypts and extracts
-// into a temporary directory next to DIR/projections, opens the set there
-// and compares its digests with the manifest's before anything is replaced.
-// Then it swaps the directories (old renamed aside, new renamed in, parent
-// fsynced, old removed) and replays N+1..head. Any refusal is reported with
-// a typed reason (ErrCorrupt, ErrForeign, ErrAhead, ErrDiverged, ErrKey,
-// ErrIncompatible); with Fallback the projections are rebuilt from the log
-// instead, and the result says so.
+// HashAt(N) == head hash) and the archive's SHA-256, then decrypts and
+// extracts into DIR/.projections-restore-* (next to DIR/projections, same
+// file system). It renames DIR/projections aside to DIR/.projections-old-*,
+// renames the extracted tree in and fsyncs DIR, then opens the set pinned at
+// N and compares projections, versions, checkpoints and digests with the
+// manifest. Only when they match is the old state removed; otherwise it is
+// renamed back (the restored state never replaces a good one unverified).
+// The same open set then replays N+1..head (opening the set once matters:
+// the vector projection may rebuild its graph on open). A crash at any
+// point leaves the old state, no state (rebuilt from the log on next open),
+// or the restored state at a checkpoint on the chain; the next Restore
+// tidies leftovers. Refusals are typed (ErrNoSnapshot, ErrCorrupt,
+// ErrForeign, ErrAhead, ErrDiverged, ErrKey, ErrIncompatible); with
+// Fallback the projections are rebuilt from the log instead, and the
+// result says so.
+//
+// Create calls Flush on projections implementing Flusher before closing
+// them, so state normally rebuilt on open (the vector graph) is archived.
 //
 // # Publishing
 //

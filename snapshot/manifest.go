@@ -71,8 +71,15 @@ type ArchiveInfo struct {
 	Size      int64  `json:"size"`
 	SHA256    string `json:"sha256"`
 	FrameSize int    `json:"frame_size"`
-	PlainSize int64  `json:"plain_size"`
+	// Compression of the plaintext tree inside the frames: "deflate"
+	// (RFC 1951) is the only value format 1 defines.
+	Compression string `json:"compression"`
+	// PlainSize is the size of the uncompressed tree.
+	PlainSize int64 `json:"plain_size"`
 }
+
+// CompressionDeflate is the archive compression this build writes and reads.
+const CompressionDeflate = "deflate"
 
 // KeyInfo is the wrapped snapshot key.
 type KeyInfo struct {
@@ -129,6 +136,9 @@ func ParseManifest(b []byte) (*Manifest, error) {
 	}
 	if err := m.validate(); err != nil {
 		return nil, fmt.Errorf("parse manifest: %w: %v", ErrCorrupt, err)
+	}
+	if m.Archive.Compression != CompressionDeflate {
+		return nil, fmt.Errorf("parse manifest: %w: compression %q", ErrIncompatible, m.Archive.Compression)
 	}
 	return &m, nil
 }

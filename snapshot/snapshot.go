@@ -1,6 +1,8 @@
 package snapshot
 
 import (
+	"bufio"
+	"compress/flate"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -70,6 +72,13 @@ func (p Progress) stage(name string) func(done, total uint64) {
 		return nil
 	}
 	return func(done, total uint64) { p(name, done, total) }
+}
+
+// Flusher is implemented by projections that keep state they rebuild on
+// open from a journal (the vector graph) and can write it down now. Create
+// flushes before archiving, so opening a restored snapshot is cheap.
+type Flusher interface {
+	Flush() error
 }
 
 // CreateOptions configure Create.
@@ -153,6 +162,14 @@ func Create(ctx context.Context, env Env, o CreateOptions) (*CreateResult, error
 		set.Close()
 		return nil, fmt.Errorf("create snapshot: %w", err)
 	}
+	for _, p := range set.Projector.Projections() {
+		if f, ok := p.(Flusher); ok {
+			if err := f.Flush(); err != nil {
+				set.Close()
+				return nil, fmt.Errorf("create snapshot: flush %s: %w", p.Name(), err)
+			}
+		}
+	}
 	// Closing makes bbolt and bleve quiescent: their files are what a
 	// reopen would read.
 	if err := set.Close(); err != nil {
@@ -166,7 +183,7 @@ func Create(ctx context.Context, env Env, o CreateOptions) (*CreateResult, error
 		Seq:      head,
 		HeadHash: hex.EncodeToString(headHash[:]),
 		Created:  now.Format(time.RFC3339Nano),
-		Archive:  ArchiveInfo{File: ArchiveFile, FrameSize: o.FrameSize},
+		Archive:  ArchiveInfo{File: ArchiveFile, FrameSize: o.FrameSize, Compression: CompressionDeflate},
 		Key:      KeyInfo{Epoch: env.Keys.Current()},
 	}
 	for _, s := range st {
@@ -266,14 +283,16 @@ func writeArchive(ctx context.Context, path, projDir string, key []byte, m *Mani
 	if err != nil {
 		return err
 	}
-	var pw io.Writer = fw
-	if progress != nil {
-		pw = &progressWriter{w: fw, fn: progress, total: total, ctx: ctx}
-	} else {
-		pw = &progressWriter{w: fw, total: total, ctx: ctx}
+	zw, err := flate.NewWriter(fw, flate.BestSpeed)
+	if err != nil {
+		return err
 	}
+	pw := &progressWriter{w: zw, fn: progress, total: total, ctx: ctx}
 	if err := writeTree(pw, projDir); err != nil {
 		return err
+	}
+	if err := zw.Close(); err != nil {
+		return fmt.Errorf("compress archive: %w", err)
 	}
 	if err := fw.Close(); err != nil {
 		return err
@@ -286,7 +305,7 @@ func writeArchive(ctx context.Context, path, projDir string, key []byte, m *Mani
 	}
 	m.Archive.Size = cw.n
 	m.Archive.SHA256 = hex.EncodeToString(cw.h.Sum(nil))
-	m.Archive.PlainSize = fw.plain
+	m.Archive.PlainSize = int64(pw.done)
 	if progress != nil {
 		progress(total, total)
 	}
@@ -446,9 +465,10 @@ type VerifyOptions struct {
 // the first failure (nil when all ran checks passed).
 func Verify(ctx context.Context, dir string, o VerifyOptions) (*Manifest, []Check, error) {
 	var checks []Check
+	var m *Manifest
 	fail := func(name string, err error) (*Manifest, []Check, error) {
 		checks = append(checks, Check{Name: name, Detail: err.Error()})
-		return nil, checks, err
+		return m, checks, err
 	}
 	m, err := ReadManifest(dir)
 	if err != nil {
@@ -460,25 +480,22 @@ func Verify(ctx context.Context, dir string, o VerifyOptions) (*Manifest, []Chec
 	checks = append(checks, Check{Name: "manifest", OK: true, Detail: fmt.Sprintf("seq %d, %d projections", m.Seq, len(m.Projections))})
 	if o.Log != nil {
 		if err := CheckLog(m, o.Log, o.LogID); err != nil {
-			_, cs, _ := fail("log", err)
-			return m, cs, err
+			return fail("log", err)
 		}
-		checks = append(checks, Check{Name: "log", OK: true, Detail: fmt.Sprintf("event %d has the snapshot's hash", m.Seq)})
+		checks = append(checks, Check{Name: "log", OK: true, Detail: fmt.Sprintf("event %d has the snapshot's head hash", m.Seq)})
 	} else {
-		checks = append(checks, Check{Name: "log", Skipped: true})
+		checks = append(checks, Check{Name: "log", Skipped: true, Detail: "no log given"})
 	}
 	if err := checkArchiveFile(filepath.Join(dir, ArchiveFile), m); err != nil {
-		_, cs, _ := fail("archive", err)
-		return m, cs, err
+		return fail("archive", err)
 	}
-	checks = append(checks, Check{Name: "archive", OK: true, Detail: fmt.Sprintf("%d bytes, sha256 ok", m.Archive.Size)})
+	checks = append(checks, Check{Name: "archive", OK: true, Detail: fmt.Sprintf("%d bytes, sha256 matches", m.Archive.Size)})
 	if o.Keys == nil {
 		checks = append(checks, Check{Name: "decrypt", Skipped: true, Detail: "no vault key"})
 		return m, checks, nil
 	}
 	if err := decryptArchive(ctx, filepath.Join(dir, ArchiveFile), m, o.Keys, o.Progress, nil); err != nil {
-		_, cs, _ := fail("decrypt", err)
-		return m, cs, err
+		return fail("decrypt", err)
 	}
 	checks = append(checks, Check{Name: "decrypt", OK: true, Detail: fmt.Sprintf("%d plaintext bytes, every frame authentic", m.Archive.PlainSize)})
 	return m, checks, nil
@@ -543,34 +560,53 @@ func decryptArchive(ctx context.Context, path string, m *Manifest, kr *crypto.Ke
 }
 
 func decryptFrom(ctx context.Context, r io.Reader, m *Manifest, key []byte, progress func(done, total uint64), dir func() string) error {
-	var in io.Reader = r
-	if progress != nil || ctx != nil {
-		in = &progressReader{r: r, fn: progress, total: uint64(m.Archive.Size), ctx: ctx}
-	}
+	in := &progressReader{r: r, fn: progress, total: uint64(m.Archive.Size), ctx: ctx}
 	fr, err := newFrameReader(in, key, m.Binding())
 	if err != nil {
 		return err
 	}
+	// The decompressor reads a ByteReader exactly up to the end of the
+	// deflate stream, so trailing bytes are seen below.
+	zbr := bufio.NewReaderSize(fr, 64<<10)
+	zr := flate.NewReader(zbr)
+	defer zr.Close()
+	tr := &corruptReader{r: zr}
 	if dir != nil {
-		if err := extractTree(fr, dir()); err != nil {
-			return err
-		}
-	} else if err := readTree(fr, func(e treeEntry, body io.Reader) error {
-		if body != nil {
-			_, err := io.Copy(io.Discard, body)
-			return err
-		}
-		return nil
-	}); err != nil {
+		err = extractTree(tr, dir())
+	} else {
+		err = readTree(tr, func(e treeEntry, body io.Reader) error {
+			if body != nil {
+				_, err := io.Copy(io.Discard, body)
+				return err
+			}
+			return nil
+		})
+	}
+	if err != nil {
 		return err
 	}
-	if fr.plain != nil && len(fr.plain) > 0 || !fr.done {
-		return fmt.Errorf("decode archive: %w: data after the end marker", ErrCorrupt)
+	if _, err := zbr.ReadByte(); err != io.EOF {
+		if err != nil {
+			return fmt.Errorf("decode archive: %w", err)
+		}
+		return fmt.Errorf("decode archive: %w: data after the compressed stream", ErrCorrupt)
 	}
-	if fr.n == 0 {
-		return fmt.Errorf("decode archive: %w: no frames", ErrCorrupt)
+	if !fr.done {
+		return fmt.Errorf("decode archive: %w: no last frame", ErrCorrupt)
 	}
 	return nil
+}
+
+// corruptReader marks decompression errors as corruption (the frame
+// reader's own errors already are).
+type corruptReader struct{ r io.Reader }
+
+func (c *corruptReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if err != nil && err != io.EOF && !errors.Is(err, ErrCorrupt) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("decompress archive: %w: %v", ErrCorrupt, err)
+	}
+	return n, err
 }
 
 type progressReader struct {

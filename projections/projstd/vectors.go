@@ -276,6 +276,16 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 	return nil
 }
 
+// Flush writes the graph file if operations are pending since the last
+// one, so the next open (after a snapshot, or a long rebuild) loads instead
+// of replaying. Snapshot creation calls it.
+func (v *VectorProjection) Flush() error {
+	if v.sinceGraph == 0 {
+		return nil
+	}
+	return v.saveGraph()
+}
+
 // saveGraph writes graph.bin as of the checkpoint, then drops the
 // operations it covers.
 func (v *VectorProjection) saveGraph() error {
