@@ -293,15 +293,28 @@ type SignedTx struct {
 // SignTx builds and signs a format-2 data transaction for data with tags.
 // It asks the gateway for an anchor and the price.
 func (c *Client) SignTx(ctx context.Context, data []byte, tags []Tag) (*SignedTx, error) {
+	anchor, err := c.Anchor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return c.signTx(ctx, data, tags, anchor)
+}
+
+// Anchor returns the gateway's current transaction anchor (last_tx).
+func (c *Client) Anchor(ctx context.Context) (string, error) {
+	anchor, _, err := c.do(ctx, http.MethodGet, "/tx_anchor", nil, "")
+	if err != nil {
+		return "", fmt.Errorf("get tx anchor: %w", err)
+	}
+	return strings.TrimSpace(string(anchor)), nil
+}
+
+func (c *Client) signTx(ctx context.Context, data []byte, tags []Tag, anchor string) (*SignedTx, error) {
 	if c.wallet == nil {
 		return nil, ErrNoWallet
 	}
 	if n := TagBytes(tags); n > MaxTagBytes {
 		return nil, fmt.Errorf("sign tx: %w: %d tag bytes > %d", ErrTags, n, MaxTagBytes)
-	}
-	anchor, _, err := c.do(ctx, http.MethodGet, "/tx_anchor", nil, "")
-	if err != nil {
-		return nil, fmt.Errorf("get tx anchor: %w", err)
 	}
 	price, _, err := c.do(ctx, http.MethodGet, "/price/"+strconv.Itoa(len(data)), nil, "")
 	if err != nil {
@@ -313,7 +326,7 @@ func (c *Client) SignTx(ctx context.Context, data []byte, tags []Tag) (*SignedTx
 	}
 	tx := &types.Transaction{
 		Format:   2,
-		LastTx:   strings.TrimSpace(string(anchor)),
+		LastTx:   anchor,
 		Owner:    c.wallet.Owner(),
 		Tags:     utils.TagsEncode(tags),
 		Quantity: "0",

@@ -2,6 +2,7 @@ package arweave
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 )
 
@@ -80,5 +81,36 @@ func TestUploadOddSizes(t *testing.T) {
 				t.Fatalf("inline<=%d n=%d: fetch %v equal=%v", inline, n, err, bytes.Equal(got, data))
 			}
 		}
+	}
+}
+
+func TestFindGrants(t *testing.T) {
+	a := fundedClient(t, "", "wallet-a.json", Options{})
+	b := fundedClient(t, "", "wallet-b.json", Options{})
+	ctx := testCtx(t)
+	m := SegmentMeta{Kind: KindGrant, LogID: newLogID(t), FirstSeq: 7, LastSeq: 7, Grantee: a.Wallet().Address()}
+	id, err := b.Upload(ctx, []byte("wrapped share key"), m.Tags())
+	if err != nil {
+		t.Fatal(err)
+	}
+	found, err := a.FindGrants(ctx, a.Wallet().Address())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hit *TxInfo
+	for i := range found {
+		if found[i].ID == id {
+			hit = &found[i]
+		}
+	}
+	if hit == nil || hit.Owner != b.Wallet().Address() {
+		t.Fatalf("grant %s not found for grantee (got %d)", id, len(found))
+	}
+	pk, err := a.FetchPublicKey(ctx, b.Wallet().Address())
+	if err != nil || pk.Key.N.Cmp(b.Wallet().PublicKey().N) != 0 {
+		t.Fatalf("grantor key: %v", err)
+	}
+	if _, err := a.FetchPublicKey(ctx, "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown address: %v", err)
 	}
 }

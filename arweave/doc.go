@@ -71,6 +71,18 @@
 // the continuity between segments, names missing ranges with *GapError and
 // yields records in seq order.
 //
+// # Uploads
+//
+// L1 mode (default) posts one format-2 transaction per segment; bundle mode
+// posts one ANS-104 bundle per batch of segments, each segment an item
+// signed by the same wallet. Data up to Options.MaxInlineBytes (4 MiB) is
+// posted inside the transaction JSON, larger data as /chunk posts. Every
+// call takes a context; each HTTP attempt is bounded by RequestTimeout and
+// retried with jittered exponential backoff on timeouts, connection errors,
+// 5xx and 429, never on other 4xx. When a POST /tx fails ambiguously the
+// gateway is asked about the (already fixed) id before failing, so a lost
+// answer does not turn into a duplicate upload.
+//
 // # goar
 //
 // github.com/everFinance/goar v1.6.3 is used for keys, transaction signing,
@@ -80,4 +92,27 @@
 // uploads overlap. This package talks HTTP itself (every call takes a
 // context) and never calls a goar function that writes to stdout. goar's
 // log15 logger is silenced when this package is initialised (SilenceGoar).
+//
+// goar's chunker (utils.GenerateChunks) rounds the rebalanced second-to-last
+// chunk down where the protocol rounds up, so for data over 256 KiB with an
+// odd size and size mod 256 KiB under 32 KiB its data_root differs from the
+// node's: an inline post is rejected and a chunked one breaks the strict
+// data split. chunks.go computes chunks, proofs and data_root correctly and
+// SignTx installs them before goar signs.
+//
+// # arlocal quirks (arlocal 1.1.66, see arlocaltest)
+//
+//   - GET /tx/{id}/status answers 200 "Pending" for unmined transactions
+//     (a node answers 202), and 404 for bundled items; Status handles both
+//     (GraphQL fallback for items).
+//   - A POST /tx that hits an internal error (e.g. a duplicate id on a
+//     retried post) answers 404 "Not Found"; PostTx then checks the id.
+//   - A bundle posted inline is unbundled synchronously and its items are
+//     visible (pending) at once. A bundle posted as chunks is unbundled
+//     asynchronously after the last chunk, and /mine racing with that
+//     unbundling fails with 404 (SQLITE UNIQUE constraint) without mining.
+//     Bundles are therefore kept under MaxInlineBytes (SyncConfig.BatchBytes).
+//   - /mine dedupes a chunked bundle's chunks by content hash, so a bundle
+//     with two identical 256 KiB chunks would be corrupted.
+//   - GraphQL returns newest first by default and pages of at most 100.
 package arweave

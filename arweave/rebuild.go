@@ -138,7 +138,13 @@ func plan(cands []candidate, from uint64) (chosen [][]candidate, gaps []GapError
 // them and yields their records in seq order to fn (see the package doc).
 // A transaction that fails verification makes Rebuild return a
 // *TxRejectedError naming it, unless another valid segment covers the same
-// seqs. Missing seqs give a *GapError.
+// seqs. Missing seqs give a *GapError: without AllowPartial nothing is
+// yielded; with it, records up to the gap are yielded and the *GapError is
+// still returned (res.LastSeq says how far it got). Seqs after the last
+// segment are not a gap (the reader cannot know the head); no segment at
+// all gives a zero result and nil error (check res.Found). Segments from
+// From onwards are used whether mined or pending (res.Pending counts the
+// latter).
 func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (RebuildResult, error) {
 	var res RebuildResult
 	if opt.Client == nil || opt.Owner == "" {

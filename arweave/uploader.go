@@ -2,7 +2,9 @@ package arweave
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 )
 
 // SegmentUpload is one encoded segment (or snapshot, or grant) and what its
@@ -52,34 +54,73 @@ func UploadSegments(ctx context.Context, u Uploader, segs []SegmentUpload) ([]Re
 }
 
 // L1Uploader posts each segment as its own L1 transaction.
-type L1Uploader struct{ C *Client }
+type L1Uploader struct {
+	C *Client
+	// Concurrency is the number of transactions signed and posted at once
+	// (default 4).
+	Concurrency int
+}
 
 // NewL1Uploader returns the default uploader.
-func NewL1Uploader(c *Client) *L1Uploader { return &L1Uploader{C: c} }
+func NewL1Uploader(c *Client) *L1Uploader { return &L1Uploader{C: c, Concurrency: 4} }
+
+func (u *L1Uploader) conc() int {
+	if u.Concurrency <= 0 {
+		return 4
+	}
+	return u.Concurrency
+}
+
+// parallel runs fn(0..n-1) with at most k at once and returns each error.
+func parallel(n, k int, fn func(i int) error) []error {
+	errs := make([]error, n)
+	sem := make(chan struct{}, k)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int) {
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = fn(i)
+		}(i)
+	}
+	wg.Wait()
+	return errs
+}
 
 // Client implements Uploader.
 func (u *L1Uploader) Client() *Client { return u.C }
 
 // Sign implements Uploader.
 func (u *L1Uploader) Sign(ctx context.Context, segs []SegmentUpload) (*SignedUpload, error) {
-	out := &SignedUpload{}
-	for i, s := range segs {
-		tx, err := u.C.SignTx(ctx, s.Data, s.Meta.Tags())
+	anchor, err := u.C.Anchor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := &SignedUpload{txs: make([]*SignedTx, len(segs)), Receipts: make([]Receipt, len(segs))}
+	errs := parallel(len(segs), u.conc(), func(i int) error {
+		s := segs[i]
+		tx, err := u.C.signTx(ctx, s.Data, s.Meta.Tags(), anchor)
 		if err != nil {
-			return nil, fmt.Errorf("sign segment %d..%d: %w", s.Meta.FirstSeq, s.Meta.LastSeq, err)
+			return fmt.Errorf("sign segment %d..%d: %w", s.Meta.FirstSeq, s.Meta.LastSeq, err)
 		}
-		_ = i
-		out.txs = append(out.txs, tx)
-		out.Receipts = append(out.Receipts, Receipt{TxID: tx.ID, Size: len(s.Data)})
+		out.txs[i] = tx
+		out.Receipts[i] = Receipt{TxID: tx.ID, Size: len(s.Data)}
+		return nil
+	})
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
 
-// Post implements Uploader, posting in order and stopping at the first
-// failure.
+// Post implements Uploader. Transactions are posted concurrently; the
+// count returned is the length of the accepted prefix (a later one that
+// was accepted despite an earlier failure is found again by Status).
 func (u *L1Uploader) Post(ctx context.Context, s *SignedUpload) (int, error) {
-	for i, tx := range s.txs {
-		if err := u.C.PostTx(ctx, tx); err != nil {
+	errs := parallel(len(s.txs), u.conc(), func(i int) error { return u.C.PostTx(ctx, s.txs[i]) })
+	for i, err := range errs {
+		if err != nil {
 			return i, err
 		}
 	}

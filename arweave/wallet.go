@@ -74,19 +74,31 @@ func ParseWallet(b []byte) (*Wallet, error) {
 	if err := json.Unmarshal(b, &k); err != nil {
 		return nil, fmt.Errorf("parse wallet: %w: %v", ErrBadWallet, err)
 	}
-	if k.Kty != "RSA" || k.N == "" || k.E == "" || k.D == "" || k.P == "" || k.Q == "" {
-		return nil, fmt.Errorf("parse wallet: %w: need kty RSA with n, e, d, p, q", ErrBadWallet)
+	if k.Kty != "RSA" || k.N == "" || k.E == "" || k.D == "" || (k.P == "") != (k.Q == "") {
+		return nil, fmt.Errorf("parse wallet: %w: need kty RSA with n, e, d (and p, q, or neither)", ErrBadWallet)
 	}
 	var vals [5]*big.Int
 	for i, s := range []string{k.N, k.E, k.D, k.P, k.Q} {
+		if s == "" {
+			continue
+		}
 		v, err := b64Int(s)
 		if err != nil {
 			return nil, fmt.Errorf("parse wallet: %w: %v", ErrBadWallet, err)
 		}
 		vals[i] = v
 	}
-	if !vals[1].IsInt64() || vals[1].Int64() > 1<<31 {
+	if !vals[1].IsInt64() || vals[1].Int64() < 3 || vals[1].Int64() > 1<<31 {
 		return nil, fmt.Errorf("parse wallet: %w: bad exponent", ErrBadWallet)
+	}
+	if vals[3] == nil {
+		// Some JWK writers (gojwk, used by crypto.NewWallet) omit the
+		// primes; recover them from n, e, d.
+		p, q, err := recoverPrimes(vals[0], int(vals[1].Int64()), vals[2])
+		if err != nil {
+			return nil, fmt.Errorf("parse wallet: %w: %v", ErrBadWallet, err)
+		}
+		vals[3], vals[4] = p, q
 	}
 	key := &rsa.PrivateKey{
 		PublicKey: rsa.PublicKey{N: vals[0], E: int(vals[1].Int64())},
@@ -98,6 +110,54 @@ func ParseWallet(b []byte) (*Wallet, error) {
 	}
 	key.Precompute()
 	return &Wallet{signer: goar.NewSignerByPrivateKey(key)}, nil
+}
+
+// recoverPrimes factors n given the RSA exponents e and d (the standard
+// method of NIST SP 800-56B Appendix C.2): e·d-1 = 2^t·r with r odd; for a
+// base g, some g^(r·2^i) is a non-trivial square root of 1 mod n, and its
+// gcd with n is a prime factor. Bases are tried deterministically.
+func recoverPrimes(n *big.Int, e int, d *big.Int) (p, q *big.Int, err error) {
+	one := big.NewInt(1)
+	if n.Sign() <= 0 || d.Sign() <= 0 || n.Bit(0) == 0 || n.BitLen() > 16384 {
+		return nil, nil, errors.New("recover primes: bad n or d")
+	}
+	k := new(big.Int).Mul(d, big.NewInt(int64(e)))
+	k.Sub(k, one)
+	if k.Sign() <= 0 || k.Bit(0) != 0 {
+		return nil, nil, errors.New("recover primes: e·d-1 is not even")
+	}
+	r, t := new(big.Int).Set(k), 0
+	for r.Bit(0) == 0 {
+		r.Rsh(r, 1)
+		t++
+	}
+	nm1 := new(big.Int).Sub(n, one)
+	two := big.NewInt(2)
+	for g := int64(2); g < 200; g++ {
+		y := new(big.Int).Exp(big.NewInt(g), r, n)
+		if y.Cmp(one) == 0 || y.Cmp(nm1) == 0 {
+			continue
+		}
+		for i := 0; i < t; i++ {
+			x := new(big.Int).Exp(y, two, n)
+			if x.Cmp(one) == 0 {
+				p = new(big.Int).GCD(nil, nil, new(big.Int).Sub(y, one), n)
+				q, m := new(big.Int).DivMod(n, p, new(big.Int))
+				if p.Cmp(one) > 0 && q.Cmp(one) > 0 && m.Sign() == 0 {
+					if p.Cmp(q) < 0 {
+						p, q = q, p
+					}
+					return p, q, nil
+				}
+				break
+			}
+			if x.Cmp(nm1) == 0 {
+				break
+			}
+			y = x
+		}
+	}
+	return nil, nil, errors.New("recover primes: n, e, d do not form an RSA key")
 }
 
 // GenerateWallet creates a new RSA-4096 wallet and returns it with its JWK

@@ -6,8 +6,8 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
-	"math/big"
 	"fmt"
+	"math/big"
 	"os"
 
 	"github.com/everFinance/goar"

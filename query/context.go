@@ -111,7 +111,11 @@ type packed struct {
 // Rendering groups chunks: notes (sessionless non-document chunks), then
 // documents (by chunk_parent, parts in chunk order; name from meta "name",
 // then "title", then the parent id), then sessions by first content time,
-// the active session last; turns in content-time order.
+// the active session last; turns in content-time order. A session's date
+// is the UTC date of its earliest chunk in the context; times are RFC 3339
+// UTC. Chunks cut to key sentences carry trimmed="true" (xml), "trimmed":
+// true (json) or end with " […]" (text). XML content is escaped (& < > ")
+// and characters XML forbids become U+FFFD; every format is valid UTF-8.
 func (e *Engine) Assemble(ctx context.Context, req ContextRequest) (*Assembly, error) {
 	if e.src.Chunks == nil {
 		return nil, fmt.Errorf("assemble context: chunk store: %w", ErrNoSource)
@@ -172,7 +176,13 @@ func (e *Engine) Assemble(ctx context.Context, req ContextRequest) (*Assembly, e
 			items = append(items, packed{c: c, content: t, trimmed: t != c.Content})
 			return true
 		}
-		lo, hi := 0, min(limit, tok.CountTokens(c.Content))
+		// The content of what fits costs at most the slack left, so the
+		// slack bounds the search (and ends it when nothing is left).
+		slack := within - cost()
+		if slack <= 0 {
+			return false
+		}
+		lo, hi := 0, min(limit, tok.CountTokens(c.Content), slack)
 		best := ""
 		for lo < hi { // largest bound whose trim fits
 			mid := (lo + hi + 1) / 2
@@ -535,7 +545,9 @@ func trimText(t bool) string {
 	return ""
 }
 
-func oneLine(s string) string { return strings.Join(strings.Fields(strings.ToValidUTF8(s, "\uFFFD")), " ") }
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ToValidUTF8(s, "\uFFFD")), " ")
+}
 
 // oneBlock keeps line breaks but drops blank lines, so a chunk cannot fake
 // a header line of the text format.

@@ -43,7 +43,8 @@ type Options struct {
 	RepoRoot string
 	// StartTimeout bounds the wait for GET /info (default 60s).
 	StartTimeout time.Duration
-	// Log receives arlocal's stdout and stderr (default: discarded).
+	// Log receives arlocal's stdout and stderr. When nil, arlocal runs with
+	// --hidelogs (it otherwise logs every transaction with its data).
 	Log io.Writer
 }
 
@@ -119,8 +120,12 @@ func StartProcess(ctx context.Context, opt Options) (*Gateway, error) {
 	if opt.StartTimeout <= 0 {
 		opt.StartTimeout = 60 * time.Second
 	}
+	args := []string{bin, "PORT", "--dbpath", "DIR"}
 	if opt.Log == nil {
+		// arlocal logs every posted transaction, data included; writing
+		// that to a pipe costs more than the upload itself.
 		opt.Log = io.Discard
+		args = append(args, "--hidelogs")
 	}
 	dir, err := os.MkdirTemp("", "arlocal-*")
 	if err != nil {
@@ -128,6 +133,7 @@ func StartProcess(ctx context.Context, opt Options) (*Gateway, error) {
 	}
 	// arlocal joins --dbpath to its cwd even when absolute: run it in the
 	// parent of dir and pass dir's base name.
+	args[3] = filepath.Base(dir)
 	var lastErr error
 	for try := 0; try < 3; try++ {
 		port, err := freePort()
@@ -141,10 +147,11 @@ func StartProcess(ctx context.Context, opt Options) (*Gateway, error) {
 			hc:   &http.Client{Timeout: 30 * time.Second},
 			done: make(chan struct{}),
 		}
-		g.cmd = exec.Command(node, bin, strconv.Itoa(port), "--dbpath", filepath.Base(dir))
+		args[1] = strconv.Itoa(port)
+		g.cmd = exec.Command(node, args...)
 		g.cmd.Dir = filepath.Dir(dir)
 		g.cmd.Stdout, g.cmd.Stderr = opt.Log, opt.Log
-		g.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		g.cmd.SysProcAttr = procAttr()
 		if err := g.cmd.Start(); err != nil {
 			os.RemoveAll(dir)
 			return nil, fmt.Errorf("start arlocal: %w", err)
