@@ -38,7 +38,7 @@ demo: build
 # per case; raise it (e.g. BENCHTIME=3s) for steadier numbers.
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -timeout 60m ./log/
-	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -timeout 60m ./projections/... ./query/ ./arweave/ ./snapshot/ 2>/dev/null || true
+	$(GO) test -run "^$$" -bench . -benchtime $(BENCHTIME) -timeout 60m ./projections/... ./query/ ./arweave/ ./snapshot/ ./test/
 
 bench-100k:
 	UCL_BENCH_100K=1 $(MAKE) bench

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -185,6 +186,52 @@ func TestRetriesRecover(t *testing.T) {
 				t.Fatalf("%d transactions after retried post, want 1", n)
 			}
 		})
+	}
+}
+
+// TestL1PostStopsAfterFailure: once the gateway fails, an L1 batch stops
+// starting posts (each would spend its own retries) and reports the
+// accepted prefix.
+func TestL1PostStopsAfterFailure(t *testing.T) {
+	g := gateway(t)
+	p := newFaultProxy(t, g.URL())
+	opt := fastRetry
+	opt.MaxAttempts = 2
+	c := fundedClient(t, p.srv.URL, "wallet-a.json", opt)
+	ctx := testCtx(t)
+	logID := newLogID(t)
+	l := newMemLog(40, 100)
+	var segs []SegmentUpload
+	prev := Hash{}
+	for i := 0; i < 40; i += 2 {
+		recs := l.recs[i : i+2]
+		data, err := EncodeSegment(logID, prev, recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prev = recs[1].Hash()
+		segs = append(segs, SegmentUpload{Meta: SegmentMeta{Kind: KindSegment, LogID: logID, FirstSeq: recs[0].Seq, LastSeq: recs[1].Seq, HeadHash: prev}, Data: data})
+	}
+	u := &L1Uploader{C: c, Concurrency: 2}
+	signed, err := u.Sign(ctx, segs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var posts atomic.Int32
+	p.set("503", -1, func(r *http.Request) bool {
+		return r.Method == http.MethodPost && r.URL.Path == "/tx" && posts.Add(1) > 3
+	})
+	n, err := u.Post(ctx, signed)
+	if !errors.Is(err, ErrUnavailable) || n < 1 || n > 3 {
+		t.Fatalf("accepted %d, err %v; want 1..3 and ErrUnavailable", n, err)
+	}
+	// Without the stop every one of the 20 posts would be tried (and
+	// retried); with it at most the ones already in flight are.
+	if got := int(posts.Load()); got > 3+2*2*opt.MaxAttempts {
+		t.Fatalf("%d POST /tx attempts after the failure started", got)
+	}
+	if found := countSegments(t, c, logID); found < n || found > 3 {
+		t.Fatalf("%d transactions on the gateway, accepted prefix %d, 3 posts let through", found, n)
 	}
 }
 

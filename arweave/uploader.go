@@ -114,11 +114,32 @@ func (u *L1Uploader) Sign(ctx context.Context, segs []SegmentUpload) (*SignedUpl
 	return out, nil
 }
 
+// errSkipped marks a post not attempted because an earlier one failed.
+var errSkipped = errors.New("not posted: an earlier post failed")
+
 // Post implements Uploader. Transactions are posted concurrently; the
 // count returned is the length of the accepted prefix (a later one that
-// was accepted despite an earlier failure is found again by Status).
+// was accepted despite an earlier failure is found again by Status). Once a
+// post has failed, posts after it are not started: only the prefix counts,
+// and against a gateway that went down each would spend its own retries.
 func (u *L1Uploader) Post(ctx context.Context, s *SignedUpload) (int, error) {
-	errs := parallel(len(s.txs), u.conc(), func(i int) error { return u.C.PostTx(ctx, s.txs[i]) })
+	var mu sync.Mutex
+	failed := len(s.txs) // lowest index that failed
+	errs := parallel(len(s.txs), u.conc(), func(i int) error {
+		mu.Lock()
+		skip := i > failed
+		mu.Unlock()
+		if skip {
+			return errSkipped
+		}
+		err := u.C.PostTx(ctx, s.txs[i])
+		if err != nil {
+			mu.Lock()
+			failed = min(failed, i)
+			mu.Unlock()
+		}
+		return err
+	})
 	for i, err := range errs {
 		if err != nil {
 			return i, err
