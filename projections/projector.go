@@ -178,6 +178,7 @@ type run struct {
 	last    Checkpoint
 	pending int // applied since the last commit
 	failed  bool
+	err     error // the Apply or Commit failure that stopped it
 }
 
 // plan finds each projection's start, resetting those that rebuild from 1
@@ -274,51 +275,90 @@ func (pr *Projector) catchUpForce(ctx context.Context, src Source, progress func
 	if total == 0 {
 		return nil
 	}
-	// Runs sorted by start: the active ones are a growing prefix.
-	sort.SliceStable(runs, func(i, j int) bool { return runs[i].start < runs[j].start })
-	active := 0
+	// Each projection applies the stream on its own goroutine (they are
+	// independent, and on a multi-core machine the slowest one, not the
+	// sum, sets the pace). The log is read and decrypted once; batches of
+	// events fan out to every projection, which skips seqs below its start.
+	// Each projection still sees events strictly in seq order.
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	const batchSize = 256
+	var wg sync.WaitGroup
+	chans := make([]chan []*log.Event, len(runs))
+	for i, r := range runs {
+		chans[i] = make(chan []*log.Event, 4)
+		wg.Add(1)
+		go func(r *run, in <-chan []*log.Event) {
+			defer wg.Done()
+			for batch := range in {
+				if r.failed {
+					continue
+				}
+				for _, ev := range batch {
+					if ev.Seq < r.start {
+						continue
+					}
+					if err := r.p.Apply(ev); err != nil {
+						r.failed = true
+						r.err = &ApplyError{Projection: r.p.Name(), Seq: ev.Seq, Err: err}
+						cancel()
+						break
+					}
+					r.last = Checkpoint{Seq: ev.Seq, Hash: ev.Hash}
+					r.pending++
+					if r.pending >= pr.opt.CommitEvery {
+						if err := commitRun(r); err != nil {
+							r.err = err
+							cancel()
+							break
+						}
+					}
+				}
+			}
+		}(r, chans[i])
+	}
 	next := from
-	var applyErr error // an Apply or Commit failure (returned as is)
-	readErr := src.Events(ctx, from, head, func(ev *log.Event) error {
-		if done%256 == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
+	var batch []*log.Event
+	flush := func() error {
+		for _, ch := range chans {
+			select {
+			case ch <- batch:
+			case <-rctx.Done():
+				return rctx.Err()
 			}
 		}
+		batch = nil
+		return nil
+	}
+	readErr := src.Events(rctx, from, head, func(ev *log.Event) error {
 		if ev.Seq != next {
 			return fmt.Errorf("read event: %w: got seq %d, want %d", ErrSourceGap, ev.Seq, next)
 		}
 		next++
-		for active < len(runs) && runs[active].start <= ev.Seq {
-			active++
-		}
-		commit := false
-		for _, r := range runs[:active] {
-			if err := r.p.Apply(ev); err != nil {
-				r.failed = true
-				applyErr = &ApplyError{Projection: r.p.Name(), Seq: ev.Seq, Err: err}
-				return applyErr
-			}
-			r.last = Checkpoint{Seq: ev.Seq, Hash: ev.Hash}
-			r.pending++
-			if r.pending >= pr.opt.CommitEvery {
-				commit = true
-			}
-		}
+		batch = append(batch, ev)
 		done++
-		if commit {
-			for _, r := range runs[:active] {
-				if r.pending >= pr.opt.CommitEvery {
-					if err := commitRun(r); err != nil {
-						applyErr = err
-						return err
-					}
-				}
+		if len(batch) == batchSize {
+			if err := flush(); err != nil {
+				return err
 			}
 			report()
 		}
 		return nil
 	})
+	if readErr == nil && len(batch) > 0 {
+		readErr = flush()
+	}
+	for _, ch := range chans {
+		close(ch)
+	}
+	wg.Wait()
+	var applyErr error // the first projection's Apply or Commit failure, in run order
+	for _, r := range runs {
+		if r.err != nil {
+			applyErr = r.err
+			break
+		}
+	}
 	// Commit what was applied, even after an error: every projection that
 	// did not fail holds exactly the events up to its last checkpoint.
 	var commitErr error
@@ -334,6 +374,9 @@ func (pr *Projector) catchUpForce(ctx context.Context, src Source, progress func
 		return applyErr
 	}
 	if readErr != nil {
+		if ctx.Err() != nil {
+			readErr = ctx.Err()
+		}
 		return fmt.Errorf("read log %d..%d: %w", from, head, readErr)
 	}
 	if commitErr != nil {

@@ -293,8 +293,10 @@ func TestApplyErrorAndCancel(t *testing.T) {
 	if bad.cp.Seq != 200 {
 		t.Fatalf("failing projection committed at %d, want its last commit 200", bad.cp.Seq)
 	}
-	if good.cp.Seq != 257 || good.cp.Hash != evs[256].Hash {
-		t.Fatalf("good projection committed at %d, want 257", good.cp.Seq)
+	// Projections run concurrently: the good one goes on independently until
+	// the failure cancels the read, and commits exactly what it applied.
+	if good.cp.Seq < 256 || good.cp.Hash != evs[good.cp.Seq-1].Hash {
+		t.Fatalf("good projection committed at %d, want at least 256 with a matching hash", good.cp.Seq)
 	}
 
 	// Cancel after the first commit: progress so far is committed.
