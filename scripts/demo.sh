@@ -17,7 +17,6 @@ run append "$(dirname "$UCL_DIR")/in.jsonl"
 run replay
 run audit verify
 run status
-if "$UCL" help query >/dev/null 2>&1; then
-  run query "where should I stay in Lisbon" --k 3 --now 2023-05-10T00:00:00Z
-  run context "what food should I avoid" --budget 300 --session trip --now 2023-05-10T00:00:00Z
-fi
+run query "where should I stay in Lisbon" --k 3 --now 2023-05-10T00:00:00Z
+run context "what food should I avoid" --budget 300 --session trip --now 2023-05-10T00:00:00Z
+run session list

@@ -1,0 +1,310 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/unlimitedcontext/ucl/internal/ingest"
+	"github.com/unlimitedcontext/ucl/projections/projstd"
+	"github.com/unlimitedcontext/ucl/query"
+)
+
+func init() { register(queryCommand, contextCommand) }
+
+// Flags shared by query and context.
+func retrievalFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringSliceFlag{Name: "kind", Usage: "only chunks of this kind: conversation, document, knowledge, tool_call (repeatable)"},
+		&cli.StringSliceFlag{Name: "role", Usage: "only chunks with this role (repeatable)"},
+		&cli.StringFlag{Name: "since", Usage: "only content from this time on (RFC 3339, date or unix ms)"},
+		&cli.StringFlag{Name: "until", Usage: "only content before this time (RFC 3339, date or unix ms)"},
+		&cli.StringFlag{Name: "now", Usage: "reference time for \"yesterday\", \"last week\"… and recency (default: the current time)"},
+		&cli.StringFlag{Name: "origin", Value: "all", Usage: "own, shared or all (everything stored locally is own; shared chunks arrive with `ucl share pull`)"},
+		&cli.StringFlag{Name: "mode", Value: "hybrid", Usage: "hybrid, bm25 or vector"},
+		&cli.BoolFlag{Name: "no-time", Usage: "do not turn time phrases in TEXT into filters"},
+	}
+}
+
+var queryCommand = &cli.Command{
+	Name:      "query",
+	Usage:     "search memory (BM25 + vectors, fused by reciprocal rank)",
+	ArgsUsage: "TEXT",
+	Description: `Hybrid retrieval over the projections, brought up to date first. Time
+phrases in TEXT ("yesterday", "last week", "in May 2023", "since Monday",
+"on 2023-05-08") become time filters relative to --now and are cut from the
+searched text; --explain shows what was recognised and each result's score
+breakdown (bm25 and ann rank/score, rrf, recency, affinity, final).
+With --json: one JSON document with a "results" array; every result carries
+its chunk id, session, role, kind, time, seq, content and meta as stored.`,
+	Flags: append([]cli.Flag{
+		&cli.IntFlag{Name: "k", Value: query.DefaultK, Usage: fmt.Sprintf("number of results (at most %d)", query.MaxK)},
+		&cli.StringSliceFlag{Name: "session", Aliases: []string{"s"}, Usage: "only this session (repeatable)"},
+		&cli.StringFlag{Name: "active", Usage: "active session: its chunks rank a little higher (no filter)"},
+		&cli.BoolFlag{Name: "explain", Usage: "show the score breakdown and the recognised time phrases"},
+	}, retrievalFlags()...),
+	Action: func(c *cli.Context) error {
+		text, err := queryText(c, `ucl query "what did I decide about the cutover" --k 5`)
+		if err != nil {
+			return err
+		}
+		req, err := requestFromFlags(c, text)
+		if err != nil {
+			return err
+		}
+		req.K = c.Int("k")
+		if req.K <= 0 {
+			return usage("--k takes a positive number", "bad --k %d", req.K)
+		}
+		req.Sessions = c.StringSlice("session")
+		req.Session = c.String("active")
+		req.Explain = c.Bool("explain")
+		return withEngine(c, func(e *query.Engine) error {
+			resp, err := e.Search(context.Background(), req)
+			if err != nil {
+				return queryError(err)
+			}
+			if jsonOut(c) {
+				return printJSON(c, resp)
+			}
+			printResponse(c, resp, req.Explain)
+			return nil
+		})
+	},
+}
+
+var contextCommand = &cli.Command{
+	Name:      "context",
+	Usage:     "assemble an LLM context for TEXT under a token budget",
+	ArgsUsage: "[TEXT]",
+	Description: `The last --recent turns of the active --session, then the chunks that best
+match TEXT, packed so that the whole output (tags included) counts at most
+--budget tokens (estimate: max(bytes/4, 4/3 per word), rounded up). Lower-ranked
+chunks are cut to their key sentences before being dropped. Formats:
+  xml   <unlimited_context><session id date><turn role time>…</turn></session><document name>…</document></unlimited_context>
+  json  {"notes":[…],"documents":[…],"sessions":[…]}
+  text  plain sections
+TEXT may be omitted when --session and --recent are given (recent turns only).
+With --json: a JSON document describing the assembly, the context in "context".`,
+	Flags: append([]cli.Flag{
+		&cli.IntFlag{Name: "budget", Value: 4000, Usage: "token budget of the whole output"},
+		&cli.StringFlag{Name: "session", Aliases: []string{"s"}, Usage: "active session (its recent turns open the context)"},
+		&cli.IntFlag{Name: "recent", Value: 6, Usage: "recent turns of the active session to include"},
+		&cli.StringFlag{Name: "format", Value: "xml", Usage: "xml, json or text"},
+		&cli.IntFlag{Name: "k", Value: query.DefaultContextK, Usage: "ranked chunks to consider"},
+	}, retrievalFlags()...),
+	Action: func(c *cli.Context) error {
+		if c.NArg() > 1 {
+			return usage(`quote the text: ucl context "text with spaces"`, "too many arguments")
+		}
+		text := c.Args().First()
+		if strings.TrimSpace(text) == "" && (c.String("session") == "" || c.Int("recent") <= 0) {
+			return usage(`ucl context "what we discussed about the cutover" --budget 2000, or --session S --recent N for recent turns only`, "nothing to look for: TEXT is empty")
+		}
+		req, err := requestFromFlags(c, text)
+		if err != nil {
+			return err
+		}
+		req.Session = c.String("session")
+		req.K = c.Int("k")
+		if req.K <= 0 {
+			return usage("--k takes a positive number", "bad --k %d", req.K)
+		}
+		format, err := query.ParseFormat(c.String("format"))
+		if err != nil {
+			return usage("--format takes xml, json or text", "%v", err)
+		}
+		if c.Int("budget") <= 0 {
+			return usage("--budget takes a positive number of tokens, e.g. --budget 4000", "bad --budget %d", c.Int("budget"))
+		}
+		if c.Int("recent") < 0 {
+			return usage("--recent takes 0 or more turns", "bad --recent %d", c.Int("recent"))
+		}
+		creq := query.ContextRequest{Request: req, Budget: c.Int("budget"), RecentTurns: c.Int("recent"), Format: format}
+		return withEngine(c, func(e *query.Engine) error {
+			a, err := e.Assemble(context.Background(), creq)
+			if err != nil {
+				return queryError(err)
+			}
+			if jsonOut(c) {
+				return printJSON(c, struct {
+					*query.Assembly
+					Context string `json:"context"`
+				}{a, string(a.Output)})
+			}
+			_, err = c.App.Writer.Write(a.Output)
+			return err
+		})
+	},
+}
+
+func queryText(c *cli.Context, example string) (string, error) {
+	if c.NArg() > 1 {
+		return "", usage("quote the text: "+example, "too many arguments")
+	}
+	text := c.Args().First()
+	if strings.TrimSpace(text) == "" {
+		return "", usage(example, "nothing to search for: TEXT is empty")
+	}
+	return text, nil
+}
+
+// requestFromFlags reads the flags retrievalFlags defines.
+func requestFromFlags(c *cli.Context, text string) (query.Request, error) {
+	req := query.Request{Text: text, Kinds: c.StringSlice("kind"), Roles: c.StringSlice("role"), NoTemporal: c.Bool("no-time")}
+	for _, k := range req.Kinds {
+		switch k {
+		case "conversation", "document", "knowledge", "tool_call":
+		default:
+			return req, usage("--kind takes conversation, document, knowledge or tool_call", "unknown kind %q", k)
+		}
+	}
+	var err error
+	for _, f := range []struct {
+		name string
+		dst  *int64
+	}{{"since", &req.Since}, {"until", &req.Until}} {
+		if v := c.String(f.name); v != "" {
+			if *f.dst, err = ingest.ParseTime(v); err != nil {
+				return req, usage("--"+f.name+" 2023-05-08T13:56:00Z, --"+f.name+" 2023-05-08 or unix milliseconds", "bad --%s: %v", f.name, err)
+			}
+		}
+	}
+	if req.Since != 0 && req.Until != 0 && req.Until <= req.Since {
+		return req, usage("--until must be after --since", "empty time range")
+	}
+	if v := c.String("now"); v != "" {
+		ms, err := ingest.ParseTime(v)
+		if err != nil {
+			return req, usage("--now 2023-06-14T09:00:00Z", "bad --now: %v", err)
+		}
+		req.Now = time.UnixMilli(ms).UTC()
+	}
+	switch o := strings.ToLower(c.String("origin")); o {
+	case "", "all":
+		req.Origin = query.OriginAny
+	case "own", "shared":
+		req.Origin = query.Origin(o)
+	default:
+		return req, usage("--origin takes own, shared or all", "unknown origin %q", o)
+	}
+	if req.Mode, err = query.ParseMode(c.String("mode")); err != nil {
+		return req, usage("--mode takes hybrid, bm25 or vector", "%v", err)
+	}
+	return req, nil
+}
+
+// withEngine opens the store, brings the projections up to the log head and
+// runs fn with an engine over them.
+func withEngine(c *cli.Context, fn func(e *query.Engine) error) error {
+	s, set, err := openProjected(c)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	defer set.Close()
+	src := query.Sources{Chunks: set.Timelines}
+	if set.FTS != nil {
+		src.Text = set.FTS
+	}
+	if set.Vectors != nil {
+		src.Vectors = vectorSource{set.Vectors}
+	}
+	if set.Summary != nil {
+		src.Sessions = set.Summary
+	}
+	return fn(query.New(src, query.Options{}))
+}
+
+// vectorSource adapts the vector projection (which cannot import query)
+// to query.VectorSearcher.
+type vectorSource struct{ v *projstd.VectorProjection }
+
+func (a vectorSource) SearchText(ctx context.Context, text string, k int) ([]query.VectorHit, error) {
+	hits, err := a.v.SearchText(ctx, text, k)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]query.VectorHit, len(hits))
+	for i, h := range hits {
+		out[i] = query.VectorHit{ChunkID: h.ChunkID, Score: h.Score}
+	}
+	return out, nil
+}
+
+// queryError turns the query package's input errors into usage errors.
+func queryError(err error) error {
+	switch {
+	case errors.Is(err, query.ErrBadBudget):
+		return usage("raise --budget (the empty context alone needs a few tokens)", "%v", err)
+	case errors.Is(err, query.ErrEmptyQuery):
+		return usage(`ucl query "what to look for"`, "%v", err)
+	case errors.Is(err, query.ErrBadMode):
+		return usage("--mode takes hybrid, bm25 or vector; vector needs the vector projection", "%v", err)
+	case errors.Is(err, query.ErrBadFilter), errors.Is(err, query.ErrBadTimeRange), errors.Is(err, query.ErrBadK), errors.Is(err, query.ErrBadFormat):
+		return usage("see `ucl help query`", "%v", err)
+	}
+	return err
+}
+
+func printResponse(c *cli.Context, resp *query.Response, explain bool) {
+	if explain {
+		printf(c, "searched: %q (mode %s, now %s)\n", resp.SearchText, resp.Mode, fmtMS(resp.Now))
+		for _, m := range resp.Temporal {
+			printf(c, "time phrase %q → [%s, %s)\n", m.Phrase, fmtMS(m.Since), fmtMS(m.Until))
+		}
+		if resp.Since != 0 || resp.Until != 0 {
+			printf(c, "time filter: [%s, %s)\n", fmtMS(resp.Since), fmtMS(resp.Until))
+		}
+		if len(resp.Prefilter) > 0 {
+			printf(c, "pre-filtered to %d sessions: %s\n", len(resp.Prefilter), strings.Join(resp.Prefilter, ", "))
+		}
+	}
+	if len(resp.Results) == 0 {
+		printf(c, "no results\n")
+		return
+	}
+	for i, r := range resp.Results {
+		who := r.Role
+		if who == "" {
+			who = r.Kind
+		}
+		sess := r.Session
+		if sess == "" {
+			sess = "-"
+		}
+		printf(c, "%2d. %s  %s  %s  %s  (seq %d, score %.4f)\n", i+1, fmtMS(r.Time), sess, who, r.ChunkID, r.Seq, r.Score)
+		printf(c, "    %s\n", snippet(r.Content, 240))
+		if explain && r.Explain != nil {
+			x := r.Explain
+			printf(c, "    bm25 %s  ann %s  rrf %.5f × recency %.3f × affinity %.3f × time %.3f = %.5f\n",
+				rankStr(x.BM25Rank, x.BM25Score), rankStr(x.ANNRank, x.ANNScore), x.RRF, x.Recency, x.Affinity, x.Temporal, x.Final)
+		}
+	}
+}
+
+func rankStr(rank int, score float64) string {
+	if rank == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("#%d (%.3f)", rank, score)
+}
+
+func fmtMS(ms int64) string {
+	if ms == 0 {
+		return "open"
+	}
+	return time.UnixMilli(ms).UTC().Format(time.RFC3339)
+}
+
+func snippet(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}

@@ -1,0 +1,130 @@
+package query_test
+
+import (
+	"context"
+	"os"
+	"runtime"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/unlimitedcontext/ucl/projections/projtest"
+	"github.com/unlimitedcontext/ucl/query"
+)
+
+// benchQueries are 2-4 word queries over projtest's vocabulary.
+var benchQueries = []string{
+	"memory log session", "garden kitchen recipe", "arweave wallet upload", "database server backup restore",
+	"train flight hotel", "piano song guitar", "bug fix release", "weather river mountain city",
+	"doctor teacher student", "search query vector index", "coffee tea bread", "audit proof chain hash",
+	"what did Alice say about the project plan last week", "budget token context", "quiet warm evening", "compare measure improve",
+}
+
+var (
+	benchMu   sync.Mutex
+	benchFixt = map[int]*fixture{}
+)
+
+// benchFixture builds (once per size per process) the projections over n
+// generated store events.
+func benchFixture(b *testing.B, n int) *fixture {
+	benchMu.Lock()
+	defer benchMu.Unlock()
+	if f, ok := benchFixt[n]; ok {
+		return f
+	}
+	dir, err := os.MkdirTemp("", "ucl-query-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Not b.TempDir / b.Cleanup: the fixture outlives one benchmark.
+	f := newFixture(&noCleanup{b}, dir)
+	evs := projtest.StoreEvents(42, n)
+	start := time.Now()
+	f.apply(b, evs)
+	b.Logf("built %d-chunk fixture in %v", n, time.Since(start))
+	runtime.GC() // do not bill the build's garbage to the first benchmark
+	benchFixt[n] = f
+	return f
+}
+
+// noCleanup runs a fixture's cleanups never (the process exit drops them).
+type noCleanup struct{ testing.TB }
+
+func (noCleanup) Cleanup(func()) {}
+
+func benchSizes() []int {
+	if os.Getenv("UCL_BENCH_100K") == "1" {
+		return []int{10_000, 100_000}
+	}
+	return []int{10_000}
+}
+
+func reportPercentiles(b *testing.B, ds []time.Duration) {
+	if len(ds) == 0 {
+		return
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	p := func(q float64) float64 {
+		i := int(q * float64(len(ds)-1))
+		return float64(ds[i].Microseconds()) / 1000
+	}
+	b.ReportMetric(p(0.50), "p50-ms")
+	b.ReportMetric(p(0.99), "p99-ms")
+}
+
+func BenchmarkSearch(b *testing.B) {
+	now := time.UnixMilli(projtest.BaseTime).UTC()
+	for _, n := range benchSizes() {
+		for _, mode := range []query.Mode{query.ModeHybrid, query.ModeBM25, query.ModeVector} {
+			b.Run(sizeName(n)+"/"+string(mode), func(b *testing.B) {
+				f := benchFixture(b, n)
+				e := f.engine(query.Options{})
+				ctx := context.Background()
+				ds := make([]time.Duration, 0, b.N)
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					t0 := time.Now()
+					if _, err := e.Search(ctx, query.Request{Text: benchQueries[i%len(benchQueries)], K: 10, Now: now, Mode: mode}); err != nil {
+						b.Fatal(err)
+					}
+					ds = append(ds, time.Since(t0))
+				}
+				b.StopTimer()
+				reportPercentiles(b, ds)
+			})
+		}
+	}
+}
+
+func BenchmarkContext(b *testing.B) {
+	now := time.UnixMilli(projtest.BaseTime).UTC()
+	for _, n := range benchSizes() {
+		b.Run(sizeName(n)+"/budget4000", func(b *testing.B) {
+			f := benchFixture(b, n)
+			e := f.engine(query.Options{})
+			ctx := context.Background()
+			ds := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				t0 := time.Now()
+				if _, err := e.Context(ctx, query.ContextRequest{
+					Request: query.Request{Text: benchQueries[i%len(benchQueries)], Now: now, Session: "sess-42-001"},
+					Budget:  4000, RecentTurns: 6}); err != nil {
+					b.Fatal(err)
+				}
+				ds = append(ds, time.Since(t0))
+			}
+			b.StopTimer()
+			reportPercentiles(b, ds)
+		})
+	}
+}
+
+func sizeName(n int) string {
+	if n >= 1000 && n%1000 == 0 {
+		return itoa(n/1000) + "K"
+	}
+	return itoa(n)
+}
