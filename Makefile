@@ -5,6 +5,7 @@ ARLOCAL   := test/arlocal/node_modules/arlocal/bin/index.js
 FUZZTIME  ?= 30s
 BENCHTIME ?= 1x
 LOG_BENCHTIME ?= 2s
+QUERY_BENCHTIME ?= 300x
 
 .PHONY: all build test test-short race demo bench bench-100k fuzz arlocal vet clean
 
@@ -40,7 +41,8 @@ demo: build
 # build per iteration, so BENCHTIME=1x runs each once.
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime $(LOG_BENCHTIME) -timeout 60m ./log/
-	$(GO) test -run "^$$" -bench . -benchtime $(BENCHTIME) -timeout 60m ./projections/... ./query/ ./arweave/ ./snapshot/ ./test/
+	$(GO) test -run "^$$" -bench . -benchtime $(QUERY_BENCHTIME) -timeout 60m ./query/
+	$(GO) test -run "^$$" -bench . -benchtime $(BENCHTIME) -timeout 60m ./projections/... ./arweave/ ./snapshot/ ./test/
 
 bench-100k:
 	UCL_BENCH_100K=1 $(MAKE) bench

@@ -689,26 +689,30 @@ func (l *Log) bounds(from, to uint64) (uint64, uint64, Hash, error) {
 }
 
 // Events calls fn for the decrypted events from..to (inclusive; to 0 means
-// the head) in order, verifying the chain as Records does. Decryption runs
-// on all cores; fn is called from one goroutine, in seq order.
+// the head) in order, verifying the chain as Records does. Hashing and
+// decryption run on all cores; the chain (seq and prev) is checked in order
+// before fn sees an event; fn is called from one goroutine, in seq order.
 func (l *Log) Events(ctx context.Context, from, to uint64, fn func(*Event) error) error {
 	if l.opts.Keys == nil {
 		return ErrNoKeys
 	}
+	from, to, prev, err := l.bounds(from, to)
+	if err != nil || from > to {
+		return err
+	}
+	next := from
 	return decryptPipeline(ctx, l.opts.Keys, func(emit func(seq uint64, raw []byte) error) error {
-		from, to, prev, err := l.bounds(from, to)
-		if err != nil || from > to {
-			return err
+		return scanFiles(l.dir, from, to, emit)
+	}, func(ev *Event) error {
+		if ev.Seq != next {
+			return &CorruptionError{Seq: next, Offset: -1, Err: fmt.Errorf("%w: header says seq %d", ErrChainBroken, ev.Seq)}
 		}
-		return scanFiles(l.dir, from, to, func(seq uint64, raw []byte) error {
-			r, err := verifyRaw(seq, raw, prev)
-			if err != nil {
-				return err
-			}
-			prev = r.Hash
-			return emit(seq, raw)
-		})
-	}, fn)
+		if ev.Prev != prev {
+			return &CorruptionError{Seq: next, Offset: -1, Err: fmt.Errorf("%w: prev %s is not the hash of seq %d (%s)", ErrChainBroken, short(ev.Prev), next-1, short(prev))}
+		}
+		next, prev = next+1, ev.Hash
+		return fn(ev)
+	})
 }
 
 // decryptPipeline decrypts records produced by scan on worker goroutines in

@@ -2,6 +2,7 @@ package query_test
 
 import (
 	"context"
+	"math/rand"
 	"os"
 	"runtime"
 	"sort"
@@ -13,13 +14,15 @@ import (
 	"github.com/unlimitedcontext/ucl/query"
 )
 
-// benchQueries are 2-4 word queries over projtest's vocabulary.
-var benchQueries = []string{
-	"memory log session", "garden kitchen recipe", "arweave wallet upload", "database server backup restore",
-	"train flight hotel", "piano song guitar", "bug fix release", "weather river mountain city",
-	"doctor teacher student", "search query vector index", "coffee tea bread", "audit proof chain hash",
-	"what did Alice say about the project plan last week", "budget token context", "quiet warm evening", "compare measure improve",
-}
+// benchQueries are 2-4 word queries over the fixture's Zipf vocabulary.
+var benchQueries = func() []string {
+	r := rand.New(rand.NewSource(99))
+	out := make([]string, 64)
+	for i := range out {
+		out[i] = projtest.QueryText(r)
+	}
+	return out
+}()
 
 var (
 	benchMu   sync.Mutex
@@ -39,8 +42,10 @@ func benchFixture(b *testing.B, n int) *fixture {
 		b.Fatal(err)
 	}
 	// Not b.TempDir / b.Cleanup: the fixture outlives one benchmark.
-	f := newFixture(&noCleanup{b}, dir)
-	evs := projtest.StoreEvents(42, n)
+	f := newFixtureGraph(&noCleanup{b}, dir, true)
+	// A Zipf vocabulary like real text (see projtest.Config.Vocab); queries
+	// are drawn from the same distribution's moderately common words.
+	evs := projtest.Generate(projtest.Config{Seed: 42, N: n, StoresOnly: true, Vocab: 30000})
 	start := time.Now()
 	f.apply(b, evs)
 	b.Logf("built %d-chunk fixture in %v", n, time.Since(start))

@@ -23,7 +23,7 @@ import (
 // fed by the same events as the other projections.
 type vecAdapter struct {
 	emb  *vector.HashEmbedder
-	idx  *vector.Exact
+	idx  vector.Index
 	info map[string]vecInfo
 }
 
@@ -33,12 +33,20 @@ type vecInfo struct {
 	time    int64
 }
 
-func newVecAdapter(t testing.TB) *vecAdapter {
+// newVecAdapter uses the exact index (the oracle) for tests, or with
+// graph set the HNSW index with the vector projection's parameters, as
+// ucl queries use it on large stores (benchmarks).
+func newVecAdapter(t testing.TB, graph bool) *vecAdapter {
 	emb, err := vector.NewHashEmbedder(0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	idx, err := vector.NewExact(emb.Dim())
+	var idx vector.Index
+	if graph {
+		idx, err = vector.NewHNSW(emb.Dim(), vector.HNSWOptions{EfConstruction: 64, EfSearch: 128})
+	} else {
+		idx, err = vector.NewExact(emb.Dim())
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,9 +97,11 @@ type fixture struct {
 	evs []*log.Event
 }
 
-func newFixture(t testing.TB, dir string) *fixture {
+func newFixture(t testing.TB, dir string) *fixture { return newFixtureGraph(t, dir, false) }
+
+func newFixtureGraph(t testing.TB, dir string, graph bool) *fixture {
 	t.Helper()
-	f := &fixture{vec: newVecAdapter(t)}
+	f := &fixture{vec: newVecAdapter(t, graph)}
 	var err error
 	if f.tl, err = timelines.Open(filepath.Join(dir, "timelines")); err != nil {
 		t.Fatal(err)

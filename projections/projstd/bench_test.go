@@ -99,3 +99,67 @@ func BenchmarkRebuildAll(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkProjectionRecall: the vector projection as queries use it (its
+// HNSW with the projection's defaults) against exact search over the same
+// vectors, on generated ~60-word chunks, with the graph's query latency.
+func BenchmarkProjectionRecall(b *testing.B) {
+	for _, n := range benchSizes() {
+		b.Run(fmt.Sprintf("chunks=%d", n), func(b *testing.B) {
+			v, err := OpenVectors(b.TempDir(), VectorOptions{ExactBelow: 1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer v.Close()
+			evs := projtest.StoreEvents(42, n)
+			t0 := time.Now()
+			for _, ev := range evs {
+				v.Apply(ev)
+			}
+			last := evs[len(evs)-1]
+			if err := v.Commit(projections.Checkpoint{Seq: last.Seq, Hash: last.Hash}); err != nil {
+				b.Fatal(err)
+			}
+			build := time.Since(t0)
+			queries := projtest.StoreEvents(7, 200)
+			var lat []time.Duration
+			hits, total := 0, 0
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				for _, q := range queries {
+					vec, _ := v.opts.Embedder.Embed(context.Background(), []string{q.Store().Content})
+					t1 := time.Now()
+					got, err := v.idx.Search(vec[0], 10)
+					lat = append(lat, time.Since(t1))
+					if err != nil {
+						b.Fatal(err)
+					}
+					want, _ := v.idx.SearchExact(vec[0], 10)
+					in := map[string]bool{}
+					for _, h := range want {
+						in[h.ID] = true
+					}
+					for _, h := range got {
+						if in[h.ID] {
+							hits++
+						}
+					}
+					total += len(want)
+				}
+			}
+			sortDurations(lat)
+			b.ReportMetric(float64(hits)/float64(total), "recall@10")
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+			b.ReportMetric(build.Seconds(), "build-s")
+		})
+	}
+}
+
+func sortDurations(d []time.Duration) {
+	for i := 1; i < len(d); i++ {
+		for j := i; j > 0 && d[j] < d[j-1]; j-- {
+			d[j], d[j-1] = d[j-1], d[j]
+		}
+	}
+}

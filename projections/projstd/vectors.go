@@ -25,7 +25,11 @@ type VectorOptions struct {
 	// Embedder turns content into vectors (default: vector.HashEmbedder,
 	// offline and deterministic).
 	Embedder vector.Embedder
-	// HNSW shapes the ANN graph (defaults of package vector).
+	// HNSW shapes the ANN graph. Defaults: package vector's, except
+	// EfConstruction 64 (not 128): it builds 100K chunks about a quarter
+	// faster and still measures recall@10 ≥ 0.96 at EfSearch 128 on
+	// clustered data (see BenchmarkProjectionRecall), which keeps the full
+	// rebuild of every projection at 100K within its one-minute target.
 	HNSW vector.HNSWOptions
 	// ExactBelow: collections with fewer live vectors are searched exactly
 	// (brute force, the oracle); larger ones through the HNSW graph.
@@ -98,6 +102,12 @@ func OpenVectors(dir string, o VectorOptions) (*VectorProjection, error) {
 	if o.ExactBelow <= 0 {
 		o.ExactBelow = 5000
 	}
+	if o.HNSW.EfConstruction == 0 {
+		o.HNSW.EfConstruction = 64
+	}
+	if o.HNSW.EfSearch == 0 {
+		o.HNSW.EfSearch = 128
+	}
 	if o.GraphEvery <= 0 {
 		o.GraphEvery = 20000
 	}
@@ -117,7 +127,8 @@ func OpenVectors(dir string, o VectorOptions) (*VectorProjection, error) {
 }
 
 func (v *VectorProjection) versionTag() []byte {
-	return []byte(fmt.Sprintf("%d/%s", vectorsVersion, v.opts.Embedder.Name()))
+	// The graph's shape parameters are part of the state: a change rebuilds.
+	return []byte(fmt.Sprintf("%d/%s/M%d/efc%d", vectorsVersion, v.opts.Embedder.Name(), v.opts.HNSW.M, v.opts.HNSW.EfConstruction))
 }
 
 func (v *VectorProjection) load() error {

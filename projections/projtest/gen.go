@@ -80,6 +80,12 @@ type Config struct {
 	Words int
 	// StoresOnly disables tombstones, shares and rekeys.
 	StoresOnly bool
+	// Vocab, when > 0, draws content words from a Zipf distribution over a
+	// synthetic vocabulary of this many words (plus function words), like
+	// real text, instead of uniformly from the ~200-word fixed vocabulary
+	// (where every word is in a quarter of all chunks: a worst case for
+	// full-text search). Benchmarks of query latency use it.
+	Vocab int
 }
 
 // Events returns n events of the full mix (seed-deterministic): about 84%
@@ -95,6 +101,73 @@ func Events(seed int64, n int) []*log.Event {
 // used by rebuild benchmarks ("100K chunks of ~60 words").
 func StoreEvents(seed int64, n int) []*log.Event {
 	return Generate(Config{Seed: seed, N: n, StoresOnly: true})
+}
+
+// functionWords are the head of every generated sentence's vocabulary.
+var functionWords = strings.Fields("the a an of to in for on with from by about into over after before and or but is was it this that")
+
+// ZipfWord is the synthetic word of a rank (0 = most frequent): consonant-
+// vowel syllables, deterministic, 3 to 9 letters.
+func ZipfWord(rank int) string {
+	const cons, vows = "bdfgklmnprstvz", "aeiou"
+	var b []byte
+	for {
+		x := rank % (len(cons) * len(vows))
+		b = append(b, cons[x/len(vows)], vows[x%len(vows)])
+		rank /= len(cons) * len(vows)
+		if rank == 0 {
+			break
+		}
+	}
+	return string(append(b, 'x'))
+}
+
+// TextZipf returns about words words of sentences whose content words
+// follow a Zipf law (s = 1.1) over vocab synthetic words, 40% function words.
+func TextZipf(r *rand.Rand, words, vocab int) string {
+	z := rand.NewZipf(r, 1.1, 1, uint64(vocab-1))
+	var b strings.Builder
+	for n := 0; n < words; {
+		sl := 5 + r.Intn(10)
+		for i := 0; i < sl; i++ {
+			var w string
+			if r.Intn(10) < 4 {
+				w = functionWords[r.Intn(len(functionWords))]
+			} else {
+				w = ZipfWord(int(z.Uint64()))
+			}
+			if i == 0 {
+				w = strings.ToUpper(w[:1]) + w[1:]
+				if b.Len() > 0 {
+					b.WriteByte(' ')
+				}
+			} else {
+				b.WriteByte(' ')
+			}
+			b.WriteString(w)
+		}
+		b.WriteByte('.')
+		n += sl
+	}
+	return b.String()
+}
+
+// QueryText returns a query of 2-4 synthetic words of ranks 20..2000: the
+// moderately common words users search for in a Zipf corpus.
+func QueryText(r *rand.Rand) string {
+	n := 2 + r.Intn(3)
+	ws := make([]string, n)
+	for i := range ws {
+		ws[i] = ZipfWord(20 + r.Intn(1980))
+	}
+	return strings.Join(ws, " ")
+}
+
+func (cfg Config) text(r *rand.Rand, words int) string {
+	if cfg.Vocab > 0 {
+		return TextZipf(r, words, cfg.Vocab)
+	}
+	return Text(r, words)
 }
 
 type genSession struct {
@@ -144,7 +217,7 @@ func Generate(cfg Config) []*log.Event {
 			s := sess[r.Intn(len(sess))]
 			s.t += 10000 + r.Int63n(300000)
 			id := newID()
-			st := &log.Store{Session: s.id, Time: s.t, Content: Text(r, cfg.Words-10+r.Intn(21))}
+			st := &log.Store{Session: s.id, Time: s.t, Content: cfg.text(r, cfg.Words-10+r.Intn(21))}
 			st.ChunkID = fmt.Sprintf("c-%d-%d", cfg.Seed, seq+1)
 			if r.Intn(10) == 0 {
 				st.ChunkID = id.String() // as decoded when the body omits it
@@ -183,7 +256,7 @@ func Generate(cfg Config) []*log.Event {
 					pid := newID()
 					d := &log.Store{
 						ChunkID: fmt.Sprintf("%s#%d", parent, i), Kind: log.KindDocument,
-						Session: s.id, Content: Text(r, cfg.Words-10+r.Intn(21)),
+						Session: s.id, Content: cfg.text(r, cfg.Words-10+r.Intn(21)),
 						ChunkParent: parent, ChunkIndex: i, Time: docTime,
 						Meta: map[string]string{"name": parent + ".md"},
 					}
