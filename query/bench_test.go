@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unlimitedcontext/ucl/projections/projstd"
 	"github.com/unlimitedcontext/ucl/projections/projtest"
 	"github.com/unlimitedcontext/ucl/query"
 )
@@ -42,7 +43,9 @@ func benchFixture(b *testing.B, n int) *fixture {
 		b.Fatal(err)
 	}
 	// Not b.TempDir / b.Cleanup: the fixture outlives one benchmark.
-	f := newFixtureGraph(&noCleanup{b}, dir, true)
+	// The vector channel as the projection serves it: exact search below
+	// projstd.DefaultExactBelow vectors, the HNSW graph above.
+	f := newFixtureGraph(&noCleanup{b}, dir, n >= projstd.DefaultExactBelow)
 	// A Zipf vocabulary like real text (see projtest.Config.Vocab); queries
 	// are drawn from the same distribution's moderately common words.
 	evs := projtest.Generate(projtest.Config{Seed: 42, N: n, StoresOnly: true, Vocab: 30000})

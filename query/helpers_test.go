@@ -35,7 +35,7 @@ type vecInfo struct {
 
 // newVecAdapter uses the exact index (the oracle) for tests, or with
 // graph set the HNSW index with the vector projection's parameters, as
-// ucl queries use it on large stores (benchmarks).
+// ucl queries use it on stores above projstd.DefaultExactBelow vectors.
 func newVecAdapter(t testing.TB, graph bool) *vecAdapter {
 	emb, err := vector.NewHashEmbedder(0)
 	if err != nil {
@@ -43,7 +43,7 @@ func newVecAdapter(t testing.TB, graph bool) *vecAdapter {
 	}
 	var idx vector.Index
 	if graph {
-		idx, err = vector.NewHNSW(emb.Dim(), vector.HNSWOptions{EfConstruction: 64, EfSearch: 128})
+		idx, err = vector.NewHNSW(emb.Dim(), vector.HNSWOptions{EfConstruction: 64, EfSearch: 256})
 	} else {
 		idx, err = vector.NewExact(emb.Dim())
 	}

@@ -111,7 +111,8 @@ func BenchmarkProjectionRecall(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer v.Close()
-			evs := projtest.StoreEvents(42, n)
+			// Zipf-vocabulary text, like real chunks (projtest.Config.Vocab).
+			evs := projtest.Generate(projtest.Config{Seed: 42, N: n, StoresOnly: true, Vocab: 30000})
 			t0 := time.Now()
 			for _, ev := range evs {
 				v.Apply(ev)
@@ -121,7 +122,7 @@ func BenchmarkProjectionRecall(b *testing.B) {
 				b.Fatal(err)
 			}
 			build := time.Since(t0)
-			queries := projtest.StoreEvents(7, 200)
+			queries := projtest.Generate(projtest.Config{Seed: 7, N: 200, StoresOnly: true, Vocab: 30000})
 			var lat []time.Duration
 			hits, total := 0, 0
 			b.ResetTimer()
