@@ -612,6 +612,25 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 		order = append(order, c)
 		return c, nil
 	}
+	// The two channels are independent: the ANN search runs concurrently
+	// with BM25; results are merged in a fixed order (BM25 first), so
+	// output does not depend on which finishes first.
+	type vecResult struct {
+		hits []VectorHit
+		err  error
+	}
+	var vecCh chan vecResult
+	if p.mode != ModeBM25 && e.src.Vectors != nil {
+		fetch := nc
+		if sessions != nil || p.kinds != nil || p.roles != nil || p.since != 0 || p.until != 0 {
+			fetch = min(4*nc, 4*MaxCandidates) // post-filtered here
+		}
+		vecCh = make(chan vecResult, 1)
+		go func() {
+			hits, err := e.src.Vectors.SearchText(ctx, p.text, fetch)
+			vecCh <- vecResult{hits, err}
+		}()
+	}
 	if p.mode != ModeVector && e.src.Text != nil {
 		// User filters go into the index; the pre-filter's sessions are
 		// applied here on an over-fetched list, because a session filter
@@ -642,12 +661,9 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 			c.ex.BM25Rank, c.ex.BM25Score = rank, h.Score
 		}
 	}
-	if p.mode != ModeBM25 && e.src.Vectors != nil {
-		fetch := nc
-		if sessions != nil || p.kinds != nil || p.roles != nil || p.since != 0 || p.until != 0 {
-			fetch = min(4*nc, 4*MaxCandidates) // post-filtered here
-		}
-		hits, err := e.src.Vectors.SearchText(ctx, p.text, fetch)
+	if vecCh != nil {
+		vr := <-vecCh
+		hits, err := vr.hits, vr.err
 		if err != nil {
 			return nil, nil, fmt.Errorf("vector search: %w", err)
 		}
