@@ -2,11 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"math/big"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -318,23 +315,7 @@ Snapshots live in DIR/snapshots; the newest --keep are kept.`,
 // JWK written by crypto.NewWallet omits p and q, which arweave.ParseWallet
 // requires, so the key is re-encoded from the parsed private key when the
 // file alone does not parse.
-func storeArweaveWallet(s *store.Store) (*arweave.Wallet, error) {
-	if s.Wallet == nil {
-		return nil, withHint(errors.New("snapshot push: this store has no wallet"), "import the store's Arweave wallet into DIR/"+store.WalletFile)
-	}
-	w, err := arweave.ParseWallet(s.Wallet.JWK)
-	if err == nil {
-		return w, nil
-	}
-	k := s.Wallet.PrvKey
-	if k == nil || len(k.Primes) != 2 {
-		return nil, fmt.Errorf("snapshot push: %w", err)
-	}
-	enc := func(b *big.Int) string { return base64.RawURLEncoding.EncodeToString(b.Bytes()) }
-	j, _ := json.Marshal(map[string]string{"kty": "RSA", "n": enc(k.N), "e": enc(big.NewInt(int64(k.E))),
-		"d": enc(k.D), "p": enc(k.Primes[0]), "q": enc(k.Primes[1])})
-	return arweave.ParseWallet(j)
-}
+func storeArweaveWallet(s *store.Store) (*arweave.Wallet, error) { return storeWallet(s) }
 
 func snapshotDigestNames(m map[string]string) []string {
 	out := make([]string, 0, len(m))

@@ -24,7 +24,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"math/big"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -32,9 +31,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"encoding/base64"
-	"encoding/json"
 
 	"github.com/urfave/cli/v2"
 
@@ -66,23 +62,9 @@ func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
-// arweaveWallet converts a store wallet to an arweave.Wallet. JWKs written
-// by crypto.NewWallet may omit p and q (which arweave.ParseWallet needs), so
-// the key is re-encoded from the parsed private key when the file alone does
-// not parse.
+// arweaveWallet converts a store wallet for the arweave package.
 func arweaveWallet(w *crypto.Wallet) (*arweave.Wallet, error) {
-	aw, err := arweave.ParseWallet(w.JWK)
-	if err == nil {
-		return aw, nil
-	}
-	k := w.PrvKey
-	if k == nil || len(k.Primes) != 2 {
-		return nil, err
-	}
-	enc := func(b *big.Int) string { return base64.RawURLEncoding.EncodeToString(b.Bytes()) }
-	j, _ := json.Marshal(map[string]string{"kty": "RSA", "n": enc(k.N), "e": enc(big.NewInt(int64(k.E))),
-		"d": enc(k.D), "p": enc(k.Primes[0]), "q": enc(k.Primes[1])})
-	return arweave.ParseWallet(j)
+	return arweave.ParseWallet(w.JWK)
 }
 
 func storeWallet(s *store.Store) (*arweave.Wallet, error) {
