@@ -74,6 +74,22 @@ func openProjected(c *cli.Context) (*store.Store, *projstd.Set, error) {
 	return s, set, nil
 }
 
+// withSet opens the store and its projections (without catching up), runs
+// fn and closes both.
+func withSet(c *cli.Context, fn func(*store.Store, *projstd.Set) error) error {
+	s, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	set, err := openSet(c, s)
+	if err != nil {
+		return err
+	}
+	defer set.Close()
+	return fn(s, set)
+}
+
 func openSet(c *cli.Context, s *store.Store) (*projstd.Set, error) {
 	o, err := projOptions(c, s)
 	if err != nil {
@@ -104,40 +120,22 @@ projection up to the log head.`,
 			Usage: "throw projections away and rebuild them from the log",
 			Flags: []cli.Flag{&cli.StringSliceFlag{Name: "only", Usage: "rebuild only this projection (repeatable): " + strings.Join(projstd.Names, ", ")}},
 			Action: func(c *cli.Context) error {
-				s, err := openStore(c)
-				if err != nil {
-					return err
-				}
-				defer s.Close()
-				set, err := openSet(c, s)
-				if err != nil {
-					return err
-				}
-				defer set.Close()
-				p := newProgress(c, "rebuild", 0)
-				err = set.Projector.Rebuild(context.Background(), c.StringSlice("only"), p.Set)
-				p.Done()
-				if err != nil {
-					return withHint(err, "projection names: "+strings.Join(projstd.Names, ", "))
-				}
-				return printProjStatus(c, set)
+				return withSet(c, func(_ *store.Store, set *projstd.Set) error {
+					p := newProgress(c, "rebuild", 0)
+					err := set.Projector.Rebuild(context.Background(), c.StringSlice("only"), p.Set)
+					p.Done()
+					if err != nil {
+						return withHint(err, "projection names: "+strings.Join(projstd.Names, ", "))
+					}
+					return printProjStatus(c, set)
+				})
 			},
 		},
 		{
 			Name:  "status",
 			Usage: "per projection: checkpoint seq, digest, size, lag",
 			Action: func(c *cli.Context) error {
-				s, err := openStore(c)
-				if err != nil {
-					return err
-				}
-				defer s.Close()
-				set, err := openSet(c, s)
-				if err != nil {
-					return err
-				}
-				defer set.Close()
-				return printProjStatus(c, set)
+				return withSet(c, func(_ *store.Store, set *projstd.Set) error { return printProjStatus(c, set) })
 			},
 		},
 		{

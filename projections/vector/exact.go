@@ -121,34 +121,12 @@ func (x *Exact) Search(q []float32, k int) ([]Hit, error) {
 	if zero {
 		return nil, nil
 	}
-	n := len(x.ids)
-	scan := func(lo, hi int, t *topK) {
-		for i := lo; i < hi; i++ {
-			if x.zero[i] {
-				continue
-			}
-			t.offer(x.ids[i], dot(nq, x.vecs[i*x.dim:(i+1)*x.dim]))
+	return scanTopK(len(x.ids), k, func(i int) (string, float32, bool) {
+		if x.zero[i] {
+			return "", 0, false
 		}
-	}
-	var res []Hit
-	if n < exactParallelMin {
-		t := &topK{k: k}
-		scan(0, n, t)
-		res = t.h
-	} else {
-		a, b := &topK{k: k}, &topK{k: k}
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() { defer wg.Done(); scan(0, n/2, a) }()
-		scan(n/2, n, b)
-		wg.Wait()
-		for _, h := range b.h {
-			a.offer(h.ID, h.Score)
-		}
-		res = a.h
-	}
-	sortHits(res)
-	return res, nil
+		return x.ids[i], dot(nq, x.vecs[i*x.dim:(i+1)*x.dim]), true
+	}), nil
 }
 
 // vector returns the stored vector of id (nil if absent). Caller holds mu.

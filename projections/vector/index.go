@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"sync"
 )
 
 // Hit is one search result: the id and its cosine similarity to the query.
@@ -159,4 +160,34 @@ func Load(data []byte, opts HNSWOptions) (Index, error) {
 		return g, nil
 	}
 	return nil, fmt.Errorf("load index: unknown magic: %w", ErrCorrupt)
+}
+
+// scanTopK scores items 0..n-1 (score returns ok=false to skip one) and
+// returns the k best in (score, id) order. From exactParallelMin items on it
+// scans two halves concurrently; the merge keeps the same order, so results
+// do not depend on the split.
+func scanTopK(n, k int, score func(i int) (string, float32, bool)) []Hit {
+	scan := func(lo, hi int, t *topK) {
+		for i := lo; i < hi; i++ {
+			if id, s, ok := score(i); ok {
+				t.offer(id, s)
+			}
+		}
+	}
+	a := &topK{k: k}
+	if n < exactParallelMin {
+		scan(0, n, a)
+	} else {
+		b := &topK{k: k}
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() { defer wg.Done(); scan(0, n/2, a) }()
+		scan(n/2, n, b)
+		wg.Wait()
+		for _, h := range b.h {
+			a.offer(h.ID, h.Score)
+		}
+	}
+	sortHits(a.h)
+	return a.h
 }
