@@ -2,11 +2,15 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/unlimitedcontext/ucl/internal/fsutil"
 	"github.com/unlimitedcontext/ucl/internal/store"
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections"
@@ -18,6 +22,32 @@ var embedderFlags = []cli.Flag{
 	&cli.StringFlag{Name: "embedder", EnvVars: []string{"UCL_EMBEDDER"}, Value: "hash", Usage: "hash (built-in, offline), ollama or openai"},
 	&cli.StringFlag{Name: "embed-url", EnvVars: []string{"UCL_EMBED_URL"}, Usage: "embedding server base URL (ollama: http://localhost:11434)"},
 	&cli.StringFlag{Name: "embed-model", EnvVars: []string{"UCL_EMBED_MODEL"}, Usage: "embedding model name"},
+	&cli.DurationFlag{Name: "embed-timeout", EnvVars: []string{"UCL_EMBED_TIMEOUT"}, Value: time.Minute, Usage: "timeout of one embedding request"},
+	&cli.IntFlag{Name: "embed-dim", EnvVars: []string{"UCL_EMBED_DIM"}, Usage: "the model's vector dimension (default: asked once and remembered in DIR/embedder.json)"},
+}
+
+// embedderDim returns the dimension of an HTTP embedding model: remembered
+// in DIR/embedder.json per protocol and model, else asked of the server
+// once (a one-text probe) and remembered.
+func embedderDim(s *store.Store, ho vector.HTTPOptions) (int, error) {
+	key := fmt.Sprintf("%s/%s", ho.Protocol, ho.Model)
+	path := s.Path("embedder.json")
+	known := map[string]int{}
+	if b, err := os.ReadFile(path); err == nil {
+		json.Unmarshal(b, &known)
+	}
+	if d := known[key]; d > 0 {
+		return d, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	d, err := vector.DetectDim(ctx, ho)
+	if err != nil {
+		return 0, err
+	}
+	known[key] = d
+	b, _ := json.MarshalIndent(known, "", "  ")
+	return d, fsutil.WriteFileAtomic(path, b, 0o600)
 }
 
 func init() { globalFlags = append(globalFlags, embedderFlags...) }
@@ -35,7 +65,16 @@ func projOptions(c *cli.Context, s *store.Store) (projstd.Options, error) {
 		if c.String("embed-url") == "" || c.String("embed-model") == "" {
 			return o, usage("set --embed-url and --embed-model (or UCL_EMBED_URL / UCL_EMBED_MODEL)", "the %s embedder needs a URL and a model", e)
 		}
-		h, err := vector.NewHTTPEmbedder(vector.HTTPOptions{Protocol: proto, BaseURL: c.String("embed-url"), Model: c.String("embed-model")})
+		ho := vector.HTTPOptions{Protocol: proto, BaseURL: c.String("embed-url"), Model: c.String("embed-model"), Dim: c.Int("embed-dim"),
+			Timeout: c.Duration("embed-timeout")}
+		if ho.Dim == 0 {
+			d, err := embedderDim(s, ho)
+			if err != nil {
+				return o, withHint(fmt.Errorf("probe embedding model: %w", err), "check --embed-url and --embed-model, or pass --embed-dim")
+			}
+			ho.Dim = d
+		}
+		h, err := vector.NewHTTPEmbedder(ho)
 		if err != nil {
 			return o, err
 		}
