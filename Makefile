@@ -28,7 +28,7 @@ vet:
 # the built binary, then the concurrency tests again under -race.
 test: arlocal vet
 	$(GO) test -count=1 -timeout 30m ./...
-	$(GO) test -count=1 -race -short -timeout 20m ./log/ ./projections/ ./projections/timelines/ ./arweave/
+	$(GO) test -count=1 -race -short -timeout 20m ./log/ ./projections/ ./projections/timelines/ ./projections/projstd/ ./query/ ./arweave/
 
 test-short:
 	$(GO) test -short ./...
