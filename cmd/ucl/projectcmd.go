@@ -261,6 +261,9 @@ var sessionCommand = &cli.Command{
 				if jsonOut(c) {
 					return printJSON(c, map[string]any{"sessions": ss})
 				}
+				if len(ss) == 0 {
+					printf(c, "no sessions yet (store something with `ucl store --session ID TEXT`)\n")
+				}
 				for _, x := range ss {
 					printf(c, "%-24s %s .. %s  %4d chunks  %s\n", x.ID, log.FormatTime(x.First)[:16], log.FormatTime(x.Last)[:16], x.Chunks, x.Title)
 				}
