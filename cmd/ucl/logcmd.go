@@ -39,6 +39,9 @@ seq. Prints one JSON result per event: seq, id, hash (and "existed").`,
 			return usage("ucl append [FILE|-]", "too many arguments")
 		}
 		var r io.Reader = c.App.Reader
+		if c.Args().First() == "" && stdinIsTerminal(c) {
+			return usage("ucl append FILE, or pipe JSONL: cat events.jsonl | ucl append -", "no input: give a JSONL file or pipe events on stdin")
+		}
 		if name := c.Args().First(); name != "" && name != "-" {
 			f, err := os.Open(name)
 			if err != nil {
@@ -107,6 +110,9 @@ var storeCommand = &cli.Command{
 			return usage(`quote the text: ucl store "text with spaces"`, "too many arguments")
 		}
 		text := c.Args().First()
+		if text == "" && stdinIsTerminal(c) {
+			return usage(`ucl store "what to remember" (or pipe text on stdin)`, "nothing to store: no text given")
+		}
 		if text == "" || text == "-" {
 			b, err := io.ReadAll(c.App.Reader)
 			if err != nil {

@@ -136,3 +136,10 @@ func loadKeysFor(c *cli.Context, m store.Meta) (*crypto.Keyring, error) {
 	}
 	return store.LoadKeys(dir, m, store.OpenOptions{VaultKeyPath: p})
 }
+
+// stdinIsTerminal reports whether standard input is an interactive
+// terminal (reading it would wait for the user, not a pipe).
+func stdinIsTerminal(c *cli.Context) bool {
+	f, ok := c.App.Reader.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
