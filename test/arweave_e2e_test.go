@@ -826,7 +826,10 @@ func testSyncUsage(t *testing.T, gw *arlocaltest.Gateway) {
 // bytes per event.
 // Run: go test -run '^$' -bench SyncRebuildE2E -benchtime 1x ./test/
 func BenchmarkSyncRebuildE2E(b *testing.B) {
-	const n = 10_000
+	n := 10_000
+	if os.Getenv("UCL_BENCH_100K") != "" {
+		n = 100_000
+	}
 	gw := arlocaltest.Start(b)
 	var in strings.Builder
 	for i := 0; i < n; i++ {
