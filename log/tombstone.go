@@ -59,7 +59,7 @@ func (tr *TombstoneTracker) Observe(e *Event) []string {
 				removed = append(removed, id)
 			}
 		}
-		sortStrings(removed)
+		sort.Strings(removed)
 		for _, id := range removed {
 			delete(tr.live, id)
 			tr.dead[id] = e.Seq
@@ -71,12 +71,3 @@ func (tr *TombstoneTracker) Observe(e *Event) []string {
 
 // Dead maps tombstoned chunk ids to the seq of the tombstone that removed them.
 func (tr *TombstoneTracker) Dead() map[string]uint64 { return tr.dead }
-
-func sortStrings(s []string) { sort.Strings(s) }
-func _unused(s []string) {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
-}

@@ -2,7 +2,6 @@ package log
 
 import (
 	"context"
-	"crypto/sha256"
 	"fmt"
 
 	"github.com/unlimitedcontext/ucl/crypto"
@@ -55,6 +54,3 @@ func VerifyDir(ctx context.Context, dir string, kr *crypto.Keyring, progress fun
 	}
 	return rep, nil
 }
-
-// hashRaw is the event hash of raw.
-func hashRaw(raw []byte) Hash { return sha256.Sum256(raw) }

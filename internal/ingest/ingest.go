@@ -21,7 +21,6 @@ package ingest
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -251,6 +250,3 @@ func ReadAll(r io.Reader, o Options) ([]log.Entry, error) {
 	}
 	return out, nil
 }
-
-// IDHex renders an id for output.
-func IDHex(id log.ID) string { return hex.EncodeToString(id[:]) }
