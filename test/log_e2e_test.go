@@ -250,3 +250,55 @@ func TestUsageErrors(t *testing.T) {
 		t.Errorf("uninitialized store: %s", r)
 	}
 }
+
+// A flipped bit in the length prefix of an event in the last segment used
+// to be cut silently as a torn tail on the next open, with everything after
+// it. Now every command refuses and points to `ucl audit repair`, which cuts
+// only when asked and says exactly what.
+func TestFlippedLengthNeedsExplicitRepairCLI(t *testing.T) {
+	dir := newStore(t)
+	must(t, dir, conversation, "append")
+	must(t, dir, "", "store", "one more", "--session", "s3")
+	logDir := filepath.Join(dir, "log")
+	ents, _ := os.ReadDir(logDir)
+	var seg string
+	for _, e := range ents {
+		if len(e.Name()) == 20 {
+			seg = filepath.Join(logDir, e.Name())
+		}
+	}
+	b, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := 0
+	for i := 1; i < 2; i++ {
+		n, k := uvarint(b[off:])
+		off += k + int(n)
+	}
+	_, k := uvarint(b[off:])
+	b[off+k-1] ^= 0x08 // the length of event 2 grows by 1024 << 7(k-1)
+	if err := os.WriteFile(seg, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := ucl(t, dir, "", "replay")
+	if r.code == 0 || !strings.Contains(r.err, "seq 2") || !strings.Contains(r.err, "ucl audit repair") {
+		t.Fatalf("replay of a log with a damaged length: %s", r)
+	}
+	if after, _ := os.ReadFile(seg); string(after) != string(b) {
+		t.Fatal("a refused command changed the log")
+	}
+	rep := must(t, dir, "", "audit", "repair", "--json")
+	doc := jsonDoc(t, rep)
+	report, _ := doc["report"].(map[string]any)
+	if doc["repaired"] != true || report["from_seq"].(float64) != 2 || report["head"].(float64) != 1 {
+		t.Fatalf("repair: %s", rep)
+	}
+	if len(report["saved_to"].([]any)) == 0 {
+		t.Fatalf("repair kept nothing aside: %s", rep)
+	}
+	must(t, dir, "", "audit", "verify")
+	if n := len(jsonLines(t, must(t, dir, "", "replay"))); n != 1 {
+		t.Fatalf("%d events after repair", n)
+	}
+}

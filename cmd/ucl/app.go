@@ -138,6 +138,8 @@ func usage(hint, format string, a ...any) error {
 func defaultHint(err error) string {
 	var ce *log.CorruptionError
 	switch {
+	case errors.Is(err, log.ErrDamagedTail), errors.Is(err, log.ErrLost):
+		return "the log was damaged after these events were acknowledged, so nothing was cut: see `ucl audit verify`; `ucl audit repair` cuts the log back to its last sound event (keeping the cut bytes in the store's corrupt/ folder), and a store mirrored to Arweave can be recovered with `ucl rebuild`"
 	case errors.As(err, &ce):
 		return "the log is damaged: run `ucl audit verify` for details; a store mirrored to Arweave can be recovered with `ucl rebuild`"
 	case errors.Is(err, log.ErrLocked):

@@ -24,7 +24,38 @@ Works without the vault key (chain and checksums only) and on a log that
 other commands refuse to open.`,
 			Action: auditVerify,
 		},
+		{
+			Name:  "repair",
+			Usage: "cut a log that other commands refuse back to its last sound event",
+			Description: `For a log that open refuses (a damaged entry in the last segment with
+valid entries after it, or a file shorter than the events it acknowledged).
+Events after the damage are cut from this store's log even if their bytes
+are intact; every cut byte is kept in the store's corrupt/ directory, and
+the command says exactly which seqs it cut. A store mirrored to Arweave can
+get them back with ucl rebuild. Run ucl audit verify first to see the damage.`,
+			Action: auditRepair,
+		},
 	},
+}
+
+func auditRepair(c *cli.Context) error {
+	dir := storeDir(c)
+	rep, err := log.Repair(filepath.Join(dir, store.LogDir), filepath.Join(dir, "corrupt"))
+	if err != nil {
+		return withHint(fmt.Errorf("audit repair: %w", err), "nothing was cut unless a report above says so; inspect the segment files")
+	}
+	if jsonOut(c) {
+		if rep == nil {
+			return printJSON(c, map[string]any{"repaired": false})
+		}
+		return printJSON(c, map[string]any{"repaired": true, "report": rep})
+	}
+	if rep == nil {
+		printf(c, "the log is sound: nothing to repair\n")
+		return nil
+	}
+	printf(c, "%s\n", rep)
+	return nil
 }
 
 func auditVerify(c *cli.Context) error {
@@ -50,6 +81,8 @@ func auditVerify(c *cli.Context) error {
 			what = "hash chain broken"
 		case errors.Is(err, log.ErrTorn):
 			what = "torn write at the tail (the next open repairs it)"
+		case errors.Is(err, log.ErrDamagedTail):
+			what = "damaged entry with valid entries after it (ucl audit repair cuts it, keeping the bytes)"
 		case errors.Is(err, log.ErrMalformed), errors.Is(err, log.ErrUnknownType), errors.Is(err, log.ErrUnsupportedVersion):
 			what = "malformed event"
 		default:
