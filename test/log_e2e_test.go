@@ -302,3 +302,36 @@ func TestFlippedLengthNeedsExplicitRepairCLI(t *testing.T) {
 		t.Fatalf("%d events after repair", n)
 	}
 }
+
+// Secrets: a mistyped recovery code is never echoed; a corrupt wallet is
+// called corrupt, not missing.
+func TestSecretsAndCorruptWalletCLI(t *testing.T) {
+	dir := newStore(t)
+	code := strings.TrimSpace(must(t, dir, "", "keys", "export"))
+	if !strings.HasPrefix(code, "UCL1-") {
+		t.Fatalf("export: %q", code)
+	}
+	typo := []byte(code)
+	i := len(typo) - 3
+	if typo[i] == 'A' {
+		typo[i] = 'B'
+	} else {
+		typo[i] = 'A'
+	}
+	r := ucl(t, dir, "", "keys", "import", string(typo))
+	if r.code == 0 {
+		t.Fatal("a mistyped code was imported")
+	}
+	for _, part := range strings.Split(code, "-")[1:6] {
+		if strings.Contains(r.out+r.err, part) {
+			t.Fatalf("import echoed key material: %s", r)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "wallet.json"), []byte(`{"kty":"RSA","n":`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = ucl(t, dir, "", "sync", "push", "--gateway", "http://127.0.0.1:1")
+	if r.code == 0 || !strings.Contains(r.err, "corrupt") || strings.Contains(r.err, "no Arweave wallet") {
+		t.Fatalf("push with a corrupt wallet: %s", r)
+	}
+}

@@ -96,11 +96,9 @@ var keysCommand = &cli.Command{
 					return usage("ucl keys import UCL1-… (or a file holding it)", "want one recovery code or key file")
 				}
 				arg := c.Args().First()
-				kr, err := crypto.ParseRecoveryCode(arg)
+				kr, err := crypto.LoadKeyArg(arg)
 				if err != nil {
-					if kr, err = crypto.LoadKeyring(arg); err != nil {
-						return withHint(err, "give the recovery code printed by `ucl keys export`, or a vault key file")
-					}
+					return withHint(err, "give the recovery code printed by `ucl keys export`, or a vault key file; nothing was written")
 				}
 				dir := storeDir(c)
 				m, err := store.ReadMeta(dir)

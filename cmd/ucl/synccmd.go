@@ -68,6 +68,9 @@ func arweaveWallet(w *crypto.Wallet) (*arweave.Wallet, error) {
 }
 
 func storeWallet(s *store.Store) (*arweave.Wallet, error) {
+	if s.WalletErr != nil {
+		return nil, withHint(fmt.Errorf("sync: %w", s.WalletErr), "restore "+s.Path(store.WalletFile)+" from your backup of the wallet JWK")
+	}
 	if s.Wallet == nil {
 		return nil, withHint(errors.New("sync: this store has no Arweave wallet"), "copy the store's wallet JWK to "+s.Path(store.WalletFile))
 	}

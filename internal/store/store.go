@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -48,6 +49,9 @@ var (
 	// ErrWrongVaultKey is returned when the vault key given does not belong
 	// to the store.
 	ErrWrongVaultKey = errors.New("store: vault key does not belong to this store")
+	// ErrCorruptWallet is returned (in Store.WalletErr) when the wallet file
+	// exists but is not a readable wallet.
+	ErrCorruptWallet = errors.New("store: wallet file is corrupt")
 )
 
 // Meta is ucl.json.
@@ -73,7 +77,9 @@ type Store struct {
 	Dir    string
 	Meta   Meta
 	Keys   *crypto.Keyring // nil when opened without the vault key
-	Wallet *crypto.Wallet  // nil when the store has no wallet file
+	Wallet *crypto.Wallet  // nil when the store has no wallet file or it is unreadable
+	// WalletErr says why a wallet file that exists could not be loaded.
+	WalletErr error
 	Log    *log.Log
 }
 
@@ -191,8 +197,12 @@ func Open(dir string, o OpenOptions) (*Store, error) {
 			return nil, err
 		}
 	}
-	if w, err := crypto.LoadWallet(filepath.Join(dir, WalletFile)); err == nil {
+	switch w, err := crypto.LoadWallet(filepath.Join(dir, WalletFile)); {
+	case err == nil:
 		s.Wallet = w
+	case !errors.Is(err, fs.ErrNotExist):
+		// Only the commands that sign need the wallet; they report this.
+		s.WalletErr = fmt.Errorf("%w: %v", ErrCorruptWallet, err)
 	}
 	d, err := log.ParseDurability(m.Durability)
 	if err != nil {
