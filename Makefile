@@ -24,11 +24,11 @@ $(ARLOCAL): test/arlocal/package.json test/arlocal/package-lock.json
 vet:
 	$(GO) vet ./...
 
-# Everything: unit, fuzz seed corpora, crash, arlocal and end-to-end tests of
-# the built binary, then the concurrency tests again under -race.
+# Everything, every package under the race detector: unit, fuzz seed
+# corpora, crash, arlocal and end-to-end tests of the built binary (test/
+# builds ucl with -race too, so the CLI's own goroutines are checked).
 test: arlocal vet
-	$(GO) test -count=1 -timeout 30m ./...
-	$(GO) test -count=1 -race -short -timeout 20m ./log/ ./projections/ ./projections/timelines/ ./projections/projstd/ ./query/ ./arweave/
+	$(GO) test -count=1 -race -timeout 60m ./...
 
 test-short:
 	$(GO) test -short ./...
