@@ -2,6 +2,7 @@ package test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -333,5 +334,24 @@ func TestSecretsAndCorruptWalletCLI(t *testing.T) {
 	r = ucl(t, dir, "", "sync", "push", "--gateway", "http://127.0.0.1:1")
 	if r.code == 0 || !strings.Contains(r.err, "corrupt") || strings.Contains(r.err, "no Arweave wallet") {
 		t.Fatalf("push with a corrupt wallet: %s", r)
+	}
+}
+
+// An input larger than one atomic batch used to be written block by block,
+// so an id conflict on its last line left the first 50,000 events behind.
+func TestLargeAppendCheckedBeforeFirstWrite(t *testing.T) {
+	dir := newStore(t)
+	must(t, dir, `{"content":"the original","id":"late"}`+"\n", "append")
+	var b strings.Builder
+	for i := 0; i < 50_001; i++ {
+		fmt.Fprintf(&b, `{"content":"turn %d","session":"big"}`+"\n", i)
+	}
+	b.WriteString(`{"content":"not the original","id":"late"}` + "\n")
+	r := ucl(t, dir, b.String(), "append")
+	if r.code == 0 || !strings.Contains(r.err, "event 50002 of 50002") || !strings.Contains(r.err, "nothing was written") {
+		t.Fatalf("append with a late conflict: %s", r)
+	}
+	if n := len(jsonLines(t, must(t, dir, "", "replay"))); n != 1 {
+		t.Fatalf("%d events after a refused append", n)
 	}
 }

@@ -62,6 +62,13 @@ seq. Prints one JSON result per event: seq, id, hash (and "existed").`,
 			return err
 		}
 		defer s.Close()
+		if len(entries) > appendBlock {
+			// Several batches: a conflict late in the input must fail
+			// before the first one is written.
+			if err := s.Log.Check(entries); err != nil {
+				return withHint(fmt.Errorf("append: %w", err), "nothing was written")
+			}
+		}
 		p := newProgress(c, "append", uint64(len(entries)))
 		for i := 0; i < len(entries); i += appendBlock {
 			block := entries[i:min(i+appendBlock, len(entries))]
