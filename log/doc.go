@@ -113,6 +113,21 @@
 // read verifies the CRC, header, seq and prev of each event it touches, and
 // VerifyDir checks everything.
 //
+// # Merkle tree
+//
+// For audit proofs the log is also an RFC 6962 Merkle tree (Tree, built with
+// github.com/transparency-dev/merkle): leaf i (0-based) is the event of seq
+// i+1, and its leaf hash is SHA-256(0x00 ‖ event hash); interior nodes are
+// SHA-256(0x01 ‖ left ‖ right). The tree is derived data, kept in its own
+// directory as one file per level ("level-00", "level-01", …), each the
+// level's node hashes (32 bytes each) in index order: the nodes of every
+// perfect subtree, so a root or an inclusion or consistency proof at any
+// size reads O(log n) nodes. Level 0's length defines the size; higher
+// levels are written first, and a crash is repaired on open by cutting
+// files back to the size (a level shorter than that empties the tree, which
+// CatchUp rebuilds from the log). CatchUp also checks that the log still
+// holds the tree's last leaf and starts over if not.
+//
 // A store is owned by one process at a time (flock on the LOCK file); a
 // second Open fails with ErrLocked.
 package log
