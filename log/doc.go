@@ -128,6 +128,22 @@
 // CatchUp rebuilds from the log). CatchUp also checks that the log still
 // holds the tree's last leaf and starts over if not.
 //
+// # Checkpoints and proofs
+//
+// A checkpoint is a C2SP tlog-checkpoint signed note (golang.org/x/mod/
+// sumdb/note): text "ucl/<log id>\n<size>\n<root, std base64>\n", no
+// extension lines, signed with Ed25519 under the note key derived from the
+// wallet (crypto.NoteKey). A proof file (`ucl audit prove`) is JSON, version
+// 1, with exactly these fields: version, log_id, seq, header (hex of the
+// 110-byte header), body (std base64 of the still-encrypted body: with the
+// header it recomputes the event hash, which binds the header to the leaf,
+// and reveals nothing but its length), event_hash (hex), tree_size,
+// inclusion (hex node hashes, leaf to root, as RFC 6962/transparency-dev
+// order them), checkpoint (the signed note), note_key (its verifier key),
+// checkpoint_tx and owner (the Arweave transaction anchoring the checkpoint
+// and the wallet address that signed it), anchored_height. Proof.Verify
+// checks all but the anchoring, which needs the gateway.
+//
 // A store is owned by one process at a time (flock on the LOCK file); a
 // second Open fails with ErrLocked.
 package log

@@ -81,12 +81,18 @@ func goldenRaws(f interface{ Fatal(...any) }) [][]byte {
 	var out [][]byte
 	ents, _ := os.ReadDir(filepath.Join("testdata", "golden"))
 	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".hex") {
+			continue
+		}
 		b, err := os.ReadFile(filepath.Join("testdata", "golden", e.Name()))
 		if err != nil {
 			f.Fatal(err)
 		}
 		for _, ln := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 			parts := strings.Fields(ln)
+			if len(parts) != 2 {
+				continue
+			}
 			raw, _ := hex.DecodeString(parts[1])
 			out = append(out, raw)
 		}
