@@ -103,15 +103,15 @@ type Proof struct {
 	Version      int      `json:"version"`
 	LogID        string   `json:"log_id"`
 	Seq          uint64   `json:"seq"`
-	Header       string   `json:"header"`         // hex of the 110-byte header
-	Body         string   `json:"body"`           // base64 of the encrypted body
-	EventHash    string   `json:"event_hash"`     // hex
-	TreeSize     uint64   `json:"tree_size"`      // size of the checkpoint's tree
-	Inclusion    []string `json:"inclusion"`      // hex node hashes, leaf to root
-	Checkpoint   string   `json:"checkpoint"`     // the signed note
-	NoteKey      string   `json:"note_key"`       // verifier key of the signer
-	CheckpointTx string   `json:"checkpoint_tx"`  // Arweave transaction anchoring it
-	Owner        string   `json:"owner"`          // wallet address that signed the transaction
+	Header       string   `json:"header"`          // hex of the 110-byte header
+	Body         string   `json:"body"`            // base64 of the encrypted body
+	EventHash    string   `json:"event_hash"`      // hex
+	TreeSize     uint64   `json:"tree_size"`       // size of the checkpoint's tree
+	Inclusion    []string `json:"inclusion"`       // hex node hashes, leaf to root
+	Checkpoint   string   `json:"checkpoint"`      // the signed note
+	NoteKey      string   `json:"note_key"`        // verifier key of the signer
+	CheckpointTx string   `json:"checkpoint_tx"`   // Arweave transaction anchoring it
+	Owner        string   `json:"owner"`           // wallet address that signed the transaction
 	AnchoredAt   int64    `json:"anchored_height"` // block height, 0 if not known when proven
 }
 
