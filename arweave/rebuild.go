@@ -48,6 +48,51 @@ func (e *TxRejectedError) Unwrap() error { return e.Err }
 // not link to the previous one: its prev hash or first seq disagrees.
 var ErrContinuity = errors.New("arweave: segment does not continue the chain")
 
+var (
+	// ErrForked is returned (inside a *ForkError) when the gateway holds two
+	// valid segments of the log that disagree about the same seqs: two
+	// devices (or a log cut and regrown) uploaded different histories.
+	ErrForked = errors.New("arweave: the mirrored log is forked")
+	// ErrBranchNotFound is returned when RebuildOptions.Branch names no
+	// segment of the log.
+	ErrBranchNotFound = errors.New("arweave: branch transaction is not a segment of this log")
+)
+
+// Branch names one side of a fork: a segment transaction and its range.
+type Branch struct {
+	TxID        string
+	First, Last uint64
+	HeadHash    Hash
+}
+
+func (b Branch) String() string {
+	return fmt.Sprintf("tx %s (seqs %d..%d, head %x)", b.TxID, b.First, b.Last, b.HeadHash[:8])
+}
+
+// ForkError reports two valid segments that disagree: the divergence lies
+// within From..To (the seqs they share). Branches[0] is the segment the
+// chain had followed, Branches[1] the one that contradicts it. It unwraps to
+// ErrForked.
+type ForkError struct {
+	From, To uint64
+	Branches []Branch
+}
+
+func (e *ForkError) Error() string {
+	parts := make([]string, len(e.Branches))
+	for i, b := range e.Branches {
+		parts[i] = b.String()
+	}
+	return fmt.Sprintf("%v: seqs %d..%d differ between %s; choose the branch to follow (RebuildOptions.Branch)",
+		ErrForked, e.From, e.To, strings.Join(parts, " and "))
+}
+
+func (e *ForkError) Unwrap() error { return ErrForked }
+
+func branchOf(c candidate) Branch {
+	return Branch{TxID: c.tx.ID, First: c.meta.FirstSeq, Last: c.meta.LastSeq, HeadHash: c.meta.HeadHash}
+}
+
 // RebuildOptions configures Rebuild.
 type RebuildOptions struct {
 	Client *Client
@@ -67,6 +112,11 @@ type RebuildOptions struct {
 	Concurrency int
 	// Progress, if set, is called after each segment.
 	Progress func(RebuildProgress)
+	// Branch, when the log is forked, is the transaction id of a segment
+	// whose chain to follow: segments overlapping it are set aside, as are
+	// segments that contradict the chain through it, and the rebuild ends
+	// where nothing continues that chain. Empty: a fork is an error.
+	Branch string
 }
 
 // RebuildProgress reports a rebuild in flight.
@@ -84,6 +134,9 @@ type RebuildResult struct {
 	Found      int  // transactions GraphQL returned
 	Duplicates int  // dropped as the same range and head hash
 	Pending    int  // segments used that are not yet mined
+	// SetAside lists the segments left out because they belong to another
+	// branch than RebuildOptions.Branch.
+	SetAside []Branch
 }
 
 type candidate struct {
@@ -188,6 +241,45 @@ func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (Re
 		seen[k] = true
 		cands = append(cands, candidate{tx: t, meta: m})
 	}
+	if opt.Branch != "" {
+		var bk *candidate
+		for i := range cands {
+			if cands[i].tx.ID == opt.Branch {
+				bk = &cands[i]
+			}
+		}
+		if bk == nil {
+			// A dropped duplicate stands for the kept one.
+			for _, t := range txs {
+				if m, err := ParseTags(t.Tags); err == nil && t.ID == opt.Branch {
+					for i := range cands {
+						if cands[i].meta.FirstSeq == m.FirstSeq && cands[i].meta.LastSeq == m.LastSeq && cands[i].meta.HeadHash == m.HeadHash {
+							bk = &cands[i]
+						}
+					}
+				}
+			}
+		}
+		if bk == nil {
+			return res, fmt.Errorf("rebuild: %w: %s", ErrBranchNotFound, opt.Branch)
+		}
+		b := *bk
+		kept := cands[:0:0]
+		for _, c := range cands {
+			if c.tx.ID != b.tx.ID && c.meta.FirstSeq <= b.meta.LastSeq && b.meta.FirstSeq <= c.meta.LastSeq {
+				res.SetAside = append(res.SetAside, branchOf(c))
+				continue
+			}
+			kept = append(kept, c)
+		}
+		cands = kept
+	}
+	// A segment the chain does not use is checked against the chain when the
+	// chain reaches its last seq: a different head hash there is a fork.
+	byLast := map[uint64][]candidate{}
+	for _, c := range cands {
+		byLast[c.meta.LastSeq] = append(byLast[c.meta.LastSeq], c)
+	}
 	chosen, gaps := plan(cands, opt.From)
 	res.TotalSegments = len(chosen)
 	var gapErr *GapError
@@ -279,6 +371,17 @@ func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (Re
 			break
 		}
 		if seg == nil {
+			var rej *TxRejectedError
+			if opt.Branch != "" && errors.As(firstErr, &rej) && errors.Is(firstErr, ErrContinuity) {
+				// Nothing continues the chosen branch: what follows is the
+				// other branch's continuation.
+				for _, st := range chosen[i:] {
+					for _, c := range st {
+						res.SetAside = append(res.SetAside, branchOf(c))
+					}
+				}
+				break
+			}
 			return res, firstErr
 		}
 		if used.tx.Pending {
@@ -297,6 +400,23 @@ func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (Re
 				return res, err
 			}
 			prevHash = r.Hash()
+			for _, c := range byLast[r.Seq] {
+				if c.tx.ID == used.tx.ID || c.meta.HeadHash == prevHash {
+					continue
+				}
+				fork, err := confirmFork(ctx, opt, c)
+				if err != nil {
+					return res, err
+				}
+				if !fork {
+					continue
+				}
+				if opt.Branch != "" {
+					res.SetAside = append(res.SetAside, branchOf(c))
+					continue
+				}
+				return res, &ForkError{From: max(c.meta.FirstSeq, opt.From), To: c.meta.LastSeq, Branches: []Branch{branchOf(used), branchOf(c)}}
+			}
 			next = r.Seq + 1
 			res.Records++
 			res.LastSeq = r.Seq
@@ -311,6 +431,25 @@ func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (Re
 		return res, gapErr
 	}
 	return res, nil
+}
+
+// confirmFork fetches c, whose head hash contradicts the chain, and reports
+// whether it is a valid segment (a real fork) rather than damaged data or
+// tags that disagree with its bytes (which the chain never needed).
+func confirmFork(ctx context.Context, opt RebuildOptions, c candidate) (bool, error) {
+	data, err := opt.Client.FetchData(ctx, c.tx.ID)
+	if err != nil {
+		if ctx.Err() != nil {
+			return false, fmt.Errorf("rebuild: %w", err)
+		}
+		return false, fmt.Errorf("rebuild: segment %d..%d (tx %s) contradicts the chain and cannot be fetched to confirm a fork: %w",
+			c.meta.FirstSeq, c.meta.LastSeq, c.tx.ID, err)
+	}
+	seg, err := DecodeSegment(data)
+	if err != nil || seg.LogID != opt.LogID || seg.FirstSeq != c.meta.FirstSeq || seg.LastSeq != c.meta.LastSeq || seg.HeadHash != c.meta.HeadHash {
+		return false, nil
+	}
+	return true, nil
 }
 
 // verifySegment decodes data and checks it against its tags, the log id and
