@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 // GapError names seqs no valid segment on the gateway covers.
@@ -117,6 +118,47 @@ type RebuildOptions struct {
 	// segments that contradict the chain through it, and the rebuild ends
 	// where nothing continues that chain. Empty: a fork is an error.
 	Branch string
+	// MaxSegmentBytes bounds each segment fetched (default MaxSegmentSize);
+	// a transaction whose data size is known is read up to that size only.
+	MaxSegmentBytes int64
+	// MaxPages bounds the GraphQL pages of the segment search (0: the
+	// client's Options.MaxPages).
+	MaxPages int
+	// Timeout, if set, bounds the whole rebuild; running out fails with
+	// ErrTimeout. Each gateway call is bounded by the client's options
+	// regardless.
+	Timeout time.Duration
+}
+
+// MaxSegmentSize is the largest segment a Syncer can produce with the
+// default segment cap: one record of MaxRecordSize (a segment is cut before
+// the cap, but a single record larger than the cap gets a segment of its
+// own).
+const MaxSegmentSize = SegmentHeaderSize + recordLenSize + MaxRecordSize
+
+// withBudget bounds ctx by d (when d > 0). The returned func turns an error
+// caused by that bound, and not by the parent, into one wrapping ErrTimeout.
+func withBudget(ctx context.Context, d time.Duration, what string) (context.Context, context.CancelFunc, func(error) error) {
+	if d <= 0 {
+		return ctx, func() {}, func(err error) error { return err }
+	}
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, d)
+	return ctx, cancel, func(err error) error {
+		if err != nil && ctx.Err() != nil && parent.Err() == nil && !errors.Is(err, ErrTimeout) {
+			return fmt.Errorf("%s: %w: time budget of %s spent: %w", what, ErrTimeout, d, err)
+		}
+		return err
+	}
+}
+
+// fetchLimit is the read bound for candidate c: its declared data size when
+// the gateway reported one within the cap, else the cap.
+func (o RebuildOptions) fetchLimit(c candidate) int64 {
+	if c.tx.DataSize > 0 && c.tx.DataSize < o.MaxSegmentBytes {
+		return c.tx.DataSize
+	}
+	return o.MaxSegmentBytes
 }
 
 // RebuildProgress reports a rebuild in flight.
@@ -198,8 +240,13 @@ func plan(cands []candidate, from uint64) (chosen [][]candidate, gaps []GapError
 // all gives a zero result and nil error (check res.Found). Segments from
 // From onwards are used whether mined or pending (res.Pending counts the
 // latter).
-func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (RebuildResult, error) {
-	var res RebuildResult
+func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (res RebuildResult, err error) {
+	ctx, cancelBudget, budgetErr := withBudget(ctx, opt.Timeout, "rebuild")
+	defer cancelBudget()
+	defer func() { err = budgetErr(err) }()
+	if opt.MaxSegmentBytes <= 0 {
+		opt.MaxSegmentBytes = MaxSegmentSize
+	}
 	if opt.Client == nil || opt.Owner == "" {
 		return res, errors.New("rebuild: Client and Owner are required")
 	}
@@ -209,7 +256,7 @@ func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (Re
 	if opt.Concurrency <= 0 {
 		opt.Concurrency = 4
 	}
-	txs, err := opt.Client.FindSegments(ctx, opt.Owner, opt.LogID, KindSegment)
+	txs, err := opt.Client.FindSegmentsMax(ctx, opt.Owner, opt.LogID, KindSegment, opt.MaxPages)
 	if err != nil {
 		return res, fmt.Errorf("rebuild: %w", err)
 	}
@@ -319,10 +366,10 @@ func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (Re
 			case <-ctx.Done():
 				return
 			}
-			go func(i int, id string) {
-				d, err := opt.Client.FetchData(ctx, id)
+			go func(i int, c candidate) {
+				d, err := opt.Client.FetchDataLimit(ctx, c.tx.ID, opt.fetchLimit(c))
 				results[i] <- fetched{d, err}
-			}(i, st[0].tx.ID)
+			}(i, st[0])
 		}
 	}()
 
@@ -341,7 +388,7 @@ func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (Re
 		for j, c := range step {
 			data, ferr := f.data, f.err
 			if j > 0 { // alternates are fetched only when needed
-				data, ferr = opt.Client.FetchData(ctx, c.tx.ID)
+				data, ferr = opt.Client.FetchDataLimit(ctx, c.tx.ID, opt.fetchLimit(c))
 			}
 			if ferr != nil {
 				if ctx.Err() != nil {
@@ -355,7 +402,7 @@ func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (Re
 			s, verr := verifySegment(data, c.meta, opt.LogID, next, prevHash)
 			if verr != nil {
 				// One more fetch in case the bytes were damaged in transit.
-				if data2, ferr2 := opt.Client.FetchData(ctx, c.tx.ID); ferr2 == nil {
+				if data2, ferr2 := opt.Client.FetchDataLimit(ctx, c.tx.ID, opt.fetchLimit(c)); ferr2 == nil {
 					s, verr = verifySegment(data2, c.meta, opt.LogID, next, prevHash)
 					data = data2
 				}
@@ -437,7 +484,7 @@ func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (Re
 // whether it is a valid segment (a real fork) rather than damaged data or
 // tags that disagree with its bytes (which the chain never needed).
 func confirmFork(ctx context.Context, opt RebuildOptions, c candidate) (bool, error) {
-	data, err := opt.Client.FetchData(ctx, c.tx.ID)
+	data, err := opt.Client.FetchDataLimit(ctx, c.tx.ID, opt.fetchLimit(c))
 	if err != nil {
 		if ctx.Err() != nil {
 			return false, fmt.Errorf("rebuild: %w", err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 )
 
 // RecordSource yields the log's records with seq >= from in seq order,
@@ -26,6 +27,13 @@ type SyncConfig struct {
 	BatchBytes int
 	// Progress, if set, is called after each batch and at the end.
 	Progress func(SyncProgress)
+	// MaxPages bounds the GraphQL pages of the scan for segments already on
+	// the gateway. 0 derives it from the push: 10 + 2 pages per 100 seqs up
+	// to head (room for one segment per seq, twice over).
+	MaxPages int
+	// Timeout, if set, bounds a whole Push; running out fails with
+	// ErrTimeout (postings already recorded are resolved by the next Push).
+	Timeout time.Duration
 }
 
 // SyncProgress reports a push in flight.
@@ -234,8 +242,12 @@ type rangeKey struct {
 }
 
 // remoteSegments lists this wallet's segments of the log on the gateway.
-func (s *Syncer) remoteSegments(ctx context.Context) (map[uint64][]TxInfo, map[rangeKey]TxInfo, error) {
-	txs, err := s.c.FindSegments(ctx, s.c.Wallet().Address(), s.cfg.LogID, KindSegment)
+func (s *Syncer) remoteSegments(ctx context.Context, head uint64) (map[uint64][]TxInfo, map[rangeKey]TxInfo, error) {
+	pages := s.cfg.MaxPages
+	if pages <= 0 {
+		pages = 10 + 2*int(min((head+pageSize-1)/pageSize, 1<<20))
+	}
+	txs, err := s.c.FindSegmentsMax(ctx, s.c.Wallet().Address(), s.cfg.LogID, KindSegment, pages)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -287,8 +299,10 @@ func (s *Syncer) adopt(t TxInfo, prev Hash) (SegmentState, error) {
 // matching segments already on the gateway, then cuts and uploads the rest
 // in seq order. A segment is marked submitted only after the gateway
 // accepted it.
-func (s *Syncer) Push(ctx context.Context, head uint64) (SyncResult, error) {
-	var res SyncResult
+func (s *Syncer) Push(ctx context.Context, head uint64) (res SyncResult, err error) {
+	ctx, cancelBudget, budgetErr := withBudget(ctx, s.cfg.Timeout, "sync push")
+	defer cancelBudget()
+	defer func() { err = budgetErr(err) }()
 	res.HeadSeq = head
 	report := func() {
 		if s.cfg.Progress != nil {
@@ -316,7 +330,7 @@ func (s *Syncer) Push(ctx context.Context, head uint64) (SyncResult, error) {
 	if err := s.dropBeyond(covered); err != nil {
 		return res, fmt.Errorf("sync push: %w", err)
 	}
-	byFirst, exact, err := s.remoteSegments(ctx)
+	byFirst, exact, err := s.remoteSegments(ctx, head)
 	if err != nil {
 		return res, fmt.Errorf("sync push: scan gateway: %w", err)
 	}
