@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -436,37 +437,63 @@ func TestHostileGatewaySlowDripAndTruncatedBody(t *testing.T) {
 	})
 }
 
-// TestHostileGatewayForkedSegments: the same fork as
-// TestRebuildRefusesForkUnlessBranchChosen, served by the fake gateway in
-// the order most likely to hide it (the shorter branch first).
+// TestHostileGatewayForkedSegments: two histories for seqs 26.. on top of
+// a shared 1..25, the original continuing to 80, served by the fake gateway
+// with the other branch first. Rebuild names the fork; with a branch chosen
+// it follows that one and lists what it set aside, whether the other
+// branch's later segments start after a hole (B ends inside A's range) or
+// fail to link (B ends where A does).
 func TestHostileGatewayForkedSegments(t *testing.T) {
-	h := newHostileGateway(t)
-	logID := newLogID(t)
-	a := newMemLog(60, 40)
-	b := a.forkAt(25, 30)
-	idB := h.addSegment(logID, b, 26, 55)
-	h.addSegment(logID, a, 1, 25)
-	idA := h.addSegment(logID, a, 26, 60)
-	c := h.client(t, hostileOpt)
-	ctx := testCtx(t)
-	rebuild := func(branch string) ([]Record, RebuildResult, error) {
-		var got []Record
-		res, err := Rebuild(ctx, RebuildOptions{Client: c, Owner: c.Wallet().Address(), LogID: logID, Branch: branch, VerifyRecord: verifyChain},
-			func(r Record) error { got = append(got, r); return nil })
-		return got, res, err
-	}
-	_, _, err := rebuild("")
-	t.Log(err)
-	var fe *ForkError
-	if !errors.As(err, &fe) || fe.From != 26 || fe.To != 55 || !strings.Contains(err.Error(), idA) || !strings.Contains(err.Error(), idB) {
-		t.Fatalf("rebuild: %v, want a fork over 26..55 naming %s and %s", err, idA, idB)
-	}
-	got, res, err := rebuild(idB)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sameRecords(t, got, b.recs)
-	if len(res.SetAside) != 1 || res.SetAside[0].TxID != idA {
-		t.Fatalf("set aside %+v, want %s", res.SetAside, idA)
+	for _, tc := range []struct {
+		name  string
+		bLast uint64
+	}{{"B ends inside A", 55}, {"B ends with A", 60}} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHostileGateway(t)
+			logID := newLogID(t)
+			a := newMemLog(80, 40)
+			b := a.forkAt(25, int(tc.bLast)-25)
+			idB := h.addSegment(logID, b, 26, tc.bLast)
+			h.addSegment(logID, a, 1, 25)
+			idA := h.addSegment(logID, a, 26, 60)
+			idA2 := h.addSegment(logID, a, 61, 80)
+			c := h.client(t, hostileOpt)
+			ctx := testCtx(t)
+			rebuild := func(branch string) ([]Record, RebuildResult, error) {
+				var got []Record
+				res, err := Rebuild(ctx, RebuildOptions{Client: c, Owner: c.Wallet().Address(), LogID: logID, Branch: branch, VerifyRecord: verifyChain},
+					func(r Record) error { got = append(got, r); return nil })
+				return got, res, err
+			}
+			_, _, err := rebuild("")
+			t.Log(err)
+			var fe *ForkError
+			if !errors.As(err, &fe) || fe.From != 26 || fe.To != tc.bLast || !strings.Contains(err.Error(), idA) || !strings.Contains(err.Error(), idB) {
+				t.Fatalf("rebuild: %v, want a fork over 26..%d naming %s and %s", err, tc.bLast, idA, idB)
+			}
+			got, res, err := rebuild(idB)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameRecords(t, got, b.recs)
+			var aside []string
+			for _, br := range res.SetAside {
+				aside = append(aside, br.TxID)
+			}
+			slices.Sort(aside)
+			want := []string{idA, idA2}
+			slices.Sort(want)
+			if !slices.Equal(aside, want) {
+				t.Fatalf("branch B: set aside %v, want %v", aside, want)
+			}
+			got, res, err = rebuild(idA)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameRecords(t, got, a.recs)
+			if len(res.SetAside) != 1 || res.SetAside[0].TxID != idB {
+				t.Fatalf("branch A: set aside %+v, want %s", res.SetAside, idB)
+			}
+		})
 	}
 }

@@ -288,6 +288,9 @@ func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (re
 		seen[k] = true
 		cands = append(cands, candidate{tx: t, meta: m})
 	}
+	var branchID string // the kept candidate standing for opt.Branch
+	var branchLast uint64
+	branchUsed := false // the chain has gone through it
 	if opt.Branch != "" {
 		var bk *candidate
 		for i := range cands {
@@ -311,6 +314,7 @@ func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (re
 			return res, fmt.Errorf("rebuild: %w: %s", ErrBranchNotFound, opt.Branch)
 		}
 		b := *bk
+		branchID, branchLast = b.tx.ID, b.meta.LastSeq
 		kept := cands[:0:0]
 		for _, c := range cands {
 			if c.tx.ID != b.tx.ID && c.meta.FirstSeq <= b.meta.LastSeq && b.meta.FirstSeq <= c.meta.LastSeq {
@@ -328,6 +332,23 @@ func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (re
 		byLast[c.meta.LastSeq] = append(byLast[c.meta.LastSeq], c)
 	}
 	chosen, gaps := plan(cands, opt.From)
+	if branchID != "" && len(gaps) > 0 && gaps[0].From > branchLast && coveredBy(res.SetAside, gaps[0].From, gaps[0].To) {
+		// The hole is where the set-aside branch was: the chosen branch
+		// ends before it, and what follows continues the other one.
+		cut := len(chosen)
+		for i, st := range chosen {
+			if st[0].meta.FirstSeq > gaps[0].From {
+				cut = i
+				break
+			}
+		}
+		for _, st := range chosen[cut:] {
+			for _, c := range st {
+				res.SetAside = append(res.SetAside, branchOf(c))
+			}
+		}
+		chosen, gaps = chosen[:cut], nil
+	}
 	res.TotalSegments = len(chosen)
 	var gapErr *GapError
 	if len(gaps) > 0 {
@@ -419,7 +440,7 @@ func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (re
 		}
 		if seg == nil {
 			var rej *TxRejectedError
-			if opt.Branch != "" && errors.As(firstErr, &rej) && errors.Is(firstErr, ErrContinuity) {
+			if branchUsed && errors.As(firstErr, &rej) && errors.Is(firstErr, ErrContinuity) {
 				// Nothing continues the chosen branch: what follows is the
 				// other branch's continuation.
 				for _, st := range chosen[i:] {
@@ -433,6 +454,9 @@ func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (re
 		}
 		if used.tx.Pending {
 			res.Pending++
+		}
+		if opt.Branch != "" && used.tx.ID == branchID {
+			branchUsed = true
 		}
 		for _, r := range seg.Records {
 			if r.Seq < next {
@@ -478,6 +502,25 @@ func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (re
 		return res, gapErr
 	}
 	return res, nil
+}
+
+// coveredBy reports whether the ranges of bs cover every seq from..to.
+func coveredBy(bs []Branch, from, to uint64) bool {
+	bs = append([]Branch(nil), bs...)
+	sort.Slice(bs, func(i, j int) bool { return bs[i].First < bs[j].First })
+	next := from
+	for _, b := range bs {
+		if b.First > next {
+			break
+		}
+		if b.Last >= next {
+			next = b.Last + 1
+		}
+		if next > to {
+			return true
+		}
+	}
+	return next > to
 }
 
 // confirmFork fetches c, whose head hash contradicts the chain, and reports
