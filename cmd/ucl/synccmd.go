@@ -341,7 +341,9 @@ func watchPush(ctx context.Context, c *cli.Context, o pushOpts) error {
 			sum, serr := st.Summary(s.Meta.LogIDBytes())
 			st.Close()
 			if serr == nil {
-				from = sum.CoveredSeq + 1
+				// From the covered seq itself: Push checks that event's
+				// hash against the mirror before going on.
+				from = max(sum.CoveredSeq, 1)
 			}
 		}
 		src := logSource(ctx, s.Log)
@@ -396,12 +398,15 @@ func watchPush(ctx context.Context, c *cli.Context, o pushOpts) error {
 				}
 			}
 			if due {
+				// Fingerprint before the flush: appends landing during it
+				// must still count as new on the next round.
+				before := logFingerprint(filepath.Join(dir, store.LogDir))
 				err := flush()
 				switch {
 				case ctx.Err() != nil:
 				case err == nil:
 					lastFlush, failures = time.Now(), 0
-					fp = logFingerprint(filepath.Join(dir, store.LogDir))
+					fp = before
 				case errors.Is(err, log.ErrLocked):
 					// Another process holds the store; try again next round.
 				default:
