@@ -715,6 +715,10 @@ type TxQuery struct {
 
 const pageSize = 100 // GraphQL's page cap
 
+// maxOwnerKeyLen bounds an owner key (base64url RSA modulus) kept from a
+// GraphQL answer: 4096-bit keys are 683 characters.
+const maxOwnerKeyLen = 1024
+
 const txSearchQuery = `query($owners: [String!], $ids: [ID!], $tags: [TagFilter!], $after: String) {
   transactions(owners: $owners, ids: $ids, tags: $tags, first: 100, after: $after) {
     pageInfo { hasNextPage }
@@ -756,6 +760,7 @@ func (c *Client) FindTxs(ctx context.Context, q TxQuery) ([]TxInfo, error) {
 	var all []TxInfo
 	seen := map[string]bool{}
 	cursors := map[string]bool{}
+	keys := map[string]string{} // owner keys, shared: one wallet owns most results
 	var after string
 	for page := 0; ; page++ {
 		if page >= budget {
@@ -800,9 +805,19 @@ func (c *Client) FindTxs(ctx context.Context, q TxQuery) ([]TxInfo, error) {
 			if seen[n.ID] {
 				continue
 			}
+			// What no Arweave transaction can carry is not kept: this
+			// bounds what a hostile gateway makes the list hold per entry.
+			if !validID(n.ID) || len(n.Owner.Address) != 43 || len(n.Owner.Key) > maxOwnerKeyLen || TagBytes(n.Tags) > MaxTagBytes {
+				continue
+			}
 			fresh++
 			seen[n.ID] = true
-			ti := TxInfo{ID: n.ID, Owner: n.Owner.Address, OwnerKey: n.Owner.Key, Tags: n.Tags}
+			key, ok := keys[n.Owner.Key]
+			if !ok {
+				key = n.Owner.Key
+				keys[key] = key
+			}
+			ti := TxInfo{ID: n.ID, Owner: n.Owner.Address, OwnerKey: key, Tags: n.Tags}
 			if n.Block == nil {
 				ti.Pending = true
 			} else {
@@ -811,7 +826,9 @@ func (c *Client) FindTxs(ctx context.Context, q TxQuery) ([]TxInfo, error) {
 			if n.BundledIn != nil {
 				ti.BundledIn = n.BundledIn.ID
 			}
-			ti.DataSize, _ = n.Data.Size.Int64()
+			if size, err := n.Data.Size.Int64(); err == nil {
+				ti.DataSize = size // else unknown (0): reads fall back to the cap
+			}
 			all = append(all, ti)
 		}
 		edges := out.Transactions.Edges

@@ -128,7 +128,10 @@
 //     cursor repeats, a page brings no transaction not seen before, or the
 //     page budget is spent (TxQuery.MaxPages, else Options.MaxPages, default
 //     1000). Push derives its budget from its head: 10 + 2 pages per 100
-//     seqs (SyncConfig.MaxPages overrides).
+//     seqs, at least 100 (SyncConfig.MaxPages overrides). Entries no
+//     Arweave transaction could be (bad id, oversized tags or owner key)
+//     are not kept, so the list a hostile gateway can make FindTxs hold is
+//     bounded per entry as well as in count.
 //
 // # Uploads
 //

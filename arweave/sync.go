@@ -29,7 +29,9 @@ type SyncConfig struct {
 	Progress func(SyncProgress)
 	// MaxPages bounds the GraphQL pages of the scan for segments already on
 	// the gateway. 0 derives it from the push: 10 + 2 pages per 100 seqs up
-	// to head (room for one segment per seq, twice over).
+	// to head (room for one segment per seq, twice over), at least 100 so
+	// that a log far behind the mirror still sees the mirror's segments and
+	// is refused as diverged.
 	MaxPages int
 	// Timeout, if set, bounds a whole Push; running out fails with
 	// ErrTimeout (postings already recorded are resolved by the next Push).
@@ -245,7 +247,7 @@ type rangeKey struct {
 func (s *Syncer) remoteSegments(ctx context.Context, head uint64) (map[uint64][]TxInfo, map[rangeKey]TxInfo, error) {
 	pages := s.cfg.MaxPages
 	if pages <= 0 {
-		pages = 10 + 2*int(min((head+pageSize-1)/pageSize, 1<<20))
+		pages = max(100, 10+2*int(min((head+pageSize-1)/pageSize, 1<<20)))
 	}
 	txs, err := s.c.FindSegmentsMax(ctx, s.c.Wallet().Address(), s.cfg.LogID, KindSegment, pages)
 	if err != nil {
