@@ -47,8 +47,9 @@ type Options struct {
 	// HTTPClient overrides the HTTP client (its Timeout should be 0).
 	HTTPClient *http.Client
 	// CallTimeout bounds one call with all its attempts and backoff
-	// (default 90s), so a gateway that times out or drips every attempt
-	// fails in bounded time even under a caller context without deadline.
+	// (default 60s: two full attempts), so a gateway that hangs or drips on
+	// every attempt fails in bounded time even under a caller context
+	// without deadline.
 	CallTimeout time.Duration
 	// MaxResponseBytes bounds the body of an API answer (GraphQL, status,
 	// info, price, anchor; default 16 MiB). A larger answer fails with
@@ -82,7 +83,7 @@ func (o Options) withDefaults() Options {
 		o.HTTPClient = &http.Client{}
 	}
 	if o.CallTimeout <= 0 {
-		o.CallTimeout = 90 * time.Second
+		o.CallTimeout = 60 * time.Second
 	}
 	if o.MaxResponseBytes <= 0 {
 		o.MaxResponseBytes = 16 << 20

@@ -539,6 +539,10 @@ func mirrorStatus(_ *cli.Context, s *store.Store, out map[string]any) {
 		return
 	}
 	st, err := arweave.OpenState(path)
+	if errors.Is(err, arweave.ErrMirrorStateCorrupt) {
+		out["mirror_text"] = "state unreadable: " + err.Error()
+		return
+	}
 	if err != nil {
 		out["mirror_text"] = "state busy (a sync is running)"
 		return
