@@ -79,7 +79,9 @@
 //     so does a log whose head is below a mirrored seq.
 //
 // Because every event embeds its predecessor's hash, agreement at one seq
-// vouches for every seq before it. The mirror state is a bbolt file; a
+// vouches for every seq before it. The second check sees what the gateway
+// has indexed: two devices pushing the same seqs within the indexing delay
+// can still fork the mirror, and Rebuild then reports the fork (below). The mirror state is a bbolt file; a
 // damaged one (bbolt panics on a zeroed page) gives ErrMirrorStateCorrupt,
 // never a panic, and may simply be deleted.
 //

@@ -2,6 +2,8 @@ package arweave
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -71,25 +73,63 @@ func TestSyncPushRefusesRangeAlreadyOnArweaveFromAnotherBranch(t *testing.T) {
 	ctx := testCtx(t)
 	logID := newLogID(t)
 	orig := newMemLog(100, 200)
-	if _, err := newSyncer(t, NewL1Uploader(c), orig, logID, openTestState(t), 4<<10).Push(ctx, orig.head()); err != nil {
+	// The original device pushes 1..60, is backed up (log and mirror
+	// state), then pushes 61..100.
+	dir := t.TempDir()
+	statePath := filepath.Join(dir, "mirror.db")
+	st, err := OpenState(statePath)
+	if err != nil {
 		t.Fatal(err)
 	}
+	part := &memLog{recs: orig.recs[:60]}
+	if _, err := newSyncer(t, NewL1Uploader(c), part, logID, st, 4<<10).Push(ctx, part.head()); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	backup, err := os.ReadFile(statePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err = OpenState(statePath); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newSyncer(t, NewL1Uploader(c), orig, logID, st, 4<<10).Push(ctx, orig.head()); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
 	before := countSegments(t, c, logID)
 	for _, tc := range []struct {
-		name    string
-		restore *memLog
+		name       string
+		restore    *memLog
+		keepBackup bool // the restored device has the backed-up mirror state
 	}{
-		{"restored log shorter than the mirror", orig.forkAt(60, 30)},
-		{"restored log longer than the mirror", orig.forkAt(60, 70)},
+		{"restored log shorter than the mirror, state lost", orig.forkAt(60, 30), false},
+		{"restored log longer than the mirror, state lost", orig.forkAt(60, 70), false},
+		{"restored log and mirror state from the backup", orig.forkAt(60, 30), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			// The backup's mirror state is lost or older: a fresh one.
-			_, err := newSyncer(t, NewL1Uploader(c), tc.restore, logID, openTestState(t), 4<<10).Push(ctx, tc.restore.head())
+			rst := openTestState(t)
+			if tc.keepBackup {
+				p := filepath.Join(t.TempDir(), "mirror.db")
+				if err := os.WriteFile(p, backup, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				if rst, err = OpenState(p); err != nil {
+					t.Fatal(err)
+				}
+				defer rst.Close()
+				if sum, err := rst.Summary(logID); err != nil || sum.CoveredSeq != 60 {
+					t.Fatalf("backed-up state covers %d (%v), want 60", sum.CoveredSeq, err)
+				}
+			}
+			_, err := newSyncer(t, NewL1Uploader(c), tc.restore, logID, rst, 4<<10).Push(ctx, tc.restore.head())
 			var de *DivergedError
 			if !errors.As(err, &de) || !errors.Is(err, ErrDiverged) {
 				t.Fatalf("push: %v, want a DivergedError", err)
 			}
-			if de.TxID == "" || de.Seq <= 60 || de.First == 0 || de.Last < de.First {
+			if de.TxID == "" || de.Seq <= 60 || de.First <= 60 || de.Last < de.First {
 				t.Fatalf("diverged error does not name the conflicting segment: %+v", de)
 			}
 			if n := countSegments(t, c, logID); n != before {
