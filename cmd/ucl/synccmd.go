@@ -94,6 +94,10 @@ func gatewayHint(err error, again string) string {
 	switch {
 	case errors.Is(err, context.Canceled):
 		return "interrupted; nothing was lost: run `" + again + "` again to resume"
+	case errors.Is(err, arweave.ErrDiverged):
+		return "nothing was uploaded: this log is not the history already on Arweave; to continue the mirrored history, rebuild a new store from it with `ucl rebuild`"
+	case errors.Is(err, arweave.ErrMirrorStateCorrupt):
+		return "the mirror state is derived data: delete it and run `" + again + "` again (it is re-adopted from the gateway)"
 	case errors.Is(err, arweave.ErrUnavailable), errors.Is(err, arweave.ErrTimeout):
 		return "the gateway is unreachable or failing; nothing was lost: run `" + again + "` again to resume (check --gateway / UCL_GATEWAY)"
 	case errors.Is(err, arweave.ErrRejected):
@@ -340,7 +344,9 @@ func watchPush(ctx context.Context, c *cli.Context, o pushOpts) error {
 			sum, serr := st.Summary(s.Meta.LogIDBytes())
 			st.Close()
 			if serr == nil {
-				from = sum.CoveredSeq + 1
+				// From the covered seq itself: Push checks that event's
+				// hash against the mirror before going on.
+				from = max(sum.CoveredSeq, 1)
 			}
 		}
 		src := logSource(ctx, s.Log)
@@ -395,12 +401,15 @@ func watchPush(ctx context.Context, c *cli.Context, o pushOpts) error {
 				}
 			}
 			if due {
+				// Fingerprint before the flush: appends landing during it
+				// must still count as new on the next round.
+				before := logFingerprint(filepath.Join(dir, store.LogDir))
 				err := flush()
 				switch {
 				case ctx.Err() != nil:
 				case err == nil:
 					lastFlush, failures = time.Now(), 0
-					fp = logFingerprint(filepath.Join(dir, store.LogDir))
+					fp = before
 				case errors.Is(err, log.ErrLocked):
 					// Another process holds the store; try again next round.
 				default:
@@ -533,6 +542,10 @@ func mirrorStatus(_ *cli.Context, s *store.Store, out map[string]any) {
 		return
 	}
 	st, err := arweave.OpenState(path)
+	if errors.Is(err, arweave.ErrMirrorStateCorrupt) {
+		out["mirror_text"] = "state unreadable: " + err.Error()
+		return
+	}
 	if err != nil {
 		out["mirror_text"] = "state busy (a sync is running)"
 		return
@@ -557,6 +570,7 @@ type rebuildOpts struct {
 	owner        string
 	logID        [16]byte
 	allowPartial bool
+	branch       string // segment tx whose chain to follow on a fork
 	// from/fromPrev start the log at a later seq (a snapshot's head); zero
 	// means from seq 1. Not exposed yet.
 	from     uint64
@@ -629,7 +643,7 @@ func rebuildLog(ctx context.Context, c *cli.Context, cl *arweave.Client, o rebui
 	p := newProgress(c, "rebuild", 0)
 	res, rerr := arweave.Rebuild(ctx, arweave.RebuildOptions{
 		Client: cl, Owner: o.owner, LogID: o.logID, From: o.from, FromPrevHash: o.fromPrev,
-		AllowPartial: o.allowPartial,
+		AllowPartial: o.allowPartial, Branch: o.branch,
 		VerifyRecord: func(prev arweave.Hash, r arweave.Record) error {
 			h, err := log.DecodeHeader(r.Raw)
 			if err != nil {
@@ -682,6 +696,10 @@ func rebuildHint(err error) string {
 	var gap *arweave.GapError
 	var rej *arweave.TxRejectedError
 	switch {
+	case errors.Is(err, arweave.ErrForked):
+		return "nothing was written. Two histories were uploaded for the same seqs: pass --branch TX with the transaction whose history to keep"
+	case errors.Is(err, arweave.ErrBranchNotFound):
+		return "nothing was written: --branch must be one of the transactions the fork error named"
 	case errors.As(err, &gap):
 		return "nothing was written. The segments may not be indexed yet (wait and retry), or were never uploaded: run `ucl sync push` on a device that has them; or pass --allow-partial to keep the events before the gap"
 	case errors.As(err, &rej):
@@ -721,7 +739,7 @@ func rebuildAction(c *cli.Context) error {
 	if err != nil {
 		return withHint(err, "--vault-key takes the source store's vault.key or a file with its recovery code")
 	}
-	o := rebuildOpts{keys: kr, wallet: w, owner: aw.Address(), allowPartial: c.Bool("allow-partial")}
+	o := rebuildOpts{keys: kr, wallet: w, owner: aw.Address(), allowPartial: c.Bool("allow-partial"), branch: c.String("branch")}
 	cl, err := newGatewayClient(c, nil)
 	if err != nil {
 		return err
@@ -927,6 +945,7 @@ from seq 1 and verified whole. --no-snapshot projects every event.`,
 		&cli.StringFlag{Name: "wallet", Usage: "the source store's Arweave wallet (wallet.json)"},
 		&cli.StringFlag{Name: "log-id", Usage: "log to rebuild (default: the wallet's only log)"},
 		&cli.BoolFlag{Name: "allow-partial", Usage: "keep the verified events before a gap or a bad segment"},
+		&cli.StringFlag{Name: "branch", Usage: "when Arweave holds a forked log, the segment transaction `TX` whose history to follow"},
 		&cli.BoolFlag{Name: "no-snapshot", Usage: "project every event instead of starting from the newest published snapshot"},
 	},
 	Action: rebuildAction,
