@@ -69,6 +69,11 @@ type API interface {
 	SnapshotRestore(ctx context.Context, req SnapshotRestoreRequest) (*snapshot.RestoreResult, error)
 	// SnapshotPublish uploads a snapshot to Arweave.
 	SnapshotPublish(ctx context.Context, req SnapshotPublishRequest) (*snapshot.PushResult, error)
+	// Close releases what this handle holds (a Store closes the store; a
+	// Client only its connections).
+	Close() error
+	// Dir is the store directory.
+	Dir() string
 }
 
 // AppendRequest is a JSONL input for Append.

@@ -2,7 +2,9 @@ package ucl
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/unlimitedcontext/ucl/arweave"
 	"github.com/unlimitedcontext/ucl/internal/store"
@@ -172,4 +174,100 @@ func (s *Store) SyncStatus(ctx context.Context, req SyncStatusRequest) (*SyncSta
 		out.GatewayHeight = &height
 	}
 	return out, nil
+}
+
+// WatchOptions configure Watch.
+type WatchOptions struct {
+	// Push is the push to run at each flush.
+	Push PushRequest
+	// EveryEvents flushes once this many events are pending (default 1000).
+	EveryEvents int
+	// Every flushes pending events at least this often (default 1 minute).
+	Every time.Duration
+}
+
+// WatchReport is one flush of Watch: a result, or an error and when the
+// next attempt is.
+type WatchReport struct {
+	Result  *PushResult
+	Err     error
+	RetryIn time.Duration
+	// Covered is how far the mirror is known to reach.
+	Covered uint64
+}
+
+// Watch is the mirror loop: it pushes now, then whenever EveryEvents
+// events are pending or Every elapsed with events pending, until ctx is
+// done (then it returns nil). On a *Store it runs in the owner and is
+// woken by appends; on a Client it asks the owner for the head once a
+// second. Gateway errors are reported and retried with backoff; errors a
+// retry cannot fix (no wallet, a bad request) end the loop.
+func Watch(ctx context.Context, api API, o WatchOptions, report func(WatchReport)) error {
+	if o.EveryEvents <= 0 {
+		o.EveryEvents = 1000
+	}
+	if o.Every <= 0 {
+		o.Every = time.Minute
+	}
+	var wake <-chan struct{}
+	headOf := func() (uint64, error) {
+		st, err := api.Status(ctx, StatusRequest{})
+		if err != nil {
+			return 0, err
+		}
+		return st.HeadSeq, nil
+	}
+	if s, ok := api.(*Store); ok {
+		wake = s.appended
+		headOf = func() (uint64, error) { h, _ := s.st.Log.Head(); return h, nil }
+	}
+	poll := min(time.Second, o.Every)
+	var covered uint64
+	var lastFlush, retryAt time.Time
+	failures := 0
+	for {
+		head, err := headOf()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		now := time.Now()
+		due := lastFlush.IsZero() || (head > covered && (head-covered >= uint64(o.EveryEvents) || now.Sub(lastFlush) >= o.Every))
+		if due && !now.Before(retryAt) {
+			res, err := api.Push(ctx, o.Push)
+			if res != nil && res.CoveredSeq > covered {
+				covered = res.CoveredSeq
+			}
+			switch {
+			case ctx.Err() != nil:
+				return nil
+			case err == nil:
+				if res.Uploaded > 0 || res.Adopted > 0 || lastFlush.IsZero() {
+					report(WatchReport{Result: res, Covered: covered})
+				}
+				lastFlush, failures = time.Now(), 0
+			case errors.Is(err, ErrNoWallet), errors.Is(err, ErrBadWallet), errors.Is(err, ErrBadRequest):
+				return err
+			default:
+				failures++
+				wait := min(time.Duration(1<<min(failures, 6))*time.Second, 5*time.Minute)
+				retryAt = time.Now().Add(wait)
+				report(WatchReport{Err: err, RetryIn: wait, Covered: covered})
+				if lastFlush.IsZero() {
+					lastFlush = time.Now() // the first round was attempted
+				}
+			}
+		}
+		t := time.NewTimer(poll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-wake:
+		case <-t.C:
+		}
+		t.Stop()
+	}
 }
