@@ -3,6 +3,7 @@ package ucl
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/unlimitedcontext/ucl/arweave"
 	"github.com/unlimitedcontext/ucl/crypto"
@@ -48,7 +49,7 @@ var (
 	ErrDirNotEmpty = errors.New("ucl: directory is not empty")
 	// ErrNoSegments is returned by Rebuild when the gateway has no segments
 	// of the wallet (or of the log asked for).
-	ErrNoSegments = errors.New("ucl: no ucl segments found")
+	ErrNoSegments = errors.New("no ucl segments")
 	// ErrAmbiguousLog is returned by Rebuild without a log id when the
 	// wallet has several logs.
 	ErrAmbiguousLog = errors.New("ucl: wallet has several logs")
@@ -203,4 +204,30 @@ func fromWire(w *wireError) error {
 		return nil
 	}
 	return &RemoteError{w: w}
+}
+
+// Store errors, re-exported so front ends need not import the store layout.
+var (
+	// ErrNotInitialized is returned when the directory holds no store.
+	ErrNotInitialized = store.ErrNotInitialized
+	// ErrExists is returned by Init and Rebuild when the directory already
+	// holds a store.
+	ErrExists = store.ErrExists
+	// ErrWrongVaultKey is returned when the vault key given does not
+	// belong to the store.
+	ErrWrongVaultKey = store.ErrWrongVaultKey
+)
+
+// ParseTime parses a request time: RFC 3339, a date (2023-05-08) or unix
+// milliseconds; it returns unix milliseconds.
+func ParseTime(s string) (int64, error) { return ingest.ParseTime(s) }
+
+// ErrBadInput is returned by Append when a JSONL line is not a valid event
+// (a *ingest.LineError names the line and field).
+var ErrBadInput = ingest.ErrBadInput
+
+// ValidateJSONL parses a JSONL input the way Append does, without writing.
+func ValidateJSONL(jsonl string, chunkTokens int) error {
+	_, err := ingest.ReadAll(strings.NewReader(jsonl), ingest.Options{ChunkTokens: chunkTokens})
+	return err
 }

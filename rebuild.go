@@ -212,7 +212,7 @@ func findLogID(ctx context.Context, cl *arweave.Client, owner string) ([16]byte,
 	}
 	switch len(count) {
 	case 0:
-		return id, fmt.Errorf("rebuild: %s on %s: %w", owner, cl.Gateway(), ErrNoSegments)
+		return id, fmt.Errorf("rebuild: %s has %w on %s", owner, ErrNoSegments, cl.Gateway())
 	case 1:
 		for k := range count {
 			id = k
@@ -289,7 +289,7 @@ func rebuildLog(ctx context.Context, cl *arweave.Client, o RebuildOptions, dir, 
 		return out, rerr
 	}
 	if res.Found == 0 {
-		return out, fmt.Errorf("rebuild: log %s from %s on %s: %w", arweave.LogIDHex(logID), owner, cl.Gateway(), ErrNoSegments)
+		return out, fmt.Errorf("rebuild: %w of log %s from %s on %s", ErrNoSegments, arweave.LogIDHex(logID), owner, cl.Gateway())
 	}
 	if out.head != res.LastSeq || (res.LastSeq > 0 && out.hash != log.Hash(res.HeadHash)) {
 		return out, fmt.Errorf("rebuild: wrote up to seq %d, Arweave gave up to %d", out.head, res.LastSeq)
