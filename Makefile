@@ -2,12 +2,13 @@
 GO        ?= go
 BIN       := bin/ucl
 ARLOCAL   := test/arlocal/node_modules/arlocal/bin/index.js
+MCPCLIENT := test/mcp/node_modules/@modelcontextprotocol/sdk/package.json
 FUZZTIME  ?= 30s
 BENCHTIME ?= 1x
 LOG_BENCHTIME ?= 2s
 QUERY_BENCHTIME ?= 300x
 
-.PHONY: all build test test-short race demo bench bench-100k fuzz arlocal vet clean
+.PHONY: all build test test-short race demo bench bench-100k fuzz arlocal mcp-client vet clean
 
 all: build
 
@@ -21,12 +22,19 @@ $(ARLOCAL): test/arlocal/package.json test/arlocal/package-lock.json
 	cd test/arlocal && npm ci --no-audit --no-fund --loglevel=error
 	@touch $(ARLOCAL)
 
+# The official MCP TypeScript SDK (@modelcontextprotocol/sdk 1.32.2), the
+# client of the MCP end-to-end tests, installed from the committed lockfile.
+mcp-client: $(MCPCLIENT)
+$(MCPCLIENT): test/mcp/package.json test/mcp/package-lock.json
+	cd test/mcp && npm ci --no-audit --no-fund --loglevel=error
+	@touch $(MCPCLIENT)
+
 vet:
 	$(GO) vet ./...
 
 # Everything: unit, fuzz seed corpora, crash, arlocal and end-to-end tests of
 # the built binary, then the concurrency tests again under -race.
-test: arlocal vet
+test: arlocal mcp-client vet
 	$(GO) test -count=1 -timeout 30m ./...
 	$(GO) test -count=1 -race -short -timeout 20m ./log/ ./projections/ ./projections/timelines/ ./projections/projstd/ ./query/ ./arweave/
 
