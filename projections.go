@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/unlimitedcontext/ucl/projections"
 	"github.com/unlimitedcontext/ucl/projections/projstd"
 )
 
@@ -74,6 +75,9 @@ func (s *Store) VerifyProjections(ctx context.Context, req VerifyProjectionsRequ
 	ds, err := set.Projector.Digests()
 	if err != nil {
 		return nil, err
+	}
+	if mm == nil {
+		mm = []projections.Mismatch{}
 	}
 	res := &VerifyProjectionsResult{OK: len(mm) == 0, Digests: ds, Mismatches: mm}
 	if len(mm) > 0 {
