@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -351,7 +352,7 @@ func (s *Store) Get(ctx context.Context, req GetRequest) (*GetResult, error) {
 			it.Found, it.Chunks = true, append(it.Chunks, c)
 		} else {
 			parts, err := set.Timelines.Document(id)
-			if err != nil {
+			if err != nil && !errors.Is(err, timelines.ErrNotFound) {
 				return nil, err
 			}
 			it.Found, it.Chunks = len(parts) > 0, append(it.Chunks, parts...)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/unlimitedcontext/ucl/internal/ingest"
 	"github.com/unlimitedcontext/ucl/log"
+	"github.com/unlimitedcontext/ucl/projections/timelines"
 )
 
 func badRequest(format string, a ...any) error {
@@ -134,7 +135,7 @@ func (s *Store) Tombstone(ctx context.Context, req TombstoneRequest) (*Tombstone
 	}
 	for _, d := range req.Documents {
 		parts, err := set.Timelines.Document(d)
-		if err != nil {
+		if err != nil && !errors.Is(err, timelines.ErrNotFound) {
 			return nil, err
 		}
 		if len(parts) == 0 {
