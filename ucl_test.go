@@ -214,3 +214,63 @@ func TestAttachAndStaleSocket(t *testing.T) {
 		t.Fatalf("stale socket not removed: %v", err)
 	}
 }
+
+// Processes racing to own a store (editors starting `ucl mcp` at once):
+// exactly one opens it, the others attach to its socket.
+func TestRacingOwners(t *testing.T) {
+	s := newTestStore(t)
+	dir := s.Dir()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	const n = 4
+	type got struct {
+		api API
+		err error
+	}
+	results := make(chan got, n)
+	start := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, n)
+	for i := 0; i < n; i++ {
+		go func() {
+			<-start
+			api, err := Attach(dir, Options{})
+			if st, ok := api.(*Store); ok {
+				go func() { served <- st.Serve(ctx) }()
+			}
+			results <- got{api, err}
+		}()
+	}
+	close(start)
+	owners, clients := 0, 0
+	var all []API
+	for i := 0; i < n; i++ {
+		g := <-results
+		if g.err != nil {
+			t.Fatalf("attach: %v", g.err)
+		}
+		all = append(all, g.api)
+		switch g.api.(type) {
+		case *Store:
+			owners++
+		case *Client:
+			clients++
+		}
+	}
+	if owners != 1 || clients != n-1 {
+		t.Fatalf("%d owners, %d clients; want 1 and %d", owners, clients, n-1)
+	}
+	for _, a := range all {
+		if _, err := a.Remember(context.Background(), RememberRequest{Content: "racing"}); err != nil {
+			t.Fatalf("%T: %v", a, err)
+		}
+	}
+	cancel()
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range all {
+		a.Close()
+	}
+}
