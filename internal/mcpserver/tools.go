@@ -449,7 +449,7 @@ func (s *server) toolListSessions(ctx context.Context, _ *mcp.CallToolRequest, i
 	out.Sessions = []SessionInfo{}
 	for _, si := range res.Sessions {
 		if in.Since != "" && si.Last < since {
-			continue // sorted by Last descending: but keep scanning ties cheaply
+			break // most recently active first: every later one is older
 		}
 		if len(out.Sessions) == limit {
 			out.More = true
