@@ -265,3 +265,45 @@ func TestDaemonSyncPush(t *testing.T) {
 		t.Fatalf("second push uploaded again: %v", again)
 	}
 }
+
+// `sync push --watch` attached to a daemon keeps mirroring what other
+// clients append through the same owner.
+func TestDaemonAttachedWatch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipping arlocal end-to-end tests in -short mode")
+	}
+	gw := arlocaltest.Start(t)
+	d, _ := newDevice(t, gw, 10, "dw")
+	startDaemon(t, d.dir)
+	cmd := exec.Command(uclBin, "sync", "push", "--watch", "--gateway", gw.URL(), "--every-events", "5", "--every", "1s", "--json")
+	cmd.Env = append(os.Environ(), "UCL_DIR="+d.dir, "UCL_VAULT_KEY=")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	waitCovered := func(head uint64) {
+		t.Helper()
+		for i := 0; i < 300; i++ {
+			if st := jsonDoc(t, must(t, d.dir, "", "sync", "status", "--json")); uint64(st["covered_seq"].(float64)) == head {
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		t.Fatalf("attached watch did not mirror up to %d; stderr: %s", head, errb.String())
+	}
+	waitCovered(headOf(t, d.dir))
+	for i := 0; i < 3; i++ {
+		in, _ := genEvents(6, fmt.Sprintf("dw%d", i))
+		must(t, d.dir, in, "append")
+	}
+	waitCovered(headOf(t, d.dir))
+	cmd.Process.Signal(os.Interrupt)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("watch exit: %v; stderr: %s", err, errb.String())
+	}
+	if strings.Contains(errb.String(), "in use") {
+		t.Fatalf("watch saw a busy store: %s", errb.String())
+	}
+}
