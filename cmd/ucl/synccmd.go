@@ -135,11 +135,14 @@ func watchPush(ctx context.Context, c *cli.Context, req ucl.PushRequest) error {
 		return openError(err)
 	}
 	defer api.Close()
-	serveErr := make(chan error, 1)
+	// As the owner, serve the other commands while mirroring; stop serving
+	// (waiting for requests in flight) before the store closes.
+	stopServing := func() error { return nil }
 	if s, ok := api.(*ucl.Store); ok {
 		sctx, cancel := context.WithCancel(ctx)
-		defer cancel()
+		serveErr := make(chan error, 1)
 		go func() { serveErr <- s.Serve(sctx) }()
+		stopServing = func() error { cancel(); return <-serveErr }
 	}
 	var covered uint64
 	err = ucl.Watch(ctx, api, ucl.WatchOptions{Push: req, EveryEvents: c.Int("every-events"), Every: c.Duration("every")}, func(r ucl.WatchReport) {
@@ -150,15 +153,11 @@ func watchPush(ctx context.Context, c *cli.Context, req ucl.PushRequest) error {
 		}
 		printPush(c, r.Result)
 	})
+	if serr := stopServing(); serr != nil && err == nil {
+		return fmt.Errorf("serve: %w", serr)
+	}
 	if err != nil {
 		return mirrorError(err, "ucl sync push --watch")
-	}
-	select {
-	case err := <-serveErr:
-		if err != nil {
-			return err
-		}
-	default:
 	}
 	if !jsonOut(c) {
 		printf(c, "stopped; events 1..%d are mirrored\n", covered)
