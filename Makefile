@@ -50,6 +50,7 @@ demo: build
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime $(LOG_BENCHTIME) -timeout 60m ./log/
 	$(GO) test -run "^$$" -bench . -benchtime $(QUERY_BENCHTIME) -timeout 60m ./query/
+	$(GO) test -run "^$$" -bench . -benchtime $(QUERY_BENCHTIME) -timeout 60m .
 	$(GO) test -run "^$$" -bench . -benchtime $(BENCHTIME) -timeout 60m ./projections/... ./arweave/ ./snapshot/ ./test/
 
 bench-100k:

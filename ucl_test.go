@@ -30,7 +30,7 @@ const testJSONL = `{"type":"store","session":"s1","role":"user","content":"I pra
 `
 
 // serve runs s.Serve until the test ends and returns a Client.
-func serve(t *testing.T, s *Store) *Client {
+func serve(t testing.TB, s *Store) *Client {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
