@@ -7,16 +7,25 @@
 // they build a request, call one method and print the result. Library
 // errors name no CLI flags; front ends add hints.
 //
-// # Opening
+// # Opening, owning, attaching
 //
-//	Init(dir, InitOptions) (*Store, error)   create a store and open it
-//	Open(dir, Options) (*Store, error)       open (takes the store lock)
-//	(*Store).Close() error                   release everything
-//	Rebuild(ctx, RebuildOptions)             recover a store from Arweave (package-level)
+//	Init(dir, InitOptions) (*Store, error)        create a store and open it
+//	Open(dir, Options) (*Store, error)            open (takes the store lock)
+//	(*Store).Close() error                        release everything it opened
+//	(*Store).Serve(ctx) error                     answer the API on DIR/ucl.sock until ctx ends
+//	Dial(dir) (*Client, error)                    attach to the owner (ErrNoOwner; removes a stale socket)
+//	Attach(dir, Options) (API, error)             the owner's Client, else the store opened here
+//	Handler(API) http.Handler                     the JSON API, for other listeners
+//	Watch(ctx, API, WatchOptions, report) error   the mirror loop (woken by appends in the owner)
+//	Rebuild(ctx, RebuildOptions) (*RebuildResult, error)   recover a store from Arweave
+//	VerifyLog(ctx, dir, Options, Progress)        full log scan (needs the store to itself)
+//	LoadVaultKey(dir, Options) / ImportVaultKey(dir, kr) / VaultKeyPath(dir)
+//	ValidateJSONL(jsonl, chunkTokens) / ParseTime(s) / ErrorCodes(err) / SocketPath(dir)
 //
 // Options (options.go) is the one documented options struct; defaults
 // live there as constants (DefaultGateway, DefaultEmbedTimeout,
-// DefaultChunkTokens, AppendBlock, DefaultBudget, ...).
+// DefaultChunkTokens, AppendBlock, DefaultSessionsLimit, SocketName) and
+// next to their requests (DefaultBudget, AttachWait).
 //
 // # Methods (the API interface, implemented by *Store and *Client)
 //
