@@ -207,6 +207,7 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 // mcpProc is a `ucl mcp` process with a Go SDK client attached.
 type mcpProc struct {
 	cs     *mcp.ClientSession
+	cmd    *exec.Cmd
 	stderr *os.File
 }
 
@@ -224,7 +225,7 @@ func startMCP(t testing.TB, dir string) *mcpProc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &mcpProc{cs: cs, stderr: errf}
+	return &mcpProc{cs: cs, cmd: cmd, stderr: errf}
 }
 
 func (p *mcpProc) log(t testing.TB) string {
@@ -318,6 +319,25 @@ func TestMCPTwoEditorsAndTerminal(t *testing.T) {
 	out = must(t, dir, "", "query", "continues alone", "--json")
 	if !strings.Contains(out, "continues alone") {
 		t.Fatalf("terminal after the takeover: %s", out)
+	}
+	// A third editor attaches to B; B is killed with -9 (its socket stays
+	// behind); the third editor's next call takes over.
+	c := startMCP(t, dir)
+	defer c.cs.Close()
+	callOK[mcpserver.StatusOut](t, c, "uc_status", mcpserver.StatusIn{})
+	if !strings.Contains(b.log(t), "owns the store") || strings.Contains(c.log(t), "owns the store") {
+		t.Fatalf("B should own and C attach:\nB: %s\nC: %s", b.log(t), c.log(t))
+	}
+	if err := b.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = b.cmd.Wait()
+	got := callOK[mcpserver.QueryOut](t, c, "uc_query", mcpserver.QueryIn{Query: "payments continues alone notes", K: 10})
+	if len(got.Hits) != 4 {
+		t.Fatalf("after kill -9 of the owner: %d hits, want the 4 items stored: %v", len(got.Hits), hitIDs(got.Hits))
+	}
+	if !strings.Contains(c.log(t), "owns the store") {
+		t.Fatalf("C did not take over: %s", c.log(t))
 	}
 }
 
