@@ -248,3 +248,10 @@ func (c *Client) SnapshotRestore(ctx context.Context, req SnapshotRestoreRequest
 func (c *Client) SnapshotPublish(ctx context.Context, req SnapshotPublishRequest) (*snapshot.PushResult, error) {
 	return call[snapshot.PushResult](c, ctx, "snapshot_publish", req)
 }
+
+// OwnerGone reports whether err says the owner's socket refused the
+// connection: the request was not sent, so retrying it (after Attach)
+// cannot apply it twice.
+func OwnerGone(err error) bool {
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT)
+}
