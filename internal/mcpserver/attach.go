@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"sync"
-	"syscall"
 
 	"github.com/unlimitedcontext/ucl"
 )
@@ -91,13 +90,6 @@ func (s *Shared) closeLocked() error {
 	return errors.Join(serveErr, err)
 }
 
-// ownerGone reports whether err says the owner's socket no longer answers.
-// Only errors raised before a request could reach an owner count: the
-// request was not executed, so retrying it elsewhere cannot apply it twice.
-func ownerGone(err error) bool {
-	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT)
-}
-
 // via runs f on the current API; if the owner has gone, it takes over (or
 // attaches to whoever took over first) and runs f once more.
 func via[Res any](s *Shared, f func(ucl.API) (*Res, error)) (*Res, error) {
@@ -108,7 +100,9 @@ func via[Res any](s *Shared, f func(ucl.API) (*Res, error)) (*Res, error) {
 		return nil, fmt.Errorf("store %s: %w", s.dir, ucl.ErrNoOwner)
 	}
 	res, err := f(api)
-	if err == nil || !ownerGone(err) {
+	// Only a refused connection counts (ucl.OwnerGone): the request was
+	// not sent, so running it again elsewhere cannot apply it twice.
+	if err == nil || !ucl.OwnerGone(err) {
 		return res, err
 	}
 	s.mu.Lock()
