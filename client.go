@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -125,18 +126,27 @@ func call[Res any](c *Client, ctx context.Context, method string, req any) (*Res
 		return nil, err
 	}
 	defer resp.Body.Close()
+	res, err := decodeResponse[Res](resp.Body)
+	if errors.Is(err, ErrProtocol) {
+		return nil, fmt.Errorf("%s: %w", method, err)
+	}
+	return res, err
+}
+
+// decodeResponse reads one {"result": …, "error": …} answer.
+func decodeResponse[Res any](r io.Reader) (*Res, error) {
 	var out struct {
 		Result json.RawMessage `json:"result"`
 		Error  *wireError      `json:"error"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		return nil, fmt.Errorf("%s: %v: %w", method, err, ErrProtocol)
+	if err := json.NewDecoder(r).Decode(&out); err != nil {
+		return nil, fmt.Errorf("%v: %w", err, ErrProtocol)
 	}
 	var res *Res
 	if len(out.Result) > 0 && string(out.Result) != "null" {
 		res = new(Res)
 		if err := json.Unmarshal(out.Result, res); err != nil {
-			return nil, fmt.Errorf("%s: %v: %w", method, err, ErrProtocol)
+			return nil, fmt.Errorf("%v: %w", err, ErrProtocol)
 		}
 	}
 	return res, fromWire(out.Error)
@@ -148,17 +158,27 @@ func callStream[T any](c *Client, ctx context.Context, method, field string, req
 		return err
 	}
 	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
+	err = decodeStream(resp.Body, field, fn)
+	if errors.Is(err, ErrProtocol) {
+		return fmt.Errorf("%s: %w", method, err)
+	}
+	return err
+}
+
+// decodeStream reads an NDJSON stream of {field: item} lines ended by
+// {"done": true} or {"error": …}, calling fn per item.
+func decodeStream[T any](r io.Reader, field string, fn func(T) error) error {
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 1<<20), 1<<30)
 	for sc.Scan() {
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			return fmt.Errorf("%s: %v: %w", method, err, ErrProtocol)
+			return fmt.Errorf("%v: %w", err, ErrProtocol)
 		}
 		if v, ok := m[field]; ok {
 			var item T
 			if err := json.Unmarshal(v, &item); err != nil {
-				return fmt.Errorf("%s: %v: %w", method, err, ErrProtocol)
+				return fmt.Errorf("%v: %w", err, ErrProtocol)
 			}
 			if err := fn(item); err != nil {
 				return err
@@ -168,18 +188,19 @@ func callStream[T any](c *Client, ctx context.Context, method, field string, req
 		if v, ok := m["error"]; ok {
 			var w wireError
 			if err := json.Unmarshal(v, &w); err != nil {
-				return fmt.Errorf("%s: %v: %w", method, err, ErrProtocol)
+				return fmt.Errorf("%v: %w", err, ErrProtocol)
 			}
 			return fromWire(&w)
 		}
 		if _, ok := m["done"]; ok {
 			return nil
 		}
+		return fmt.Errorf("unknown stream line: %w", ErrProtocol)
 	}
 	if err := sc.Err(); err != nil {
-		return fmt.Errorf("%s: %w", method, err)
+		return err
 	}
-	return fmt.Errorf("%s: stream ended early: %w", method, ErrProtocol)
+	return fmt.Errorf("stream ended early: %w", ErrProtocol)
 }
 
 func (c *Client) Append(ctx context.Context, req AppendRequest) (*AppendResult, error) {
