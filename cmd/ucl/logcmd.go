@@ -60,7 +60,9 @@ seq. Prints one JSON result per event: seq, id, hash (and "existed").`,
 				Progress: func(_ string, done, total uint64) { p.Set(done, total) }})
 			p.Done()
 			if res != nil {
-				printResults(c, res.Results)
+				if perr := printResults(c, res.Results); perr != nil && err == nil {
+					return perr
+				}
 			}
 			switch {
 			case errors.Is(err, ucl.ErrNoInput):
@@ -75,12 +77,15 @@ seq. Prints one JSON result per event: seq, id, hash (and "existed").`,
 	},
 }
 
-func printResults(c *cli.Context, rs []ucl.EventResult) {
+func printResults(c *cli.Context, rs []ucl.EventResult) error {
 	enc := json.NewEncoder(c.App.Writer)
 	enc.SetEscapeHTML(false)
 	for _, r := range rs {
-		enc.Encode(r)
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
 	}
+	return nil
 }
 
 var storeCommand = &cli.Command{
@@ -140,8 +145,7 @@ var storeCommand = &cli.Command{
 			if err != nil {
 				return err
 			}
-			printResults(c, res.Results)
-			return nil
+			return printResults(c, res.Results)
 		})
 	},
 }
