@@ -72,6 +72,10 @@ func Open(dir string, o Options) (*Store, error) {
 	if o.Embedder.Kind != EmbedderHash && (o.Embedder.URL == "" || o.Embedder.Model == "") {
 		return nil, fmt.Errorf("open store: the %s embedder: %w", o.Embedder.Kind, ErrEmbedderConfig)
 	}
+	// An absolute directory: attached commands see the owner's paths.
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
 	so := store.OpenOptions{Keys: o.Keys, VaultKeyPath: o.VaultKeyPath, Durability: o.Durability}
 	st, err := store.Open(dir, so)
 	var keyErr error
