@@ -3,6 +3,7 @@ module github.com/unlimitedcontext/ucl
 go 1.26
 
 require (
+	github.com/BurntSushi/toml v1.6.0
 	github.com/blevesearch/bleve/v2 v2.5.7
 	github.com/coder/hnsw v0.6.1
 	github.com/everFinance/goar v1.6.3

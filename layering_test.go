@@ -13,7 +13,7 @@ const module = "github.com/unlimitedcontext/ucl"
 func frontEnd(p string) bool {
 	rel := strings.TrimPrefix(strings.TrimPrefix(p, module), "/")
 	return strings.HasPrefix(rel, "cmd/") || rel == "test" || strings.HasPrefix(rel, "test/") ||
-		rel == "internal/mcpserver" || strings.HasPrefix(rel, "internal/mcpserver/")
+		rel == "internal/mcpserver" || strings.HasPrefix(rel, "internal/mcpserver/") || rel == "internal/httpapi"
 }
 
 // TestLayering asserts the import directions: front ends (cmd/..., the

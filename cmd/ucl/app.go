@@ -25,7 +25,7 @@ func commands() []*cli.Command {
 		queryCommand, contextCommand, sessionCommand, projectCommand,
 		auditCommand, statusCommand,
 		snapshotCommand, syncCommand, rebuildCommand,
-		daemonCommand, mcpCommand,
+		daemonCommand, mcpCommand, serveCommand, configCommand,
 	}
 }
 
