@@ -171,7 +171,7 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 var hopHeaders = map[string]bool{
 	"Authorization": true, "Connection": true, "Keep-Alive": true, "Proxy-Authorization": true,
 	"Proxy-Authenticate": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
-	"Host": true, "Content-Length": true, "Accept-Encoding": true, SessionHeader: true,
+	"Host": true, "Content-Length": true, "Accept-Encoding": true, "X-Ucl-Session": true,
 }
 
 func copyHeaders(dst, src http.Header) {
