@@ -3,12 +3,13 @@ GO        ?= go
 BIN       := bin/ucl
 ARLOCAL   := test/arlocal/node_modules/arlocal/bin/index.js
 MCPCLIENT := test/mcp/node_modules/@modelcontextprotocol/sdk/package.json
+OPENAICLIENT := test/openai/node_modules/openai/package.json
 FUZZTIME  ?= 30s
 BENCHTIME ?= 1x
 LOG_BENCHTIME ?= 2s
 QUERY_BENCHTIME ?= 300x
 
-.PHONY: all build test test-short race demo bench bench-100k fuzz arlocal mcp-client vet clean
+.PHONY: all build test test-short race demo bench bench-100k fuzz arlocal mcp-client openai-client vet clean
 
 all: build
 
@@ -29,12 +30,19 @@ $(MCPCLIENT): test/mcp/package.json test/mcp/package-lock.json
 	cd test/mcp && npm ci --no-audit --no-fund --loglevel=error
 	@touch $(MCPCLIENT)
 
+# The official OpenAI Node client (openai 7.55.0), the client of the
+# `ucl serve` proxy end-to-end test, installed from the committed lockfile.
+openai-client: $(OPENAICLIENT)
+$(OPENAICLIENT): test/openai/package.json test/openai/package-lock.json
+	cd test/openai && npm ci --no-audit --no-fund --loglevel=error
+	@touch $(OPENAICLIENT)
+
 vet:
 	$(GO) vet ./...
 
 # Everything: unit, fuzz seed corpora, crash, arlocal and end-to-end tests of
 # the built binary, then the concurrency tests again under -race.
-test: arlocal mcp-client vet
+test: arlocal mcp-client openai-client vet
 	$(GO) test -count=1 -timeout 30m ./...
 	$(GO) test -count=1 -race -short -timeout 20m ./log/ ./projections/ ./projections/timelines/ ./projections/projstd/ ./query/ ./arweave/
 
