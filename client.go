@@ -208,86 +208,107 @@ func decodeStream[T any](r io.Reader, field string, fn func(T) error) error {
 func (c *Client) Append(ctx context.Context, req AppendRequest) (*AppendResult, error) {
 	return call[AppendResult](c, ctx, "append", req)
 }
+
 // Remember implements API through the owner.
 func (c *Client) Remember(ctx context.Context, req RememberRequest) (*AppendResult, error) {
 	return call[AppendResult](c, ctx, "remember", req)
 }
+
 // Tombstone implements API through the owner.
 func (c *Client) Tombstone(ctx context.Context, req TombstoneRequest) (*TombstoneResult, error) {
 	return call[TombstoneResult](c, ctx, "tombstone", req)
 }
+
 // Replay implements API through the owner.
 func (c *Client) Replay(ctx context.Context, req ReplayRequest, fn func(json.RawMessage) error) error {
 	return callStream(c, ctx, "replay", "line", req, fn)
 }
+
 // AuditLog implements API through the owner.
 func (c *Client) AuditLog(ctx context.Context, req AuditLogRequest, fn func(AuditEntry) error) error {
 	return callStream(c, ctx, "audit_log", "entry", req, fn)
 }
+
 // Search implements API through the owner.
 func (c *Client) Search(ctx context.Context, req SearchRequest) (*SearchResult, error) {
 	return call[SearchResult](c, ctx, "search", req)
 }
+
 // Context implements API through the owner.
 func (c *Client) Context(ctx context.Context, req ContextRequest) (*ContextResult, error) {
 	return call[ContextResult](c, ctx, "context", req)
 }
+
 // Sessions implements API through the owner.
 func (c *Client) Sessions(ctx context.Context, req SessionsRequest) (*SessionsResult, error) {
 	return call[SessionsResult](c, ctx, "sessions", req)
 }
+
 // Session implements API through the owner.
 func (c *Client) Session(ctx context.Context, req SessionRequest) (*SessionResult, error) {
 	return call[SessionResult](c, ctx, "session", req)
 }
+
 // Get implements API through the owner.
 func (c *Client) Get(ctx context.Context, req GetRequest) (*GetResult, error) {
 	return call[GetResult](c, ctx, "get", req)
 }
+
 // CatchUp implements API through the owner.
 func (c *Client) CatchUp(ctx context.Context, req CatchUpRequest) (*ProjectionsResult, error) {
 	return call[ProjectionsResult](c, ctx, "catch_up", req)
 }
+
 // ProjectionStatus implements API through the owner.
 func (c *Client) ProjectionStatus(ctx context.Context, req ProjectionStatusRequest) (*ProjectionsResult, error) {
 	return call[ProjectionsResult](c, ctx, "projection_status", req)
 }
+
 // RebuildProjections implements API through the owner.
 func (c *Client) RebuildProjections(ctx context.Context, req RebuildProjectionsRequest) (*ProjectionsResult, error) {
 	return call[ProjectionsResult](c, ctx, "rebuild_projections", req)
 }
+
 // VerifyProjections implements API through the owner.
 func (c *Client) VerifyProjections(ctx context.Context, req VerifyProjectionsRequest) (*VerifyProjectionsResult, error) {
 	return call[VerifyProjectionsResult](c, ctx, "verify_projections", req)
 }
+
 // Push implements API through the owner.
 func (c *Client) Push(ctx context.Context, req PushRequest) (*PushResult, error) {
 	return call[PushResult](c, ctx, "push", req)
 }
+
 // SyncStatus implements API through the owner.
 func (c *Client) SyncStatus(ctx context.Context, req SyncStatusRequest) (*SyncStatusResult, error) {
 	return call[SyncStatusResult](c, ctx, "sync_status", req)
 }
+
 // Status implements API through the owner.
 func (c *Client) Status(ctx context.Context, req StatusRequest) (*StatusResult, error) {
 	return call[StatusResult](c, ctx, "status", req)
 }
+
 // SnapshotCreate implements API through the owner.
 func (c *Client) SnapshotCreate(ctx context.Context, req SnapshotCreateRequest) (*snapshot.CreateResult, error) {
 	return call[snapshot.CreateResult](c, ctx, "snapshot_create", req)
 }
+
 // SnapshotList implements API through the owner.
 func (c *Client) SnapshotList(ctx context.Context, req SnapshotListRequest) (*SnapshotListResult, error) {
 	return call[SnapshotListResult](c, ctx, "snapshot_list", req)
 }
+
 // SnapshotVerify implements API through the owner.
 func (c *Client) SnapshotVerify(ctx context.Context, req SnapshotVerifyRequest) (*SnapshotVerifyResult, error) {
 	return call[SnapshotVerifyResult](c, ctx, "snapshot_verify", req)
 }
+
 // SnapshotRestore implements API through the owner.
 func (c *Client) SnapshotRestore(ctx context.Context, req SnapshotRestoreRequest) (*snapshot.RestoreResult, error) {
 	return call[snapshot.RestoreResult](c, ctx, "snapshot_restore", req)
 }
+
 // SnapshotPublish implements API through the owner.
 func (c *Client) SnapshotPublish(ctx context.Context, req SnapshotPublishRequest) (*snapshot.PushResult, error) {
 	return call[snapshot.PushResult](c, ctx, "snapshot_publish", req)
