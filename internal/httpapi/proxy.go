@@ -74,6 +74,8 @@ type exchange struct {
 	stream   bool
 	tokens   int // memory tokens injected
 	started  time.Time
+	memory   time.Duration // spent assembling memory
+	store    time.Duration // spent storing the exchange
 	recorded bool
 }
 
@@ -114,7 +116,9 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if ex.user != "" {
+		t0 := time.Now()
 		mem, tokens, err := s.memory(r.Context(), ex.session, ex.user, carried)
+		ex.memory = time.Since(t0)
 		if err != nil {
 			// Memory is an addition: the request still goes through.
 			s.log.Warn("memory unavailable, forwarding without it", "session", ex.session, "err", err)
@@ -147,7 +151,8 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		s.relayPlain(w, r, resp, ex)
 	}
 	s.log.Info("chat completion", "session", ex.session, "status", resp.StatusCode, "stream", ex.stream,
-		"context_tokens", ex.tokens, "stored", ex.recorded, "ms", time.Since(ex.started).Milliseconds())
+		"context_tokens", ex.tokens, "stored", ex.recorded, "ms", time.Since(ex.started).Milliseconds(),
+		"memory_ms", ex.memory.Milliseconds(), "store_ms", ex.store.Milliseconds())
 }
 
 func (s *Server) models(w http.ResponseWriter, r *http.Request) {
@@ -439,7 +444,10 @@ func (s *Server) record(r *http.Request, ex *exchange, rp *reply) {
 	}
 	// The decision to store is taken: a client leaving now must not cut
 	// the append in half (it is atomic anyway) or skip it.
-	if _, err := s.api.Append(context.WithoutCancel(r.Context()), ucl.AppendRequest{JSONL: jsonl}); err != nil {
+	t0 := time.Now()
+	_, err = s.api.Append(context.WithoutCancel(r.Context()), ucl.AppendRequest{JSONL: jsonl})
+	ex.store = time.Since(t0)
+	if err != nil {
 		s.log.Error("store exchange", "session", ex.session, "err", err)
 		return
 	}
