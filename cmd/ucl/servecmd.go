@@ -158,6 +158,7 @@ func runServe(c *cli.Context) error {
 		RecencyWindow:    cfg.Int("retrieval.recency_window"),
 		SimilarityTopK:   cfg.Int("retrieval.similarity_top_k"),
 		DefaultSession:   cfg.String("proxy.default_session"),
+		InjectAs:         cfg.String("proxy.inject"),
 		Log:              c.App.ErrWriter,
 	})
 	if err != nil {

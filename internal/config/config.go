@@ -8,6 +8,7 @@
 //	upstream = "https://api.openai.com/v1"   # UCL_UPSTREAM
 //	upstream_api_key_env = "OPENAI_API_KEY"  # the variable holding the upstream key
 //	upstream_timeout = "5m"            # UCL_UPSTREAM_TIMEOUT
+//	inject = "system"                  # UCL_INJECT: system message, or "user" (prepended to the last user message)
 //	default_session = "proxy"          # UCL_DEFAULT_SESSION
 //	max_body_bytes = 33554432          # UCL_MAX_BODY_BYTES
 //
@@ -88,6 +89,7 @@ var specs = []spec{
 	{key: "proxy.upstream", env: "UCL_UPSTREAM", kind: kURL, doc: "OpenAI-compatible base URL the proxy forwards to (with /v1)"},
 	{key: "proxy.upstream_api_key_env", env: "UCL_UPSTREAM_API_KEY_ENV", def: "OPENAI_API_KEY", doc: "environment variable holding the upstream API key"},
 	{key: "proxy.upstream_timeout", env: "UCL_UPSTREAM_TIMEOUT", def: "5m", kind: kDuration, doc: "wait for the upstream's response headers"},
+	{key: "proxy.inject", env: "UCL_INJECT", def: "system", kind: kChoice, choices: []string{"system", "user"}, doc: "where memory goes: a system message, or prepended to the last user message"},
 	{key: "proxy.default_session", env: "UCL_DEFAULT_SESSION", def: "proxy", doc: "session of requests with no X-UCL-Session header and no user field"},
 	{key: "proxy.max_body_bytes", env: "UCL_MAX_BODY_BYTES", def: "33554432", kind: kInt, min: 1024, doc: "largest request body (413 beyond)"},
 	{key: "retrieval.max_context_tokens", env: "UCL_MAX_CONTEXT_TOKENS", def: "2000", kind: kInt, min: 1, doc: "token budget of the injected memory"},

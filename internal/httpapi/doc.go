@@ -48,7 +48,8 @@
 // first, then up to Options.SimilarityTopK ranked chunks, leaving out
 // every turn whose text the request already carries. It is injected as
 // one system message placed after the request's leading system/developer
-// messages; the request is otherwise forwarded byte for byte (the
+// messages (or, with Options.InjectAs = InjectUser, prepended to the last
+// user message's content); the request is otherwise forwarded byte for byte (the
 // message is spliced into the raw body) to UPSTREAM/chat/completions,
 // with the upstream API key as its bearer token (never the client's
 // token). With "stream": true the upstream's SSE bytes are written to the

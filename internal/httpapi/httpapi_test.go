@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -898,4 +899,60 @@ func FuzzInjectSystem(f *testing.F) {
 			t.Fatalf("%d messages after, %d before", len(after.Messages), len(before.Messages))
 		}
 	})
+}
+
+func TestInjectUser(t *testing.T) {
+	cases := []struct {
+		in   string
+		idx  int
+		want string
+	}{
+		{`{"messages":[{"role":"user","content":"q"}]}`, 0, `{"messages":[{"role":"user","content":"<m>\n\nq"}]}`},
+		{`{"messages":[{"role":"system","content":"s"}, {"content" : "a", "role":"user"},{"role":"user","content":"q2"}]}`, 2,
+			`{"messages":[{"role":"system","content":"s"}, {"content" : "a", "role":"user"},{"role":"user","content":"<m>\n\nq2"}]}`},
+		{`{"messages":[{"role":"user","content":[{"type":"text","text":"q"}]}]}`, 0,
+			`{"messages":[{"role":"user","content":[{"text":"<m>","type":"text"},{"type":"text","text":"q"}]}]}`},
+		{`{"messages":[{"role":"user","content":[ ]}]}`, 0, `{"messages":[{"role":"user","content":[{"text":"<m>","type":"text"} ]}]}`},
+	}
+	for _, tc := range cases {
+		got, err := injectUser([]byte(tc.in), tc.idx, "<m>")
+		if err != nil || string(got) != tc.want {
+			t.Errorf("injectUser(%s, %d) =\n%s, %v\nwant %s", tc.in, tc.idx, got, err, tc.want)
+		}
+	}
+	for _, bad := range []struct {
+		in  string
+		idx int
+	}{{`{"messages":[{"role":"user"}]}`, 0}, {`{"messages":[{"role":"user","content":1}]}`, 0}, {`{"messages":[]}`, 0}} {
+		if _, err := injectUser([]byte(bad.in), bad.idx, "m"); err == nil {
+			t.Errorf("injectUser(%s): no error", bad.in)
+		}
+	}
+}
+
+func TestProxyInjectAsUser(t *testing.T) {
+	up := newUpstream(t, "plain")
+	e := newEnv(t, Options{Upstream: up.srv.URL + "/v1", InjectAs: InjectUser})
+	seedSession(t, e, "u1", "user", "My cat is called Momo.")
+	sent := chatBody(t, false, "system", "Be brief.", "user", "What is my cat called?")
+	if resp, b := e.do("POST", "/v1/chat/completions", "application/json", sent, SessionHeader, "u1"); resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	var fw struct {
+		Messages []struct{ Role, Content string }
+	}
+	if err := json.Unmarshal(up.requests()[0].body, &fw); err != nil {
+		t.Fatal(err)
+	}
+	if len(fw.Messages) != 2 || !strings.HasPrefix(fw.Messages[1].Content, memoryPreamble) ||
+		!strings.Contains(fw.Messages[1].Content, "My cat is called Momo.") || !strings.HasSuffix(fw.Messages[1].Content, "\n\nWhat is my cat called?") {
+		t.Fatalf("forwarded messages %+v", fw.Messages)
+	}
+	// Stored: the user's own words, not the memory.
+	if turns := sessionTurns(t, e, "u1"); len(turns) != 3 || turns[1] != "conversation/user: What is my cat called?" {
+		t.Fatalf("turns %q", turns)
+	}
+	if _, err := New(e.api, Options{Token: "x", InjectAs: "header"}); !errors.Is(err, ErrBadOption) {
+		t.Fatalf("bad InjectAs: %v", err)
+	}
 }

@@ -176,7 +176,7 @@ func injectSystem(body []byte, content string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	msg, err := json.Marshal(map[string]string{"role": "system", "content": content})
+	msg, err := marshal(map[string]string{"role": "system", "content": content})
 	if err != nil {
 		return nil, err
 	}
@@ -246,4 +246,73 @@ func topLevelValue(body []byte, key string) (start, end int, err error) {
 		}
 	}
 	return 0, 0, fmt.Errorf("no %q field", key)
+}
+
+// marshal encodes v without escaping <, > and & (the memory is XML-like
+// text; escaping it would only make it longer).
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
+}
+
+// injectUser returns body with content prepended to the message at index
+// idx of its "messages" array: before a string content (with a blank
+// line), or as a first text part of an array content. Every other byte of
+// body is kept as it was.
+func injectUser(body []byte, idx int, content string) ([]byte, error) {
+	start, end, err := topLevelValue(body, "messages")
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body[start:end]))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
+		return nil, errors.New(`"messages" is not an array`)
+	}
+	for i := 0; dec.More(); i++ {
+		var el json.RawMessage
+		if err := dec.Decode(&el); err != nil {
+			return nil, fmt.Errorf("messages: %w", err)
+		}
+		if i != idx {
+			continue
+		}
+		elStart := start + int(dec.InputOffset()) - len(el)
+		cs, ce, err := topLevelValue(el, "content")
+		if err != nil {
+			return nil, fmt.Errorf("message %d: %w", idx, err)
+		}
+		raw := el[cs:ce]
+		var val []byte
+		var text string
+		switch {
+		case json.Unmarshal(raw, &text) == nil:
+			if val, err = marshal(content + "\n\n" + text); err != nil {
+				return nil, err
+			}
+		case raw[0] == '[':
+			part, err := marshal(map[string]string{"type": "text", "text": content})
+			if err != nil {
+				return nil, err
+			}
+			rest := bytes.TrimSpace(raw[1:])
+			val = append([]byte{'['}, part...)
+			if rest[0] != ']' {
+				val = append(val, ',')
+			}
+			val = append(val, raw[1:]...)
+		default:
+			return nil, fmt.Errorf("message %d: content is neither a string nor an array", idx)
+		}
+		var out bytes.Buffer
+		out.Write(body[:elStart+cs])
+		out.Write(val)
+		out.Write(body[elStart+ce:])
+		return out.Bytes(), nil
+	}
+	return nil, fmt.Errorf("no message %d", idx)
 }

@@ -123,7 +123,12 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 			// Memory is an addition: the request still goes through.
 			s.log.Warn("memory unavailable, forwarding without it", "session", ex.session, "err", err)
 		} else if mem != "" {
-			spliced, err := injectSystem(body, mem)
+			var spliced []byte
+			if s.opts.InjectAs == InjectUser {
+				spliced, err = injectUser(body, ex.userIdx, mem)
+			} else {
+				spliced, err = injectSystem(body, mem)
+			}
 			if err != nil {
 				writeError(w, http.StatusBadRequest, "bad_request", "chat completions request: "+err.Error(), nil)
 				return

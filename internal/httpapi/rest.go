@@ -29,6 +29,16 @@ const (
 	maxReplyBytes = 64 << 20
 )
 
+// Values of Options.InjectAs.
+const (
+	InjectSystem = "system"
+	InjectUser   = "user"
+)
+
+// ErrBadOption is returned by New when an option has a value it does not
+// know.
+var ErrBadOption = errors.New("httpapi: bad option")
+
 // ErrNoToken is returned by New without a bearer token.
 var ErrNoToken = errors.New("httpapi: a TCP server needs a bearer token")
 
@@ -59,6 +69,10 @@ type Options struct {
 	SimilarityTopK int
 	// DefaultSession is the session of requests naming none.
 	DefaultSession string
+	// InjectAs is where memory goes: InjectSystem (default, a system
+	// message) or InjectUser (prepended to the last user message, for
+	// models that weigh system messages little or refuse several).
+	InjectAs string
 	// Log receives one line per request (default: discarded).
 	Log io.Writer
 }
@@ -76,6 +90,13 @@ type Server struct {
 func New(api ucl.API, o Options) (*Server, error) {
 	if o.Token == "" {
 		return nil, ErrNoToken
+	}
+	switch o.InjectAs {
+	case "":
+		o.InjectAs = InjectSystem
+	case InjectSystem, InjectUser:
+	default:
+		return nil, fmt.Errorf("inject as %q: %w: want %s or %s", o.InjectAs, ErrBadOption, InjectSystem, InjectUser)
 	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
