@@ -30,6 +30,7 @@ type Store struct {
 
 	projMu  sync.Mutex // guards set, popts, cache and every projection call
 	set     *projstd.Set
+	vecFrom uint64 // the vector projection's checkpoint when the set opened
 	popts   *projstd.Options
 	cache   *vector.BoltCache
 	mirror  sync.Mutex // one push at a time
@@ -223,15 +224,38 @@ func (s *Store) setLocked() (*projstd.Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.set = set
+	s.set, s.vecFrom = set, 0
+	if set.Vectors != nil {
+		cp, err := set.Vectors.Checkpoint()
+		if err != nil {
+			set.Close()
+			s.set = nil
+			return nil, err
+		}
+		s.vecFrom = cp.Seq
+	}
 	return set, nil
 }
+
+// flushVectorsAfter is how many events a Store must have projected into the
+// vectors before Close writes the vector graph down. Opening the vector
+// projection replays every operation since its graph file into the HNSW
+// graph (about 150 µs each here), so after a bulk catch-up the next
+// process would pay seconds to open; writing the graph costs one file
+// write instead. Small catch-ups leave it to the projection's own schedule.
+const flushVectorsAfter = 1000
 
 func (s *Store) closeSetLocked() error {
 	if s.set == nil {
 		return nil
 	}
-	err := s.set.Close()
+	var err error
+	if v := s.set.Vectors; v != nil {
+		if cp, cerr := v.Checkpoint(); cerr == nil && cp.Seq >= s.vecFrom+flushVectorsAfter {
+			err = v.Flush()
+		}
+	}
+	err = errors.Join(err, s.set.Close())
 	s.set = nil
 	return err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -272,5 +273,70 @@ func TestRacingOwners(t *testing.T) {
 	}
 	for _, a := range all {
 		a.Close()
+	}
+}
+
+// After a bulk catch-up, Close writes the vector graph down, so the next
+// open loads it instead of replaying every insert; a small catch-up does
+// not rewrite it. Digests are the same either way.
+func TestCloseFlushesVectorGraphAfterBulkCatchUp(t *testing.T) {
+	s := newTestStore(t)
+	dir := s.Dir()
+	ctx := context.Background()
+	graph := filepath.Join(dir, "projections", "vectors", "graph.bin")
+	var sb strings.Builder
+	for i := 0; i < flushVectorsAfter/2; i++ {
+		fmt.Fprintf(&sb, `{"type":"store","session":"s%d","content":"note %d about cello practice"}`+"\n", i%7, i)
+	}
+	half := sb.String()
+	if _, err := s.Append(ctx, AppendRequest{JSONL: half}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CatchUp(ctx, CatchUpRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(graph); !os.IsNotExist(err) {
+		t.Fatalf("graph written after a small catch-up: %v", err)
+	}
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		if _, err := s.Append(ctx, AppendRequest{JSONL: half}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	live, err := s.CatchUp(ctx, CatchUpRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(graph); err != nil {
+		t.Fatalf("no graph after a bulk catch-up: %v", err)
+	}
+	s, err = Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	again, err := s.ProjectionStatus(ctx, ProjectionStatusRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range live.Projections {
+		q := again.Projections[i]
+		if p.Digest != q.Digest || p.Checkpoint != q.Checkpoint {
+			t.Fatalf("%s changed across the flush: %+v / %+v", p.Name, p, q)
+		}
+	}
+	v, err := s.VerifyProjections(ctx, VerifyProjectionsRequest{})
+	if err != nil || !v.OK {
+		t.Fatalf("verify after loading the flushed graph: %+v %v", v, err)
 	}
 }
