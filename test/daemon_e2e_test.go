@@ -127,7 +127,7 @@ func TestDaemonAttachedOutputs(t *testing.T) {
 func TestDaemonConcurrentClients(t *testing.T) {
 	dir := newStore(t)
 	must(t, dir, conversation, "append")
-	startDaemon(t, dir)
+	d := startDaemon(t, dir)
 	before := headOf(t, dir)
 	var wg sync.WaitGroup
 	errs := make(chan string, 100)
@@ -163,6 +163,16 @@ func TestDaemonConcurrentClients(t *testing.T) {
 	if out := must(t, dir, "", "session", "list", "--json"); strings.Count(out, `"id":"c`) != writers {
 		t.Fatalf("sessions: %s", out)
 	}
+	// SIGTERM: the daemon stops serving, removes its socket and releases
+	// the store; the next command opens it itself.
+	d.Process.Signal(syscall.SIGTERM)
+	if err := d.Wait(); err != nil {
+		t.Fatalf("daemon exit: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ucl.sock")); !os.IsNotExist(err) {
+		t.Fatalf("socket left after SIGTERM: %v", err)
+	}
+	must(t, dir, "", "store", "after the daemon")
 }
 
 // kill -9 of the owner while clients append: every acknowledged seq is in
