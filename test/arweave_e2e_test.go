@@ -391,12 +391,12 @@ type proxy struct {
 	rp  *httputil.ReverseProxy
 
 	mu         sync.Mutex
-	down       bool   // answer 503 to everything
-	downAfter  int    // > 0: after this many more POST /tx, forward one more, drop its answer, go down
+	down       bool            // answer 503 to everything
+	downAfter  int             // > 0: after this many more POST /tx, forward one more, drop its answer, go down
 	onPosted   func(posts int) // called after each forwarded POST /tx, with the count so far
-	alterID    string // flip a byte of GET /{alterID}
-	hideID     string // drop this tx from GraphQL answers
-	dropOwners bool   // ignore the owners filter of GraphQL queries
+	alterID    string          // flip a byte of GET /{alterID}
+	hideID     string          // drop this tx from GraphQL answers
+	dropOwners bool            // ignore the owners filter of GraphQL queries
 	posts      int
 }
 

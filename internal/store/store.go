@@ -80,7 +80,7 @@ type Store struct {
 	Wallet *crypto.Wallet  // nil when the store has no wallet file or it is unreadable
 	// WalletErr says why a wallet file that exists could not be loaded.
 	WalletErr error
-	Log    *log.Log
+	Log       *log.Log
 }
 
 // InitOptions configure Init.
