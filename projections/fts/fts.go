@@ -434,12 +434,16 @@ func (x *Index) maybeFlush() error {
 	return x.flush()
 }
 
-// flush executes the pending batch (with whatever internal keys it holds).
+// flush executes the pending batch (with whatever internal keys it holds)
+// and starts a new one. The executed batch is never reused: scorch's Batch
+// returns once every document is analysed, but the goroutine that queued
+// them may still be ranging over the batch's operations (Reset raced with
+// it under the race detector).
 func (x *Index) flush() error {
 	if err := x.idx.Batch(x.batch); err != nil {
 		return fmt.Errorf("execute fts batch: %w", err)
 	}
-	x.batch.Reset()
+	x.batch = x.idx.NewBatch()
 	return nil
 }
 

@@ -589,3 +589,46 @@ func FuzzDecodeSide(f *testing.F) {
 		}
 	})
 }
+
+// TestFlushResetsBatchWhileBleveStillReadsIt: scorch's Batch returns once
+// every document is analysed, while the goroutine that queued them may
+// still be ranging over the batch's map (the deletes after the last
+// store). Resetting the executed batch raced with that goroutine (seen by
+// the race detector); a flush must leave the executed batch untouched and
+// start a new one. Run with -race: a batch of one store and many deletes
+// gives the goroutine the most map left to walk after Batch returns.
+func TestFlushResetsBatchWhileBleveStillReadsIt(t *testing.T) {
+	x := openT(t, t.TempDir(), Options{BatchSize: 1 << 20})
+	var e evs
+	const n = 600
+	for i := 0; i < n; i++ {
+		e.store(fmt.Sprintf("c%04d", i), "s1", "user", log.KindConversation, int64(i), fmt.Sprintf("word%d common text", i))
+	}
+	applyAll(t, x, e.out, 0)
+	for round := 0; round < 4; round++ {
+		start := len(e.out)
+		e.store(fmt.Sprintf("new%d", round), "s2", "user", log.KindConversation, 1, "fresh text")
+		var chunks []string
+		for i := round * n / 4; i < (round+1)*n/4; i++ {
+			chunks = append(chunks, fmt.Sprintf("c%04d", i))
+		}
+		e.add(&log.Tombstone{Chunks: chunks})
+		for _, ev := range e.out[start:] {
+			if err := x.Apply(ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		x.mu.RLock()
+		executed := x.batch
+		x.mu.RUnlock()
+		if err := x.Commit(cpOf(e.out[len(e.out)-1])); err != nil {
+			t.Fatal(err)
+		}
+		if executed.Size() == 0 {
+			t.Fatalf("round %d: the executed batch was reset after Batch returned; bleve may still be reading it", round)
+		}
+	}
+	if got := find(t, x, Query{Text: "fresh", K: 10}); len(got) != 4 {
+		t.Fatalf("fresh docs: %v", got)
+	}
+}
