@@ -96,6 +96,10 @@ var (
 	// ErrCorrupt is returned (wrapped) when the side table holds an entry
 	// that does not decode.
 	ErrCorrupt = errors.New("fts: corrupt side table")
+
+	// ErrIndexMismatch is returned (wrapped) when the bleve index and the
+	// side table disagree about the live documents at the same checkpoint.
+	ErrIndexMismatch = errors.New("fts: index does not match side table")
 )
 
 // Field names in the bleve mapping.
@@ -185,6 +189,10 @@ func (x *Index) open() error {
 	if err != nil {
 		return fmt.Errorf("open fts side table: %w", err)
 	}
+	if err := projections.CheckBolt(db); err != nil {
+		db.Close()
+		return fmt.Errorf("open fts side table: %w", err)
+	}
 	var sideCP *projections.Checkpoint
 	stale := false
 	err = db.Update(func(tx *bolt.Tx) error {
@@ -249,6 +257,19 @@ func (x *Index) open() error {
 		}
 		if icp.Seq < x.cp.Seq {
 			x.cp = icp
+		}
+		// A cheap consistency probe (no scan): when both halves are at the
+		// same checkpoint, the index must hold exactly the live documents
+		// of the side table. Damaged segments (zeroed, truncated) count
+		// differently or fail here.
+		n, err := idx.DocCount()
+		if err != nil {
+			x.closeAll()
+			return fmt.Errorf("count index documents: %w", err)
+		}
+		if icp == *sideCP && n != x.nDocs {
+			x.closeAll()
+			return fmt.Errorf("open fts: %w: index holds %d documents, side table %d", ErrIndexMismatch, n, x.nDocs)
 		}
 	}
 	x.resetPending()

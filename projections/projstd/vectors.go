@@ -100,6 +100,10 @@ var (
 	kGraph  = []byte("graph")
 )
 
+// errVectorsCorrupt is returned (wrapped) when a stored vector record does
+// not decode.
+var errVectorsCorrupt = errors.New("vectors: corrupt record")
+
 // OpenVectors opens (or creates) the vector projection in dir.
 func OpenVectors(dir string, o VectorOptions) (*VectorProjection, error) {
 	if o.Embedder == nil {
@@ -126,6 +130,10 @@ func OpenVectors(dir string, o VectorOptions) (*VectorProjection, error) {
 	}
 	db, err := bolt.Open(filepath.Join(dir, "vectors.db"), 0o600, &bolt.Options{Timeout: 1e9, NoFreelistSync: true})
 	if err != nil {
+		return nil, fmt.Errorf("open vectors db: %w", err)
+	}
+	if err := projections.CheckBolt(db); err != nil {
+		db.Close()
 		return nil, fmt.Errorf("open vectors db: %w", err)
 	}
 	v := &VectorProjection{dir: dir, opts: o, db: db}
@@ -457,7 +465,7 @@ func encodeMeta(m chunkMeta) []byte {
 
 func decodeMeta(b []byte) (chunkMeta, error) {
 	if len(b) < 16 {
-		return chunkMeta{}, fmt.Errorf("vectors: bad chunk record")
+		return chunkMeta{}, fmt.Errorf("decode chunk record: %w", errVectorsCorrupt)
 	}
 	return chunkMeta{time: int64(binary.BigEndian.Uint64(b)), seq: binary.BigEndian.Uint64(b[8:]), session: string(b[16:])}, nil
 }
@@ -477,7 +485,7 @@ func encodeOp(op vecOp) []byte {
 }
 
 func decodeOp(b []byte) (vecOp, error) {
-	bad := fmt.Errorf("vectors: bad operation record")
+	bad := fmt.Errorf("decode operation record: %w", errVectorsCorrupt)
 	if len(b) < 1 || (b[0] != 'A' && b[0] != 'D') {
 		return vecOp{}, bad
 	}

@@ -217,6 +217,11 @@ func (x *Index) open() error {
 	}
 	x.db = db
 	x.cp = projections.Checkpoint{}
+	if err := projections.CheckBolt(db); err != nil {
+		db.Close()
+		x.db = nil
+		return fmt.Errorf("open summary db: %w", err)
+	}
 	err = db.Update(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if meta != nil && bytes.Equal(meta.Get(keyVersion), x.versionTag()) {

@@ -179,8 +179,17 @@ func Open(dir string) (*Timelines, error) {
 	}
 	t := &Timelines{db: db, path: path}
 	t.clearPending()
+	if err := projections.CheckBolt(db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open timelines: %w", err)
+	}
 	err = db.Update(func(tx *bolt.Tx) error {
 		if tx.Bucket(bMeta) != nil {
+			for _, b := range allBkts {
+				if tx.Bucket(b) == nil {
+					return fmt.Errorf("bucket %s: %w: missing", b, ErrCorrupt)
+				}
+			}
 			return nil
 		}
 		return initBuckets(tx)
