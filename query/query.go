@@ -173,6 +173,10 @@ type Sources struct {
 	Text     TextSearcher
 	Vectors  VectorSearcher
 	Sessions SessionSearcher
+	// Log, when set, is read to check every returned chunk against its
+	// event (see verify.go); OnDamaged is told when one does not match.
+	Log       EventReader
+	OnDamaged func(projection, reason string)
 }
 
 // Options tune ranking and packing. Zero fields take the defaults noted.
@@ -535,6 +539,9 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Response, error) {
 	cs, pre, err := e.retrieve(ctx, p, p.k)
 	if err != nil {
 		return nil, err
+	}
+	if err := e.checkCands(cs); err != nil {
+		return nil, fmt.Errorf("search: %w", err)
 	}
 	resp := &Response{
 		Query: req.Text, SearchText: p.text, Mode: p.mode, Now: p.now.UnixMilli(),

@@ -135,7 +135,11 @@ func openSet(c *cli.Context, s *store.Store) (*projstd.Set, error) {
 		return nil, err
 	}
 	o.Projector.TempDir = s.Dir
-	return projstd.Open(s.Path(store.ProjectionsDir), s.Log, o)
+	set, err := projstd.Open(s.Path(store.ProjectionsDir), s.Log, o)
+	if err == nil {
+		set.OnNotice(func(n projstd.Notice) { fmt.Fprintf(c.App.ErrWriter, "ucl: warning: %s\n", n) })
+	}
+	return set, err
 }
 
 var projectCommand = &cli.Command{

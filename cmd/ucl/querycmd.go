@@ -207,7 +207,7 @@ func withEngine(c *cli.Context, fn func(e *query.Engine) error) error {
 	}
 	defer s.Close()
 	defer set.Close()
-	src := query.Sources{Chunks: set.Timelines}
+	src := query.Sources{Chunks: set.Timelines, Log: s.Log, OnDamaged: set.FlagDamaged}
 	if set.FTS != nil {
 		src.Text = set.FTS
 	}

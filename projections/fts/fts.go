@@ -31,9 +31,14 @@
 //   - Commit executes the batch with the checkpoint, then commits the side
 //     table and the checkpoint to bbolt. After a crash between the two, Open
 //     takes the lower checkpoint: replaying from it is idempotent.
-//   - Digest = SHA-256 over "ucl-fts/<version>" then, per live chunk in chunk
-//     id order, uvarint len(id)‖id‖fieldhash. It includes applied but
-//     uncommitted changes and never depends on segment layout.
+//   - Digest = SHA-256 over "ucl-fts/<version>\n" then, per live chunk in
+//     chunk id order, uvarint len(id)‖id‖fieldhash, then a zero byte and,
+//     per document the bleve index holds in id order, uvarint len(id)‖id.
+//     The second part covers what searches read: a document missing from
+//     (or left over in) the index changes the digest, so `project verify`
+//     catches it. It includes applied but uncommitted changes (Digest
+//     executes the pending batch first) and never depends on segment
+//     layout. Version 2 added the index part.
 //   - Search scores with BM25 using statistics from the side table (N = live
 //     docs, average length = ceil(total content words / N)) instead of
 //     bleve's own, which count the term dictionary of every segment and so
@@ -79,7 +84,7 @@ const Name = "fts"
 
 // FormatVersion is the on-disk format version; change it whenever the
 // mapping, the analyzer or the field hash changes.
-const FormatVersion = 1
+const FormatVersion = 2
 
 // DefaultBatchSize is the number of queued operations after which Apply
 // executes the pending batch.
@@ -649,12 +654,19 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 }
 
 // Digest returns SHA-256 over the live chunk ids and their field hashes in
-// id order (see the package doc), including uncommitted changes.
+// id order, then over the ids of the documents the bleve index holds (what
+// searches actually read), including uncommitted changes (the pending
+// batch is executed first, without a checkpoint). See the package doc.
 func (x *Index) Digest() ([32]byte, error) {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
+	x.mu.Lock()
+	defer x.mu.Unlock()
 	if x.closed {
 		return [32]byte{}, ErrClosed
+	}
+	if x.batch.Size() > 0 {
+		if err := x.flush(); err != nil {
+			return [32]byte{}, err
+		}
 	}
 	over := make([]string, 0, len(x.sideOps))
 	for id := range x.sideOps {
@@ -704,9 +716,55 @@ func (x *Index) Digest() ([32]byte, error) {
 	if err != nil {
 		return [32]byte{}, fmt.Errorf("read fts side table: %w", err)
 	}
+	ids, err := x.indexIDs()
+	if err != nil {
+		return [32]byte{}, err
+	}
+	h.Write([]byte{0})
+	for _, id := range ids {
+		emit(id, nil)
+	}
 	var out [32]byte
 	copy(out[:], h.Sum(nil))
 	return out, nil
+}
+
+// indexIDs returns the ids of every document in the bleve index, sorted.
+func (x *Index) indexIDs() (ids []string, err error) {
+	adv, err := x.idx.Advanced()
+	if err != nil {
+		return nil, fmt.Errorf("read fts index: %w", err)
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		return nil, fmt.Errorf("read fts index: %w", err)
+	}
+	defer func() {
+		if cerr := r.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("read fts index: %w", cerr)
+		}
+	}()
+	dr, err := r.DocIDReaderAll()
+	if err != nil {
+		return nil, fmt.Errorf("read fts index: %w", err)
+	}
+	defer dr.Close()
+	for {
+		iid, err := dr.Next()
+		if err != nil {
+			return nil, fmt.Errorf("read fts index: %w", err)
+		}
+		if iid == nil {
+			break
+		}
+		id, err := r.ExternalID(iid)
+		if err != nil {
+			return nil, fmt.Errorf("read fts index: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids, nil
 }
 
 // Count returns the number of live chunks, uncommitted changes included

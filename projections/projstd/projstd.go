@@ -23,8 +23,9 @@
 //   - Reads that find damage (query's check of results against the log)
 //     call MarkDamaged; Heal resets the flagged projection at once.
 //
-// Every reset is reported once through TakeNotices, for the front end to
-// print (stderr); nothing is printed by the library.
+// Every reset is reported once, through TakeNotices or the OnNotice
+// callback, for the front end to print (stderr); nothing is printed by the
+// library.
 //
 // Open also removes leftovers of an interrupted write inside the
 // projection directories (".NAME.tmp-*" files of fsutil.WriteAtomic,
@@ -70,10 +71,11 @@ type Set struct {
 	Summary   *summary.Index
 	Vectors   *VectorProjection
 
-	o       Options
-	src     projections.Source
-	mu      sync.Mutex
-	notices []Notice
+	o        Options
+	src      projections.Source
+	mu       sync.Mutex
+	notices  []Notice
+	onNotice func(Notice)
 }
 
 // Notice reports a projection the set reset on its own because its stored
@@ -254,8 +256,14 @@ func (s *Set) TakeNotices() []Notice {
 
 func (s *Set) notify(n Notice) {
 	s.mu.Lock()
-	s.notices = append(s.notices, n)
+	fn := s.onNotice
+	if fn == nil {
+		s.notices = append(s.notices, n)
+	}
 	s.mu.Unlock()
+	if fn != nil {
+		fn(n)
+	}
 }
 
 // MarkDamaged flags projection name for a reset: the next Open (or Heal)
@@ -338,3 +346,25 @@ func (s *Set) Heal(ctx context.Context, progress func(done, total uint64)) (bool
 
 // Close closes every projection.
 func (s *Set) Close() error { return s.Projector.Close() }
+
+// OnNotice makes the set hand every notice to fn as it happens (those
+// already pending first) instead of keeping them for TakeNotices. Front
+// ends print them (stderr).
+func (s *Set) OnNotice(fn func(Notice)) {
+	s.mu.Lock()
+	pending := s.notices
+	s.notices = nil
+	s.onNotice = fn
+	s.mu.Unlock()
+	for _, n := range pending {
+		fn(n)
+	}
+}
+
+// FlagDamaged is MarkDamaged for callbacks (query.Sources.OnDamaged): a
+// failure to write the flag becomes a notice instead of being lost.
+func (s *Set) FlagDamaged(name, reason string) {
+	if err := s.MarkDamaged(name, reason); err != nil {
+		s.notify(Notice{Projection: name, Reason: reason + "; flagging it for a rebuild failed: " + err.Error() + "; run a rebuild of it"})
+	}
+}
