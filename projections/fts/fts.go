@@ -68,12 +68,14 @@ import (
 	"github.com/blevesearch/bleve/v2/analysis/lang/en"
 	"github.com/blevesearch/bleve/v2/document"
 	"github.com/blevesearch/bleve/v2/index/scorch"
+	"github.com/blevesearch/bleve/v2/index/scorch/mergeplan"
 	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
 	index "github.com/blevesearch/bleve_index_api"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/unlimitedcontext/ucl/internal/fsutil"
 	"github.com/unlimitedcontext/ucl/internal/textutil"
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections"
@@ -126,7 +128,17 @@ var (
 	keyVersion      = []byte("version")
 	keyStats        = []byte("stats") // live docs, total content words
 	internalCP      = []byte("ucl/checkpoint")
+	// internalAhead is set by a batch executed without a checkpoint (the
+	// index may hold documents the side table does not have yet) and
+	// cleared by the next Commit's batch.
+	internalAhead = []byte("ucl/ahead")
 )
+
+// purgeID is the throw-away document that lets a force merge rewrite a
+// lone segment (bleve's planner leaves a single segment alone, deleted
+// documents included). The NUL makes it unlike any chunk id a store
+// event can carry in practice; it is deleted right after the merge.
+const purgeID = "\x00ucl-purge"
 
 // Options tune the index. The zero value means defaults.
 type Options struct {
@@ -154,6 +166,9 @@ type Index struct {
 
 	batch   *bleve.Batch
 	sideOps map[string]*docMeta // side-table changes since the last Commit
+	// purge is set when documents were deleted since the last Commit: the
+	// Commit then merges the deletions out of the segments (package doc).
+	purge bool
 }
 
 // docMeta is what a tombstone needs to know about a pending document, plus
@@ -189,6 +204,12 @@ func (x *Index) sidePath() string  { return filepath.Join(x.dir, "side.db") }
 func (x *Index) open() error {
 	if err := os.MkdirAll(x.dir, 0o700); err != nil {
 		return fmt.Errorf("create fts dir: %w", err)
+	}
+	// Leftovers of a purge interrupted by a crash (see purgeDeleted).
+	for _, d := range []string{x.indexPath() + ".purge", x.indexPath() + ".old"} {
+		if err := os.RemoveAll(d); err != nil {
+			return fmt.Errorf("remove fts leftovers: %w", err)
+		}
 	}
 	db, err := bolt.Open(x.sidePath(), 0o600, nil)
 	if err != nil {
@@ -272,7 +293,12 @@ func (x *Index) open() error {
 			x.closeAll()
 			return fmt.Errorf("count index documents: %w", err)
 		}
-		if icp == *sideCP && n != x.nDocs {
+		ahead, err := idx.GetInternal(internalAhead)
+		if err != nil {
+			x.closeAll()
+			return fmt.Errorf("read index state: %w", err)
+		}
+		if icp == *sideCP && ahead == nil && n != x.nDocs {
 			x.closeAll()
 			return fmt.Errorf("open fts: %w: index holds %d documents, side table %d", ErrIndexMismatch, n, x.nDocs)
 		}
@@ -457,6 +483,7 @@ func (x *Index) maybeFlush() error {
 	if x.batch.Size() < x.opts.BatchSize {
 		return nil
 	}
+	x.batch.SetInternal(internalAhead, []byte{1})
 	return x.flush()
 }
 
@@ -529,6 +556,7 @@ func (x *Index) applyTombstone(t *log.Tombstone) error {
 	for id := range targets {
 		x.batch.Delete(id)
 		x.sideOps[id] = nil
+		x.purge = true
 	}
 	return x.maybeFlush()
 }
@@ -589,6 +617,7 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 		return fmt.Errorf("encode checkpoint: %w", err)
 	}
 	x.batch.SetInternal(internalCP, cpb)
+	x.batch.DeleteInternal(internalAhead)
 	if err := x.flush(); err != nil {
 		return err
 	}
@@ -650,6 +679,88 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 	x.nDocs, x.nWords = nDocs, nWords
 	clear(x.sideOps)
 	x.cp = cp
+	if x.purge {
+		return x.purgeDeleted()
+	}
+	return nil
+}
+
+// purgeDeleted makes deleted documents leave the disk: scorch only marks
+// them deleted in their segment, whose term dictionary keeps their words,
+// and keeps superseded segment files while old snapshots reference them.
+// So: force-merge everything into one segment (a throw-away document makes
+// a lone segment eligible; merges drop deleted documents), copy the
+// current snapshot alone into a fresh directory, swap it in for the old
+// index directory and compact the side table. A crash in between leaves
+// either the old index (purged again by the next Commit that deletes) or
+// no index directory, which Open treats as one half missing: it rebuilds.
+func (x *Index) purgeDeleted() error {
+	b := x.idx.NewBatch()
+	doc := document.NewDocument(purgeID)
+	doc.AddField(document.NewTextFieldCustom(fieldContent, nil, []byte("purge"), index.IndexField, x.enAnalyzer))
+	if err := b.IndexAdvanced(doc); err != nil {
+		return fmt.Errorf("purge deleted documents: %w", err)
+	}
+	if err := x.idx.Batch(b); err != nil {
+		return fmt.Errorf("purge deleted documents: %w", err)
+	}
+	adv, err := x.idx.Advanced()
+	if err != nil {
+		return fmt.Errorf("purge deleted documents: %w", err)
+	}
+	sc, ok := adv.(*scorch.Scorch)
+	if !ok {
+		return fmt.Errorf("purge deleted documents: index is %T, not scorch", adv)
+	}
+	if err := sc.ForceMerge(context.Background(), &mergeplan.SingleSegmentMergePlanOptions); err != nil {
+		return fmt.Errorf("purge deleted documents: merge: %w", err)
+	}
+	b = x.idx.NewBatch()
+	b.Delete(purgeID)
+	if err := x.idx.Batch(b); err != nil {
+		return fmt.Errorf("purge deleted documents: %w", err)
+	}
+	cp, ok := x.idx.(bleve.IndexCopyable)
+	if !ok {
+		return fmt.Errorf("purge deleted documents: index cannot be copied")
+	}
+	fresh, old := x.indexPath()+".purge", x.indexPath()+".old"
+	os.RemoveAll(fresh)
+	os.RemoveAll(old)
+	if err := cp.CopyTo(bleve.FileSystemDirectory(fresh)); err != nil {
+		os.RemoveAll(fresh)
+		return fmt.Errorf("purge deleted documents: copy: %w", err)
+	}
+	if err := x.closeAll(); err != nil {
+		x.closed = true
+		return fmt.Errorf("purge deleted documents: %w", err)
+	}
+	swap := func() error {
+		if err := os.Rename(x.indexPath(), old); err != nil {
+			return err
+		}
+		if err := os.Rename(fresh, x.indexPath()); err != nil {
+			return err
+		}
+		if err := fsutil.SyncDir(x.dir); err != nil {
+			return err
+		}
+		if err := os.RemoveAll(old); err != nil {
+			return err
+		}
+		return projections.CompactBolt(x.sidePath(), &bolt.Options{})
+	}
+	serr := swap()
+	// Reopen whatever is there; open() rebuilds from zero if the swap
+	// left one half missing.
+	if err := x.open(); err != nil {
+		x.closed = true
+		return errors.Join(serr, err)
+	}
+	if serr != nil {
+		return fmt.Errorf("purge deleted documents: %w", serr)
+	}
+	x.purge = false
 	return nil
 }
 

@@ -669,3 +669,53 @@ func TestVerifySaysOKWithDocumentDeletedFromIndex(t *testing.T) {
 		t.Fatalf("digest unchanged after %q was deleted from the bleve index", victim)
 	}
 }
+
+// indexTerms returns the content terms the bleve index's dictionary holds.
+func indexTerms(t *testing.T, x *Index) map[string]bool {
+	t.Helper()
+	d, err := x.idx.FieldDict(fieldContent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	out := map[string]bool{}
+	for {
+		e, err := d.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e == nil {
+			return out
+		}
+		out[e.Term] = true
+	}
+}
+
+// TestTombstonedTermsStayInIndex: a deleted document's terms stayed in the
+// bleve segments (only a deletion bit was set) until some later merge,
+// and so on disk and in snapshots. A commit that deleted documents now
+// merges the deletions away and drops the old segment files.
+func TestTombstonedTermsStayInIndex(t *testing.T) {
+	dir := t.TempDir()
+	x := openT(t, dir, Options{})
+	var e evs
+	for i := 0; i < 50; i++ {
+		e.store(fmt.Sprintf("c%02d", i), "s1", "user", log.KindConversation, int64(i), fmt.Sprintf("ordinary words number%d", i))
+	}
+	e.store("secret", "s1", "user", log.KindConversation, 99, "the zanzibarquokka notebook")
+	applyAll(t, x, e.out, 10)
+	if !indexTerms(t, x)["zanzibarquokka"] {
+		t.Fatal("fixture: term not indexed")
+	}
+	start := len(e.out)
+	e.add(&log.Tombstone{Chunks: []string{"secret"}})
+	applyAll(t, x, e.out[start:], 0)
+	if indexTerms(t, x)["zanzibarquokka"] {
+		t.Fatal("a tombstoned document's term is still in the index dictionary")
+	}
+	x.Close()
+	y := openT(t, dir, Options{})
+	if indexTerms(t, y)["zanzibarquokka"] {
+		t.Fatal("a tombstoned document's term is in the index dictionary after reopening")
+	}
+}

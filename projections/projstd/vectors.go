@@ -100,6 +100,8 @@ var (
 	kGraph  = []byte("graph")
 )
 
+var vectorBoltOptions = &bolt.Options{Timeout: 1e9, NoFreelistSync: true}
+
 // errVectorsCorrupt is returned (wrapped) when a stored vector record does
 // not decode.
 var errVectorsCorrupt = errors.New("vectors: corrupt record")
@@ -128,7 +130,7 @@ func OpenVectors(dir string, o VectorOptions) (*VectorProjection, error) {
 	if err := fsutil.MkdirAllSync(dir, 0o700); err != nil {
 		return nil, err
 	}
-	db, err := bolt.Open(filepath.Join(dir, "vectors.db"), 0o600, &bolt.Options{Timeout: 1e9, NoFreelistSync: true})
+	db, err := bolt.Open(filepath.Join(dir, "vectors.db"), 0o600, vectorBoltOptions)
 	if err != nil {
 		return nil, fmt.Errorf("open vectors db: %w", err)
 	}
@@ -297,12 +299,41 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 		return fmt.Errorf("commit vectors: %w", err)
 	}
 	v.sinceGraph += len(v.ops)
+	scrub := false
+	for _, op := range v.ops {
+		scrub = scrub || op.del
+	}
 	v.ops = v.ops[:0]
 	v.cp = cp
 	if v.sinceGraph >= v.opts.GraphEvery {
-		return v.saveGraph()
+		if err := v.saveGraph(); err != nil {
+			return err
+		}
+	}
+	if scrub {
+		// Removed chunks' session names and vectors must not stay in
+		// the free pages.
+		return v.reopen(true)
 	}
 	return nil
+}
+
+// reopen closes vectors.db, compacts it (when compact) and opens it again.
+func (v *VectorProjection) reopen(compact bool) error {
+	path := filepath.Join(v.dir, "vectors.db")
+	if err := v.db.Close(); err != nil {
+		return fmt.Errorf("close vectors db: %w", err)
+	}
+	var err error
+	if compact {
+		err = projections.CompactBolt(path, vectorBoltOptions)
+	}
+	db, oerr := bolt.Open(path, 0o600, vectorBoltOptions)
+	if oerr != nil {
+		return errors.Join(err, fmt.Errorf("reopen vectors db: %w", oerr))
+	}
+	v.db = db
+	return err
 }
 
 // Flush writes the graph file if operations are pending since the last
@@ -386,6 +417,17 @@ func (v *VectorProjection) Digest() ([32]byte, error) {
 
 // Reset implements projections.Projection.
 func (v *VectorProjection) Reset() error {
+	// A new file, not dropped buckets (their pages would keep the data).
+	path := filepath.Join(v.dir, "vectors.db")
+	if err := v.db.Close(); err != nil {
+		return fmt.Errorf("reset vectors: %w", err)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("reset vectors: %w", err)
+	}
+	if err := v.reopen(false); err != nil {
+		return fmt.Errorf("reset vectors: %w", err)
+	}
 	err := v.db.Update(func(tx *bolt.Tx) error {
 		for _, b := range [][]byte{bMeta, bChunks, bOps} {
 			if tx.Bucket(b) != nil {

@@ -201,6 +201,21 @@ func OpenOptions(dir string, opts Options) (*Index, error) {
 	return x, nil
 }
 
+// staleFile reports whether db holds state of another version or other
+// options (a new, empty file is not stale).
+func (x *Index) staleFile(db *bolt.DB) (bool, error) {
+	if err := projections.CheckBolt(db); err != nil {
+		return false, err
+	}
+	stale := false
+	err := db.View(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		stale = meta != nil && !bytes.Equal(meta.Get(keyVersion), x.versionTag())
+		return nil
+	})
+	return stale, err
+}
+
 func (x *Index) path() string { return filepath.Join(x.dir, "summary.db") }
 
 func (x *Index) versionTag() []byte {
@@ -214,6 +229,20 @@ func (x *Index) open() error {
 	db, err := bolt.Open(x.path(), 0o600, nil)
 	if err != nil {
 		return fmt.Errorf("open summary db: %w", err)
+	}
+	if stale, err := x.staleFile(db); err != nil || stale {
+		// Another version or other options: a new file, not dropped
+		// buckets (their pages would keep the old content).
+		db.Close()
+		if err != nil {
+			return fmt.Errorf("open summary db: %w", err)
+		}
+		if err := os.Remove(x.path()); err != nil {
+			return fmt.Errorf("open summary db: %w", err)
+		}
+		if db, err = bolt.Open(x.path(), 0o600, nil); err != nil {
+			return fmt.Errorf("open summary db: %w", err)
+		}
 	}
 	x.db = db
 	x.cp = projections.Checkpoint{}
@@ -391,6 +420,7 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 	}
 	sort.Strings(ids)
 	changed := map[string]*Summary{} // session id -> new summary (nil: gone)
+	scrub := false                   // a chunk was removed: compact after the commit
 	err = x.db.Update(func(tx *bolt.Tx) error {
 		chunks := tx.Bucket(bucketChunks)
 		bySess, byDoc, byTime := tx.Bucket(bucketBySession), tx.Bucket(bucketByDoc), tx.Bucket(bucketByTime)
@@ -411,6 +441,7 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 			}
 			c := x.ops[id]
 			if c == nil {
+				scrub = true
 				continue
 			}
 			if err := chunks.Put(key, encodeChunk(c)); err != nil {
@@ -465,7 +496,27 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 	clear(x.ops)
 	clear(x.dirty)
 	x.cp = cp
+	if scrub {
+		return x.compact()
+	}
 	return nil
+}
+
+// compact rewrites summary.db without its free pages, so the content of
+// removed chunks (and the summaries that quoted it) leaves the disk.
+func (x *Index) compact() error {
+	if err := x.db.Close(); err != nil {
+		x.closed = true
+		return fmt.Errorf("close summary db for compaction: %w", err)
+	}
+	err := projections.CompactBolt(x.path(), &bolt.Options{})
+	db, oerr := bolt.Open(x.path(), 0o600, nil)
+	if oerr != nil {
+		x.closed = true
+		return errors.Join(err, fmt.Errorf("reopen summary db: %w", oerr))
+	}
+	x.db = db
+	return err
 }
 
 // recompute builds the summary of group g from the chunks in tx; nil when

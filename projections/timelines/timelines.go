@@ -158,6 +158,9 @@ type Timelines struct {
 	marks  [][]byte            // pending removal marks (keys of bRemoved) and values
 	markV  [][]byte
 	closed bool
+	// scrub is set when a flush deleted chunks: their content is in the
+	// file's free pages until the next compaction (at Commit or Close).
+	scrub bool
 }
 
 var _ projections.Projection = (*Timelines)(nil)
@@ -169,19 +172,30 @@ func Open(dir string) (*Timelines, error) {
 		return nil, fmt.Errorf("create timelines dir: %w", err)
 	}
 	path := filepath.Join(dir, FileName)
-	db, err := bolt.Open(path, 0o600, &bolt.Options{
-		Timeout:        time.Second,
-		NoFreelistSync: true,
-		FreelistType:   bolt.FreelistMapType,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("open timelines %s: %w", path, err)
-	}
-	t := &Timelines{db: db, path: path}
+	t := &Timelines{path: path}
 	t.clearPending()
+	if err := t.openDB(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+var boltOptions = &bolt.Options{
+	Timeout:        time.Second,
+	NoFreelistSync: true,
+	FreelistType:   bolt.FreelistMapType,
+}
+
+// openDB opens (creating if needed) and checks the bbolt file.
+func (t *Timelines) openDB() error {
+	path := t.path
+	db, err := bolt.Open(path, 0o600, boltOptions)
+	if err != nil {
+		return fmt.Errorf("open timelines %s: %w", path, err)
+	}
 	if err := projections.CheckBolt(db); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("open timelines: %w", err)
+		return fmt.Errorf("open timelines: %w", err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
 		if tx.Bucket(bMeta) != nil {
@@ -196,9 +210,29 @@ func Open(dir string) (*Timelines, error) {
 	})
 	if err != nil {
 		db.Close()
-		return nil, fmt.Errorf("init timelines %s: %w", path, err)
+		return fmt.Errorf("init timelines %s: %w", path, err)
 	}
-	return t, nil
+	t.db = db
+	return nil
+}
+
+// compact rewrites the file without its free pages, so the content of
+// removed chunks leaves the disk (see the package doc).
+func (t *Timelines) compact() error {
+	if err := t.db.Close(); err != nil {
+		t.closed = true
+		return fmt.Errorf("close timelines for compaction: %w", err)
+	}
+	err := projections.CompactBolt(t.path, boltOptions)
+	if oerr := t.openDB(); oerr != nil {
+		t.closed = true
+		return errors.Join(err, oerr)
+	}
+	if err != nil {
+		return err
+	}
+	t.scrub = false
+	return nil
 }
 
 func initBuckets(tx *bolt.Tx) error {
@@ -433,6 +467,9 @@ func (t *Timelines) Commit(cp projections.Checkpoint) error {
 		return fmt.Errorf("commit timelines at %d: %w", cp.Seq, err)
 	}
 	t.clearPending()
+	if t.scrub {
+		return t.compact()
+	}
 	return nil
 }
 
@@ -479,6 +516,7 @@ func (t *Timelines) flushTx(tx *bolt.Tx) error {
 				if err := chunks.Delete([]byte(id)); err != nil {
 					return fmt.Errorf("delete chunk %q: %w", id, err)
 				}
+				t.scrub = true
 			}
 			continue
 		}
@@ -672,20 +710,21 @@ func (t *Timelines) Reset() error {
 		return ErrClosed
 	}
 	t.clearPending()
-	err := t.db.Update(func(tx *bolt.Tx) error {
-		for _, b := range allBkts {
-			if tx.Bucket(b) == nil {
-				continue
-			}
-			if err := tx.DeleteBucket(b); err != nil {
-				return fmt.Errorf("drop bucket %s: %w", b, err)
-			}
-		}
-		return initBuckets(tx)
-	})
-	if err != nil {
+	// A new file, not dropped buckets: dropped pages would keep every
+	// chunk's content (tombstoned ones included) in the free pages.
+	if err := t.db.Close(); err != nil {
+		t.closed = true
 		return fmt.Errorf("reset timelines: %w", err)
 	}
+	if err := os.Remove(t.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.closed = true
+		return fmt.Errorf("reset timelines: %w", err)
+	}
+	if err := t.openDB(); err != nil {
+		t.closed = true
+		return fmt.Errorf("reset timelines: %w", err)
+	}
+	t.scrub = false
 	return nil
 }
 
@@ -696,8 +735,19 @@ func (t *Timelines) Close() error {
 	if t.closed {
 		return nil
 	}
-	t.closed = true
 	t.clearPending()
+	if t.scrub {
+		// Removals flushed by a read but never committed: their content
+		// must not stay in the free pages.
+		if err := t.compact(); err != nil {
+			if !t.closed {
+				t.db.Close()
+			}
+			t.closed = true
+			return fmt.Errorf("close timelines: %w", err)
+		}
+	}
+	t.closed = true
 	if err := t.db.Close(); err != nil {
 		return fmt.Errorf("close timelines: %w", err)
 	}
