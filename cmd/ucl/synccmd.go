@@ -741,6 +741,9 @@ func rebuildAction(c *cli.Context) error {
 	if err := fsutil.MkdirAllSync(parent, 0o700); err != nil {
 		return fmt.Errorf("rebuild: %w", err)
 	}
+	if _, err := store.Tidy(dir); err != nil { // a crashed rebuild's staging (keys inside)
+		return fmt.Errorf("rebuild: %w", err)
+	}
 	stage, err := os.MkdirTemp(parent, "."+base+".rebuild-")
 	if err != nil {
 		return fmt.Errorf("rebuild: %w", err)

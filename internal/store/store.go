@@ -75,6 +75,10 @@ type Store struct {
 	Keys   *crypto.Keyring // nil when opened without the vault key
 	Wallet *crypto.Wallet  // nil when the store has no wallet file
 	Log    *log.Log
+	// Tidied lists the staging leftovers of an earlier crash that Open
+	// removed (see Tidy); TidyErr is why some could not be removed.
+	Tidied  []string
+	TidyErr error
 }
 
 // InitOptions configure Init.
@@ -206,6 +210,8 @@ func Open(dir string, o OpenOptions) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The log's lock is held: no staging of this store is in use.
+	s.Tidied, s.TidyErr = Tidy(dir)
 	return s, nil
 }
 
