@@ -39,6 +39,19 @@
 //     catches it. It includes applied but uncommitted changes (Digest
 //     executes the pending batch first) and never depends on segment
 //     layout. Version 2 added the index part.
+//   - Deleted documents leave the disk: scorch only flags them in their
+//     segment, whose term dictionary keeps their words, and keeps old
+//     segment files while old snapshots name them. A Commit that deleted
+//     documents force-merges the index into one segment (a throw-away
+//     document makes a lone segment eligible, then is deleted), copies the
+//     current snapshot alone into index.purge, swaps it in for index/ and
+//     compacts side.db. Open removes index.purge / index.old left by a
+//     crash.
+//   - A batch executed without a checkpoint (full batch, Digest) also sets
+//     the internal key "ucl/ahead"; Commit's batch clears it. Open checks,
+//     when the two checkpoints agree and the index is not ahead, that the
+//     index holds exactly the side table's number of live documents: a
+//     damaged segment fails the open (projstd then resets and rebuilds).
 //   - Search scores with BM25 using statistics from the side table (N = live
 //     docs, average length = ceil(total content words / N)) instead of
 //     bleve's own, which count the term dictionary of every segment and so

@@ -63,7 +63,9 @@ const vectorsVersion = 1
 // transaction and the large graph file is rewritten only every GraphEvery
 // operations. The HNSW graph is a pure function of the operation sequence
 // (package vector), so an incremental build, a rebuild and a restore give
-// the same bytes.
+// the same bytes. A Commit that removed chunks compacts vectors.db (their
+// session names and vectors would stay in bbolt's free pages); Reset
+// creates a new file.
 type VectorProjection struct {
 	dir   string
 	opts  VectorOptions

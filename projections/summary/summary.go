@@ -31,6 +31,10 @@
 //     dirty group once from the chunks stored here (never from the log),
 //     and writes summaries and checkpoint in one bbolt transaction.
 //   - Reads (Session, Document, All, Search, Digest) see the last Commit.
+//   - Removed content leaves the file: a Commit that removed chunks
+//     rewrites summary.db with projections.CompactBolt (bbolt keeps freed
+//     pages, with their text, otherwise); Reset and a stale version start a
+//     new file. Open checks the file is not truncated.
 //
 // Storage (bbolt file summary.db): chunks (id → kind, index, time, session,
 // chunk_parent, content), by_session / by_doc / by_time secondary indexes,

@@ -36,6 +36,14 @@
 //     (tombstone seq, chunk id) marks, never as a counter: re-delivering a
 //     tombstone whose removals are already durable adds nothing, so the
 //     audit data (and the digest) is the same as in one pass.
+//   - Removed content leaves the file: bbolt is copy-on-write, so a deleted
+//     chunk's JSON stays in free pages. A Commit (or Close) after a flush
+//     that deleted chunks rewrites the file with projections.CompactBolt;
+//     Reset creates a new file instead of dropping buckets. Tombstoned text
+//     is therefore in no projection file, and in no later snapshot.
+//   - Open checks the file is not truncated (projections.CheckBolt) and that
+//     every bucket exists; a failure is an error (projstd resets and
+//     rebuilds). Reads recover from panics of a damaged file as errors.
 //   - The digest is SHA-256 over digestTag, then every session (key, JSON)
 //     in key order, every chunk (id, JSON) in id order, every tombstone
 //     record in seq order and every removal mark in key order, each item
