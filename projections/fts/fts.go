@@ -524,7 +524,7 @@ func (x *Index) applyTombstone(t *log.Tombstone) error {
 	if t.Session != "" || hasRange {
 		// Committed chunks not changed since the last Commit. A session and
 		// a range together select their intersection.
-		err := x.db.View(func(tx *bolt.Tx) error {
+		err := x.view(func(tx *bolt.Tx) error {
 			docs := tx.Bucket(bucketDocs)
 			if t.Session != "" {
 				prefix := sessionPrefix(t.Session)
@@ -811,7 +811,7 @@ func (x *Index) Digest() ([32]byte, error) {
 			emit(id, m.hash[:])
 		}
 	}
-	err := x.db.View(func(tx *bolt.Tx) error {
+	err := x.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketDocs).Cursor()
 		k, v := c.First()
 		i := 0
@@ -900,7 +900,7 @@ func (x *Index) Count() (int, error) {
 		return 0, ErrClosed
 	}
 	n := int(x.nDocs)
-	err := x.db.View(func(tx *bolt.Tx) error {
+	err := x.view(func(tx *bolt.Tx) error {
 		docs := tx.Bucket(bucketDocs)
 		for id, m := range x.sideOps {
 			was := docs.Get([]byte(id)) != nil
@@ -931,7 +931,7 @@ func (x *Index) Contains(id string) (bool, error) {
 		return m != nil, nil
 	}
 	var found bool
-	err := x.db.View(func(tx *bolt.Tx) error {
+	err := x.view(func(tx *bolt.Tx) error {
 		found = tx.Bucket(bucketDocs).Get([]byte(id)) != nil
 		return nil
 	})
@@ -1081,7 +1081,12 @@ func (x *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 	// needs ordering by (score, id); a tie at the boundary falls back to a
 	// search sorted by score then id, which loads every candidate's id.
 	req := bleve.NewSearchRequestOptions(bq, q.K+1, 0, false)
-	res, err := x.idx.SearchInContext(ctx, req)
+	var res *bleve.SearchResult
+	err := projections.Guard(Name, func() error {
+		var err error
+		res, err = x.idx.SearchInContext(ctx, req)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("search fts: %w", err)
 	}
@@ -1104,4 +1109,10 @@ func (x *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 		return hits[i].ChunkID < hits[j].ChunkID
 	})
 	return hits, nil
+}
+
+// view runs fn in a read transaction of the side table; a panic of a
+// damaged file becomes a *projections.DamagedError.
+func (x *Index) view(fn func(tx *bolt.Tx) error) error {
+	return projections.Guard(Name, func() error { return x.db.View(fn) })
 }

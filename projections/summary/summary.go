@@ -356,7 +356,7 @@ func (x *Index) applyTombstone(t *log.Tombstone) error {
 	if t.Session != "" || hasRange {
 		// Committed chunks unchanged since Commit (session and range
 		// together select their intersection).
-		err := x.db.View(func(tx *bolt.Tx) error {
+		err := x.view(func(tx *bolt.Tx) error {
 			chunks := tx.Bucket(bucketChunks)
 			if t.Session != "" {
 				prefix := lenPrefix(t.Session)
@@ -755,7 +755,7 @@ func (x *Index) get(prefix byte, id string) (Summary, bool, error) {
 	}
 	var s Summary
 	var found bool
-	err := x.db.View(func(tx *bolt.Tx) error {
+	err := x.view(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketSummaries).Get(append([]byte{prefix}, id...))
 		if b == nil {
 			return nil
@@ -792,7 +792,7 @@ func (x *Index) each(fn func(*Summary) error) error {
 	if x.closed {
 		return ErrClosed
 	}
-	err := x.db.View(func(tx *bolt.Tx) error {
+	err := x.view(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketSummaries).ForEach(func(k, v []byte) error {
 			var s Summary
 			if err := decodeSummary(v, &s); err != nil {
@@ -816,7 +816,7 @@ func (x *Index) Count() (int, error) {
 		return 0, ErrClosed
 	}
 	var n int
-	err := x.db.View(func(tx *bolt.Tx) error {
+	err := x.view(func(tx *bolt.Tx) error {
 		chunks := tx.Bucket(bucketChunks)
 		n = chunks.Stats().KeyN
 		for id, c := range x.ops {
@@ -848,7 +848,7 @@ func (x *Index) Contains(id string) (bool, error) {
 		return c != nil, nil
 	}
 	var found bool
-	err := x.db.View(func(tx *bolt.Tx) error {
+	err := x.view(func(tx *bolt.Tx) error {
 		found = tx.Bucket(bucketChunks).Get([]byte(id)) != nil
 		return nil
 	})
@@ -955,7 +955,7 @@ func (x *Index) Close() error {
 // loadSearch rebuilds the in-memory session index from stored summaries.
 func (x *Index) loadSearch() (*searchIndex, error) {
 	si := newSearchIndex()
-	err := x.db.View(func(tx *bolt.Tx) error {
+	err := x.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketSummaries).Cursor()
 		p := []byte{prefixSession}
 		for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
@@ -968,4 +968,10 @@ func (x *Index) loadSearch() (*searchIndex, error) {
 		return nil
 	})
 	return si, err
+}
+
+// view runs fn in a read transaction; a panic of a damaged file becomes a
+// *projections.DamagedError.
+func (x *Index) view(fn func(tx *bolt.Tx) error) error {
+	return projections.Guard(Name, func() error { return x.db.View(fn) })
 }

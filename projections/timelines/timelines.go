@@ -806,10 +806,12 @@ func (t *Timelines) Digest() ([32]byte, error) {
 func (t *Timelines) read(fn func(tx *bolt.Tx) error) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if err := t.flush(); err != nil {
-		return err
-	}
-	return t.db.View(fn)
+	return projections.Guard(Name, func() error {
+		if err := t.flush(); err != nil {
+			return err
+		}
+		return t.db.View(fn)
+	})
 }
 
 // Sessions returns every session, most recent (last content time) first,
