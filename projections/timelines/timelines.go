@@ -46,9 +46,12 @@
 //     rebuilds). Reads recover from panics of a damaged file as errors.
 //   - The digest is SHA-256 over digestTag, then every session (key, JSON)
 //     in key order, every chunk (id, JSON) in id order, every tombstone
-//     record in seq order and every removal mark in key order, each item
-//     length-prefixed, each section followed by its count; the checkpoint
-//     is not part of it. Same events ⇒ same digest.
+//     record in seq order, every removal mark, then the indexes reads use
+//     (time, parts, and each session's order sub-bucket, by key), each item
+//     length-prefixed, each section tagged and followed by its count; the
+//     checkpoint is not part of it. Same events ⇒ same digest, and an index
+//     entry lost or changed on disk changes it (`project verify` covers
+//     what queries read). Version 2 added the indexes.
 package timelines
 
 import (
@@ -77,7 +80,7 @@ const Name = "timelines"
 
 // Version is the on-disk format version. Bump it when the stored form or
 // the digest changes; a store of another version is rebuilt.
-const Version = 1
+const Version = 2
 
 // FileName is the bbolt file inside the projection's directory.
 const FileName = "timelines.db"
@@ -86,7 +89,7 @@ const FileName = "timelines.db"
 const TitleMax = 80
 
 // digestTag starts the digest; do not change without bumping Version.
-const digestTag = "ucl/timelines/v1\x00"
+const digestTag = "ucl/timelines/v2\x00"
 
 var (
 	// ErrNotFound is returned when a session or document does not exist.
@@ -782,7 +785,7 @@ func (t *Timelines) Digest() ([32]byte, error) {
 			h.Write(lb[:binary.PutUvarint(lb[:], uint64(len(b)))])
 			h.Write(b)
 		}
-		for i, name := range [][]byte{bSessions, bChunks, bTombs, bRemoved} {
+		for i, name := range [][]byte{bSessions, bChunks, bTombs, bRemoved, bTime, bParts} {
 			h.Write([]byte{byte(i + 1)})
 			n := 0
 			err := tx.Bucket(name).ForEach(func(k, v []byte) error {
@@ -796,6 +799,23 @@ func (t *Timelines) Digest() ([32]byte, error) {
 			}
 			h.Write(be64(uint64(n)))
 		}
+		// The session order indexes (what session listings, recent turns
+		// and context assembly read), sub-bucket by sub-bucket.
+		h.Write([]byte{7})
+		n := 0
+		err := tx.Bucket(bOrder).ForEachBucket(func(sk []byte) error {
+			put(sk)
+			return tx.Bucket(bOrder).Bucket(sk).ForEach(func(k, v []byte) error {
+				put(k)
+				put(v)
+				n++
+				return nil
+			})
+		})
+		if err != nil {
+			return err
+		}
+		h.Write(be64(uint64(n)))
 		copy(out[:], h.Sum(nil))
 		return nil
 	})

@@ -399,3 +399,39 @@ func TestOldVersionIsRebuilt(t *testing.T) {
 		t.Fatalf("digest after version rebuild %x, want %x", got, want)
 	}
 }
+
+// TestVerifySaysOKWithTurnMissingFromOrder: the digest covered sessions,
+// chunks and tombstones but not the indexes reads go through, so a turn
+// lost from a session's order index (recent turns and context then miss
+// it) left `project verify` saying ok.
+func TestVerifySaysOKWithTurnMissingFromOrder(t *testing.T) {
+	evs := chain(t, conv("a1", "A", "user", 1000, "Hello there."), conv("a2", "A", "assistant", 2000, "Hi."), conv("a3", "A", "user", 3000, "Bye."))
+	tl := open(t, t.TempDir())
+	applyCommit(t, tl, evs)
+	want, err := tl.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = tl.db.Update(func(tx *bolt.Tx) error {
+		sb := tx.Bucket(bOrder).Bucket(sessKey("A"))
+		k, _ := sb.Cursor().Last()
+		return sb.Delete(k)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	turns, err := tl.RecentTurns("A", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(turns) != 2 {
+		t.Fatalf("fixture: %d turns", len(turns))
+	}
+	got, err := tl.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got == want {
+		t.Fatal("digest unchanged with a turn missing from the session order index")
+	}
+}
