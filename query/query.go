@@ -173,9 +173,11 @@ type Sources struct {
 	Text     TextSearcher
 	Vectors  VectorSearcher
 	Sessions SessionSearcher
-	// Log, when set, is read to check every returned chunk against its
-	// event (see verify.go); OnDamaged is told when one does not match.
+	// Log, when set, is used to check every returned chunk against its
+	// event (see verify.go; FullCheck also reads and decrypts the event);
+	// OnDamaged is told when one does not match.
 	Log       EventReader
+	FullCheck bool
 	OnDamaged func(projection, reason string)
 }
 

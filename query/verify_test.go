@@ -3,6 +3,7 @@ package query_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -10,10 +11,13 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/unlimitedcontext/ucl/crypto"
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections"
 	"github.com/unlimitedcontext/ucl/projections/projstd"
+	"github.com/unlimitedcontext/ucl/projections/timelines"
 	"github.com/unlimitedcontext/ucl/query"
 )
 
@@ -115,5 +119,71 @@ func TestTamperedTimelinesReturnCashewAllergy(t *testing.T) {
 	}
 	if len(resp.Results) == 0 || resp.Results[0].Content != "I have a severe peanut allergy." {
 		t.Fatalf("after heal: %+v", resp.Results)
+	}
+}
+
+// editChunk rewrites chunk id in the closed timelines.db under dir with
+// edit applied and its Sum recomputed (a deliberate, careful edit).
+func editChunk(t *testing.T, dir, id string, edit func(c *timelines.Chunk)) {
+	t.Helper()
+	db, err := bolt.Open(filepath.Join(dir, "timelines", timelines.FileName), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("chunks"))
+		var c timelines.Chunk
+		if err := json.Unmarshal(b.Get([]byte(id)), &c); err != nil {
+			return err
+		}
+		edit(&c)
+		c.Sum = c.ContentSum()
+		v, err := json.Marshal(&c)
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte(id), v)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A careful edit that keeps the record's sum consistent is caught by the
+// log's id index when it moves the chunk to another seq, and by the full
+// check (the event read back from the log) when it changes the content.
+func TestEditedTimelinesWithConsistentSum(t *testing.T) {
+	l, dir := tamperedLog(t)
+	// Undo the byte-level tamper first: a clean rebuild.
+	set, err := projstd.Open(dir, l, projstd.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := set.Projector.Rebuild(context.Background(), []string{"timelines"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	set.Close()
+	now := time.UnixMilli(10_000)
+	search := func(full bool) error {
+		set, err := projstd.Open(dir, l, projstd.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer set.Close()
+		e := query.New(query.Sources{Chunks: set.Timelines, Text: set.FTS, Log: l, FullCheck: full}, query.Options{})
+		_, err = e.Search(context.Background(), query.Request{Text: "peanut allergy", Now: now, Mode: query.ModeBM25})
+		return err
+	}
+	if err := search(true); err != nil {
+		t.Fatalf("clean timelines: %v", err)
+	}
+	editChunk(t, dir, "a", func(c *timelines.Chunk) { c.Content = "I have a severe cashew allergy." })
+	if err := search(true); !errors.Is(err, projections.ErrDamaged) {
+		t.Fatalf("full check over an edited record: %v", err)
+	}
+	editChunk(t, dir, "a", func(c *timelines.Chunk) { c.Content = "I have a severe peanut allergy."; c.Seq = 2 })
+	if err := search(false); !errors.Is(err, projections.ErrDamaged) {
+		t.Fatalf("cheap check over a record moved to another seq: %v", err)
 	}
 }

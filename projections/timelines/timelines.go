@@ -9,7 +9,8 @@
 // One bbolt file, timelines.db, in the projection's directory. Buckets:
 //
 //	meta      "version" → uint32 LE (Version), "cp" → seq uint64 LE ‖ hash [32]
-//	chunks    chunk id → JSON Chunk (canonical: encoding/json, fixed field order, sorted meta)
+//	chunks    chunk id → JSON Chunk (canonical: encoding/json, fixed field order, sorted meta;
+//	          "sum" is Chunk.ContentSum, so readers can tell a damaged record)
 //	order     sub-bucket "s"+session → ordKey(time, seq) → indexValue(kind, role, chunk_parent, id)
 //	time      ordKey(time, seq) → chunk id                (every chunk)
 //	parts     uvarint(len(parent)) ‖ parent ‖ index u64 BE ‖ seq u64 BE → chunk id
@@ -58,6 +59,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -129,6 +131,44 @@ type Chunk struct {
 	Parent      string            `json:"parent,omitempty"`
 	ChunkParent string            `json:"chunk_parent,omitempty"`
 	ChunkIndex  int               `json:"chunk_index,omitempty"`
+	// Sum is ContentSum as computed when the chunk was applied: a reader
+	// recomputes it to tell an intact record from a damaged one.
+	Sum string `json:"sum"`
+}
+
+// ContentSum is the hex SHA-256 over every field of c but Sum, in a fixed
+// length-prefixed encoding (meta by sorted key).
+func (c *Chunk) ContentSum() string {
+	var b []byte
+	str := func(s string) {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	b = append(b, "ucl/timelines/chunk/v1\x00"...)
+	b = binary.BigEndian.AppendUint64(b, c.Seq)
+	str(c.EventID)
+	str(c.ID)
+	b = binary.BigEndian.AppendUint64(b, uint64(c.AppendTime))
+	b = binary.BigEndian.AppendUint64(b, uint64(c.Time))
+	b = append(b, byte(c.Kind))
+	str(c.Session)
+	str(c.Role)
+	str(c.Content)
+	keys := make([]string, 0, len(c.Meta))
+	for k := range c.Meta {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	b = binary.AppendUvarint(b, uint64(len(keys)))
+	for _, k := range keys {
+		str(k)
+		str(c.Meta[k])
+	}
+	str(c.Parent)
+	str(c.ChunkParent)
+	b = binary.BigEndian.AppendUint64(b, uint64(int64(c.ChunkIndex)))
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // SessionInfo summarises one session (live chunks only).
@@ -342,6 +382,7 @@ func (t *Timelines) applyStore(ev *log.Event, s *log.Store) error {
 		Content: s.Content, Meta: s.Meta, Parent: s.Parent,
 		ChunkParent: s.ChunkParent, ChunkIndex: s.ChunkIndex,
 	}
+	c.Sum = c.ContentSum()
 	delete(t.dels, c.ID)
 	t.puts[c.ID] = c
 	return nil

@@ -118,6 +118,7 @@ func TestSessionsAndOrder(t *testing.T) {
 		t.Fatalf("chunk t1: %v %v", ok, err)
 	}
 	want := Chunk{ID: "t1", Seq: 3, EventID: evs[2].ID.String(), AppendTime: evs[2].Time, Time: 1500, Kind: log.KindToolCall, Session: "A", Role: "tool", Content: "search lisbon", Meta: map[string]string{"tool": "search"}}
+	want.Sum = want.ContentSum()
 	if fmt.Sprint(c) != fmt.Sprint(want) {
 		t.Fatalf("chunk = %+v\nwant %+v", c, want)
 	}
