@@ -191,9 +191,8 @@ projection up to the log head.`,
 				}
 				defer s.Close()
 				defer set.Close()
-				o, _ := projOptions(c, s)
 				p := newProgress(c, "verify", 0)
-				mm, err := set.Projector.Verify(context.Background(), projstd.Builder(o), p.Set)
+				mm, err := set.Verify(context.Background(), p.Set)
 				p.Done()
 				if err != nil {
 					return err

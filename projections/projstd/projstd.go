@@ -368,3 +368,15 @@ func (s *Set) FlagDamaged(name, reason string) {
 		s.notify(Notice{Projection: name, Reason: reason + "; flagging it for a rebuild failed: " + err.Error() + "; run a rebuild of it"})
 	}
 }
+
+// Verify is `project verify`: it catches the set up (resetting damaged
+// projections as CatchUp does, with notices), then rebuilds every
+// projection from the log in a temporary directory (Options.Projector.
+// TempDir) and compares digests, which cover what reads use (see each
+// projection's package doc). It returns the mismatches, sorted by name.
+func (s *Set) Verify(ctx context.Context, progress func(done, total uint64)) ([]projections.Mismatch, error) {
+	if err := s.CatchUp(ctx, nil); err != nil {
+		return nil, err
+	}
+	return s.Projector.Verify(ctx, Builder(s.o), progress)
+}
