@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/unlimitedcontext/ucl/internal/ingest"
+	"github.com/unlimitedcontext/ucl/projections"
 	"github.com/unlimitedcontext/ucl/projections/projstd"
 	"github.com/unlimitedcontext/ucl/query"
 )
@@ -207,17 +208,30 @@ func withEngine(c *cli.Context, fn func(e *query.Engine) error) error {
 	}
 	defer s.Close()
 	defer set.Close()
-	src := query.Sources{Chunks: set.Timelines, Log: s.Log, OnDamaged: set.FlagDamaged}
-	if set.FTS != nil {
-		src.Text = set.FTS
+	engine := func() *query.Engine {
+		src := query.Sources{Chunks: set.Timelines, Log: s.Log, OnDamaged: set.FlagDamaged}
+		if set.FTS != nil {
+			src.Text = set.FTS
+		}
+		if set.Vectors != nil {
+			src.Vectors = vectorSource{set.Vectors}
+		}
+		if set.Summary != nil {
+			src.Sessions = set.Summary
+		}
+		return query.New(src, query.Options{})
 	}
-	if set.Vectors != nil {
-		src.Vectors = vectorSource{set.Vectors}
+	err = fn(engine())
+	if _, damaged := projections.Damaged(err); damaged {
+		// The check flagged the projection: rebuild it now (with a
+		// notice) and answer from the rebuilt state.
+		if healed, herr := set.Heal(context.Background(), nil); herr != nil {
+			return fmt.Errorf("%w (and rebuilding it failed: %v)", err, herr)
+		} else if healed {
+			err = fn(engine())
+		}
 	}
-	if set.Summary != nil {
-		src.Sessions = set.Summary
-	}
-	return fn(query.New(src, query.Options{}))
+	return err
 }
 
 // vectorSource adapts the vector projection (which cannot import query)
