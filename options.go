@@ -64,6 +64,10 @@ type Options struct {
 	Durability *log.Durability
 	// Embedder configures the vector projection.
 	Embedder EmbedderOptions
+	// Warn receives what the engine repaired or rebuilt on its own (a
+	// damaged projection reset from the log, staging leftovers of a crash
+	// removed), for the user to see. Default: printed to standard error.
+	Warn func(msg string)
 }
 
 // InitOptions configure Init.

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/unlimitedcontext/ucl/projections"
-	"github.com/unlimitedcontext/ucl/projections/projstd"
 )
 
 func (s *Store) statusLocked() (*ProjectionsResult, error) {
@@ -64,11 +63,7 @@ func (s *Store) VerifyProjections(ctx context.Context, req VerifyProjectionsRequ
 	if err != nil {
 		return nil, err
 	}
-	o, err := s.projOptionsLocked()
-	if err != nil {
-		return nil, err
-	}
-	mm, err := set.Projector.Verify(ctx, projstd.Builder(o), req.Progress.stage("verify"))
+	mm, err := set.Verify(ctx, req.Progress.stage("verify"))
 	if err != nil {
 		return nil, err
 	}

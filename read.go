@@ -234,11 +234,13 @@ func (s *Store) Search(ctx context.Context, req SearchRequest) (*SearchResult, e
 	}
 	s.projMu.Lock()
 	defer s.projMu.Unlock()
-	e, _, err := s.engineLocked(ctx, req.Progress)
-	if err != nil {
-		return nil, err
-	}
-	return e.Search(ctx, q)
+	var res *SearchResult
+	err = s.queryLocked(ctx, req.Progress, func(e *query.Engine) error {
+		var err error
+		res, err = e.Search(ctx, q)
+		return err
+	})
+	return res, err
 }
 
 // Context assembles an LLM context under req.Budget tokens.
@@ -268,11 +270,12 @@ func (s *Store) Context(ctx context.Context, req ContextRequest) (*ContextResult
 	}
 	s.projMu.Lock()
 	defer s.projMu.Unlock()
-	e, _, err := s.engineLocked(ctx, req.Progress)
-	if err != nil {
-		return nil, err
-	}
-	a, err := e.Assemble(ctx, query.ContextRequest{Request: q, Budget: req.Budget, RecentTurns: req.Recent, Format: format})
+	var a *query.Assembly
+	err = s.queryLocked(ctx, req.Progress, func(e *query.Engine) error {
+		var err error
+		a, err = e.Assemble(ctx, query.ContextRequest{Request: q, Budget: req.Budget, RecentTurns: req.Recent, Format: format})
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}

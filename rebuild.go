@@ -122,6 +122,9 @@ func Rebuild(ctx context.Context, o RebuildOptions) (*RebuildResult, error) {
 	if err := fsutil.MkdirAllSync(parent, 0o700); err != nil {
 		return nil, fmt.Errorf("rebuild: %w", err)
 	}
+	if _, err := store.Tidy(dir); err != nil { // a crashed rebuild's staging (keys inside)
+		return nil, fmt.Errorf("rebuild: %w", err)
+	}
 	stage, err := os.MkdirTemp(parent, "."+base+".rebuild-")
 	if err != nil {
 		return nil, fmt.Errorf("rebuild: %w", err)

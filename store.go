@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/unlimitedcontext/ucl/internal/fsutil"
 	"github.com/unlimitedcontext/ucl/internal/store"
 	"github.com/unlimitedcontext/ucl/log"
+	"github.com/unlimitedcontext/ucl/projections"
 	"github.com/unlimitedcontext/ucl/projections/projstd"
 	"github.com/unlimitedcontext/ucl/projections/vector"
 	"github.com/unlimitedcontext/ucl/query"
@@ -65,6 +67,9 @@ func Init(dir string, o InitOptions) (*Store, error) {
 // that need the key then return the error loading it gave.
 func Open(dir string, o Options) (*Store, error) {
 	o.Embedder = o.Embedder.withDefaults()
+	if o.Warn == nil {
+		o.Warn = func(msg string) { fmt.Fprintln(os.Stderr, "ucl: warning: "+msg) }
+	}
 	switch o.Embedder.Kind {
 	case EmbedderHash, EmbedderOllama, EmbedderOpenAI:
 	default:
@@ -95,6 +100,12 @@ func Open(dir string, o Options) (*Store, error) {
 		if st, err = store.Open(dir, so); err != nil {
 			return nil, err
 		}
+	}
+	if len(st.Tidied) > 0 {
+		o.Warn(fmt.Sprintf("removed %d staging leftovers of an interrupted operation: %s", len(st.Tidied), strings.Join(st.Tidied, ", ")))
+	}
+	if st.TidyErr != nil {
+		o.Warn(fmt.Sprintf("could not remove staging leftovers of an interrupted operation: %v", st.TidyErr))
 	}
 	return &Store{st: st, opts: o, keyErr: keyErr, appended: make(chan struct{}, 1)}, nil
 }
@@ -224,6 +235,7 @@ func (s *Store) setLocked() (*projstd.Set, error) {
 	if err != nil {
 		return nil, err
 	}
+	set.OnNotice(func(n projstd.Notice) { s.opts.Warn(n.String()) })
 	s.set, s.vecFrom = set, 0
 	if set.Vectors != nil {
 		cp, err := set.Vectors.Checkpoint()
@@ -278,7 +290,7 @@ func (s *Store) engineLocked(ctx context.Context, p Progress) (*query.Engine, *p
 	if err != nil {
 		return nil, nil, err
 	}
-	src := query.Sources{Chunks: set.Timelines}
+	src := query.Sources{Chunks: set.Timelines, Log: s.st.Log, OnDamaged: set.FlagDamaged}
 	if set.FTS != nil {
 		src.Text = set.FTS
 	}
@@ -289,6 +301,32 @@ func (s *Store) engineLocked(ctx context.Context, p Progress) (*query.Engine, *p
 		src.Sessions = set.Summary
 	}
 	return query.New(src, query.Options{}), set, nil
+}
+
+// queryLocked runs fn on a query engine over the caught-up set. When the
+// results fail their check against the log (the projection is damaged),
+// the damaged projection is rebuilt from the log and fn runs once more on
+// the rebuilt state.
+func (s *Store) queryLocked(ctx context.Context, p Progress, fn func(e *query.Engine) error) error {
+	e, set, err := s.engineLocked(ctx, p)
+	if err != nil {
+		return err
+	}
+	err = fn(e)
+	if _, damaged := projections.Damaged(err); !damaged {
+		return err
+	}
+	healed, herr := set.Heal(ctx, p.stage("project"))
+	if herr != nil {
+		return fmt.Errorf("%w (and rebuilding it failed: %v)", err, herr)
+	}
+	if !healed {
+		return err
+	}
+	if e, _, err = s.engineLocked(ctx, p); err != nil {
+		return err
+	}
+	return fn(e)
 }
 
 // vectorSource adapts the vector projection (which cannot import query)

@@ -421,6 +421,17 @@ func (l *Log) Lookup(id ID) (uint64, bool, error) {
 	return s, ok, nil
 }
 
+// LookupLoaded is Lookup without building the index: loaded is false (and
+// nothing is read) when no append or Lookup has built it yet in this
+// process. Checks that must stay cheap use it.
+func (l *Log) LookupLoaded(id ID) (seq uint64, ok, loaded bool) {
+	if !l.idsLoaded.Load() {
+		return 0, false, false
+	}
+	seq, ok = l.lookup(id)
+	return seq, ok, true
+}
+
 // lookup is Lookup on a loaded index.
 func (l *Log) lookup(id ID) (uint64, bool) {
 	l.mu.RLock()

@@ -173,6 +173,12 @@ type Sources struct {
 	Text     TextSearcher
 	Vectors  VectorSearcher
 	Sessions SessionSearcher
+	// Log, when set, is used to check every returned chunk against its
+	// event (see verify.go; FullCheck also reads and decrypts the event);
+	// OnDamaged is told when one does not match.
+	Log       EventReader
+	FullCheck bool
+	OnDamaged func(projection, reason string)
 }
 
 // Options tune ranking and packing. Zero fields take the defaults noted.
@@ -535,6 +541,9 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Response, error) {
 	cs, pre, err := e.retrieve(ctx, p, p.k)
 	if err != nil {
 		return nil, err
+	}
+	if err := e.checkCands(cs); err != nil {
+		return nil, fmt.Errorf("search: %w", err)
 	}
 	resp := &Response{
 		Query: req.Text, SearchText: p.text, Mode: p.mode, Now: p.now.UnixMilli(),

@@ -81,6 +81,10 @@ type Store struct {
 	// WalletErr says why a wallet file that exists could not be loaded.
 	WalletErr error
 	Log       *log.Log
+	// Tidied lists the staging leftovers of an earlier crash that Open
+	// removed (see Tidy); TidyErr is why some could not be removed.
+	Tidied  []string
+	TidyErr error
 }
 
 // InitOptions configure Init.
@@ -216,6 +220,8 @@ func Open(dir string, o OpenOptions) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The log's lock is held: no staging of this store is in use.
+	s.Tidied, s.TidyErr = Tidy(dir)
 	return s, nil
 }
 
