@@ -45,17 +45,32 @@ func benchSentence(r *rand.Rand, n int) string {
 	return strings.TrimSpace(c.String())
 }
 
-// serveBenchStore loads n chunks of ~300 bytes over 100 sessions (bulk
-// load with durability none), catches the projections up, and reopens the
-// store with durability sync: the exchanges the benchmark stores pay
-// their fsync, as in production.
+// serveBenchStore returns the benchmark store of n chunks of ~300 bytes
+// over 100 sessions, opened with durability sync: the exchanges the
+// benchmarks store pay their fsync, as in production. The store is built
+// once per test binary (bulk load with durability none, projections
+// caught up) next to the built ucl binary, and shared by the benchmarks.
 func serveBenchStore(b *testing.B, n int) *engine.Store {
 	b.Helper()
-	dir := filepath.Join(b.TempDir(), "store")
+	dir := filepath.Join(filepath.Dir(uclBin), fmt.Sprintf("bench-store-%d", n))
+	if _, err := os.Stat(dir); err != nil {
+		buildServeBenchStore(b, dir, n)
+	}
+	sync := log.Sync
+	s, err := engine.Open(dir, engine.Options{Durability: &sync})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
+}
+
+func buildServeBenchStore(b *testing.B, dir string, n int) {
 	s, err := engine.Init(dir, engine.InitOptions{Durability: log.None})
 	if err != nil {
 		b.Fatal(err)
 	}
+	defer s.Close()
 	r := rand.New(rand.NewSource(1))
 	base := time.Date(2023, 1, 1, 0, 0, 0, 0, time.UTC)
 	ctx := context.Background()
@@ -76,16 +91,6 @@ func serveBenchStore(b *testing.B, n int) *engine.Store {
 	if _, err := s.CatchUp(ctx, engine.CatchUpRequest{}); err != nil {
 		b.Fatal(err)
 	}
-	if err := s.Close(); err != nil {
-		b.Fatal(err)
-	}
-	sync := log.Sync
-	s, err = engine.Open(dir, engine.Options{Durability: &sync})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { s.Close() })
-	return s
 }
 
 func percentile(ds []time.Duration, p float64) float64 {

@@ -368,3 +368,69 @@ func TestConfigShow(t *testing.T) {
 		}
 	}
 }
+
+// SIGTERM lets an in-flight proxied request finish, and its exchange is
+// stored before the log closes.
+func TestServeGracefulShutdown(t *testing.T) {
+	got, release := make(chan struct{}, 1), make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		got <- struct{}{}
+		<-release
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"late but complete"},"finish_reason":"stop"}]}`)
+	}))
+	defer up.Close()
+	dir := newStore(t)
+	srv := startServe(t, dir, nil, "--upstream", up.URL+"/v1")
+	token, err := os.ReadFile(filepath.Join(dir, "token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		code int
+		body string
+		err  error
+	}
+	ans := make(chan answer, 1)
+	go func() {
+		req, _ := http.NewRequest("POST", "http://"+srv.addr+"/v1/chat/completions",
+			strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"slow question"}]}`))
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+		req.Header.Set("X-UCL-Session", "g")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			ans <- answer{err: err}
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		ans <- answer{code: resp.StatusCode, body: string(b)}
+	}()
+	<-got
+	srv.cmd.Process.Signal(syscall.SIGTERM)
+	// The signal is handled while the request is held upstream; new
+	// connections are refused once the listener closes.
+	for i := 0; ; i++ {
+		if _, err := http.Get("http://" + srv.addr + "/v1/health"); err != nil {
+			break
+		}
+		if i > 3000 {
+			t.Fatal("ucl serve kept accepting after SIGTERM")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(release)
+	a := <-ans
+	if a.err != nil || a.code != 200 || !strings.Contains(a.body, "late but complete") {
+		t.Fatalf("in-flight request: %+v", a)
+	}
+	if err := <-srv.done; err != nil {
+		t.Fatalf("serve exit: %v\n%s", err, srv.stderr.String())
+	}
+	srv.done <- nil
+	replay := must(t, dir, "", "replay")
+	if !strings.Contains(replay, "slow question") || !strings.Contains(replay, "late but complete") {
+		t.Fatalf("the in-flight exchange was not stored:\n%s", replay)
+	}
+}

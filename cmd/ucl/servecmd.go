@@ -168,6 +168,9 @@ func runServe(c *cli.Context) error {
 	if err != nil {
 		return withHint(fmt.Errorf("serve: listen: %w", err), "pick another address with --listen (or proxy.listen in DIR/ucl.toml)")
 	}
+	if ta, ok := ln.Addr().(*net.TCPAddr); ok && !ta.IP.IsLoopback() {
+		fmt.Fprintf(c.App.ErrWriter, "ucl: warning: listening on %s, reachable from other machines; the token is the only guard and HTTP is not encrypted\n", ln.Addr())
+	}
 	ctx, stop := signalContext()
 	defer stop()
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second}

@@ -437,6 +437,13 @@ func (u *fakeUpstream) serve(w http.ResponseWriter, r *http.Request) {
 	case "tools":
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"id":"chatcmpl-2","object":"chat.completion","created":1,"model":"fake-model","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},"finish_reason":"tool_calls"}]}`)
+	case "truncated":
+		// A stream that breaks off: chunks, then no [DONE].
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, p := range streamParts[:2] {
+			fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":%q}}]}\n\n", p)
+		}
+		io.WriteString(w, "data: {\"choices\":[{\"ind")
 	case "stream", "stream-tools":
 		w.Header().Set("Content-Type", "text/event-stream")
 		fl := w.(http.Flusher)
@@ -954,5 +961,17 @@ func TestProxyInjectAsUser(t *testing.T) {
 	}
 	if _, err := New(e.api, Options{Token: "x", InjectAs: "header"}); !errors.Is(err, ErrBadOption) {
 		t.Fatalf("bad InjectAs: %v", err)
+	}
+}
+
+func TestProxyBrokenStreamStoresNothing(t *testing.T) {
+	up := newUpstream(t, "truncated")
+	e := newEnv(t, Options{Upstream: up.srv.URL + "/v1"})
+	resp, b := e.do("POST", "/v1/chat/completions", "application/json", chatBody(t, true, "user", "hello"))
+	if resp.StatusCode != 200 || !strings.Contains(string(b), streamParts[1]) || !strings.HasSuffix(string(b), `{"choices":[{"ind`) {
+		t.Fatalf("%d %q", resp.StatusCode, b)
+	}
+	if n := len(e.api.appendCalls()); n != 0 {
+		t.Fatalf("%d appends after a broken stream", n)
 	}
 }

@@ -108,17 +108,15 @@ func (s *Server) memory(ctx context.Context, session, query string, carried map[
 	seen := map[string]bool{}
 	var recentItems []memItem
 	if s.opts.RecencyWindow > 0 {
-		head, err := s.api.Session(ctx, ucl.SessionRequest{ID: session, Limit: 1})
+		// One call: the engine reads the whole session either way, and
+		// serve owns the store (no socket between).
+		res, err := s.api.Session(ctx, ucl.SessionRequest{ID: session})
 		switch {
 		case errors.Is(err, timelines.ErrNotFound):
 		case err != nil:
 			return "", 0, fmt.Errorf("recent turns: %w", err)
 		default:
-			from := max(0, head.Total-s.opts.RecencyWindow)
-			res, err := s.api.Session(ctx, ucl.SessionRequest{ID: session, Offset: from})
-			if err != nil {
-				return "", 0, fmt.Errorf("recent turns: %w", err)
-			}
+			res.Chunks = res.Chunks[max(0, len(res.Chunks)-s.opts.RecencyWindow):]
 			for _, c := range res.Chunks {
 				seen[c.ID] = true
 				if carried[normalize(c.Content)] {
