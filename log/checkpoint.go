@@ -208,3 +208,75 @@ func ProveEvent(l *Log, t *Tree, seq, size uint64) (*Proof, error) {
 	}
 	return p, nil
 }
+
+// Anchor is the data of a checkpoint's Arweave transaction: the signed
+// note and a consistency proof from the previous anchored checkpoint (of
+// PrevSize events; 0 for the first, with no proof). Its encoding is
+//
+//	<signed note>consistency <prev size>\n(<node, std base64>\n)*
+//
+// The note ends with its signature lines ("— " …), so the first line
+// after them that does not start with "— " opens the consistency block.
+type Anchor struct {
+	Note        []byte
+	PrevSize    uint64
+	Consistency [][]byte
+}
+
+const consistencyLine = "consistency "
+
+// Encode returns the anchor's transaction data.
+func (a Anchor) Encode() []byte {
+	var b bytes.Buffer
+	b.Write(a.Note)
+	fmt.Fprintf(&b, "%s%d\n", consistencyLine, a.PrevSize)
+	for _, n := range a.Consistency {
+		b.WriteString(base64.StdEncoding.EncodeToString(n))
+		b.WriteByte('\n')
+	}
+	return b.Bytes()
+}
+
+// DecodeAnchor parses a checkpoint transaction's data strictly. It does not
+// verify the note's signature or the proof.
+func DecodeAnchor(data []byte) (Anchor, error) {
+	// The note: text (no blank line in a checkpoint), a blank line, then
+	// signature lines.
+	sep := bytes.Index(data, []byte("\n\n"))
+	if sep < 0 {
+		return Anchor{}, fmt.Errorf("%w: anchor has no signed note", ErrBadProof)
+	}
+	end := sep + 2
+	for end < len(data) && bytes.HasPrefix(data[end:], []byte("— ")) {
+		nl := bytes.IndexByte(data[end:], '\n')
+		if nl < 0 {
+			return Anchor{}, fmt.Errorf("%w: anchor note is cut short", ErrBadProof)
+		}
+		end += nl + 1
+	}
+	if end == sep+2 {
+		return Anchor{}, fmt.Errorf("%w: anchor note has no signature", ErrBadProof)
+	}
+	a := Anchor{Note: data[:end:end]}
+	lines := strings.Split(string(data[end:]), "\n")
+	if len(lines) < 2 || lines[len(lines)-1] != "" || !strings.HasPrefix(lines[0], consistencyLine) {
+		return Anchor{}, fmt.Errorf("%w: anchor has no consistency block", ErrBadProof)
+	}
+	ps := strings.TrimPrefix(lines[0], consistencyLine)
+	prev, err := strconv.ParseUint(ps, 10, 64)
+	if err != nil || strconv.FormatUint(prev, 10) != ps {
+		return Anchor{}, fmt.Errorf("%w: anchor previous size %q", ErrBadProof, ps)
+	}
+	a.PrevSize = prev
+	for i, s := range lines[1 : len(lines)-1] {
+		n, err := base64.StdEncoding.DecodeString(s)
+		if err != nil || len(n) != HashSize || base64.StdEncoding.EncodeToString(n) != s {
+			return Anchor{}, fmt.Errorf("%w: anchor consistency node %d", ErrBadProof, i)
+		}
+		a.Consistency = append(a.Consistency, n)
+	}
+	if prev == 0 && len(a.Consistency) > 0 {
+		return Anchor{}, fmt.Errorf("%w: anchor has a consistency proof from the empty tree", ErrBadProof)
+	}
+	return a, nil
+}
