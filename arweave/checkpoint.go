@@ -22,9 +22,9 @@ const (
 	TagPrevCheckpoint = "UC-Prev-Checkpoint"
 	TagNoteKey        = "UC-Note-Key"
 
-	KindCheckpoint           Kind = "checkpoint"
-	CheckpointContentType         = "text/plain; charset=utf-8"
-	maxCheckpointBytes            = 64 << 10
+	KindCheckpoint        Kind = "checkpoint"
+	CheckpointContentType      = "text/plain; charset=utf-8"
+	maxCheckpointBytes         = 64 << 10
 )
 
 var (
