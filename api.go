@@ -56,6 +56,10 @@ type API interface {
 	Push(ctx context.Context, req PushRequest) (*PushResult, error)
 	// SyncStatus reports the mirror state, optionally refreshed.
 	SyncStatus(ctx context.Context, req SyncStatusRequest) (*SyncStatusResult, error)
+	// Checkpoints lists the checkpoints anchored for the log.
+	Checkpoints(ctx context.Context, req CheckpointsRequest) (*CheckpointsResult, error)
+	// Prove builds an audit proof of one event against an anchored checkpoint.
+	Prove(ctx context.Context, req ProveRequest) (*log.Proof, error)
 	// Status describes the store.
 	Status(ctx context.Context, req StatusRequest) (*StatusResult, error)
 	// SnapshotCreate snapshots the projections at the log head.
@@ -319,7 +323,10 @@ type PushResult struct {
 	Resolved    int                    `json:"resolved"`
 	BytesPosted int64                  `json:"bytes_posted"`
 	Segments    []arweave.SegmentState `json:"segments"` // segments new in the state after this push
-	Error       string                 `json:"error,omitempty"`
+	// Checkpoint is the checkpoint anchored for CoveredSeq (by this push
+	// when Anchored, else found already anchored).
+	Checkpoint *CheckpointView `json:"checkpoint,omitempty"`
+	Error      string          `json:"error,omitempty"`
 }
 
 // SyncStatusRequest reads the mirror state.

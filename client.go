@@ -284,6 +284,16 @@ func (c *Client) SyncStatus(ctx context.Context, req SyncStatusRequest) (*SyncSt
 	return call[SyncStatusResult](c, ctx, "sync_status", req)
 }
 
+// Checkpoints implements API through the owner.
+func (c *Client) Checkpoints(ctx context.Context, req CheckpointsRequest) (*CheckpointsResult, error) {
+	return call[CheckpointsResult](c, ctx, "checkpoints", req)
+}
+
+// Prove implements API through the owner.
+func (c *Client) Prove(ctx context.Context, req ProveRequest) (*log.Proof, error) {
+	return call[log.Proof](c, ctx, "prove", req)
+}
+
 // Status implements API through the owner.
 func (c *Client) Status(ctx context.Context, req StatusRequest) (*StatusResult, error) {
 	return call[StatusResult](c, ctx, "status", req)

@@ -125,6 +125,12 @@ var errorCodes = []struct {
 	{"arweave_unavailable", arweave.ErrUnavailable},
 	{"arweave_rejected", arweave.ErrRejected},
 	{"arweave_graphql", arweave.ErrGraphQL},
+	{"not_anchored", ErrNotAnchored},
+	{"checkpoint_diverged", ErrCheckpointDiverged},
+	{"proof_rejected", ErrProofRejected},
+	{"history_rewritten", ErrHistoryRewritten},
+	{"log_bad_proof", log.ErrBadProof},
+	{"arweave_tx_signature", arweave.ErrTxSignature},
 }
 
 // ErrorCodes returns the wire codes of the sentinels err matches.

@@ -124,6 +124,14 @@ func (s *Store) Push(ctx context.Context, req PushRequest) (*PushResult, error) 
 		res.Error = perr.Error()
 		return res, fmt.Errorf("%w (events 1..%d of %d are mirrored)", perr, res.CoveredSeq, head)
 	}
+	if res.CoveredSeq > 0 {
+		cp, err := s.anchor(ctx, cl, w, res.CoveredSeq)
+		if err != nil {
+			res.Error = err.Error()
+			return res, err
+		}
+		res.Checkpoint = cp
+	}
 	return res, nil
 }
 

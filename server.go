@@ -36,6 +36,8 @@ func Handler(api API) http.Handler {
 	route(mux, "push", api.Push)
 	route(mux, "sync_status", api.SyncStatus)
 	route(mux, "status", api.Status)
+	route(mux, "checkpoints", api.Checkpoints)
+	route(mux, "prove", api.Prove)
 	route(mux, "snapshot_create", api.SnapshotCreate)
 	route(mux, "snapshot_list", api.SnapshotList)
 	route(mux, "snapshot_verify", api.SnapshotVerify)

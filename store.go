@@ -36,6 +36,8 @@ type Store struct {
 	popts   *projstd.Options
 	cache   *vector.BoltCache
 	mirror  sync.Mutex // one push at a time
+	treeMu  sync.Mutex // guards tree
+	tree    *log.Tree  // the Merkle tree, opened on first use
 	closeMu sync.Mutex
 	closed  bool
 	// appended is signalled (non-blocking) after every append, waking the
@@ -120,7 +122,7 @@ func (s *Store) Close() error {
 	s.closed = true
 	s.projMu.Lock()
 	defer s.projMu.Unlock()
-	err := s.closeSetLocked()
+	err := errors.Join(s.closeSetLocked(), s.closeTree())
 	if s.cache != nil {
 		err = errors.Join(err, s.cache.Close())
 		s.cache = nil

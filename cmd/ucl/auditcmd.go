@@ -36,6 +36,9 @@ get them back with ucl rebuild. Run ucl audit verify first to see the damage.`,
 			Action: auditRepair,
 		},
 		auditLogCommand,
+		auditCheckpointsCommand,
+		auditProveCommand,
+		auditVerifyProofCommand,
 	},
 }
 

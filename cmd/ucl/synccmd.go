@@ -72,6 +72,7 @@ func printPush(c *cli.Context, r *ucl.PushResult) {
 	switch {
 	case r.Uploaded == 0 && r.Adopted == 0 && r.Error == "":
 		printf(c, "up to date: events 1..%d are on Arweave (confirmed up to %d)\n", r.CoveredSeq, r.SafeSeq)
+		printAnchored(c, r)
 		return
 	case r.Error == "":
 		printf(c, "pushed %d segments (%s, %s) to %s; adopted %d already there\n", r.Uploaded, humanBytes(r.BytesPosted), r.Mode, r.Gateway, r.Adopted)
@@ -80,6 +81,13 @@ func printPush(c *cli.Context, r *ucl.PushResult) {
 		printf(c, "settled %d uploads left unfinished by an earlier run\n", r.Resolved)
 	}
 	printf(c, "mirrored: events 1..%d of %d (confirmed up to %d)\n", r.CoveredSeq, r.HeadSeq, r.SafeSeq)
+	printAnchored(c, r)
+}
+
+func printAnchored(c *cli.Context, r *ucl.PushResult) {
+	if cp := r.Checkpoint; cp != nil && cp.Anchored {
+		printf(c, "anchored checkpoint of %d events (root %s) in Arweave transaction %s\n", cp.Size, cp.Root, cp.TxID)
+	}
 }
 
 func pushRequest(c *cli.Context) (ucl.PushRequest, error) {

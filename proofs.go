@@ -1,0 +1,403 @@
+package ucl
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/unlimitedcontext/ucl/arweave"
+	"github.com/unlimitedcontext/ucl/crypto"
+	"github.com/unlimitedcontext/ucl/log"
+)
+
+var (
+	// ErrNotAnchored is returned by Prove when no anchored checkpoint of
+	// this log covers the event yet.
+	ErrNotAnchored = errors.New("ucl: no anchored checkpoint covers the event")
+	// ErrCheckpointDiverged is returned when this store's log does not
+	// match a checkpoint its wallet anchored for the same log id (a fork or
+	// a replaced log): nothing is anchored or proven from it.
+	ErrCheckpointDiverged = errors.New("ucl: the log does not match an anchored checkpoint")
+	// ErrProofRejected is returned by VerifyProof when the proof or its
+	// anchoring does not verify; the message names the check that failed.
+	ErrProofRejected = errors.New("ucl: proof rejected")
+	// ErrHistoryRewritten is returned (with ErrProofRejected) when a later
+	// checkpoint anchored by the same wallet is not consistent with the
+	// proof's: the log was rewritten after the proof.
+	ErrHistoryRewritten = errors.New("ucl: anchored history rewritten")
+)
+
+// merkleDir is the Merkle tree's directory in the store (derived data).
+const merkleDir = "merkle"
+
+// maxCheckpointData bounds a checkpoint transaction's data (a note and a
+// consistency proof of at most 64 nodes is far below it).
+const maxCheckpointData = 64 << 10
+
+// merkle returns the store's Merkle tree, opened on first use and caught
+// up with the log.
+func (s *Store) merkle(ctx context.Context) (*log.Tree, error) {
+	s.treeMu.Lock()
+	defer s.treeMu.Unlock()
+	if s.tree == nil {
+		t, err := log.OpenTree(s.st.Path(merkleDir))
+		if err != nil {
+			return nil, err
+		}
+		s.tree = t
+	}
+	if err := s.tree.CatchUp(ctx, s.st.Log); err != nil {
+		return nil, err
+	}
+	return s.tree, nil
+}
+
+func (s *Store) closeTree() error {
+	s.treeMu.Lock()
+	defer s.treeMu.Unlock()
+	if s.tree == nil {
+		return nil
+	}
+	err := s.tree.Close()
+	s.tree = nil
+	return err
+}
+
+// CheckpointView is one anchored checkpoint.
+type CheckpointView struct {
+	Size    uint64 `json:"size"`
+	Root    string `json:"root"` // hex
+	TxID    string `json:"tx"`
+	Prev    string `json:"prev,omitempty"`
+	Height  int64  `json:"height,omitempty"`
+	Pending bool   `json:"pending,omitempty"`
+	// Anchored is set in a push result when this push posted it.
+	Anchored bool `json:"anchored,omitempty"`
+}
+
+func viewOf(c arweave.CheckpointTx) CheckpointView {
+	return CheckpointView{Size: c.Size, Root: hex.EncodeToString(c.Root), TxID: c.ID, Prev: c.Prev, Height: c.Height, Pending: c.Pending}
+}
+
+// anchor anchors a checkpoint of the first size events (after a push
+// mirrored them), unless this wallet already anchored that size. The
+// previous checkpoint comes from GraphQL, so a rebuilt store continues the
+// chain; one whose root disagrees with this log is ErrCheckpointDiverged.
+func (s *Store) anchor(ctx context.Context, cl *arweave.Client, w *arweave.Wallet, size uint64) (*CheckpointView, error) {
+	tree, err := s.merkle(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("anchor checkpoint: %w", err)
+	}
+	logID := s.st.Meta.LogIDBytes()
+	cps, err := arweave.FindCheckpoints(ctx, cl, w.Address(), logID)
+	if err != nil {
+		return nil, fmt.Errorf("anchor checkpoint: %w", err)
+	}
+	var prev *arweave.CheckpointTx
+	for i := range cps {
+		if cps[i].Size <= size {
+			prev = &cps[i]
+		}
+	}
+	var prevSize uint64
+	var prevID string
+	if prev != nil {
+		root, err := tree.Root(prev.Size)
+		if err != nil {
+			return nil, fmt.Errorf("anchor checkpoint: %w", err)
+		}
+		if !bytes.Equal(root, prev.Root) {
+			return nil, fmt.Errorf("anchor checkpoint: %w: checkpoint %s of %d events has root %x, this log's is %x",
+				ErrCheckpointDiverged, prev.ID, prev.Size, prev.Root, root)
+		}
+		if prev.Size == size {
+			v := viewOf(*prev)
+			return &v, nil
+		}
+		prevSize, prevID = prev.Size, prev.ID
+	}
+	root, err := tree.Root(size)
+	if err != nil {
+		return nil, fmt.Errorf("anchor checkpoint: %w", err)
+	}
+	var cons [][]byte
+	if prevSize > 0 {
+		if cons, err = tree.ConsistencyProof(prevSize, size); err != nil {
+			return nil, fmt.Errorf("anchor checkpoint: %w", err)
+		}
+	}
+	skey, vkey, err := crypto.NoteKey(w.PrivateKey(), w.Address())
+	if err != nil {
+		return nil, fmt.Errorf("anchor checkpoint: %w", err)
+	}
+	note, err := log.SignCheckpoint(log.Checkpoint{Origin: log.CheckpointOrigin(s.st.Meta.LogID), Size: size, Root: root}, skey)
+	if err != nil {
+		return nil, fmt.Errorf("anchor checkpoint: %w", err)
+	}
+	data := log.Anchor{Note: note, PrevSize: prevSize, Consistency: cons}.Encode()
+	id, err := arweave.PostCheckpoint(ctx, cl, arweave.CheckpointAnchor{
+		LogID: logID, Size: size, Root: root, Prev: prevID, NoteKey: vkey, Data: data})
+	if err != nil {
+		return nil, fmt.Errorf("anchor checkpoint: %w", err)
+	}
+	return &CheckpointView{Size: size, Root: hex.EncodeToString(root), TxID: id, Prev: prevID, Pending: true, Anchored: true}, nil
+}
+
+// CheckpointsRequest lists the anchored checkpoints of the store's log.
+type CheckpointsRequest struct {
+	Gateway string `json:"gateway,omitempty"`
+}
+
+// CheckpointsResult lists anchored checkpoints by tree size.
+type CheckpointsResult struct {
+	LogID       string           `json:"log_id"`
+	Owner       string           `json:"owner"`
+	Checkpoints []CheckpointView `json:"checkpoints"`
+}
+
+// Checkpoints lists the checkpoints this store's wallet anchored for its
+// log, as the gateway reports them (unverified), ordered by tree size.
+func (s *Store) Checkpoints(ctx context.Context, req CheckpointsRequest) (*CheckpointsResult, error) {
+	w, err := s.wallet()
+	if err != nil {
+		return nil, err
+	}
+	cl, err := newClient(req.Gateway, nil)
+	if err != nil {
+		return nil, err
+	}
+	cps, err := arweave.FindCheckpoints(ctx, cl, w.Address(), s.st.Meta.LogIDBytes())
+	if err != nil {
+		return nil, err
+	}
+	out := &CheckpointsResult{LogID: s.st.Meta.LogID, Owner: w.Address(), Checkpoints: []CheckpointView{}}
+	for _, c := range cps {
+		out.Checkpoints = append(out.Checkpoints, viewOf(c))
+	}
+	return out, nil
+}
+
+// ProveRequest asks for an audit proof of one event.
+type ProveRequest struct {
+	Seq     uint64 `json:"seq"`
+	Gateway string `json:"gateway,omitempty"`
+}
+
+// Prove builds a self-contained proof (log.Proof) that event Seq is in the
+// log as anchored by the newest checkpoint that covers it. The checkpoint
+// note is taken from its transaction (checked like a verifier would);
+// the inclusion path is read from the Merkle tree, O(log n) nodes.
+func (s *Store) Prove(ctx context.Context, req ProveRequest) (*log.Proof, error) {
+	head, _ := s.st.Log.Head()
+	if req.Seq == 0 || req.Seq > head {
+		return nil, badRequest("no event %d in a log of %d events", req.Seq, head)
+	}
+	w, err := s.wallet()
+	if err != nil {
+		return nil, err
+	}
+	cl, err := newClient(req.Gateway, nil)
+	if err != nil {
+		return nil, err
+	}
+	logID := s.st.Meta.LogIDBytes()
+	cps, err := arweave.FindCheckpoints(ctx, cl, w.Address(), logID)
+	if err != nil {
+		return nil, fmt.Errorf("prove seq %d: %w", req.Seq, err)
+	}
+	var cp *arweave.CheckpointTx
+	for i := range cps {
+		if cps[i].Size >= req.Seq && cps[i].Size <= head {
+			cp = &cps[i]
+		}
+	}
+	if cp == nil {
+		return nil, fmt.Errorf("prove seq %d: %w (push to anchor one)", req.Seq, ErrNotAnchored)
+	}
+	tree, err := s.merkle(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("prove seq %d: %w", req.Seq, err)
+	}
+	root, err := tree.Root(cp.Size)
+	if err != nil {
+		return nil, fmt.Errorf("prove seq %d: %w", req.Seq, err)
+	}
+	if !bytes.Equal(root, cp.Root) {
+		return nil, fmt.Errorf("prove seq %d: %w: checkpoint %s of %d events has root %x, this log's is %x",
+			req.Seq, ErrCheckpointDiverged, cp.ID, cp.Size, cp.Root, root)
+	}
+	vt, err := arweave.FetchVerifiedTx(ctx, cl, cp.ID, maxCheckpointData)
+	if err != nil {
+		return nil, fmt.Errorf("prove seq %d: %w", req.Seq, err)
+	}
+	a, err := log.DecodeAnchor(vt.Data)
+	if err != nil {
+		return nil, fmt.Errorf("prove seq %d: checkpoint %s: %w", req.Seq, cp.ID, err)
+	}
+	p, err := log.ProveEvent(s.st.Log, tree, req.Seq, cp.Size)
+	if err != nil {
+		return nil, err
+	}
+	p.LogID, p.Checkpoint, p.NoteKey = s.st.Meta.LogID, string(a.Note), cp.NoteKey
+	p.CheckpointTx, p.Owner, p.AnchoredAt = cp.ID, vt.Owner, vt.Height
+	if _, err := p.Verify(); err != nil {
+		return nil, fmt.Errorf("prove seq %d: %w", req.Seq, err)
+	}
+	return p, nil
+}
+
+// VerifyProofRequest is a proof file to verify against a gateway. It
+// needs no store and no key.
+type VerifyProofRequest struct {
+	Proof   []byte `json:"-"`
+	Gateway string `json:"gateway,omitempty"`
+}
+
+// VerifyProofResult is what a verified proof established.
+type VerifyProofResult struct {
+	Seq          uint64 `json:"seq"`
+	LogID        string `json:"log_id"`
+	Type         string `json:"type"`
+	EventID      string `json:"event_id"`
+	EventHash    string `json:"event_hash"`
+	Time         string `json:"time"` // append time, RFC 3339
+	Owner        string `json:"owner"`
+	TreeSize     uint64 `json:"tree_size"`
+	Root         string `json:"root"`
+	CheckpointTx string `json:"checkpoint_tx"`
+	Height       int64  `json:"height"` // 0: not yet mined
+	// Later counts the later anchored checkpoints the proof's was found
+	// consistent with; NewestSize is the largest of them.
+	Later      int    `json:"later_checkpoints"`
+	NewestSize uint64 `json:"newest_size"`
+	Sentence   string `json:"sentence"`
+}
+
+func rejected(format string, a ...any) error {
+	return fmt.Errorf("verify proof: %w: "+format, append([]any{ErrProofRejected}, a...)...)
+}
+
+// VerifyProof verifies a proof file without a store and without trusting
+// the gateway: the proof itself (note signature, header, inclusion); the
+// anchoring transaction's own RSA-PSS signature, that its owner key hashes
+// to the proof's owner, its data (the note) and tags; that the note key is
+// the one the owner's signed transaction publishes; and that every later
+// checkpoint the same owner anchored for the log (each itself checked the
+// same way) is consistent with the proof's, chained through the
+// consistency proofs their transactions carry.
+func VerifyProof(ctx context.Context, req VerifyProofRequest) (*VerifyProofResult, error) {
+	p, err := log.DecodeProof(req.Proof)
+	if err != nil {
+		return nil, rejected("%w", err)
+	}
+	ev, err := p.Verify()
+	if err != nil {
+		return nil, rejected("%w", err)
+	}
+	logID, err := hex.DecodeString(p.LogID)
+	if err != nil || len(logID) != 16 {
+		return nil, rejected("log id %q", p.LogID)
+	}
+	var lid [16]byte
+	copy(lid[:], logID)
+	if !strings.HasPrefix(p.NoteKey, p.Owner+"+") {
+		return nil, rejected("the note key is not named after the owner %s", p.Owner)
+	}
+	cl, err := newClient(req.Gateway, nil)
+	if err != nil {
+		return nil, err
+	}
+	check := func(id string) (*arweave.VerifiedTx, arweave.CheckpointTx, log.Checkpoint, log.Anchor, error) {
+		var ct arweave.CheckpointTx
+		vt, err := arweave.FetchVerifiedTx(ctx, cl, id, maxCheckpointData)
+		if err != nil {
+			if errors.Is(err, arweave.ErrTxSignature) {
+				return nil, ct, log.Checkpoint{}, log.Anchor{}, rejected("checkpoint transaction: %w", err)
+			}
+			return nil, ct, log.Checkpoint{}, log.Anchor{}, fmt.Errorf("verify proof: %w", err)
+		}
+		if vt.Owner != p.Owner {
+			return nil, ct, log.Checkpoint{}, log.Anchor{}, rejected("checkpoint transaction %s is signed by %s, not by the proof's owner %s", id, vt.Owner, p.Owner)
+		}
+		if ct, err = arweave.ParseCheckpointTags(lid, vt.Tags); err != nil {
+			return nil, ct, log.Checkpoint{}, log.Anchor{}, rejected("transaction %s: %w", id, err)
+		}
+		if ct.NoteKey != p.NoteKey {
+			return nil, ct, log.Checkpoint{}, log.Anchor{}, rejected("transaction %s publishes note key %q, the proof's is %q", id, ct.NoteKey, p.NoteKey)
+		}
+		a, err := log.DecodeAnchor(vt.Data)
+		if err != nil {
+			return nil, ct, log.Checkpoint{}, log.Anchor{}, rejected("transaction %s: %w", id, err)
+		}
+		c, err := log.OpenCheckpoint(a.Note, ct.NoteKey)
+		if err != nil {
+			return nil, ct, log.Checkpoint{}, log.Anchor{}, rejected("transaction %s: %w", id, err)
+		}
+		if c.Origin != log.CheckpointOrigin(p.LogID) || c.Size != ct.Size || !bytes.Equal(c.Root, ct.Root) {
+			return nil, ct, log.Checkpoint{}, log.Anchor{}, rejected("transaction %s: its tags (size %d, root %x) disagree with its checkpoint (%s, size %d, root %x)",
+				id, ct.Size, ct.Root, c.Origin, c.Size, c.Root)
+		}
+		return vt, ct, c, a, nil
+	}
+	vt, _, _, a, err := check(p.CheckpointTx)
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(a.Note, []byte(p.Checkpoint)) {
+		return nil, rejected("transaction %s anchors another checkpoint note than the proof's", p.CheckpointTx)
+	}
+	res := &VerifyProofResult{Seq: p.Seq, LogID: p.LogID, Type: ev.Header.Type.String(), EventID: ev.Header.ID.String(),
+		EventHash: ev.Hash.String(), Time: time.UnixMilli(ev.Header.Time).UTC().Format(time.RFC3339Nano), Owner: p.Owner,
+		TreeSize: p.TreeSize, Root: hex.EncodeToString(ev.Checkpoint.Root), CheckpointTx: p.CheckpointTx, Height: vt.Height,
+		NewestSize: p.TreeSize}
+
+	// Every later checkpoint, in size order, must extend the one before it:
+	// by induction each is consistent with the proof's.
+	cps, err := arweave.FindCheckpoints(ctx, cl, p.Owner, lid)
+	if err != nil {
+		return nil, fmt.Errorf("verify proof: %w", err)
+	}
+	cur := struct {
+		size uint64
+		root []byte
+		tx   string
+	}{p.TreeSize, ev.Checkpoint.Root, p.CheckpointTx}
+	for _, c := range cps {
+		if c.Size < p.TreeSize || c.ID == p.CheckpointTx {
+			continue
+		}
+		_, _, cp, an, err := check(c.ID)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case cp.Size == cur.size:
+			if !bytes.Equal(cp.Root, cur.root) {
+				return nil, fmt.Errorf("%w: %w: checkpoints %s and %s both have %d events but different roots (%x, %x)",
+					rejected("history forked"), ErrHistoryRewritten, cur.tx, c.ID, cp.Size, cur.root, cp.Root)
+			}
+		case an.PrevSize != cur.size:
+			return nil, fmt.Errorf("%w: %w: checkpoint %s (%d events) does not extend checkpoint %s (%d events): it proves consistency from %d events",
+				rejected("history rewritten"), ErrHistoryRewritten, c.ID, cp.Size, cur.tx, cur.size, an.PrevSize)
+		default:
+			if err := log.VerifyConsistency(cur.size, cp.Size, cur.root, cp.Root, an.Consistency); err != nil {
+				return nil, fmt.Errorf("%w: %w: checkpoint %s (%d events) is not consistent with checkpoint %s (%d events): %v",
+					rejected("history rewritten"), ErrHistoryRewritten, c.ID, cp.Size, cur.tx, cur.size, err)
+			}
+		}
+		cur.size, cur.root, cur.tx = cp.Size, cp.Root, c.ID
+		res.Later++
+	}
+	res.NewestSize = cur.size
+	where := "pending in Arweave transaction " + res.CheckpointTx
+	if res.Height > 0 {
+		where = fmt.Sprintf("anchored in Arweave transaction %s, block height %d", res.CheckpointTx, res.Height)
+	}
+	res.Sentence = fmt.Sprintf("event %d of log %s, a %s by %s, is in the log as %s (checkpoint of %d events; consistent with %d later checkpoint(s), up to %d events).",
+		res.Seq, res.LogID, res.Type, res.Owner, where, res.TreeSize, res.Later, res.NewestSize)
+	return res, nil
+}
