@@ -49,6 +49,19 @@
 // They are hints for search only: Rebuild trusts the decoded, verified
 // segment, and rejects a transaction whose tags disagree with its bytes.
 //
+// # Checkpoints
+//
+// A checkpoint transaction (PostCheckpoint, L1, Content-Type text/plain)
+// carries App-Name, App-Version, Content-Type, UC-Kind "checkpoint",
+// UC-Log-Id, UC-Tree-Size (decimal), UC-Root (hex), UC-Note-Key and, after
+// the first, UC-Prev-Checkpoint; its data is the signed note and a
+// consistency proof (the format is log.Anchor's, see the log package doc).
+// FindCheckpoints lists an owner's checkpoints of a log by tree size.
+// FetchVerifiedTx trusts the gateway for nothing but the block height: it
+// checks a transaction's id against its signature, the RSA-PSS signature
+// against the owner key (over tags and data root), computes the owner
+// address from the key, and checks the fetched data against the data root.
+//
 // # Mirror state and sync
 //
 // State (bbolt) records, per segment, its range, head hash, transaction id,

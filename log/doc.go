@@ -144,6 +144,31 @@
 // and the wallet address that signed it), anchored_height. Proof.Verify
 // checks all but the anchoring, which needs the gateway.
 //
+// # Checkpoint anchors
+//
+// `ucl sync push` anchors a checkpoint of the events it mirrored as its own
+// Arweave transaction, signed by the store's wallet. Its data (Anchor,
+// frozen by testdata/golden/checkpoint.anchor) is the signed note followed
+// by a consistency proof from the previous anchored checkpoint:
+//
+//	<signed note>                        text, blank line, "— " signature lines
+//	consistency <previous size>\n         decimal, canonical; 0 for the first
+//	<node, std base64>\n                  × the RFC 6962 consistency proof
+//	                                       from the previous size (none for 0)
+//
+// The note ends at the first line after its blank line that does not start
+// with "— ". Carrying each step's proof in the transaction lets a verifier
+// without the store chain every later checkpoint back to a proof's
+// checkpoint: step k proves checkpoint k-1 a prefix of checkpoint k, so by
+// induction each later one extends the proof's. The transaction's tags are
+// UC-Kind "checkpoint", UC-Log-Id, UC-Tree-Size, UC-Root (hex),
+// UC-Prev-Checkpoint (the previous checkpoint's transaction id, absent for
+// the first) and UC-Note-Key (the note verifier key, named after the wallet
+// address). Tags and data are covered by the wallet's RSA-PSS transaction
+// signature, which is what binds the Ed25519 note key to the wallet: a
+// verifier accepts a note key only from a transaction whose owner key
+// hashes to the proof's owner address and whose key name is that address.
+//
 // A store is owned by one process at a time (flock on the LOCK file); a
 // second Open fails with ErrLocked.
 package log
