@@ -20,6 +20,7 @@
 //	Rebuild(ctx, RebuildOptions) (*RebuildResult, error)   recover a store from Arweave
 //	VerifyLog(ctx, dir, Options, Progress)        full log scan (needs the store to itself)
 //	LoadVaultKey(dir, Options) / ImportVaultKey(dir, kr) / VaultKeyPath(dir)
+//	VerifyProof(ctx, VerifyProofRequest) (*VerifyProofResult, error)   check a proof file: no store, no key
 //	ValidateJSONL(jsonl, chunkTokens) / ParseTime(s) / ErrorCodes(err) / SocketPath(dir)
 //
 // Options (options.go) is the one documented options struct; defaults
@@ -45,6 +46,8 @@
 //	VerifyProjections(ctx, VerifyProjectionsRequest) (*VerifyProjectionsResult, error)
 //	Push(ctx, PushRequest) (*PushResult, error)                  mirror to Arweave
 //	SyncStatus(ctx, SyncStatusRequest) (*SyncStatusResult, error)
+//	Checkpoints(ctx, CheckpointsRequest) (*CheckpointsResult, error)   anchored Merkle checkpoints
+//	Prove(ctx, ProveRequest) (*log.Proof, error)                 audit proof against the newest covering checkpoint
 //	Status(ctx, StatusRequest) (*StatusResult, error)
 //	SnapshotCreate / SnapshotList / SnapshotVerify / SnapshotRestore / SnapshotPublish
 //
@@ -70,7 +73,7 @@
 // give the same messages, hints and exit codes either way. Method names
 // are the snake_case of the Go method (append, remember, tombstone,
 // search, context, sessions, session, get, catch_up, projection_status,
-// rebuild_projections, verify_projections, push, sync_status, status,
+// rebuild_projections, verify_projections, push, sync_status, status, checkpoints, prove,
 // snapshot_create, snapshot_list, snapshot_verify, snapshot_restore,
 // snapshot_publish).
 //

@@ -53,6 +53,10 @@ func logSource(ctx context.Context, l *log.Log) arweave.RecordSource {
 // Push uploads every event not yet on Arweave (resumable and idempotent:
 // ranges already on the gateway are adopted). On failure the result says
 // how far the mirror got.
+//
+// After the segments, it anchors a checkpoint (signed note of the Merkle
+// root) of the mirrored events as its own transaction, chained to the
+// previous one, unless one of that size is already anchored (see anchor).
 func (s *Store) Push(ctx context.Context, req PushRequest) (*PushResult, error) {
 	if req.SegmentBytes == 0 {
 		req.SegmentBytes = arweave.DefaultSegmentBytes
