@@ -41,6 +41,8 @@ func gatewayHint(err error, again string) string {
 		return "interrupted; nothing was lost: run `" + again + "` again to resume"
 	case errors.Is(err, arweave.ErrDiverged):
 		return "nothing was uploaded: this log is not the history already on Arweave; to continue the mirrored history, rebuild a new store from it with `ucl rebuild`"
+	case errors.Is(err, ucl.ErrCheckpointDiverged):
+		return "the segments were pushed but no checkpoint was anchored: this log is not the history this wallet already anchored for its id"
 	case errors.Is(err, arweave.ErrMirrorStateCorrupt):
 		return "the mirror state is derived data: delete it and run `" + again + "` again (it is re-adopted from the gateway)"
 	case errors.Is(err, arweave.ErrUnavailable), errors.Is(err, arweave.ErrTimeout):
