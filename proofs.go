@@ -377,16 +377,18 @@ func VerifyProof(ctx context.Context, req VerifyProofRequest) (*VerifyProofResul
 		switch {
 		case cp.Size == cur.size:
 			if !bytes.Equal(cp.Root, cur.root) {
-				return nil, fmt.Errorf("%w: %w: checkpoints %s and %s both have %d events but different roots (%x, %x)",
-					rejected("history forked"), ErrHistoryRewritten, cur.tx, c.ID, cp.Size, cur.root, cp.Root)
+				return nil, fmt.Errorf("verify proof: %w: %w: checkpoints %s and %s both have %d events but different roots (%x, %x)",
+					ErrProofRejected, ErrHistoryRewritten, cur.tx, c.ID, cp.Size, cur.root, cp.Root)
 			}
 		case an.PrevSize != cur.size:
-			return nil, fmt.Errorf("%w: %w: checkpoint %s (%d events) does not extend checkpoint %s (%d events): it proves consistency from %d events",
-				rejected("history rewritten"), ErrHistoryRewritten, c.ID, cp.Size, cur.tx, cur.size, an.PrevSize)
+			return nil, fmt.Errorf("verify proof: %w: %w: checkpoint %s (%d events) does not extend checkpoint %s (%d events): it proves consistency from %d events",
+				ErrProofRejected, ErrHistoryRewritten, c.ID, cp.Size, cur.tx, cur.size, an.PrevSize)
 		default:
+			// The library's message lists both roots as byte slices; ours
+			// names the checkpoints.
 			if err := log.VerifyConsistency(cur.size, cp.Size, cur.root, cp.Root, an.Consistency); err != nil {
-				return nil, fmt.Errorf("%w: %w: checkpoint %s (%d events) is not consistent with checkpoint %s (%d events): %v",
-					rejected("history rewritten"), ErrHistoryRewritten, c.ID, cp.Size, cur.tx, cur.size, err)
+				return nil, fmt.Errorf("verify proof: %w: %w: checkpoint %s (%d events, root %x) is not consistent with checkpoint %s (%d events, root %x): its consistency proof does not lead from one root to the other",
+					ErrProofRejected, ErrHistoryRewritten, c.ID, cp.Size, cp.Root, cur.tx, cur.size, cur.root)
 			}
 		}
 		cur.size, cur.root, cur.tx = cp.Size, cp.Root, c.ID

@@ -150,6 +150,7 @@ func TestProofs(t *testing.T) {
 		if r.code == 0 {
 			t.Fatalf("%s: accepted: %s", name, r)
 		}
+		t.Logf("%s: %s", name, strings.TrimSpace(r.err))
 		for _, w := range words {
 			if !strings.Contains(r.err, w) {
 				t.Fatalf("%s: error does not say %q: %s", name, w, r)
@@ -248,13 +249,25 @@ func TestProofs(t *testing.T) {
 	if err := gw.Mine(1); err != nil {
 		t.Fatal(err)
 	}
-	reject("rewritten history", proof1, "history rewritten", "checkpoint "+forged, fmt.Sprintf("(%d events) is not consistent with checkpoint %s (%d events)", size, cp2["tx"], head2))
+	reject("rewritten history", proof1, "history rewritten", "checkpoint "+forged, fmt.Sprintf("(%d events, root %x) is not consistent with checkpoint %s (%d events, root %s)", size, froot, cp2["tx"], head2, cp2["root"]))
 	rj := verifyProof(t, gw.URL(), proof1, "--json")
 	if rj.code == 0 || !strings.Contains(rj.out, `"history_rewritten"`) {
 		t.Fatalf("--json rejection: %s", rj)
 	}
-	// The store that anchored the original history refuses to go on from
-	// the forged one? It does not see it: the forged checkpoint is ahead of
-	// its log. Its own proofs are rejected alike.
+	// Proofs against later checkpoints are rejected alike.
 	reject("rewritten history, later proof", proof2, "history rewritten")
+
+	// The original store, once its log grows past the forged checkpoint,
+	// mirrors its segments but refuses to anchor on top of a checkpoint its
+	// log does not match.
+	in, _ = genEvents(10, "proof3")
+	must(t, a.dir, in, "append", "-")
+	if headOf(t, a.dir) <= size {
+		t.Fatalf("head %d not past the forged checkpoint %d", headOf(t, a.dir), size)
+	}
+	pr := ucl(t, a.dir, "", "sync", "push", "--gateway", gw.URL())
+	if pr.code == 0 || !strings.Contains(pr.err, "does not match an anchored checkpoint") || !strings.Contains(pr.err, forged) {
+		t.Fatalf("push over a forged checkpoint: %s", pr)
+	}
+	checkOnce(t, remoteRanges(t, gw, a), headOf(t, a.dir))
 }
