@@ -131,6 +131,7 @@ var errorCodes = []struct {
 	{"history_rewritten", ErrHistoryRewritten},
 	{"log_bad_proof", log.ErrBadProof},
 	{"arweave_tx_signature", arweave.ErrTxSignature},
+	{"log_inconsistent", log.ErrInconsistent},
 }
 
 // ErrorCodes returns the wire codes of the sentinels err matches.

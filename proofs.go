@@ -361,11 +361,8 @@ func VerifyProof(ctx context.Context, req VerifyProofRequest) (*VerifyProofResul
 	if err != nil {
 		return nil, fmt.Errorf("verify proof: %w", err)
 	}
-	cur := struct {
-		size uint64
-		root []byte
-		tx   string
-	}{p.TreeSize, ev.Checkpoint.Root, p.CheckpointTx}
+	start := log.ChainLink{ID: p.CheckpointTx, Checkpoint: ev.Checkpoint}
+	var links []log.ChainLink
 	for _, c := range cps {
 		if c.Size < p.TreeSize || c.ID == p.CheckpointTx {
 			continue
@@ -374,27 +371,16 @@ func VerifyProof(ctx context.Context, req VerifyProofRequest) (*VerifyProofResul
 		if err != nil {
 			return nil, err
 		}
-		switch {
-		case cp.Size == cur.size:
-			if !bytes.Equal(cp.Root, cur.root) {
-				return nil, fmt.Errorf("verify proof: %w: %w: checkpoints %s and %s both have %d events but different roots (%x, %x)",
-					ErrProofRejected, ErrHistoryRewritten, cur.tx, c.ID, cp.Size, cur.root, cp.Root)
-			}
-		case an.PrevSize != cur.size:
-			return nil, fmt.Errorf("verify proof: %w: %w: checkpoint %s (%d events) does not extend checkpoint %s (%d events): it proves consistency from %d events",
-				ErrProofRejected, ErrHistoryRewritten, c.ID, cp.Size, cur.tx, cur.size, an.PrevSize)
-		default:
-			// The library's message lists both roots as byte slices; ours
-			// names the checkpoints.
-			if err := log.VerifyConsistency(cur.size, cp.Size, cur.root, cp.Root, an.Consistency); err != nil {
-				return nil, fmt.Errorf("verify proof: %w: %w: checkpoint %s (%d events, root %x) is not consistent with checkpoint %s (%d events, root %x): its consistency proof does not lead from one root to the other",
-					ErrProofRejected, ErrHistoryRewritten, c.ID, cp.Size, cp.Root, cur.tx, cur.size, cur.root)
-			}
-		}
-		cur.size, cur.root, cur.tx = cp.Size, cp.Root, c.ID
-		res.Later++
+		links = append(links, log.ChainLink{ID: c.ID, Checkpoint: cp, Anchor: an})
 	}
-	res.NewestSize = cur.size
+	if err := log.VerifyChain(start, links); err != nil {
+		return nil, fmt.Errorf("verify proof: %w: %w: %w", ErrProofRejected, ErrHistoryRewritten, err)
+	}
+	res.Later = len(links)
+	res.NewestSize = p.TreeSize
+	if len(links) > 0 {
+		res.NewestSize = links[len(links)-1].Checkpoint.Size
+	}
 	where := "pending in Arweave transaction " + res.CheckpointTx
 	if res.Height > 0 {
 		where = fmt.Sprintf("anchored in Arweave transaction %s, block height %d", res.CheckpointTx, res.Height)

@@ -280,3 +280,47 @@ func DecodeAnchor(data []byte) (Anchor, error) {
 	}
 	return a, nil
 }
+
+// ErrInconsistent is returned by VerifyChain when a later checkpoint does
+// not extend an earlier one: the log was rewritten or forked.
+var ErrInconsistent = errors.New("log: checkpoints are inconsistent")
+
+// ChainLink is an anchored checkpoint (its note already verified) with
+// the consistency proof its anchor carries, and where it was anchored.
+type ChainLink struct {
+	ID         string
+	Checkpoint Checkpoint
+	Anchor     Anchor
+}
+
+// VerifyChain checks that every link, taken in order (by size), extends
+// the checkpoint before it, starting from start: a link of the same size
+// must have the same root; a larger one must carry a consistency proof
+// from exactly the previous size that leads from the previous root to its
+// own. By induction every link then extends start.
+func VerifyChain(start ChainLink, links []ChainLink) error {
+	cur := start
+	for _, l := range links {
+		c, p := l.Checkpoint, cur.Checkpoint
+		switch {
+		case c.Size < p.Size:
+			return fmt.Errorf("%w: checkpoint %s (%d events) comes after %s (%d events)", ErrInconsistent, l.ID, c.Size, cur.ID, p.Size)
+		case c.Size == p.Size:
+			if !bytes.Equal(c.Root, p.Root) {
+				return fmt.Errorf("%w: checkpoints %s and %s both have %d events but different roots (%x, %x)", ErrInconsistent, cur.ID, l.ID, c.Size, p.Root, c.Root)
+			}
+		case l.Anchor.PrevSize != p.Size:
+			return fmt.Errorf("%w: checkpoint %s (%d events) does not extend checkpoint %s (%d events): its consistency proof starts at %d events",
+				ErrInconsistent, l.ID, c.Size, cur.ID, p.Size, l.Anchor.PrevSize)
+		default:
+			// The library's message lists both roots as byte slices; this
+			// one names the checkpoints.
+			if err := VerifyConsistency(p.Size, c.Size, p.Root, c.Root, l.Anchor.Consistency); err != nil {
+				return fmt.Errorf("%w: checkpoint %s (%d events, root %x) is not consistent with checkpoint %s (%d events, root %x): its consistency proof does not lead from one root to the other",
+					ErrInconsistent, l.ID, c.Size, c.Root, cur.ID, p.Size, p.Root)
+			}
+		}
+		cur = l
+	}
+	return nil
+}
