@@ -160,7 +160,7 @@
 // with "— ". Carrying each step's proof in the transaction lets a verifier
 // without the store chain every later checkpoint back to a proof's
 // checkpoint: step k proves checkpoint k-1 a prefix of checkpoint k, so by
-// induction each later one extends the proof's. The transaction's tags are
+// induction each later one extends the proof's (VerifyChain). The transaction's tags are
 // UC-Kind "checkpoint", UC-Log-Id, UC-Tree-Size, UC-Root (hex),
 // UC-Prev-Checkpoint (the previous checkpoint's transaction id, absent for
 // the first) and UC-Note-Key (the note verifier key, named after the wallet
