@@ -132,6 +132,7 @@ var errorCodes = []struct {
 	{"log_bad_proof", log.ErrBadProof},
 	{"arweave_tx_signature", arweave.ErrTxSignature},
 	{"log_inconsistent", log.ErrInconsistent},
+	{"arweave_tx_pending", arweave.ErrTxPending},
 }
 
 // ErrorCodes returns the wire codes of the sentinels err matches.

@@ -31,6 +31,10 @@ var (
 	// ErrTxSignature is returned when a fetched transaction's id, RSA-PSS
 	// signature, owner address or data root does not verify.
 	ErrTxSignature = errors.New("arweave: transaction does not verify")
+	// ErrTxPending is returned by FetchVerifiedTx when the gateway holds
+	// the transaction as pending and does not serve its fields yet (a
+	// node's 202 answer): it cannot be checked until it is mined.
+	ErrTxPending = errors.New("arweave: transaction pending, its fields not served yet")
 )
 
 // CheckpointAnchor is one checkpoint to anchor: what its tags say, and its
@@ -167,9 +171,12 @@ func FetchVerifiedTx(ctx context.Context, c *Client, id string, limit int64) (*V
 	if !validID(id) {
 		return nil, fmt.Errorf("fetch transaction: invalid id %q", id)
 	}
-	b, _, err := c.do(ctx, http.MethodGet, "/tx/"+id, nil, "", c.opt.MaxResponseBytes)
+	b, status, err := c.do(ctx, http.MethodGet, "/tx/"+id, nil, "", c.opt.MaxResponseBytes)
 	if err != nil {
 		return nil, fmt.Errorf("fetch transaction %s: %w", id, err)
+	}
+	if status == http.StatusAccepted {
+		return nil, fmt.Errorf("fetch transaction %s: %w", id, ErrTxPending)
 	}
 	var tx types.Transaction
 	if err := json.Unmarshal(b, &tx); err != nil {

@@ -2,6 +2,7 @@ package arweave
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -144,5 +145,23 @@ func TestFetchVerifiedTxRejectsTampering(t *testing.T) {
 				t.Fatalf("tampered %s: err = %v, want ErrTxSignature", name, err)
 			}
 		})
+	}
+}
+
+// A node answers 202 "Pending" for a transaction it has not mined: that
+// is not a bad signature, and not a pass.
+func TestFetchVerifiedTxPending(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusAccepted)
+		io.WriteString(w, "Pending")
+	}))
+	defer srv.Close()
+	c, err := NewClient(srv.URL, nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = FetchVerifiedTx(context.Background(), c, strings.Repeat("A", 43), 1<<16)
+	if !errors.Is(err, ErrTxPending) || errors.Is(err, ErrTxSignature) {
+		t.Fatalf("err = %v, want ErrTxPending", err)
 	}
 }
