@@ -264,7 +264,8 @@ func Watch(ctx context.Context, api API, o WatchOptions, report func(WatchReport
 				}
 				lastFlush, failures = time.Now(), 0
 			case errors.Is(err, ErrNoWallet), errors.Is(err, ErrBadWallet), errors.Is(err, ErrBadRequest),
-				errors.Is(err, arweave.ErrDiverged), errors.Is(err, arweave.ErrMirrorStateCorrupt):
+				errors.Is(err, arweave.ErrDiverged), errors.Is(err, arweave.ErrMirrorStateCorrupt),
+				errors.Is(err, ErrCheckpointDiverged):
 				// A retry cannot fix these.
 				return err
 			default:
