@@ -385,7 +385,11 @@ func VerifyProof(ctx context.Context, req VerifyProofRequest) (*VerifyProofResul
 	if res.Height > 0 {
 		where = fmt.Sprintf("anchored in Arweave transaction %s, block height %d", res.CheckpointTx, res.Height)
 	}
-	res.Sentence = fmt.Sprintf("event %d of log %s, a %s by %s, is in the log as %s (checkpoint of %d events; consistent with %d later checkpoint(s), up to %d events).",
-		res.Seq, res.LogID, res.Type, res.Owner, where, res.TreeSize, res.Later, res.NewestSize)
+	later := "no later checkpoint anchored"
+	if res.Later > 0 {
+		later = fmt.Sprintf("consistent with %d later checkpoint(s), up to %d events", res.Later, res.NewestSize)
+	}
+	res.Sentence = fmt.Sprintf("event %d of log %s, a %s by %s, is in the log as %s (checkpoint of %d events; %s).",
+		res.Seq, res.LogID, res.Type, res.Owner, where, res.TreeSize, later)
 	return res, nil
 }
