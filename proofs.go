@@ -304,6 +304,9 @@ func VerifyProof(ctx context.Context, req VerifyProofRequest) (*VerifyProofResul
 	}
 	var lid [16]byte
 	copy(lid[:], logID)
+	if !arweave.ValidID(p.CheckpointTx) {
+		return nil, rejected("checkpoint transaction id %q", p.CheckpointTx)
+	}
 	if !strings.HasPrefix(p.NoteKey, p.Owner+"+") {
 		return nil, rejected("the note key is not named after the owner %s", p.Owner)
 	}

@@ -582,6 +582,10 @@ func (c *Client) FetchDataLimit(ctx context.Context, id string, limit int64) ([]
 	return b, nil
 }
 
+// ValidID reports whether id has the form of an Arweave transaction id
+// (43 characters of unpadded base64url).
+func ValidID(id string) bool { return validID(id) }
+
 func validID(id string) bool {
 	if len(id) != 43 {
 		return false
