@@ -396,3 +396,79 @@ func VerifyProof(ctx context.Context, req VerifyProofRequest) (*VerifyProofResul
 		res.Seq, res.LogID, res.Type, res.Owner, where, res.TreeSize, later)
 	return res, nil
 }
+
+// RebuildCheckpoint is what a rebuild learned from the wallet's anchored
+// checkpoints: the newest one the rebuilt log covers, checked (transaction
+// signature by the wallet, note signature, root) against the rebuilt
+// log's Merkle root. It covers the segments whatever their transport
+// (L1 or bundled), since the root commits to every event hash.
+type RebuildCheckpoint struct {
+	// Verified is set when the rebuilt log's first Size events match a
+	// checkpoint signed by the wallet.
+	Verified bool   `json:"verified"`
+	Size     uint64 `json:"size,omitempty"`
+	TxID     string `json:"tx,omitempty"`
+	Height   int64  `json:"height,omitempty"`
+	// Reason says why nothing was verified (no checkpoint, or not one the
+	// gateway would serve yet).
+	Reason string `json:"reason,omitempty"`
+}
+
+// checkRebuilt compares the rebuilt log (its tree) with the newest
+// checkpoint of at most head events that owner anchored for logID. A
+// checkpoint whose transaction verifies but whose root differs is
+// ErrCheckpointDiverged; one whose transaction does not verify is
+// arweave.ErrTxSignature. A checkpoint the gateway serves only as pending
+// is passed over for an older one.
+func checkRebuilt(ctx context.Context, cl *arweave.Client, owner string, logID [16]byte, tree *log.Tree, head uint64) (RebuildCheckpoint, error) {
+	cps, err := arweave.FindCheckpoints(ctx, cl, owner, logID)
+	if err != nil {
+		return RebuildCheckpoint{Reason: err.Error()}, nil
+	}
+	for i := len(cps) - 1; i >= 0; i-- {
+		c := cps[i]
+		if c.Size > head || c.Size == 0 {
+			continue
+		}
+		vt, err := arweave.FetchVerifiedTx(ctx, cl, c.ID, maxCheckpointData)
+		switch {
+		case errors.Is(err, arweave.ErrTxPending):
+			continue
+		case errors.Is(err, arweave.ErrTxSignature):
+			return RebuildCheckpoint{}, fmt.Errorf("check checkpoint %s: %w", c.ID, err)
+		case err != nil:
+			return RebuildCheckpoint{Reason: err.Error()}, nil
+		}
+		if vt.Owner != owner {
+			return RebuildCheckpoint{}, fmt.Errorf("check checkpoint %s: %w: signed by %s, not %s", c.ID, arweave.ErrTxSignature, vt.Owner, owner)
+		}
+		ct, err := arweave.ParseCheckpointTags(logID, vt.Tags)
+		if err != nil {
+			return RebuildCheckpoint{}, fmt.Errorf("check checkpoint %s: %w", c.ID, err)
+		}
+		a, err := log.DecodeAnchor(vt.Data)
+		if err != nil {
+			return RebuildCheckpoint{}, fmt.Errorf("check checkpoint %s: %w", c.ID, err)
+		}
+		if !strings.HasPrefix(ct.NoteKey, owner+"+") {
+			return RebuildCheckpoint{}, fmt.Errorf("check checkpoint %s: %w: note key not named after %s", c.ID, log.ErrBadProof, owner)
+		}
+		cp, err := log.OpenCheckpoint(a.Note, ct.NoteKey)
+		if err != nil {
+			return RebuildCheckpoint{}, fmt.Errorf("check checkpoint %s: %w", c.ID, err)
+		}
+		if cp.Origin != log.CheckpointOrigin(hex.EncodeToString(logID[:])) || cp.Size != ct.Size || !bytes.Equal(cp.Root, ct.Root) {
+			return RebuildCheckpoint{}, fmt.Errorf("check checkpoint %s: %w: its tags disagree with its note", c.ID, log.ErrBadProof)
+		}
+		root, err := tree.Root(cp.Size)
+		if err != nil {
+			return RebuildCheckpoint{}, fmt.Errorf("check checkpoint %s: %w", c.ID, err)
+		}
+		if !bytes.Equal(root, cp.Root) {
+			return RebuildCheckpoint{}, fmt.Errorf("%w: checkpoint %s of %d events, signed by the wallet, has root %x; the rebuilt log's is %x",
+				ErrCheckpointDiverged, c.ID, cp.Size, cp.Root, root)
+		}
+		return RebuildCheckpoint{Verified: true, Size: cp.Size, TxID: c.ID, Height: vt.Height}, nil
+	}
+	return RebuildCheckpoint{Reason: "no checkpoint anchored for the rebuilt events"}, nil
+}

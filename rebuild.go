@@ -77,6 +77,9 @@ type RebuildResult struct {
 	LogSeconds     float64         `json:"log_seconds"`
 	ProjectSeconds float64         `json:"project_seconds"`
 	Snapshot       RebuildSnapshot `json:"snapshot"`
+	// Checkpoint is the anchored checkpoint the rebuilt log was checked
+	// against.
+	Checkpoint RebuildCheckpoint `json:"checkpoint"`
 	// PartialErr is the *arweave.GapError or *arweave.TxRejectedError that
 	// stopped a partial rebuild.
 	PartialErr error `json:"-"`
@@ -183,7 +186,8 @@ func Rebuild(ctx context.Context, o RebuildOptions) (*RebuildResult, error) {
 	res := &RebuildResult{Dir: dir, Gateway: cl.Gateway(), LogID: arweave.LogIDHex(logID), Events: out.head, HeadSeq: out.head,
 		HeadHash: out.hash.String(), Segments: out.res.Segments, PendingSegments: out.res.Pending,
 		Duplicates: out.res.Duplicates, Bytes: out.res.Bytes, Digests: digests, Partial: out.partial != nil,
-		LogSeconds: logSecs, ProjectSeconds: projSecs, Snapshot: snap, PartialErr: out.partial}
+		LogSeconds: logSecs, ProjectSeconds: projSecs, Snapshot: snap, PartialErr: out.partial,
+		Checkpoint: out.checkpoint}
 	if out.partial != nil {
 		res.Problem = out.partial.Error()
 	}
@@ -192,10 +196,11 @@ func Rebuild(ctx context.Context, o RebuildOptions) (*RebuildResult, error) {
 
 // rebuildOutcome is what rebuildLog did.
 type rebuildOutcome struct {
-	res     arweave.RebuildResult
-	head    uint64
-	hash    log.Hash
-	partial error // the *GapError or *TxRejectedError that stopped a partial rebuild
+	res        arweave.RebuildResult
+	head       uint64
+	hash       log.Hash
+	partial    error // the *GapError or *TxRejectedError that stopped a partial rebuild
+	checkpoint RebuildCheckpoint
 }
 
 // findLogID lists the log ids of owner's segments and picks the only one.
@@ -299,6 +304,26 @@ func rebuildLog(ctx context.Context, cl *arweave.Client, o RebuildOptions, dir, 
 	}
 	if out.head != res.LastSeq || (res.LastSeq > 0 && out.hash != log.Hash(res.HeadHash)) {
 		return out, fmt.Errorf("rebuild: wrote up to seq %d, Arweave gave up to %d", out.head, res.LastSeq)
+	}
+	// The segments' transactions are not checked one by one (bundled data
+	// items cannot be, through a gateway); the wallet-signed checkpoint
+	// covers them all through its Merkle root. The tree stays as the new
+	// store's.
+	tree, err := log.OpenTree(s.Path(merkleDir))
+	if err != nil {
+		return out, fmt.Errorf("rebuild: %w", err)
+	}
+	defer tree.Close()
+	if err := tree.CatchUp(ctx, s.Log); err != nil {
+		return out, fmt.Errorf("rebuild: %w", err)
+	}
+	out.checkpoint, err = checkRebuilt(ctx, cl, owner, logID, tree, out.head)
+	switch {
+	case errors.Is(err, ErrCheckpointDiverged) && o.Branch != "":
+		// The branch asked for is not the anchored history: say so.
+		out.checkpoint.Reason = err.Error()
+	case err != nil:
+		return out, fmt.Errorf("rebuild: %w", err)
 	}
 	return out, nil
 }

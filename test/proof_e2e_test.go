@@ -125,6 +125,19 @@ func TestProofs(t *testing.T) {
 		t.Fatalf("proved an event that does not exist: %s", r)
 	}
 
+	// A rebuild checks the segments against the wallet-signed checkpoint.
+	rb, rr := rebuild(t, gw.URL(), a, "--json")
+	if rr.code != 0 {
+		t.Fatalf("rebuild: %s", rr)
+	}
+	if cp := jsonDoc(t, rr.out)["checkpoint"].(map[string]any); cp["verified"] != true || cp["tx"] != cp2["tx"] || uint64(cp["size"].(float64)) != head2 {
+		t.Fatalf("rebuild checkpoint: %v", cp)
+	}
+	// The rebuilt store continues the chain rather than starting another.
+	if out := must(t, rb, "", "sync", "push", "--gateway", gw.URL(), "--json"); jsonDoc(t, out)["checkpoint"].(map[string]any)["tx"] != cp2["tx"] {
+		t.Fatalf("push from the rebuilt store: %s", out)
+	}
+
 	raw, err := os.ReadFile(proof1)
 	if err != nil {
 		t.Fatal(err)
@@ -270,4 +283,9 @@ func TestProofs(t *testing.T) {
 		t.Fatalf("push over a forged checkpoint: %s", pr)
 	}
 	checkOnce(t, remoteRanges(t, gw, a), headOf(t, a.dir))
+	// And a rebuild refuses segments that do not add up to the newest
+	// checkpoint the wallet signed.
+	if _, rr := rebuild(t, gw.URL(), a); rr.code == 0 || !strings.Contains(rr.err, "does not match an anchored checkpoint") || !strings.Contains(rr.err, forged) {
+		t.Fatalf("rebuild under a forged checkpoint: %s", rr)
+	}
 }

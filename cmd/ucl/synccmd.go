@@ -223,6 +223,10 @@ func rebuildHint(err error) string {
 		return "nothing was written. Two histories were uploaded for the same seqs: pass --branch TX with the transaction whose history to keep"
 	case errors.Is(err, arweave.ErrBranchNotFound):
 		return "nothing was written: --branch must be one of the transactions the fork error named"
+	case errors.Is(err, ucl.ErrCheckpointDiverged):
+		return "nothing was written. The segments on Arweave do not add up to the history the wallet itself anchored in a signed checkpoint: the gateway serves altered or other segments, or the wallet anchored a rewritten history; try another --gateway"
+	case errors.Is(err, arweave.ErrTxSignature):
+		return "nothing was written. A checkpoint transaction the gateway serves does not verify (altered, or not this wallet's): try another --gateway"
 	case errors.As(err, &gap):
 		return "nothing was written. The segments may not be indexed yet (wait and retry), or were never uploaded: run `ucl sync push` on a device that has them; or pass --allow-partial to keep the events before the gap"
 	case errors.As(err, &rej):
@@ -291,6 +295,11 @@ func rebuildAction(c *cli.Context) error {
 	printf(c, "  log id:     %s\n", res.LogID)
 	printf(c, "  events:     %d (head hash %s)\n", res.HeadSeq, res.HeadHash)
 	printf(c, "  segments:   %d (%s; %d not yet mined, %d duplicates dropped)\n", res.Segments, humanBytes(res.Bytes), res.PendingSegments, res.Duplicates)
+	if cp := res.Checkpoint; cp.Verified {
+		printf(c, "  checkpoint: events 1..%d match the wallet-signed checkpoint in Arweave transaction %s\n", cp.Size, cp.TxID)
+	} else {
+		printf(c, "  checkpoint: none checked (%s)\n", cp.Reason)
+	}
 	if res.Snapshot.Used {
 		printf(c, "  snapshot:   %s at seq %v; replayed %v events after it\n", res.Snapshot.Name, res.Snapshot.Seq, res.Snapshot.Replayed)
 	} else {
