@@ -87,6 +87,8 @@ type RebuildResult struct {
 
 // Rebuild recovers a store from Arweave into o.Dir: it finds the wallet's
 // segments, verifies owner, Merkle roots, head hashes and the hash chain,
+// checks the result against the newest checkpoint the wallet anchored and
+// signed (refusing a mismatch, unless o.Branch chose another history),
 // writes the log in a hidden staging directory next to o.Dir (renamed into
 // place only once complete, removed on failure), then builds the
 // projections, from the newest valid published snapshot when there is one.
