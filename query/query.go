@@ -177,6 +177,32 @@ type Sources struct {
 
 // Options tune ranking and packing. Zero fields take the defaults noted.
 type Options struct {
+	// Fusion selects how the channels are combined: FusionScore (default)
+	// or FusionRRF.
+	Fusion Fusion
+	// ScoreWeights are the weights of the normalised BM25 and ANN scores
+	// under FusionScore (default DefaultScoreWeights).
+	ScoreWeights struct{ BM25, ANN float64 }
+	// Norm selects score normalisation under FusionScore (experiment knob:
+	// 0 = divide by the max, 1 = min-max over the channel's candidates).
+	Norm int
+	// NeighbourWeight scales the score a turn receives from the turns
+	// around it in its session (default DefaultNeighbourWeight; negative:
+	// off). Needs a ChunkStore that is also an AroundStore.
+	NeighbourWeight float64
+	// NeighbourSpan is how many turns on each side receive it (default 1).
+	NeighbourSpan int
+	// NeighbourFrom is how many of the best candidates spread their score
+	// to their neighbours (default 30).
+	NeighbourFrom int
+	// SessionWeight scales the session score: the best relevance among
+	// the candidates of a chunk's session, relative to the best overall
+	// (default DefaultSessionWeight; negative: off).
+	SessionWeight float64
+	// MinCandidates experiment knob.
+	MinCandidates int
+	// SessionMode experiment knob: 0 max, 1 sum of top 3.
+	SessionMode int
 	// RRFWeights are the fusion weights of the BM25 and ANN channels
 	// (default 1, 1). A negative weight is treated as 0.
 	RRFWeights struct{ BM25, ANN float64 }
@@ -195,8 +221,13 @@ type Options struct {
 	// AffinityBoost is the extra factor for chunks of the active session
 	// (default 0.15; negative: off).
 	AffinityBoost float64
-	// TemporalBoost, when > 0, turns temporal phrases into a boost of
-	// (1+TemporalBoost) for chunks inside the window instead of a filter.
+	// TemporalBoost is the boost factor (1+TemporalBoost) of chunks
+	// inside the window of a time phrase (default DefaultTemporalBoost).
+	// Negative: time phrases become filters instead. A boost is the
+	// default because a phrase says when something happened, not when it
+	// was talked about ("the trip in May" is often discussed in June), and
+	// relative phrases ("last year") are vague; a filter would drop that
+	// evidence. Explicit Since/Until are always filters.
 	TemporalBoost float64
 	// MMRLambda in (0,1) enables MMR re-ranking (relevance weight);
 	// 0 or ≥ 1 disables it.
@@ -215,6 +246,28 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
+	if o.Fusion == "" {
+		o.Fusion = FusionScore
+	}
+	if o.ScoreWeights.BM25 == 0 && o.ScoreWeights.ANN == 0 {
+		o.ScoreWeights.BM25, o.ScoreWeights.ANN = DefaultScoreWeights.BM25, DefaultScoreWeights.ANN
+	}
+	o.ScoreWeights.BM25 = math.Max(o.ScoreWeights.BM25, 0)
+	o.ScoreWeights.ANN = math.Max(o.ScoreWeights.ANN, 0)
+	if o.NeighbourWeight == 0 {
+		o.NeighbourWeight = DefaultNeighbourWeight
+	}
+	o.NeighbourWeight = math.Max(o.NeighbourWeight, 0)
+	if o.NeighbourSpan <= 0 {
+		o.NeighbourSpan = 1
+	}
+	if o.NeighbourFrom <= 0 {
+		o.NeighbourFrom = 30
+	}
+	if o.SessionWeight == 0 {
+		o.SessionWeight = DefaultSessionWeight
+	}
+	o.SessionWeight = math.Max(o.SessionWeight, 0)
 	if o.RRFWeights.BM25 == 0 && o.RRFWeights.ANN == 0 {
 		o.RRFWeights.BM25, o.RRFWeights.ANN = 1, 1
 	}
@@ -234,7 +287,9 @@ func (o Options) withDefaults() Options {
 		o.AffinityBoost = 0.15
 	}
 	o.AffinityBoost = math.Max(o.AffinityBoost, 0)
-	o.TemporalBoost = math.Max(o.TemporalBoost, 0)
+	if o.TemporalBoost == 0 {
+		o.TemporalBoost = DefaultTemporalBoost
+	}
 	if o.MMRLambda <= 0 || o.MMRLambda >= 1 {
 		o.MMRLambda = 0
 	}
@@ -252,6 +307,34 @@ func (o Options) withDefaults() Options {
 	}
 	return o
 }
+
+// Fusion is a way of combining the BM25 and ANN channels.
+type Fusion string
+
+// Fusions.
+const (
+	// FusionScore adds the channels' normalised scores, weighted.
+	FusionScore Fusion = "score"
+	// FusionRRF is reciprocal-rank fusion: Σ w_c / (RRFK + rank_c).
+	FusionRRF Fusion = "rrf"
+)
+
+// Conversation-aware ranking defaults (see Options).
+const (
+	DefaultNeighbourWeight = 0.5
+	DefaultSessionWeight   = 0.3
+	DefaultTemporalBoost   = 2
+)
+
+// AroundStore is an optional ChunkStore capability (*timelines.Timelines
+// has it): the conversation turns around a chunk in its session, oldest
+// first, the chunk excluded.
+type AroundStore interface {
+	Around(id string, before, after int) ([]timelines.Chunk, error)
+}
+
+// DefaultScoreWeights are FusionScore's channel weights.
+var DefaultScoreWeights = struct{ BM25, ANN float64 }{1, 0.15}
 
 // Engine answers queries over a set of projections. It holds no state of
 // its own and is safe for concurrent use if its sources are.
@@ -330,10 +413,12 @@ type Explain struct {
 	BM25Score float64 `json:"bm25_score"`
 	ANNRank   int     `json:"ann_rank"`
 	ANNScore  float64 `json:"ann_score"`
-	RRF       float64 `json:"rrf"`
-	Recency   float64 `json:"recency"`  // factor applied (≥ 1)
-	Affinity  float64 `json:"affinity"` // factor applied (≥ 1)
-	Temporal  float64 `json:"temporal"` // factor applied (≥ 1)
+	RRF       float64 `json:"rrf"`                 // fused relevance of the channels (see Options.Fusion)
+	Neighbour float64 `json:"neighbour,omitempty"` // best relevance of a neighbouring turn, decayed
+	SessionSc float64 `json:"session,omitempty"`   // session score (relative to the best session)
+	Recency   float64 `json:"recency"`             // factor applied (≥ 1)
+	Affinity  float64 `json:"affinity"`            // factor applied (≥ 1)
+	Temporal  float64 `json:"temporal"`            // factor applied (≥ 1)
 	MMRRank   int     `json:"mmr_rank,omitempty"`
 	Final     float64 `json:"final"`
 }
@@ -448,7 +533,7 @@ func (e *Engine) plan(req Request) (*plan, error) {
 			p.text = tp.Text
 		}
 		if len(tp.Matches) > 0 {
-			if e.opts.TemporalBoost > 0 {
+			if e.opts.TemporalBoost > 0 { // else a filter
 				p.boost = true
 				p.window = [2]int64{tp.Since, tp.Until}
 				if tp.Since != 0 && tp.Until != 0 && tp.Until <= tp.Since {
@@ -593,6 +678,9 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 		}
 	}
 	nc := candidates(k)
+	if e.opts.MinCandidates > nc {
+		nc = min(e.opts.MinCandidates, MaxCandidates)
+	}
 	byID := map[string]*cand{}
 	var order []*cand
 	get := func(id string) (*cand, error) {
@@ -686,6 +774,23 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 			c.ex.ANNRank, c.ex.ANNScore = rank, float64(h.Score)
 		}
 	}
+	e.relevance(order)
+	adopt := func(ch timelines.Chunk) *cand {
+		if c, ok := byID[ch.ID]; ok {
+			return c
+		}
+		if !p.admits(&ch, sessions) {
+			byID[ch.ID] = nil
+			return nil
+		}
+		c := &cand{chunk: ch}
+		byID[ch.ID] = c
+		order = append(order, c)
+		return c
+	}
+	if err := e.neighbours(order, adopt); err != nil {
+		return nil, nil, err
+	}
 	e.score(p, order)
 	sort.SliceStable(order, func(i, j int) bool { return better(order[i], order[j]) })
 	if e.opts.MMRLambda > 0 && len(order) > 1 {
@@ -728,19 +833,145 @@ func sortedKeys(m map[string]bool) []string {
 	return out
 }
 
+// relevance sets ex.RRF, the fused relevance of the channels.
+func (e *Engine) relevance(cs []*cand) {
+	o := e.opts
+	var bLo, bHi, vLo, vHi float64
+	first := [2]bool{true, true}
+	for _, c := range cs {
+		if c.ex.BM25Rank > 0 {
+			if first[0] || c.ex.BM25Score < bLo {
+				bLo = c.ex.BM25Score
+			}
+			if first[0] || c.ex.BM25Score > bHi {
+				bHi = c.ex.BM25Score
+			}
+			first[0] = false
+		}
+		if c.ex.ANNRank > 0 {
+			if first[1] || c.ex.ANNScore < vLo {
+				vLo = c.ex.ANNScore
+			}
+			if first[1] || c.ex.ANNScore > vHi {
+				vHi = c.ex.ANNScore
+			}
+			first[1] = false
+		}
+	}
+	if o.Norm == 0 {
+		bLo, vLo = 0, 0
+	}
+	norm := func(x, lo, hi float64) float64 {
+		if hi <= lo {
+			return 1
+		}
+		return (x - lo) / (hi - lo)
+	}
+	for _, c := range cs {
+		ex := &c.ex
+		ex.RRF = 0
+		if o.Fusion == FusionRRF {
+			if ex.BM25Rank > 0 {
+				ex.RRF += o.RRFWeights.BM25 / (o.RRFK + float64(ex.BM25Rank))
+			}
+			if ex.ANNRank > 0 {
+				ex.RRF += o.RRFWeights.ANN / (o.RRFK + float64(ex.ANNRank))
+			}
+			continue
+		}
+		if ex.BM25Rank > 0 {
+			ex.RRF += o.ScoreWeights.BM25 * norm(ex.BM25Score, bLo, bHi)
+		}
+		if ex.ANNRank > 0 {
+			ex.RRF += o.ScoreWeights.ANN * norm(ex.ANNScore, vLo, vHi)
+		}
+	}
+}
+
+// neighbours spreads the relevance of the best candidates to the turns
+// around them (ex.Neighbour = the best neighbour's relevance, halved per
+// step of distance), adding those turns as candidates through adopt.
+func (e *Engine) neighbours(cs []*cand, adopt func(timelines.Chunk) *cand) error {
+	o := e.opts
+	as, ok := e.src.Chunks.(AroundStore)
+	if !ok || o.NeighbourWeight <= 0 || len(cs) == 0 {
+		return nil
+	}
+	top := make([]*cand, len(cs))
+	copy(top, cs)
+	sort.SliceStable(top, func(i, j int) bool {
+		if top[i].ex.RRF != top[j].ex.RRF {
+			return top[i].ex.RRF > top[j].ex.RRF
+		}
+		return top[i].chunk.ID < top[j].chunk.ID
+	})
+	top = top[:min(len(top), o.NeighbourFrom)]
+	for _, c := range top {
+		if c.chunk.Session == "" || c.chunk.Kind != log.KindConversation || c.ex.RRF <= 0 {
+			continue
+		}
+		ns, err := as.Around(c.chunk.ID, o.NeighbourSpan, o.NeighbourSpan)
+		if err != nil {
+			return fmt.Errorf("neighbours of %q: %w", c.chunk.ID, err)
+		}
+		// ns is oldest first: before turns, then after turns.
+		var at int
+		for at < len(ns) && (ns[at].Time < c.chunk.Time || (ns[at].Time == c.chunk.Time && ns[at].Seq < c.chunk.Seq)) {
+			at++
+		}
+		for i := range ns {
+			d := at - i
+			if i >= at {
+				d = i - at + 1
+			}
+			n := adopt(ns[i])
+			if n == nil {
+				continue
+			}
+			v := c.ex.RRF / float64(int(1)<<(d-1))
+			if v > n.ex.Neighbour {
+				n.ex.Neighbour = v
+			}
+		}
+	}
+	return nil
+}
+
+// score sets ex.Final: relevance plus the conversation terms, times the
+// recency, affinity and temporal factors.
 func (e *Engine) score(p *plan, cs []*cand) {
 	o := e.opts
 	now := p.now.UnixMilli()
 	hl := float64(o.RecencyHalfLife.Milliseconds())
+	sess := map[string][]float64{}
+	if o.SessionWeight > 0 {
+		for _, c := range cs {
+			if c.chunk.Session != "" && c.ex.RRF > 0 {
+				sess[c.chunk.Session] = append(sess[c.chunk.Session], c.ex.RRF)
+			}
+		}
+	}
+	sessScore := map[string]float64{}
+	best := 0.0
+	for k, v := range sess {
+		sort.Sort(sort.Reverse(sort.Float64Slice(v)))
+		x := v[0]
+		if o.SessionMode == 1 {
+			x = 0
+			for _, y := range v[:min(3, len(v))] {
+				x += y
+			}
+		}
+		sessScore[k] = x
+		best = math.Max(best, x)
+	}
 	for _, c := range cs {
 		ex := &c.ex
-		ex.RRF = 0
-		if ex.BM25Rank > 0 {
-			ex.RRF += o.RRFWeights.BM25 / (o.RRFK + float64(ex.BM25Rank))
+		ex.SessionSc = 0
+		if best > 0 {
+			ex.SessionSc = sessScore[c.chunk.Session] / best
 		}
-		if ex.ANNRank > 0 {
-			ex.RRF += o.RRFWeights.ANN / (o.RRFK + float64(ex.ANNRank))
-		}
+		rel := ex.RRF + o.NeighbourWeight*ex.Neighbour + o.SessionWeight*ex.SessionSc
 		age := float64(max(now-c.chunk.Time, 0))
 		ex.Recency = 1 + o.RecencyWeight*math.Exp2(-age/hl)
 		ex.Affinity = 1
@@ -751,7 +982,7 @@ func (e *Engine) score(p *plan, cs []*cand) {
 		if p.boost && (p.window[0] == 0 || c.chunk.Time >= p.window[0]) && (p.window[1] == 0 || c.chunk.Time < p.window[1]) {
 			ex.Temporal = 1 + o.TemporalBoost
 		}
-		ex.Final = ex.RRF * ex.Recency * ex.Affinity * ex.Temporal
+		ex.Final = rel * ex.Recency * ex.Affinity * ex.Temporal
 	}
 }
 

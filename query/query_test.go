@@ -314,7 +314,7 @@ func TestMMRDiversifies(t *testing.T) {
 
 func TestTemporalPhraseFilters(t *testing.T) {
 	f := smallFixture(t)
-	e := f.engine(query.Options{})
+	e := f.engine(query.Options{TemporalBoost: -1}) // phrases as filters
 	ctx := context.Background()
 	// now0 is 2023-06-08 (Thursday); "yesterday" is 2023-06-07 = day 30.
 	resp, err := e.Search(ctx, query.Request{Text: "what did I say about replication yesterday", Now: now0, K: 50, Explain: true})
@@ -331,6 +331,15 @@ func TestTemporalPhraseFilters(t *testing.T) {
 		if r.Time < at(30*dayDur) || r.Time >= at(31*dayDur) {
 			t.Errorf("%s outside yesterday", r.ChunkID)
 		}
+	}
+	// The default boosts the window: yesterday's g1 first, the rest kept.
+	resp, err = f.engine(query.Options{}).Search(ctx, query.Request{Text: "what did I say about replication yesterday", Now: now0, K: 50, Explain: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(resp.Results); len(got) < 3 || got[0] != "g1" || resp.Results[0].Explain.Temporal != 1+query.DefaultTemporalBoost ||
+		resp.Results[len(got)-1].Explain.Temporal != 1 {
+		t.Errorf("default boost: got %v", got)
 	}
 	// Boost mode: the window ranks first but others remain.
 	eb := f.engine(query.Options{TemporalBoost: 5})
@@ -395,10 +404,15 @@ func TestBadInputs(t *testing.T) {
 	if _, err := e.Search(ctx, query.Request{Text: "the of and", Now: now0}); err != nil {
 		t.Errorf("stopwords: %v", err)
 	}
-	// Contradictory phrases give an empty result, not an error.
-	resp, err = e.Search(ctx, query.Request{Text: "replication yesterday in 2019", Now: now0})
+	// Contradictory phrases as filters give an empty result, not an
+	// error; as boosts (the default) they boost nothing.
+	resp, err = f.engine(query.Options{TemporalBoost: -1}).Search(ctx, query.Request{Text: "replication yesterday in 2019", Now: now0})
 	if err != nil || len(resp.Results) != 0 {
 		t.Errorf("contradictory phrases: %v %v", err, ids(resp.Results))
+	}
+	resp, err = e.Search(ctx, query.Request{Text: "replication yesterday in 2019", Now: now0, Explain: true})
+	if err != nil || len(resp.Results) == 0 || resp.Results[0].Explain.Temporal != 1 {
+		t.Errorf("contradictory phrases as boosts: %v %v", err, ids(resp.Results))
 	}
 	// Unknown active session: fine, no affinity, no recent turns.
 	if _, err := e.Context(ctx, query.ContextRequest{Request: query.Request{Text: "replication", Session: "nope", Now: now0}, Budget: 500, RecentTurns: 3}); err != nil {
