@@ -73,11 +73,10 @@ func TestLoCoMoGrid(t *testing.T) {
 		o    query.Options
 	}
 	var vs []v
-	for _, w := range []float64{0.15, 0.35} {
-		for _, mc := range []int{50, 100, 200} {
-			o := query.Options{MinCandidates: mc}
-			o.ScoreWeights.BM25, o.ScoreWeights.ANN = 1, w
-			vs = append(vs, v{fmt.Sprintf("w%.2f mc%d", w, mc), o})
+	for _, rw := range []float64{0, 0.7, 0.9, 1.0} {
+		for _, qd := range []float64{0, 0.7, 0.5} {
+			o := query.Options{SessionWeight: 0.5, NeighbourSpan: 2, ReplyWeight: rw, QuestionDamp: qd}
+			vs = append(vs, v{fmt.Sprintf("rw%.1f qd%.1f", rw, qd), o})
 		}
 	}
 	for _, x := range vs {
@@ -97,6 +96,44 @@ func TestLoCoMoGrid(t *testing.T) {
 				}
 				h := rep.Mode(m)
 				t.Logf("  %-12s %s | hand hit@10=%.3f mrr=%.3f", m, s, h.Hit10, h.MRR)
+			}
+		}
+	}
+}
+
+func TestLoCoMoTop(t *testing.T) {
+	if os.Getenv("UCL_TOP") == "" {
+		t.Skip()
+	}
+	fs, qss := loadLocomo(t)
+	o := query.Options{SessionWeight: 0.5, NeighbourSpan: 2}
+	n := 0
+	for ci, f := range fs {
+		e := f.engine(o)
+		for _, q := range qss[ci] {
+			resp, err := e.Search(context.Background(), query.Request{Text: q.q, K: 10, Now: q.now, Explain: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rk := 0
+			for i, r := range resp.Results {
+				if q.evidence[r.Meta["dia_id"]] {
+					rk = i + 1
+					break
+				}
+			}
+			if rk < 2 || rk > 5 || n > 40 {
+				continue
+			}
+			n++
+			t.Logf("Q %q rank %d", q.q, rk)
+			for i, r := range resp.Results[:rk] {
+				x := r.Explain
+				mark := " "
+				if i == rk-1 {
+					mark = "*"
+				}
+				t.Logf("  %s %s b%d/%.2f a%d/%.2f rel%.2f nb%.2f s%.2f f%.2f %.110q", mark, r.Meta["dia_id"], x.BM25Rank, x.BM25Score, x.ANNRank, x.ANNScore, x.RRF, x.Neighbour, x.SessionSc, x.Final, r.Content)
 			}
 		}
 	}

@@ -199,10 +199,12 @@ type Options struct {
 	// the candidates of a chunk's session, relative to the best overall
 	// (default DefaultSessionWeight; negative: off).
 	SessionWeight float64
+	// ReplyWeight experiment knob.
+	ReplyWeight float64
+	// QuestionDamp experiment knob.
+	QuestionDamp float64
 	// MinCandidates experiment knob.
 	MinCandidates int
-	// SessionMode experiment knob: 0 max, 1 sum of top 3.
-	SessionMode int
 	// RRFWeights are the fusion weights of the BM25 and ANN channels
 	// (default 1, 1). A negative weight is treated as 0.
 	RRFWeights struct{ BM25, ANN float64 }
@@ -259,7 +261,14 @@ func (o Options) withDefaults() Options {
 	}
 	o.NeighbourWeight = math.Max(o.NeighbourWeight, 0)
 	if o.NeighbourSpan <= 0 {
-		o.NeighbourSpan = 1
+		o.NeighbourSpan = DefaultNeighbourSpan
+	}
+	if o.ReplyWeight == 0 {
+		o.ReplyWeight = DefaultReplyWeight
+	}
+	o.ReplyWeight = math.Max(o.ReplyWeight, 0)
+	if o.QuestionDamp <= 0 || o.QuestionDamp > 1 {
+		o.QuestionDamp = DefaultQuestionDamp
 	}
 	if o.NeighbourFrom <= 0 {
 		o.NeighbourFrom = 30
@@ -322,7 +331,10 @@ const (
 // Conversation-aware ranking defaults (see Options).
 const (
 	DefaultNeighbourWeight = 0.5
-	DefaultSessionWeight   = 0.3
+	DefaultNeighbourSpan   = 2
+	DefaultReplyWeight     = 0.9
+	DefaultQuestionDamp    = 0.7
+	DefaultSessionWeight   = 0.5
 	DefaultTemporalBoost   = 2
 )
 
@@ -928,13 +940,24 @@ func (e *Engine) neighbours(cs []*cand, adopt func(timelines.Chunk) *cand) error
 			if n == nil {
 				continue
 			}
-			v := c.ex.RRF / float64(int(1)<<(d-1))
+			v := o.NeighbourWeight * c.ex.RRF / float64(int(1)<<(d-1))
+			if d == 1 && i >= at && o.ReplyWeight > 0 && isQuestion(c.chunk.Content) {
+				// The reply to a question that matches is the likelier answer.
+				v = math.Max(v, o.ReplyWeight*c.ex.RRF)
+			}
 			if v > n.ex.Neighbour {
 				n.ex.Neighbour = v
 			}
 		}
 	}
 	return nil
+}
+
+// isQuestion reports whether a turn ends with a question mark (ignoring
+// trailing spaces, quotes and closing brackets).
+func isQuestion(s string) bool {
+	s = strings.TrimRight(s, " \t\r\n\"')]*")
+	return strings.HasSuffix(s, "?")
 }
 
 // score sets ex.Final: relevance plus the conversation terms, times the
@@ -955,12 +978,9 @@ func (e *Engine) score(p *plan, cs []*cand) {
 	best := 0.0
 	for k, v := range sess {
 		sort.Sort(sort.Reverse(sort.Float64Slice(v)))
-		x := v[0]
-		if o.SessionMode == 1 {
-			x = 0
-			for _, y := range v[:min(3, len(v))] {
-				x += y
-			}
+		x := 0.0
+		for _, y := range v[:min(3, len(v))] {
+			x += y
 		}
 		sessScore[k] = x
 		best = math.Max(best, x)
@@ -971,7 +991,11 @@ func (e *Engine) score(p *plan, cs []*cand) {
 		if best > 0 {
 			ex.SessionSc = sessScore[c.chunk.Session] / best
 		}
-		rel := ex.RRF + o.NeighbourWeight*ex.Neighbour + o.SessionWeight*ex.SessionSc
+		own := ex.RRF
+		if o.QuestionDamp > 0 && isQuestion(c.chunk.Content) {
+			own *= o.QuestionDamp
+		}
+		rel := own + ex.Neighbour + o.SessionWeight*ex.SessionSc
 		age := float64(max(now-c.chunk.Time, 0))
 		ex.Recency = 1 + o.RecencyWeight*math.Exp2(-age/hl)
 		ex.Affinity = 1
