@@ -39,16 +39,29 @@ func ParseFormat(s string) (Format, error) {
 
 // Context defaults.
 const (
-	DefaultContextK    = 20  // ranked chunks considered when Request.K is 0
+	// DefaultContextK is the fewest ranked chunks considered when
+	// Request.K is 0; a larger budget considers more (ContextK).
+	DefaultContextK    = 20
 	DefaultFullChunks  = 3   // best-ranked chunks kept whole when they fit
 	DefaultChunkTokens = 150 // key-sentence bound of lower-ranked chunks
+	// minSlack: with fewer tokens left, packing stops trying chunks (a turn
+	// header alone costs more).
+	minSlack = 8
 	// MaxBudget caps ContextRequest.Budget (a larger budget is lowered).
 	MaxBudget = 1 << 20
 )
 
+// ContextK is how many ranked chunks a context of budget tokens considers
+// when Request.K is 0: enough short turns (~30 tokens each) to fill the
+// budget, at least DefaultContextK, at most MaxK. A budget left unused is
+// evidence left out; chunks that do not fit are cheap to skip.
+func ContextK(budget int) int {
+	return min(max(budget/30, DefaultContextK), MaxK)
+}
+
 // ContextRequest asks for a context: Request selects and ranks the chunks
 // (Request.Session is the active session; Request.K the number of ranked
-// chunks considered, default DefaultContextK).
+// chunks considered, default ContextK(Budget)).
 type ContextRequest struct {
 	Request
 	// Budget is the most tokens the whole rendered output may count.
@@ -147,7 +160,7 @@ func (e *Engine) Assemble(ctx context.Context, req ContextRequest) (*Assembly, e
 	if hasText {
 		sr := req.Request
 		if sr.K == 0 {
-			sr.K = DefaultContextK
+			sr.K = ContextK(budget)
 		}
 		if p, err = e.plan(sr); err != nil {
 			return nil, err
@@ -233,6 +246,10 @@ func (e *Engine) Assemble(ctx context.Context, req ContextRequest) (*Assembly, e
 				continue
 			}
 			seen[c.chunk.ID] = true
+			if budget-cost() < minSlack { // full: not even a turn header fits
+				a.Dropped = append(a.Dropped, c.chunk.ID)
+				continue
+			}
 			if fit(c.chunk, i < full, chunkTokens, budget) {
 				a.Included = append(a.Included, c.chunk.ID)
 			} else {

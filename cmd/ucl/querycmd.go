@@ -95,7 +95,7 @@ With --json: a JSON document describing the assembly, the context in "context".`
 		&cli.StringFlag{Name: "session", Aliases: []string{"s"}, Usage: "active session (its recent turns open the context)"},
 		&cli.IntFlag{Name: "recent", Value: 6, Usage: "recent turns of the active session to include"},
 		&cli.StringFlag{Name: "format", Value: "xml", Usage: "xml, json or text"},
-		&cli.IntFlag{Name: "k", Value: query.DefaultContextK, Usage: "ranked chunks to consider"},
+		&cli.IntFlag{Name: "k", Usage: "ranked chunks to consider (default: enough to fill --budget)"},
 	}, retrievalFlags()...),
 	Action: func(c *cli.Context) error {
 		if c.NArg() > 1 {
@@ -111,7 +111,7 @@ With --json: a JSON document describing the assembly, the context in "context".`
 		}
 		req.Session = c.String("session")
 		req.K = c.Int("k")
-		if req.K <= 0 {
+		if req.K < 0 {
 			return usage("--k takes a positive number", "bad --k %d", req.K)
 		}
 		format, err := query.ParseFormat(c.String("format"))
