@@ -19,9 +19,9 @@ import (
 )
 
 var embedderFlags = []cli.Flag{
-	&cli.StringFlag{Name: "embedder", EnvVars: []string{"UCL_EMBEDDER"}, Value: "hash", Usage: "hash (built-in, offline), ollama or openai"},
+	&cli.StringFlag{Name: "embedder", EnvVars: []string{"UCL_EMBEDDER"}, Value: "hash", Usage: "hash (built-in, offline), static (a model2vec model directory, offline), ollama or openai"},
 	&cli.StringFlag{Name: "embed-url", EnvVars: []string{"UCL_EMBED_URL"}, Usage: "embedding server base URL (ollama: http://localhost:11434)"},
-	&cli.StringFlag{Name: "embed-model", EnvVars: []string{"UCL_EMBED_MODEL"}, Usage: "embedding model name"},
+	&cli.StringFlag{Name: "embed-model", EnvVars: []string{"UCL_EMBED_MODEL"}, Usage: "embedding model name (static: the model directory)"},
 	&cli.DurationFlag{Name: "embed-timeout", EnvVars: []string{"UCL_EMBED_TIMEOUT"}, Value: time.Minute, Usage: "timeout of one embedding request"},
 	&cli.IntFlag{Name: "embed-dim", EnvVars: []string{"UCL_EMBED_DIM"}, Usage: "the model's vector dimension (default: asked once and remembered in DIR/embedder.json)"},
 }
@@ -57,6 +57,15 @@ func projOptions(c *cli.Context, s *store.Store) (projstd.Options, error) {
 	var o projstd.Options
 	switch e := c.String("embedder"); e {
 	case "", "hash":
+	case "static":
+		if c.String("embed-model") == "" {
+			return o, usage("--embedder static --embed-model DIR (a model2vec directory: tokenizer.json, model.safetensors)", "the static embedder needs a model directory")
+		}
+		se, err := vector.LoadStatic(c.String("embed-model"))
+		if err != nil {
+			return o, withHint(err, "point --embed-model at a model2vec directory, e.g. a download of minishlab/potion-base-8M")
+		}
+		o.Vectors.Embedder = se
 	case "ollama", "openai":
 		proto := vector.ProtocolOllama
 		if e == "openai" {
@@ -84,7 +93,7 @@ func projOptions(c *cli.Context, s *store.Store) (projstd.Options, error) {
 		}
 		o.Vectors.Embedder = vector.NewCachedEmbedder(h, cache)
 	default:
-		return o, usage("--embedder takes hash, ollama or openai", "unknown embedder %q", e)
+		return o, usage("--embedder takes hash, static, ollama or openai", "unknown embedder %q", e)
 	}
 	return o, nil
 }
