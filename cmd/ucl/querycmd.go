@@ -32,13 +32,15 @@ func retrievalFlags() []cli.Flag {
 
 var queryCommand = &cli.Command{
 	Name:      "query",
-	Usage:     "search memory (BM25 + vectors, fused by reciprocal rank)",
+	Usage:     "search memory (BM25 + vectors + neighbouring turns)",
 	ArgsUsage: "TEXT",
 	Description: `Hybrid retrieval over the projections, brought up to date first. Time
 phrases in TEXT ("yesterday", "last week", "in May 2023", "since Monday",
-"on 2023-05-08") become time filters relative to --now and are cut from the
-searched text; --explain shows what was recognised and each result's score
-breakdown (bm25 and ann rank/score, rrf, recency, affinity, final).
+"on 2023-05-08") are read relative to --now, cut from the searched text, and
+rank content inside their window first (--no-time: ignore them); --explain
+shows what was recognised and each result's score breakdown (bm25 and ann
+rank/score, relevance, neighbouring turns, session, recency, affinity, time,
+final).
 With --json: one JSON document with a "results" array; every result carries
 its chunk id, session, role, kind, time, seq, content and meta as stored.`,
 	Flags: append([]cli.Flag{
@@ -281,8 +283,8 @@ func printResponse(c *cli.Context, resp *query.Response, explain bool) {
 		printf(c, "    %s\n", snippet(r.Content, 240))
 		if explain && r.Explain != nil {
 			x := r.Explain
-			printf(c, "    bm25 %s  ann %s  rrf %.5f × recency %.3f × affinity %.3f × time %.3f = %.5f\n",
-				rankStr(x.BM25Rank, x.BM25Score), rankStr(x.ANNRank, x.ANNScore), x.RRF, x.Recency, x.Affinity, x.Temporal, x.Final)
+			printf(c, "    bm25 %s  ann %s  relevance %.4f  neighbours %.4f  session %.3f  recency ×%.3f  affinity ×%.3f  time ×%.3f  = %.5f\n",
+				rankStr(x.BM25Rank, x.BM25Score), rankStr(x.ANNRank, x.ANNScore), x.RRF, x.Neighbour, x.SessionSc, x.Recency, x.Affinity, x.Temporal, x.Final)
 		}
 	}
 }
