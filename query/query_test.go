@@ -528,3 +528,74 @@ func TestPrefilter(t *testing.T) {
 		t.Errorf("no prefilter expected: %v %v %d", err, resp.Prefilter, len(resp.Results))
 	}
 }
+
+// TestNeighbourTurns: the reply to a question that matches the words
+// ranks first although it shares none of them; the neighbour channel
+// respects filters and tombstones; switched off, the reply is not found.
+func TestNeighbourTurns(t *testing.T) {
+	conv := log.KindConversation
+	st := func(id, session, role string, min int, content string) *log.Store {
+		return &log.Store{ChunkID: id, Session: session, Role: role, Kind: conv, Time: at(time.Duration(min) * time.Minute), Content: content}
+	}
+	bodies := []log.Body{
+		st("p1", "pets", "user", 0, "Morning! Busy week at work."),
+		st("p2", "pets", "assistant", 1, "What did you name the new puppy?"),
+		st("p3", "pets", "user", 2, "We went with Biscuit, after the colour of her fur."),
+		st("p4", "pets", "assistant", 3, "Lovely. How is the garden coming along?"),
+		st("x1", "other", "user", 60, "The car needs new tyres before winter."),
+		st("x2", "other", "assistant", 61, "Winter tyres are worth it on icy roads."),
+	}
+	evs := chain(t, append(bodies, &log.Tombstone{Chunks: []string{"p3"}})...)
+	f := newFixture(t, t.TempDir())
+	f.apply(t, evs[:len(evs)-1])
+	ctx := context.Background()
+	req := query.Request{Text: "what name did they give the puppy", Now: now0, Explain: true}
+	resp, err := f.engine(query.Options{}).Search(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := ids(resp.Results)
+	if len(got) < 2 || got[0] != "p3" || got[1] != "p2" {
+		t.Fatalf("got %v, want the reply p3 first, then the question p2", got)
+	}
+	if ex := resp.Results[0].Explain; ex.BM25Rank != 0 || ex.Neighbour <= 0 {
+		t.Errorf("p3 explain %+v: want no bm25 rank and a neighbour score", ex)
+	}
+	// Filters apply to neighbours: with an assistant-only filter the user's
+	// reply p3 is not returned.
+	resp, err = f.engine(query.Options{}).Search(ctx, query.Request{Text: req.Text, Now: now0, Roles: []string{"assistant"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range resp.Results {
+		if r.Role != "assistant" {
+			t.Errorf("role filter let %s (%s) through", r.ChunkID, r.Role)
+		}
+	}
+	// BM25 alone: p3 shares no word with the query, so only its
+	// neighbour finds it; switched off, it is not found.
+	bm := req
+	bm.Mode = query.ModeBM25
+	if resp, err = f.engine(query.Options{}).Search(ctx, bm); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(resp.Results); len(got) == 0 || got[0] != "p3" {
+		t.Errorf("bm25 with neighbours: got %v, want p3 first", got)
+	}
+	off := query.Options{NeighbourWeight: -1, ReplyWeight: -1, SessionWeight: -1}
+	if resp, err = f.engine(off).Search(ctx, bm); err != nil {
+		t.Fatal(err)
+	}
+	if contains(ids(resp.Results), "p3") {
+		t.Errorf("without neighbours p3 should not match: %v", ids(resp.Results))
+	}
+	// A tombstoned reply is never returned through its neighbour.
+	f.apply(t, evs[len(evs)-1:])
+	resp, err = f.engine(query.Options{}).Search(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if contains(ids(resp.Results), "p3") {
+		t.Errorf("tombstoned p3 returned: %v", ids(resp.Results))
+	}
+}
