@@ -179,28 +179,48 @@ func (e *Engine) Assemble(ctx context.Context, req ContextRequest) (*Assembly, e
 	seen := map[string]bool{}
 	// fit places c whole if allowed and it fits, else its key sentences
 	// within limit tokens, else the largest trim that fits.
+	// base is the cost of items as they are, cached: rendering the whole
+	// output is the expensive step of packing, and a budget that fills up
+	// makes every later chunk ask for it.
+	baseN, baseCost := -1, 0
+	base := func() int {
+		if baseN != len(items) {
+			baseN, baseCost = len(items), cost()
+		}
+		return baseCost
+	}
+	// A text alone counting more tokens than the slack cannot fit (the
+	// rendering holds it and more), so such tries skip the rendering.
+	// With a Tokenizer that is not monotone this only loses a chunk, never
+	// breaks the budget: every placement is still checked on the whole
+	// output.
+	fits := func(c timelines.Chunk, content string, trimmed bool, within, slack int) bool {
+		if content == "" || tok.CountTokens(content) > slack {
+			return false
+		}
+		return cost(packed{c: c, content: content, trimmed: trimmed}) <= within
+	}
 	fit := func(c timelines.Chunk, whole bool, limit, within int) bool {
+		// The content of what fits costs at most the slack left, so the
+		// slack bounds the search (and ends it when nothing is left).
+		slack := within - base()
+		if slack <= 0 {
+			return false
+		}
 		if whole {
-			if cost(packed{c: c, content: c.Content}) <= within {
+			if fits(c, c.Content, false, within, slack) {
 				items = append(items, packed{c: c, content: c.Content})
 				return true
 			}
-		} else if t := e.opts.Trim(c.Content, limit); t != "" && cost(packed{c: c, content: t, trimmed: t != c.Content}) <= within {
+		} else if t := e.opts.Trim(c.Content, limit); fits(c, t, t != c.Content, within, slack) {
 			items = append(items, packed{c: c, content: t, trimmed: t != c.Content})
 			return true
-		}
-		// The content of what fits costs at most the slack left, so the
-		// slack bounds the search (and ends it when nothing is left).
-		slack := within - cost()
-		if slack <= 0 {
-			return false
 		}
 		lo, hi := 0, min(limit, tok.CountTokens(c.Content), slack)
 		best := ""
 		for lo < hi { // largest bound whose trim fits
 			mid := (lo + hi + 1) / 2
-			t := e.opts.Trim(c.Content, mid)
-			if t != "" && cost(packed{c: c, content: t, trimmed: true}) <= within {
+			if t := e.opts.Trim(c.Content, mid); fits(c, t, true, within, slack) {
 				lo, best = mid, t
 			} else {
 				hi = mid - 1
@@ -246,7 +266,7 @@ func (e *Engine) Assemble(ctx context.Context, req ContextRequest) (*Assembly, e
 				continue
 			}
 			seen[c.chunk.ID] = true
-			if budget-cost() < minSlack { // full: not even a turn header fits
+			if budget-base() < minSlack { // full: not even a turn header fits
 				a.Dropped = append(a.Dropped, c.chunk.ID)
 				continue
 			}
