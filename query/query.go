@@ -450,7 +450,7 @@ type Explain struct {
 	ANNRank   int     `json:"ann_rank"`
 	ANNScore  float64 `json:"ann_score"`
 	RRF       float64 `json:"rrf"`                 // fused relevance of the channels (see Options.Fusion)
-	Neighbour float64 `json:"neighbour,omitempty"` // best relevance of a neighbouring turn, decayed
+	Neighbour float64 `json:"neighbour,omitempty"` // score passed on by the turns around it (already weighted)
 	SessionSc float64 `json:"session,omitempty"`   // session score (relative to the best session)
 	Recency   float64 `json:"recency"`             // factor applied (≥ 1)
 	Affinity  float64 `json:"affinity"`            // factor applied (≥ 1)
@@ -916,8 +916,10 @@ func (e *Engine) relevance(cs []*cand) {
 }
 
 // neighbours spreads the relevance of the best candidates to the turns
-// around them (ex.Neighbour = the best neighbour's relevance, halved per
-// step of distance), adding those turns as candidates through adopt.
+// around them (ex.Neighbour = the most any neighbour passes on:
+// NeighbourWeight × its relevance, halved per further step, or ReplyWeight
+// × the relevance of the question it replies to), adding those turns as
+// candidates through adopt.
 func (e *Engine) neighbours(cs []*cand, adopt func(timelines.Chunk) *cand) error {
 	o := e.opts
 	as, ok := e.src.Chunks.(AroundStore)
