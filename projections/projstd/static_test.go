@@ -55,6 +55,9 @@ func TestVectorDigestBindsEmbedder(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer v.Close()
+		if e != nil && v.EmbedderName() != e.Name() {
+			t.Errorf("EmbedderName %q, want %q", v.EmbedderName(), e.Name())
+		}
 		for _, ev := range evs {
 			if err := v.Apply(ev); err != nil {
 				t.Fatal(err)
