@@ -258,22 +258,64 @@ func (e *Engine) Assemble(ctx context.Context, req ContextRequest) (*Assembly, e
 		if err != nil {
 			return nil, err
 		}
-		for i, c := range cs {
+		// Chunks are tried in rank order, but in growing groups: a group
+		// that fits as a whole, each member as fit would first try it
+		// (whole among the first FullChunks, else cut to ChunkTokens),
+		// is placed with one rendering instead of one per chunk. Every
+		// member would have fitted in turn (the token count only grows
+		// as content is added), so the result is the same as one by one.
+		group := 4
+		for i := 0; i < len(cs); i++ {
 			if err := ctx.Err(); err != nil {
 				return nil, fmt.Errorf("assemble context: %w", err)
 			}
+			c := cs[i]
 			if seen[c.chunk.ID] {
 				continue
 			}
-			seen[c.chunk.ID] = true
 			if budget-base() < minSlack { // full: not even a turn header fits
+				seen[c.chunk.ID] = true
 				a.Dropped = append(a.Dropped, c.chunk.ID)
 				continue
 			}
+			if group > 1 {
+				var ps []packed
+				var at []int
+				sum := 0
+				for j := i; j < len(cs) && len(ps) < group; j++ {
+					cj := cs[j]
+					if seen[cj.chunk.ID] {
+						continue
+					}
+					content := cj.chunk.Content
+					if j >= full {
+						content = e.opts.Trim(content, chunkTokens)
+					}
+					if content == "" {
+						break
+					}
+					sum += tok.CountTokens(content)
+					ps = append(ps, packed{c: cj.chunk, content: content, trimmed: content != cj.chunk.Content})
+					at = append(at, j)
+				}
+				if len(ps) > 1 && sum <= budget-base() && cost(ps...) <= budget {
+					items = append(items, ps...)
+					for _, p := range ps {
+						seen[p.c.ID] = true
+						a.Included = append(a.Included, p.c.ID)
+					}
+					i = at[len(at)-1]
+					group = min(2*group, 64)
+					continue
+				}
+			}
+			seen[c.chunk.ID] = true
 			if fit(c.chunk, i < full, chunkTokens, budget) {
 				a.Included = append(a.Included, c.chunk.ID)
+				group = 2
 			} else {
 				a.Dropped = append(a.Dropped, c.chunk.ID)
+				group = 1
 			}
 		}
 	}
