@@ -119,7 +119,10 @@ type packed struct {
 //     first FullChunks whole if they fit, the others trimmed to ChunkTokens
 //     of key sentences; a chunk that does not fit is trimmed further to
 //     what fits, and dropped only when not even a few words fit. Later,
-//     smaller chunks may still fit after a drop.
+//     smaller chunks may still fit after a drop; once fewer than a turn
+//     header's tokens are left, the rest are dropped untried. With
+//     Request.K unset, ContextK(Budget) ranked chunks are considered, so a
+//     large budget is filled rather than left empty.
 //
 // Rendering groups chunks: notes (sessionless non-document chunks), then
 // documents (by chunk_parent, parts in chunk order; name from meta "name",
