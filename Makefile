@@ -2,12 +2,14 @@
 GO        ?= go
 BIN       := bin/ucl
 ARLOCAL   := test/arlocal/node_modules/arlocal/bin/index.js
+MCPCLIENT := test/mcp/node_modules/@modelcontextprotocol/sdk/package.json
+OPENAICLIENT := test/openai/node_modules/openai/package.json
 FUZZTIME  ?= 30s
 BENCHTIME ?= 1x
 LOG_BENCHTIME ?= 2s
 QUERY_BENCHTIME ?= 300x
 
-.PHONY: all build test test-short race demo bench bench-100k fuzz arlocal vet clean eval
+.PHONY: all build test test-short race demo bench bench-100k fuzz arlocal mcp-client openai-client vet clean eval
 
 all: build
 
@@ -21,14 +23,28 @@ $(ARLOCAL): test/arlocal/package.json test/arlocal/package-lock.json
 	cd test/arlocal && npm ci --no-audit --no-fund --loglevel=error
 	@touch $(ARLOCAL)
 
+# The official MCP TypeScript SDK (@modelcontextprotocol/sdk 1.32.2), the
+# client of the MCP end-to-end tests, installed from the committed lockfile.
+mcp-client: $(MCPCLIENT)
+$(MCPCLIENT): test/mcp/package.json test/mcp/package-lock.json
+	cd test/mcp && npm ci --no-audit --no-fund --loglevel=error
+	@touch $(MCPCLIENT)
+
+# The official OpenAI Node client (openai 7.55.0), the client of the
+# `ucl serve` proxy end-to-end test, installed from the committed lockfile.
+openai-client: $(OPENAICLIENT)
+$(OPENAICLIENT): test/openai/package.json test/openai/package-lock.json
+	cd test/openai && npm ci --no-audit --no-fund --loglevel=error
+	@touch $(OPENAICLIENT)
+
 vet:
 	$(GO) vet ./...
 
-# Everything: unit, fuzz seed corpora, crash, arlocal and end-to-end tests of
-# the built binary, then the concurrency tests again under -race.
-test: arlocal vet
-	$(GO) test -count=1 -timeout 30m ./...
-	$(GO) test -count=1 -race -short -timeout 20m ./log/ ./projections/ ./projections/timelines/ ./projections/projstd/ ./query/ ./arweave/
+# Everything, every package under the race detector: unit, fuzz seed
+# corpora, crash, arlocal and end-to-end tests of the built binary (test/
+# builds ucl with -race too, so the CLI's own goroutines are checked).
+test: arlocal mcp-client openai-client vet
+	$(GO) test -count=1 -race -timeout 60m ./...
 
 test-short:
 	$(GO) test -short ./...
@@ -42,6 +58,7 @@ demo: build
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime $(LOG_BENCHTIME) -timeout 60m ./log/
 	$(GO) test -run "^$$" -bench . -benchtime $(QUERY_BENCHTIME) -timeout 60m ./query/
+	$(GO) test -run "^$$" -bench . -benchtime $(QUERY_BENCHTIME) -timeout 60m .
 	$(GO) test -run "^$$" -bench . -benchtime $(BENCHTIME) -timeout 60m ./projections/... ./arweave/ ./snapshot/ ./test/
 
 bench-100k:

@@ -46,6 +46,21 @@ type Options struct {
 	MaxInlineBytes int
 	// HTTPClient overrides the HTTP client (its Timeout should be 0).
 	HTTPClient *http.Client
+	// CallTimeout bounds one call with all its attempts and backoff
+	// (default 60s: two full attempts), so a gateway that hangs or drips on
+	// every attempt fails in bounded time even under a caller context
+	// without deadline.
+	CallTimeout time.Duration
+	// MaxResponseBytes bounds the body of an API answer (GraphQL, status,
+	// info, price, anchor; default 16 MiB). A larger answer fails with
+	// ErrTooLarge and is not retried.
+	MaxResponseBytes int64
+	// MaxDataBytes bounds FetchData (default 256 MiB); FetchDataLimit takes
+	// an explicit bound. Bodies are read through a limit, never whole.
+	MaxDataBytes int64
+	// MaxPages bounds the GraphQL pages one FindTxs call follows (default
+	// 1000, i.e. 100,000 transactions) when TxQuery.MaxPages is 0.
+	MaxPages int
 }
 
 func (o Options) withDefaults() Options {
@@ -66,6 +81,18 @@ func (o Options) withDefaults() Options {
 	}
 	if o.HTTPClient == nil {
 		o.HTTPClient = &http.Client{}
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = 60 * time.Second
+	}
+	if o.MaxResponseBytes <= 0 {
+		o.MaxResponseBytes = 16 << 20
+	}
+	if o.MaxDataBytes <= 0 {
+		o.MaxDataBytes = 256 << 20
+	}
+	if o.MaxPages <= 0 {
+		o.MaxPages = 1000
 	}
 	return o
 }
@@ -88,6 +115,14 @@ var (
 	ErrNoWallet = errors.New("arweave: client has no wallet")
 	// ErrGraphQL is returned when the GraphQL endpoint answers with errors.
 	ErrGraphQL = errors.New("arweave: graphql error")
+	// ErrTooLarge is returned (wrapped) when an answer's body exceeds its
+	// bound: Options.MaxResponseBytes, the fetch limit, or the data size the
+	// transaction declares. It is not retried.
+	ErrTooLarge = errors.New("arweave: gateway answer too large")
+	// ErrPagination is returned (with ErrGraphQL) when GraphQL paging does
+	// not end: a cursor repeats, a page brings no new transaction, or the
+	// page budget is spent.
+	ErrPagination = errors.New("arweave: graphql pagination does not end")
 )
 
 // GatewayError describes a failed gateway call. It unwraps to ErrNotFound,
@@ -97,7 +132,7 @@ type GatewayError struct {
 	Status      int    // last HTTP status, 0 when there was no response
 	Body        string // start of the last response body
 	Attempts    int
-	Kind        error // ErrNotFound, ErrTimeout, ErrUnavailable or ErrRejected
+	Kind        error // ErrNotFound, ErrTimeout, ErrUnavailable, ErrRejected or ErrTooLarge
 	Err         error // last transport error, if any
 }
 
@@ -184,29 +219,51 @@ func (c *Client) backoff(ctx context.Context, attempt int) error {
 	}
 }
 
-// do performs one gateway call with retries. It returns the body of a 2xx
-// answer (and its status); any other outcome is a *GatewayError or the
-// caller's context error.
-func (c *Client) do(ctx context.Context, method, path string, body []byte, ctype string) ([]byte, int, error) {
+// do performs one gateway call with retries, bounded in time by
+// CallTimeout and in size by limit (a 2xx body longer than limit fails with
+// ErrTooLarge). It returns the body of a 2xx answer (and its status); any
+// other outcome is a *GatewayError or the caller's context error.
+func (c *Client) do(ctx context.Context, method, path string, body []byte, ctype string, limit int64) ([]byte, int, error) {
 	u := c.base + path
 	ge := &GatewayError{Method: method, URL: u}
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, c.opt.CallTimeout)
+	defer cancel()
+	budgetSpent := func() error {
+		ge.Kind = ErrTimeout
+		ge.Err = fmt.Errorf("no complete answer within the call budget of %s (last: %v)", c.opt.CallTimeout, ge.Err)
+		return ge
+	}
 	for attempt := 0; attempt < c.opt.MaxAttempts; attempt++ {
 		if attempt > 0 {
 			if err := c.backoff(ctx, attempt-1); err != nil {
+				if parent.Err() == nil {
+					return nil, 0, budgetSpent()
+				}
 				return nil, 0, fmt.Errorf("%s %s: %w (last: %v)", method, u, err, ge)
 			}
 		}
 		ge.Attempts = attempt + 1
-		resp, status, err := c.once(ctx, method, u, body, ctype)
+		resp, status, err := c.once(ctx, method, u, body, ctype, limit)
+		if parent.Err() != nil {
+			return nil, 0, fmt.Errorf("%s %s: %w", method, u, parent.Err())
+		}
 		if ctx.Err() != nil {
-			return nil, 0, fmt.Errorf("%s %s: %w", method, u, ctx.Err())
+			if err != nil {
+				ge.Err = err
+			}
+			return nil, 0, budgetSpent()
 		}
 		if err != nil {
 			ge.Status, ge.Body, ge.Err = 0, "", err
-			if errors.Is(err, context.DeadlineExceeded) {
+			switch {
+			case errors.Is(err, ErrTooLarge):
+				ge.Status, ge.Kind = status, ErrTooLarge
+				return nil, status, ge
+			case errors.Is(err, context.DeadlineExceeded):
 				ge.Kind = ErrTimeout
 				ge.Err = fmt.Errorf("no answer within %s", c.opt.RequestTimeout)
-			} else {
+			default:
 				ge.Kind = ErrUnavailable
 			}
 			if retryable(err) {
@@ -233,7 +290,11 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, ctype
 	return nil, ge.Status, ge
 }
 
-func (c *Client) once(ctx context.Context, method, u string, body []byte, ctype string) ([]byte, int, error) {
+// errBodyLimit is the read bound of a non-2xx body: only its start is
+// reported.
+const errBodyLimit = 4 << 10
+
+func (c *Client) once(ctx context.Context, method, u string, body []byte, ctype string, limit int64) ([]byte, int, error) {
 	actx, cancel := context.WithTimeout(ctx, c.opt.RequestTimeout)
 	defer cancel()
 	var rd io.Reader
@@ -252,14 +313,41 @@ func (c *Client) once(ctx context.Context, method, u string, body []byte, ctype 
 		return nil, 0, err
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, 0, err
+	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
+		b, err := io.ReadAll(io.LimitReader(resp.Body, errBodyLimit))
+		if err != nil {
+			return nil, 0, err
+		}
+		return b, resp.StatusCode, nil
 	}
-	if resp.ContentLength >= 0 && int64(len(b)) != resp.ContentLength {
-		return nil, 0, io.ErrUnexpectedEOF
+	b, err := readBounded(resp.Body, resp.ContentLength, limit)
+	if err != nil {
+		return nil, resp.StatusCode, err
 	}
 	return b, resp.StatusCode, nil
+}
+
+// readBounded reads a body of declared length n (-1 when unknown) without
+// ever holding more than limit+1 bytes: a declared length over limit fails
+// before reading, an undeclared one is streamed through a limit.
+func readBounded(r io.Reader, n, limit int64) ([]byte, error) {
+	if n > limit {
+		return nil, fmt.Errorf("%w: declared %d bytes, bound %d", ErrTooLarge, n, limit)
+	}
+	var buf bytes.Buffer
+	if n >= 0 {
+		buf.Grow(int(n) + bytes.MinRead)
+	}
+	if _, err := buf.ReadFrom(io.LimitReader(r, limit+1)); err != nil {
+		return nil, err
+	}
+	if int64(buf.Len()) > limit {
+		return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit)
+	}
+	if n >= 0 && int64(buf.Len()) != n {
+		return nil, io.ErrUnexpectedEOF
+	}
+	return buf.Bytes(), nil
 }
 
 // Info is the part of GET /info this package uses.
@@ -270,7 +358,7 @@ type Info struct {
 
 // Info returns the gateway's network info.
 func (c *Client) Info(ctx context.Context) (*Info, error) {
-	b, _, err := c.do(ctx, http.MethodGet, "/info", nil, "")
+	b, _, err := c.do(ctx, http.MethodGet, "/info", nil, "", c.opt.MaxResponseBytes)
 	if err != nil {
 		return nil, fmt.Errorf("get info: %w", err)
 	}
@@ -302,7 +390,7 @@ func (c *Client) SignTx(ctx context.Context, data []byte, tags []Tag) (*SignedTx
 
 // Anchor returns the gateway's current transaction anchor (last_tx).
 func (c *Client) Anchor(ctx context.Context) (string, error) {
-	anchor, _, err := c.do(ctx, http.MethodGet, "/tx_anchor", nil, "")
+	anchor, _, err := c.do(ctx, http.MethodGet, "/tx_anchor", nil, "", c.opt.MaxResponseBytes)
 	if err != nil {
 		return "", fmt.Errorf("get tx anchor: %w", err)
 	}
@@ -316,7 +404,7 @@ func (c *Client) signTx(ctx context.Context, data []byte, tags []Tag, anchor str
 	if n := TagBytes(tags); n > MaxTagBytes {
 		return nil, fmt.Errorf("sign tx: %w: %d tag bytes > %d", ErrTags, n, MaxTagBytes)
 	}
-	price, _, err := c.do(ctx, http.MethodGet, "/price/"+strconv.Itoa(len(data)), nil, "")
+	price, _, err := c.do(ctx, http.MethodGet, "/price/"+strconv.Itoa(len(data)), nil, "", c.opt.MaxResponseBytes)
 	if err != nil {
 		return nil, fmt.Errorf("get price: %w", err)
 	}
@@ -359,7 +447,7 @@ func (c *Client) PostTx(ctx context.Context, s *SignedTx) error {
 	if err != nil {
 		return fmt.Errorf("post tx %s: %w", s.ID, err)
 	}
-	if _, _, err := c.do(ctx, http.MethodPost, "/tx", body, "application/json"); err != nil {
+	if _, _, err := c.do(ctx, http.MethodPost, "/tx", body, "application/json", c.opt.MaxResponseBytes); err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("post tx %s: %w", s.ID, err)
 		}
@@ -381,7 +469,7 @@ func (c *Client) PostTx(ctx context.Context, s *SignedTx) error {
 		if err != nil {
 			return fmt.Errorf("post chunk %d of %s: %w", i, s.ID, err)
 		}
-		if _, _, err := c.do(ctx, http.MethodPost, "/chunk", cb, "application/json"); err != nil {
+		if _, _, err := c.do(ctx, http.MethodPost, "/chunk", cb, "application/json", c.opt.MaxResponseBytes); err != nil {
 			return fmt.Errorf("post chunk %d of %s: %w", i, s.ID, err)
 		}
 	}
@@ -469,13 +557,25 @@ func (c *Client) UploadBundle(ctx context.Context, items []BundleItem) (string, 
 }
 
 // FetchData returns the data of transaction or data item id with a plain
-// GET {gateway}/{id}. (goar's GetTransactionData can return another
-// upload's bytes when uploads overlap; this path does not.)
+// GET {gateway}/{id}, bounded by Options.MaxDataBytes. (goar's
+// GetTransactionData can return another upload's bytes when uploads
+// overlap; this path does not.)
 func (c *Client) FetchData(ctx context.Context, id string) ([]byte, error) {
+	return c.FetchDataLimit(ctx, id, c.opt.MaxDataBytes)
+}
+
+// FetchDataLimit is FetchData reading at most limit bytes: a longer body
+// (declared or streamed) fails with ErrTooLarge without being buffered.
+// Pass the transaction's data size when known, so that a body of any other
+// length is refused.
+func (c *Client) FetchDataLimit(ctx context.Context, id string, limit int64) ([]byte, error) {
 	if !validID(id) {
 		return nil, fmt.Errorf("fetch data: invalid id %q", id)
 	}
-	b, _, err := c.do(ctx, http.MethodGet, "/"+id, nil, "")
+	if limit <= 0 {
+		limit = c.opt.MaxDataBytes
+	}
+	b, _, err := c.do(ctx, http.MethodGet, "/"+id, nil, "", limit)
 	if err != nil {
 		return nil, fmt.Errorf("fetch data %s: %w", id, err)
 	}
@@ -515,7 +615,7 @@ func (c *Client) Status(ctx context.Context, id string) (TxStatus, error) {
 	if !validID(id) {
 		return TxStatus{}, fmt.Errorf("tx status: invalid id %q", id)
 	}
-	b, status, err := c.do(ctx, http.MethodGet, "/tx/"+id+"/status", nil, "")
+	b, status, err := c.do(ctx, http.MethodGet, "/tx/"+id+"/status", nil, "", c.opt.MaxResponseBytes)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return c.statusGraphQL(ctx, id)
@@ -569,7 +669,7 @@ func (c *Client) GraphQL(ctx context.Context, query string, vars map[string]any,
 	if err != nil {
 		return fmt.Errorf("graphql: %w", err)
 	}
-	b, _, err := c.do(ctx, http.MethodPost, "/graphql", body, "application/json")
+	b, _, err := c.do(ctx, http.MethodPost, "/graphql", body, "application/json", c.opt.MaxResponseBytes)
 	if err != nil {
 		return fmt.Errorf("graphql: %w", err)
 	}
@@ -609,9 +709,16 @@ type TxQuery struct {
 	Owners []string
 	Tags   []Tag
 	IDs    []string
+	// MaxPages bounds the pages followed (0: Options.MaxPages). Spending it
+	// fails with ErrPagination rather than returning a partial list.
+	MaxPages int
 }
 
 const pageSize = 100 // GraphQL's page cap
+
+// maxOwnerKeyLen bounds an owner key (base64url RSA modulus) kept from a
+// GraphQL answer: 4096-bit keys are 683 characters.
+const maxOwnerKeyLen = 1024
 
 const txSearchQuery = `query($owners: [String!], $ids: [ID!], $tags: [TagFilter!], $after: String) {
   transactions(owners: $owners, ids: $ids, tags: $tags, first: 100, after: $after) {
@@ -629,7 +736,9 @@ const txSearchQuery = `query($owners: [String!], $ids: [ID!], $tags: [TagFilter!
 
 // FindTxs returns every transaction matching q, following `after` cursors
 // in pages of 100 until exhausted. Results are in gateway order, without
-// duplicate ids; callers must not rely on that order.
+// duplicate ids; callers must not rely on that order. Paging is bounded: a
+// cursor seen before, a page with nothing new, or more than the page budget
+// fails with ErrPagination (a hostile or broken gateway can page forever).
 func (c *Client) FindTxs(ctx context.Context, q TxQuery) ([]TxInfo, error) {
 	vars := map[string]any{}
 	if len(q.Owners) > 0 {
@@ -645,10 +754,19 @@ func (c *Client) FindTxs(ctx context.Context, q TxQuery) ([]TxInfo, error) {
 		}
 		vars["tags"] = tf
 	}
+	budget := q.MaxPages
+	if budget <= 0 {
+		budget = c.opt.MaxPages
+	}
 	var all []TxInfo
 	seen := map[string]bool{}
+	cursors := map[string]bool{}
+	keys := map[string]string{} // owner keys, shared: one wallet owns most results
 	var after string
 	for page := 0; ; page++ {
+		if page >= budget {
+			return nil, fmt.Errorf("find transactions: %w: %w: still more after %d pages (%d transactions)", ErrGraphQL, ErrPagination, budget, len(all))
+		}
 		if after != "" {
 			vars["after"] = after
 		}
@@ -682,13 +800,25 @@ func (c *Client) FindTxs(ctx context.Context, q TxQuery) ([]TxInfo, error) {
 		if err := c.GraphQL(ctx, txSearchQuery, vars, &out); err != nil {
 			return nil, fmt.Errorf("find transactions (page %d): %w", page+1, err)
 		}
+		fresh := 0
 		for _, e := range out.Transactions.Edges {
 			n := e.Node
 			if seen[n.ID] {
 				continue
 			}
+			// What no Arweave transaction can carry is not kept: this
+			// bounds what a hostile gateway makes the list hold per entry.
+			if !validID(n.ID) || len(n.Owner.Address) != 43 || len(n.Owner.Key) > maxOwnerKeyLen || TagBytes(n.Tags) > MaxTagBytes {
+				continue
+			}
+			fresh++
 			seen[n.ID] = true
-			ti := TxInfo{ID: n.ID, Owner: n.Owner.Address, OwnerKey: n.Owner.Key, Tags: n.Tags}
+			key, ok := keys[n.Owner.Key]
+			if !ok {
+				key = n.Owner.Key
+				keys[key] = key
+			}
+			ti := TxInfo{ID: n.ID, Owner: n.Owner.Address, OwnerKey: key, Tags: n.Tags}
 			if n.Block == nil {
 				ti.Pending = true
 			} else {
@@ -697,7 +827,9 @@ func (c *Client) FindTxs(ctx context.Context, q TxQuery) ([]TxInfo, error) {
 			if n.BundledIn != nil {
 				ti.BundledIn = n.BundledIn.ID
 			}
-			ti.DataSize, _ = n.Data.Size.Int64()
+			if size, err := n.Data.Size.Int64(); err == nil {
+				ti.DataSize = size // else unknown (0): reads fall back to the cap
+			}
 			all = append(all, ti)
 		}
 		edges := out.Transactions.Edges
@@ -705,9 +837,13 @@ func (c *Client) FindTxs(ctx context.Context, q TxQuery) ([]TxInfo, error) {
 			return all, nil
 		}
 		next := edges[len(edges)-1].Cursor
-		if next == "" || next == after {
-			return nil, fmt.Errorf("find transactions (page %d): %w: cursor did not advance", page+1, ErrGraphQL)
+		switch {
+		case next == "" || cursors[next] || next == after:
+			return nil, fmt.Errorf("find transactions (page %d): %w: %w: cursor %.40q repeats", page+1, ErrGraphQL, ErrPagination, next)
+		case fresh == 0:
+			return nil, fmt.Errorf("find transactions (page %d): %w: %w: page brought no new transaction", page+1, ErrGraphQL, ErrPagination)
 		}
+		cursors[next] = true
 		after = next
 	}
 }
@@ -715,8 +851,15 @@ func (c *Client) FindTxs(ctx context.Context, q TxQuery) ([]TxInfo, error) {
 // FindSegments returns the uploads of kind for logID signed by owner (an
 // address), in gateway order.
 func (c *Client) FindSegments(ctx context.Context, owner string, logID [16]byte, kind Kind) ([]TxInfo, error) {
+	return c.FindSegmentsMax(ctx, owner, logID, kind, 0)
+}
+
+// FindSegmentsMax is FindSegments following at most maxPages pages (0: the
+// client's default).
+func (c *Client) FindSegmentsMax(ctx context.Context, owner string, logID [16]byte, kind Kind, maxPages int) ([]TxInfo, error) {
 	return c.FindTxs(ctx, TxQuery{
-		Owners: []string{owner},
+		MaxPages: maxPages,
+		Owners:   []string{owner},
 		Tags: []Tag{
 			{Name: TagAppName, Value: AppName},
 			{Name: TagLogID, Value: LogIDHex(logID)},

@@ -62,6 +62,29 @@
 // so running sync twice, or after losing the state, never uploads a range
 // twice.
 //
+// A mirror is permanent, so Push never claims or uploads anything on top of
+// a history the local log does not share (*DivergedError, ErrDiverged):
+//
+//   - Before anything else, the local event at the highest mirrored seq
+//     (MirrorSummary.CoveredSeq) must hash to the head hash the state
+//     recorded. A log cut below that seq (torn-tail repair) fails even
+//     before it grows again ("local log ends at seq N"); one that regrew
+//     with new events fails on the hash. The segmenter's prev hash for the
+//     first seq to upload is that checked hash.
+//   - After the GraphQL scan, every segment of this wallet and log that
+//     reaches past the covered prefix must agree with the local log at its
+//     last seq (its UC-Head-Hash tag). A device restored from an older
+//     backup that appended new events finds the original device's segments
+//     there and refuses, naming the seq, both hashes and the transaction;
+//     so does a log whose head is below a mirrored seq.
+//
+// Because every event embeds its predecessor's hash, agreement at one seq
+// vouches for every seq before it. The second check sees what the gateway
+// has indexed: two devices pushing the same seqs within the indexing delay
+// can still fork the mirror, and Rebuild then reports the fork (below). The mirror state is a bbolt file; a
+// damaged one (bbolt panics on a zeroed page) gives ErrMirrorStateCorrupt,
+// never a panic, and may simply be deleted.
+//
 // # Reading back
 //
 // Rebuild finds every segment of a log by owner through GraphQL (pages of
@@ -70,6 +93,47 @@
 // RSA modulus is the address), each segment's Merkle root and head hash, and
 // the continuity between segments, names missing ranges with *GapError and
 // yields records in seq order.
+//
+// Forks: every valid segment the chain does not use is checked against the
+// chain when the chain reaches the segment's last seq; a different head
+// hash there (confirmed by fetching and decoding that segment) means two
+// histories were uploaded for the same seqs. Rebuild then returns a
+// *ForkError (ErrForked) naming both transactions, their ranges and the
+// seqs they share, instead of silently picking the longer one. Records
+// before the point of detection may already have been yielded; the caller
+// discards them. RebuildOptions.Branch names a transaction whose history to
+// follow: segments overlapping it are set aside, as are later segments that
+// contradict the chain through it or that only continue the set-aside
+// branch (after the hole its removal leaves, or failing to link to the
+// chosen head); RebuildResult.SetAside lists them all.
+//
+// # Hostile or broken gateways
+//
+// A gateway is not trusted for liveness or size either. Every call is
+// bounded:
+//
+//   - Time: each attempt by Options.RequestTimeout (covering the body, so a
+//     slow drip or a body that stops halfway ends there), each call with
+//     all its retries by Options.CallTimeout, and optionally a whole Push or
+//     Rebuild by SyncConfig.Timeout / RebuildOptions.Timeout. Running out
+//     gives ErrTimeout naming the bound that ended it.
+//   - Size: bodies are read through a limit, never whole into an unbounded
+//     buffer. API answers are capped by Options.MaxResponseBytes, FetchData
+//     by Options.MaxDataBytes, and Rebuild fetches a segment up to its
+//     transaction's data size (when reported and under the cap) or
+//     RebuildOptions.MaxSegmentBytes (default MaxSegmentSize, one record of
+//     MaxRecordSize). A declared Content-Length over the bound fails before
+//     reading; a longer stream fails at the bound (ErrTooLarge, not
+//     retried); a body shorter than its Content-Length is retried as a
+//     truncation.
+//   - Pages: FindTxs stops with ErrPagination (and ErrGraphQL) when a
+//     cursor repeats, a page brings no transaction not seen before, or the
+//     page budget is spent (TxQuery.MaxPages, else Options.MaxPages, default
+//     1000). Push derives its budget from its head: 10 + 2 pages per 100
+//     seqs, at least 100 (SyncConfig.MaxPages overrides). Entries no
+//     Arweave transaction could be (bad id, oversized tags or owner key)
+//     are not kept, so the list a hostile gateway can make FindTxs hold is
+//     bounded per entry as well as in count.
 //
 // # Uploads
 //

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 // GapError names seqs no valid segment on the gateway covers.
@@ -48,6 +49,51 @@ func (e *TxRejectedError) Unwrap() error { return e.Err }
 // not link to the previous one: its prev hash or first seq disagrees.
 var ErrContinuity = errors.New("arweave: segment does not continue the chain")
 
+var (
+	// ErrForked is returned (inside a *ForkError) when the gateway holds two
+	// valid segments of the log that disagree about the same seqs: two
+	// devices (or a log cut and regrown) uploaded different histories.
+	ErrForked = errors.New("arweave: the mirrored log is forked")
+	// ErrBranchNotFound is returned when RebuildOptions.Branch names no
+	// segment of the log.
+	ErrBranchNotFound = errors.New("arweave: branch transaction is not a segment of this log")
+)
+
+// Branch names one side of a fork: a segment transaction and its range.
+type Branch struct {
+	TxID        string
+	First, Last uint64
+	HeadHash    Hash
+}
+
+func (b Branch) String() string {
+	return fmt.Sprintf("tx %s (seqs %d..%d, head %x)", b.TxID, b.First, b.Last, b.HeadHash[:8])
+}
+
+// ForkError reports two valid segments that disagree: the divergence lies
+// within From..To (the seqs they share). Branches[0] is the segment the
+// chain had followed, Branches[1] the one that contradicts it. It unwraps to
+// ErrForked.
+type ForkError struct {
+	From, To uint64
+	Branches []Branch
+}
+
+func (e *ForkError) Error() string {
+	parts := make([]string, len(e.Branches))
+	for i, b := range e.Branches {
+		parts[i] = b.String()
+	}
+	return fmt.Sprintf("%v: seqs %d..%d differ between %s; choose the branch to follow (RebuildOptions.Branch)",
+		ErrForked, e.From, e.To, strings.Join(parts, " and "))
+}
+
+func (e *ForkError) Unwrap() error { return ErrForked }
+
+func branchOf(c candidate) Branch {
+	return Branch{TxID: c.tx.ID, First: c.meta.FirstSeq, Last: c.meta.LastSeq, HeadHash: c.meta.HeadHash}
+}
+
 // RebuildOptions configures Rebuild.
 type RebuildOptions struct {
 	Client *Client
@@ -67,6 +113,52 @@ type RebuildOptions struct {
 	Concurrency int
 	// Progress, if set, is called after each segment.
 	Progress func(RebuildProgress)
+	// Branch, when the log is forked, is the transaction id of a segment
+	// whose chain to follow: segments overlapping it are set aside, as are
+	// segments that contradict the chain through it, and the rebuild ends
+	// where nothing continues that chain. Empty: a fork is an error.
+	Branch string
+	// MaxSegmentBytes bounds each segment fetched (default MaxSegmentSize);
+	// a transaction whose data size is known is read up to that size only.
+	MaxSegmentBytes int64
+	// MaxPages bounds the GraphQL pages of the segment search (0: the
+	// client's Options.MaxPages).
+	MaxPages int
+	// Timeout, if set, bounds the whole rebuild; running out fails with
+	// ErrTimeout. Each gateway call is bounded by the client's options
+	// regardless.
+	Timeout time.Duration
+}
+
+// MaxSegmentSize is the largest segment a Syncer can produce with the
+// default segment cap: one record of MaxRecordSize (a segment is cut before
+// the cap, but a single record larger than the cap gets a segment of its
+// own).
+const MaxSegmentSize = SegmentHeaderSize + recordLenSize + MaxRecordSize
+
+// withBudget bounds ctx by d (when d > 0). The returned func turns an error
+// caused by that bound, and not by the parent, into one wrapping ErrTimeout.
+func withBudget(ctx context.Context, d time.Duration, what string) (context.Context, context.CancelFunc, func(error) error) {
+	if d <= 0 {
+		return ctx, func() {}, func(err error) error { return err }
+	}
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, d)
+	return ctx, cancel, func(err error) error {
+		if err != nil && ctx.Err() != nil && parent.Err() == nil && !errors.Is(err, ErrTimeout) {
+			return fmt.Errorf("%s: %w: time budget of %s spent: %w", what, ErrTimeout, d, err)
+		}
+		return err
+	}
+}
+
+// fetchLimit is the read bound for candidate c: its declared data size when
+// the gateway reported one within the cap, else the cap.
+func (o RebuildOptions) fetchLimit(c candidate) int64 {
+	if c.tx.DataSize > 0 && c.tx.DataSize < o.MaxSegmentBytes {
+		return c.tx.DataSize
+	}
+	return o.MaxSegmentBytes
 }
 
 // RebuildProgress reports a rebuild in flight.
@@ -84,6 +176,9 @@ type RebuildResult struct {
 	Found      int  // transactions GraphQL returned
 	Duplicates int  // dropped as the same range and head hash
 	Pending    int  // segments used that are not yet mined
+	// SetAside lists the segments left out because they belong to another
+	// branch than RebuildOptions.Branch.
+	SetAside []Branch
 }
 
 type candidate struct {
@@ -145,8 +240,13 @@ func plan(cands []candidate, from uint64) (chosen [][]candidate, gaps []GapError
 // all gives a zero result and nil error (check res.Found). Segments from
 // From onwards are used whether mined or pending (res.Pending counts the
 // latter).
-func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (RebuildResult, error) {
-	var res RebuildResult
+func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (res RebuildResult, err error) {
+	ctx, cancelBudget, budgetErr := withBudget(ctx, opt.Timeout, "rebuild")
+	defer cancelBudget()
+	defer func() { err = budgetErr(err) }()
+	if opt.MaxSegmentBytes <= 0 {
+		opt.MaxSegmentBytes = MaxSegmentSize
+	}
 	if opt.Client == nil || opt.Owner == "" {
 		return res, errors.New("rebuild: Client and Owner are required")
 	}
@@ -156,7 +256,7 @@ func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (Re
 	if opt.Concurrency <= 0 {
 		opt.Concurrency = 4
 	}
-	txs, err := opt.Client.FindSegments(ctx, opt.Owner, opt.LogID, KindSegment)
+	txs, err := opt.Client.FindSegmentsMax(ctx, opt.Owner, opt.LogID, KindSegment, opt.MaxPages)
 	if err != nil {
 		return res, fmt.Errorf("rebuild: %w", err)
 	}
@@ -188,7 +288,67 @@ func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (Re
 		seen[k] = true
 		cands = append(cands, candidate{tx: t, meta: m})
 	}
+	var branchID string // the kept candidate standing for opt.Branch
+	var branchLast uint64
+	branchUsed := false // the chain has gone through it
+	if opt.Branch != "" {
+		var bk *candidate
+		for i := range cands {
+			if cands[i].tx.ID == opt.Branch {
+				bk = &cands[i]
+			}
+		}
+		if bk == nil {
+			// A dropped duplicate stands for the kept one.
+			for _, t := range txs {
+				if m, err := ParseTags(t.Tags); err == nil && t.ID == opt.Branch {
+					for i := range cands {
+						if cands[i].meta.FirstSeq == m.FirstSeq && cands[i].meta.LastSeq == m.LastSeq && cands[i].meta.HeadHash == m.HeadHash {
+							bk = &cands[i]
+						}
+					}
+				}
+			}
+		}
+		if bk == nil {
+			return res, fmt.Errorf("rebuild: %w: %s", ErrBranchNotFound, opt.Branch)
+		}
+		b := *bk
+		branchID, branchLast = b.tx.ID, b.meta.LastSeq
+		kept := cands[:0:0]
+		for _, c := range cands {
+			if c.tx.ID != b.tx.ID && c.meta.FirstSeq <= b.meta.LastSeq && b.meta.FirstSeq <= c.meta.LastSeq {
+				res.SetAside = append(res.SetAside, branchOf(c))
+				continue
+			}
+			kept = append(kept, c)
+		}
+		cands = kept
+	}
+	// A segment the chain does not use is checked against the chain when the
+	// chain reaches its last seq: a different head hash there is a fork.
+	byLast := map[uint64][]candidate{}
+	for _, c := range cands {
+		byLast[c.meta.LastSeq] = append(byLast[c.meta.LastSeq], c)
+	}
 	chosen, gaps := plan(cands, opt.From)
+	if branchID != "" && len(gaps) > 0 && gaps[0].From > branchLast && coveredBy(res.SetAside, gaps[0].From, gaps[0].To) {
+		// The hole is where the set-aside branch was: the chosen branch
+		// ends before it, and what follows continues the other one.
+		cut := len(chosen)
+		for i, st := range chosen {
+			if st[0].meta.FirstSeq > gaps[0].From {
+				cut = i
+				break
+			}
+		}
+		for _, st := range chosen[cut:] {
+			for _, c := range st {
+				res.SetAside = append(res.SetAside, branchOf(c))
+			}
+		}
+		chosen, gaps = chosen[:cut], nil
+	}
 	res.TotalSegments = len(chosen)
 	var gapErr *GapError
 	if len(gaps) > 0 {
@@ -227,10 +387,10 @@ func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (Re
 			case <-ctx.Done():
 				return
 			}
-			go func(i int, id string) {
-				d, err := opt.Client.FetchData(ctx, id)
+			go func(i int, c candidate) {
+				d, err := opt.Client.FetchDataLimit(ctx, c.tx.ID, opt.fetchLimit(c))
 				results[i] <- fetched{d, err}
-			}(i, st[0].tx.ID)
+			}(i, st[0])
 		}
 	}()
 
@@ -249,7 +409,7 @@ func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (Re
 		for j, c := range step {
 			data, ferr := f.data, f.err
 			if j > 0 { // alternates are fetched only when needed
-				data, ferr = opt.Client.FetchData(ctx, c.tx.ID)
+				data, ferr = opt.Client.FetchDataLimit(ctx, c.tx.ID, opt.fetchLimit(c))
 			}
 			if ferr != nil {
 				if ctx.Err() != nil {
@@ -263,7 +423,7 @@ func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (Re
 			s, verr := verifySegment(data, c.meta, opt.LogID, next, prevHash)
 			if verr != nil {
 				// One more fetch in case the bytes were damaged in transit.
-				if data2, ferr2 := opt.Client.FetchData(ctx, c.tx.ID); ferr2 == nil {
+				if data2, ferr2 := opt.Client.FetchDataLimit(ctx, c.tx.ID, opt.fetchLimit(c)); ferr2 == nil {
 					s, verr = verifySegment(data2, c.meta, opt.LogID, next, prevHash)
 					data = data2
 				}
@@ -279,10 +439,24 @@ func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (Re
 			break
 		}
 		if seg == nil {
+			var rej *TxRejectedError
+			if branchUsed && errors.As(firstErr, &rej) && errors.Is(firstErr, ErrContinuity) {
+				// Nothing continues the chosen branch: what follows is the
+				// other branch's continuation.
+				for _, st := range chosen[i:] {
+					for _, c := range st {
+						res.SetAside = append(res.SetAside, branchOf(c))
+					}
+				}
+				break
+			}
 			return res, firstErr
 		}
 		if used.tx.Pending {
 			res.Pending++
+		}
+		if opt.Branch != "" && used.tx.ID == branchID {
+			branchUsed = true
 		}
 		for _, r := range seg.Records {
 			if r.Seq < next {
@@ -297,6 +471,23 @@ func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (Re
 				return res, err
 			}
 			prevHash = r.Hash()
+			for _, c := range byLast[r.Seq] {
+				if c.tx.ID == used.tx.ID || c.meta.HeadHash == prevHash {
+					continue
+				}
+				fork, err := confirmFork(ctx, opt, c)
+				if err != nil {
+					return res, err
+				}
+				if !fork {
+					continue
+				}
+				if opt.Branch != "" {
+					res.SetAside = append(res.SetAside, branchOf(c))
+					continue
+				}
+				return res, &ForkError{From: max(c.meta.FirstSeq, opt.From), To: c.meta.LastSeq, Branches: []Branch{branchOf(used), branchOf(c)}}
+			}
 			next = r.Seq + 1
 			res.Records++
 			res.LastSeq = r.Seq
@@ -311,6 +502,44 @@ func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (Re
 		return res, gapErr
 	}
 	return res, nil
+}
+
+// coveredBy reports whether the ranges of bs cover every seq from..to.
+func coveredBy(bs []Branch, from, to uint64) bool {
+	bs = append([]Branch(nil), bs...)
+	sort.Slice(bs, func(i, j int) bool { return bs[i].First < bs[j].First })
+	next := from
+	for _, b := range bs {
+		if b.First > next {
+			break
+		}
+		if b.Last >= next {
+			next = b.Last + 1
+		}
+		if next > to {
+			return true
+		}
+	}
+	return next > to
+}
+
+// confirmFork fetches c, whose head hash contradicts the chain, and reports
+// whether it is a valid segment (a real fork) rather than damaged data or
+// tags that disagree with its bytes (which the chain never needed).
+func confirmFork(ctx context.Context, opt RebuildOptions, c candidate) (bool, error) {
+	data, err := opt.Client.FetchDataLimit(ctx, c.tx.ID, opt.fetchLimit(c))
+	if err != nil {
+		if ctx.Err() != nil {
+			return false, fmt.Errorf("rebuild: %w", err)
+		}
+		return false, fmt.Errorf("rebuild: segment %d..%d (tx %s) contradicts the chain and cannot be fetched to confirm a fork: %w",
+			c.meta.FirstSeq, c.meta.LastSeq, c.tx.ID, err)
+	}
+	seg, err := DecodeSegment(data)
+	if err != nil || seg.LogID != opt.LogID || seg.FirstSeq != c.meta.FirstSeq || seg.LastSeq != c.meta.LastSeq || seg.HeadHash != c.meta.HeadHash {
+		return false, nil
+	}
+	return true, nil
 }
 
 // verifySegment decodes data and checks it against its tags, the log id and

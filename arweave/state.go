@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // SegStatus is a mirrored segment's lifecycle state.
@@ -54,34 +56,116 @@ var (
 	// ErrStateOverlap is returned when a segment would overlap one already
 	// recorded with a different range.
 	ErrStateOverlap = errors.New("arweave: segment overlaps mirror state")
+	// ErrMirrorStateCorrupt is returned when the mirror state file is
+	// damaged (bbolt panicked or an entry does not decode). The file is
+	// derived data: deleting it is safe, the next push re-adopts what the
+	// gateway holds.
+	ErrMirrorStateCorrupt = errors.New("arweave: mirror state file is corrupt (it is derived data: delete it and the next push re-adopts what the gateway holds)")
 )
 
 var bucketSegments = []byte("segments")
 
 // State is the mirror state, a bbolt file. It is derived data: deleting it
 // is safe (Syncer re-adopts what GraphQL shows). Safe for concurrent use.
+//
+// bbolt panics on damaged pages (a zeroed page fails its page-id
+// assertion). Every access recovers such a panic and returns
+// ErrMirrorStateCorrupt; once that happened the State refuses further use,
+// since bbolt's in-memory view can no longer be trusted.
 type State struct {
-	db *bolt.DB
+	db   *bolt.DB
+	path string
+
+	mu      sync.Mutex
+	corrupt error // set after bbolt panicked
 }
 
-// OpenState opens (creating if needed) the mirror state at path.
-func OpenState(path string) (*State, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+// corruptError wraps a recovered bbolt panic (or a bad entry).
+func corruptError(path string, cause any) error {
+	return fmt.Errorf("%w: %s: %v", ErrMirrorStateCorrupt, path, cause)
+}
+
+// OpenState opens (creating if needed) the mirror state at path. A damaged
+// file gives ErrMirrorStateCorrupt, never a panic: opening reads every entry
+// once so that a bad page is found here rather than halfway through a push.
+func OpenState(path string) (st *State, err error) {
+	var db *bolt.DB
+	defer func() {
+		if r := recover(); r != nil {
+			if db != nil {
+				// Close may itself trip on the damage; the error is
+				// already the one to report.
+				func() {
+					defer func() { _ = recover() }()
+					_ = db.Close()
+				}()
+			}
+			st, err = nil, fmt.Errorf("open mirror state: %w", corruptError(path, r))
+		}
+	}()
+	db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
 	if err != nil {
+		if errors.Is(err, bolterrors.ErrInvalid) || errors.Is(err, bolterrors.ErrChecksum) || errors.Is(err, bolterrors.ErrVersionMismatch) {
+			err = corruptError(path, err)
+		}
 		return nil, fmt.Errorf("open mirror state %s: %w", path, err)
 	}
 	if err := db.Update(func(tx *bolt.Tx) error {
-		_, err := tx.CreateBucketIfNotExists(bucketSegments)
-		return err
+		b, err := tx.CreateBucketIfNotExists(bucketSegments)
+		if err != nil {
+			return err
+		}
+		return b.ForEach(func(k, v []byte) error {
+			var seg SegmentState
+			if len(k) != 24 || json.Unmarshal(v, &seg) != nil {
+				return corruptError(path, fmt.Sprintf("bad entry %x", k))
+			}
+			return nil
+		})
 	}); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open mirror state %s: %w", path, err)
 	}
-	return &State{db: db}, nil
+	return &State{db: db, path: path}, nil
 }
 
 // Close closes the state file.
-func (s *State) Close() error { return s.db.Close() }
+func (s *State) Close() (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("close mirror state: %w", corruptError(s.path, r))
+		}
+	}()
+	return s.db.Close()
+}
+
+// guard runs fn (one bbolt transaction), turning a bbolt panic into
+// ErrMirrorStateCorrupt and refusing all use after one.
+func (s *State) guard(fn func() error) (err error) {
+	s.mu.Lock()
+	bad := s.corrupt
+	s.mu.Unlock()
+	if bad != nil {
+		return bad
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = corruptError(s.path, r)
+			s.mu.Lock()
+			s.corrupt = err
+			s.mu.Unlock()
+		}
+	}()
+	return fn()
+}
+
+func (s *State) view(fn func(*bolt.Tx) error) error {
+	return s.guard(func() error { return s.db.View(fn) })
+}
+
+func (s *State) updateTx(fn func(*bolt.Tx) error) error {
+	return s.guard(func() error { return s.db.Update(fn) })
+}
 
 func segKey(logID [16]byte, first uint64) []byte {
 	k := make([]byte, 24)
@@ -101,7 +185,7 @@ func (s *State) Put(seg SegmentState) error {
 	if err != nil {
 		return fmt.Errorf("put segment: %w", err)
 	}
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.updateTx(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketSegments)
 		c := b.Cursor()
 		sameLog := func(k []byte) bool { return k != nil && string(k[:16]) == string(seg.LogID[:]) }
@@ -145,18 +229,21 @@ func (s *State) Put(seg SegmentState) error {
 // Get returns the segment of logID starting at first.
 func (s *State) Get(logID [16]byte, first uint64) (SegmentState, error) {
 	var seg SegmentState
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		v := tx.Bucket(bucketSegments).Get(segKey(logID, first))
 		if v == nil {
 			return fmt.Errorf("get segment %d: %w", first, ErrStateNotFound)
 		}
-		return json.Unmarshal(v, &seg)
+		if err := json.Unmarshal(v, &seg); err != nil {
+			return corruptError(s.path, err)
+		}
+		return nil
 	})
 	return seg, err
 }
 
 func (s *State) update(logID [16]byte, first uint64, fn func(*SegmentState)) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.updateTx(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketSegments)
 		k := segKey(logID, first)
 		v := b.Get(k)
@@ -165,7 +252,7 @@ func (s *State) update(logID [16]byte, first uint64, fn func(*SegmentState)) err
 		}
 		var seg SegmentState
 		if err := json.Unmarshal(v, &seg); err != nil {
-			return fmt.Errorf("update segment %d: %w", first, err)
+			return fmt.Errorf("update segment %d: %w", first, corruptError(s.path, err))
 		}
 		fn(&seg)
 		seg.Updated = time.Now().UTC()
@@ -204,7 +291,7 @@ func (s *State) MarkConfirmed(logID [16]byte, first uint64, height int64) error 
 
 // Delete forgets a segment (e.g. a posting that the gateway never saw).
 func (s *State) Delete(logID [16]byte, first uint64) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.updateTx(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketSegments).Delete(segKey(logID, first))
 	})
 }
@@ -212,12 +299,12 @@ func (s *State) Delete(logID [16]byte, first uint64) error {
 // Segments returns the segments of logID ordered by first seq.
 func (s *State) Segments(logID [16]byte) ([]SegmentState, error) {
 	var out []SegmentState
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketSegments).Cursor()
 		for k, v := c.Seek(segKey(logID, 0)); k != nil && string(k[:16]) == string(logID[:]); k, v = c.Next() {
 			var seg SegmentState
 			if err := json.Unmarshal(v, &seg); err != nil {
-				return fmt.Errorf("read segment: %w", err)
+				return fmt.Errorf("read segment: %w", corruptError(s.path, err))
 			}
 			out = append(out, seg)
 		}

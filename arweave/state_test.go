@@ -2,6 +2,7 @@ package arweave
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"testing"
 )
@@ -82,5 +83,73 @@ func TestStateRejectsOverlap(t *testing.T) {
 		if err := st.Put(SegmentState{LogID: testLogID, FirstSeq: r[0], LastSeq: r[1]}); err != nil {
 			t.Errorf("%v: %v", r, err)
 		}
+	}
+}
+
+// TestStateZeroedPageIsErrorNotPanic: a mirror.db with a zeroed page made
+// status and sync push panic inside bbolt. Every page is zeroed in turn;
+// each operation must either work (bbolt has two meta pages) or return
+// ErrMirrorStateCorrupt.
+func TestStateZeroedPageIsErrorNotPanic(t *testing.T) {
+	const ps = 4096
+	corrupt := 0
+	for pg := 0; ; pg++ {
+		p := filepath.Join(t.TempDir(), "mirror.db")
+		st, err := OpenState(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := uint64(0); i < 60; i++ {
+			if err := st.Put(SegmentState{LogID: testLogID, FirstSeq: i*10 + 1, LastSeq: i*10 + 10, TxID: "tx", Status: StatusSubmitted}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (pg+1)*ps > len(b) {
+			break
+		}
+		copy(b[pg*ps:(pg+1)*ps], make([]byte, ps))
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		check := func(op string, err error) {
+			t.Helper()
+			if err != nil && !errors.Is(err, ErrMirrorStateCorrupt) {
+				t.Errorf("page %d zeroed: %s: %v, want nil or ErrMirrorStateCorrupt", pg, op, err)
+			}
+			if err != nil {
+				corrupt++
+			}
+		}
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("page %d zeroed: panic: %v", pg, r)
+				}
+			}()
+			st, err := OpenState(p)
+			check("open", err)
+			if err != nil {
+				return
+			}
+			defer st.Close()
+			_, err = st.Summary(testLogID)
+			check("summary", err)
+			_, err = st.Get(testLogID, 1)
+			check("get", err)
+			err = st.Put(SegmentState{LogID: testLogID, FirstSeq: 1001, LastSeq: 1002})
+			check("put", err)
+			check("mark", st.MarkConfirmed(testLogID, 1, 5))
+			check("delete", st.Delete(testLogID, 11))
+		}()
+	}
+	if corrupt == 0 {
+		t.Fatal("no zeroed page was reported as corrupt")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 )
 
 // RecordSource yields the log's records with seq >= from in seq order,
@@ -26,6 +27,15 @@ type SyncConfig struct {
 	BatchBytes int
 	// Progress, if set, is called after each batch and at the end.
 	Progress func(SyncProgress)
+	// MaxPages bounds the GraphQL pages of the scan for segments already on
+	// the gateway. 0 derives it from the push: 10 + 2 pages per 100 seqs up
+	// to head (room for one segment per seq, twice over), at least 100 so
+	// that a log far behind the mirror still sees the mirror's segments and
+	// is refused as diverged.
+	MaxPages int
+	// Timeout, if set, bounds a whole Push; running out fails with
+	// ErrTimeout (postings already recorded are resolved by the next Push).
+	Timeout time.Duration
 }
 
 // SyncProgress reports a push in flight.
@@ -71,23 +81,128 @@ func NewSyncer(cfg SyncConfig) (*Syncer, error) {
 
 var errStop = errors.New("stop")
 
-// recordAt returns the record with seq.
-func (s *Syncer) recordAt(seq uint64) (Record, error) {
-	var got Record
-	found := false
-	err := s.cfg.Records(seq, func(r Record) error {
-		if r.Seq == seq {
-			got, found = r, true
+// ErrDiverged is returned (inside a *DivergedError) when the local log no
+// longer agrees with what is mirrored on Arweave: the event at a mirrored
+// seq has another hash locally, the local log ends before a mirrored seq,
+// or the gateway already holds segments of another history for seqs this
+// push would upload. Pushing would fork the permanent mirror.
+var ErrDiverged = errors.New("arweave: local log diverged from the Arweave mirror")
+
+// DivergedError names where the local log and the mirror disagree. It
+// unwraps to ErrDiverged.
+type DivergedError struct {
+	Seq          uint64 // seq at which they disagree
+	LocalHead    uint64 // head seq the push was asked to mirror
+	LocalHash    Hash   // local event hash at Seq; zero when the local log does not reach Seq
+	MirroredHash Hash   // hash the mirror holds for Seq
+	TxID         string // transaction holding the mirrored event
+	First, Last  uint64 // that transaction's seq range
+}
+
+func (e *DivergedError) Error() string {
+	if e.LocalHash == (Hash{}) {
+		return fmt.Sprintf("%v: Arweave holds seq %d (hash %x, segment %d..%d, tx %s) but the local log ends at seq %d; "+
+			"new local events would reuse mirrored seqs (rebuild from Arweave, or start a new log)",
+			ErrDiverged, e.Seq, e.MirroredHash[:8], e.First, e.Last, e.TxID, e.LocalHead)
+	}
+	return fmt.Sprintf("%v: seq %d has hash %x locally but %x on Arweave (segment %d..%d, tx %s); "+
+		"the local log is another history than the mirror (a cut and regrown log, or a device restored from an older backup)",
+		ErrDiverged, e.Seq, e.LocalHash[:8], e.MirroredHash[:8], e.First, e.Last, e.TxID)
+}
+
+func (e *DivergedError) Unwrap() error { return ErrDiverged }
+
+// lookup returns the record with seq; ok is false when the log does not
+// reach seq.
+func (s *Syncer) lookup(seq uint64) (r Record, ok bool, err error) {
+	err = s.cfg.Records(seq, func(rec Record) error {
+		if rec.Seq == seq {
+			r, ok = rec, true
 		}
 		return errStop
 	})
 	if err != nil && !errors.Is(err, errStop) {
-		return Record{}, fmt.Errorf("read record %d: %w", seq, err)
+		return Record{}, false, fmt.Errorf("read record %d: %w", seq, err)
 	}
-	if !found {
-		return Record{}, fmt.Errorf("read record %d: not in the log", seq)
+	return r, ok, nil
+}
+
+// recordAt returns the record with seq.
+func (s *Syncer) recordAt(seq uint64) (Record, error) {
+	r, ok, err := s.lookup(seq)
+	if err == nil && !ok {
+		err = fmt.Errorf("read record %d: not in the log", seq)
 	}
-	return got, nil
+	return r, err
+}
+
+// checkMirrored returns a *DivergedError unless the local event at seq
+// hashes to mirrored (a segment's head hash). The log chains every event to
+// its predecessor, so agreement at a segment head vouches for every seq
+// before it.
+func (s *Syncer) checkMirrored(seq, head uint64, mirrored Hash, txID string, first, last uint64) error {
+	r, ok, err := s.lookup(seq)
+	if err != nil {
+		return err
+	}
+	if ok && r.Hash() == mirrored {
+		return nil
+	}
+	de := &DivergedError{Seq: seq, LocalHead: head, MirroredHash: mirrored, TxID: txID, First: first, Last: last}
+	if ok {
+		de.LocalHash = r.Hash()
+	}
+	return de
+}
+
+// checkCovered verifies the local log against the mirror state at the
+// covered seq, before anything is claimed or uploaded.
+func (s *Syncer) checkCovered(sum MirrorSummary, head uint64) error {
+	if sum.CoveredSeq == 0 {
+		return nil
+	}
+	segs, err := s.cfg.State.Segments(s.cfg.LogID)
+	if err != nil {
+		return err
+	}
+	var seg SegmentState
+	for _, sg := range segs {
+		if sg.LastSeq == sum.CoveredSeq {
+			seg = sg
+		}
+	}
+	return s.checkMirrored(sum.CoveredSeq, head, sum.CoveredHash, seg.TxID, seg.FirstSeq, seg.LastSeq)
+}
+
+// checkRemote refuses when the gateway holds a segment past the covered
+// prefix that is not this log's history: its head hash differs from the
+// local event at its last seq, or the local log does not reach it.
+// Uploading the local range then would fork the mirror.
+func (s *Syncer) checkRemote(byFirst map[uint64][]TxInfo, covered, head uint64) error {
+	var beyond []TxInfo
+	for _, l := range byFirst {
+		for _, t := range l {
+			if m, err := ParseTags(t.Tags); err == nil && m.LastSeq > covered {
+				beyond = append(beyond, t)
+			}
+		}
+	}
+	// Report the lowest conflict, whatever the gateway's order.
+	sort.Slice(beyond, func(i, j int) bool {
+		mi, _ := ParseTags(beyond[i].Tags)
+		mj, _ := ParseTags(beyond[j].Tags)
+		if mi.LastSeq != mj.LastSeq {
+			return mi.LastSeq < mj.LastSeq
+		}
+		return beyond[i].ID < beyond[j].ID
+	})
+	for _, t := range beyond {
+		m, _ := ParseTags(t.Tags)
+		if err := s.checkMirrored(m.LastSeq, head, m.HeadHash, t.ID, m.FirstSeq, m.LastSeq); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // resolvePostings settles segments left in status posting by an earlier
@@ -129,8 +244,12 @@ type rangeKey struct {
 }
 
 // remoteSegments lists this wallet's segments of the log on the gateway.
-func (s *Syncer) remoteSegments(ctx context.Context) (map[uint64][]TxInfo, map[rangeKey]TxInfo, error) {
-	txs, err := s.c.FindSegments(ctx, s.c.Wallet().Address(), s.cfg.LogID, KindSegment)
+func (s *Syncer) remoteSegments(ctx context.Context, head uint64) (map[uint64][]TxInfo, map[rangeKey]TxInfo, error) {
+	pages := s.cfg.MaxPages
+	if pages <= 0 {
+		pages = max(100, 10+2*int(min((head+pageSize-1)/pageSize, 1<<20)))
+	}
+	txs, err := s.c.FindSegmentsMax(ctx, s.c.Wallet().Address(), s.cfg.LogID, KindSegment, pages)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -182,8 +301,10 @@ func (s *Syncer) adopt(t TxInfo, prev Hash) (SegmentState, error) {
 // matching segments already on the gateway, then cuts and uploads the rest
 // in seq order. A segment is marked submitted only after the gateway
 // accepted it.
-func (s *Syncer) Push(ctx context.Context, head uint64) (SyncResult, error) {
-	var res SyncResult
+func (s *Syncer) Push(ctx context.Context, head uint64) (res SyncResult, err error) {
+	ctx, cancelBudget, budgetErr := withBudget(ctx, s.cfg.Timeout, "sync push")
+	defer cancelBudget()
+	defer func() { err = budgetErr(err) }()
 	res.HeadSeq = head
 	report := func() {
 		if s.cfg.Progress != nil {
@@ -200,6 +321,9 @@ func (s *Syncer) Push(ctx context.Context, head uint64) (SyncResult, error) {
 		return res, fmt.Errorf("sync push: %w", err)
 	}
 	covered, coveredHash := sum.CoveredSeq, sum.CoveredHash
+	if err := s.checkCovered(sum, head); err != nil {
+		return res, fmt.Errorf("sync push: %w", err)
+	}
 	res.CoveredSeq = covered
 	if covered >= head {
 		report()
@@ -208,7 +332,7 @@ func (s *Syncer) Push(ctx context.Context, head uint64) (SyncResult, error) {
 	if err := s.dropBeyond(covered); err != nil {
 		return res, fmt.Errorf("sync push: %w", err)
 	}
-	byFirst, exact, err := s.remoteSegments(ctx)
+	byFirst, exact, err := s.remoteSegments(ctx, head)
 	if err != nil {
 		return res, fmt.Errorf("sync push: scan gateway: %w", err)
 	}
@@ -240,6 +364,9 @@ func (s *Syncer) Push(ctx context.Context, head uint64) (SyncResult, error) {
 		if !adopted {
 			break
 		}
+	}
+	if err := s.checkRemote(byFirst, covered, head); err != nil {
+		return res, fmt.Errorf("sync push: %w", err)
 	}
 	res.CoveredSeq = covered
 	if covered >= head {

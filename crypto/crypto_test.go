@@ -148,3 +148,36 @@ func TestWallet(t *testing.T) {
 		t.Fatalf("bad jwk: %v", err)
 	}
 }
+
+// A mistyped recovery code is almost the key: no error may repeat it.
+func TestLoadKeyArgNeverEchoesKeyMaterial(t *testing.T) {
+	kr, err := NewKeyring()
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := kr.RecoveryCode()
+	typo := []byte(code)
+	i := len(typo) / 2
+	if typo[i] == 'A' {
+		typo[i] = 'B'
+	} else {
+		typo[i] = 'A'
+	}
+	for _, arg := range []string{string(typo), strings.ToLower(string(typo)), string(typo)[len(recoveryPrefix):]} {
+		_, err := LoadKeyArg(arg)
+		if err == nil {
+			t.Fatalf("a mistyped code was accepted")
+		}
+		msg := strings.ToUpper(strings.ReplaceAll(err.Error(), "-", ""))
+		bare := strings.ToUpper(strings.ReplaceAll(arg[strings.Index(strings.ToUpper(arg), "UCL1-")+1:], "-", ""))
+		for j := 0; j+8 <= len(bare); j++ {
+			if strings.Contains(msg, bare[j:j+8]) {
+				t.Fatalf("error repeats key material: %v", err)
+			}
+		}
+	}
+	got, err := LoadKeyArg(code)
+	if err != nil || got.Fingerprint() != kr.Fingerprint() {
+		t.Fatalf("good code: %v", err)
+	}
+}

@@ -4,8 +4,10 @@ import (
 	"encoding/base32"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/crc32"
+	"io/fs"
 	"os"
 	"sort"
 	"strings"
@@ -155,6 +157,20 @@ func LoadKeyring(path string) (*Keyring, error) {
 }
 
 const recoveryPrefix = "UCL1-"
+
+// LoadKeyArg reads a vault key given as a recovery code or as the path of a
+// key file. Its errors never repeat the argument when it looks like a code:
+// a mistyped code is almost the key.
+func LoadKeyArg(arg string) (*Keyring, error) {
+	if strings.HasPrefix(strings.ToUpper(strings.TrimSpace(arg)), recoveryPrefix) {
+		return ParseRecoveryCode(arg)
+	}
+	kr, err := LoadKeyring(arg)
+	if err != nil && errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("read vault key: %w: no such file, and not a recovery code (those start with %q)", ErrBadKeyFile, recoveryPrefix)
+	}
+	return kr, err
+}
 
 var b32 = base32.StdEncoding.WithPadding(base32.NoPadding)
 

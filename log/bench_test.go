@@ -154,3 +154,49 @@ func BenchmarkBytesPerEvent(b *testing.B) {
 		b.ReportMetric(float64(size)/n-512, "overhead-B/event")
 	}
 }
+
+// BenchmarkOpenLog: Open of a log of n events (~300-byte contents, written
+// with durability none for speed: only reads are measured). Open verifies
+// from the head mark on, so its cost must not grow with n; "full" opens the
+// same log without the mark (a log written before marks existed). 1M with
+// UCL_BENCH_100K=1.
+func BenchmarkOpenLog(b *testing.B) {
+	sizes := []int{10_000, 100_000}
+	if os.Getenv("UCL_BENCH_100K") != "" {
+		sizes = append(sizes, 1_000_000)
+	}
+	kr := testKeys(b)
+	for _, n := range sizes {
+		dir := filepath.Join(b.TempDir(), "log")
+		l := openT(b, dir, kr, Options{Durability: None})
+		content := strings.Repeat("lorem ipsum dolor sit amet ", 11)
+		batch := make([]Entry, 0, 4096)
+		for i := 0; i < n; i++ {
+			batch = append(batch, Entry{Body: &Store{Kind: KindConversation, Session: "s", Role: "user", Content: content}})
+			if len(batch) == cap(batch) || i == n-1 {
+				if _, err := l.AppendBatch(ctx, batch); err != nil {
+					b.Fatal(err)
+				}
+				batch = batch[:0]
+			}
+		}
+		l.Close()
+		for _, mode := range []string{"mark", "full"} {
+			b.Run(fmt.Sprintf("events=%d/%s", n, mode), func(b *testing.B) {
+				for i := 0; i < b.N; i++ {
+					if mode == "full" {
+						os.Remove(filepath.Join(dir, headMarkFile))
+					}
+					l, err := Open(dir, Options{Keys: kr})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if h, _ := l.Head(); h != uint64(n) {
+						b.Fatalf("head %d", h)
+					}
+					l.Close()
+				}
+			})
+		}
+	}
+}

@@ -3,6 +3,7 @@ package log
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/unlimitedcontext/ucl/internal/textutil"
 )
@@ -11,12 +12,17 @@ import (
 const DefaultChunkTokens = 400
 
 // Chunk splits a long store body (a document or a tool result) into chunks
-// of at most maxTokens estimated tokens (textutil.EstimateTokens), cutting at
-// paragraph, then sentence, then word boundaries. Each chunk keeps the
-// original's fields; ChunkID is parentID#i, ChunkParent is parentID and
-// ChunkIndex i. Content that fits in one chunk is returned unchanged (one
-// element, no chunk parent). Conversation turns are never split: a turn is a
-// unit of meaning, and the context assembler trims it instead.
+// of at most maxTokens estimated tokens (textutil.EstimateTokens). The
+// chunks are consecutive pieces of the content, byte for byte: joined in
+// order they are exactly the stored input, whitespace, indentation and line
+// ends included. Cuts fall at the best boundary that leaves a chunk at least
+// half full: a paragraph break, then a line end, then a sentence end, then a
+// space, and only inside an unbroken run of text at a character boundary.
+// Each chunk keeps the original's fields; ChunkID is parentID#i,
+// ChunkParent is parentID and ChunkIndex i. Content that fits in one chunk
+// is returned unchanged (one element, no chunk parent). Conversation turns
+// are never split: a turn is a unit of meaning, and the context assembler
+// trims it instead.
 func Chunk(s *Store, parentID string, maxTokens int) []*Store {
 	if maxTokens <= 0 {
 		maxTokens = DefaultChunkTokens
@@ -24,28 +30,7 @@ func Chunk(s *Store, parentID string, maxTokens int) []*Store {
 	if s.Kind == KindConversation || textutil.EstimateTokens(s.Content) <= maxTokens {
 		return []*Store{s}
 	}
-	var pieces []string
-	for _, para := range splitParagraphs(s.Content) {
-		pieces = append(pieces, splitToFit(para, maxTokens)...)
-	}
-	// Greedily pack pieces into chunks.
-	var chunks []string
-	cur := ""
-	for _, p := range pieces {
-		cand := p
-		if cur != "" {
-			cand = cur + "\n\n" + p
-		}
-		if cur != "" && textutil.EstimateTokens(cand) > maxTokens {
-			chunks = append(chunks, cur)
-			cur = p
-			continue
-		}
-		cur = cand
-	}
-	if cur != "" {
-		chunks = append(chunks, cur)
-	}
+	chunks := splitExact(s.Content, maxTokens)
 	out := make([]*Store, len(chunks))
 	for i, c := range chunks {
 		cp := *s
@@ -58,47 +43,105 @@ func Chunk(s *Store, parentID string, maxTokens int) []*Store {
 	return out
 }
 
-func splitParagraphs(s string) []string {
-	var out []string
-	for _, p := range strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n\n") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
+// Cut classes, best first.
+const (
+	cutNone = iota
+	cutRune
+	cutWord
+	cutSentence
+	cutLine
+	cutParagraph
+)
+
+// cutClass says how good a cut just before byte p of s is (p > 0).
+func cutClass(s string, p int) int {
+	prev := s[p-1]
+	if !utf8.RuneStart(s[p]) {
+		return cutNone
 	}
-	return out
+	if prev == '\n' {
+		// A paragraph break: two line ends with only blanks between.
+		for i := p - 2; i >= 0; i-- {
+			switch s[i] {
+			case '\n':
+				return cutParagraph
+			case ' ', '\t', '\r':
+				continue
+			}
+			break
+		}
+		return cutLine
+	}
+	if isBlank(prev) && !isBlank(s[p]) {
+		// After a run of blanks: a sentence end if the run follows . ! ?
+		i := p - 1
+		for i > 0 && isBlank(s[i]) {
+			i--
+		}
+		switch s[i] {
+		case '.', '!', '?':
+			return cutSentence
+		}
+		return cutWord
+	}
+	if isBlank(prev) || isBlank(s[p]) {
+		return cutNone // never inside a run of blanks
+	}
+	return cutRune
 }
 
-// splitToFit splits a paragraph that is too long at sentences, and a
-// sentence that is still too long at words.
-func splitToFit(p string, maxTokens int) []string {
-	if textutil.EstimateTokens(p) <= maxTokens {
-		return []string{p}
-	}
+func isBlank(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+
+// splitExact cuts s into consecutive pieces of at most maxTokens estimated
+// tokens (a piece may run over only by trailing blanks that would otherwise
+// form a piece of their own).
+func splitExact(s string, maxTokens int) []string {
 	var out []string
-	cur := ""
-	add := func(unit, sep string) {
-		cand := unit
-		if cur != "" {
-			cand = cur + sep + unit
+	for start := 0; start < len(s); {
+		if textutil.EstimateTokens(s[start:]) <= maxTokens || strings.TrimSpace(s[start:]) == "" {
+			out = append(out, s[start:])
+			break
 		}
-		if cur != "" && textutil.EstimateTokens(cand) > maxTokens {
-			out = append(out, cur)
-			cur = unit
-			return
+		// The longest prefix that fits: EstimateTokens grows with the
+		// prefix, and 4 bytes count at least one token.
+		lo, hi := start+1, min(len(s), start+4*maxTokens+4)
+		for lo < hi {
+			mid := (lo + hi + 1) / 2
+			if textutil.EstimateTokens(s[start:mid]) <= maxTokens {
+				lo = mid
+			} else {
+				hi = mid - 1
+			}
 		}
-		cur = cand
-	}
-	for _, sent := range textutil.Sentences(p) {
-		if textutil.EstimateTokens(sent) <= maxTokens {
-			add(sent, " ")
-			continue
+		limit := lo
+		// A chunk holds some text: never cut inside leading blanks.
+		first := start
+		for first < len(s) && isBlank(s[first]) {
+			first++
 		}
-		for _, w := range strings.Fields(sent) {
-			add(w, " ")
+		best, bestClass := 0, cutNone
+		for p := limit; p > first; p-- {
+			c := cutClass(s, p)
+			if c > bestClass {
+				best, bestClass = p, c
+				if c == cutParagraph {
+					break
+				}
+			}
+			if bestClass >= cutWord && p-start < (limit-start)/2 {
+				break // a better class this early would leave a small chunk
+			}
 		}
-	}
-	if cur != "" {
-		out = append(out, cur)
+		if best == 0 { // no boundary at all (blanks, then one rune over the limit)
+			_, n := utf8.DecodeRuneInString(s[first:])
+			best = first + n
+		}
+		// Trailing blanks that would be a piece of their own stay here.
+		if strings.TrimSpace(s[best:]) == "" {
+			best = len(s)
+		}
+		out = append(out, s[start:best])
+		start = best
 	}
 	return out
 }

@@ -66,6 +66,14 @@ func TestTornTail(t *testing.T) {
 			kr := testKeys(t)
 			l := openT(t, dir, kr, Options{})
 			appendN(t, l, 9)
+			l.Close()
+			// The head mark as it was before the last write: a tear can only
+			// hit a write that was never acknowledged.
+			mark, err := os.ReadFile(filepath.Join(dir, headMarkFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			l = openT(t, dir, kr, Options{})
 			// A big last entry so a sector can be zeroed inside it.
 			big := make([]byte, 3000)
 			for i := range big {
@@ -81,6 +89,14 @@ func TestTornTail(t *testing.T) {
 				t.Skip("layout")
 			}
 			if err := os.WriteFile(p, nb, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			// With the mark of the acknowledged last event, the same cut is
+			// a loss, not a tear: refused.
+			if _, err := Open(dir, Options{Keys: kr}); !errors.Is(err, ErrLost) {
+				t.Fatalf("open with the acknowledged event torn: %v", err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, headMarkFile), mark, 0o600); err != nil {
 				t.Fatal(err)
 			}
 			// NoRepair refuses and changes nothing.

@@ -25,6 +25,14 @@ func TestMain(m *testing.M) {
 		crashWriter(dir)
 		return
 	}
+	if dir := os.Getenv("UCL_BATCH_WRITER"); dir != "" {
+		batchWriter(dir)
+		return
+	}
+	if dir := os.Getenv("UCL_FSIZE_WRITER"); dir != "" {
+		fsizeWriter(dir)
+		return
+	}
 	os.Exit(m.Run())
 }
 

@@ -61,26 +61,88 @@
 // by tidwall as uvarint(length) ‖ data. tidwall/wal has no checksum, so ucl's
 // entry data is
 //
-//	raw ‖ CRC-32C(raw) (4 bytes, little-endian)
+//	raw ‖ CRC-32C(raw)    (4 bytes, little-endian)  the last entry of a write batch
+//	raw ‖ ^CRC-32C(raw)   (the bitwise complement)  every other entry of the batch
 //
 // The CRC catches torn writes and flipped bits, including in the last event,
 // whose hash nothing else covers yet; the hash chain catches everything else
 // (a replaced or reordered event). The CRC is not part of the hash and is not
-// mirrored.
+// mirrored. Its complement marks "more of this batch follows": one
+// AppendBatch (or one group commit, or one Import) is one WAL write whose
+// last entry alone carries the plain CRC, so a batch that spans segment
+// files and was cut short by a crash is recognisable and dropped whole.
+// Logs written before the mark existed have only final entries (batches of
+// one), and read as before.
+//
+// Beside the segments, the file HEAD records the newest acknowledged event:
+//
+//	"UCLHEAD\x01" (8) ‖ seq uint64 ‖ hash [32] ‖ flags u8 (bit 0: written
+//	under sync/group durability) ‖ CRC-32C of the preceding 49 bytes
+//
+// It is rewritten in place after every commit's write (and fsync) returns,
+// without its own fsync: a crash can leave it older than the segments, never
+// newer (under durability none, where nothing is fsynced, it is a hint).
 //
 // # Valid tail and repair
 //
 // An append is acknowledged only after its fsync (durability "sync" and
-// "group"). A crash can therefore leave, at the end of the LAST segment file
-// only, bytes of an unacknowledged write: an entry whose length runs past the
-// end of the file, a run of zero bytes, or a final entry with a bad CRC that
-// contains a zeroed 512-byte sector. Open cuts such a tail: the cut bytes are
-// copied aside into the store's corrupt/ directory, the file is truncated at
-// the last good entry and fsynced, and the log is re-verified. Anything else
-// (a bad entry followed by more data, a bad CRC without a torn sector, a
-// break in any segment but the last, a seq or prev that does not follow) is
-// corruption: Open refuses with a *CorruptionError naming the seq, the
-// segment file and the offset, and changes nothing.
+// "group"). A crash can therefore leave, at the end of the log only, bytes of
+// an unacknowledged write: an entry whose length runs past the end of the
+// last file, a run of zero bytes, a final entry with a bad CRC that contains
+// a zeroed 512-byte sector, and entries after the last final entry (a batch
+// whose end never reached the disk, possibly spanning several files). Open
+// cuts exactly that: the cut bytes are copied aside into the store's
+// corrupt/ directory, the files are truncated (later files removed) and
+// fsynced, the log is re-verified, and the cut is reported (Log.Repaired,
+// Options.Warn). Open refuses instead, with a *CorruptionError naming the
+// seq, the segment file and the offset, and changes nothing, when
+//   - the bytes after the break do not look torn (a bad CRC without a torn
+//     sector, a break in any file but the last, a seq or prev that does not
+//     follow);
+//   - valid entries follow the break (ErrDamagedTail: a flipped length
+//     prefix, say, not a tear);
+//   - the cut, or the log as found, would end before the HEAD mark's seq or
+//     Options.MinHead, or the event at the mark's seq has another hash
+//     (ErrLost: acknowledged events are missing, e.g. a truncated file).
+//
+// Repair is the explicit way out of such a refusal: it cuts at the first
+// damage, whatever follows, keeps every cut byte aside, and says what it cut.
+//
+// Open verifies the log from the HEAD mark on (the newest segment or two),
+// not the whole history; it builds the event-id index on first use. Every
+// read verifies the CRC, header, seq and prev of each event it touches, and
+// VerifyDir checks everything.
+//
+// # Merkle tree
+//
+// For audit proofs the log is also an RFC 6962 Merkle tree (Tree, built with
+// github.com/transparency-dev/merkle): leaf i (0-based) is the event of seq
+// i+1, and its leaf hash is SHA-256(0x00 ‖ event hash); interior nodes are
+// SHA-256(0x01 ‖ left ‖ right). The tree is derived data, kept in its own
+// directory as one file per level ("level-00", "level-01", …), each the
+// level's node hashes (32 bytes each) in index order: the nodes of every
+// perfect subtree, so a root or an inclusion or consistency proof at any
+// size reads O(log n) nodes. Level 0's length defines the size; higher
+// levels are written first, and a crash is repaired on open by cutting
+// files back to the size (a level shorter than that empties the tree, which
+// CatchUp rebuilds from the log). CatchUp also checks that the log still
+// holds the tree's last leaf and starts over if not.
+//
+// # Checkpoints and proofs
+//
+// A checkpoint is a C2SP tlog-checkpoint signed note (golang.org/x/mod/
+// sumdb/note): text "ucl/<log id>\n<size>\n<root, std base64>\n", no
+// extension lines, signed with Ed25519 under the note key derived from the
+// wallet (crypto.NoteKey). A proof file (`ucl audit prove`) is JSON, version
+// 1, with exactly these fields: version, log_id, seq, header (hex of the
+// 110-byte header), body (std base64 of the still-encrypted body: with the
+// header it recomputes the event hash, which binds the header to the leaf,
+// and reveals nothing but its length), event_hash (hex), tree_size,
+// inclusion (hex node hashes, leaf to root, as RFC 6962/transparency-dev
+// order them), checkpoint (the signed note), note_key (its verifier key),
+// checkpoint_tx and owner (the Arweave transaction anchoring the checkpoint
+// and the wallet address that signed it), anchored_height. Proof.Verify
+// checks all but the anchoring, which needs the gateway.
 //
 // A store is owned by one process at a time (flock on the LOCK file); a
 // second Open fails with ErrLocked.

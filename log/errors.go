@@ -35,6 +35,16 @@ var (
 	// ErrNoKeys is returned when an operation needs the vault key and the log
 	// was opened without it.
 	ErrNoKeys = errors.New("log: vault key required")
+	// ErrDamagedTail is returned (wrapped in a CorruptionError) when the end
+	// of the last segment does not parse but valid entries follow the
+	// damage: it is not a torn write, and cutting it would drop
+	// acknowledged events. Repair does it only when asked.
+	ErrDamagedTail = errors.New("log: damaged entry followed by valid entries")
+	// ErrLost is returned (wrapped in a CorruptionError) when the log on
+	// disk ends before, or differs at, an event it has acknowledged (its
+	// head mark, or Options.MinHead): a truncated or replaced file. Open
+	// refuses rather than continue on a shorter log.
+	ErrLost = errors.New("log: acknowledged events are missing")
 	// ErrFailed is returned after a write or fsync failed: the log's state on
 	// disk is unknown, so it refuses further appends until reopened.
 	ErrFailed = errors.New("log: an earlier write failed; reopen the store")

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Wire constants. Do not change: they are part of every stored and mirrored
@@ -273,7 +274,38 @@ func (s *Store) Validate() error {
 	if s.ChunkIndex < 0 {
 		return fmt.Errorf("field chunk_index: %w: negative", ErrMalformed)
 	}
+	// Text is kept byte for byte, so it must be text: invalid UTF-8 would
+	// come back altered (U+FFFD) from every JSON front end.
+	for _, f := range [...]struct{ name, v string }{{"content", s.Content}, {"session", s.Session}, {"role", s.Role},
+		{"chunk_id", s.ChunkID}, {"parent", s.Parent}, {"chunk_parent", s.ChunkParent}} {
+		if err := checkUTF8(f.name, f.v); err != nil {
+			return err
+		}
+	}
+	for k, v := range s.Meta {
+		if err := checkUTF8("meta", k); err != nil {
+			return err
+		}
+		if err := checkUTF8("meta."+k, v); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// checkUTF8 names the byte offset of the first invalid UTF-8 sequence.
+func checkUTF8(field, v string) error {
+	if utf8.ValidString(v) {
+		return nil
+	}
+	for i, r := range v {
+		if r == utf8.RuneError {
+			if _, n := utf8.DecodeRuneInString(v[i:]); n == 1 {
+				return fmt.Errorf("field %s: %w: invalid UTF-8 at byte %d", field, ErrMalformed, i)
+			}
+		}
+	}
+	return fmt.Errorf("field %s: %w: invalid UTF-8", field, ErrMalformed)
 }
 
 // EncodeBody returns the canonical encoding of b as it appears (before

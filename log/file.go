@@ -6,28 +6,40 @@ import (
 	"fmt"
 	"hash/crc32"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// appendCRC frames raw for storage: raw ‖ CRC-32C(raw).
-func appendCRC(raw []byte) []byte {
-	return binary.LittleEndian.AppendUint32(raw, crc32.Checksum(raw, castagnoli))
+// appendCRC frames raw for storage: raw ‖ CRC-32C(raw) for the last entry
+// of a write batch (final), raw ‖ ^CRC-32C(raw) for the entries before it.
+// The complement marks "more of this batch follows": a batch whose final
+// entry never reached the disk was never acknowledged, and recovery drops
+// all of it, across segment files.
+func appendCRC(raw []byte, final bool) []byte {
+	c := crc32.Checksum(raw, castagnoli)
+	if !final {
+		c = ^c
+	}
+	return binary.LittleEndian.AppendUint32(raw, c)
 }
 
-// checkEntry verifies an entry's CRC and returns raw.
-func checkEntry(data []byte) ([]byte, error) {
+// checkEntry verifies an entry's CRC and returns raw and whether the entry
+// ends its write batch.
+func checkEntry(data []byte) (raw []byte, final bool, err error) {
 	if len(data) < HeaderSize+crcSize {
-		return nil, fmt.Errorf("%w: entry of %d bytes", ErrMalformed, len(data))
+		return nil, false, fmt.Errorf("%w: entry of %d bytes", ErrMalformed, len(data))
 	}
-	raw := data[:len(data)-crcSize]
-	if crc32.Checksum(raw, castagnoli) != binary.LittleEndian.Uint32(data[len(raw):]) {
-		return nil, ErrChecksum
+	raw = data[:len(data)-crcSize]
+	c, stored := crc32.Checksum(raw, castagnoli), binary.LittleEndian.Uint32(data[len(raw):])
+	switch stored {
+	case c:
+		return raw, true, nil
+	case ^c:
+		return raw, false, nil
 	}
-	return raw, nil
+	return nil, false, ErrChecksum
 }
 
 // segFile is one tidwall/wal segment file.
@@ -62,8 +74,10 @@ func listSegments(dir string) ([]segFile, error) {
 
 // fileEntry is an entry's position in a segment file.
 type fileEntry struct {
-	off  int64  // offset of the entry's length prefix
-	data []byte // the entry data (raw ‖ crc)
+	off   int64  // offset of the entry's length prefix
+	end   int64  // offset just past the entry
+	data  []byte // the entry data (raw ‖ crc)
+	final bool   // the entry ends its write batch
 }
 
 // tailState says how a segment file's bytes end.
@@ -96,14 +110,15 @@ func parseSegment(b []byte) ([]fileEntry, tailState) {
 			return ents, tailState{goodEnd: int64(off), torn: true}
 		}
 		data := b[off+k : end]
-		if _, err := checkEntry(data); err != nil {
+		_, final, err := checkEntry(data)
+		if err != nil {
 			last := end == len(b)
 			if last && hasZeroSector(b, off, end) {
 				return ents, tailState{goodEnd: int64(off), torn: true}
 			}
 			return ents, tailState{goodEnd: int64(off), err: err}
 		}
-		ents = append(ents, fileEntry{off: int64(off), data: data})
+		ents = append(ents, fileEntry{off: int64(off), end: int64(end), data: data, final: final})
 		off = end
 	}
 	return ents, tailState{goodEnd: int64(off)}
@@ -131,49 +146,4 @@ func hasZeroSector(b []byte, from, to int) bool {
 		}
 	}
 	return false
-}
-
-// repairTail inspects the last segment file and cuts a torn tail: the cut
-// bytes are saved in corruptDir, the file is truncated at the last good
-// entry, fsynced, and the directory fsynced. It returns the number of bytes
-// cut (0 if the tail was clean). Damage that is not a torn tail is returned
-// as a *CorruptionError and nothing is changed.
-func repairTail(dir, corruptDir string, noRepair bool) (int64, error) {
-	segs, err := listSegments(dir)
-	if err != nil || len(segs) == 0 {
-		return 0, err
-	}
-	last := segs[len(segs)-1]
-	path := filepath.Join(dir, last.name)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0, fmt.Errorf("read last segment: %w", err)
-	}
-	ents, st := parseSegment(b)
-	seq := last.first + uint64(len(ents))
-	if st.err != nil {
-		return 0, &CorruptionError{Seq: seq, Segment: last.name, Offset: st.goodEnd, Err: st.err}
-	}
-	if !st.torn {
-		return 0, nil
-	}
-	cut := int64(len(b)) - st.goodEnd
-	if noRepair {
-		return 0, &CorruptionError{Seq: seq, Segment: last.name, Offset: st.goodEnd, Err: ErrTorn}
-	}
-	if err := saveAside(corruptDir, fmt.Sprintf("%s.%d.torn", last.name, st.goodEnd), b[st.goodEnd:]); err != nil {
-		return 0, err
-	}
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return 0, fmt.Errorf("open segment for repair: %w", err)
-	}
-	defer f.Close()
-	if err := f.Truncate(st.goodEnd); err != nil {
-		return 0, fmt.Errorf("truncate torn tail: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		return 0, fmt.Errorf("fsync repaired segment: %w", err)
-	}
-	return cut, syncDir(dir)
 }

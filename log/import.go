@@ -2,10 +2,7 @@ package log
 
 import (
 	"context"
-	"crypto/sha256"
 	"fmt"
-
-	"github.com/tidwall/wal"
 )
 
 // Import appends events that already exist elsewhere (a rebuild from
@@ -34,9 +31,8 @@ func (l *Log) Import(ctx context.Context, raws [][]byte) error {
 		return l.failed
 	}
 	seq, prev := l.Head()
-	var wb wal.Batch
-	ids := make([]ID, len(raws))
-	for i, raw := range raws {
+	all := make([]pending, 0, len(raws))
+	for _, raw := range raws {
 		r, err := verifyRaw(seq+1, raw, prev)
 		if err != nil {
 			return fmt.Errorf("import event %d: %w", seq+1, err)
@@ -46,29 +42,13 @@ func (l *Log) Import(ctx context.Context, raws [][]byte) error {
 				return fmt.Errorf("import event %d: %w", seq+1, err)
 			}
 		}
-		seq, prev = seq+1, Hash(sha256.Sum256(raw))
-		data := appendCRC(append(make([]byte, 0, len(raw)+crcSize), raw...))
-		wb.Write(seq, data)
-		ids[i] = r.Header.ID
-		l.segBytes += uvarintLen(len(data)) + len(data)
+		seq, prev = seq+1, r.Hash
+		data := appendCRC(append(make([]byte, 0, len(raw)+crcSize), raw...), false)
+		all = append(all, pending{data: data, id: r.Header.ID, seq: seq, hash: r.Hash})
 	}
-	cycled := l.segBytes >= l.opts.SegmentSize
-	if cycled {
-		l.segBytes = 0
+	if err := l.writeAll(all); err != nil {
+		return fmt.Errorf("import: %w", err)
 	}
-	err := l.writeBatch(&wb)
-	if err == nil && cycled {
-		err = syncDir(l.dir)
-	}
-	if err != nil {
-		l.failed = fmt.Errorf("%w: %v", ErrFailed, err)
-		return fmt.Errorf("import: write wal: %w", err)
-	}
-	l.mu.Lock()
-	for i, id := range ids {
-		l.ids[id] = seq - uint64(len(raws)) + uint64(i) + 1
-	}
-	l.head, l.headHash = seq, prev
-	l.mu.Unlock()
+	l.advance(all, seq, prev)
 	return nil
 }

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidwall/wal"
-
 	"github.com/unlimitedcontext/ucl/crypto"
 )
 
@@ -254,31 +252,6 @@ func dirSize(t testing.TB, dir string) int64 {
 		}
 	}
 	return n
-}
-
-func TestWriteFailureIsSticky(t *testing.T) {
-	dir := t.TempDir()
-	kr := testKeys(t)
-	l := openT(t, dir, kr, Options{})
-	appendN(t, l, 2)
-	real := l.writeBatch
-	l.writeBatch = func(b *wal.Batch) error { return errors.New("no space left on device") }
-	if _, err := l.Append(ctx, storeEntry(3)); err == nil {
-		t.Fatal("append succeeded on a failing disk")
-	}
-	l.writeBatch = real
-	if _, err := l.Append(ctx, storeEntry(4)); !errors.Is(err, ErrFailed) {
-		t.Fatalf("append after failure: %v", err)
-	}
-	l.Close()
-	l = openT(t, dir, kr, Options{})
-	defer l.Close()
-	if head, _ := l.Head(); head != 2 {
-		t.Fatalf("head %d after failed write", head)
-	}
-	if _, err := l.Append(ctx, storeEntry(5)); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func TestAppendValidation(t *testing.T) {

@@ -3,6 +3,19 @@
 // same state and the same digest, whether built in one pass, incrementally in
 // many small catch-ups, on another device from Arweave, or from a snapshot
 // plus a replay.
+//
+// # Damage
+//
+// Projection files are derived and replaceable, so damage to them must
+// never brick the log's commands. ErrDamaged (inside a *DamagedError that
+// names the projection) reports a projection whose files cannot be read,
+// whose library panicked (Guard turns panics and memory faults on mapped
+// files into errors; the Projector runs every projection call under it),
+// or whose content disagrees with the log. MarkDamaged flags a projection
+// directory; package projstd resets flagged or unopenable projections and
+// rebuilds them from the log, with a notice. CheckBolt is the cheap
+// open-time check of a bbolt file (not truncated); CompactBolt rewrites one
+// without its free pages, which is how tombstoned content leaves the disk.
 package projections
 
 import (

@@ -128,6 +128,19 @@ func (pr *Projector) Projection(name string) (Projection, bool) {
 	return pr.ps[i], true
 }
 
+// Replace puts p in the place of the projection with the same name (used
+// after reopening a projection that was reset). The old one is not closed.
+func (pr *Projector) Replace(p Projection) error {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	i, ok := pr.names[p.Name()]
+	if !ok {
+		return fmt.Errorf("replace %q: %w", p.Name(), ErrUnknownProjection)
+	}
+	pr.ps[i] = p
+	return nil
+}
+
 // Close closes every projection and returns the first error.
 func (pr *Projector) Close() error {
 	pr.mu.Lock()
@@ -188,23 +201,29 @@ func (pr *Projector) plan(src Source, force map[Projection]bool) ([]*run, uint64
 	runs := make([]*run, 0, len(pr.ps))
 	for _, p := range pr.ps {
 		start, reset := uint64(1), true
-		if !force[p] {
-			var err error
-			if start, reset, err = resumePoint(src, p, head); err != nil {
-				return nil, 0, err
-			}
-		}
-		if reset {
-			if err := p.Reset(); err != nil {
-				return nil, 0, fmt.Errorf("reset projection %s: %w", p.Name(), err)
-			}
-		}
 		var last Checkpoint
-		if start > 1 {
-			var err error
-			if last, err = p.Checkpoint(); err != nil {
-				return nil, 0, fmt.Errorf("read checkpoint of %s: %w", p.Name(), err)
+		err := Guard(p.Name(), func() error {
+			if !force[p] {
+				var err error
+				if start, reset, err = resumePoint(src, p, head); err != nil {
+					return err
+				}
 			}
+			if reset {
+				if err := p.Reset(); err != nil {
+					return fmt.Errorf("reset projection %s: %w", p.Name(), err)
+				}
+			}
+			if start > 1 {
+				var err error
+				if last, err = p.Checkpoint(); err != nil {
+					return fmt.Errorf("read checkpoint of %s: %w", p.Name(), err)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, 0, err
 		}
 		runs = append(runs, &run{p: p, start: start, last: last})
 	}
@@ -290,30 +309,16 @@ func (pr *Projector) catchUpForce(ctx context.Context, src Source, progress func
 		wg.Add(1)
 		go func(r *run, in <-chan []*log.Event) {
 			defer wg.Done()
-			for batch := range in {
-				if r.failed {
-					continue
+			// A panic in a projection (damaged files) stops that projection
+			// only; the channel is drained so the reader never blocks on it.
+			defer func() {
+				for range in {
 				}
-				for _, ev := range batch {
-					if ev.Seq < r.start {
-						continue
-					}
-					if err := r.p.Apply(ev); err != nil {
-						r.failed = true
-						r.err = &ApplyError{Projection: r.p.Name(), Seq: ev.Seq, Err: err}
-						cancel()
-						break
-					}
-					r.last = Checkpoint{Seq: ev.Seq, Hash: ev.Hash}
-					r.pending++
-					if r.pending >= pr.opt.CommitEvery {
-						if err := commitRun(r); err != nil {
-							r.err = err
-							cancel()
-							break
-						}
-					}
-				}
+			}()
+			if err := Guard(r.p.Name(), func() error { r.apply(pr, in, cancel); return nil }); err != nil {
+				r.failed = true
+				r.err = err
+				cancel()
 			}
 		}(r, chans[i])
 	}
@@ -366,7 +371,7 @@ func (pr *Projector) catchUpForce(ctx context.Context, src Source, progress func
 		if r.failed || r.pending == 0 {
 			continue
 		}
-		if err := commitRun(r); err != nil && commitErr == nil {
+		if err := Guard(r.p.Name(), func() error { return commitRun(r) }); err != nil && commitErr == nil {
 			commitErr = err
 		}
 	}
@@ -387,6 +392,36 @@ func (pr *Projector) catchUpForce(ctx context.Context, src Source, progress func
 	}
 	report()
 	return nil
+}
+
+// apply feeds the batches from in to r's projection until in is closed
+// or the projection fails.
+func (r *run) apply(pr *Projector, in <-chan []*log.Event, cancel func()) {
+	for batch := range in {
+		if r.failed {
+			continue
+		}
+		for _, ev := range batch {
+			if ev.Seq < r.start {
+				continue
+			}
+			if err := r.p.Apply(ev); err != nil {
+				r.failed = true
+				r.err = &ApplyError{Projection: r.p.Name(), Seq: ev.Seq, Err: err}
+				cancel()
+				break
+			}
+			r.last = Checkpoint{Seq: ev.Seq, Hash: ev.Hash}
+			r.pending++
+			if r.pending >= pr.opt.CommitEvery {
+				if err := commitRun(r); err != nil {
+					r.err = err
+					cancel()
+					break
+				}
+			}
+		}
+	}
 }
 
 func commitRun(r *run) error {

@@ -240,6 +240,9 @@ func (e *Engine) Assemble(ctx context.Context, req ContextRequest) (*Assembly, e
 		if err != nil {
 			return nil, fmt.Errorf("assemble context: %w", err)
 		}
+		if err := e.checkChunks(turns); err != nil {
+			return nil, fmt.Errorf("assemble context: %w", err)
+		}
 		for i := len(turns) - 1; i >= 0; i-- {
 			within := budget
 			if i < len(turns)-1 && hasText {
@@ -260,6 +263,9 @@ func (e *Engine) Assemble(ctx context.Context, req ContextRequest) (*Assembly, e
 		cs, _, err := e.retrieve(ctx, p, p.k)
 		if err != nil {
 			return nil, err
+		}
+		if err := e.checkCands(cs); err != nil {
+			return nil, fmt.Errorf("assemble context: %w", err)
 		}
 		// Chunks are tried in rank order, but in growing groups: a group
 		// that fits as a whole, each member as fit would first try it

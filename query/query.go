@@ -192,6 +192,12 @@ type Sources struct {
 	Text     TextSearcher
 	Vectors  VectorSearcher
 	Sessions SessionSearcher
+	// Log, when set, is used to check every returned chunk against its
+	// event (see verify.go; FullCheck also reads and decrypts the event);
+	// OnDamaged is told when one does not match.
+	Log       EventReader
+	FullCheck bool
+	OnDamaged func(projection, reason string)
 }
 
 // Options tune ranking and packing. Zero fields take the defaults noted.
@@ -663,6 +669,9 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Response, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := e.checkCands(cs); err != nil {
+		return nil, fmt.Errorf("search: %w", err)
+	}
 	resp := &Response{
 		Query: req.Text, SearchText: p.text, Mode: p.mode, Now: p.now.UnixMilli(),
 		Since: p.since, Until: p.until, Temporal: p.temporal, Prefilter: pre,
@@ -940,6 +949,11 @@ func (e *Engine) neighbours(cs []*cand, adopt func(timelines.Chunk) *cand) error
 			continue
 		}
 		ns, err := as.Around(c.chunk.ID, o.NeighbourSpan, o.NeighbourSpan)
+		if errors.Is(err, timelines.ErrCorrupt) {
+			// The session indexes disagree with the record: the projection
+			// is damaged, not the request.
+			return e.damaged(fmt.Errorf("neighbours of %q: %w", c.chunk.ID, err))
+		}
 		if err != nil {
 			return fmt.Errorf("neighbours of %q: %w", c.chunk.ID, err)
 		}

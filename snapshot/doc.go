@@ -88,6 +88,13 @@
 // Fallback the projections are rebuilt from the log instead, and the
 // result says so.
 //
+// Tombstoned content: the projections rewrite their files after removals
+// (see packages timelines, summary, fts and projstd), so a snapshot created
+// after a tombstone holds no trace of the removed text. Snapshots created
+// before it still do, until retention prunes them (or they are deleted);
+// published ones stay on Arweave, encrypted, readable until the vault key
+// epoch they are wrapped under is shredded (`ucl keys rotate`).
+//
 // Create calls Flush on projections implementing Flusher before closing
 // them, so state normally rebuilt on open (the vector graph) is archived.
 //

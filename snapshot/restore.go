@@ -69,6 +69,7 @@ func Refused(err error) bool {
 // elsewhere in the process.
 func Restore(ctx context.Context, env Env, o RestoreOptions) (*RestoreResult, error) {
 	tidy(env.ProjDir)
+	removeTemps(env.SnapDir)
 	var cands []Info
 	res := &RestoreResult{}
 	if o.Name != "" {

@@ -391,12 +391,12 @@ type proxy struct {
 	rp  *httputil.ReverseProxy
 
 	mu         sync.Mutex
-	down       bool   // answer 503 to everything
-	downAfter  int    // > 0: after this many more POST /tx, forward one more, drop its answer, go down
-	onPosted   func() // called after each forwarded POST /tx
-	alterID    string // flip a byte of GET /{alterID}
-	hideID     string // drop this tx from GraphQL answers
-	dropOwners bool   // ignore the owners filter of GraphQL queries
+	down       bool            // answer 503 to everything
+	downAfter  int             // > 0: after this many more POST /tx, forward one more, drop its answer, go down
+	onPosted   func(posts int) // called after each forwarded POST /tx, with the count so far
+	alterID    string          // flip a byte of GET /{alterID}
+	hideID     string          // drop this tx from GraphQL answers
+	dropOwners bool            // ignore the owners filter of GraphQL queries
 	posts      int
 }
 
@@ -465,10 +465,10 @@ func (p *proxy) serve(w http.ResponseWriter, r *http.Request) {
 	if isPost && rec.Code == 200 {
 		p.mu.Lock()
 		p.posts++
-		cb := p.onPosted
+		cb, n := p.onPosted, p.posts
 		p.mu.Unlock()
 		if cb != nil {
-			cb()
+			cb(n)
 		}
 	}
 }
@@ -608,17 +608,21 @@ func testKilledPush(t *testing.T, gw *arlocaltest.Gateway) {
 	p := newProxy(t, gw.URL())
 	cmd := exec.Command(uclBin, "sync", "push", "--gateway", p.URL(), "--segment-bytes", "2048")
 	cmd.Env = append(os.Environ(), "UCL_DIR="+d.dir, "UCL_VAULT_KEY=")
+	// The proxy's handler goroutines learn the process through started:
+	// cmd.Process is written by Start, which they do not synchronise with.
+	started := make(chan *os.Process, 1)
 	var once sync.Once
 	p.set(func(p *proxy) {
-		p.onPosted = func() {
-			if p.posts >= 5 {
-				once.Do(func() { cmd.Process.Signal(syscall.SIGKILL) })
+		p.onPosted = func(posts int) {
+			if posts >= 5 {
+				once.Do(func() { (<-started).Signal(syscall.SIGKILL) })
 			}
 		}
 	})
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	started <- cmd.Process
 	err := cmd.Wait()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 		t.Fatalf("push was not killed: %v", err)

@@ -21,7 +21,11 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	uclBin = filepath.Join(dir, "ucl")
-	cmd := exec.Command("go", "build", "-o", uclBin, "../cmd/ucl")
+	args := []string{"build", "-o", uclBin}
+	if raceEnabled {
+		args = append(args, "-race") // the binary's goroutines are checked too
+	}
+	cmd := exec.Command("go", append(args, "../cmd/ucl")...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build ucl:", err)

@@ -2,6 +2,7 @@ package test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -248,5 +249,109 @@ func TestUsageErrors(t *testing.T) {
 	}
 	if r := ucl(t, filepath.Join(t.TempDir(), "none"), "", "replay"); r.code != 1 || !strings.Contains(r.err, "ucl init") {
 		t.Errorf("uninitialized store: %s", r)
+	}
+}
+
+// A flipped bit in the length prefix of an event in the last segment used
+// to be cut silently as a torn tail on the next open, with everything after
+// it. Now every command refuses and points to `ucl audit repair`, which cuts
+// only when asked and says exactly what.
+func TestFlippedLengthNeedsExplicitRepairCLI(t *testing.T) {
+	dir := newStore(t)
+	must(t, dir, conversation, "append")
+	must(t, dir, "", "store", "one more", "--session", "s3")
+	logDir := filepath.Join(dir, "log")
+	ents, _ := os.ReadDir(logDir)
+	var seg string
+	for _, e := range ents {
+		if len(e.Name()) == 20 {
+			seg = filepath.Join(logDir, e.Name())
+		}
+	}
+	b, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := 0
+	for i := 1; i < 2; i++ {
+		n, k := uvarint(b[off:])
+		off += k + int(n)
+	}
+	_, k := uvarint(b[off:])
+	b[off+k-1] ^= 0x08 // the length of event 2 grows by 1024 << 7(k-1)
+	if err := os.WriteFile(seg, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := ucl(t, dir, "", "replay")
+	if r.code == 0 || !strings.Contains(r.err, "seq 2") || !strings.Contains(r.err, "ucl audit repair") {
+		t.Fatalf("replay of a log with a damaged length: %s", r)
+	}
+	if after, _ := os.ReadFile(seg); string(after) != string(b) {
+		t.Fatal("a refused command changed the log")
+	}
+	rep := must(t, dir, "", "audit", "repair", "--json")
+	doc := jsonDoc(t, rep)
+	report, _ := doc["report"].(map[string]any)
+	if doc["repaired"] != true || report["from_seq"].(float64) != 2 || report["head"].(float64) != 1 {
+		t.Fatalf("repair: %s", rep)
+	}
+	if len(report["saved_to"].([]any)) == 0 {
+		t.Fatalf("repair kept nothing aside: %s", rep)
+	}
+	must(t, dir, "", "audit", "verify")
+	if n := len(jsonLines(t, must(t, dir, "", "replay"))); n != 1 {
+		t.Fatalf("%d events after repair", n)
+	}
+}
+
+// Secrets: a mistyped recovery code is never echoed; a corrupt wallet is
+// called corrupt, not missing.
+func TestSecretsAndCorruptWalletCLI(t *testing.T) {
+	dir := newStore(t)
+	code := strings.TrimSpace(must(t, dir, "", "keys", "export"))
+	if !strings.HasPrefix(code, "UCL1-") {
+		t.Fatalf("export: %q", code)
+	}
+	typo := []byte(code)
+	i := len(typo) - 3
+	if typo[i] == 'A' {
+		typo[i] = 'B'
+	} else {
+		typo[i] = 'A'
+	}
+	r := ucl(t, dir, "", "keys", "import", string(typo))
+	if r.code == 0 {
+		t.Fatal("a mistyped code was imported")
+	}
+	for _, part := range strings.Split(code, "-")[1:6] {
+		if strings.Contains(r.out+r.err, part) {
+			t.Fatalf("import echoed key material: %s", r)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "wallet.json"), []byte(`{"kty":"RSA","n":`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = ucl(t, dir, "", "sync", "push", "--gateway", "http://127.0.0.1:1")
+	if r.code == 0 || !strings.Contains(r.err, "corrupt") || strings.Contains(r.err, "no Arweave wallet") {
+		t.Fatalf("push with a corrupt wallet: %s", r)
+	}
+}
+
+// An input larger than one atomic batch used to be written block by block,
+// so an id conflict on its last line left the first 50,000 events behind.
+func TestLargeAppendCheckedBeforeFirstWrite(t *testing.T) {
+	dir := newStore(t)
+	must(t, dir, `{"content":"the original","id":"late"}`+"\n", "append")
+	var b strings.Builder
+	for i := 0; i < 50_001; i++ {
+		fmt.Fprintf(&b, `{"content":"turn %d","session":"big"}`+"\n", i)
+	}
+	b.WriteString(`{"content":"not the original","id":"late"}` + "\n")
+	r := ucl(t, dir, b.String(), "append")
+	if r.code == 0 || !strings.Contains(r.err, "event 50002 of 50002") || !strings.Contains(r.err, "nothing was written") {
+		t.Fatalf("append with a late conflict: %s", r)
+	}
+	if n := len(jsonLines(t, must(t, dir, "", "replay"))); n != 1 {
+		t.Fatalf("%d events after a refused append", n)
 	}
 }

@@ -10,17 +10,24 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/unlimitedcontext/ucl/internal/store"
+	"github.com/unlimitedcontext/ucl"
 	"github.com/unlimitedcontext/ucl/log"
 )
 
 // version is the ucl release; set by the linker for releases.
 var version = "0.1.0-dev"
 
-// commands is filled by the init functions of the per-group files.
-var commands []*cli.Command
-
-func register(c ...*cli.Command) { commands = append(commands, c...) }
+// commands lists every command (help output sorts them by name).
+func commands() []*cli.Command {
+	return []*cli.Command{
+		initCommand, keysCommand,
+		appendCommand, storeCommand, replayCommand, tombstoneCommand,
+		queryCommand, contextCommand, sessionCommand, projectCommand,
+		auditCommand, statusCommand,
+		snapshotCommand, syncCommand, rebuildCommand,
+		daemonCommand, mcpCommand, serveCommand, configCommand,
+	}
+}
 
 var (
 	dirFlag = &cli.StringFlag{
@@ -29,7 +36,7 @@ var (
 	}
 	jsonFlag     = &cli.BoolFlag{Name: "json", Usage: "machine-readable JSON output, no progress bars"}
 	vaultKeyFlag = &cli.StringFlag{Name: "vault-key", EnvVars: []string{"UCL_VAULT_KEY"}, Usage: "vault key file or recovery code file (default DIR/vault.key)"}
-	globalFlags  = []cli.Flag{dirFlag, jsonFlag, vaultKeyFlag}
+	globalFlags  = append([]cli.Flag{dirFlag, jsonFlag, vaultKeyFlag}, embedderFlags...)
 )
 
 func defaultDir() string {
@@ -63,7 +70,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 }
 
 func sortedCommands() []*cli.Command {
-	out := append([]*cli.Command(nil), commands...)
+	out := commands()
 	var quiet func(cs []*cli.Command)
 	quiet = func(cs []*cli.Command) {
 		for _, c := range cs {
@@ -138,12 +145,22 @@ func usage(hint, format string, a ...any) error {
 func defaultHint(err error) string {
 	var ce *log.CorruptionError
 	switch {
+	case errors.Is(err, log.ErrDamagedTail), errors.Is(err, log.ErrLost):
+		return "the log was damaged after these events were acknowledged, so nothing was cut: see `ucl audit verify`; `ucl audit repair` cuts the log back to its last sound event (keeping the cut bytes in the store's corrupt/ folder), and a store mirrored to Arweave can be recovered with `ucl rebuild`"
 	case errors.As(err, &ce):
 		return "the log is damaged: run `ucl audit verify` for details; a store mirrored to Arweave can be recovered with `ucl rebuild`"
 	case errors.Is(err, log.ErrLocked):
 		return "another ucl process is using this store"
-	case errors.Is(err, store.ErrWrongVaultKey):
+	case errors.Is(err, ucl.ErrWrongVaultKey):
 		return "pass this store's vault key with --vault-key FILE"
+	case errors.Is(err, ucl.ErrNoWallet), errors.Is(err, ucl.ErrBadWallet):
+		return "copy the store's Arweave wallet JWK to DIR/wallet.json"
+	case errors.Is(err, log.ErrNoKeys):
+		return "no vault key here: pass it with --vault-key FILE (or import it with `ucl keys import`)"
+	case strings.Contains(err.Error(), "probe embedding model"):
+		return "check --embed-url and --embed-model, or pass --embed-dim"
+	case strings.Contains(err.Error(), "catch up projections"):
+		return "the log is untouched; fix the cause (e.g. the embedding server) and run the command again, it resumes"
 	case strings.Contains(err.Error(), "flag provided but not defined"):
 		return "see `ucl help COMMAND` for the flags a command takes"
 	}

@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/unlimitedcontext/ucl/internal/store"
+	"github.com/unlimitedcontext/ucl"
 	"github.com/unlimitedcontext/ucl/log"
 )
 
@@ -21,24 +20,48 @@ var auditCommand = &cli.Command{
 			Usage: "scan the whole log: checksums, hash chain and (with the vault key) every seal",
 			Description: `Exits non-zero naming the first damaged seq, its segment file and offset.
 Works without the vault key (chain and checksums only) and on a log that
-other commands refuse to open.`,
+other commands refuse to open. It needs the store to itself: stop an owner
+(ucl daemon, sync push --watch) first.`,
 			Action: auditVerify,
 		},
+		{
+			Name:  "repair",
+			Usage: "cut a log that other commands refuse back to its last sound event",
+			Description: `For a log that open refuses (a damaged entry in the last segment with
+valid entries after it, or a file shorter than the events it acknowledged).
+Events after the damage are cut from this store's log even if their bytes
+are intact; every cut byte is kept in the store's corrupt/ directory, and
+the command says exactly which seqs it cut. A store mirrored to Arweave can
+get them back with ucl rebuild. Run ucl audit verify first to see the damage.`,
+			Action: auditRepair,
+		},
+		auditLogCommand,
 	},
 }
 
-func auditVerify(c *cli.Context) error {
+func auditRepair(c *cli.Context) error {
 	dir := storeDir(c)
-	m, err := store.ReadMeta(dir)
+	rep, err := ucl.RepairLog(dir)
 	if err != nil {
-		return err
+		return withHint(fmt.Errorf("audit repair: %w", err), "nothing was cut unless a report above says so; stop an owner (ucl daemon, ucl mcp) first, or inspect the segment files")
 	}
-	kr, err := loadKeysFor(c, m)
-	if err != nil {
-		return err
+	if jsonOut(c) {
+		if rep == nil {
+			return printJSON(c, map[string]any{"repaired": false})
+		}
+		return printJSON(c, map[string]any{"repaired": true, "report": rep})
 	}
+	if rep == nil {
+		printf(c, "the log is sound: nothing to repair\n")
+		return nil
+	}
+	printf(c, "%s\n", rep)
+	return nil
+}
+
+func auditVerify(c *cli.Context) error {
 	p := newProgress(c, "verify", 0)
-	rep, err := log.VerifyDir(context.Background(), filepath.Join(dir, store.LogDir), kr, func(seq uint64) { p.Set(seq, 0) })
+	rep, keyed, err := ucl.VerifyLog(context.Background(), storeDir(c), engineOptions(c), func(_ string, done, _ uint64) { p.Set(done, 0) })
 	p.Done()
 	var ce *log.CorruptionError
 	if errors.As(err, &ce) {
@@ -50,10 +73,12 @@ func auditVerify(c *cli.Context) error {
 			what = "hash chain broken"
 		case errors.Is(err, log.ErrTorn):
 			what = "torn write at the tail (the next open repairs it)"
+		case errors.Is(err, log.ErrDamagedTail):
+			what = "damaged entry with valid entries after it (ucl audit repair cuts it, keeping the bytes)"
 		case errors.Is(err, log.ErrMalformed), errors.Is(err, log.ErrUnknownType), errors.Is(err, log.ErrUnsupportedVersion):
 			what = "malformed event"
 		default:
-			if kr != nil {
+			if keyed {
 				what = "seal does not verify (body or header changed, or wrong key)"
 			}
 		}
@@ -78,61 +103,77 @@ func auditVerify(c *cli.Context) error {
 	return nil
 }
 
+var auditLogCommand = &cli.Command{
+	Name:  "log",
+	Usage: "who stored, deleted or shared what, and when",
+	Description: `One line per event, verified against the chain. Tombstones list the chunks
+they removed and their erasure state ("pending": hidden everywhere but still
+decryptable from Arweave until a vault-key rotation shreds it). Without the
+vault key only the plaintext headers are shown.`,
+	Flags: []cli.Flag{
+		&cli.StringFlag{Name: "type", Usage: "only this event type"},
+		&cli.StringFlag{Name: "since", Usage: "append time from (RFC 3339, date or unix ms)"},
+		&cli.StringFlag{Name: "until", Usage: "append time before"},
+	},
+	Action: func(c *cli.Context) error {
+		if t := c.String("type"); t != "" {
+			if _, err := log.ParseType(t); err != nil {
+				return usage("--type takes store, tombstone, share_grant, share_revoke or rekey", "%v", err)
+			}
+		}
+		for _, f := range []string{"since", "until"} {
+			if v := c.String(f); v != "" {
+				if _, err := ucl.ParseTime(v); err != nil {
+					return usage("--"+f+" 2023-05-01", "%v", err)
+				}
+			}
+		}
+		req := ucl.AuditLogRequest{Type: c.String("type"), Since: c.String("since"), Until: c.String("until")}
+		return withAPI(c, func(api ucl.API) error {
+			return api.AuditLog(context.Background(), req, func(e ucl.AuditEntry) error {
+				if jsonOut(c) {
+					return printJSON(c, e)
+				}
+				line := fmt.Sprintf("%6d %s %-12s", e.Seq, e.Time[:19], e.Type)
+				switch e.Type {
+				case "store":
+					line += fmt.Sprintf(" chunk %s session=%q %s/%s %dB", e.ChunkID, e.Session, e.Kind, e.Role, e.Bytes)
+				case "tombstone":
+					line += fmt.Sprintf(" %s removed %d (erasure %s) reason=%q", e.Targets, len(e.Removed), e.Erasure, e.Reason)
+				case "share_grant", "share_revoke":
+					line += " to " + e.Grantee
+				}
+				printf(c, "%s\n", line)
+				return nil
+			})
+		})
+	},
+}
+
 var statusCommand = &cli.Command{
 	Name:  "status",
 	Usage: "show the store: events, head, size, durability, log id, wallet",
 	Action: func(c *cli.Context) error {
-		s, err := openStoreMaybeKeys(c)
-		if err != nil {
-			return err
-		}
-		defer s.Close()
-		head, hash := s.Log.Head()
-		size := store.DiskUsage(s.Dir)
-		logSize := store.DiskUsage(s.Path(store.LogDir))
-		st := map[string]any{
-			"dir": s.Dir, "events": head, "head_seq": head, "head_hash": hash.String(),
-			"size_bytes": size, "log_bytes": logSize, "durability": s.Log.Durability().String(),
-			"log_id": s.Meta.LogID, "wallet_address": s.Meta.WalletAddress, "vault_key": s.Keys != nil,
-		}
-		for _, f := range statusExtras {
-			f(c, s, st)
-		}
-		if jsonOut(c) {
-			return printJSON(c, st)
-		}
-		printf(c, "store:       %s\n", s.Dir)
-		printf(c, "events:      %d (head seq %d)\n", head, head)
-		printf(c, "head hash:   %s\n", hash)
-		printf(c, "size:        %s (log %s)\n", humanBytes(size), humanBytes(logSize))
-		printf(c, "durability:  %s\n", s.Log.Durability())
-		printf(c, "log id:      %s\n", s.Meta.LogID)
-		printf(c, "wallet:      %s\n", s.Meta.WalletAddress)
-		if s.Keys == nil {
-			printf(c, "vault key:   missing (raw reads and verification only)\n")
-		}
-		for _, k := range []string{"projections", "mirror"} {
-			if v, ok := st[k+"_text"]; ok {
-				printf(c, "%-12s %s\n", k+":", v)
+		return withAPI(c, func(api ucl.API) error {
+			st, err := api.Status(context.Background(), ucl.StatusRequest{})
+			if err != nil {
+				return err
 			}
-		}
-		return nil
+			if jsonOut(c) {
+				return printJSON(c, st)
+			}
+			printf(c, "store:       %s\n", st.Dir)
+			printf(c, "events:      %d (head seq %d)\n", st.Events, st.HeadSeq)
+			printf(c, "head hash:   %s\n", st.HeadHash)
+			printf(c, "size:        %s (log %s)\n", humanBytes(st.SizeBytes), humanBytes(st.LogBytes))
+			printf(c, "durability:  %s\n", st.Durability)
+			printf(c, "log id:      %s\n", st.LogID)
+			printf(c, "wallet:      %s\n", st.WalletAddress)
+			if !st.VaultKey {
+				printf(c, "vault key:   missing (raw reads and verification only)\n")
+			}
+			printf(c, "%-12s %s\n", "mirror:", st.MirrorText)
+			return nil
+		})
 	},
 }
-
-// statusExtras lets other command groups add to `ucl status`.
-var statusExtras []func(*cli.Context, *store.Store, map[string]any)
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
-}
-
-func init() { register(auditCommand, statusCommand) }

@@ -1,13 +1,12 @@
 package main
 
 import (
-	"fmt"
-	"path/filepath"
+	"errors"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/unlimitedcontext/ucl"
 	"github.com/unlimitedcontext/ucl/crypto"
-	"github.com/unlimitedcontext/ucl/internal/store"
 	"github.com/unlimitedcontext/ucl/log"
 )
 
@@ -42,19 +41,24 @@ of generating one. An existing store is never overwritten.`,
 				return err
 			}
 		}
-		s, err := store.Init(storeDir(c), store.InitOptions{Keys: kr, Wallet: w, Durability: d})
+		s, err := ucl.Init(storeDir(c), ucl.InitOptions{Keys: kr, Wallet: w, Durability: d})
 		if err != nil {
 			return err
 		}
 		defer s.Close()
-		if jsonOut(c) {
-			return printJSON(c, map[string]any{"dir": s.Dir, "log_id": s.Meta.LogID, "wallet_address": s.Meta.WalletAddress,
-				"vault_key": filepath.Join(s.Dir, store.VaultFile), "durability": d.String()})
+		st, err := s.Status(c.Context, ucl.StatusRequest{})
+		if err != nil {
+			return err
 		}
-		printf(c, "Initialized ucl store in %s\n", s.Dir)
-		printf(c, "  log id:          %s\n", s.Meta.LogID)
-		printf(c, "  wallet address:  %s\n", s.Meta.WalletAddress)
-		printf(c, "  vault key:       %s (mode 0600)\n", filepath.Join(s.Dir, store.VaultFile))
+		vault := ucl.VaultKeyPath(st.Dir)
+		if jsonOut(c) {
+			return printJSON(c, map[string]any{"dir": st.Dir, "log_id": st.LogID, "wallet_address": st.WalletAddress,
+				"vault_key": vault, "durability": d.String()})
+		}
+		printf(c, "Initialized ucl store in %s\n", st.Dir)
+		printf(c, "  log id:          %s\n", st.LogID)
+		printf(c, "  wallet address:  %s\n", st.WalletAddress)
+		printf(c, "  vault key:       %s (mode 0600)\n", vault)
 		printf(c, "Back up the vault key now: `ucl keys export` prints a recovery code.\n")
 		printf(c, "Without it, neither this device nor Arweave can give your memory back.\n")
 		return nil
@@ -69,16 +73,12 @@ var keysCommand = &cli.Command{
 			Name:  "export",
 			Usage: "print the vault key as a recovery code",
 			Action: func(c *cli.Context) error {
-				m, err := store.ReadMeta(storeDir(c))
-				if err != nil {
-					return err
-				}
-				kr, err := loadKeysFor(c, m)
+				kr, err := ucl.LoadVaultKey(storeDir(c), engineOptions(c))
 				if err != nil {
 					return err
 				}
 				if kr == nil {
-					return withHint(fmt.Errorf("this store has no vault key"), "pass it with --vault-key FILE")
+					return withHint(ucl.ErrNoVaultKey, "pass it with --vault-key FILE")
 				}
 				if jsonOut(c) {
 					return printJSON(c, map[string]any{"recovery_code": kr.RecoveryCode(), "fingerprint": kr.Fingerprint()})
@@ -96,31 +96,23 @@ var keysCommand = &cli.Command{
 					return usage("ucl keys import UCL1-… (or a file holding it)", "want one recovery code or key file")
 				}
 				arg := c.Args().First()
-				kr, err := crypto.ParseRecoveryCode(arg)
+				kr, err := crypto.LoadKeyArg(arg)
 				if err != nil {
-					if kr, err = crypto.LoadKeyring(arg); err != nil {
-						return withHint(err, "give the recovery code printed by `ucl keys export`, or a vault key file")
-					}
+					return withHint(err, "give the recovery code printed by `ucl keys export`, or a vault key file; nothing was written")
 				}
 				dir := storeDir(c)
-				m, err := store.ReadMeta(dir)
-				if err != nil {
-					return err
-				}
-				if m.KeyFingerprint != kr.Fingerprint() {
-					return withHint(fmt.Errorf("import key: %w", store.ErrWrongVaultKey), "this key belongs to another store; nothing was written")
-				}
-				if err := kr.Save(filepath.Join(dir, store.VaultFile)); err != nil {
+				if err := ucl.ImportVaultKey(dir, kr); err != nil {
+					if errors.Is(err, ucl.ErrWrongVaultKey) {
+						return withHint(err, "this key belongs to another store; nothing was written")
+					}
 					return err
 				}
 				if jsonOut(c) {
 					return printJSON(c, map[string]any{"imported": true, "fingerprint": kr.Fingerprint()})
 				}
-				printf(c, "Vault key installed in %s\n", filepath.Join(dir, store.VaultFile))
+				printf(c, "Vault key installed in %s\n", ucl.VaultKeyPath(dir))
 				return nil
 			},
 		},
 	},
 }
-
-func init() { register(initCommand, keysCommand) }

@@ -2,22 +2,17 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/unlimitedcontext/ucl/internal/ingest"
+	"github.com/unlimitedcontext/ucl"
 	"github.com/unlimitedcontext/ucl/log"
 )
-
-// appendBlock is how many events one atomic AppendBatch of `ucl append`
-// holds. Inputs up to this size are all-or-nothing; larger ones are
-// validated completely first and then written in blocks of this size.
-const appendBlock = 50_000
 
 var appendCommand = &cli.Command{
 	Name:      "append",
@@ -50,44 +45,47 @@ seq. Prints one JSON result per event: seq, id, hash (and "existed").`,
 			defer f.Close()
 			r = f
 		}
-		entries, err := ingest.ReadAll(r, ingest.Options{ChunkTokens: c.Int("chunk-tokens")})
-		if err != nil {
-			return withHint(err, "nothing was written; fix the line and run the whole input again")
-		}
-		if len(entries) == 0 {
-			return withHint(errors.New("no events in input"), "give one JSON event per line")
-		}
-		s, err := openStore(c)
+		b, err := io.ReadAll(r)
 		if err != nil {
 			return err
 		}
-		defer s.Close()
-		p := newProgress(c, "append", uint64(len(entries)))
-		for i := 0; i < len(entries); i += appendBlock {
-			block := entries[i:min(i+appendBlock, len(entries))]
-			rs, err := s.Log.AppendBatch(context.Background(), block)
-			if err != nil {
-				if i > 0 {
-					return fmt.Errorf("append events %d..%d: %w (events 1..%d were written)", i+1, i+len(block), err, i)
-				}
-				return withHint(fmt.Errorf("append: %w", err), "nothing was written")
-			}
-			p.Set(uint64(i+len(block)), 0)
-			for _, r := range rs {
-				printResult(c, r)
-			}
+		// Validate before attaching: a bad input is refused even when the
+		// store is busy, and without a round trip.
+		if err := ucl.ValidateJSONL(string(b), c.Int("chunk-tokens")); err != nil {
+			return withHint(err, "nothing was written; fix the line and run the whole input again")
 		}
-		p.Done()
-		return nil
+		return withAPI(c, func(api ucl.API) error {
+			p := newProgress(c, "append", 0)
+			res, err := api.Append(context.Background(), ucl.AppendRequest{JSONL: string(b), ChunkTokens: c.Int("chunk-tokens"),
+				Progress: func(_ string, done, total uint64) { p.Set(done, total) }})
+			p.Done()
+			if res != nil {
+				if perr := printResults(c, res.Results); perr != nil && err == nil {
+					return perr
+				}
+			}
+			switch {
+			case errors.Is(err, ucl.ErrNoInput):
+				return withHint(err, "give one JSON event per line")
+			case errors.Is(err, ucl.ErrBadInput):
+				return withHint(err, "nothing was written; fix the line and run the whole input again")
+			case err != nil && res == nil:
+				return withHint(err, "nothing was written")
+			}
+			return err
+		})
 	},
 }
 
-func printResult(c *cli.Context, r log.Result) {
-	if r.Existed {
-		printf(c, `{"seq":%d,"id":"%s","hash":"%s","existed":true}`+"\n", r.Seq, r.ID, r.Hash)
-		return
+func printResults(c *cli.Context, rs []ucl.EventResult) error {
+	enc := json.NewEncoder(c.App.Writer)
+	enc.SetEscapeHTML(false)
+	for _, r := range rs {
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
 	}
-	printf(c, `{"seq":%d,"id":"%s","hash":"%s"}`+"\n", r.Seq, r.ID, r.Hash)
+	return nil
 }
 
 var storeCommand = &cli.Command{
@@ -123,8 +121,7 @@ var storeCommand = &cli.Command{
 		if strings.TrimSpace(text) == "" {
 			return usage(`ucl store "what to remember"`, "nothing to store: the text is empty")
 		}
-		kind, err := log.ParseKind(c.String("kind"))
-		if err != nil {
+		if _, err := log.ParseKind(c.String("kind")); err != nil {
 			return usage("--kind takes conversation, document, knowledge or tool_call", "%v", err)
 		}
 		meta := map[string]string{}
@@ -135,30 +132,21 @@ var storeCommand = &cli.Command{
 			}
 			meta[k] = v
 		}
-		st := &log.Store{Kind: kind, Session: c.String("session"), Role: c.String("role"), Content: text,
-			Meta: meta, Parent: c.String("parent"), ChunkID: c.String("chunk-id")}
 		if t := c.String("time"); t != "" {
-			if st.Time, err = ingest.ParseTime(t); err != nil {
+			if _, err := ucl.ParseTime(t); err != nil {
 				return usage("--time 2023-05-08T13:56:00Z", "%v", err)
 			}
 		}
-		var id log.ID
-		if c.String("id") != "" {
-			id = ingest.EventID(c.String("id"))
-		}
-		s, err := openStore(c)
-		if err != nil {
-			return err
-		}
-		defer s.Close()
-		rs, err := s.Log.AppendBatch(context.Background(), ingest.StoreEntries(st, id, c.Int("chunk-tokens")))
-		if err != nil {
-			return err
-		}
-		for _, r := range rs {
-			printResult(c, r)
-		}
-		return nil
+		req := ucl.RememberRequest{Content: text, Session: c.String("session"), Role: c.String("role"), Kind: c.String("kind"),
+			Meta: meta, Time: c.String("time"), ID: c.String("id"), Parent: c.String("parent"), ChunkID: c.String("chunk-id"),
+			ChunkTokens: c.Int("chunk-tokens")}
+		return withAPI(c, func(api ucl.API) error {
+			res, err := api.Remember(context.Background(), req)
+			if err != nil {
+				return err
+			}
+			return printResults(c, res.Results)
+		})
 	},
 }
 
@@ -180,10 +168,8 @@ Content of tombstoned chunks is withheld unless --include-tombstoned.`,
 		if c.NArg() > 0 {
 			return usage("ucl replay [--from N] [--to N] [--type T] [--session S] [--raw]", "unexpected argument %q", c.Args().First())
 		}
-		var typ log.Type
 		if t := c.String("type"); t != "" {
-			var err error
-			if typ, err = log.ParseType(t); err != nil {
+			if _, err := log.ParseType(t); err != nil {
 				return usage("--type takes store, tombstone, share_grant, share_revoke or rekey", "%v", err)
 			}
 		}
@@ -191,59 +177,21 @@ Content of tombstoned chunks is withheld unless --include-tombstoned.`,
 		if to != 0 && from > to {
 			return usage("--from must not be after --to", "empty range %d..%d", from, to)
 		}
-		var s interface {
-			Close() error
+		if c.Bool("raw") && c.String("session") != "" {
+			return usage("--session needs decryption; drop --raw", "--session cannot be used with --raw")
 		}
-		st, err := openStoreMaybeKeys(c)
-		if err != nil {
-			return err
-		}
-		s = st
-		defer s.Close()
-		w := c.App.Writer
-		ctx := context.Background()
-		if c.Bool("raw") || !st.Log.HasKeys() {
-			if !c.Bool("raw") {
-				return withHint(log.ErrNoKeys, "no vault key here: use --raw for headers, or --vault-key FILE")
-			}
-			if c.String("session") != "" {
-				return usage("--session needs decryption; drop --raw", "--session cannot be used with --raw")
-			}
-			return st.Log.Records(ctx, from, to, func(r *log.Record) error {
-				if typ != 0 && r.Header.Type != typ {
-					return nil
-				}
-				_, err := fmt.Fprintf(w, `{"seq":%d,"time":"%s","type":"%s","id":"%s","key_epoch":%d,"hash":"%s","prev":"%s","body_bytes":%d}`+"\n",
-					r.Header.Seq, log.FormatTime(r.Header.Time), r.Header.Type, r.Header.ID, r.Header.KeyEpoch, r.Hash, r.Header.Prev, len(r.Raw)-log.HeaderSize)
+		req := ucl.ReplayRequest{From: from, To: to, Type: c.String("type"), Session: c.String("session"),
+			Raw: c.Bool("raw"), IncludeTombstoned: c.Bool("include-tombstoned")}
+		return withAPI(c, func(api ucl.API) error {
+			w := c.App.Writer
+			err := api.Replay(context.Background(), req, func(line json.RawMessage) error {
+				_, err := w.Write(append(line, '\n'))
 				return err
 			})
-		}
-		var dead map[string]uint64
-		if !c.Bool("include-tombstoned") {
-			tr := log.NewTombstoneTracker()
-			if err := st.Log.Events(ctx, 0, 0, func(e *log.Event) error { tr.Observe(e); return nil }); err != nil {
-				return err
+			if errors.Is(err, log.ErrNoKeys) {
+				return withHint(err, "no vault key here: use --raw for headers, or --vault-key FILE")
 			}
-			dead = tr.Dead()
-		}
-		enc := newLineEncoder(w)
-		return st.Log.Events(ctx, from, to, func(e *log.Event) error {
-			if typ != 0 && e.Type != typ {
-				return nil
-			}
-			if sess := c.String("session"); sess != "" {
-				if s := e.Store(); s == nil || s.Session != sess {
-					return nil
-				}
-			}
-			if s := e.Store(); s != nil {
-				if by, ok := dead[s.ChunkID]; ok {
-					return enc.encodeTombstoned(e, by)
-				}
-			}
-			return enc.encode(e)
+			return err
 		})
 	},
 }
-
-func init() { register(appendCommand, storeCommand, replayCommand) }

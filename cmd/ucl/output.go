@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,8 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
-	"github.com/unlimitedcontext/ucl/crypto"
-	"github.com/unlimitedcontext/ucl/internal/store"
+	"github.com/unlimitedcontext/ucl"
 )
 
 func jsonOut(c *cli.Context) bool { return c.Bool("json") }
@@ -93,6 +93,30 @@ func (p *progress) Done() {
 	}
 }
 
+// stagedProgress returns a ucl.Progress that draws one bar per stage (on a
+// terminal only; nil otherwise) and a func that ends the current bar.
+func stagedProgress(c *cli.Context) (ucl.Progress, func()) {
+	if !interactive(c) {
+		return nil, func() {}
+	}
+	var mu sync.Mutex
+	var cur *progress
+	var name string
+	return func(stage string, done, total uint64) {
+			mu.Lock()
+			defer mu.Unlock()
+			if stage != name {
+				cur.Done()
+				cur, name = newProgress(c, stage, total), stage
+			}
+			cur.Set(done, total)
+		}, func() {
+			mu.Lock()
+			defer mu.Unlock()
+			cur.Done()
+		}
+}
+
 func storeDir(c *cli.Context) string {
 	d := c.String("dir")
 	if strings.HasPrefix(d, "~/") {
@@ -103,38 +127,44 @@ func storeDir(c *cli.Context) string {
 	return d
 }
 
-// openStore opens the store of --dir with the vault key (--vault-key or
-// DIR/vault.key).
-func openStore(c *cli.Context) (*store.Store, error) {
-	return store.Open(storeDir(c), store.OpenOptions{VaultKeyPath: c.String("vault-key")})
+// engineOptions builds the engine options from the global flags.
+func engineOptions(c *cli.Context) ucl.Options {
+	return ucl.Options{
+		VaultKeyPath: c.String("vault-key"),
+		Embedder: ucl.EmbedderOptions{Kind: c.String("embedder"), URL: c.String("embed-url"), Model: c.String("embed-model"),
+			Timeout: c.Duration("embed-timeout"), Dim: c.Int("embed-dim")},
+	}
 }
 
-// openStoreNoKeys opens the store for raw reads and verification; it uses
-// the vault key when one is available.
-func openStoreMaybeKeys(c *cli.Context) (*store.Store, error) {
-	dir := storeDir(c)
-	s, err := store.Open(dir, store.OpenOptions{VaultKeyPath: c.String("vault-key")})
-	if err == nil {
-		return s, nil
-	}
-	if _, statErr := os.Stat(filepath.Join(dir, store.VaultFile)); c.String("vault-key") == "" && os.IsNotExist(statErr) {
-		return store.Open(dir, store.OpenOptions{NoKeys: true})
-	}
-	return nil, err
-}
-
-// loadKeysFor reads the vault key of a store directory without opening its
-// log (for commands that must work on a damaged log).
-func loadKeysFor(c *cli.Context, m store.Meta) (*crypto.Keyring, error) {
-	dir := storeDir(c)
-	p := c.String("vault-key")
-	if p == "" {
-		p = filepath.Join(dir, store.VaultFile)
-		if _, err := os.Stat(p); os.IsNotExist(err) {
-			return nil, nil
+// withAPI runs fn on the store of --dir: attached to its owner when one
+// serves it, else opened by this process for the length of the command.
+// An owner that exits between finding its socket and answering refuses
+// the connection before the request is sent: then the command attaches
+// again (taking the store over) and runs once more.
+func withAPI(c *cli.Context, fn func(ucl.API) error) error {
+	for try := 0; ; try++ {
+		api, err := ucl.Attach(storeDir(c), engineOptions(c))
+		if err != nil {
+			return openError(err)
+		}
+		_, attached := api.(*ucl.Client)
+		err = fn(api)
+		api.Close()
+		if !attached || try > 0 || !ucl.OwnerGone(err) {
+			return err
 		}
 	}
-	return store.LoadKeys(dir, m, store.OpenOptions{VaultKeyPath: p})
+}
+
+// openError adds the CLI's words to an engine option error.
+func openError(err error) error {
+	switch {
+	case errors.Is(err, ucl.ErrUnknownEmbedder):
+		return usage("--embedder takes hash, static, ollama or openai", "%v", err)
+	case errors.Is(err, ucl.ErrEmbedderConfig):
+		return usage("set --embed-url and --embed-model (or UCL_EMBED_URL / UCL_EMBED_MODEL); the static embedder takes only --embed-model DIR", "%v", err)
+	}
+	return err
 }
 
 // stdinIsTerminal reports whether standard input is an interactive
@@ -142,4 +172,16 @@ func loadKeysFor(c *cli.Context, m store.Meta) (*crypto.Keyring, error) {
 func stdinIsTerminal(c *cli.Context) bool {
 	f, ok := c.App.Reader.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
 }

@@ -9,12 +9,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/unlimitedcontext/ucl/internal/ingest"
-	"github.com/unlimitedcontext/ucl/projections/projstd"
+	"github.com/unlimitedcontext/ucl"
 	"github.com/unlimitedcontext/ucl/query"
 )
-
-func init() { register(queryCommand, contextCommand) }
 
 // Flags shared by query and context.
 func retrievalFlags() []cli.Flag {
@@ -65,8 +62,11 @@ its chunk id, session, role, kind, time, seq, content and meta as stored.`,
 		req.Sessions = c.StringSlice("session")
 		req.Session = c.String("active")
 		req.Explain = c.Bool("explain")
-		return withEngine(c, func(e *query.Engine) error {
-			resp, err := e.Search(context.Background(), req)
+		return withAPI(c, func(api ucl.API) error {
+			prog, done := stagedProgress(c)
+			req.Progress = prog
+			resp, err := api.Search(context.Background(), req)
+			done()
 			if err != nil {
 				return queryError(err)
 			}
@@ -93,7 +93,7 @@ chunks are cut to their key sentences before being dropped. Formats:
 TEXT may be omitted when --session and --recent are given (recent turns only).
 With --json: a JSON document describing the assembly, the context in "context".`,
 	Flags: append([]cli.Flag{
-		&cli.IntFlag{Name: "budget", Value: 4000, Usage: "token budget of the whole output"},
+		&cli.IntFlag{Name: "budget", Value: ucl.DefaultBudget, Usage: "token budget of the whole output"},
 		&cli.StringFlag{Name: "session", Aliases: []string{"s"}, Usage: "active session (its recent turns open the context)"},
 		&cli.IntFlag{Name: "recent", Value: 6, Usage: "recent turns of the active session to include"},
 		&cli.StringFlag{Name: "format", Value: "xml", Usage: "xml, json or text"},
@@ -116,8 +116,7 @@ With --json: a JSON document describing the assembly, the context in "context".`
 		if req.K < 0 {
 			return usage("--k takes a positive number", "bad --k %d", req.K)
 		}
-		format, err := query.ParseFormat(c.String("format"))
-		if err != nil {
+		if _, err := query.ParseFormat(c.String("format")); err != nil {
 			return usage("--format takes xml, json or text", "%v", err)
 		}
 		if c.Int("budget") <= 0 {
@@ -126,19 +125,19 @@ With --json: a JSON document describing the assembly, the context in "context".`
 		if c.Int("recent") < 0 {
 			return usage("--recent takes 0 or more turns", "bad --recent %d", c.Int("recent"))
 		}
-		creq := query.ContextRequest{Request: req, Budget: c.Int("budget"), RecentTurns: c.Int("recent"), Format: format}
-		return withEngine(c, func(e *query.Engine) error {
-			a, err := e.Assemble(context.Background(), creq)
+		creq := ucl.ContextRequest{SearchRequest: req, Budget: c.Int("budget"), Recent: c.Int("recent"), Format: c.String("format")}
+		return withAPI(c, func(api ucl.API) error {
+			prog, done := stagedProgress(c)
+			creq.Progress = prog
+			a, err := api.Context(context.Background(), creq)
+			done()
 			if err != nil {
 				return queryError(err)
 			}
 			if jsonOut(c) {
-				return printJSON(c, struct {
-					*query.Assembly
-					Context string `json:"context"`
-				}{a, string(a.Output)})
+				return printJSON(c, a)
 			}
-			_, err = c.App.Writer.Write(a.Output)
+			_, err = c.App.Writer.Write([]byte(a.Context))
 			return err
 		})
 	},
@@ -156,8 +155,9 @@ func queryText(c *cli.Context, example string) (string, error) {
 }
 
 // requestFromFlags reads the flags retrievalFlags defines.
-func requestFromFlags(c *cli.Context, text string) (query.Request, error) {
-	req := query.Request{Text: text, Kinds: c.StringSlice("kind"), Roles: c.StringSlice("role"), NoTemporal: c.Bool("no-time")}
+func requestFromFlags(c *cli.Context, text string) (ucl.SearchRequest, error) {
+	req := ucl.SearchRequest{Text: text, Kinds: c.StringSlice("kind"), Roles: c.StringSlice("role"), NoTemporal: c.Bool("no-time"),
+		Since: c.String("since"), Until: c.String("until"), Now: c.String("now"), Origin: strings.ToLower(c.String("origin")), Mode: c.String("mode")}
 	for _, k := range req.Kinds {
 		switch k {
 		case "conversation", "document", "knowledge", "tool_call":
@@ -165,77 +165,35 @@ func requestFromFlags(c *cli.Context, text string) (query.Request, error) {
 			return req, usage("--kind takes conversation, document, knowledge or tool_call", "unknown kind %q", k)
 		}
 	}
+	var since, until int64
 	var err error
 	for _, f := range []struct {
 		name string
 		dst  *int64
-	}{{"since", &req.Since}, {"until", &req.Until}} {
+	}{{"since", &since}, {"until", &until}} {
 		if v := c.String(f.name); v != "" {
-			if *f.dst, err = ingest.ParseTime(v); err != nil {
+			if *f.dst, err = ucl.ParseTime(v); err != nil {
 				return req, usage("--"+f.name+" 2023-05-08T13:56:00Z, --"+f.name+" 2023-05-08 or unix milliseconds", "bad --%s: %v", f.name, err)
 			}
 		}
 	}
-	if req.Since != 0 && req.Until != 0 && req.Until <= req.Since {
+	if since != 0 && until != 0 && until <= since {
 		return req, usage("--until must be after --since", "empty time range")
 	}
 	if v := c.String("now"); v != "" {
-		ms, err := ingest.ParseTime(v)
-		if err != nil {
+		if _, err := ucl.ParseTime(v); err != nil {
 			return req, usage("--now 2023-06-14T09:00:00Z", "bad --now: %v", err)
 		}
-		req.Now = time.UnixMilli(ms).UTC()
 	}
-	switch o := strings.ToLower(c.String("origin")); o {
-	case "", "all":
-		req.Origin = query.OriginAny
-	case "own", "shared":
-		req.Origin = query.Origin(o)
+	switch req.Origin {
+	case "", "all", "own", "shared":
 	default:
-		return req, usage("--origin takes own, shared or all", "unknown origin %q", o)
+		return req, usage("--origin takes own, shared or all", "unknown origin %q", req.Origin)
 	}
-	if req.Mode, err = query.ParseMode(c.String("mode")); err != nil {
+	if _, err := query.ParseMode(req.Mode); err != nil {
 		return req, usage("--mode takes hybrid, bm25 or vector", "%v", err)
 	}
 	return req, nil
-}
-
-// withEngine opens the store, brings the projections up to the log head and
-// runs fn with an engine over them.
-func withEngine(c *cli.Context, fn func(e *query.Engine) error) error {
-	s, set, err := openProjected(c)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	defer set.Close()
-	src := query.Sources{Chunks: set.Timelines}
-	if set.FTS != nil {
-		src.Text = set.FTS
-	}
-	if set.Vectors != nil {
-		src.Vectors = vectorSource{set.Vectors}
-	}
-	if set.Summary != nil {
-		src.Sessions = set.Summary
-	}
-	return fn(query.New(src, query.Options{}))
-}
-
-// vectorSource adapts the vector projection (which cannot import query)
-// to query.VectorSearcher.
-type vectorSource struct{ v *projstd.VectorProjection }
-
-func (a vectorSource) SearchText(ctx context.Context, text string, k int) ([]query.VectorHit, error) {
-	hits, err := a.v.SearchText(ctx, text, k)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]query.VectorHit, len(hits))
-	for i, h := range hits {
-		out[i] = query.VectorHit{ChunkID: h.ChunkID, Score: h.Score}
-	}
-	return out, nil
 }
 
 // queryError turns the query package's input errors into usage errors.
@@ -253,7 +211,7 @@ func queryError(err error) error {
 	return err
 }
 
-func printResponse(c *cli.Context, resp *query.Response, explain bool) {
+func printResponse(c *cli.Context, resp *ucl.SearchResult, explain bool) {
 	if explain {
 		printf(c, "searched: %q (mode %s, now %s)\n", resp.SearchText, resp.Mode, fmtMS(resp.Now))
 		for _, m := range resp.Temporal {

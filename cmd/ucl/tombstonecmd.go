@@ -7,13 +7,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/unlimitedcontext/ucl/internal/ingest"
-	"github.com/unlimitedcontext/ucl/log"
+	"github.com/unlimitedcontext/ucl"
 )
-
-const notErasure = "note: a tombstone hides content from every projection, query and replay at once, " +
-	"but it is not erasure: the ciphertext stays on Arweave and the current vault key can still decrypt it. " +
-	"Durable erasure needs a vault-key rotation (shred)."
 
 var tombstoneCommand = &cli.Command{
 	Name:  "tombstone",
@@ -21,7 +16,7 @@ var tombstoneCommand = &cli.Command{
 	Description: `Appends a tombstone event. Targets: --chunk IDs, a whole chunked document
 (--document PARENT, expanded to its chunk ids), and/or --session and a
 content-time range --from/--to (chunks matching all of those given).
-` + notErasure,
+` + ucl.TombstoneNote,
 	Flags: []cli.Flag{
 		&cli.StringSliceFlag{Name: "chunk", Usage: "chunk id (repeatable)"},
 		&cli.StringSliceFlag{Name: "document", Usage: "chunk parent of a document: all its chunks (repeatable)"},
@@ -34,61 +29,40 @@ content-time range --from/--to (chunks matching all of those given).
 		if c.NArg() > 0 {
 			return usage("targets are flags: --chunk, --document, --session, --from/--to", "unexpected argument %q", c.Args().First())
 		}
-		t := &log.Tombstone{Chunks: c.StringSlice("chunk"), Session: c.String("session"), Reason: c.String("reason")}
+		req := ucl.TombstoneRequest{Chunks: c.StringSlice("chunk"), Documents: c.StringSlice("document"), Session: c.String("session"),
+			From: c.String("from"), To: c.String("to"), Reason: c.String("reason")}
+		var from, to int64
 		var err error
-		if f := c.String("from"); f != "" {
-			if t.From, err = ingest.ParseTime(f); err != nil {
+		if req.From != "" {
+			if from, err = ucl.ParseTime(req.From); err != nil {
 				return usage("--from 2023-05-01", "%v", err)
 			}
 		}
-		if to := c.String("to"); to != "" {
-			if t.To, err = ingest.ParseTime(to); err != nil {
+		if req.To != "" {
+			if to, err = ucl.ParseTime(req.To); err != nil {
 				return usage("--to 2023-06-01", "%v", err)
 			}
 		}
-		if (t.From != 0 || t.To != 0) && t.To <= t.From {
+		if (from != 0 || to != 0) && to <= from {
 			return usage("give both --from and --to, with --to after --from", "bad time range")
 		}
-		docs := c.StringSlice("document")
-		if len(t.Chunks) == 0 && len(docs) == 0 && t.Session == "" && t.From == 0 {
+		if len(req.Chunks) == 0 && len(req.Documents) == 0 && req.Session == "" && from == 0 {
 			return usage("say what to remove: --chunk ID, --document PARENT, --session S or --from/--to", "no targets")
 		}
-		s, set, err := openProjected(c)
-		if err != nil {
-			return err
-		}
-		defer s.Close()
-		defer set.Close()
-		for _, d := range docs {
-			parts, err := set.Timelines.Document(d)
+		return withAPI(c, func(api ucl.API) error {
+			res, err := api.Tombstone(context.Background(), req)
+			if errors.Is(err, ucl.ErrNoDocument) {
+				return withHint(err, "see `ucl session show ID` for document ids")
+			}
 			if err != nil {
 				return err
 			}
-			if len(parts) == 0 {
-				return withHint(fmt.Errorf("no live document with chunk parent %q", d), "see `ucl session show ID` for document ids")
+			if jsonOut(c) {
+				return printJSON(c, res)
 			}
-			for _, p := range parts {
-				t.Chunks = append(t.Chunks, p.ID)
-			}
-		}
-		r, err := s.Log.Append(context.Background(), log.Entry{Body: t})
-		if err != nil {
-			return err
-		}
-		if err := set.CatchUp(context.Background(), nil); err != nil {
-			return err
-		}
-		removed, err := set.Timelines.Removed(r.Seq)
-		if err != nil && !errors.Is(err, context.Canceled) {
-			return err
-		}
-		if jsonOut(c) {
-			return printJSON(c, map[string]any{"seq": r.Seq, "id": r.ID, "hash": r.Hash, "removed": removed, "erasure": false, "note": notErasure})
-		}
-		printf(c, "tombstone seq %d removed %d chunk(s)\n", r.Seq, len(removed))
-		fmt.Fprintln(c.App.ErrWriter, notErasure)
-		return nil
+			printf(c, "tombstone seq %d removed %d chunk(s)\n", res.Seq, len(res.Removed))
+			fmt.Fprintln(c.App.ErrWriter, res.Note)
+			return nil
+		})
 	},
 }
-
-func init() { register(tombstoneCommand) }

@@ -28,6 +28,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/unlimitedcontext/ucl/log"
 )
@@ -125,6 +126,14 @@ func ParseLine(b []byte, lineNo int, o Options) ([]log.Entry, error) {
 	fail := func(field string, err error) error {
 		return &LineError{Line: lineNo, Field: field, Err: fmt.Errorf("%w: %v", ErrBadInput, err)}
 	}
+	if !utf8.Valid(b) {
+		return nil, fail("", fmt.Errorf("invalid UTF-8 at byte %d of the line: the input must be UTF-8 text (nothing is replaced silently)", invalidUTF8At(b)))
+	}
+	if key, err := duplicateKey(b); err != nil {
+		return nil, fail("", fmt.Errorf("not a JSON object: %v", err))
+	} else if key != "" {
+		return nil, fail(key, errors.New("given twice on the line (which one is meant?)"))
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	var ln line
@@ -143,9 +152,17 @@ func ParseLine(b []byte, lineNo int, o Options) ([]log.Entry, error) {
 	if dec.More() {
 		return nil, fail("", errors.New("more than one JSON value on the line"))
 	}
+	if n := replacedRunes(b, &ln); n > 0 {
+		// encoding/json turns a lone UTF-16 surrogate escape (\ud800) into
+		// U+FFFD; stored, it would not be what was sent.
+		return nil, fail("", errors.New("a \\u escape is not a valid character (a lone UTF-16 surrogate?)"))
+	}
 	var id log.ID
 	if ln.ID != "" {
 		id = EventID(ln.ID)
+		if id.IsZero() {
+			return nil, fail("id", errors.New("the all-zero id is reserved (it means \"no id\", which would turn idempotency off)"))
+		}
 	}
 	switch ln.Type {
 	case "", "store":
@@ -195,6 +212,91 @@ func ParseLine(b []byte, lineNo int, o Options) ([]log.Entry, error) {
 	default:
 		return nil, fail("type", fmt.Errorf("unknown type %q: want store or tombstone", ln.Type))
 	}
+}
+
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return -1
+}
+
+// replacedRunes counts the U+FFFD in the decoded strings of ln that the
+// line itself does not spell (literally or as \ufffd): replacements made by
+// the JSON decoder.
+func replacedRunes(b []byte, ln *line) int {
+	n := 0
+	count := func(s string) { n += strings.Count(s, "\uFFFD") }
+	if ln.Content != nil {
+		count(*ln.Content)
+	}
+	for _, s := range []string{ln.Type, ln.ID, ln.Session, ln.Role, ln.Kind, ln.ChunkID, ln.Parent, ln.ChunkParent, ln.Reason} {
+		count(s)
+	}
+	for k, v := range ln.Meta {
+		count(k)
+		count(v)
+	}
+	for _, c := range ln.Chunks {
+		count(c)
+	}
+	if n == 0 {
+		return 0
+	}
+	spelled := bytes.Count(b, []byte("\uFFFD")) + bytes.Count(bytes.ToLower(b), []byte(`\ufffd`))
+	return n - spelled
+}
+
+// duplicateKey returns the first key that an object of the JSON value b
+// gives twice ("meta.k" for nested objects). encoding/json keeps the last
+// silently.
+func duplicateKey(b []byte) (string, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	var walk func(path string) (string, error)
+	walk = func(path string) (string, error) {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", err
+		}
+		switch tok {
+		case json.Delim('{'):
+			seen := map[string]bool{}
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return "", err
+				}
+				k, _ := kt.(string)
+				name := k
+				if path != "" {
+					name = path + "." + k
+				}
+				if seen[k] {
+					return name, nil
+				}
+				seen[k] = true
+				if d, err := walk(name); d != "" || err != nil {
+					return d, err
+				}
+			}
+			_, err = dec.Token()
+			return "", err
+		case json.Delim('['):
+			for dec.More() {
+				if d, err := walk(path); d != "" || err != nil {
+					return d, err
+				}
+			}
+			_, err = dec.Token()
+			return "", err
+		}
+		return "", nil
+	}
+	return walk("")
 }
 
 // StoreEntries chunks a store body if needed and gives each chunk an event

@@ -86,3 +86,40 @@ func TestChunkedDocumentIDs(t *testing.T) {
 		}
 	}
 }
+
+// Invalid UTF-8 used to be replaced with U+FFFD silently, duplicate keys
+// resolved to the last one, and the all-zero id turned idempotency off.
+func TestParseLineRefusesWhatItWouldAlter(t *testing.T) {
+	for _, tc := range []struct{ name, in, field, msg string }{
+		{"invalid UTF-8", "{\"content\":\"caf\xe9 au lait\"}", "", "invalid UTF-8 at byte 15"},
+		{"lone surrogate escape", `{"content":"x \ud800 y"}`, "", "lone UTF-16 surrogate"},
+		{"duplicate key", `{"content":"a","session":"s1","content":"b"}`, "content", "given twice"},
+		{"duplicate meta key", `{"content":"a","meta":{"k":"1","k":"2"}}`, "meta.k", "given twice"},
+		{"all-zero id", `{"content":"a","id":"00000000000000000000000000000000"}`, "id", "reserved"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseLine([]byte(tc.in), 3, Options{})
+			var le *LineError
+			if !errors.As(err, &le) || le.Line != 3 || le.Field != tc.field || !strings.Contains(err.Error(), tc.msg) {
+				t.Fatalf("err = %v", err)
+			}
+		})
+	}
+	// What the line spells is kept: a literal or escaped U+FFFD is text.
+	for _, in := range []string{`{"content":"a \ufffd b"}`, "{\"content\":\"a \uFFFD b\"}"} {
+		es, err := ParseLine([]byte(in), 1, Options{})
+		if err != nil || !strings.Contains(es[0].Body.(*log.Store).Content, "\uFFFD") {
+			t.Fatalf("%s: %v", in, err)
+		}
+	}
+	// ReadAll names the line.
+	_, err := ReadAll(strings.NewReader("{\"content\":\"ok\"}\n{\"content\":\"\xff\"}\n"), Options{})
+	var le *LineError
+	if !errors.As(err, &le) || le.Line != 2 {
+		t.Fatalf("ReadAll: %v", err)
+	}
+	// The log refuses invalid UTF-8 from any front end, not only JSONL.
+	if err := (&log.Store{Kind: log.KindConversation, Content: "ok", Session: "s\xff"}).Validate(); !errors.Is(err, log.ErrMalformed) || !strings.Contains(err.Error(), "session") {
+		t.Fatalf("validate: %v", err)
+	}
+}

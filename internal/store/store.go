@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -48,6 +49,9 @@ var (
 	// ErrWrongVaultKey is returned when the vault key given does not belong
 	// to the store.
 	ErrWrongVaultKey = errors.New("store: vault key does not belong to this store")
+	// ErrCorruptWallet is returned (in Store.WalletErr) when the wallet file
+	// exists but is not a readable wallet.
+	ErrCorruptWallet = errors.New("store: wallet file is corrupt")
 )
 
 // Meta is ucl.json.
@@ -73,8 +77,14 @@ type Store struct {
 	Dir    string
 	Meta   Meta
 	Keys   *crypto.Keyring // nil when opened without the vault key
-	Wallet *crypto.Wallet  // nil when the store has no wallet file
-	Log    *log.Log
+	Wallet *crypto.Wallet  // nil when the store has no wallet file or it is unreadable
+	// WalletErr says why a wallet file that exists could not be loaded.
+	WalletErr error
+	Log       *log.Log
+	// Tidied lists the staging leftovers of an earlier crash that Open
+	// removed (see Tidy); TidyErr is why some could not be removed.
+	Tidied  []string
+	TidyErr error
 }
 
 // InitOptions configure Init.
@@ -191,8 +201,12 @@ func Open(dir string, o OpenOptions) (*Store, error) {
 			return nil, err
 		}
 	}
-	if w, err := crypto.LoadWallet(filepath.Join(dir, WalletFile)); err == nil {
+	switch w, err := crypto.LoadWallet(filepath.Join(dir, WalletFile)); {
+	case err == nil:
 		s.Wallet = w
+	case !errors.Is(err, fs.ErrNotExist):
+		// Only the commands that sign need the wallet; they report this.
+		s.WalletErr = fmt.Errorf("%w: %v", ErrCorruptWallet, err)
 	}
 	d, err := log.ParseDurability(m.Durability)
 	if err != nil {
@@ -206,6 +220,8 @@ func Open(dir string, o OpenOptions) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The log's lock is held: no staging of this store is in use.
+	s.Tidied, s.TidyErr = Tidy(dir)
 	return s, nil
 }
 

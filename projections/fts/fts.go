@@ -31,9 +31,27 @@
 //   - Commit executes the batch with the checkpoint, then commits the side
 //     table and the checkpoint to bbolt. After a crash between the two, Open
 //     takes the lower checkpoint: replaying from it is idempotent.
-//   - Digest = SHA-256 over "ucl-fts/<version>" then, per live chunk in chunk
-//     id order, uvarint len(id)‖id‖fieldhash. It includes applied but
-//     uncommitted changes and never depends on segment layout.
+//   - Digest = SHA-256 over "ucl-fts/<version>\n" then, per live chunk in
+//     chunk id order, uvarint len(id)‖id‖fieldhash, then a zero byte and,
+//     per document the bleve index holds in id order, uvarint len(id)‖id.
+//     The second part covers what searches read: a document missing from
+//     (or left over in) the index changes the digest, so `project verify`
+//     catches it. It includes applied but uncommitted changes (Digest
+//     executes the pending batch first) and never depends on segment
+//     layout. Version 2 added the index part.
+//   - Deleted documents leave the disk: scorch only flags them in their
+//     segment, whose term dictionary keeps their words, and keeps old
+//     segment files while old snapshots name them. A Commit that deleted
+//     documents force-merges the index into one segment (a throw-away
+//     document makes a lone segment eligible, then is deleted), copies the
+//     current snapshot alone into index.purge, swaps it in for index/ and
+//     compacts side.db. Open removes index.purge / index.old left by a
+//     crash.
+//   - A batch executed without a checkpoint (full batch, Digest) also sets
+//     the internal key "ucl/ahead"; Commit's batch clears it. Open checks,
+//     when the two checkpoints agree and the index is not ahead, that the
+//     index holds exactly the side table's number of live documents: a
+//     damaged segment fails the open (projstd then resets and rebuilds).
 //   - Search scores with BM25 using statistics from the side table (N = live
 //     docs, average length = ceil(total content words / N)) instead of
 //     bleve's own, which count the term dictionary of every segment and so
@@ -63,12 +81,14 @@ import (
 	"github.com/blevesearch/bleve/v2/analysis/lang/en"
 	"github.com/blevesearch/bleve/v2/document"
 	"github.com/blevesearch/bleve/v2/index/scorch"
+	"github.com/blevesearch/bleve/v2/index/scorch/mergeplan"
 	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
 	index "github.com/blevesearch/bleve_index_api"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/unlimitedcontext/ucl/internal/fsutil"
 	"github.com/unlimitedcontext/ucl/internal/textutil"
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections"
@@ -79,7 +99,7 @@ const Name = "fts"
 
 // FormatVersion is the on-disk format version; change it whenever the
 // mapping, the analyzer or the field hash changes.
-const FormatVersion = 1
+const FormatVersion = 2
 
 // DefaultBatchSize is the number of queued operations after which Apply
 // executes the pending batch.
@@ -96,6 +116,10 @@ var (
 	// ErrCorrupt is returned (wrapped) when the side table holds an entry
 	// that does not decode.
 	ErrCorrupt = errors.New("fts: corrupt side table")
+
+	// ErrIndexMismatch is returned (wrapped) when the bleve index and the
+	// side table disagree about the live documents at the same checkpoint.
+	ErrIndexMismatch = errors.New("fts: index does not match side table")
 )
 
 // Field names in the bleve mapping.
@@ -117,7 +141,17 @@ var (
 	keyVersion      = []byte("version")
 	keyStats        = []byte("stats") // live docs, total content words
 	internalCP      = []byte("ucl/checkpoint")
+	// internalAhead is set by a batch executed without a checkpoint (the
+	// index may hold documents the side table does not have yet) and
+	// cleared by the next Commit's batch.
+	internalAhead = []byte("ucl/ahead")
 )
+
+// purgeID is the throw-away document that lets a force merge rewrite a
+// lone segment (bleve's planner leaves a single segment alone, deleted
+// documents included). The NUL makes it unlike any chunk id a store
+// event can carry in practice; it is deleted right after the merge.
+const purgeID = "\x00ucl-purge"
 
 // Options tune the index. The zero value means defaults.
 type Options struct {
@@ -145,6 +179,9 @@ type Index struct {
 
 	batch   *bleve.Batch
 	sideOps map[string]*docMeta // side-table changes since the last Commit
+	// purge is set when documents were deleted since the last Commit: the
+	// Commit then merges the deletions out of the segments (package doc).
+	purge bool
 }
 
 // docMeta is what a tombstone needs to know about a pending document, plus
@@ -181,8 +218,18 @@ func (x *Index) open() error {
 	if err := os.MkdirAll(x.dir, 0o700); err != nil {
 		return fmt.Errorf("create fts dir: %w", err)
 	}
+	// Leftovers of a purge interrupted by a crash (see purgeDeleted).
+	for _, d := range []string{x.indexPath() + ".purge", x.indexPath() + ".old"} {
+		if err := os.RemoveAll(d); err != nil {
+			return fmt.Errorf("remove fts leftovers: %w", err)
+		}
+	}
 	db, err := bolt.Open(x.sidePath(), 0o600, nil)
 	if err != nil {
+		return fmt.Errorf("open fts side table: %w", err)
+	}
+	if err := projections.CheckBolt(db); err != nil {
+		db.Close()
 		return fmt.Errorf("open fts side table: %w", err)
 	}
 	var sideCP *projections.Checkpoint
@@ -249,6 +296,24 @@ func (x *Index) open() error {
 		}
 		if icp.Seq < x.cp.Seq {
 			x.cp = icp
+		}
+		// A cheap consistency probe (no scan): when both halves are at the
+		// same checkpoint, the index must hold exactly the live documents
+		// of the side table. Damaged segments (zeroed, truncated) count
+		// differently or fail here.
+		n, err := idx.DocCount()
+		if err != nil {
+			x.closeAll()
+			return fmt.Errorf("count index documents: %w", err)
+		}
+		ahead, err := idx.GetInternal(internalAhead)
+		if err != nil {
+			x.closeAll()
+			return fmt.Errorf("read index state: %w", err)
+		}
+		if icp == *sideCP && ahead == nil && n != x.nDocs {
+			x.closeAll()
+			return fmt.Errorf("open fts: %w: index holds %d documents, side table %d", ErrIndexMismatch, n, x.nDocs)
 		}
 	}
 	x.resetPending()
@@ -431,15 +496,20 @@ func (x *Index) maybeFlush() error {
 	if x.batch.Size() < x.opts.BatchSize {
 		return nil
 	}
+	x.batch.SetInternal(internalAhead, []byte{1})
 	return x.flush()
 }
 
-// flush executes the pending batch (with whatever internal keys it holds).
+// flush executes the pending batch (with whatever internal keys it holds)
+// and starts a new one. The executed batch is never reused: scorch's Batch
+// returns once every document is analysed, but the goroutine that queued
+// them may still be ranging over the batch's operations (Reset raced with
+// it under the race detector).
 func (x *Index) flush() error {
 	if err := x.idx.Batch(x.batch); err != nil {
 		return fmt.Errorf("execute fts batch: %w", err)
 	}
-	x.batch.Reset()
+	x.batch = x.idx.NewBatch()
 	return nil
 }
 
@@ -454,7 +524,7 @@ func (x *Index) applyTombstone(t *log.Tombstone) error {
 	if t.Session != "" || hasRange {
 		// Committed chunks not changed since the last Commit. A session and
 		// a range together select their intersection.
-		err := x.db.View(func(tx *bolt.Tx) error {
+		err := x.view(func(tx *bolt.Tx) error {
 			docs := tx.Bucket(bucketDocs)
 			if t.Session != "" {
 				prefix := sessionPrefix(t.Session)
@@ -499,6 +569,7 @@ func (x *Index) applyTombstone(t *log.Tombstone) error {
 	for id := range targets {
 		x.batch.Delete(id)
 		x.sideOps[id] = nil
+		x.purge = true
 	}
 	return x.maybeFlush()
 }
@@ -559,6 +630,7 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 		return fmt.Errorf("encode checkpoint: %w", err)
 	}
 	x.batch.SetInternal(internalCP, cpb)
+	x.batch.DeleteInternal(internalAhead)
 	if err := x.flush(); err != nil {
 		return err
 	}
@@ -620,16 +692,105 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 	x.nDocs, x.nWords = nDocs, nWords
 	clear(x.sideOps)
 	x.cp = cp
+	if x.purge {
+		return x.purgeDeleted()
+	}
+	return nil
+}
+
+// purgeDeleted makes deleted documents leave the disk: scorch only marks
+// them deleted in their segment, whose term dictionary keeps their words,
+// and keeps superseded segment files while old snapshots reference them.
+// So: force-merge everything into one segment (a throw-away document makes
+// a lone segment eligible; merges drop deleted documents), copy the
+// current snapshot alone into a fresh directory, swap it in for the old
+// index directory and compact the side table. A crash in between leaves
+// either the old index (purged again by the next Commit that deletes) or
+// no index directory, which Open treats as one half missing: it rebuilds.
+func (x *Index) purgeDeleted() error {
+	b := x.idx.NewBatch()
+	doc := document.NewDocument(purgeID)
+	doc.AddField(document.NewTextFieldCustom(fieldContent, nil, []byte("purge"), index.IndexField, x.enAnalyzer))
+	if err := b.IndexAdvanced(doc); err != nil {
+		return fmt.Errorf("purge deleted documents: %w", err)
+	}
+	if err := x.idx.Batch(b); err != nil {
+		return fmt.Errorf("purge deleted documents: %w", err)
+	}
+	adv, err := x.idx.Advanced()
+	if err != nil {
+		return fmt.Errorf("purge deleted documents: %w", err)
+	}
+	sc, ok := adv.(*scorch.Scorch)
+	if !ok {
+		return fmt.Errorf("purge deleted documents: index is %T, not scorch", adv)
+	}
+	if err := sc.ForceMerge(context.Background(), &mergeplan.SingleSegmentMergePlanOptions); err != nil {
+		return fmt.Errorf("purge deleted documents: merge: %w", err)
+	}
+	b = x.idx.NewBatch()
+	b.Delete(purgeID)
+	if err := x.idx.Batch(b); err != nil {
+		return fmt.Errorf("purge deleted documents: %w", err)
+	}
+	cp, ok := x.idx.(bleve.IndexCopyable)
+	if !ok {
+		return fmt.Errorf("purge deleted documents: index cannot be copied")
+	}
+	fresh, old := x.indexPath()+".purge", x.indexPath()+".old"
+	os.RemoveAll(fresh)
+	os.RemoveAll(old)
+	if err := cp.CopyTo(bleve.FileSystemDirectory(fresh)); err != nil {
+		os.RemoveAll(fresh)
+		return fmt.Errorf("purge deleted documents: copy: %w", err)
+	}
+	if err := x.closeAll(); err != nil {
+		x.closed = true
+		return fmt.Errorf("purge deleted documents: %w", err)
+	}
+	swap := func() error {
+		if err := os.Rename(x.indexPath(), old); err != nil {
+			return err
+		}
+		if err := os.Rename(fresh, x.indexPath()); err != nil {
+			return err
+		}
+		if err := fsutil.SyncDir(x.dir); err != nil {
+			return err
+		}
+		if err := os.RemoveAll(old); err != nil {
+			return err
+		}
+		return projections.CompactBolt(x.sidePath(), &bolt.Options{})
+	}
+	serr := swap()
+	// Reopen whatever is there; open() rebuilds from zero if the swap
+	// left one half missing.
+	if err := x.open(); err != nil {
+		x.closed = true
+		return errors.Join(serr, err)
+	}
+	if serr != nil {
+		return fmt.Errorf("purge deleted documents: %w", serr)
+	}
+	x.purge = false
 	return nil
 }
 
 // Digest returns SHA-256 over the live chunk ids and their field hashes in
-// id order (see the package doc), including uncommitted changes.
+// id order, then over the ids of the documents the bleve index holds (what
+// searches actually read), including uncommitted changes (the pending
+// batch is executed first, without a checkpoint). See the package doc.
 func (x *Index) Digest() ([32]byte, error) {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
+	x.mu.Lock()
+	defer x.mu.Unlock()
 	if x.closed {
 		return [32]byte{}, ErrClosed
+	}
+	if x.batch.Size() > 0 {
+		if err := x.flush(); err != nil {
+			return [32]byte{}, err
+		}
 	}
 	over := make([]string, 0, len(x.sideOps))
 	for id := range x.sideOps {
@@ -650,7 +811,7 @@ func (x *Index) Digest() ([32]byte, error) {
 			emit(id, m.hash[:])
 		}
 	}
-	err := x.db.View(func(tx *bolt.Tx) error {
+	err := x.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketDocs).Cursor()
 		k, v := c.First()
 		i := 0
@@ -679,9 +840,55 @@ func (x *Index) Digest() ([32]byte, error) {
 	if err != nil {
 		return [32]byte{}, fmt.Errorf("read fts side table: %w", err)
 	}
+	ids, err := x.indexIDs()
+	if err != nil {
+		return [32]byte{}, err
+	}
+	h.Write([]byte{0})
+	for _, id := range ids {
+		emit(id, nil)
+	}
 	var out [32]byte
 	copy(out[:], h.Sum(nil))
 	return out, nil
+}
+
+// indexIDs returns the ids of every document in the bleve index, sorted.
+func (x *Index) indexIDs() (ids []string, err error) {
+	adv, err := x.idx.Advanced()
+	if err != nil {
+		return nil, fmt.Errorf("read fts index: %w", err)
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		return nil, fmt.Errorf("read fts index: %w", err)
+	}
+	defer func() {
+		if cerr := r.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("read fts index: %w", cerr)
+		}
+	}()
+	dr, err := r.DocIDReaderAll()
+	if err != nil {
+		return nil, fmt.Errorf("read fts index: %w", err)
+	}
+	defer dr.Close()
+	for {
+		iid, err := dr.Next()
+		if err != nil {
+			return nil, fmt.Errorf("read fts index: %w", err)
+		}
+		if iid == nil {
+			break
+		}
+		id, err := r.ExternalID(iid)
+		if err != nil {
+			return nil, fmt.Errorf("read fts index: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids, nil
 }
 
 // Count returns the number of live chunks, uncommitted changes included
@@ -693,7 +900,7 @@ func (x *Index) Count() (int, error) {
 		return 0, ErrClosed
 	}
 	n := int(x.nDocs)
-	err := x.db.View(func(tx *bolt.Tx) error {
+	err := x.view(func(tx *bolt.Tx) error {
 		docs := tx.Bucket(bucketDocs)
 		for id, m := range x.sideOps {
 			was := docs.Get([]byte(id)) != nil
@@ -724,7 +931,7 @@ func (x *Index) Contains(id string) (bool, error) {
 		return m != nil, nil
 	}
 	var found bool
-	err := x.db.View(func(tx *bolt.Tx) error {
+	err := x.view(func(tx *bolt.Tx) error {
 		found = tx.Bucket(bucketDocs).Get([]byte(id)) != nil
 		return nil
 	})
@@ -874,7 +1081,12 @@ func (x *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 	// needs ordering by (score, id); a tie at the boundary falls back to a
 	// search sorted by score then id, which loads every candidate's id.
 	req := bleve.NewSearchRequestOptions(bq, q.K+1, 0, false)
-	res, err := x.idx.SearchInContext(ctx, req)
+	var res *bleve.SearchResult
+	err := projections.Guard(Name, func() error {
+		var err error
+		res, err = x.idx.SearchInContext(ctx, req)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("search fts: %w", err)
 	}
@@ -897,4 +1109,10 @@ func (x *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 		return hits[i].ChunkID < hits[j].ChunkID
 	})
 	return hits, nil
+}
+
+// view runs fn in a read transaction of the side table; a panic of a
+// damaged file becomes a *projections.DamagedError.
+func (x *Index) view(fn func(tx *bolt.Tx) error) error {
+	return projections.Guard(Name, func() error { return x.db.View(fn) })
 }

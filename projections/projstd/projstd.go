@@ -3,12 +3,46 @@
 // per projection, driven by one projector. The CLI, snapshots and the
 // Arweave rebuild all open projections through it, so every path builds the
 // same set with the same options and reaches the same digests.
+//
+// # Self-healing
+//
+// Projections are derived from the log, so a damaged one is never fatal:
+//
+//   - Open opens each projection under projections.Guard (panics and memory
+//     faults on mapped files become errors) and runs its cheap open-time
+//     checks (bbolt files not truncated, meta and checkpoint readable, the
+//     bleve index opens and answers). A projection that fails (truncated,
+//     zeroed or garbage files, a corrupt index, a panic) or whose directory
+//     carries the projections.DamageMarker flag is deleted and recreated
+//     empty; the next catch-up rebuilds it from the log. Errors that say
+//     nothing about the files' content (a lock held by another process,
+//     permission denied, disk full) are returned as they are.
+//   - CatchUp does the same for a projection that reports damage while it
+//     applies events (a *projections.DamagedError, or a decode error of its
+//     stored records), then catches up again.
+//   - Reads that find damage (query's check of results against the log)
+//     call MarkDamaged; Heal resets the flagged projection at once.
+//
+// Every reset is reported once, through TakeNotices or the OnNotice
+// callback, for the front end to print (stderr); nothing is printed by the
+// library.
+//
+// Open also removes leftovers of an interrupted write inside the
+// projection directories (".NAME.tmp-*" files of fsutil.WriteAtomic,
+// "*.compact" files of projections.CompactBolt).
 package projstd
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/unlimitedcontext/ucl/internal/fsutil"
 	"github.com/unlimitedcontext/ucl/projections"
@@ -36,6 +70,24 @@ type Set struct {
 	FTS       *fts.Index
 	Summary   *summary.Index
 	Vectors   *VectorProjection
+
+	o        Options
+	src      projections.Source
+	mu       sync.Mutex
+	notices  []Notice
+	onNotice func(Notice)
+}
+
+// Notice reports a projection the set reset on its own because its stored
+// state was damaged. The log is untouched; the projection is rebuilt from
+// it by the next catch-up (CatchUp and Heal do it at once).
+type Notice struct {
+	Projection string `json:"projection"`
+	Reason     string `json:"reason"`
+}
+
+func (n Notice) String() string {
+	return fmt.Sprintf("projection %s was damaged (%s); it was reset and is rebuilt from the log", n.Projection, n.Reason)
 }
 
 // Names of the standard projections, in the order they are applied.
@@ -53,9 +105,94 @@ func wanted(only []string, name string) bool {
 	return false
 }
 
+// resettable reports whether an open failure is about the files' content
+// (reset and rebuild) rather than the environment (report as is).
+func resettable(err error) bool {
+	for _, e := range []error{bolt.ErrTimeout, os.ErrPermission, syscall.ENOSPC, syscall.EROFS, syscall.EMFILE, syscall.ENFILE, syscall.ENOMEM, context.Canceled} {
+		if errors.Is(err, e) {
+			return false
+		}
+	}
+	return true
+}
+
+// openOne opens one projection in dir with open, resetting the directory
+// when it is flagged damaged or fails to open (see the package doc).
+func openOne[T projections.Projection](name, dir string, open func() (T, error), notify func(Notice)) (T, error) {
+	var p, zero T
+	try := func() error {
+		return projections.Guard(name, func() error {
+			var err error
+			p, err = open()
+			return err
+		})
+	}
+	reason, marked := projections.MarkedDamaged(dir)
+	if !marked {
+		err := try()
+		if err == nil {
+			return p, nil
+		}
+		if !resettable(err) {
+			return zero, err
+		}
+		reason = err.Error()
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return zero, fmt.Errorf("reset damaged projection %s: %w", name, err)
+	}
+	notify(Notice{Projection: name, Reason: reason})
+	if err := try(); err != nil {
+		return zero, fmt.Errorf("reopen projection %s after reset: %w", name, err)
+	}
+	return p, nil
+}
+
+// removeLeftovers deletes the temp files an interrupted atomic write or
+// compaction left under dir.
+func removeLeftovers(dir string) {
+	filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		n := d.Name()
+		if (strings.HasPrefix(n, ".") && strings.Contains(n, ".tmp-")) || strings.HasSuffix(n, ".compact") {
+			os.Remove(path)
+		}
+		return nil
+	})
+}
+
+// openNamed opens one projection of the set in dir and stores it in s.
+func (s *Set) openNamed(name string, o Options, notify func(Notice)) (projections.Projection, error) {
+	sub := filepath.Join(s.Dir, name)
+	var err error
+	switch name {
+	case "timelines":
+		if s.Timelines, err = openOne(name, sub, func() (*timelines.Timelines, error) { return timelines.Open(sub) }, notify); err == nil {
+			return s.Timelines, nil
+		}
+	case "fts":
+		if s.FTS, err = openOne(name, sub, func() (*fts.Index, error) { return fts.Open(sub) }, notify); err == nil {
+			return s.FTS, nil
+		}
+	case "summary":
+		if s.Summary, err = openOne(name, sub, func() (*summary.Index, error) { return summary.Open(sub) }, notify); err == nil {
+			return s.Summary, nil
+		}
+	case "vectors":
+		if s.Vectors, err = openOne(name, sub, func() (*VectorProjection, error) { return OpenVectors(sub, o.Vectors) }, notify); err == nil {
+			return s.Vectors, nil
+		}
+	default:
+		return nil, fmt.Errorf("open %q: %w", name, projections.ErrUnknownProjection)
+	}
+	return nil, fmt.Errorf("open %s: %w", name, err)
+}
+
 // build opens the projections (not the projector) in dir.
-func build(dir string, o Options) (*Set, []projections.Projection, error) {
-	s := &Set{Dir: dir}
+func build(dir string, o Options, notify func(Notice)) (*Set, []projections.Projection, error) {
+	s := &Set{Dir: dir, o: o}
 	var ps []projections.Projection
 	fail := func(err error) (*Set, []projections.Projection, error) {
 		for _, p := range ps {
@@ -66,41 +203,30 @@ func build(dir string, o Options) (*Set, []projections.Projection, error) {
 	if err := fsutil.MkdirAllSync(dir, 0o700); err != nil {
 		return fail(err)
 	}
-	var err error
-	if wanted(o.Only, "timelines") {
-		if s.Timelines, err = timelines.Open(filepath.Join(dir, "timelines")); err != nil {
-			return fail(fmt.Errorf("open timelines: %w", err))
+	removeLeftovers(dir)
+	for _, name := range Names {
+		if !wanted(o.Only, name) {
+			continue
 		}
-		ps = append(ps, s.Timelines)
-	}
-	if wanted(o.Only, "fts") {
-		if s.FTS, err = fts.Open(filepath.Join(dir, "fts")); err != nil {
-			return fail(fmt.Errorf("open fts: %w", err))
+		p, err := s.openNamed(name, o, notify)
+		if err != nil {
+			return fail(err)
 		}
-		ps = append(ps, s.FTS)
-	}
-	if wanted(o.Only, "summary") {
-		if s.Summary, err = summary.Open(filepath.Join(dir, "summary")); err != nil {
-			return fail(fmt.Errorf("open summary: %w", err))
-		}
-		ps = append(ps, s.Summary)
-	}
-	if wanted(o.Only, "vectors") {
-		if s.Vectors, err = OpenVectors(filepath.Join(dir, "vectors"), o.Vectors); err != nil {
-			return fail(fmt.Errorf("open vectors: %w", err))
-		}
-		ps = append(ps, s.Vectors)
+		ps = append(ps, p)
 	}
 	return s, ps, nil
 }
 
 // Open opens the set in dir, fed by src. It does not catch up: call
-// CatchUp (or Projector.CatchUp with progress).
+// CatchUp (or Projector.CatchUp with progress). Projections found damaged
+// are reset (see the package doc and TakeNotices).
 func Open(dir string, src projections.Source, o Options) (*Set, error) {
-	s, ps, err := build(dir, o)
+	var notices []Notice
+	s, ps, err := build(dir, o, func(n Notice) { notices = append(notices, n) })
 	if err != nil {
 		return nil, err
 	}
+	s.src, s.notices = src, notices
 	if s.Projector, err = projections.NewProjector(src, ps, o.Projector); err != nil {
 		for _, p := range ps {
 			p.Close()
@@ -113,15 +239,144 @@ func Open(dir string, src projections.Source, o Options) (*Set, error) {
 // Builder returns a constructor of fresh projections for Projector.Verify.
 func Builder(o Options) func(dir string) ([]projections.Projection, error) {
 	return func(dir string) ([]projections.Projection, error) {
-		_, ps, err := build(dir, o)
+		_, ps, err := build(dir, o, func(Notice) {})
 		return ps, err
 	}
 }
 
-// CatchUp brings every projection to the source's head.
+// TakeNotices returns the resets done since the last call (each is
+// reported once).
+func (s *Set) TakeNotices() []Notice {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.notices
+	s.notices = nil
+	return out
+}
+
+func (s *Set) notify(n Notice) {
+	s.mu.Lock()
+	fn := s.onNotice
+	if fn == nil {
+		s.notices = append(s.notices, n)
+	}
+	s.mu.Unlock()
+	if fn != nil {
+		fn(n)
+	}
+}
+
+// MarkDamaged flags projection name for a reset: the next Open (or Heal)
+// deletes its state and rebuilds it from the log.
+func (s *Set) MarkDamaged(name, reason string) error {
+	if !wanted(Names, name) {
+		return fmt.Errorf("mark %q damaged: %w", name, projections.ErrUnknownProjection)
+	}
+	return projections.MarkDamaged(filepath.Join(s.Dir, name), reason)
+}
+
+// reset closes projection name, deletes its state, reopens it empty and
+// puts it back into the projector.
+func (s *Set) reset(name, reason string) error {
+	p, ok := s.Projector.Projection(name)
+	if !ok {
+		return fmt.Errorf("reset %q: %w", name, projections.ErrUnknownProjection)
+	}
+	projections.Guard(name, p.Close) // a damaged projection may fail to close: it is deleted anyway
+	sub := filepath.Join(s.Dir, name)
+	if err := projections.MarkDamaged(sub, reason); err != nil {
+		return err
+	}
+	np, err := s.openNamed(name, s.o, s.notify)
+	if err != nil {
+		return err
+	}
+	return s.Projector.Replace(np)
+}
+
+// damaged returns the projection an error from a catch-up blames for
+// damage to its own files, if any.
+func damaged(err error) (string, bool) {
+	if name, ok := projections.Damaged(err); ok {
+		return name, true
+	}
+	var ae *projections.ApplyError
+	if errors.As(err, &ae) && (errors.Is(err, timelines.ErrCorrupt) || errors.Is(err, summary.ErrCorrupt) || errors.Is(err, fts.ErrCorrupt) || errors.Is(err, errVectorsCorrupt)) {
+		return ae.Projection, true
+	}
+	return "", false
+}
+
+// CatchUp brings every projection to the source's head. A projection that
+// turns out damaged on the way is reset and caught up from scratch (once
+// per projection), with a notice.
 func (s *Set) CatchUp(ctx context.Context, progress func(done, total uint64)) error {
-	return s.Projector.CatchUp(ctx, progress)
+	tried := map[string]bool{}
+	for {
+		err := s.Projector.CatchUp(ctx, progress)
+		name, ok := damaged(err)
+		if !ok || tried[name] {
+			return err
+		}
+		tried[name] = true
+		if rerr := s.reset(name, err.Error()); rerr != nil {
+			return fmt.Errorf("%w (and its reset failed: %v)", err, rerr)
+		}
+	}
+}
+
+// Heal resets every projection flagged with MarkDamaged and catches the
+// set up. It returns true when it reset something (see TakeNotices).
+func (s *Set) Heal(ctx context.Context, progress func(done, total uint64)) (bool, error) {
+	healed := false
+	for _, p := range s.Projector.Projections() {
+		sub := filepath.Join(s.Dir, p.Name())
+		if reason, ok := projections.MarkedDamaged(sub); ok {
+			if err := s.reset(p.Name(), reason); err != nil {
+				return healed, err
+			}
+			healed = true
+		}
+	}
+	if !healed {
+		return false, nil
+	}
+	return true, s.CatchUp(ctx, progress)
 }
 
 // Close closes every projection.
 func (s *Set) Close() error { return s.Projector.Close() }
+
+// OnNotice makes the set hand every notice to fn as it happens (those
+// already pending first) instead of keeping them for TakeNotices. Front
+// ends print them (stderr).
+func (s *Set) OnNotice(fn func(Notice)) {
+	s.mu.Lock()
+	pending := s.notices
+	s.notices = nil
+	s.onNotice = fn
+	s.mu.Unlock()
+	for _, n := range pending {
+		fn(n)
+	}
+}
+
+// FlagDamaged is MarkDamaged for callbacks (query.Sources.OnDamaged): a
+// failure to write the flag becomes a notice instead of being lost.
+func (s *Set) FlagDamaged(name, reason string) {
+	if err := s.MarkDamaged(name, reason); err != nil {
+		s.notify(Notice{Projection: name, Reason: reason + "; flagging it for a rebuild failed: " + err.Error() + "; run a rebuild of it"})
+	}
+}
+
+// Verify is `project verify`: it catches the set up (resetting damaged
+// projections as CatchUp does, with notices), then rebuilds every
+// projection from the log in a temporary directory (Options.Projector.
+// TempDir) and compares digests, which cover what reads use (see each
+// projection's package doc). It returns the mismatches, sorted by name.
+func (s *Set) Verify(ctx context.Context, progress func(done, total uint64)) ([]projections.Mismatch, error) {
+	if err := s.CatchUp(ctx, nil); err != nil {
+		return nil, err
+	}
+	return s.Projector.Verify(ctx, Builder(s.o), progress)
+}

@@ -63,7 +63,9 @@ const vectorsVersion = 1
 // transaction and the large graph file is rewritten only every GraphEvery
 // operations. The HNSW graph is a pure function of the operation sequence
 // (package vector), so an incremental build, a rebuild and a restore give
-// the same bytes.
+// the same bytes. A Commit that removed chunks compacts vectors.db (their
+// session names and vectors would stay in bbolt's free pages); Reset
+// creates a new file.
 type VectorProjection struct {
 	dir   string
 	opts  VectorOptions
@@ -100,6 +102,12 @@ var (
 	kGraph  = []byte("graph")
 )
 
+var vectorBoltOptions = &bolt.Options{Timeout: 1e9, NoFreelistSync: true}
+
+// errVectorsCorrupt is returned (wrapped) when a stored vector record does
+// not decode.
+var errVectorsCorrupt = errors.New("vectors: corrupt record")
+
 // OpenVectors opens (or creates) the vector projection in dir.
 func OpenVectors(dir string, o VectorOptions) (*VectorProjection, error) {
 	if o.Embedder == nil {
@@ -124,8 +132,12 @@ func OpenVectors(dir string, o VectorOptions) (*VectorProjection, error) {
 	if err := fsutil.MkdirAllSync(dir, 0o700); err != nil {
 		return nil, err
 	}
-	db, err := bolt.Open(filepath.Join(dir, "vectors.db"), 0o600, &bolt.Options{Timeout: 1e9, NoFreelistSync: true})
+	db, err := bolt.Open(filepath.Join(dir, "vectors.db"), 0o600, vectorBoltOptions)
 	if err != nil {
+		return nil, fmt.Errorf("open vectors db: %w", err)
+	}
+	if err := projections.CheckBolt(db); err != nil {
+		db.Close()
 		return nil, fmt.Errorf("open vectors db: %w", err)
 	}
 	v := &VectorProjection{dir: dir, opts: o, db: db}
@@ -289,12 +301,41 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 		return fmt.Errorf("commit vectors: %w", err)
 	}
 	v.sinceGraph += len(v.ops)
+	scrub := false
+	for _, op := range v.ops {
+		scrub = scrub || op.del
+	}
 	v.ops = v.ops[:0]
 	v.cp = cp
 	if v.sinceGraph >= v.opts.GraphEvery {
-		return v.saveGraph()
+		if err := v.saveGraph(); err != nil {
+			return err
+		}
+	}
+	if scrub {
+		// Removed chunks' session names and vectors must not stay in
+		// the free pages.
+		return v.reopen(true)
 	}
 	return nil
+}
+
+// reopen closes vectors.db, compacts it (when compact) and opens it again.
+func (v *VectorProjection) reopen(compact bool) error {
+	path := filepath.Join(v.dir, "vectors.db")
+	if err := v.db.Close(); err != nil {
+		return fmt.Errorf("close vectors db: %w", err)
+	}
+	var err error
+	if compact {
+		err = projections.CompactBolt(path, vectorBoltOptions)
+	}
+	db, oerr := bolt.Open(path, 0o600, vectorBoltOptions)
+	if oerr != nil {
+		return errors.Join(err, fmt.Errorf("reopen vectors db: %w", oerr))
+	}
+	v.db = db
+	return err
 }
 
 // Flush writes the graph file if operations are pending since the last
@@ -378,6 +419,17 @@ func (v *VectorProjection) Digest() ([32]byte, error) {
 
 // Reset implements projections.Projection.
 func (v *VectorProjection) Reset() error {
+	// A new file, not dropped buckets (their pages would keep the data).
+	path := filepath.Join(v.dir, "vectors.db")
+	if err := v.db.Close(); err != nil {
+		return fmt.Errorf("reset vectors: %w", err)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("reset vectors: %w", err)
+	}
+	if err := v.reopen(false); err != nil {
+		return fmt.Errorf("reset vectors: %w", err)
+	}
 	err := v.db.Update(func(tx *bolt.Tx) error {
 		for _, b := range [][]byte{bMeta, bChunks, bOps} {
 			if tx.Bucket(b) != nil {
@@ -462,7 +514,7 @@ func encodeMeta(m chunkMeta) []byte {
 
 func decodeMeta(b []byte) (chunkMeta, error) {
 	if len(b) < 16 {
-		return chunkMeta{}, fmt.Errorf("vectors: bad chunk record")
+		return chunkMeta{}, fmt.Errorf("decode chunk record: %w", errVectorsCorrupt)
 	}
 	return chunkMeta{time: int64(binary.BigEndian.Uint64(b)), seq: binary.BigEndian.Uint64(b[8:]), session: string(b[16:])}, nil
 }
@@ -482,7 +534,7 @@ func encodeOp(op vecOp) []byte {
 }
 
 func decodeOp(b []byte) (vecOp, error) {
-	bad := fmt.Errorf("vectors: bad operation record")
+	bad := fmt.Errorf("decode operation record: %w", errVectorsCorrupt)
 	if len(b) < 1 || (b[0] != 'A' && b[0] != 'D') {
 		return vecOp{}, bad
 	}

@@ -31,6 +31,10 @@
 //     dirty group once from the chunks stored here (never from the log),
 //     and writes summaries and checkpoint in one bbolt transaction.
 //   - Reads (Session, Document, All, Search, Digest) see the last Commit.
+//   - Removed content leaves the file: a Commit that removed chunks
+//     rewrites summary.db with projections.CompactBolt (bbolt keeps freed
+//     pages, with their text, otherwise); Reset and a stale version start a
+//     new file. Open checks the file is not truncated.
 //
 // Storage (bbolt file summary.db): chunks (id → kind, index, time, session,
 // chunk_parent, content), by_session / by_doc / by_time secondary indexes,
@@ -201,6 +205,21 @@ func OpenOptions(dir string, opts Options) (*Index, error) {
 	return x, nil
 }
 
+// staleFile reports whether db holds state of another version or other
+// options (a new, empty file is not stale).
+func (x *Index) staleFile(db *bolt.DB) (bool, error) {
+	if err := projections.CheckBolt(db); err != nil {
+		return false, err
+	}
+	stale := false
+	err := db.View(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		stale = meta != nil && !bytes.Equal(meta.Get(keyVersion), x.versionTag())
+		return nil
+	})
+	return stale, err
+}
+
 func (x *Index) path() string { return filepath.Join(x.dir, "summary.db") }
 
 func (x *Index) versionTag() []byte {
@@ -215,8 +234,27 @@ func (x *Index) open() error {
 	if err != nil {
 		return fmt.Errorf("open summary db: %w", err)
 	}
+	if stale, err := x.staleFile(db); err != nil || stale {
+		// Another version or other options: a new file, not dropped
+		// buckets (their pages would keep the old content).
+		db.Close()
+		if err != nil {
+			return fmt.Errorf("open summary db: %w", err)
+		}
+		if err := os.Remove(x.path()); err != nil {
+			return fmt.Errorf("open summary db: %w", err)
+		}
+		if db, err = bolt.Open(x.path(), 0o600, nil); err != nil {
+			return fmt.Errorf("open summary db: %w", err)
+		}
+	}
 	x.db = db
 	x.cp = projections.Checkpoint{}
+	if err := projections.CheckBolt(db); err != nil {
+		db.Close()
+		x.db = nil
+		return fmt.Errorf("open summary db: %w", err)
+	}
 	err = db.Update(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if meta != nil && bytes.Equal(meta.Get(keyVersion), x.versionTag()) {
@@ -318,7 +356,7 @@ func (x *Index) applyTombstone(t *log.Tombstone) error {
 	if t.Session != "" || hasRange {
 		// Committed chunks unchanged since Commit (session and range
 		// together select their intersection).
-		err := x.db.View(func(tx *bolt.Tx) error {
+		err := x.view(func(tx *bolt.Tx) error {
 			chunks := tx.Bucket(bucketChunks)
 			if t.Session != "" {
 				prefix := lenPrefix(t.Session)
@@ -386,6 +424,7 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 	}
 	sort.Strings(ids)
 	changed := map[string]*Summary{} // session id -> new summary (nil: gone)
+	scrub := false                   // a chunk was removed: compact after the commit
 	err = x.db.Update(func(tx *bolt.Tx) error {
 		chunks := tx.Bucket(bucketChunks)
 		bySess, byDoc, byTime := tx.Bucket(bucketBySession), tx.Bucket(bucketByDoc), tx.Bucket(bucketByTime)
@@ -406,6 +445,7 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 			}
 			c := x.ops[id]
 			if c == nil {
+				scrub = true
 				continue
 			}
 			if err := chunks.Put(key, encodeChunk(c)); err != nil {
@@ -460,7 +500,27 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 	clear(x.ops)
 	clear(x.dirty)
 	x.cp = cp
+	if scrub {
+		return x.compact()
+	}
 	return nil
+}
+
+// compact rewrites summary.db without its free pages, so the content of
+// removed chunks (and the summaries that quoted it) leaves the disk.
+func (x *Index) compact() error {
+	if err := x.db.Close(); err != nil {
+		x.closed = true
+		return fmt.Errorf("close summary db for compaction: %w", err)
+	}
+	err := projections.CompactBolt(x.path(), &bolt.Options{})
+	db, oerr := bolt.Open(x.path(), 0o600, nil)
+	if oerr != nil {
+		x.closed = true
+		return errors.Join(err, fmt.Errorf("reopen summary db: %w", oerr))
+	}
+	x.db = db
+	return err
 }
 
 // recompute builds the summary of group g from the chunks in tx; nil when
@@ -695,7 +755,7 @@ func (x *Index) get(prefix byte, id string) (Summary, bool, error) {
 	}
 	var s Summary
 	var found bool
-	err := x.db.View(func(tx *bolt.Tx) error {
+	err := x.view(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketSummaries).Get(append([]byte{prefix}, id...))
 		if b == nil {
 			return nil
@@ -732,7 +792,7 @@ func (x *Index) each(fn func(*Summary) error) error {
 	if x.closed {
 		return ErrClosed
 	}
-	err := x.db.View(func(tx *bolt.Tx) error {
+	err := x.view(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketSummaries).ForEach(func(k, v []byte) error {
 			var s Summary
 			if err := decodeSummary(v, &s); err != nil {
@@ -756,7 +816,7 @@ func (x *Index) Count() (int, error) {
 		return 0, ErrClosed
 	}
 	var n int
-	err := x.db.View(func(tx *bolt.Tx) error {
+	err := x.view(func(tx *bolt.Tx) error {
 		chunks := tx.Bucket(bucketChunks)
 		n = chunks.Stats().KeyN
 		for id, c := range x.ops {
@@ -788,7 +848,7 @@ func (x *Index) Contains(id string) (bool, error) {
 		return c != nil, nil
 	}
 	var found bool
-	err := x.db.View(func(tx *bolt.Tx) error {
+	err := x.view(func(tx *bolt.Tx) error {
 		found = tx.Bucket(bucketChunks).Get([]byte(id)) != nil
 		return nil
 	})
@@ -895,7 +955,7 @@ func (x *Index) Close() error {
 // loadSearch rebuilds the in-memory session index from stored summaries.
 func (x *Index) loadSearch() (*searchIndex, error) {
 	si := newSearchIndex()
-	err := x.db.View(func(tx *bolt.Tx) error {
+	err := x.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketSummaries).Cursor()
 		p := []byte{prefixSession}
 		for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
@@ -908,4 +968,10 @@ func (x *Index) loadSearch() (*searchIndex, error) {
 		return nil
 	})
 	return si, err
+}
+
+// view runs fn in a read transaction; a panic of a damaged file becomes a
+// *projections.DamagedError.
+func (x *Index) view(fn func(tx *bolt.Tx) error) error {
+	return projections.Guard(Name, func() error { return x.db.View(fn) })
 }

@@ -9,7 +9,8 @@
 // One bbolt file, timelines.db, in the projection's directory. Buckets:
 //
 //	meta      "version" → uint32 LE (Version), "cp" → seq uint64 LE ‖ hash [32]
-//	chunks    chunk id → JSON Chunk (canonical: encoding/json, fixed field order, sorted meta)
+//	chunks    chunk id → JSON Chunk (canonical: encoding/json, fixed field order, sorted meta;
+//	          "sum" is Chunk.ContentSum, so readers can tell a damaged record)
 //	order     sub-bucket "s"+session → ordKey(time, seq) → indexValue(kind, role, chunk_parent, id)
 //	time      ordKey(time, seq) → chunk id                (every chunk)
 //	parts     uvarint(len(parent)) ‖ parent ‖ index u64 BE ‖ seq u64 BE → chunk id
@@ -36,17 +37,29 @@
 //     (tombstone seq, chunk id) marks, never as a counter: re-delivering a
 //     tombstone whose removals are already durable adds nothing, so the
 //     audit data (and the digest) is the same as in one pass.
+//   - Removed content leaves the file: bbolt is copy-on-write, so a deleted
+//     chunk's JSON stays in free pages. A Commit (or Close) after a flush
+//     that deleted chunks rewrites the file with projections.CompactBolt;
+//     Reset creates a new file instead of dropping buckets. Tombstoned text
+//     is therefore in no projection file, and in no later snapshot.
+//   - Open checks the file is not truncated (projections.CheckBolt) and that
+//     every bucket exists; a failure is an error (projstd resets and
+//     rebuilds). Reads recover from panics of a damaged file as errors.
 //   - The digest is SHA-256 over digestTag, then every session (key, JSON)
 //     in key order, every chunk (id, JSON) in id order, every tombstone
-//     record in seq order and every removal mark in key order, each item
-//     length-prefixed, each section followed by its count; the checkpoint
-//     is not part of it. Same events ⇒ same digest.
+//     record in seq order, every removal mark, then the indexes reads use
+//     (time, parts, and each session's order sub-bucket, by key), each item
+//     length-prefixed, each section tagged and followed by its count; the
+//     checkpoint is not part of it. Same events ⇒ same digest, and an index
+//     entry lost or changed on disk changes it (`project verify` covers
+//     what queries read). Version 2 added the indexes.
 package timelines
 
 import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -69,7 +82,7 @@ const Name = "timelines"
 
 // Version is the on-disk format version. Bump it when the stored form or
 // the digest changes; a store of another version is rebuilt.
-const Version = 1
+const Version = 2
 
 // FileName is the bbolt file inside the projection's directory.
 const FileName = "timelines.db"
@@ -78,7 +91,7 @@ const FileName = "timelines.db"
 const TitleMax = 80
 
 // digestTag starts the digest; do not change without bumping Version.
-const digestTag = "ucl/timelines/v1\x00"
+const digestTag = "ucl/timelines/v2\x00"
 
 var (
 	// ErrNotFound is returned when a session or document does not exist.
@@ -118,6 +131,44 @@ type Chunk struct {
 	Parent      string            `json:"parent,omitempty"`
 	ChunkParent string            `json:"chunk_parent,omitempty"`
 	ChunkIndex  int               `json:"chunk_index,omitempty"`
+	// Sum is ContentSum as computed when the chunk was applied: a reader
+	// recomputes it to tell an intact record from a damaged one.
+	Sum string `json:"sum"`
+}
+
+// ContentSum is the hex SHA-256 over every field of c but Sum, in a fixed
+// length-prefixed encoding (meta by sorted key).
+func (c *Chunk) ContentSum() string {
+	var b []byte
+	str := func(s string) {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	b = append(b, "ucl/timelines/chunk/v1\x00"...)
+	b = binary.BigEndian.AppendUint64(b, c.Seq)
+	str(c.EventID)
+	str(c.ID)
+	b = binary.BigEndian.AppendUint64(b, uint64(c.AppendTime))
+	b = binary.BigEndian.AppendUint64(b, uint64(c.Time))
+	b = append(b, byte(c.Kind))
+	str(c.Session)
+	str(c.Role)
+	str(c.Content)
+	keys := make([]string, 0, len(c.Meta))
+	for k := range c.Meta {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	b = binary.AppendUvarint(b, uint64(len(keys)))
+	for _, k := range keys {
+		str(k)
+		str(c.Meta[k])
+	}
+	str(c.Parent)
+	str(c.ChunkParent)
+	b = binary.BigEndian.AppendUint64(b, uint64(int64(c.ChunkIndex)))
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // SessionInfo summarises one session (live chunks only).
@@ -158,6 +209,9 @@ type Timelines struct {
 	marks  [][]byte            // pending removal marks (keys of bRemoved) and values
 	markV  [][]byte
 	closed bool
+	// scrub is set when a flush deleted chunks: their content is in the
+	// file's free pages until the next compaction (at Commit or Close).
+	scrub bool
 }
 
 var _ projections.Projection = (*Timelines)(nil)
@@ -169,27 +223,67 @@ func Open(dir string) (*Timelines, error) {
 		return nil, fmt.Errorf("create timelines dir: %w", err)
 	}
 	path := filepath.Join(dir, FileName)
-	db, err := bolt.Open(path, 0o600, &bolt.Options{
-		Timeout:        time.Second,
-		NoFreelistSync: true,
-		FreelistType:   bolt.FreelistMapType,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("open timelines %s: %w", path, err)
-	}
-	t := &Timelines{db: db, path: path}
+	t := &Timelines{path: path}
 	t.clearPending()
+	if err := t.openDB(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+var boltOptions = &bolt.Options{
+	Timeout:        time.Second,
+	NoFreelistSync: true,
+	FreelistType:   bolt.FreelistMapType,
+}
+
+// openDB opens (creating if needed) and checks the bbolt file.
+func (t *Timelines) openDB() error {
+	path := t.path
+	db, err := bolt.Open(path, 0o600, boltOptions)
+	if err != nil {
+		return fmt.Errorf("open timelines %s: %w", path, err)
+	}
+	if err := projections.CheckBolt(db); err != nil {
+		db.Close()
+		return fmt.Errorf("open timelines: %w", err)
+	}
 	err = db.Update(func(tx *bolt.Tx) error {
 		if tx.Bucket(bMeta) != nil {
+			for _, b := range allBkts {
+				if tx.Bucket(b) == nil {
+					return fmt.Errorf("bucket %s: %w: missing", b, ErrCorrupt)
+				}
+			}
 			return nil
 		}
 		return initBuckets(tx)
 	})
 	if err != nil {
 		db.Close()
-		return nil, fmt.Errorf("init timelines %s: %w", path, err)
+		return fmt.Errorf("init timelines %s: %w", path, err)
 	}
-	return t, nil
+	t.db = db
+	return nil
+}
+
+// compact rewrites the file without its free pages, so the content of
+// removed chunks leaves the disk (see the package doc).
+func (t *Timelines) compact() error {
+	if err := t.db.Close(); err != nil {
+		t.closed = true
+		return fmt.Errorf("close timelines for compaction: %w", err)
+	}
+	err := projections.CompactBolt(t.path, boltOptions)
+	if oerr := t.openDB(); oerr != nil {
+		t.closed = true
+		return errors.Join(err, oerr)
+	}
+	if err != nil {
+		return err
+	}
+	t.scrub = false
+	return nil
 }
 
 func initBuckets(tx *bolt.Tx) error {
@@ -288,6 +382,7 @@ func (t *Timelines) applyStore(ev *log.Event, s *log.Store) error {
 		Content: s.Content, Meta: s.Meta, Parent: s.Parent,
 		ChunkParent: s.ChunkParent, ChunkIndex: s.ChunkIndex,
 	}
+	c.Sum = c.ContentSum()
 	delete(t.dels, c.ID)
 	t.puts[c.ID] = c
 	return nil
@@ -424,6 +519,9 @@ func (t *Timelines) Commit(cp projections.Checkpoint) error {
 		return fmt.Errorf("commit timelines at %d: %w", cp.Seq, err)
 	}
 	t.clearPending()
+	if t.scrub {
+		return t.compact()
+	}
 	return nil
 }
 
@@ -470,6 +568,7 @@ func (t *Timelines) flushTx(tx *bolt.Tx) error {
 				if err := chunks.Delete([]byte(id)); err != nil {
 					return fmt.Errorf("delete chunk %q: %w", id, err)
 				}
+				t.scrub = true
 			}
 			continue
 		}
@@ -663,20 +762,21 @@ func (t *Timelines) Reset() error {
 		return ErrClosed
 	}
 	t.clearPending()
-	err := t.db.Update(func(tx *bolt.Tx) error {
-		for _, b := range allBkts {
-			if tx.Bucket(b) == nil {
-				continue
-			}
-			if err := tx.DeleteBucket(b); err != nil {
-				return fmt.Errorf("drop bucket %s: %w", b, err)
-			}
-		}
-		return initBuckets(tx)
-	})
-	if err != nil {
+	// A new file, not dropped buckets: dropped pages would keep every
+	// chunk's content (tombstoned ones included) in the free pages.
+	if err := t.db.Close(); err != nil {
+		t.closed = true
 		return fmt.Errorf("reset timelines: %w", err)
 	}
+	if err := os.Remove(t.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.closed = true
+		return fmt.Errorf("reset timelines: %w", err)
+	}
+	if err := t.openDB(); err != nil {
+		t.closed = true
+		return fmt.Errorf("reset timelines: %w", err)
+	}
+	t.scrub = false
 	return nil
 }
 
@@ -687,8 +787,19 @@ func (t *Timelines) Close() error {
 	if t.closed {
 		return nil
 	}
-	t.closed = true
 	t.clearPending()
+	if t.scrub {
+		// Removals flushed by a read but never committed: their content
+		// must not stay in the free pages.
+		if err := t.compact(); err != nil {
+			if !t.closed {
+				t.db.Close()
+			}
+			t.closed = true
+			return fmt.Errorf("close timelines: %w", err)
+		}
+	}
+	t.closed = true
 	if err := t.db.Close(); err != nil {
 		return fmt.Errorf("close timelines: %w", err)
 	}
@@ -715,7 +826,7 @@ func (t *Timelines) Digest() ([32]byte, error) {
 			h.Write(lb[:binary.PutUvarint(lb[:], uint64(len(b)))])
 			h.Write(b)
 		}
-		for i, name := range [][]byte{bSessions, bChunks, bTombs, bRemoved} {
+		for i, name := range [][]byte{bSessions, bChunks, bTombs, bRemoved, bTime, bParts} {
 			h.Write([]byte{byte(i + 1)})
 			n := 0
 			err := tx.Bucket(name).ForEach(func(k, v []byte) error {
@@ -729,6 +840,23 @@ func (t *Timelines) Digest() ([32]byte, error) {
 			}
 			h.Write(be64(uint64(n)))
 		}
+		// The session order indexes (what session listings, recent turns
+		// and context assembly read), sub-bucket by sub-bucket.
+		h.Write([]byte{7})
+		n := 0
+		err := tx.Bucket(bOrder).ForEachBucket(func(sk []byte) error {
+			put(sk)
+			return tx.Bucket(bOrder).Bucket(sk).ForEach(func(k, v []byte) error {
+				put(k)
+				put(v)
+				n++
+				return nil
+			})
+		})
+		if err != nil {
+			return err
+		}
+		h.Write(be64(uint64(n)))
 		copy(out[:], h.Sum(nil))
 		return nil
 	})
@@ -739,10 +867,12 @@ func (t *Timelines) Digest() ([32]byte, error) {
 func (t *Timelines) read(fn func(tx *bolt.Tx) error) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if err := t.flush(); err != nil {
-		return err
-	}
-	return t.db.View(fn)
+	return projections.Guard(Name, func() error {
+		if err := t.flush(); err != nil {
+			return err
+		}
+		return t.db.View(fn)
+	})
 }
 
 // Sessions returns every session, most recent (last content time) first,

@@ -118,6 +118,7 @@ func TestSessionsAndOrder(t *testing.T) {
 		t.Fatalf("chunk t1: %v %v", ok, err)
 	}
 	want := Chunk{ID: "t1", Seq: 3, EventID: evs[2].ID.String(), AppendTime: evs[2].Time, Time: 1500, Kind: log.KindToolCall, Session: "A", Role: "tool", Content: "search lisbon", Meta: map[string]string{"tool": "search"}}
+	want.Sum = want.ContentSum()
 	if fmt.Sprint(c) != fmt.Sprint(want) {
 		t.Fatalf("chunk = %+v\nwant %+v", c, want)
 	}
@@ -397,5 +398,41 @@ func TestOldVersionIsRebuilt(t *testing.T) {
 	}
 	if got, _ := tl.Digest(); got != want {
 		t.Fatalf("digest after version rebuild %x, want %x", got, want)
+	}
+}
+
+// TestVerifySaysOKWithTurnMissingFromOrder: the digest covered sessions,
+// chunks and tombstones but not the indexes reads go through, so a turn
+// lost from a session's order index (recent turns and context then miss
+// it) left `project verify` saying ok.
+func TestVerifySaysOKWithTurnMissingFromOrder(t *testing.T) {
+	evs := chain(t, conv("a1", "A", "user", 1000, "Hello there."), conv("a2", "A", "assistant", 2000, "Hi."), conv("a3", "A", "user", 3000, "Bye."))
+	tl := open(t, t.TempDir())
+	applyCommit(t, tl, evs)
+	want, err := tl.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = tl.db.Update(func(tx *bolt.Tx) error {
+		sb := tx.Bucket(bOrder).Bucket(sessKey("A"))
+		k, _ := sb.Cursor().Last()
+		return sb.Delete(k)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	turns, err := tl.RecentTurns("A", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(turns) != 2 {
+		t.Fatalf("fixture: %d turns", len(turns))
+	}
+	got, err := tl.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got == want {
+		t.Fatal("digest unchanged with a turn missing from the session order index")
 	}
 }

@@ -1,0 +1,447 @@
+package ucl
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/unlimitedcontext/ucl/arweave"
+	"github.com/unlimitedcontext/ucl/log"
+	"github.com/unlimitedcontext/ucl/projections"
+	"github.com/unlimitedcontext/ucl/projections/summary"
+	"github.com/unlimitedcontext/ucl/projections/timelines"
+	"github.com/unlimitedcontext/ucl/query"
+	"github.com/unlimitedcontext/ucl/snapshot"
+)
+
+// API is one store's engine, whether this process owns it (*Store) or
+// attaches to the owner over its socket (*Client). Requests and results
+// are JSON-serializable: they are the bodies of the socket API and the
+// CLI's --json shapes. Times in requests are strings: RFC 3339, a date
+// (2023-05-08) or unix milliseconds. Progress fields never cross the
+// socket.
+type API interface {
+	// Append parses JSONL events (the whole input is validated first) and
+	// appends them.
+	Append(ctx context.Context, req AppendRequest) (*AppendResult, error)
+	// Remember stores one piece of memory, chunked like Append.
+	Remember(ctx context.Context, req RememberRequest) (*AppendResult, error)
+	// Tombstone appends a tombstone (documents expanded to their chunks)
+	// and reports what it removed.
+	Tombstone(ctx context.Context, req TombstoneRequest) (*TombstoneResult, error)
+	// Replay calls fn with each event as one JSON document, tombstoned
+	// content withheld unless asked for.
+	Replay(ctx context.Context, req ReplayRequest, fn func(line json.RawMessage) error) error
+	// AuditLog calls fn with one entry per event.
+	AuditLog(ctx context.Context, req AuditLogRequest, fn func(AuditEntry) error) error
+	// Search runs hybrid retrieval over the caught-up projections.
+	Search(ctx context.Context, req SearchRequest) (*SearchResult, error)
+	// Context assembles an LLM context under a token budget.
+	Context(ctx context.Context, req ContextRequest) (*ContextResult, error)
+	// Sessions lists sessions, most recent first.
+	Sessions(ctx context.Context, req SessionsRequest) (*SessionsResult, error)
+	// Session returns one session's turns in order (paged) and summary.
+	Session(ctx context.Context, req SessionRequest) (*SessionResult, error)
+	// Get returns items by chunk id or document parent, with their chunks.
+	Get(ctx context.Context, req GetRequest) (*GetResult, error)
+	// CatchUp brings every projection to the log head.
+	CatchUp(ctx context.Context, req CatchUpRequest) (*ProjectionsResult, error)
+	// ProjectionStatus reports each projection without catching up.
+	ProjectionStatus(ctx context.Context, req ProjectionStatusRequest) (*ProjectionsResult, error)
+	// RebuildProjections throws projections away and rebuilds them.
+	RebuildProjections(ctx context.Context, req RebuildProjectionsRequest) (*ProjectionsResult, error)
+	// VerifyProjections rebuilds every projection aside and compares
+	// digests; a difference returns the result and ErrProjectionsDiffer.
+	VerifyProjections(ctx context.Context, req VerifyProjectionsRequest) (*VerifyProjectionsResult, error)
+	// Push uploads every event not yet on Arweave.
+	Push(ctx context.Context, req PushRequest) (*PushResult, error)
+	// SyncStatus reports the mirror state, optionally refreshed.
+	SyncStatus(ctx context.Context, req SyncStatusRequest) (*SyncStatusResult, error)
+	// Status describes the store.
+	Status(ctx context.Context, req StatusRequest) (*StatusResult, error)
+	// SnapshotCreate snapshots the projections at the log head.
+	SnapshotCreate(ctx context.Context, req SnapshotCreateRequest) (*snapshot.CreateResult, error)
+	// SnapshotList lists local snapshots, newest first.
+	SnapshotList(ctx context.Context, req SnapshotListRequest) (*SnapshotListResult, error)
+	// SnapshotVerify checks a snapshot; a failed check returns the result
+	// and the error.
+	SnapshotVerify(ctx context.Context, req SnapshotVerifyRequest) (*SnapshotVerifyResult, error)
+	// SnapshotRestore replaces the projections with a snapshot.
+	SnapshotRestore(ctx context.Context, req SnapshotRestoreRequest) (*snapshot.RestoreResult, error)
+	// SnapshotPublish uploads a snapshot to Arweave.
+	SnapshotPublish(ctx context.Context, req SnapshotPublishRequest) (*snapshot.PushResult, error)
+	// Close releases what this handle holds (a Store closes the store; a
+	// Client only its connections).
+	Close() error
+	// Dir is the store directory.
+	Dir() string
+}
+
+// AppendRequest is a JSONL input for Append.
+type AppendRequest struct {
+	// JSONL holds one event per line (see the package doc of ingest).
+	JSONL string `json:"jsonl"`
+	// ChunkTokens splits documents and tool calls longer than this many
+	// estimated tokens (0: DefaultChunkTokens).
+	ChunkTokens int      `json:"chunk_tokens,omitempty"`
+	Progress    Progress `json:"-"`
+}
+
+// EventResult is one appended (or, idempotently, found) event.
+type EventResult struct {
+	Seq     uint64   `json:"seq"`
+	ID      log.ID   `json:"id"`
+	Hash    log.Hash `json:"hash"`
+	Existed bool     `json:"existed,omitempty"`
+}
+
+// AppendResult lists the events of an Append or Remember, in order. On a
+// failure after the first block it lists what was written.
+type AppendResult struct {
+	Results []EventResult `json:"results"`
+}
+
+// RememberRequest is one piece of memory.
+type RememberRequest struct {
+	Content string            `json:"content"`
+	Session string            `json:"session,omitempty"`
+	Role    string            `json:"role,omitempty"` // default "user"
+	Kind    string            `json:"kind,omitempty"` // default "conversation"
+	Meta    map[string]string `json:"meta,omitempty"`
+	Time    string            `json:"time,omitempty"` // content time (default now)
+	// ID is an idempotency key: the same key and content again is a no-op.
+	ID          string `json:"id,omitempty"`
+	Parent      string `json:"parent,omitempty"`   // chunk id this replies to
+	ChunkID     string `json:"chunk_id,omitempty"` // default: the event id
+	ChunkTokens int    `json:"chunk_tokens,omitempty"`
+}
+
+// TombstoneRequest names what to remove: chunks, whole documents (by
+// chunk parent), and/or a session and a content-time range (chunks
+// matching all of those given).
+type TombstoneRequest struct {
+	Chunks    []string `json:"chunks,omitempty"`
+	Documents []string `json:"documents,omitempty"`
+	Session   string   `json:"session,omitempty"`
+	From      string   `json:"from,omitempty"` // inclusive
+	To        string   `json:"to,omitempty"`   // exclusive
+	Reason    string   `json:"reason,omitempty"`
+}
+
+// TombstoneNote says what a tombstone is not.
+const TombstoneNote = "note: a tombstone hides content from every projection, query and replay at once, " +
+	"but it is not erasure: the ciphertext stays on Arweave and the current vault key can still decrypt it. " +
+	"Durable erasure needs a vault-key rotation (shred)."
+
+// TombstoneResult is an appended tombstone and the chunks it removed.
+type TombstoneResult struct {
+	Seq     uint64   `json:"seq"`
+	ID      log.ID   `json:"id"`
+	Hash    log.Hash `json:"hash"`
+	Removed []string `json:"removed"`
+	Erasure bool     `json:"erasure"`
+	Note    string   `json:"note"`
+}
+
+// ReplayRequest selects events to replay.
+type ReplayRequest struct {
+	From    uint64 `json:"from,omitempty"`
+	To      uint64 `json:"to,omitempty"`      // 0: head
+	Type    string `json:"type,omitempty"`    // store, tombstone, share_grant, share_revoke, rekey
+	Session string `json:"session,omitempty"` // only store events of this session
+	// Raw prints plaintext headers only (works without the vault key).
+	Raw               bool `json:"raw,omitempty"`
+	IncludeTombstoned bool `json:"include_tombstoned,omitempty"`
+}
+
+// AuditLogRequest filters the audit log.
+type AuditLogRequest struct {
+	Type  string `json:"type,omitempty"`
+	Since string `json:"since,omitempty"` // append time
+	Until string `json:"until,omitempty"`
+}
+
+// AuditEntry is one event in the audit log.
+type AuditEntry struct {
+	Seq      uint64   `json:"seq"`
+	Time     string   `json:"time"`
+	Type     string   `json:"type"`
+	ID       log.ID   `json:"id"`
+	Hash     log.Hash `json:"hash"`
+	By       string   `json:"by"` // the store owner's Arweave address
+	KeyEpoch uint32   `json:"key_epoch"`
+	// store
+	ChunkID string `json:"chunk_id,omitempty"`
+	Session string `json:"session,omitempty"`
+	Kind    string `json:"kind,omitempty"`
+	Role    string `json:"role,omitempty"`
+	Bytes   int    `json:"content_bytes,omitempty"`
+	// tombstone
+	Targets string   `json:"targets,omitempty"`
+	Reason  string   `json:"reason,omitempty"`
+	Removed []string `json:"removed,omitempty"`
+	Erasure string   `json:"erasure,omitempty"` // "pending": tombstoned, not shredded
+	// share
+	Grantee string `json:"grantee,omitempty"`
+}
+
+// SearchRequest is a retrieval request (see query.Request).
+type SearchRequest struct {
+	Text string `json:"text"`
+	K    int    `json:"k,omitempty"` // 0: query.DefaultK
+	// Session is the active session: its chunks rank a little higher.
+	Session    string   `json:"session,omitempty"`
+	Sessions   []string `json:"sessions,omitempty"` // filter
+	Kinds      []string `json:"kinds,omitempty"`    // filter
+	Roles      []string `json:"roles,omitempty"`    // filter
+	Since      string   `json:"since,omitempty"`
+	Until      string   `json:"until,omitempty"`
+	Now        string   `json:"now,omitempty"`    // reference time (default: now)
+	Origin     string   `json:"origin,omitempty"` // own, shared, all
+	Mode       string   `json:"mode,omitempty"`   // hybrid (default), bm25, vector
+	NoTemporal bool     `json:"no_temporal,omitempty"`
+	Explain    bool     `json:"explain,omitempty"`
+	Progress   Progress `json:"-"`
+}
+
+// SearchResult is query.Response.
+type SearchResult = query.Response
+
+// DefaultBudget is a context's token budget when the request gives none.
+const DefaultBudget = 4000
+
+// ContextRequest asks for an assembled context.
+type ContextRequest struct {
+	SearchRequest
+	Budget int    `json:"budget,omitempty"` // 0: DefaultBudget
+	Recent int    `json:"recent,omitempty"` // recent turns of the active session (0: none)
+	Format string `json:"format,omitempty"` // xml (default), json, text
+}
+
+// ContextResult is the assembly and the context itself.
+type ContextResult struct {
+	query.Assembly
+	Context string `json:"context"`
+}
+
+// SessionsRequest lists sessions.
+type SessionsRequest struct {
+	Limit    int      `json:"limit,omitempty"` // 0: all
+	Progress Progress `json:"-"`
+}
+
+// SessionsResult lists sessions, most recent first.
+type SessionsResult struct {
+	Sessions []timelines.SessionInfo `json:"sessions"`
+}
+
+// SessionRequest shows one session.
+type SessionRequest struct {
+	ID       string   `json:"id"`
+	Offset   int      `json:"offset,omitempty"`
+	Limit    int      `json:"limit,omitempty"` // 0: all
+	Progress Progress `json:"-"`
+}
+
+// SessionResult is a session, its summary and its live chunks in order.
+type SessionResult struct {
+	Session timelines.SessionInfo `json:"session"`
+	Summary summary.Summary       `json:"summary"`
+	Chunks  []timelines.Chunk     `json:"chunks"`
+	// Total is the session's chunk count (Chunks may be one page).
+	Total int `json:"total"`
+}
+
+// GetRequest names chunks (by chunk id) or documents (by chunk parent).
+type GetRequest struct {
+	IDs []string `json:"ids"`
+}
+
+// GetItem is one requested id: a chunk, or a document's chunks in order.
+type GetItem struct {
+	ID     string            `json:"id"`
+	Found  bool              `json:"found"`
+	Chunks []timelines.Chunk `json:"chunks"`
+}
+
+// GetResult answers a GetRequest, one item per id, in request order.
+type GetResult struct {
+	Items []GetItem `json:"items"`
+}
+
+// CatchUpRequest brings the projections up to the head.
+type CatchUpRequest struct {
+	Progress Progress `json:"-"`
+}
+
+// ProjectionStatusRequest asks for the projections' status.
+type ProjectionStatusRequest struct{}
+
+// RebuildProjectionsRequest rebuilds projections from the log.
+type RebuildProjectionsRequest struct {
+	Only     []string `json:"only,omitempty"` // names; nil: all
+	Progress Progress `json:"-"`
+}
+
+// ProjectionsResult is each projection's status.
+type ProjectionsResult struct {
+	Projections []projections.Status `json:"projections"`
+}
+
+// VerifyProjectionsRequest verifies the projections.
+type VerifyProjectionsRequest struct {
+	Progress Progress `json:"-"`
+}
+
+// VerifyProjectionsResult compares the live digests with a rebuild's.
+type VerifyProjectionsResult struct {
+	OK         bool                   `json:"ok"`
+	Digests    map[string]string      `json:"digests"`
+	Mismatches []projections.Mismatch `json:"mismatches"`
+}
+
+// PushRequest mirrors the log to Arweave.
+type PushRequest struct {
+	Gateway      string   `json:"gateway,omitempty"`       // default DefaultGateway
+	Bundle       bool     `json:"bundle,omitempty"`        // ANS-104 bundles instead of L1 transactions
+	SegmentBytes int      `json:"segment_bytes,omitempty"` // default arweave.DefaultSegmentBytes
+	Progress     Progress `json:"-"`
+}
+
+// PushResult is what one push did.
+type PushResult struct {
+	Gateway     string                 `json:"gateway"`
+	Mode        string                 `json:"mode"`
+	HeadSeq     uint64                 `json:"head_seq"`
+	CoveredSeq  uint64                 `json:"covered_seq"`
+	SafeSeq     uint64                 `json:"safe_seq"`
+	Uploaded    int                    `json:"uploaded"`
+	Adopted     int                    `json:"adopted"`
+	Resolved    int                    `json:"resolved"`
+	BytesPosted int64                  `json:"bytes_posted"`
+	Segments    []arweave.SegmentState `json:"segments"` // segments new in the state after this push
+	Error       string                 `json:"error,omitempty"`
+}
+
+// SyncStatusRequest reads the mirror state.
+type SyncStatusRequest struct {
+	Gateway string `json:"gateway,omitempty"`
+	// Refresh asks the gateway about unconfirmed segments first.
+	Refresh bool `json:"refresh,omitempty"`
+}
+
+// SegmentView is one segment in SyncStatusResult.
+type SegmentView struct {
+	First         uint64 `json:"first"`
+	Last          uint64 `json:"last"`
+	Status        string `json:"status"`
+	TxID          string `json:"tx"`
+	BundleID      string `json:"bundle,omitempty"`
+	Height        int64  `json:"height,omitempty"`
+	Confirmations *int64 `json:"confirmations,omitempty"`
+	Size          int    `json:"size"`
+	Adopted       bool   `json:"adopted,omitempty"`
+}
+
+// SyncStatusResult is the mirror state.
+type SyncStatusResult struct {
+	LogID         string        `json:"log_id"`
+	HeadSeq       uint64        `json:"head_seq"`
+	CoveredSeq    uint64        `json:"covered_seq"`
+	SafeSeq       uint64        `json:"safe_seq"`
+	Segments      []SegmentView `json:"segments"`
+	SegmentCount  int           `json:"segment_count"`
+	Posting       int           `json:"posting"`
+	Submitted     int           `json:"submitted"`
+	Confirmed     int           `json:"confirmed"`
+	Bytes         int64         `json:"bytes"`
+	Unmirrored    uint64        `json:"unmirrored"`
+	Refreshed     bool          `json:"refreshed"`
+	GatewayHeight *int64        `json:"gateway_height,omitempty"`
+}
+
+// StatusRequest asks for the store's status.
+type StatusRequest struct{}
+
+// MirrorSummary is the local mirror state in StatusResult.
+type MirrorSummary struct {
+	Segments   int    `json:"segments"`
+	CoveredSeq uint64 `json:"covered_seq"`
+	SafeSeq    uint64 `json:"safe_seq"`
+	Posting    int    `json:"posting"`
+	Submitted  int    `json:"submitted"`
+	Confirmed  int    `json:"confirmed"`
+	Bytes      int64  `json:"bytes"`
+}
+
+// StatusResult describes the store.
+type StatusResult struct {
+	Dir           string         `json:"dir"`
+	Events        uint64         `json:"events"`
+	HeadSeq       uint64         `json:"head_seq"`
+	HeadHash      string         `json:"head_hash"`
+	SizeBytes     int64          `json:"size_bytes"`
+	LogBytes      int64          `json:"log_bytes"`
+	Durability    string         `json:"durability"`
+	LogID         string         `json:"log_id"`
+	WalletAddress string         `json:"wallet_address"`
+	VaultKey      bool           `json:"vault_key"`
+	Mirror        *MirrorSummary `json:"mirror,omitempty"`
+	// MirrorText is the mirror line for people.
+	MirrorText string `json:"mirror_text"`
+}
+
+// SnapshotCreateRequest creates a snapshot.
+type SnapshotCreateRequest struct {
+	// Keep is how many snapshots remain, the new one included (0:
+	// snapshot.DefaultKeep; negative: keep all).
+	Keep     int      `json:"keep,omitempty"`
+	Progress Progress `json:"-"`
+}
+
+// SnapshotListRequest lists snapshots.
+type SnapshotListRequest struct{}
+
+// SnapshotInfo is a listed snapshot; Error is set when its manifest
+// cannot be read.
+type SnapshotInfo struct {
+	snapshot.Info
+	Error string `json:"error,omitempty"`
+}
+
+// SnapshotListResult lists snapshots, newest first.
+type SnapshotListResult struct {
+	Snapshots []SnapshotInfo `json:"snapshots"`
+}
+
+// SnapshotVerifyRequest verifies a snapshot ("" : the newest).
+type SnapshotVerifyRequest struct {
+	Name     string   `json:"name,omitempty"`
+	Progress Progress `json:"-"`
+}
+
+// SnapshotVerifyResult lists the checks run.
+type SnapshotVerifyResult struct {
+	Name   string           `json:"name"`
+	OK     bool             `json:"ok"`
+	Checks []snapshot.Check `json:"checks"`
+	Error  string           `json:"error,omitempty"`
+}
+
+// SnapshotRestoreRequest restores a snapshot ("" : the newest usable).
+type SnapshotRestoreRequest struct {
+	Name string `json:"name,omitempty"`
+	// NoFallback fails instead of rebuilding from the log when no
+	// snapshot is usable.
+	NoFallback bool     `json:"no_fallback,omitempty"`
+	Progress   Progress `json:"-"`
+}
+
+// SnapshotPublishRequest uploads a snapshot ("" : the newest).
+type SnapshotPublishRequest struct {
+	Name     string   `json:"name,omitempty"`
+	Gateway  string   `json:"gateway,omitempty"`
+	PartSize int      `json:"part_size,omitempty"` // default snapshot.DefaultPartSize
+	Progress Progress `json:"-"`
+}
+
+var _ API = (*Store)(nil)

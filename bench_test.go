@@ -1,0 +1,131 @@
+package ucl
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/unlimitedcontext/ucl/log"
+)
+
+// benchSizes are the store sizes the engine benchmarks run at; 100K with
+// UCL_BENCH_100K=1.
+func benchSizes() []int {
+	if os.Getenv("UCL_BENCH_100K") != "" {
+		return []int{10_000, 100_000}
+	}
+	return []int{10_000}
+}
+
+var benchWords = strings.Fields(`cello bow rosin scales suite teacher lesson practice morning evening database cutover
+rollback orders friday migration schema index replica backup restore lisbon trip hotel flight museum tram
+budget invoice client meeting deadline release build test deploy kernel memory cache latency throughput
+garden tomato basil water soil compost recipe bread flour yeast oven salt family birthday gift party`)
+
+// benchStore builds a store of n store events of ~300 bytes over 100
+// sessions, written with durability none (UNSAFE, bulk load only; the
+// figures measured are reads), and returns its directory.
+func benchStore(b *testing.B, n int) string {
+	b.Helper()
+	dir := filepath.Join(b.TempDir(), "store")
+	s, err := Init(dir, InitOptions{Durability: log.None})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	r := rand.New(rand.NewSource(1))
+	base := time.Date(2023, 1, 1, 0, 0, 0, 0, time.UTC)
+	ctx := context.Background()
+	const block = 5000
+	for i := 0; i < n; i += block {
+		var sb strings.Builder
+		for j := i; j < min(i+block, n); j++ {
+			var c strings.Builder
+			for c.Len() < 300 {
+				c.WriteString(benchWords[r.Intn(len(benchWords))])
+				c.WriteByte(' ')
+			}
+			fmt.Fprintf(&sb, `{"type":"store","session":"s%03d","role":"user","content":%q,"time":%q}`+"\n",
+				j%100, strings.TrimSpace(c.String()), base.Add(time.Duration(j)*time.Minute).Format(time.RFC3339))
+		}
+		if _, err := s.Append(ctx, AppendRequest{JSONL: sb.String()}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := s.CatchUp(ctx, CatchUpRequest{}); err != nil {
+		b.Fatal(err)
+	}
+	return dir
+}
+
+func p50(ds []time.Duration) float64 {
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return float64(ds[len(ds)/2].Microseconds()) / 1000
+}
+
+// BenchmarkSearchSocket measures a query's round trip through the owner's
+// socket (attached CLI path, JSON both ways) against the same query in
+// process, on a caught-up store.
+func BenchmarkSearchSocket(b *testing.B) {
+	for _, n := range benchSizes() {
+		b.Run(fmt.Sprintf("chunks=%d", n), func(b *testing.B) {
+			s, err := Open(benchStore(b, n), Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			c := serve(b, s)
+			ctx := context.Background()
+			queries := []string{"cello rosin practice", "database cutover rollback", "lisbon hotel tram", "tomato basil compost"}
+			for _, q := range queries { // warm both paths
+				if _, err := c.Search(ctx, SearchRequest{Text: q}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var sock, local []time.Duration
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				req := SearchRequest{Text: queries[i%len(queries)], K: 10}
+				t0 := time.Now()
+				if _, err := c.Search(ctx, req); err != nil {
+					b.Fatal(err)
+				}
+				t1 := time.Now()
+				if _, err := s.Search(ctx, req); err != nil {
+					b.Fatal(err)
+				}
+				sock, local = append(sock, t1.Sub(t0)), append(local, time.Since(t1))
+			}
+			b.StopTimer()
+			b.ReportMetric(p50(sock), "socket-p50-ms")
+			b.ReportMetric(p50(local), "inproc-p50-ms")
+		})
+	}
+}
+
+// BenchmarkOpen measures Open+Close of a store (log only: projections
+// open on first use) as the log grows.
+func BenchmarkOpen(b *testing.B) {
+	for _, n := range benchSizes() {
+		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
+			dir := benchStore(b, n)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				s, err := Open(dir, Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if head, _ := s.Log().Head(); head != uint64(n) {
+					b.Fatalf("head %d after open, want %d", head, n)
+				}
+				s.Close()
+			}
+		})
+	}
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// runCLI runs the CLI in process on dir.
+func runCLI(t *testing.T, dir, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(append([]string{"ucl", "--dir", dir}, args...), strings.NewReader(stdin), &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+func TestReorderArgs(t *testing.T) {
+	app := newApp(nil, nil, nil)
+	for _, tc := range []struct{ in, want []string }{
+		{[]string{"ucl", "query", "text", "--k", "5"}, []string{"ucl", "query", "--k", "5", "--", "text"}},
+		{[]string{"ucl", "query", "text", "--json"}, []string{"ucl", "--json", "query", "--", "text"}},
+		{[]string{"ucl", "--dir", "d", "session", "show", "s1", "--json"}, []string{"ucl", "--dir", "d", "--json", "session", "show", "--", "s1"}},
+		{[]string{"ucl", "store", "--", "--not-a-flag"}, []string{"ucl", "store", "--", "--not-a-flag"}},
+		{[]string{"ucl", "status"}, []string{"ucl", "status"}},
+	} {
+		if got := reorderArgs(app, tc.in); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("reorderArgs(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// Usage errors exit 2 with a hint, before any store is touched.
+func TestUsageExitCodes(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "none") // no store: usage must fail first
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"query", ""}, "nothing to search for"},
+		{[]string{"query", "x", "--k", "0"}, "bad --k"},
+		{[]string{"query", "x", "--mode", "psychic"}, "hybrid, bm25 or vector"},
+		{[]string{"query", "x", "--since", "2023-06-01", "--until", "2023-05-01"}, "--until must be after --since"},
+		{[]string{"context", "x", "--budget", "0"}, "bad --budget"},
+		{[]string{"context", "x", "--format", "yaml"}, "xml, json or text"},
+		{[]string{"tombstone"}, "no targets"},
+		{[]string{"tombstone", "--from", "2023-06-01", "--to", "2023-05-01"}, "bad time range"},
+		{[]string{"replay", "--from", "5", "--to", "2"}, "empty range"},
+		{[]string{"replay", "--raw", "--session", "s"}, "--session cannot be used with --raw"},
+		{[]string{"store", "--kind", "poem", "x"}, "--kind takes"},
+		{[]string{"store", "--meta", "novalue", "x"}, "bad --meta"},
+		{[]string{"snapshot", "create", "--keep", "-1"}, "bad --keep"},
+		{[]string{"sync", "push", "--segment-bytes", "10"}, "bad --segment-bytes"},
+		{[]string{"sync", "push", "--every", "5s"}, "without --watch"},
+		{[]string{"nonsense"}, "unknown command"},
+	} {
+		_, errs, code := runCLI(t, dir, "", tc.args...)
+		if code != 2 || !strings.Contains(errs, tc.want) || !strings.Contains(errs, "hint: ") {
+			t.Errorf("ucl %v: exit %d, stderr %q; want exit 2 with %q and a hint", tc.args, code, errs, tc.want)
+		}
+	}
+}
+
+func keys(m map[string]any) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// The --json shapes the scripts rely on.
+func TestOutputShapes(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	if _, errs, code := runCLI(t, dir, "", "init"); code != 0 {
+		t.Fatal(errs)
+	}
+	out, errs, code := runCLI(t, dir, "", "store", "--session", "s1", "--id", "k", "Remember the cello lesson.")
+	if code != 0 {
+		t.Fatal(errs)
+	}
+	var res map[string]any
+	if err := json.Unmarshal([]byte(out), &res); err != nil || !reflect.DeepEqual(keys(res), []string{"hash", "id", "seq"}) {
+		t.Fatalf("store output %q: %v", out, err)
+	}
+	again, _, _ := runCLI(t, dir, "", "store", "--session", "s1", "--id", "k", "Remember the cello lesson.")
+	if !strings.Contains(again, `"existed":true`) {
+		t.Fatalf("idempotent store: %q", again)
+	}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"status", "--json"}, []string{"dir", "durability", "events", "head_hash", "head_seq", "log_bytes", "log_id", "mirror_text", "size_bytes", "vault_key", "wallet_address"}},
+		{[]string{"session", "list", "--json"}, []string{"sessions"}},
+		{[]string{"session", "show", "s1", "--json"}, []string{"chunks", "session", "summary", "total"}},
+		{[]string{"query", "cello", "--json"}, []string{"mode", "now_ms", "query", "results", "search_text"}},
+		{[]string{"project", "status", "--json"}, []string{"projections"}},
+		{[]string{"tombstone", "--session", "s1", "--json"}, []string{"erasure", "hash", "id", "note", "removed", "seq"}},
+		{[]string{"snapshot", "list", "--json"}, []string{"snapshots"}},
+	} {
+		out, errs, code := runCLI(t, dir, "", tc.args...)
+		var m map[string]any
+		if code != 0 || json.Unmarshal([]byte(out), &m) != nil {
+			t.Fatalf("ucl %v: exit %d %q %q", tc.args, code, out, errs)
+		}
+		if got := keys(m); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("ucl %v keys %v, want %v", tc.args, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,80 @@
+// Package ucl is the engine of the Unlimited Context Log: one Store owns a
+// store directory and everything derived from it — the event log, the
+// vault keys and wallet, the projection set (opened on first use and
+// caught up before every read), the query engine, the embedder and its
+// cache, the Arweave mirror state and the snapshots — and closes all of
+// it. The CLI (cmd/ucl), the MCP server and the HTTP API are front ends:
+// they build a request, call one method and print the result. Library
+// errors name no CLI flags; front ends add hints.
+//
+// # Opening, owning, attaching
+//
+//	Init(dir, InitOptions) (*Store, error)        create a store and open it
+//	Open(dir, Options) (*Store, error)            open (takes the store lock)
+//	(*Store).Close() error                        release everything it opened
+//	(*Store).Serve(ctx) error                     answer the API on DIR/ucl.sock until ctx ends
+//	Dial(dir) (*Client, error)                    attach to the owner (ErrNoOwner; removes a stale socket)
+//	Attach(dir, Options) (API, error)             the owner's Client, else the store opened here
+//	Handler(API) http.Handler                     the JSON API, for other listeners
+//	Watch(ctx, API, WatchOptions, report) error   the mirror loop (woken by appends in the owner)
+//	Rebuild(ctx, RebuildOptions) (*RebuildResult, error)   recover a store from Arweave
+//	VerifyLog(ctx, dir, Options, Progress)        full log scan (needs the store to itself)
+//	LoadVaultKey(dir, Options) / ImportVaultKey(dir, kr) / VaultKeyPath(dir)
+//	ValidateJSONL(jsonl, chunkTokens) / ParseTime(s) / ErrorCodes(err) / SocketPath(dir)
+//
+// Options (options.go) is the one documented options struct; defaults
+// live there as constants (DefaultGateway, DefaultEmbedTimeout,
+// DefaultChunkTokens, AppendBlock, DefaultSessionsLimit, SocketName) and
+// next to their requests (DefaultBudget, AttachWait).
+//
+// # Methods (the API interface, implemented by *Store and *Client)
+//
+//	Append(ctx, AppendRequest) (*AppendResult, error)            JSONL events, validated whole first
+//	Remember(ctx, RememberRequest) (*AppendResult, error)        one item (`ucl store`), chunked
+//	Tombstone(ctx, TombstoneRequest) (*TombstoneResult, error)   documents expanded to chunks
+//	Replay(ctx, ReplayRequest, fn(json.RawMessage) error) error  tombstoned content withheld unless asked
+//	AuditLog(ctx, AuditLogRequest, fn(AuditEntry) error) error
+//	Search(ctx, SearchRequest) (*SearchResult, error)            hybrid retrieval (query.Response)
+//	Context(ctx, ContextRequest) (*ContextResult, error)         context under a token budget
+//	Sessions(ctx, SessionsRequest) (*SessionsResult, error)
+//	Session(ctx, SessionRequest) (*SessionResult, error)         turns in order, paged, with summary
+//	Get(ctx, GetRequest) (*GetResult, error)                     chunks by id, documents by parent
+//	CatchUp(ctx, CatchUpRequest) (*ProjectionsResult, error)
+//	ProjectionStatus(ctx, ProjectionStatusRequest) (*ProjectionsResult, error)
+//	RebuildProjections(ctx, RebuildProjectionsRequest) (*ProjectionsResult, error)
+//	VerifyProjections(ctx, VerifyProjectionsRequest) (*VerifyProjectionsResult, error)
+//	Push(ctx, PushRequest) (*PushResult, error)                  mirror to Arweave
+//	SyncStatus(ctx, SyncStatusRequest) (*SyncStatusResult, error)
+//	Status(ctx, StatusRequest) (*StatusResult, error)
+//	SnapshotCreate / SnapshotList / SnapshotVerify / SnapshotRestore / SnapshotPublish
+//
+// Requests and results are JSON-serializable and are the CLI's --json
+// shapes. Times in requests are strings: RFC 3339, a date (2023-05-08) or
+// unix milliseconds. Progress callbacks (json:"-") never cross a socket.
+//
+// # One owner, many users
+//
+// The process that opens a store owns it (the log's lock). While it
+// serves (Serve), it listens on DIR/ucl.sock (mode 0600) and answers the
+// API over HTTP:
+//
+//	POST /v1/{method}   body: the request as JSON
+//	  200 {"result": RESULT}                      success
+//	  200 {"result": RESULT|null, "error": ERROR} failure (a partial result may come along)
+//	POST /v1/replay, /v1/audit_log   NDJSON stream: {"line": …} / {"entry": …} per item,
+//	                                 then {"error": ERROR} or {"done": true}
+//
+// ERROR is {"message": "...", "codes": ["log_locked", ...]}: codes name
+// the sentinel errors the owner's error matched (errors.go; frozen), so a
+// Client's error matches the same sentinels with errors.Is and front ends
+// give the same messages, hints and exit codes either way. Method names
+// are the snake_case of the Go method (append, remember, tombstone,
+// search, context, sessions, session, get, catch_up, projection_status,
+// rebuild_projections, verify_projections, push, sync_status, status,
+// snapshot_create, snapshot_list, snapshot_verify, snapshot_restore,
+// snapshot_publish).
+//
+// Attach (see client.go) finds the owner: it dials DIR/ucl.sock; a socket
+// nobody answers while the store lock is free is stale (owner killed) and
+// is removed; with no owner the caller opens the store itself.
+package ucl

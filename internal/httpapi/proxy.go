@@ -1,0 +1,514 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/unlimitedcontext/ucl"
+)
+
+// SessionHeader names the session of a proxied request.
+const SessionHeader = "X-UCL-Session"
+
+// chatRequest is what the proxy reads of a chat completions request; the
+// body itself is forwarded as the client sent it.
+type chatRequest struct {
+	Messages []chatMessage `json:"messages"`
+	Stream   bool          `json:"stream"`
+	User     string        `json:"user"`
+	Model    string        `json:"model"`
+}
+
+type chatMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+// text returns a message's text: a string content, or the text parts of
+// an array content.
+func (m chatMessage) text() string {
+	var s string
+	if json.Unmarshal(m.Content, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(m.Content, &parts) != nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type == "text" && p.Text != "" {
+			if b.Len() > 0 {
+				b.WriteByte('\n')
+			}
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}
+
+func normalize(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// exchange is one proxied request as the store will see it.
+type exchange struct {
+	session  string
+	model    string
+	user     string // last user message text ("" : none, nothing is stored)
+	userIdx  int
+	stream   bool
+	tokens   int // memory tokens injected
+	started  time.Time
+	memory   time.Duration // spent assembling memory
+	store    time.Duration // spent storing the exchange
+	recorded bool
+}
+
+func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Upstream == "" {
+		writeError(w, http.StatusServiceUnavailable, "no_upstream", "this server has no upstream LLM configured ([proxy] upstream or --upstream)", nil)
+		return
+	}
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return
+	}
+	var req chatRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "bad_request", "decode chat completions request: "+err.Error(), nil)
+		return
+	}
+	if len(req.Messages) == 0 {
+		writeError(w, http.StatusBadRequest, "bad_request", "the request has no messages", nil)
+		return
+	}
+	ex := &exchange{model: req.Model, stream: req.Stream, userIdx: -1, started: time.Now()}
+	ex.session = r.Header.Get(SessionHeader)
+	if ex.session == "" {
+		ex.session = req.User
+	}
+	if ex.session == "" {
+		ex.session = s.opts.DefaultSession
+	}
+	carried := map[string]bool{}
+	for i, m := range req.Messages {
+		t := m.text()
+		if n := normalize(t); n != "" {
+			carried[n] = true
+		}
+		if m.Role == "user" && strings.TrimSpace(t) != "" {
+			ex.user, ex.userIdx = t, i
+		}
+	}
+	if ex.user != "" {
+		t0 := time.Now()
+		mem, tokens, err := s.memory(r.Context(), ex.session, ex.user, carried)
+		ex.memory = time.Since(t0)
+		if err != nil {
+			// Memory is an addition: the request still goes through.
+			s.log.Warn("memory unavailable, forwarding without it", "session", ex.session, "err", err)
+		} else if mem != "" {
+			var spliced []byte
+			if s.opts.InjectAs == InjectUser {
+				spliced, err = injectUser(body, ex.userIdx, mem)
+			} else {
+				spliced, err = injectSystem(body, mem)
+			}
+			if err != nil {
+				writeError(w, http.StatusBadRequest, "bad_request", "chat completions request: "+err.Error(), nil)
+				return
+			}
+			body, ex.tokens = spliced, tokens
+		}
+	}
+	resp, err := s.upstream(r, http.MethodPost, "/chat/completions", body)
+	if err != nil {
+		s.upstreamError(w, r, err)
+		return
+	}
+	defer resp.Body.Close()
+	copyHeaders(w.Header(), resp.Header)
+	w.Header().Set(SessionHeader, ex.session)
+	w.Header().Set("X-UCL-Context-Tokens", strconv.Itoa(ex.tokens))
+	switch {
+	case resp.StatusCode != http.StatusOK:
+		// Passed through as it is; nothing happened, nothing is stored.
+		w.WriteHeader(resp.StatusCode)
+		io.Copy(w, resp.Body)
+	case strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream"):
+		s.relayStream(w, r, resp, ex)
+	default:
+		s.relayPlain(w, r, resp, ex)
+	}
+	s.log.Info("chat completion", "session", ex.session, "status", resp.StatusCode, "stream", ex.stream,
+		"context_tokens", ex.tokens, "stored", ex.recorded, "ms", time.Since(ex.started).Milliseconds(),
+		"memory_ms", ex.memory.Milliseconds(), "store_ms", ex.store.Milliseconds())
+}
+
+func (s *Server) models(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Upstream == "" {
+		writeError(w, http.StatusServiceUnavailable, "no_upstream", "this server has no upstream LLM configured ([proxy] upstream or --upstream)", nil)
+		return
+	}
+	resp, err := s.upstream(r, http.MethodGet, "/models", nil)
+	if err != nil {
+		s.upstreamError(w, r, err)
+		return
+	}
+	defer resp.Body.Close()
+	copyHeaders(w.Header(), resp.Header)
+	w.WriteHeader(resp.StatusCode)
+	io.Copy(w, resp.Body)
+}
+
+// hopHeaders are not forwarded in either direction: they describe one
+// connection, or carry the client's ucl token, or are recomputed.
+var hopHeaders = map[string]bool{
+	"Authorization": true, "Connection": true, "Keep-Alive": true, "Proxy-Authorization": true,
+	"Proxy-Authenticate": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
+	"Host": true, "Content-Length": true, "Accept-Encoding": true, "X-Ucl-Session": true,
+}
+
+func copyHeaders(dst, src http.Header) {
+	for k, vs := range src {
+		if hopHeaders[http.CanonicalHeaderKey(k)] && k != "Content-Length" {
+			continue
+		}
+		for _, v := range vs {
+			dst.Add(k, v)
+		}
+	}
+}
+
+// upstream sends one request to the upstream LLM, with the client's
+// headers (minus hopHeaders) and the upstream key.
+func (s *Server) upstream(r *http.Request, method, path string, body []byte) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	ur, err := http.NewRequestWithContext(r.Context(), method, s.opts.Upstream+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	for k, vs := range r.Header {
+		if hopHeaders[http.CanonicalHeaderKey(k)] {
+			continue
+		}
+		ur.Header[k] = append([]string(nil), vs...)
+	}
+	if s.opts.UpstreamKey != "" {
+		ur.Header.Set("Authorization", "Bearer "+s.opts.UpstreamKey)
+	}
+	return s.hc.Do(ur)
+}
+
+// upstreamError answers a failed upstream call: 504 on a timeout, 502
+// otherwise, nothing when the client itself went away. The message names
+// the upstream URL only, never the key.
+func (s *Server) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil {
+		return
+	}
+	s.log.Warn("upstream failed", "path", r.URL.Path, "err", err)
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		writeError(w, http.StatusGatewayTimeout, "upstream_timeout", "the upstream LLM did not answer in time: "+err.Error(), nil)
+		return
+	}
+	writeError(w, http.StatusBadGateway, "upstream_unavailable", "the upstream LLM is unreachable: "+err.Error(), nil)
+}
+
+// reply is the assistant's answer as stored.
+type reply struct {
+	content   strings.Builder
+	toolCalls []*toolCall
+}
+
+type toolCall struct {
+	ID       string `json:"id,omitempty"`
+	Type     string `json:"type,omitempty"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// relayPlain forwards a whole (non-streamed) reply, storing the exchange
+// before the client gets it.
+func (s *Server) relayPlain(w http.ResponseWriter, r *http.Request, resp *http.Response, ex *exchange) {
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxReplyBytes+1))
+	if err != nil {
+		w.Header().Del("Content-Length")
+		s.upstreamError(w, r, fmt.Errorf("read upstream reply: %w", err))
+		return
+	}
+	if len(b) > maxReplyBytes {
+		// Too large to keep: forward it and store nothing.
+		w.Header().Del("Content-Length")
+		w.WriteHeader(resp.StatusCode)
+		w.Write(b)
+		io.Copy(w, resp.Body)
+		return
+	}
+	var out struct {
+		Choices []struct {
+			Message struct {
+				Content   *string     `json:"content"`
+				ToolCalls []*toolCall `json:"tool_calls"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	if json.Unmarshal(b, &out) == nil && len(out.Choices) > 0 {
+		var rp reply
+		if c := out.Choices[0].Message.Content; c != nil {
+			rp.content.WriteString(*c)
+		}
+		rp.toolCalls = out.Choices[0].Message.ToolCalls
+		s.record(r, ex, &rp)
+	}
+	w.WriteHeader(resp.StatusCode)
+	w.Write(b)
+}
+
+// relayStream forwards an SSE reply event by event, flushing each, and
+// stores the exchange when the final [DONE] event arrives, before
+// forwarding it.
+func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, resp *http.Response, ex *exchange) {
+	w.Header().Del("Content-Length")
+	w.WriteHeader(resp.StatusCode)
+	rc := http.NewResponseController(w)
+	rc.Flush()
+	var (
+		rp      reply
+		pending []byte
+		buf     = make([]byte, 32<<10)
+	)
+	calls := map[int]*toolCall{}
+	for {
+		n, rerr := resp.Body.Read(buf)
+		pending = append(pending, buf[:n]...)
+		// Forward every complete event; keep a partial one until its end.
+		for {
+			end, ok := eventEnd(pending)
+			if !ok {
+				break
+			}
+			ev := pending[:end]
+			if isDone(ev) {
+				finishCalls(&rp, calls)
+				s.record(r, ex, &rp)
+			} else {
+				collectDelta(ev, &rp, calls)
+			}
+			if _, err := w.Write(ev); err != nil {
+				return // the client went away
+			}
+			if err := rc.Flush(); err != nil {
+				return
+			}
+			pending = pending[end:]
+		}
+		if rerr != nil {
+			if len(pending) > 0 {
+				w.Write(pending)
+				rc.Flush()
+			}
+			if !errors.Is(rerr, io.EOF) {
+				s.log.Warn("upstream stream broken", "session", ex.session, "err", rerr)
+			}
+			return
+		}
+	}
+}
+
+// eventEnd returns the end of the first complete SSE event in b (after
+// its terminating blank line).
+func eventEnd(b []byte) (int, bool) {
+	start := 0
+	for {
+		i := bytes.IndexByte(b[start:], '\n')
+		if i < 0 {
+			return 0, false
+		}
+		line := bytes.TrimRight(b[start:start+i], "\r")
+		start += i + 1
+		if len(line) == 0 {
+			return start, true
+		}
+	}
+}
+
+// dataLines returns the payloads of an event's "data:" lines.
+func dataLines(ev []byte) [][]byte {
+	var out [][]byte
+	for _, ln := range bytes.Split(ev, []byte("\n")) {
+		ln = bytes.TrimRight(ln, "\r")
+		if d, ok := bytes.CutPrefix(ln, []byte("data:")); ok {
+			out = append(out, bytes.TrimSpace(d))
+		}
+	}
+	return out
+}
+
+func isDone(ev []byte) bool {
+	for _, d := range dataLines(ev) {
+		if string(d) == "[DONE]" {
+			return true
+		}
+	}
+	return false
+}
+
+// collectDelta adds the first choice's delta of a chunk event to rp.
+func collectDelta(ev []byte, rp *reply, calls map[int]*toolCall) {
+	for _, d := range dataLines(ev) {
+		var chunk struct {
+			Choices []struct {
+				Index int `json:"index"`
+				Delta struct {
+					Content   *string `json:"content"`
+					ToolCalls []struct {
+						Index    int    `json:"index"`
+						ID       string `json:"id"`
+						Type     string `json:"type"`
+						Function struct {
+							Name      string `json:"name"`
+							Arguments string `json:"arguments"`
+						} `json:"function"`
+					} `json:"tool_calls"`
+				} `json:"delta"`
+			} `json:"choices"`
+		}
+		if json.Unmarshal(d, &chunk) != nil {
+			continue
+		}
+		for _, c := range chunk.Choices {
+			if c.Index != 0 {
+				continue
+			}
+			if c.Delta.Content != nil {
+				rp.content.WriteString(*c.Delta.Content)
+			}
+			for _, tc := range c.Delta.ToolCalls {
+				call := calls[tc.Index]
+				if call == nil {
+					call = &toolCall{}
+					calls[tc.Index] = call
+				}
+				if tc.ID != "" {
+					call.ID = tc.ID
+				}
+				if tc.Type != "" {
+					call.Type = tc.Type
+				}
+				call.Function.Name += tc.Function.Name
+				call.Function.Arguments += tc.Function.Arguments
+			}
+		}
+	}
+}
+
+// finishCalls moves the streamed tool calls into rp, in index order.
+func finishCalls(rp *reply, calls map[int]*toolCall) {
+	idx := make([]int, 0, len(calls))
+	for i := range calls {
+		idx = append(idx, i)
+	}
+	sort.Ints(idx)
+	for _, i := range idx {
+		rp.toolCalls = append(rp.toolCalls, calls[i])
+	}
+}
+
+// record appends the exchange to its session as one atomic batch. A
+// failure is logged: the client still gets the reply it is owed.
+func (s *Server) record(r *http.Request, ex *exchange, rp *reply) {
+	if ex.user == "" || r.Context().Err() != nil {
+		return
+	}
+	jsonl, err := exchangeJSONL(ex, rp)
+	if err != nil {
+		s.log.Error("store exchange", "session", ex.session, "err", err)
+		return
+	}
+	// The decision to store is taken: a client leaving now must not cut
+	// the append in half (it is atomic anyway) or skip it.
+	t0 := time.Now()
+	_, err = s.api.Append(context.WithoutCancel(r.Context()), ucl.AppendRequest{JSONL: jsonl})
+	ex.store = time.Since(t0)
+	if err != nil {
+		s.log.Error("store exchange", "session", ex.session, "err", err)
+		return
+	}
+	ex.recorded = true
+}
+
+// userTurnID is the user turn's id: one message of one session stores once.
+func userTurnID(session string, idx int, text string) string {
+	h := sha256.Sum256([]byte(fmt.Sprintf("ucl proxy user turn\x00%s\x00%d\x00%s", session, idx, text)))
+	return "u-" + hex.EncodeToString(h[:12])
+}
+
+// exchangeJSONL renders the exchange as ingest JSONL lines.
+func exchangeJSONL(ex *exchange, rp *reply) (string, error) {
+	var raw [12]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", err
+	}
+	xid := hex.EncodeToString(raw[:])
+	type line struct {
+		Session string            `json:"session"`
+		Role    string            `json:"role"`
+		Kind    string            `json:"kind"`
+		Content string            `json:"content"`
+		ID      string            `json:"id"`
+		ChunkID string            `json:"chunk_id"`
+		Parent  string            `json:"parent,omitempty"`
+		Meta    map[string]string `json:"meta"`
+	}
+	meta := map[string]string{"source": "ucl-proxy"}
+	if ex.model != "" {
+		meta["model"] = ex.model
+	}
+	uid := userTurnID(ex.session, ex.userIdx, ex.user)
+	lines := []line{{Session: ex.session, Role: "user", Kind: "conversation", Content: ex.user, ID: uid, ChunkID: uid, Meta: meta}}
+	parent := uid
+	if c := rp.content.String(); strings.TrimSpace(c) != "" {
+		aid := "a-" + xid
+		lines = append(lines, line{Session: ex.session, Role: "assistant", Kind: "conversation", Content: c, ID: aid, ChunkID: aid, Parent: uid, Meta: meta})
+		parent = aid
+	}
+	for i, tc := range rp.toolCalls {
+		b, err := json.Marshal(tc)
+		if err != nil {
+			return "", err
+		}
+		tid := fmt.Sprintf("t-%s-%d", xid, i)
+		lines = append(lines, line{Session: ex.session, Role: "assistant", Kind: "tool_call", Content: string(b), ID: tid, ChunkID: tid, Parent: parent, Meta: meta})
+	}
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	for _, l := range lines {
+		if err := enc.Encode(l); err != nil {
+			return "", err
+		}
+	}
+	return out.String(), nil
+}

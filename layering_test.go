@@ -1,0 +1,72 @@
+package ucl
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/unlimitedcontext/ucl"
+
+// frontEnd reports whether a package is a front end of the engine: it may
+// import the root package; nothing below it may.
+func frontEnd(p string) bool {
+	rel := strings.TrimPrefix(strings.TrimPrefix(p, module), "/")
+	return strings.HasPrefix(rel, "cmd/") || rel == "test" || strings.HasPrefix(rel, "test/") ||
+		rel == "internal/mcpserver" || strings.HasPrefix(rel, "internal/mcpserver/") || rel == "internal/httpapi"
+}
+
+// TestLayering asserts the import directions: front ends (cmd/..., the
+// MCP server, test) -> ucl -> {query, projections, snapshot, arweave, log,
+// crypto, internal}; nothing below the root package imports it or a front
+// end, and the CLI assembles no store itself.
+func TestLayering(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	out, err := exec.Command("go", "list", "-deps=false", "-f", "{{.ImportPath}}|{{join .Deps \" \"}}|{{join .Imports \" \"}}", module+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	deps := map[string][]string{}
+	imports := map[string][]string{}
+	for _, ln := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.SplitN(ln, "|", 3)
+		if len(f) != 3 {
+			t.Fatalf("go list line %q", ln)
+		}
+		deps[f[0]], imports[f[0]] = strings.Fields(f[1]), strings.Fields(f[2])
+	}
+	if len(deps) < 10 || deps[module] == nil || deps[module+"/cmd/ucl"] == nil {
+		t.Fatalf("go list found %d packages: %v", len(deps), deps)
+	}
+	for p, ds := range deps {
+		if frontEnd(p) {
+			continue
+		}
+		for _, d := range ds {
+			if frontEnd(d) {
+				t.Errorf("%s depends on the front end %s", p, d)
+			}
+			if d == module && p != module {
+				t.Errorf("%s depends on the engine package %s: only front ends may", p, module)
+			}
+		}
+	}
+	// The CLI goes through the engine: no store assembly, no projection or
+	// ingest plumbing of its own.
+	for _, imp := range imports[module+"/cmd/ucl"] {
+		switch strings.TrimPrefix(imp, module+"/") {
+		case "internal/store", "internal/ingest", "internal/fsutil", "projections", "projections/timelines",
+			"projections/fts", "projections/summary", "projections/vector":
+			t.Errorf("cmd/ucl imports %s: that belongs in the engine (package ucl)", imp)
+		}
+	}
+	found := false
+	for _, imp := range imports[module+"/cmd/ucl"] {
+		found = found || imp == module
+	}
+	if !found {
+		t.Error("cmd/ucl does not import the engine")
+	}
+}

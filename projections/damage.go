@@ -1,0 +1,143 @@
+package projections
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/unlimitedcontext/ucl/internal/fsutil"
+)
+
+// ErrDamaged is returned (inside a *DamagedError) when a projection's stored
+// state cannot be read, makes its library panic, or disagrees with the log.
+// The projection must be reset and rebuilt from the log; nothing in the log
+// is affected.
+var ErrDamaged = errors.New("projections: projection damaged")
+
+// DamagedError names the damaged projection.
+type DamagedError struct {
+	Projection string
+	Err        error
+}
+
+func (e *DamagedError) Error() string {
+	return fmt.Sprintf("projection %s is damaged and must be rebuilt from the log: %v", e.Projection, e.Err)
+}
+
+// Unwrap returns ErrDamaged and the cause.
+func (e *DamagedError) Unwrap() []error { return []error{ErrDamaged, e.Err} }
+
+// Damaged returns the name of the damaged projection err reports ("" and
+// false when err is not a *DamagedError).
+func Damaged(err error) (string, bool) {
+	var de *DamagedError
+	if errors.As(err, &de) {
+		return de.Projection, true
+	}
+	return "", false
+}
+
+// Guard runs fn and turns a panic inside it into a *DamagedError for
+// projection name. Memory faults on mapped files (a bbolt file truncated
+// under its mmap gives SIGBUS) become panics while fn runs, instead of
+// killing the process: a damaged projection must never take the log's
+// commands down with it.
+func Guard(name string, fn func() error) (err error) {
+	old := debug.SetPanicOnFault(true)
+	defer func() {
+		debug.SetPanicOnFault(old)
+		if r := recover(); r != nil {
+			err = &DamagedError{Projection: name, Err: fmt.Errorf("panic: %v", r)}
+		}
+	}()
+	return fn()
+}
+
+// DamageMarker is the file that flags a projection directory for a reset
+// on its next open. It holds the reason, for the notice.
+const DamageMarker = "DAMAGED"
+
+// MarkDamaged flags the projection stored in dir for a reset on its next
+// open.
+func MarkDamaged(dir, reason string) error {
+	if err := fsutil.WriteFileAtomic(filepath.Join(dir, DamageMarker), []byte(reason+"\n"), 0o600); err != nil {
+		return fmt.Errorf("flag projection for rebuild: %w", err)
+	}
+	return nil
+}
+
+// MarkedDamaged returns the reason a projection in dir was flagged, and
+// whether it was.
+func MarkedDamaged(dir string) (string, bool) {
+	b, err := os.ReadFile(filepath.Join(dir, DamageMarker))
+	if err != nil {
+		return "", false
+	}
+	return string(bytesTrimNL(b)), true
+}
+
+func bytesTrimNL(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// CheckBolt is a cheap sanity check of an open bbolt file: the meta page's
+// high-water mark must lie inside the file. A truncated file passes
+// bolt.Open (its meta pages are intact) but faults on the first read of a
+// page past the end.
+func CheckBolt(db *bolt.DB) error {
+	fi, err := os.Stat(db.Path())
+	if err != nil {
+		return fmt.Errorf("check %s: %w", filepath.Base(db.Path()), err)
+	}
+	return db.View(func(tx *bolt.Tx) error {
+		if want := tx.Size(); fi.Size() < want {
+			return fmt.Errorf("check %s: %d bytes, its pages need %d (truncated)", filepath.Base(db.Path()), fi.Size(), want)
+		}
+		return nil
+	})
+}
+
+// CompactBolt rewrites the bbolt file at path (closed) into a fresh file
+// holding only the live pages, so that nothing freed (a tombstoned chunk's
+// content, values of dropped buckets) stays in the file's free pages. The
+// new file replaces the old one atomically.
+func CompactBolt(path string, opts *bolt.Options) error {
+	src, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: opts.Timeout})
+	if err != nil {
+		return fmt.Errorf("compact %s: %w", filepath.Base(path), err)
+	}
+	defer src.Close()
+	tmp := path + ".compact"
+	os.Remove(tmp)
+	dst, err := bolt.Open(tmp, 0o600, &bolt.Options{NoFreelistSync: opts.NoFreelistSync, FreelistType: opts.FreelistType, NoSync: true})
+	if err != nil {
+		return fmt.Errorf("compact %s: %w", filepath.Base(path), err)
+	}
+	if err := bolt.Compact(dst, src, 64<<20); err != nil {
+		dst.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("compact %s: %w", filepath.Base(path), err)
+	}
+	if err := dst.Sync(); err != nil {
+		dst.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("compact %s: %w", filepath.Base(path), err)
+	}
+	if err := dst.Close(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("compact %s: %w", filepath.Base(path), err)
+	}
+	src.Close()
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("compact %s: %w", filepath.Base(path), err)
+	}
+	return fsutil.SyncDir(filepath.Dir(path))
+}

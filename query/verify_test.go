@@ -1,0 +1,189 @@
+package query_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/unlimitedcontext/ucl/crypto"
+	"github.com/unlimitedcontext/ucl/log"
+	"github.com/unlimitedcontext/ucl/projections"
+	"github.com/unlimitedcontext/ucl/projections/projstd"
+	"github.com/unlimitedcontext/ucl/projections/timelines"
+	"github.com/unlimitedcontext/ucl/query"
+)
+
+// tamperedLog builds a real encrypted log with a peanut-allergy chunk and
+// its projections, then changes "peanut" to "cashew" in timelines.db (six
+// bytes, no checksum stops it).
+func tamperedLog(t *testing.T) (*log.Log, string) {
+	t.Helper()
+	kr, err := crypto.NewKeyring()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := log.Open(filepath.Join(t.TempDir(), "log"), log.Options{Keys: kr, Durability: log.None})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	ctx := context.Background()
+	var es []log.Entry
+	for i, c := range []string{"I have a severe peanut allergy.", "We talked about the weather in Lisbon.", "The build uses Go modules."} {
+		es = append(es, log.Entry{Time: int64(i+1) * 1000, Body: &log.Store{ChunkID: string(rune('a' + i)), Session: "s1", Role: "user", Kind: log.KindConversation, Time: int64(i+1) * 1000, Content: c}})
+	}
+	if _, err := l.AppendBatch(ctx, es); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "projections")
+	set, err := projstd.Open(dir, l, projstd.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := set.CatchUp(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	set.Close()
+	path := filepath.Join(dir, "timelines", "timelines.db")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte("peanut")) {
+		t.Fatal("fixture: no peanut in timelines.db")
+	}
+	if err := os.WriteFile(path, bytes.ReplaceAll(b, []byte("peanut"), []byte("cashew")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return l, dir
+}
+
+// TestTamperedTimelinesReturnCashewAllergy: six bytes changed in
+// timelines.db made queries return "cashew allergy" while the log says
+// peanut. Results are now checked against the log by seq: the tampered
+// content is never returned, the error names the damaged projection, and
+// the owner is told so it can flag the projection for a rebuild.
+func TestTamperedTimelinesReturnCashewAllergy(t *testing.T) {
+	l, dir := tamperedLog(t)
+	set, err := projstd.Open(dir, l, projstd.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	var flagged []string
+	src := query.Sources{Chunks: set.Timelines, Text: set.FTS, Sessions: set.Summary, Log: l,
+		OnDamaged: func(p, reason string) {
+			flagged = append(flagged, p)
+			if err := set.MarkDamaged(p, reason); err != nil {
+				t.Error(err)
+			}
+		}}
+	e := query.New(src, query.Options{})
+	now := time.UnixMilli(10_000)
+	resp, err := e.Search(context.Background(), query.Request{Text: "peanut allergy", Now: now, Mode: query.ModeBM25})
+	if err == nil {
+		for _, r := range resp.Results {
+			if strings.Contains(r.Content, "cashew") {
+				t.Fatalf("tampered content returned: %q", r.Content)
+			}
+		}
+		t.Fatal("search over tampered timelines: no error")
+	}
+	if name, ok := projections.Damaged(err); !ok || name != "timelines" || !errors.Is(err, projections.ErrDamaged) {
+		t.Fatalf("error %v: want a damaged-timelines error", err)
+	}
+	if len(flagged) != 1 || flagged[0] != "timelines" {
+		t.Fatalf("OnDamaged calls: %v", flagged)
+	}
+	_, err = e.Context(context.Background(), query.ContextRequest{Request: query.Request{Text: "peanut allergy", Now: now, Mode: query.ModeBM25}, Budget: 1000})
+	if _, ok := projections.Damaged(err); !ok {
+		t.Fatalf("context over tampered timelines: %v", err)
+	}
+	// The flag makes Heal rebuild from the log; then the log's text comes back.
+	healed, err := set.Heal(context.Background(), nil)
+	if err != nil || !healed {
+		t.Fatalf("heal: %v %v", healed, err)
+	}
+	e = query.New(query.Sources{Chunks: set.Timelines, Text: set.FTS, Log: l}, query.Options{})
+	resp, err = e.Search(context.Background(), query.Request{Text: "peanut allergy", Now: now, Mode: query.ModeBM25})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Results) == 0 || resp.Results[0].Content != "I have a severe peanut allergy." {
+		t.Fatalf("after heal: %+v", resp.Results)
+	}
+}
+
+// editChunk rewrites chunk id in the closed timelines.db under dir with
+// edit applied and its Sum recomputed (a deliberate, careful edit).
+func editChunk(t *testing.T, dir, id string, edit func(c *timelines.Chunk)) {
+	t.Helper()
+	db, err := bolt.Open(filepath.Join(dir, "timelines", timelines.FileName), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("chunks"))
+		var c timelines.Chunk
+		if err := json.Unmarshal(b.Get([]byte(id)), &c); err != nil {
+			return err
+		}
+		edit(&c)
+		c.Sum = c.ContentSum()
+		v, err := json.Marshal(&c)
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte(id), v)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A careful edit that keeps the record's sum consistent is caught by the
+// log's id index when it moves the chunk to another seq, and by the full
+// check (the event read back from the log) when it changes the content.
+func TestEditedTimelinesWithConsistentSum(t *testing.T) {
+	l, dir := tamperedLog(t)
+	// Undo the byte-level tamper first: a clean rebuild.
+	set, err := projstd.Open(dir, l, projstd.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := set.Projector.Rebuild(context.Background(), []string{"timelines"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	set.Close()
+	now := time.UnixMilli(10_000)
+	search := func(full bool) error {
+		set, err := projstd.Open(dir, l, projstd.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer set.Close()
+		e := query.New(query.Sources{Chunks: set.Timelines, Text: set.FTS, Log: l, FullCheck: full}, query.Options{})
+		_, err = e.Search(context.Background(), query.Request{Text: "peanut allergy", Now: now, Mode: query.ModeBM25})
+		return err
+	}
+	if err := search(true); err != nil {
+		t.Fatalf("clean timelines: %v", err)
+	}
+	editChunk(t, dir, "a", func(c *timelines.Chunk) { c.Content = "I have a severe cashew allergy." })
+	if err := search(true); !errors.Is(err, projections.ErrDamaged) {
+		t.Fatalf("full check over an edited record: %v", err)
+	}
+	editChunk(t, dir, "a", func(c *timelines.Chunk) { c.Content = "I have a severe peanut allergy."; c.Seq = 2 })
+	if err := search(false); !errors.Is(err, projections.ErrDamaged) {
+		t.Fatalf("cheap check over a record moved to another seq: %v", err)
+	}
+}

@@ -1,0 +1,403 @@
+package ucl
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/unlimitedcontext/ucl/arweave"
+	"github.com/unlimitedcontext/ucl/internal/store"
+	"github.com/unlimitedcontext/ucl/log"
+	"github.com/unlimitedcontext/ucl/projections/timelines"
+	"github.com/unlimitedcontext/ucl/query"
+)
+
+func marshalLine(v any) (json.RawMessage, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
+}
+
+// tombstonedEvent is a store event whose chunk was tombstoned, as Replay
+// shows it: header and targeting fields, no content or meta.
+type tombstonedEvent struct {
+	Seq        uint64   `json:"seq"`
+	Time       string   `json:"time"`
+	Type       string   `json:"type"`
+	ID         log.ID   `json:"id"`
+	Hash       log.Hash `json:"hash"`
+	Prev       log.Hash `json:"prev"`
+	ChunkID    string   `json:"chunk_id"`
+	Session    string   `json:"session,omitempty"`
+	Role       string   `json:"role,omitempty"`
+	Kind       log.Kind `json:"kind"`
+	Tombstoned bool     `json:"tombstoned"`
+	By         uint64   `json:"tombstoned_by_seq"`
+}
+
+// rawEvent is an event's plaintext header, as Replay shows it with Raw.
+type rawEvent struct {
+	Seq       uint64   `json:"seq"`
+	Time      string   `json:"time"`
+	Type      string   `json:"type"`
+	ID        log.ID   `json:"id"`
+	KeyEpoch  uint32   `json:"key_epoch"`
+	Hash      log.Hash `json:"hash"`
+	Prev      log.Hash `json:"prev"`
+	BodyBytes int      `json:"body_bytes"`
+}
+
+// Replay calls fn with each selected event as one JSON document, verified
+// against the chain. Content of tombstoned chunks is withheld unless
+// req.IncludeTombstoned. Raw needs no vault key.
+func (s *Store) Replay(ctx context.Context, req ReplayRequest, fn func(json.RawMessage) error) error {
+	var typ log.Type
+	if req.Type != "" {
+		var err error
+		if typ, err = log.ParseType(req.Type); err != nil {
+			return fmt.Errorf("%v: %w", err, ErrBadRequest)
+		}
+	}
+	if req.To != 0 && req.From > req.To {
+		return badRequest("empty range %d..%d", req.From, req.To)
+	}
+	l := s.st.Log
+	if req.Raw || !l.HasKeys() {
+		if !req.Raw {
+			return log.ErrNoKeys
+		}
+		if req.Session != "" {
+			return badRequest("a session filter needs decryption")
+		}
+		return l.Records(ctx, req.From, req.To, func(r *log.Record) error {
+			if typ != 0 && r.Header.Type != typ {
+				return nil
+			}
+			b, err := marshalLine(rawEvent{r.Header.Seq, log.FormatTime(r.Header.Time), r.Header.Type.String(), r.Header.ID,
+				r.Header.KeyEpoch, r.Hash, r.Header.Prev, len(r.Raw) - log.HeaderSize})
+			if err != nil {
+				return err
+			}
+			return fn(b)
+		})
+	}
+	var dead map[string]uint64
+	if !req.IncludeTombstoned {
+		tr := log.NewTombstoneTracker()
+		if err := l.Events(ctx, 0, 0, func(e *log.Event) error { tr.Observe(e); return nil }); err != nil {
+			return err
+		}
+		dead = tr.Dead()
+	}
+	return l.Events(ctx, req.From, req.To, func(e *log.Event) error {
+		if typ != 0 && e.Type != typ {
+			return nil
+		}
+		st := e.Store()
+		if req.Session != "" && (st == nil || st.Session != req.Session) {
+			return nil
+		}
+		var v any = e
+		if st != nil {
+			if by, ok := dead[st.ChunkID]; ok {
+				v = tombstonedEvent{e.Seq, log.FormatTime(e.Time), e.Type.String(), e.ID, e.Hash, e.Prev, st.ChunkID, st.Session, st.Role, st.Kind, true, by}
+			}
+		}
+		b, err := marshalLine(v)
+		if err != nil {
+			return err
+		}
+		return fn(b)
+	})
+}
+
+// AuditLog calls fn with one entry per event, verified against the chain.
+// Tombstones list the chunks they removed. Without the vault key only the
+// plaintext headers are reported.
+func (s *Store) AuditLog(ctx context.Context, req AuditLogRequest, fn func(AuditEntry) error) error {
+	var typ log.Type
+	var err error
+	if req.Type != "" {
+		if typ, err = log.ParseType(req.Type); err != nil {
+			return fmt.Errorf("%v: %w", err, ErrBadRequest)
+		}
+	}
+	since, err := parseTime("since", req.Since)
+	if err != nil {
+		return err
+	}
+	until, err := parseTime("until", req.Until)
+	if err != nil {
+		return err
+	}
+	keep := func(h log.Header) bool {
+		return (typ == 0 || h.Type == typ) && (since == 0 || h.Time >= since) && (until == 0 || h.Time < until)
+	}
+	by := s.st.Meta.WalletAddress
+	l := s.st.Log
+	if !l.HasKeys() {
+		return l.Records(ctx, 0, 0, func(r *log.Record) error {
+			if !keep(r.Header) {
+				return nil
+			}
+			return fn(AuditEntry{Seq: r.Header.Seq, Time: log.FormatTime(r.Header.Time), Type: r.Header.Type.String(),
+				ID: r.Header.ID, Hash: r.Hash, By: by, KeyEpoch: r.Header.KeyEpoch})
+		})
+	}
+	tr := log.NewTombstoneTracker()
+	return l.Events(ctx, 0, 0, func(e *log.Event) error {
+		removed := tr.Observe(e)
+		if !keep(e.Header) {
+			return nil
+		}
+		a := AuditEntry{Seq: e.Seq, Time: log.FormatTime(e.Time), Type: e.Type.String(), ID: e.ID, Hash: e.Hash, By: by, KeyEpoch: e.KeyEpoch}
+		switch b := e.Body.(type) {
+		case *log.Store:
+			a.ChunkID, a.Session, a.Kind, a.Role, a.Bytes = b.ChunkID, b.Session, b.Kind.String(), b.Role, len(b.Content)
+		case *log.Tombstone:
+			var t []string
+			if len(b.Chunks) > 0 {
+				t = append(t, fmt.Sprintf("chunks=%d", len(b.Chunks)))
+			}
+			if b.Session != "" {
+				t = append(t, "session="+b.Session)
+			}
+			if b.From != 0 || b.To != 0 {
+				t = append(t, fmt.Sprintf("content %s..%s", log.FormatTime(b.From), log.FormatTime(b.To)))
+			}
+			a.Targets, a.Reason, a.Removed, a.Erasure = strings.Join(t, " "), b.Reason, removed, "pending"
+		case *log.ShareGrant:
+			a.Grantee = b.Grantee
+		case *log.ShareRevoke:
+			a.Grantee = b.Grantee
+		}
+		return fn(a)
+	})
+}
+
+// queryRequest converts a SearchRequest.
+func queryRequest(r SearchRequest) (query.Request, error) {
+	q := query.Request{Text: r.Text, K: r.K, Session: r.Session, Sessions: r.Sessions, Kinds: r.Kinds, Roles: r.Roles,
+		NoTemporal: r.NoTemporal, Explain: r.Explain}
+	for _, k := range q.Kinds {
+		switch k {
+		case "conversation", "document", "knowledge", "tool_call":
+		default:
+			return q, fmt.Errorf("unknown kind %q: %w", k, ErrBadRequest)
+		}
+	}
+	var err error
+	if q.Since, err = parseTime("since", r.Since); err != nil {
+		return q, err
+	}
+	if q.Until, err = parseTime("until", r.Until); err != nil {
+		return q, err
+	}
+	if q.Since != 0 && q.Until != 0 && q.Until <= q.Since {
+		return q, badRequest("empty time range")
+	}
+	if r.Now != "" {
+		ms, err := parseTime("now", r.Now)
+		if err != nil {
+			return q, err
+		}
+		q.Now = time.UnixMilli(ms).UTC()
+	}
+	switch o := strings.ToLower(r.Origin); o {
+	case "", "all":
+		q.Origin = query.OriginAny
+	case "own", "shared":
+		q.Origin = query.Origin(o)
+	default:
+		return q, fmt.Errorf("unknown origin %q: %w", o, ErrBadRequest)
+	}
+	if q.Mode, err = query.ParseMode(r.Mode); err != nil {
+		return q, err
+	}
+	return q, nil
+}
+
+// Search runs hybrid retrieval over the projections, caught up first.
+func (s *Store) Search(ctx context.Context, req SearchRequest) (*SearchResult, error) {
+	q, err := queryRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	s.projMu.Lock()
+	defer s.projMu.Unlock()
+	var res *SearchResult
+	err = s.queryLocked(ctx, req.Progress, func(e *query.Engine) error {
+		var err error
+		res, err = e.Search(ctx, q)
+		return err
+	})
+	return res, err
+}
+
+// Context assembles an LLM context under req.Budget tokens.
+func (s *Store) Context(ctx context.Context, req ContextRequest) (*ContextResult, error) {
+	if strings.TrimSpace(req.Text) == "" && (req.Session == "" || req.Recent <= 0) {
+		return nil, fmt.Errorf("nothing to look for: %w", query.ErrEmptyQuery)
+	}
+	q, err := queryRequest(req.SearchRequest)
+	if err != nil {
+		return nil, err
+	}
+	// K 0: the assembler considers enough ranked chunks to fill the budget.
+	format, err := query.ParseFormat(req.Format)
+	if err != nil {
+		return nil, err
+	}
+	if req.Budget == 0 {
+		req.Budget = DefaultBudget
+	}
+	if req.Budget < 0 {
+		return nil, fmt.Errorf("budget %d: %w", req.Budget, query.ErrBadBudget)
+	}
+	if req.Recent < 0 {
+		return nil, badRequest("bad recent %d", req.Recent)
+	}
+	s.projMu.Lock()
+	defer s.projMu.Unlock()
+	var a *query.Assembly
+	err = s.queryLocked(ctx, req.Progress, func(e *query.Engine) error {
+		var err error
+		a, err = e.Assemble(ctx, query.ContextRequest{Request: q, Budget: req.Budget, RecentTurns: req.Recent, Format: format})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &ContextResult{Assembly: *a, Context: string(a.Output)}, nil
+}
+
+// Sessions lists sessions, most recent first.
+func (s *Store) Sessions(ctx context.Context, req SessionsRequest) (*SessionsResult, error) {
+	s.projMu.Lock()
+	defer s.projMu.Unlock()
+	set, err := s.caughtUpLocked(ctx, req.Progress)
+	if err != nil {
+		return nil, err
+	}
+	ss, err := set.Timelines.Sessions()
+	if err != nil {
+		return nil, err
+	}
+	if req.Limit > 0 && len(ss) > req.Limit {
+		ss = ss[:req.Limit]
+	}
+	if ss == nil {
+		ss = []timelines.SessionInfo{}
+	}
+	return &SessionsResult{Sessions: ss}, nil
+}
+
+// Session returns a session's live chunks in content-time order (from
+// req.Offset, at most req.Limit when positive) and its summary.
+func (s *Store) Session(ctx context.Context, req SessionRequest) (*SessionResult, error) {
+	if req.Offset < 0 || req.Limit < 0 {
+		return nil, badRequest("bad page %d+%d", req.Offset, req.Limit)
+	}
+	s.projMu.Lock()
+	defer s.projMu.Unlock()
+	set, err := s.caughtUpLocked(ctx, req.Progress)
+	if err != nil {
+		return nil, err
+	}
+	info, chunks, err := set.Timelines.Session(req.ID)
+	if err != nil {
+		return nil, err
+	}
+	res := &SessionResult{Session: info, Total: len(chunks)}
+	if set.Summary != nil {
+		sum, _, err := set.Summary.Session(info.ID)
+		if err != nil {
+			return nil, err
+		}
+		res.Summary = sum
+	}
+	chunks = chunks[min(req.Offset, len(chunks)):]
+	if req.Limit > 0 && len(chunks) > req.Limit {
+		chunks = chunks[:req.Limit]
+	}
+	res.Chunks = chunks
+	return res, nil
+}
+
+// Get returns, for each id, the live chunk with that id or else the live
+// chunks of the document with that chunk parent.
+func (s *Store) Get(ctx context.Context, req GetRequest) (*GetResult, error) {
+	s.projMu.Lock()
+	defer s.projMu.Unlock()
+	set, err := s.caughtUpLocked(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	res := &GetResult{Items: []GetItem{}}
+	for _, id := range req.IDs {
+		it := GetItem{ID: id, Chunks: []timelines.Chunk{}}
+		c, ok, err := set.Timelines.Chunk(id)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			it.Found, it.Chunks = true, append(it.Chunks, c)
+		} else {
+			parts, err := set.Timelines.Document(id)
+			if err != nil && !errors.Is(err, timelines.ErrNotFound) {
+				return nil, err
+			}
+			it.Found, it.Chunks = len(parts) > 0, append(it.Chunks, parts...)
+		}
+		res.Items = append(res.Items, it)
+	}
+	return res, nil
+}
+
+// Status describes the store; the mirror part comes from the local state
+// only (no network call).
+func (s *Store) Status(ctx context.Context, req StatusRequest) (*StatusResult, error) {
+	head, hash := s.st.Log.Head()
+	r := &StatusResult{Dir: s.st.Dir, Events: head, HeadSeq: head, HeadHash: hash.String(),
+		SizeBytes: store.DiskUsage(s.st.Dir), LogBytes: store.DiskUsage(s.st.Path(store.LogDir)),
+		Durability: s.st.Log.Durability().String(), LogID: s.st.Meta.LogID, WalletAddress: s.st.Meta.WalletAddress,
+		VaultKey: s.st.Keys != nil}
+	path := s.st.Path(store.MirrorFile)
+	if _, err := os.Stat(path); err != nil {
+		r.MirrorText = "not mirrored (run `ucl sync push`)"
+		return r, nil
+	}
+	if !s.mirror.TryLock() {
+		r.MirrorText = "state busy (a sync is running)"
+		return r, nil
+	}
+	defer s.mirror.Unlock()
+	st, err := arweave.OpenState(path)
+	if errors.Is(err, arweave.ErrMirrorStateCorrupt) {
+		r.MirrorText = "state unreadable: " + err.Error()
+		return r, nil
+	}
+	if err != nil {
+		r.MirrorText = "state busy (a sync is running)"
+		return r, nil
+	}
+	defer st.Close()
+	sum, err := st.Summary(s.st.Meta.LogIDBytes())
+	if err != nil {
+		r.MirrorText = "state unreadable: " + err.Error()
+		return r, nil
+	}
+	r.Mirror = &MirrorSummary{Segments: sum.Segments, CoveredSeq: sum.CoveredSeq, SafeSeq: sum.SafeSeq,
+		Posting: sum.Posting, Submitted: sum.Submitted, Confirmed: sum.Confirmed, Bytes: sum.Bytes}
+	r.MirrorText = fmt.Sprintf("%d segments; on Arweave up to %d of %d, confirmed up to %d", sum.Segments, sum.CoveredSeq, head, sum.SafeSeq)
+	return r, nil
+}

@@ -1,0 +1,367 @@
+package ucl
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/unlimitedcontext/ucl/internal/fsutil"
+	"github.com/unlimitedcontext/ucl/internal/store"
+	"github.com/unlimitedcontext/ucl/log"
+	"github.com/unlimitedcontext/ucl/projections"
+	"github.com/unlimitedcontext/ucl/projections/projstd"
+	"github.com/unlimitedcontext/ucl/projections/vector"
+	"github.com/unlimitedcontext/ucl/query"
+)
+
+// Store is an open ucl store: the log, its keys and wallet, the projection
+// set (opened on first use and kept caught up), the query engine, the
+// embedder and its cache, the mirror state and the snapshots. It owns
+// every resource it opens and Close releases all of them. A Store is safe
+// for concurrent use; projection work is serialized.
+type Store struct {
+	st     *store.Store
+	opts   Options
+	keyErr error // why the vault key could not be loaded (nil: loaded)
+
+	projMu  sync.Mutex // guards set, popts, cache and every projection call
+	set     *projstd.Set
+	vecFrom uint64 // the vector projection's checkpoint when the set opened
+	popts   *projstd.Options
+	cache   *vector.BoltCache
+	mirror  sync.Mutex // one push at a time
+	closeMu sync.Mutex
+	closed  bool
+	// appended is signalled (non-blocking) after every append, waking the
+	// mirror loop.
+	appended chan struct{}
+}
+
+// Init creates a store in dir (which may exist but must not hold a store)
+// and opens it.
+func Init(dir string, o InitOptions) (*Store, error) {
+	s, err := store.Init(dir, store.InitOptions{Keys: o.Keys, Wallet: o.Wallet, Durability: o.Durability})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Close(); err != nil {
+		return nil, err
+	}
+	opts := o.Options
+	if opts.Keys == nil {
+		opts.Keys = o.Keys
+	}
+	return Open(dir, opts)
+}
+
+// Open opens the store in dir. It takes the store's lock: a second Open
+// of the same store, in this or another process, fails with
+// log.ErrLocked (use the owner's socket instead, see Dial). A store
+// without its vault key opens for raw reads and verification; methods
+// that need the key then return the error loading it gave.
+func Open(dir string, o Options) (*Store, error) {
+	o.Embedder = o.Embedder.withDefaults()
+	if o.Warn == nil {
+		o.Warn = func(msg string) { fmt.Fprintln(os.Stderr, "ucl: warning: "+msg) }
+	}
+	switch o.Embedder.Kind {
+	case EmbedderHash, EmbedderStatic, EmbedderOllama, EmbedderOpenAI:
+	default:
+		return nil, fmt.Errorf("open store: embedder %q: %w", o.Embedder.Kind, ErrUnknownEmbedder)
+	}
+	if o.Embedder.Kind == EmbedderStatic && o.Embedder.Model == "" {
+		return nil, fmt.Errorf("open store: the static embedder needs its model directory: %w", ErrEmbedderConfig)
+	}
+	if o.Embedder.Kind != EmbedderHash && o.Embedder.Kind != EmbedderStatic && (o.Embedder.URL == "" || o.Embedder.Model == "") {
+		return nil, fmt.Errorf("open store: the %s embedder: %w", o.Embedder.Kind, ErrEmbedderConfig)
+	}
+	// An absolute directory: attached commands see the owner's paths.
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	so := store.OpenOptions{Keys: o.Keys, VaultKeyPath: o.VaultKeyPath, Durability: o.Durability}
+	st, err := store.Open(dir, so)
+	var keyErr error
+	if err != nil {
+		// Without an explicit key and without DIR/vault.key, open for raw
+		// reads (auditors); remember why, for the methods that need keys.
+		_, statErr := os.Stat(filepath.Join(dir, store.VaultFile))
+		if o.Keys != nil || o.VaultKeyPath != "" || !os.IsNotExist(statErr) {
+			return nil, err
+		}
+		if _, merr := store.ReadMeta(dir); merr != nil {
+			return nil, merr
+		}
+		keyErr = err
+		so.NoKeys = true
+		if st, err = store.Open(dir, so); err != nil {
+			return nil, err
+		}
+	}
+	if len(st.Tidied) > 0 {
+		o.Warn(fmt.Sprintf("removed %d staging leftovers of an interrupted operation: %s", len(st.Tidied), strings.Join(st.Tidied, ", ")))
+	}
+	if st.TidyErr != nil {
+		o.Warn(fmt.Sprintf("could not remove staging leftovers of an interrupted operation: %v", st.TidyErr))
+	}
+	return &Store{st: st, opts: o, keyErr: keyErr, appended: make(chan struct{}, 1)}, nil
+}
+
+// Close closes the projections, the embed cache and the log.
+func (s *Store) Close() error {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	s.projMu.Lock()
+	defer s.projMu.Unlock()
+	err := s.closeSetLocked()
+	if s.cache != nil {
+		err = errors.Join(err, s.cache.Close())
+		s.cache = nil
+	}
+	return errors.Join(err, s.st.Close())
+}
+
+// Dir returns the store directory.
+func (s *Store) Dir() string { return s.st.Dir }
+
+// Log returns the store's log, for tools (benchmarks, tests) that read it
+// directly. Appending through it bypasses the engine's bookkeeping.
+func (s *Store) Log() *log.Log { return s.st.Log }
+
+// needKeys returns the error of loading the vault key, if it failed.
+func (s *Store) needKeys() error {
+	if s.keyErr != nil {
+		return s.keyErr
+	}
+	if s.st.Keys == nil {
+		return log.ErrNoKeys
+	}
+	return nil
+}
+
+func (s *Store) notifyAppend() {
+	select {
+	case s.appended <- struct{}{}:
+	default:
+	}
+}
+
+// projOptionsLocked builds (once) the projection options: the embedder
+// and its cache, which the Store keeps until Close.
+func (s *Store) projOptionsLocked() (projstd.Options, error) {
+	if s.popts != nil {
+		return *s.popts, nil
+	}
+	var o projstd.Options
+	e := s.opts.Embedder
+	if e.Kind == EmbedderStatic {
+		se, err := vector.LoadStatic(e.Model)
+		if err != nil {
+			return o, fmt.Errorf("load static embedder: %w", err)
+		}
+		o.Vectors.Embedder = se
+	} else if e.Kind != EmbedderHash {
+		proto := vector.ProtocolOllama
+		if e.Kind == EmbedderOpenAI {
+			proto = vector.ProtocolOpenAI
+		}
+		ho := vector.HTTPOptions{Protocol: proto, BaseURL: e.URL, Model: e.Model, Dim: e.Dim, Timeout: e.Timeout}
+		if ho.Dim == 0 {
+			d, err := s.embedderDim(ho)
+			if err != nil {
+				return o, fmt.Errorf("probe embedding model: %w", err)
+			}
+			ho.Dim = d
+		}
+		h, err := vector.NewHTTPEmbedder(ho)
+		if err != nil {
+			return o, err
+		}
+		cache, err := vector.OpenBoltCache(s.st.Path("embed-cache.db"))
+		if err != nil {
+			return o, fmt.Errorf("open embed cache: %w", err)
+		}
+		s.cache = cache
+		o.Vectors.Embedder = vector.NewCachedEmbedder(h, cache)
+	}
+	o.Projector.TempDir = s.st.Dir
+	s.popts = &o
+	return o, nil
+}
+
+// embedderDim returns the dimension of an HTTP embedding model: remembered
+// in DIR/embedder.json per protocol and model, else asked of the server
+// once (a one-text probe) and remembered.
+func (s *Store) embedderDim(ho vector.HTTPOptions) (int, error) {
+	key := fmt.Sprintf("%s/%s", ho.Protocol, ho.Model)
+	path := s.st.Path("embedder.json")
+	known := map[string]int{}
+	if b, err := os.ReadFile(path); err == nil {
+		if err := json.Unmarshal(b, &known); err != nil {
+			known = map[string]int{} // a damaged file is re-probed and rewritten
+		}
+	}
+	if d := known[key]; d > 0 {
+		return d, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	d, err := vector.DetectDim(ctx, ho)
+	if err != nil {
+		return 0, err
+	}
+	known[key] = d
+	b, err := json.MarshalIndent(known, "", "  ")
+	if err != nil {
+		return 0, err
+	}
+	return d, fsutil.WriteFileAtomic(path, b, 0o600)
+}
+
+// setLocked opens the projection set if it is not open.
+func (s *Store) setLocked() (*projstd.Set, error) {
+	if s.set != nil {
+		return s.set, nil
+	}
+	if err := s.needKeys(); err != nil {
+		return nil, err
+	}
+	o, err := s.projOptionsLocked()
+	if err != nil {
+		return nil, err
+	}
+	set, err := projstd.Open(s.st.Path(store.ProjectionsDir), s.st.Log, o)
+	if err != nil {
+		return nil, err
+	}
+	set.OnNotice(func(n projstd.Notice) { s.opts.Warn(n.String()) })
+	s.set, s.vecFrom = set, 0
+	if set.Vectors != nil {
+		cp, err := set.Vectors.Checkpoint()
+		if err != nil {
+			set.Close()
+			s.set = nil
+			return nil, err
+		}
+		s.vecFrom = cp.Seq
+	}
+	return set, nil
+}
+
+// flushVectorsAfter is how many events a Store must have projected into the
+// vectors before Close writes the vector graph down. Opening the vector
+// projection replays every operation since its graph file into the HNSW
+// graph (about 150 µs each here), so after a bulk catch-up the next
+// process would pay seconds to open; writing the graph costs one file
+// write instead. Small catch-ups leave it to the projection's own schedule.
+const flushVectorsAfter = 1000
+
+func (s *Store) closeSetLocked() error {
+	if s.set == nil {
+		return nil
+	}
+	var err error
+	if v := s.set.Vectors; v != nil {
+		if cp, cerr := v.Checkpoint(); cerr == nil && cp.Seq >= s.vecFrom+flushVectorsAfter {
+			err = v.Flush()
+		}
+	}
+	err = errors.Join(err, s.set.Close())
+	s.set = nil
+	return err
+}
+
+// caughtUpLocked opens the set and brings it to the log head.
+func (s *Store) caughtUpLocked(ctx context.Context, p Progress) (*projstd.Set, error) {
+	set, err := s.setLocked()
+	if err != nil {
+		return nil, err
+	}
+	if err := set.CatchUp(ctx, p.stage("project")); err != nil {
+		return nil, fmt.Errorf("catch up projections: %w", err)
+	}
+	return set, nil
+}
+
+// engineLocked returns a query engine over the caught-up set.
+func (s *Store) engineLocked(ctx context.Context, p Progress) (*query.Engine, *projstd.Set, error) {
+	set, err := s.caughtUpLocked(ctx, p)
+	if err != nil {
+		return nil, nil, err
+	}
+	src := query.Sources{Chunks: set.Timelines, Log: s.st.Log, OnDamaged: set.FlagDamaged}
+	if set.FTS != nil {
+		src.Text = set.FTS
+	}
+	if set.Vectors != nil {
+		src.Vectors = vectorSource{set.Vectors}
+	}
+	if set.Summary != nil {
+		src.Sessions = set.Summary
+	}
+	return query.New(src, query.Options{}), set, nil
+}
+
+// queryLocked runs fn on a query engine over the caught-up set. When the
+// results fail their check against the log (the projection is damaged),
+// the damaged projection is rebuilt from the log and fn runs once more on
+// the rebuilt state.
+func (s *Store) queryLocked(ctx context.Context, p Progress, fn func(e *query.Engine) error) error {
+	e, set, err := s.engineLocked(ctx, p)
+	if err != nil {
+		return err
+	}
+	err = fn(e)
+	if _, damaged := projections.Damaged(err); !damaged {
+		return err
+	}
+	healed, herr := set.Heal(ctx, p.stage("project"))
+	if herr != nil {
+		return fmt.Errorf("%w (and rebuilding it failed: %v)", err, herr)
+	}
+	if !healed {
+		return err
+	}
+	if e, _, err = s.engineLocked(ctx, p); err != nil {
+		return err
+	}
+	return fn(e)
+}
+
+// vectorSource adapts the vector projection (which cannot import query)
+// to query.VectorSearcher.
+type vectorSource struct{ v *projstd.VectorProjection }
+
+func (a vectorSource) SearchText(ctx context.Context, text string, k int) ([]query.VectorHit, error) {
+	hits, err := a.v.SearchText(ctx, text, k)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]query.VectorHit, len(hits))
+	for i, h := range hits {
+		out[i] = query.VectorHit{ChunkID: h.ChunkID, Score: h.Score}
+	}
+	return out, nil
+}
+
+// Progress reports a long step: stage names what runs ("append",
+// "project", "verify", "rebuild", "sync", "archive", ...); total 0 means
+// unknown. It never crosses the socket.
+type Progress func(stage string, done, total uint64)
+
+func (p Progress) stage(name string) func(done, total uint64) {
+	if p == nil {
+		return nil
+	}
+	return func(done, total uint64) { p(name, done, total) }
+}

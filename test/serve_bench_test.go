@@ -1,0 +1,240 @@
+package test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	engine "github.com/unlimitedcontext/ucl"
+	"github.com/unlimitedcontext/ucl/internal/httpapi"
+	"github.com/unlimitedcontext/ucl/log"
+)
+
+// serveBenchSizes are the store sizes of the serve benchmarks; 100K with
+// UCL_BENCH_100K=1.
+func serveBenchSizes() []int {
+	if os.Getenv("UCL_BENCH_100K") != "" {
+		return []int{10_000, 100_000}
+	}
+	return []int{10_000}
+}
+
+var serveBenchWords = strings.Fields(`cello bow rosin scales suite teacher lesson practice morning evening database cutover
+rollback orders friday migration schema index replica backup restore lisbon trip hotel flight museum tram
+budget invoice client meeting deadline release build test deploy kernel memory cache latency throughput
+garden tomato basil water soil compost recipe bread flour yeast oven salt family birthday gift party`)
+
+func benchSentence(r *rand.Rand, n int) string {
+	var c strings.Builder
+	for c.Len() < n {
+		c.WriteString(serveBenchWords[r.Intn(len(serveBenchWords))])
+		c.WriteByte(' ')
+	}
+	return strings.TrimSpace(c.String())
+}
+
+// serveBenchStore returns the benchmark store of n chunks of ~300 bytes
+// over 100 sessions, opened with durability sync: the exchanges the
+// benchmarks store pay their fsync, as in production. The store is built
+// once per test binary (bulk load with durability none, projections
+// caught up) next to the built ucl binary, and shared by the benchmarks.
+func serveBenchStore(b *testing.B, n int) *engine.Store {
+	b.Helper()
+	dir := filepath.Join(filepath.Dir(uclBin), fmt.Sprintf("bench-store-%d", n))
+	if _, err := os.Stat(dir); err != nil {
+		buildServeBenchStore(b, dir, n)
+	}
+	sync := log.Sync
+	s, err := engine.Open(dir, engine.Options{Durability: &sync})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
+}
+
+func buildServeBenchStore(b *testing.B, dir string, n int) {
+	s, err := engine.Init(dir, engine.InitOptions{Durability: log.None})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	r := rand.New(rand.NewSource(1))
+	base := time.Date(2023, 1, 1, 0, 0, 0, 0, time.UTC)
+	ctx := context.Background()
+	for i := 0; i < n; i += 5000 {
+		var sb strings.Builder
+		for j := i; j < min(i+5000, n); j++ {
+			role := "user"
+			if j%2 == 1 {
+				role = "assistant"
+			}
+			fmt.Fprintf(&sb, `{"session":"s%03d","role":%q,"content":%q,"time":%q}`+"\n",
+				j%100, role, benchSentence(r, 300), base.Add(time.Duration(j)*time.Minute).Format(time.RFC3339))
+		}
+		if _, err := s.Append(ctx, engine.AppendRequest{JSONL: sb.String()}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := s.CatchUp(ctx, engine.CatchUpRequest{}); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func percentile(ds []time.Duration, p float64) float64 {
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	i := int(float64(len(ds)-1) * p)
+	return float64(ds[i].Microseconds()) / 1000
+}
+
+const benchToken = "bench-token-0123456789abcdef"
+
+// BenchmarkServeProxyOverhead measures what ucl adds to a chat completion
+// (memory assembly, splice, forwarding, storing the exchange with fsync,
+// relaying the reply): the client's round trip minus the upstream's own
+// time for the same request, over loopback TCP, 200 sequential requests
+// per run. Figures: overhead-p50-ms, overhead-p99-ms.
+func BenchmarkServeProxyOverhead(b *testing.B) {
+	for _, n := range serveBenchSizes() {
+		b.Run(fmt.Sprintf("chunks=%d", n), func(b *testing.B) {
+			s := serveBenchStore(b, n)
+			var mu sync.Mutex
+			upTime := map[string]time.Duration{}
+			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				start := time.Now()
+				io.Copy(io.Discard, r.Body)
+				w.Header().Set("Content-Type", "application/json")
+				io.WriteString(w, `{"id":"chatcmpl-b","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"The cutover runs on friday with a rollback plan."},"finish_reason":"stop"}]}`)
+				mu.Lock()
+				upTime[r.Header.Get("X-Bench-Id")] = time.Since(start)
+				mu.Unlock()
+			}))
+			defer up.Close()
+			srv, err := httpapi.New(s, httpapi.Options{Token: benchToken, Upstream: up.URL + "/v1"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			hs := httptest.NewServer(srv.Handler())
+			defer hs.Close()
+			r := rand.New(rand.NewSource(2))
+			const perRun = 200
+			var over []time.Duration
+			b.ResetTimer()
+			for it := 0; it < b.N; it++ {
+				for i := 0; i < perRun; i++ {
+					id := fmt.Sprintf("%d-%d", it, i)
+					body, _ := json.Marshal(map[string]any{"model": "m", "temperature": 0.2, "messages": []any{
+						map[string]string{"role": "system", "content": "You are terse."},
+						map[string]string{"role": "user", "content": benchSentence(r, 80)},
+						map[string]string{"role": "assistant", "content": benchSentence(r, 80)},
+						map[string]string{"role": "user", "content": benchSentence(r, 60) + "?"},
+					}})
+					req, _ := http.NewRequest("POST", hs.URL+"/v1/chat/completions", bytes.NewReader(body))
+					req.Header.Set("Authorization", "Bearer "+benchToken)
+					req.Header.Set("X-UCL-Session", fmt.Sprintf("s%03d", i%100))
+					req.Header.Set("X-Bench-Id", id)
+					start := time.Now()
+					resp, err := http.DefaultClient.Do(req)
+					if err != nil {
+						b.Fatal(err)
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					total := time.Since(start)
+					if resp.StatusCode != 200 || resp.Header.Get("X-UCL-Context-Tokens") == "0" {
+						b.Fatalf("status %d, context tokens %s", resp.StatusCode, resp.Header.Get("X-UCL-Context-Tokens"))
+					}
+					mu.Lock()
+					ut, ok := upTime[id]
+					mu.Unlock()
+					if !ok {
+						b.Fatal("the upstream did not see the request")
+					}
+					over = append(over, total-ut)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(percentile(over, 0.50), "overhead-p50-ms")
+			b.ReportMetric(percentile(over, 0.99), "overhead-p99-ms")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// BenchmarkServeRESTQuery measures POST /v1/query over loopback TCP under
+// 16 concurrent clients: 50 queries each per run, bounded to 2 minutes.
+// Figures: p50-ms, p99-ms, qps.
+func BenchmarkServeRESTQuery(b *testing.B) {
+	for _, n := range serveBenchSizes() {
+		b.Run(fmt.Sprintf("chunks=%d/clients=16", n), func(b *testing.B) {
+			s := serveBenchStore(b, n)
+			srv, err := httpapi.New(s, httpapi.Options{Token: benchToken})
+			if err != nil {
+				b.Fatal(err)
+			}
+			hs := httptest.NewServer(srv.Handler())
+			defer hs.Close()
+			tr := &http.Transport{MaxIdleConnsPerHost: 16}
+			hc := &http.Client{Transport: tr}
+			defer tr.CloseIdleConnections()
+			queries := []string{"cello rosin practice", "database cutover rollback", "lisbon hotel tram", "tomato basil compost", "release deploy latency"}
+			var mu sync.Mutex
+			var lat []time.Duration
+			deadline := time.Now().Add(2 * time.Minute)
+			b.ResetTimer()
+			start := time.Now()
+			for it := 0; it < b.N; it++ {
+				var wg sync.WaitGroup
+				for c := 0; c < 16; c++ {
+					wg.Add(1)
+					go func(c int) {
+						defer wg.Done()
+						for i := 0; i < 50 && time.Now().Before(deadline); i++ {
+							body, _ := json.Marshal(engine.SearchRequest{Text: queries[(c+i)%len(queries)], Session: fmt.Sprintf("s%03d", c)})
+							req, _ := http.NewRequest("POST", hs.URL+"/v1/query", bytes.NewReader(body))
+							req.Header.Set("Authorization", "Bearer "+benchToken)
+							t0 := time.Now()
+							resp, err := hc.Do(req)
+							if err != nil {
+								b.Error(err)
+								return
+							}
+							io.Copy(io.Discard, resp.Body)
+							resp.Body.Close()
+							d := time.Since(t0)
+							if resp.StatusCode != 200 {
+								b.Errorf("status %d", resp.StatusCode)
+								return
+							}
+							mu.Lock()
+							lat = append(lat, d)
+							mu.Unlock()
+						}
+					}(c)
+				}
+				wg.Wait()
+			}
+			elapsed := time.Since(start)
+			b.StopTimer()
+			if len(lat) == 0 {
+				b.Fatal("no query answered")
+			}
+			b.ReportMetric(percentile(lat, 0.50), "p50-ms")
+			b.ReportMetric(percentile(lat, 0.99), "p99-ms")
+			b.ReportMetric(float64(len(lat))/elapsed.Seconds(), "qps")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}

@@ -1,0 +1,170 @@
+package ucl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/unlimitedcontext/ucl/internal/ingest"
+	"github.com/unlimitedcontext/ucl/log"
+	"github.com/unlimitedcontext/ucl/projections/timelines"
+)
+
+func badRequest(format string, a ...any) error {
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, a...), ErrBadRequest)
+}
+
+// parseTime parses a request time ("" is 0).
+func parseTime(field, v string) (int64, error) {
+	if v == "" {
+		return 0, nil
+	}
+	ms, err := ingest.ParseTime(v)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %v: %w", field, err, ErrBadRequest)
+	}
+	return ms, nil
+}
+
+func results(rs []log.Result) []EventResult {
+	out := make([]EventResult, len(rs))
+	for i, r := range rs {
+		out[i] = EventResult{Seq: r.Seq, ID: r.ID, Hash: r.Hash, Existed: r.Existed}
+	}
+	return out
+}
+
+// Append parses req.JSONL completely and appends its events: inputs of up
+// to AppendBlock events atomically, larger ones in blocks of AppendBlock.
+// A bad line rejects the whole input before anything is written.
+func (s *Store) Append(ctx context.Context, req AppendRequest) (*AppendResult, error) {
+	entries, err := ingest.ReadAll(strings.NewReader(req.JSONL), ingest.Options{ChunkTokens: req.ChunkTokens})
+	if err != nil {
+		return nil, err
+	}
+	if len(entries) == 0 {
+		return nil, ErrNoInput
+	}
+	if err := s.needKeys(); err != nil {
+		return nil, err
+	}
+	if len(entries) > AppendBlock {
+		// Several batches: a conflict late in the input must fail before
+		// the first one is written.
+		if err := s.st.Log.Check(entries); err != nil {
+			return nil, fmt.Errorf("append: %w", err)
+		}
+	}
+	res := &AppendResult{Results: []EventResult{}}
+	defer s.notifyAppend()
+	for i := 0; i < len(entries); i += AppendBlock {
+		block := entries[i:min(i+AppendBlock, len(entries))]
+		rs, err := s.st.Log.AppendBatch(ctx, block)
+		if err != nil {
+			if i > 0 {
+				return res, fmt.Errorf("append events %d..%d: %w (events 1..%d were written)", i+1, i+len(block), err, i)
+			}
+			return nil, fmt.Errorf("append: %w", err)
+		}
+		res.Results = append(res.Results, results(rs)...)
+		if req.Progress != nil {
+			req.Progress("append", uint64(i+len(block)), uint64(len(entries)))
+		}
+	}
+	return res, nil
+}
+
+// Remember stores one piece of memory, split into chunks like Append.
+func (s *Store) Remember(ctx context.Context, req RememberRequest) (*AppendResult, error) {
+	if strings.TrimSpace(req.Content) == "" {
+		return nil, badRequest("nothing to store: the text is empty")
+	}
+	if req.Kind == "" {
+		req.Kind = "conversation"
+	}
+	if req.Role == "" {
+		req.Role = "user"
+	}
+	kind, err := log.ParseKind(req.Kind)
+	if err != nil {
+		return nil, fmt.Errorf("%v: %w", err, ErrBadRequest)
+	}
+	st := &log.Store{Kind: kind, Session: req.Session, Role: req.Role, Content: req.Content,
+		Meta: req.Meta, Parent: req.Parent, ChunkID: req.ChunkID}
+	if st.Meta == nil {
+		st.Meta = map[string]string{}
+	}
+	if st.Time, err = parseTime("time", req.Time); err != nil {
+		return nil, err
+	}
+	var id log.ID
+	if req.ID != "" {
+		if id = ingest.EventID(req.ID); id.IsZero() {
+			return nil, badRequest("the all-zero id is reserved (it means no id, which would turn idempotency off)")
+		}
+	}
+	if err := s.needKeys(); err != nil {
+		return nil, err
+	}
+	chunkTokens := req.ChunkTokens
+	if chunkTokens <= 0 {
+		chunkTokens = DefaultChunkTokens
+	}
+	defer s.notifyAppend()
+	rs, err := s.st.Log.AppendBatch(ctx, ingest.StoreEntries(st, id, chunkTokens))
+	if err != nil {
+		return nil, err
+	}
+	return &AppendResult{Results: results(rs)}, nil
+}
+
+// Tombstone appends a tombstone for req's targets, documents expanded to
+// their live chunks, and reports the chunks it removed.
+func (s *Store) Tombstone(ctx context.Context, req TombstoneRequest) (*TombstoneResult, error) {
+	t := &log.Tombstone{Chunks: append([]string(nil), req.Chunks...), Session: req.Session, Reason: req.Reason}
+	var err error
+	if t.From, err = parseTime("from", req.From); err != nil {
+		return nil, err
+	}
+	if t.To, err = parseTime("to", req.To); err != nil {
+		return nil, err
+	}
+	if (t.From != 0 || t.To != 0) && t.To <= t.From {
+		return nil, badRequest("bad time range")
+	}
+	if len(t.Chunks) == 0 && len(req.Documents) == 0 && t.Session == "" && t.From == 0 {
+		return nil, ErrNoTargets
+	}
+	s.projMu.Lock()
+	defer s.projMu.Unlock()
+	set, err := s.caughtUpLocked(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range req.Documents {
+		parts, err := set.Timelines.Document(d)
+		if err != nil && !errors.Is(err, timelines.ErrNotFound) {
+			return nil, err
+		}
+		if len(parts) == 0 {
+			return nil, fmt.Errorf("no live document with chunk parent %q: %w", d, ErrNoDocument)
+		}
+		for _, p := range parts {
+			t.Chunks = append(t.Chunks, p.ID)
+		}
+	}
+	r, err := s.st.Log.Append(ctx, log.Entry{Body: t})
+	if err != nil {
+		return nil, err
+	}
+	s.notifyAppend()
+	if err := set.CatchUp(ctx, nil); err != nil {
+		return nil, fmt.Errorf("catch up projections: %w", err)
+	}
+	removed, err := set.Timelines.Removed(r.Seq)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return nil, err
+	}
+	return &TombstoneResult{Seq: r.Seq, ID: r.ID, Hash: r.Hash, Removed: removed, Erasure: false, Note: TombstoneNote}, nil
+}
