@@ -434,3 +434,15 @@ func TestServeGracefulShutdown(t *testing.T) {
 		t.Fatalf("the in-flight exchange was not stored:\n%s", replay)
 	}
 }
+
+// ucl init creates the serve token, readable by the owner only.
+func TestInitCreatesServeToken(t *testing.T) {
+	dir := newStore(t)
+	fi, err := os.Stat(filepath.Join(dir, "token"))
+	if err != nil {
+		t.Fatalf("no token after init: %v", err)
+	}
+	if fi.Mode().Perm() != 0o600 || fi.Size() < 16 {
+		t.Fatalf("token mode %v size %d", fi.Mode().Perm(), fi.Size())
+	}
+}
