@@ -131,7 +131,8 @@ func storeDir(c *cli.Context) string {
 func engineOptions(c *cli.Context) ucl.Options {
 	return ucl.Options{
 		VaultKeyPath: c.String("vault-key"),
-		Embedder: ucl.EmbedderOptions{Kind: c.String("embedder"), URL: c.String("embed-url"), Model: c.String("embed-model"),
+		Embedder: ucl.EmbedderOptions{Kind: setting(c, "embedder", "index.embedder"), URL: setting(c, "embed-url", "index.embed_url"),
+			Model:   setting(c, "embed-model", "index.embed_model"),
 			Timeout: c.Duration("embed-timeout"), Dim: c.Int("embed-dim")},
 	}
 }
