@@ -252,9 +252,7 @@ func (s *Store) Context(ctx context.Context, req ContextRequest) (*ContextResult
 	if err != nil {
 		return nil, err
 	}
-	if q.K == 0 {
-		q.K = query.DefaultContextK
-	}
+	// K 0: the assembler considers enough ranked chunks to fill the budget.
 	format, err := query.ParseFormat(req.Format)
 	if err != nil {
 		return nil, err

@@ -60,6 +60,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		EnableBashCompletion: true,
 		ExitErrHandler:       func(*cli.Context, error) {}, // run() prints errors
 		HideHelpCommand:      true,
+		Before:               loadFileConfig,
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usage("run `ucl --help` for the list of commands", "unknown command %q", c.Args().First())

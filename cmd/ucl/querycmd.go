@@ -29,13 +29,15 @@ func retrievalFlags() []cli.Flag {
 
 var queryCommand = &cli.Command{
 	Name:      "query",
-	Usage:     "search memory (BM25 + vectors, fused by reciprocal rank)",
+	Usage:     "search memory (BM25 + vectors + neighbouring turns)",
 	ArgsUsage: "TEXT",
 	Description: `Hybrid retrieval over the projections, brought up to date first. Time
 phrases in TEXT ("yesterday", "last week", "in May 2023", "since Monday",
-"on 2023-05-08") become time filters relative to --now and are cut from the
-searched text; --explain shows what was recognised and each result's score
-breakdown (bm25 and ann rank/score, rrf, recency, affinity, final).
+"on 2023-05-08") are read relative to --now, cut from the searched text, and
+rank content inside their window first (--no-time: ignore them); --explain
+shows what was recognised and each result's score breakdown (bm25 and ann
+rank/score, relevance, neighbouring turns, session, recency, affinity, time,
+final).
 With --json: one JSON document with a "results" array; every result carries
 its chunk id, session, role, kind, time, seq, content and meta as stored.`,
 	Flags: append([]cli.Flag{
@@ -95,7 +97,7 @@ With --json: a JSON document describing the assembly, the context in "context".`
 		&cli.StringFlag{Name: "session", Aliases: []string{"s"}, Usage: "active session (its recent turns open the context)"},
 		&cli.IntFlag{Name: "recent", Value: 6, Usage: "recent turns of the active session to include"},
 		&cli.StringFlag{Name: "format", Value: "xml", Usage: "xml, json or text"},
-		&cli.IntFlag{Name: "k", Value: query.DefaultContextK, Usage: "ranked chunks to consider"},
+		&cli.IntFlag{Name: "k", Usage: "ranked chunks to consider (default: enough to fill --budget)"},
 	}, retrievalFlags()...),
 	Action: func(c *cli.Context) error {
 		if c.NArg() > 1 {
@@ -111,7 +113,7 @@ With --json: a JSON document describing the assembly, the context in "context".`
 		}
 		req.Session = c.String("session")
 		req.K = c.Int("k")
-		if req.K <= 0 {
+		if req.K < 0 {
 			return usage("--k takes a positive number", "bad --k %d", req.K)
 		}
 		if _, err := query.ParseFormat(c.String("format")); err != nil {
@@ -239,8 +241,8 @@ func printResponse(c *cli.Context, resp *ucl.SearchResult, explain bool) {
 		printf(c, "    %s\n", snippet(r.Content, 240))
 		if explain && r.Explain != nil {
 			x := r.Explain
-			printf(c, "    bm25 %s  ann %s  rrf %.5f × recency %.3f × affinity %.3f × time %.3f = %.5f\n",
-				rankStr(x.BM25Rank, x.BM25Score), rankStr(x.ANNRank, x.ANNScore), x.RRF, x.Recency, x.Affinity, x.Temporal, x.Final)
+			printf(c, "    bm25 %s  ann %s  relevance %.4f  neighbours %.4f  session %.3f  recency ×%.3f  affinity ×%.3f  time ×%.3f  = %.5f\n",
+				rankStr(x.BM25Rank, x.BM25Score), rankStr(x.ANNRank, x.ANNScore), x.RRF, x.Neighbour, x.SessionSc, x.Recency, x.Affinity, x.Temporal, x.Final)
 		}
 	}
 }
