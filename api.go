@@ -92,12 +92,21 @@ type EventResult struct {
 	ID      log.ID   `json:"id"`
 	Hash    log.Hash `json:"hash"`
 	Existed bool     `json:"existed,omitempty"`
+	// ChunkID is the chunk id of a store event when it differs from the
+	// event id (a chunk of a split document, or one given explicitly).
+	ChunkID string `json:"chunk_id,omitempty"`
+	// ChunkParent is the document id of a chunk of a split document:
+	// Get with it returns the whole document.
+	ChunkParent string `json:"chunk_parent,omitempty"`
 }
 
 // AppendResult lists the events of an Append or Remember, in order. On a
 // failure after the first block it lists what was written.
 type AppendResult struct {
 	Results []EventResult `json:"results"`
+	// Document is the id of the document Remember split into chunks
+	// (their chunk parent), empty when the content was stored whole.
+	Document string `json:"document,omitempty"`
 }
 
 // RememberRequest is one piece of memory.
@@ -261,6 +270,12 @@ type GetItem struct {
 	ID     string            `json:"id"`
 	Found  bool              `json:"found"`
 	Chunks []timelines.Chunk `json:"chunks"`
+	// Content is the chunk's content, or the document's chunks joined in
+	// order: exactly the stored text when no chunk is missing.
+	Content string `json:"content"`
+	// Missing lists chunk indexes absent from the document (tombstoned):
+	// Content then has gaps.
+	Missing []int `json:"missing,omitempty"`
 }
 
 // GetResult answers a GetRequest, one item per id, in request order.

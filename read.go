@@ -352,17 +352,38 @@ func (s *Store) Get(ctx context.Context, req GetRequest) (*GetResult, error) {
 			return nil, err
 		}
 		if ok {
-			it.Found, it.Chunks = true, append(it.Chunks, c)
+			it.Found, it.Chunks, it.Content = true, append(it.Chunks, c), c.Content
 		} else {
 			parts, err := set.Timelines.Document(id)
 			if err != nil && !errors.Is(err, timelines.ErrNotFound) {
 				return nil, err
 			}
 			it.Found, it.Chunks = len(parts) > 0, append(it.Chunks, parts...)
+			it.Content, it.Missing = joinChunks(parts)
 		}
 		res.Items = append(res.Items, it)
 	}
 	return res, nil
+}
+
+// joinChunks reassembles a document from its chunks, which Timelines
+// returns in chunk-index order. Chunk boundaries carry no separator (the
+// chunker cuts the text without dropping a byte), so plain concatenation
+// is the stored text; indexes absent from the sequence were tombstoned.
+func joinChunks(parts []timelines.Chunk) (string, []int) {
+	var b strings.Builder
+	var missing []int
+	next := 0
+	for _, p := range parts {
+		for ; next < p.ChunkIndex; next++ {
+			missing = append(missing, next)
+		}
+		if p.ChunkIndex >= next {
+			next = p.ChunkIndex + 1
+		}
+		b.WriteString(p.Content)
+	}
+	return b.String(), missing
 }
 
 // Status describes the store; the mirror part comes from the local state

@@ -27,10 +27,17 @@ func parseTime(field, v string) (int64, error) {
 	return ms, nil
 }
 
-func results(rs []log.Result) []EventResult {
+// results pairs the log's results with their entries, so that the chunks
+// of a split document carry the document id a reader asks Get for.
+func results(rs []log.Result, entries []log.Entry) []EventResult {
 	out := make([]EventResult, len(rs))
 	for i, r := range rs {
 		out[i] = EventResult{Seq: r.Seq, ID: r.ID, Hash: r.Hash, Existed: r.Existed}
+		if i < len(entries) {
+			if st, ok := entries[i].Body.(*log.Store); ok {
+				out[i].ChunkID, out[i].ChunkParent = st.ChunkID, st.ChunkParent
+			}
+		}
 	}
 	return out
 }
@@ -67,7 +74,7 @@ func (s *Store) Append(ctx context.Context, req AppendRequest) (*AppendResult, e
 			}
 			return nil, fmt.Errorf("append: %w", err)
 		}
-		res.Results = append(res.Results, results(rs)...)
+		res.Results = append(res.Results, results(rs, block)...)
 		if req.Progress != nil {
 			req.Progress("append", uint64(i+len(block)), uint64(len(entries)))
 		}
@@ -112,11 +119,16 @@ func (s *Store) Remember(ctx context.Context, req RememberRequest) (*AppendResul
 		chunkTokens = DefaultChunkTokens
 	}
 	defer s.notifyAppend()
-	rs, err := s.st.Log.AppendBatch(ctx, ingest.StoreEntries(st, id, chunkTokens))
+	entries := ingest.StoreEntries(st, id, chunkTokens)
+	rs, err := s.st.Log.AppendBatch(ctx, entries)
 	if err != nil {
 		return nil, err
 	}
-	return &AppendResult{Results: results(rs)}, nil
+	res := &AppendResult{Results: results(rs, entries)}
+	if len(entries) > 1 {
+		res.Document = res.Results[0].ChunkParent
+	}
+	return res, nil
 }
 
 // Tombstone appends a tombstone for req's targets, documents expanded to

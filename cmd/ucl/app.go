@@ -21,7 +21,7 @@ var version = "0.1.0-dev"
 func commands() []*cli.Command {
 	return []*cli.Command{
 		initCommand, keysCommand,
-		appendCommand, storeCommand, replayCommand, tombstoneCommand,
+		appendCommand, storeCommand, getCommand, replayCommand, tombstoneCommand,
 		queryCommand, contextCommand, sessionCommand, projectCommand,
 		auditCommand, statusCommand,
 		snapshotCommand, syncCommand, rebuildCommand,

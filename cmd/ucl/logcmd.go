@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -145,7 +146,13 @@ var storeCommand = &cli.Command{
 			if err != nil {
 				return err
 			}
-			return printResults(c, res.Results)
+			if err := printResults(c, res.Results); err != nil {
+				return err
+			}
+			if res.Document != "" && !jsonOut(c) {
+				fmt.Fprintf(c.App.ErrWriter, "document %s (%d chunks); read it back whole with `ucl get %s`\n", res.Document, len(res.Results), res.Document)
+			}
+			return nil
 		})
 	},
 }

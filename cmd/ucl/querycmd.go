@@ -237,6 +237,9 @@ func printResponse(c *cli.Context, resp *ucl.SearchResult, explain bool) {
 		}
 		printf(c, "%2d. %s  %s  %s  %s  (seq %d, score %.4f)\n", i+1, fmtMS(r.Time), sess, who, r.ChunkID, r.Seq, r.Score)
 		printf(c, "    %s\n", snippet(r.Content, 240))
+		if r.ChunkParent != "" {
+			printf(c, "    part %d of document %s (`ucl get %s` prints it whole)\n", r.ChunkIndex+1, r.ChunkParent, r.ChunkParent)
+		}
 		if explain && r.Explain != nil {
 			x := r.Explain
 			printf(c, "    bm25 %s  ann %s  rrf %.5f × recency %.3f × affinity %.3f × time %.3f = %.5f\n",

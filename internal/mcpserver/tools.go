@@ -516,7 +516,9 @@ func (s *server) toolDocument(ctx context.Context, _ *mcp.CallToolRequest, in Do
 		out.Chunks = append(out.Chunks, c.ID)
 		parts[i] = c.Content
 	}
-	out.Content = strings.Join(parts, "\n\n")
+	// Chunks are cut without dropping a byte: joined as they are they give
+	// back the stored document exactly.
+	out.Content = strings.Join(parts, "")
 	head := fmt.Sprintf("document %s", out.ID)
 	if out.Name != "" {
 		head += fmt.Sprintf(" (%s)", out.Name)

@@ -1,0 +1,65 @@
+package test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func goroot(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// A document stored through the CLI comes back byte for byte from
+// `ucl get DOC`, the id `ucl store` printed.
+func TestStoreGetDocumentExactCLI(t *testing.T) {
+	dir := newStore(t)
+	root := goroot(t)
+	for _, name := range []string{"src/strings/builder.go", "src/net/http/server.go", "src/fmt/doc.go"} {
+		b, err := os.ReadFile(filepath.Join(root, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := string(b)
+		r := ucl(t, dir, want, "store", "--kind", "document", "--meta", "name="+name, "-")
+		if r.code != 0 {
+			t.Fatalf("store %s: %s", name, r)
+		}
+		lines := jsonLines(t, r.out)
+		doc, _ := lines[0]["chunk_parent"].(string)
+		if len(lines) < 2 || doc == "" {
+			t.Fatalf("%s: want several chunks with a chunk_parent: %s", name, r.out)
+		}
+		for i, ln := range lines {
+			if ln["chunk_parent"] != doc {
+				t.Fatalf("%s: chunk %d has parent %v, want %s", name, i, ln["chunk_parent"], doc)
+			}
+		}
+		if !strings.Contains(r.err, "ucl get "+doc) {
+			t.Fatalf("%s: store does not say how to read the document back: %q", name, r.err)
+		}
+		got := must(t, dir, "", "get", doc)
+		if got != want {
+			t.Fatalf("%s: get returned %d bytes, want the %d stored bytes exactly", name, len(got), len(want))
+		}
+		js := jsonDoc(t, must(t, dir, "", "get", "--json", doc))
+		it := js["items"].([]any)[0].(map[string]any)
+		if it["content"] != want || len(it["chunks"].([]any)) != len(lines) {
+			t.Fatalf("%s: --json item differs from the stored document", name)
+		}
+	}
+	r := ucl(t, dir, "", "get", "nosuch")
+	if r.code != 1 || !strings.Contains(r.err, `no live chunk or document with id "nosuch"`) {
+		t.Fatalf("get nosuch: %s", r)
+	}
+	if r := ucl(t, dir, "", "get"); r.code != 2 || !strings.Contains(r.err, "no id given") {
+		t.Fatalf("get without id: %s", r)
+	}
+}
