@@ -35,6 +35,9 @@ var (
 	// ErrNoDocument is returned by Tombstone when a document parent has no
 	// live chunks.
 	ErrNoDocument = errors.New("ucl: no live document")
+	// ErrNoMatch is returned by Tombstone when its targets match no live
+	// chunk; nothing is written.
+	ErrNoMatch = errors.New("ucl: matches no live chunk")
 	// ErrNoWallet is returned by mirror operations on a store without an
 	// Arweave wallet file.
 	ErrNoWallet = errors.New("ucl: this store has no Arweave wallet")
@@ -75,6 +78,7 @@ var errorCodes = []struct {
 	{"no_input", ErrNoInput},
 	{"no_targets", ErrNoTargets},
 	{"no_document", ErrNoDocument},
+	{"no_match", ErrNoMatch},
 	{"no_wallet", ErrNoWallet},
 	{"bad_wallet", ErrBadWallet},
 	{"projections_differ", ErrProjectionsDiffer},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/unlimitedcontext/ucl/internal/ingest"
 	"github.com/unlimitedcontext/ucl/log"
@@ -166,6 +167,15 @@ func (s *Store) Tombstone(ctx context.Context, req TombstoneRequest) (*Tombstone
 			t.Chunks = append(t.Chunks, p.ID)
 		}
 	}
+	// A tombstone is permanent: one that hits nothing (a mistyped id or
+	// session) would only clutter the audit trail and hide the mistake.
+	hit, err := set.Timelines.Matches(t)
+	if err != nil {
+		return nil, err
+	}
+	if len(hit) == 0 {
+		return nil, fmt.Errorf("tombstone %s: %w", describeTargets(t), ErrNoMatch)
+	}
 	r, err := s.st.Log.Append(ctx, log.Entry{Body: t})
 	if err != nil {
 		return nil, err
@@ -179,4 +189,19 @@ func (s *Store) Tombstone(ctx context.Context, req TombstoneRequest) (*Tombstone
 		return nil, err
 	}
 	return &TombstoneResult{Seq: r.Seq, ID: r.ID, Hash: r.Hash, Removed: removed, Erasure: false, Note: TombstoneNote}, nil
+}
+
+// describeTargets names a tombstone's targets for an error message.
+func describeTargets(t *log.Tombstone) string {
+	var parts []string
+	if len(t.Chunks) > 0 {
+		parts = append(parts, "chunks "+strings.Join(t.Chunks, ", "))
+	}
+	if t.Session != "" {
+		parts = append(parts, fmt.Sprintf("session %q", t.Session))
+	}
+	if t.From != 0 || t.To != 0 {
+		parts = append(parts, fmt.Sprintf("content time [%s, %s)", time.UnixMilli(t.From).UTC().Format(time.RFC3339), time.UnixMilli(t.To).UTC().Format(time.RFC3339)))
+	}
+	return strings.Join(parts, " and ")
 }

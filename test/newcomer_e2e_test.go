@@ -63,3 +63,36 @@ func TestStoreGetDocumentExactCLI(t *testing.T) {
 		t.Fatalf("get without id: %s", r)
 	}
 }
+
+func headOfStore(t *testing.T, dir string) float64 {
+	t.Helper()
+	return jsonDoc(t, must(t, dir, "", "status", "--json"))["head_seq"].(float64)
+}
+
+// A tombstone whose targets match nothing is refused and writes nothing.
+func TestTombstoneOfNothingCLI(t *testing.T) {
+	dir := newStore(t)
+	must(t, dir, "", "store", "--session", "s1", "The cutover is on Saturday.")
+	head := headOfStore(t, dir)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"tombstone", "--chunk", "deadbeef"}, `tombstone chunks deadbeef: ucl: matches no live chunk`},
+		{[]string{"tombstone", "--session", "nosuch"}, `tombstone session "nosuch": ucl: matches no live chunk`},
+		{[]string{"tombstone", "--session", "s1", "--from", "1990-01-01", "--to", "1990-02-01"}, `session "s1" and content time [1990-01-01T00:00:00Z, 1990-02-01T00:00:00Z)`},
+		{[]string{"tombstone", "--document", "nosuch"}, `no live document with chunk parent "nosuch"`},
+	} {
+		r := ucl(t, dir, "", tc.args...)
+		if r.code != 1 || !strings.Contains(r.err, tc.want) || !strings.Contains(r.err, "nothing was written") {
+			t.Errorf("%v: %s", tc.args, r)
+		}
+	}
+	if got := headOfStore(t, dir); got != head {
+		t.Fatalf("refused tombstones moved the head from %v to %v", head, got)
+	}
+	r := ucl(t, dir, "", "tombstone", "--session", "s1")
+	if r.code != 0 || !strings.Contains(r.out, "removed 1 chunk(s)") {
+		t.Fatalf("tombstone s1: %s", r)
+	}
+}

@@ -765,7 +765,7 @@ func engineErr(what string, err error) error {
 		errors.Is(err, query.ErrBadBudget), errors.Is(err, query.ErrBadK), errors.Is(err, query.ErrBadMode),
 		errors.Is(err, query.ErrBadFormat), errors.Is(err, query.ErrBadFilter), errors.Is(err, query.ErrBadTimeRange):
 		return fmt.Errorf("%w: %w", ErrBadArgument, err)
-	case errors.Is(err, timelines.ErrNotFound), errors.Is(err, ucl.ErrNoDocument):
+	case errors.Is(err, timelines.ErrNotFound), errors.Is(err, ucl.ErrNoDocument), errors.Is(err, ucl.ErrNoMatch):
 		return fmt.Errorf("%w: %w", ErrNotFound, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)
