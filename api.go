@@ -212,8 +212,25 @@ type SearchRequest struct {
 	Progress   Progress `json:"-"`
 }
 
-// SearchResult is query.Response.
-type SearchResult = query.Response
+// SearchResult is query.Response and, when time phrases emptied it, a
+// note saying so.
+type SearchResult struct {
+	query.Response
+	// TimeFilter is set when time phrases in the text became a filter and
+	// no result passed it.
+	TimeFilter *TimeFilterNote `json:"time_filter,omitempty"`
+}
+
+// TimeFilterNote explains an empty result caused by time phrases.
+type TimeFilterNote struct {
+	Phrases []query.TemporalMatch `json:"phrases"`
+	// Since and Until are the effective window the results had to fall in.
+	Since int64 `json:"since_ms,omitempty"`
+	Until int64 `json:"until_ms,omitempty"`
+	// Without is the number of results (at most K) of the same request
+	// with NoTemporal set.
+	Without int `json:"results_without"`
+}
 
 // DefaultBudget is a context's token budget when the request gives none.
 const DefaultBudget = 4000

@@ -236,9 +236,24 @@ func (s *Store) Search(ctx context.Context, req SearchRequest) (*SearchResult, e
 	defer s.projMu.Unlock()
 	var res *SearchResult
 	err = s.queryLocked(ctx, req.Progress, func(e *query.Engine) error {
-		var err error
-		res, err = e.Search(ctx, q)
-		return err
+		r, err := e.Search(ctx, q)
+		if err != nil {
+			return err
+		}
+		res = &SearchResult{Response: *r}
+		if len(r.Results) > 0 || len(r.Temporal) == 0 || q.NoTemporal {
+			return nil
+		}
+		// "No results" alone would hide that a phrase like "yesterday"
+		// became a filter: say how many results there are without it.
+		q2 := q
+		q2.NoTemporal = true
+		r2, err := e.Search(ctx, q2)
+		if err != nil {
+			return fmt.Errorf("search without time phrases: %w", err)
+		}
+		res.TimeFilter = &TimeFilterNote{Phrases: r.Temporal, Since: r.Since, Until: r.Until, Without: len(r2.Results)}
+		return nil
 	})
 	return res, err
 }

@@ -223,6 +223,14 @@ func printResponse(c *cli.Context, resp *ucl.SearchResult, explain bool) {
 		}
 	}
 	if len(resp.Results) == 0 {
+		if tf := resp.TimeFilter; tf != nil {
+			var ps []string
+			for _, m := range tf.Phrases {
+				ps = append(ps, fmt.Sprintf("%q → %s", m.Phrase, fmtWindow(m.Since, m.Until)))
+			}
+			printf(c, "no results: %s; 0 results, %s without the time filter (--no-time)\n", strings.Join(ps, ", "), countWithout(tf.Without, c.Int("k")))
+			return
+		}
 		printf(c, "no results\n")
 		return
 	}
@@ -246,6 +254,35 @@ func printResponse(c *cli.Context, resp *ucl.SearchResult, explain bool) {
 				rankStr(x.BM25Rank, x.BM25Score), rankStr(x.ANNRank, x.ANNScore), x.RRF, x.Recency, x.Affinity, x.Temporal, x.Final)
 		}
 	}
+}
+
+// countWithout says how many results the query has without its time
+// phrases: a full page means there may be more.
+func countWithout(n, k int) string {
+	if n > 0 && n >= k {
+		return fmt.Sprintf("%d or more", n)
+	}
+	return fmt.Sprint(n)
+}
+
+// fmtWindow renders a time filter, as dates when it covers whole UTC days.
+func fmtWindow(since, until int64) string {
+	const day = 24 * 60 * 60 * 1000
+	whole := since%day == 0 && until%day == 0
+	date := func(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.DateOnly) }
+	switch {
+	case since == 0 && until == 0:
+		return "no window"
+	case since == 0:
+		return "before " + fmtMS(until)
+	case until == 0:
+		return "since " + fmtMS(since)
+	case whole && until-since == day:
+		return date(since)
+	case whole:
+		return date(since) + " to " + date(until-day)
+	}
+	return fmt.Sprintf("[%s, %s)", fmtMS(since), fmtMS(until))
 }
 
 func rankStr(rank int, score float64) string {
