@@ -78,7 +78,6 @@ var errorCodes = []struct {
 	{"no_input", ErrNoInput},
 	{"no_targets", ErrNoTargets},
 	{"no_document", ErrNoDocument},
-	{"no_match", ErrNoMatch},
 	{"no_wallet", ErrNoWallet},
 	{"bad_wallet", ErrBadWallet},
 	{"projections_differ", ErrProjectionsDiffer},
@@ -129,6 +128,7 @@ var errorCodes = []struct {
 	{"arweave_unavailable", arweave.ErrUnavailable},
 	{"arweave_rejected", arweave.ErrRejected},
 	{"arweave_graphql", arweave.ErrGraphQL},
+	{"no_match", ErrNoMatch},
 }
 
 // ErrorCodes returns the wire codes of the sentinels err matches.
