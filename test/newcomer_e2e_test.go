@@ -130,3 +130,73 @@ func TestTimePhraseEmptyResultSaysWhyCLI(t *testing.T) {
 		t.Fatalf("no phrase: %q", r)
 	}
 }
+
+// A file is read only with --file; a text argument that names a file is
+// stored as text, with a warning.
+func TestStoreFileFlagCLI(t *testing.T) {
+	dir := newStore(t)
+	path := filepath.Join(goroot(t), "src/strings/builder.go")
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := ucl(t, dir, "", "store", path)
+	if r.code != 0 || !strings.Contains(r.err, "warning: storing the text") || !strings.Contains(r.err, "ucl store --file "+path) {
+		t.Fatalf("path as text: %s", r)
+	}
+	r = ucl(t, dir, "", "store", "--kind", "document", "--file", path)
+	if r.code != 0 || strings.Contains(r.err, "warning") {
+		t.Fatalf("--file: %s", r)
+	}
+	doc := jsonLines(t, r.out)[0]["chunk_parent"].(string)
+	if got := must(t, dir, "", "get", doc); got != string(want) {
+		t.Fatalf("--file stored %d bytes differently from the %d in the file", len(got), len(want))
+	}
+	js := jsonDoc(t, must(t, dir, "", "get", "--json", doc))
+	if m := js["items"].([]any)[0].(map[string]any)["chunks"].([]any)[0].(map[string]any)["meta"].(map[string]any); m["name"] != "builder.go" {
+		t.Fatalf("--file meta: %v", m)
+	}
+	head := headOfStore(t, dir)
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"store", "--file", path, "more text"}, 2, "both TEXT and --file given"},
+		{[]string{"store", "--file", filepath.Join(t.TempDir(), "missing.txt")}, 1, "nothing was written"},
+	} {
+		if r := ucl(t, dir, "", tc.args...); r.code != tc.code || !strings.Contains(r.err, tc.want) {
+			t.Errorf("%v: %s", tc.args, r)
+		}
+	}
+	if got := headOfStore(t, dir); got != head {
+		t.Fatalf("refused stores moved the head from %v to %v", head, got)
+	}
+}
+
+// --vault-key takes a recovery code as well as a file.
+func TestVaultKeyRecoveryCodeCLI(t *testing.T) {
+	dir := newStore(t)
+	must(t, dir, "", "store", "--session", "s1", "The boat is in dock 4.")
+	code := strings.TrimSpace(must(t, dir, "", "keys", "export"))
+	if err := os.Rename(filepath.Join(dir, "vault.key"), filepath.Join(t.TempDir(), "vault.key")); err != nil {
+		t.Fatal(err)
+	}
+	if out := must(t, dir, "", "replay", "--vault-key", code); !strings.Contains(out, "dock 4") {
+		t.Fatalf("replay with a recovery code: %s", out)
+	}
+	must(t, dir, "", "store", "--vault-key", code, "The oars are in the shed.")
+	bad := code[:len(code)-3] + "AAA"
+	if bad == code {
+		bad = code[:len(code)-3] + "BBB"
+	}
+	for _, arg := range []string{bad, filepath.Join(t.TempDir(), "nofile")} {
+		r := ucl(t, dir, "", "replay", "--vault-key", arg)
+		if r.code == 0 || strings.Contains(r.err, code[5:20]) {
+			t.Fatalf("--vault-key %q: %s", arg, r)
+		}
+	}
+	if r := ucl(t, dir, "", "replay", "--vault-key", "nofile"); !strings.Contains(r.err, "not a recovery code") {
+		t.Fatalf("missing key file: %s", r)
+	}
+}

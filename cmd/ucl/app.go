@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/unlimitedcontext/ucl"
+	"github.com/unlimitedcontext/ucl/crypto"
 	"github.com/unlimitedcontext/ucl/log"
 )
 
@@ -35,7 +36,7 @@ var (
 		Value: defaultDir(),
 	}
 	jsonFlag     = &cli.BoolFlag{Name: "json", Usage: "machine-readable JSON output, no progress bars"}
-	vaultKeyFlag = &cli.StringFlag{Name: "vault-key", EnvVars: []string{"UCL_VAULT_KEY"}, Usage: "vault key file or recovery code file (default DIR/vault.key)"}
+	vaultKeyFlag = &cli.StringFlag{Name: "vault-key", EnvVars: []string{"UCL_VAULT_KEY"}, Usage: "vault key: a recovery code (UCL1-…), or a key or recovery code file (default DIR/vault.key)"}
 	globalFlags  = append([]cli.Flag{dirFlag, jsonFlag, vaultKeyFlag}, embedderFlags...)
 )
 
@@ -60,6 +61,8 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		EnableBashCompletion: true,
 		ExitErrHandler:       func(*cli.Context, error) {}, // run() prints errors
 		HideHelpCommand:      true,
+		Metadata:             map[string]any{},
+		Before:               loadVaultKeyArg,
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usage("run `ucl --help` for the list of commands", "unknown command %q", c.Args().First())
@@ -67,6 +70,30 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			return cli.ShowAppHelp(c)
 		},
 	}
+}
+
+// metaKeys is the App.Metadata entry holding the keyring --vault-key named.
+const metaKeys = "vault-keys"
+
+// loadVaultKeyArg reads --vault-key once, before any command: a recovery
+// code typed on the command line works like a key file.
+func loadVaultKeyArg(c *cli.Context) error {
+	v := c.String("vault-key")
+	if v == "" {
+		return nil
+	}
+	kr, err := crypto.LoadKeyArg(v)
+	if err != nil {
+		return withHint(err, "--vault-key takes a recovery code (UCL1-…, from `ucl keys export`) or a vault key file")
+	}
+	c.App.Metadata[metaKeys] = kr
+	return nil
+}
+
+// vaultKeys is the keyring --vault-key named, nil when none was given.
+func vaultKeys(c *cli.Context) *crypto.Keyring {
+	kr, _ := c.App.Metadata[metaKeys].(*crypto.Keyring)
+	return kr
 }
 
 func sortedCommands() []*cli.Command {

@@ -131,6 +131,7 @@ func storeDir(c *cli.Context) string {
 func engineOptions(c *cli.Context) ucl.Options {
 	return ucl.Options{
 		VaultKeyPath: c.String("vault-key"),
+		Keys:         vaultKeys(c),
 		Embedder: ucl.EmbedderOptions{Kind: c.String("embedder"), URL: c.String("embed-url"), Model: c.String("embed-model"),
 			Timeout: c.Duration("embed-timeout"), Dim: c.Int("embed-dim")},
 	}

@@ -233,7 +233,7 @@ func rebuildAction(c *cli.Context) error {
 		return usage("ucl rebuild --gateway URL --wallet FILE --vault-key FILE --dir NEW", "unexpected argument %q", c.Args().First())
 	}
 	if c.String("wallet") == "" || c.String("vault-key") == "" {
-		return usage("a new device needs the source store's wallet.json (--wallet FILE) and vault key or recovery code file (--vault-key FILE)", "rebuild: --wallet and --vault-key are required")
+		return usage("a new device needs the source store's wallet.json (--wallet FILE) and vault key (--vault-key FILE, or its recovery code)", "rebuild: --wallet and --vault-key are required")
 	}
 	if _, err := arweave.NewClient(c.String("gateway"), nil, arweave.Options{}); err != nil {
 		return usage("pass an http(s) URL to --gateway (or set UCL_GATEWAY)", "%v", err)
@@ -242,10 +242,7 @@ func rebuildAction(c *cli.Context) error {
 	if err != nil {
 		return withHint(err, "--wallet takes the Arweave JWK of the source store (its wallet.json)")
 	}
-	kr, err := crypto.LoadKeyring(c.String("vault-key"))
-	if err != nil {
-		return withHint(err, "--vault-key takes the source store's vault.key or a file with its recovery code")
-	}
+	kr := vaultKeys(c)
 	ctx, stop := signalContext()
 	defer stop()
 	prog, done := stagedProgress(c)
