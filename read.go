@@ -436,6 +436,11 @@ func (s *Store) Status(ctx context.Context, req StatusRequest) (*StatusResult, e
 	}
 	r.Mirror = &MirrorSummary{Segments: sum.Segments, CoveredSeq: sum.CoveredSeq, SafeSeq: sum.SafeSeq,
 		Posting: sum.Posting, Submitted: sum.Submitted, Confirmed: sum.Confirmed, Bytes: sum.Bytes}
-	r.MirrorText = fmt.Sprintf("%d segments; on Arweave up to %d of %d, confirmed up to %d", sum.Segments, sum.CoveredSeq, head, sum.SafeSeq)
+	switch {
+	case sum.CoveredSeq == 0:
+		r.MirrorText = fmt.Sprintf("nothing mirrored yet (0 of %d events on Arweave; run `ucl sync push`)", head)
+	default:
+		r.MirrorText = fmt.Sprintf("%d segments; on Arweave up to %d of %d, confirmed up to %d", sum.Segments, sum.CoveredSeq, head, sum.SafeSeq)
+	}
 	return r, nil
 }

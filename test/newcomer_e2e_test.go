@@ -200,3 +200,17 @@ func TestVaultKeyRecoveryCodeCLI(t *testing.T) {
 		t.Fatalf("missing key file: %s", r)
 	}
 }
+
+// A push that fails before anything is mirrored says so in words.
+func TestFailedPushNothingMirroredCLI(t *testing.T) {
+	dir := newStore(t)
+	must(t, dir, "", "store", "one")
+	must(t, dir, "", "store", "two")
+	r := ucl(t, dir, "", "sync", "push", "--gateway", "http://127.0.0.1:1")
+	if r.code == 0 || !strings.Contains(r.err, "nothing mirrored yet: 0 of 2 events on Arweave") || strings.Contains(r.err, "1..0") {
+		t.Fatalf("failed push: %s", r)
+	}
+	if out := must(t, dir, "", "status"); strings.Contains(out, "1..0") || strings.Contains(out, "up to 0") {
+		t.Fatalf("status after a failed push: %s", out)
+	}
+}

@@ -70,8 +70,11 @@ func printPush(c *cli.Context, r *ucl.PushResult) {
 		return
 	}
 	switch {
-	case r.Uploaded == 0 && r.Adopted == 0 && r.Error == "":
-		printf(c, "up to date: events 1..%d are on Arweave (confirmed up to %d)\n", r.CoveredSeq, r.SafeSeq)
+	case r.Uploaded == 0 && r.Adopted == 0 && r.Error == "" && r.HeadSeq == 0:
+		printf(c, "up to date: the log is empty, nothing to push\n")
+		return
+	case r.Uploaded == 0 && r.Adopted == 0 && r.Error == "" && r.CoveredSeq >= r.HeadSeq:
+		printf(c, "up to date: %s\n", mirroredText(r.CoveredSeq, r.HeadSeq, r.SafeSeq))
 		return
 	case r.Error == "":
 		printf(c, "pushed %d segments (%s, %s) to %s; adopted %d already there\n", r.Uploaded, humanBytes(r.BytesPosted), r.Mode, r.Gateway, r.Adopted)
@@ -79,7 +82,28 @@ func printPush(c *cli.Context, r *ucl.PushResult) {
 	if r.Resolved > 0 {
 		printf(c, "settled %d uploads left unfinished by an earlier run\n", r.Resolved)
 	}
-	printf(c, "mirrored: events 1..%d of %d (confirmed up to %d)\n", r.CoveredSeq, r.HeadSeq, r.SafeSeq)
+	printf(c, "mirrored: %s\n", mirroredText(r.CoveredSeq, r.HeadSeq, r.SafeSeq))
+}
+
+// mirroredText says how much of the log is on Arweave, in words that stay
+// true when nothing is ("events 1..0" is not).
+func mirroredText(covered, head, safe uint64) string {
+	var s string
+	switch {
+	case covered == 0:
+		return fmt.Sprintf("nothing mirrored yet (0 of %d events on Arweave)", head)
+	case covered >= head:
+		s = fmt.Sprintf("all %d events are on Arweave", head)
+	default:
+		s = fmt.Sprintf("events 1..%d of %d are on Arweave", covered, head)
+	}
+	switch {
+	case safe == 0:
+		return s + ", none confirmed yet"
+	case safe >= covered:
+		return s + ", all confirmed"
+	}
+	return s + fmt.Sprintf(", confirmed up to %d", safe)
 }
 
 func pushRequest(c *cli.Context) (ucl.PushRequest, error) {
@@ -164,7 +188,11 @@ func watchPush(ctx context.Context, c *cli.Context, req ucl.PushRequest) error {
 		return mirrorError(err, "ucl sync push --watch")
 	}
 	if !jsonOut(c) {
-		printf(c, "stopped; events 1..%d are mirrored\n", covered)
+		if covered == 0 {
+			printf(c, "stopped; nothing mirrored yet\n")
+		} else {
+			printf(c, "stopped; events 1..%d are mirrored\n", covered)
+		}
 	}
 	return nil
 }
@@ -183,7 +211,7 @@ func syncStatusAction(c *cli.Context) error {
 		if jsonOut(c) {
 			return printJSON(c, r)
 		}
-		printf(c, "log %s: head %d; on Arweave up to %d; safe (confirmed) up to %d\n", r.LogID, r.HeadSeq, r.CoveredSeq, r.SafeSeq)
+		printf(c, "log %s: head %d; %s\n", r.LogID, r.HeadSeq, mirroredText(r.CoveredSeq, r.HeadSeq, r.SafeSeq))
 		printf(c, "%d segments (%s): %d confirmed, %d submitted, %d posting\n", r.SegmentCount, humanBytes(r.Bytes), r.Confirmed, r.Submitted, r.Posting)
 		if len(r.Segments) > 0 {
 			printf(c, "%10s %10s  %-10s %6s %5s  %s\n", "first", "last", "status", "height", "conf", "tx")
@@ -196,6 +224,8 @@ func syncStatusAction(c *cli.Context) error {
 			printf(c, "%10d %10d  %-10s %6d %5s  %s\n", v.First, v.Last, v.Status, v.Height, conf, v.TxID)
 		}
 		switch {
+		case r.HeadSeq > r.CoveredSeq && r.CoveredSeq == 0:
+			printf(c, "run `ucl sync push` to mirror the log\n")
 		case r.HeadSeq > r.CoveredSeq:
 			printf(c, "events %d..%d are not on Arweave yet: run `ucl sync push`\n", r.CoveredSeq+1, r.HeadSeq)
 		case !r.Refreshed && r.SafeSeq < r.CoveredSeq:
@@ -278,6 +308,9 @@ func rebuildAction(c *cli.Context) error {
 	printf(c, "  log id:     %s\n", res.LogID)
 	printf(c, "  events:     %d (head hash %s)\n", res.HeadSeq, res.HeadHash)
 	printf(c, "  segments:   %d (%s; %d not yet mined, %d duplicates dropped)\n", res.Segments, humanBytes(res.Bytes), res.PendingSegments, res.Duplicates)
+	if res.MirroredSeq > 0 {
+		printf(c, "  mirror:     events 1..%d recorded as on Arweave (a push uploads only what follows)\n", res.MirroredSeq)
+	}
 	if res.Snapshot.Used {
 		printf(c, "  snapshot:   %s at seq %v; replayed %v events after it\n", res.Snapshot.Name, res.Snapshot.Seq, res.Snapshot.Replayed)
 	} else {
