@@ -26,7 +26,7 @@ func commands() []*cli.Command {
 		queryCommand, contextCommand, sessionCommand, projectCommand,
 		auditCommand, statusCommand,
 		snapshotCommand, syncCommand, rebuildCommand,
-		daemonCommand, mcpCommand, serveCommand, configCommand,
+		daemonCommand, mcpCommand, serveCommand, configCommand, newHelpCommand(),
 	}
 }
 
@@ -60,12 +60,12 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		ErrWriter:            stderr,
 		EnableBashCompletion: true,
 		ExitErrHandler:       func(*cli.Context, error) {}, // run() prints errors
-		HideHelpCommand:      true,
+		HideHelpCommand:      true,                         // helpCommand replaces urfave's
 		Metadata:             map[string]any{},
 		Before:               loadVaultKeyArg,
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
-				return usage("run `ucl --help` for the list of commands", "unknown command %q", c.Args().First())
+				return usage("run `ucl help` for the list of commands", "unknown command %q", c.Args().First())
 			}
 			return cli.ShowAppHelp(c)
 		},
@@ -121,7 +121,7 @@ func sortedCommands() []*cli.Command {
 // run is main without os.Exit, for tests.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	app := newApp(stdin, stdout, stderr)
-	err := app.Run(reorderArgs(app, args))
+	err := app.Run(reorderArgs(app, helpArgs(app, args)))
 	if err == nil {
 		return 0
 	}
