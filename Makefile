@@ -14,7 +14,7 @@ NPM_FLAGS ?= --no-audit --no-fund --loglevel=http
 GATEWAY_PORT ?= 1984
 MINE_EVERY ?= 5
 
-.PHONY: all build install gateway test test-short race demo bench bench-100k fuzz arlocal mcp-client openai-client vet clean
+.PHONY: all build install gateway test test-short race demo bench bench-100k fuzz arlocal mcp-client openai-client vet clean eval
 
 all: build
 
@@ -97,6 +97,18 @@ fuzz:
 	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 	  done; \
 	done
+
+# Retrieval quality: the hand-made set (query/testdata/eval), the LoCoMo
+# development set in process, and, when ../shared/eval is present, its
+# runner through the built binary (a few minutes). The LoCoMo data stays
+# outside the repository.
+EVAL_DIR ?= ../shared/eval
+eval:
+	$(GO) test -count=1 -run '^TestEvaluate$$' -v ./query/
+	@if [ -f $(EVAL_DIR)/locomo-dev.json ]; then \
+	  UCL_EVAL=1 UCL_EVAL_LOCOMO=$(abspath $(EVAL_DIR))/locomo-dev.json $(GO) test -count=1 -run '^TestLoCoMoDev$$' -v ./query/ && \
+	  $(EVAL_DIR)/run; \
+	else echo "eval: $(EVAL_DIR) not found: skipping the LoCoMo development set"; fi
 
 clean:
 	rm -rf bin

@@ -216,20 +216,26 @@ type SearchRequest struct {
 // note saying so.
 type SearchResult struct {
 	query.Response
-	// TimeFilter is set when time phrases in the text became a filter and
-	// no result passed it.
+	// TimeFilter is set when time phrases in the text changed the results
+	// in a way they do not show: a phrase filter left no result, or no
+	// result falls in the window a boosting phrase ranks first.
 	TimeFilter *TimeFilterNote `json:"time_filter,omitempty"`
 }
 
-// TimeFilterNote explains an empty result caused by time phrases.
+// TimeFilterNote explains what time phrases did to a search.
 type TimeFilterNote struct {
+	// Mode is "filter" (the phrases restricted the results, and none was
+	// left) or "boost" (they rank their window first, and no result is in
+	// it).
+	Mode    string                `json:"mode"`
 	Phrases []query.TemporalMatch `json:"phrases"`
-	// Since and Until are the effective window the results had to fall in.
+	// Since and Until are the window: the effective filter, or the window
+	// the phrases boost.
 	Since int64 `json:"since_ms,omitempty"`
 	Until int64 `json:"until_ms,omitempty"`
-	// Without is the number of results (at most K) of the same request
-	// with NoTemporal set.
-	Without int `json:"results_without"`
+	// Without is, for a filter, the number of results (at most K) of the
+	// same request with NoTemporal set.
+	Without *int `json:"results_without,omitempty"`
 }
 
 // DefaultBudget is a context's token budget when the request gives none.

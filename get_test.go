@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/unlimitedcontext/ucl/projections/timelines"
+	"github.com/unlimitedcontext/ucl/query"
 )
 
 func TestJoinChunks(t *testing.T) {
@@ -82,5 +83,53 @@ func TestRememberGetDocument(t *testing.T) {
 	}
 	if _, err := s.Tombstone(ctx, TombstoneRequest{Chunks: []string{res.Results[0].ID.String() + "-nosuch"}}); !errors.Is(err, ErrNoMatch) {
 		t.Fatalf("tombstone of an unknown chunk: %v", err)
+	}
+}
+
+// timeNote: a phrase filter that left nothing reports the count without
+// it; a boost whose window holds no result says so; otherwise no note.
+func TestTimeNote(t *testing.T) {
+	const day = 24 * 60 * 60 * 1000
+	yesterday := []query.TemporalMatch{{Phrase: "yesterday", Since: 10 * day, Until: 11 * day}}
+	res := func(times ...int64) []query.Result {
+		var out []query.Result
+		for _, tm := range times {
+			out = append(out, query.Result{Time: tm})
+		}
+		return out
+	}
+	seven := func() (int, error) { return 7, nil }
+	for _, tc := range []struct {
+		name    string
+		q       query.Request
+		r       query.Response
+		mode    string
+		without int
+	}{
+		{"filter emptied", query.Request{}, query.Response{Temporal: yesterday, Since: 10 * day, Until: 11 * day}, "filter", 7},
+		{"filter with results", query.Request{}, query.Response{Temporal: yesterday, Since: 10 * day, Until: 11 * day, Results: res(10*day + 5)}, "", 0},
+		{"boost, all outside", query.Request{}, query.Response{Temporal: yesterday, Results: res(3*day, 12*day)}, "boost", 0},
+		{"boost, one inside", query.Request{}, query.Response{Temporal: yesterday, Results: res(3*day, 10*day+1)}, "", 0},
+		{"boost, no results", query.Request{}, query.Response{Temporal: yesterday}, "", 0},
+		{"explicit window only", query.Request{Since: day, Until: 2 * day}, query.Response{Since: day, Until: 2 * day}, "", 0},
+		{"phrases off", query.Request{NoTemporal: true}, query.Response{Temporal: yesterday, Since: 10 * day, Until: 11 * day}, "", 0},
+	} {
+		n, err := timeNote(tc.q, &tc.r, seven)
+		switch {
+		case err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.mode == "" && n != nil:
+			t.Errorf("%s: unexpected note %+v", tc.name, n)
+		case tc.mode != "" && (n == nil || n.Mode != tc.mode):
+			t.Errorf("%s: note %+v, want mode %s", tc.name, n, tc.mode)
+		case tc.mode == "filter" && (n.Without == nil || *n.Without != tc.without):
+			t.Errorf("%s: without %v, want %d", tc.name, n.Without, tc.without)
+		case tc.mode == "boost" && (n.Since != 10*day || n.Until != 11*day || n.Without != nil):
+			t.Errorf("%s: boost note %+v", tc.name, n)
+		}
+	}
+	if _, err := timeNote(query.Request{}, &query.Response{Temporal: yesterday, Since: 10 * day, Until: 11 * day},
+		func() (int, error) { return 0, errors.New("boom") }); err == nil {
+		t.Error("an error of the second search is dropped")
 	}
 }

@@ -31,17 +31,20 @@ const (
 	EmbedderHash   = "hash"   // built-in, offline, deterministic
 	EmbedderOllama = "ollama" // HTTP, Ollama protocol
 	EmbedderOpenAI = "openai" // HTTP, OpenAI embeddings protocol
+	EmbedderStatic = "static" // offline, a model2vec model directory (Model)
 )
 
 // EmbedderOptions choose the embedder of the vector projection. Every
 // process opening a store must use the same embedder, or the vector
 // projection's digest differs from a rebuild's.
 type EmbedderOptions struct {
-	// Kind is EmbedderHash (default), EmbedderOllama or EmbedderOpenAI.
+	// Kind is EmbedderHash (default), EmbedderStatic, EmbedderOllama or
+	// EmbedderOpenAI.
 	Kind string `json:"kind,omitempty"`
 	// URL is the embedding server's base URL (HTTP embedders).
 	URL string `json:"url,omitempty"`
-	// Model is the embedding model name (HTTP embedders).
+	// Model is the embedding model name (HTTP embedders), or the model
+	// directory (EmbedderStatic).
 	Model string `json:"model,omitempty"`
 	// Timeout bounds one embedding request (default DefaultEmbedTimeout).
 	Timeout time.Duration `json:"timeout,omitempty"`

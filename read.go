@@ -241,21 +241,60 @@ func (s *Store) Search(ctx context.Context, req SearchRequest) (*SearchResult, e
 			return err
 		}
 		res = &SearchResult{Response: *r}
-		if len(r.Results) > 0 || len(r.Temporal) == 0 || q.NoTemporal {
-			return nil
-		}
-		// "No results" alone would hide that a phrase like "yesterday"
-		// became a filter: say how many results there are without it.
-		q2 := q
-		q2.NoTemporal = true
-		r2, err := e.Search(ctx, q2)
-		if err != nil {
-			return fmt.Errorf("search without time phrases: %w", err)
-		}
-		res.TimeFilter = &TimeFilterNote{Phrases: r.Temporal, Since: r.Since, Until: r.Until, Without: len(r2.Results)}
-		return nil
+		res.TimeFilter, err = timeNote(q, r, func() (int, error) {
+			q2 := q
+			q2.NoTemporal = true
+			r2, err := e.Search(ctx, q2)
+			if err != nil {
+				return 0, fmt.Errorf("search without time phrases: %w", err)
+			}
+			return len(r2.Results), nil
+		})
+		return err
 	})
 	return res, err
+}
+
+// timeNote explains what time phrases did to a search when a reader
+// could not tell from the results: a phrase that became a filter and left
+// nothing (with the count of results without it, from without), or a
+// phrase that only ranks its window first when no result falls inside it.
+// A phrase filters when the response's window is narrower than the
+// request's own --since/--until; otherwise it boosts.
+func timeNote(q query.Request, r *query.Response, without func() (int, error)) (*TimeFilterNote, error) {
+	if q.NoTemporal || len(r.Temporal) == 0 {
+		return nil, nil
+	}
+	note := &TimeFilterNote{Phrases: r.Temporal, Since: r.Since, Until: r.Until}
+	if r.Since != q.Since || r.Until != q.Until {
+		if len(r.Results) > 0 {
+			return nil, nil
+		}
+		n, err := without()
+		if err != nil {
+			return nil, err
+		}
+		note.Mode, note.Without = "filter", &n
+		return note, nil
+	}
+	if len(r.Results) == 0 {
+		return nil, nil
+	}
+	note.Mode, note.Since, note.Until = "boost", 0, 0
+	for _, m := range r.Temporal {
+		if m.Since != 0 && (note.Since == 0 || m.Since > note.Since) {
+			note.Since = m.Since
+		}
+		if m.Until != 0 && (note.Until == 0 || m.Until < note.Until) {
+			note.Until = m.Until
+		}
+	}
+	for _, res := range r.Results {
+		if (note.Since == 0 || res.Time >= note.Since) && (note.Until == 0 || res.Time < note.Until) {
+			return nil, nil // a result in the window: the ranking speaks for itself
+		}
+	}
+	return note, nil
 }
 
 // Context assembles an LLM context under req.Budget tokens.
@@ -267,9 +306,7 @@ func (s *Store) Context(ctx context.Context, req ContextRequest) (*ContextResult
 	if err != nil {
 		return nil, err
 	}
-	if q.K == 0 {
-		q.K = query.DefaultContextK
-	}
+	// K 0: the assembler considers enough ranked chunks to fill the budget.
 	format, err := query.ParseFormat(req.Format)
 	if err != nil {
 		return nil, err

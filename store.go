@@ -71,11 +71,14 @@ func Open(dir string, o Options) (*Store, error) {
 		o.Warn = func(msg string) { fmt.Fprintln(os.Stderr, "ucl: warning: "+msg) }
 	}
 	switch o.Embedder.Kind {
-	case EmbedderHash, EmbedderOllama, EmbedderOpenAI:
+	case EmbedderHash, EmbedderStatic, EmbedderOllama, EmbedderOpenAI:
 	default:
 		return nil, fmt.Errorf("open store: embedder %q: %w", o.Embedder.Kind, ErrUnknownEmbedder)
 	}
-	if o.Embedder.Kind != EmbedderHash && (o.Embedder.URL == "" || o.Embedder.Model == "") {
+	if o.Embedder.Kind == EmbedderStatic && o.Embedder.Model == "" {
+		return nil, fmt.Errorf("open store: the static embedder needs its model directory: %w", ErrEmbedderConfig)
+	}
+	if o.Embedder.Kind != EmbedderHash && o.Embedder.Kind != EmbedderStatic && (o.Embedder.URL == "" || o.Embedder.Model == "") {
 		return nil, fmt.Errorf("open store: the %s embedder: %w", o.Embedder.Kind, ErrEmbedderConfig)
 	}
 	// An absolute directory: attached commands see the owner's paths.
@@ -161,7 +164,13 @@ func (s *Store) projOptionsLocked() (projstd.Options, error) {
 	}
 	var o projstd.Options
 	e := s.opts.Embedder
-	if e.Kind != EmbedderHash {
+	if e.Kind == EmbedderStatic {
+		se, err := vector.LoadStatic(e.Model)
+		if err != nil {
+			return o, fmt.Errorf("load static embedder: %w", err)
+		}
+		o.Vectors.Embedder = se
+	} else if e.Kind != EmbedderHash {
 		proto := vector.ProtocolOllama
 		if e.Kind == EmbedderOpenAI {
 			proto = vector.ProtocolOpenAI

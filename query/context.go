@@ -39,16 +39,29 @@ func ParseFormat(s string) (Format, error) {
 
 // Context defaults.
 const (
-	DefaultContextK    = 20  // ranked chunks considered when Request.K is 0
+	// DefaultContextK is the fewest ranked chunks considered when
+	// Request.K is 0; a larger budget considers more (ContextK).
+	DefaultContextK    = 20
 	DefaultFullChunks  = 3   // best-ranked chunks kept whole when they fit
 	DefaultChunkTokens = 150 // key-sentence bound of lower-ranked chunks
+	// minSlack: with fewer tokens left, packing stops trying chunks (a turn
+	// header alone costs more).
+	minSlack = 8
 	// MaxBudget caps ContextRequest.Budget (a larger budget is lowered).
 	MaxBudget = 1 << 20
 )
 
+// ContextK is how many ranked chunks a context of budget tokens considers
+// when Request.K is 0: enough short turns (~30 tokens each) to fill the
+// budget, at least DefaultContextK, at most MaxK. A budget left unused is
+// evidence left out; chunks that do not fit are cheap to skip.
+func ContextK(budget int) int {
+	return min(max(budget/30, DefaultContextK), MaxK)
+}
+
 // ContextRequest asks for a context: Request selects and ranks the chunks
 // (Request.Session is the active session; Request.K the number of ranked
-// chunks considered, default DefaultContextK).
+// chunks considered, default ContextK(Budget)).
 type ContextRequest struct {
 	Request
 	// Budget is the most tokens the whole rendered output may count.
@@ -106,7 +119,10 @@ type packed struct {
 //     first FullChunks whole if they fit, the others trimmed to ChunkTokens
 //     of key sentences; a chunk that does not fit is trimmed further to
 //     what fits, and dropped only when not even a few words fit. Later,
-//     smaller chunks may still fit after a drop.
+//     smaller chunks may still fit after a drop; once fewer than a turn
+//     header's tokens are left, the rest are dropped untried. With
+//     Request.K unset, ContextK(Budget) ranked chunks are considered, so a
+//     large budget is filled rather than left empty.
 //
 // Rendering groups chunks: notes (sessionless non-document chunks), then
 // documents (by chunk_parent, parts in chunk order; name from meta "name",
@@ -147,7 +163,7 @@ func (e *Engine) Assemble(ctx context.Context, req ContextRequest) (*Assembly, e
 	if hasText {
 		sr := req.Request
 		if sr.K == 0 {
-			sr.K = DefaultContextK
+			sr.K = ContextK(budget)
 		}
 		if p, err = e.plan(sr); err != nil {
 			return nil, err
@@ -166,28 +182,48 @@ func (e *Engine) Assemble(ctx context.Context, req ContextRequest) (*Assembly, e
 	seen := map[string]bool{}
 	// fit places c whole if allowed and it fits, else its key sentences
 	// within limit tokens, else the largest trim that fits.
+	// base is the cost of items as they are, cached: rendering the whole
+	// output is the expensive step of packing, and a budget that fills up
+	// makes every later chunk ask for it.
+	baseN, baseCost := -1, 0
+	base := func() int {
+		if baseN != len(items) {
+			baseN, baseCost = len(items), cost()
+		}
+		return baseCost
+	}
+	// A text alone counting more tokens than the slack cannot fit (the
+	// rendering holds it and more), so such tries skip the rendering.
+	// With a Tokenizer that is not monotone this only loses a chunk, never
+	// breaks the budget: every placement is still checked on the whole
+	// output.
+	fits := func(c timelines.Chunk, content string, trimmed bool, within, slack int) bool {
+		if content == "" || tok.CountTokens(content) > slack {
+			return false
+		}
+		return cost(packed{c: c, content: content, trimmed: trimmed}) <= within
+	}
 	fit := func(c timelines.Chunk, whole bool, limit, within int) bool {
+		// The content of what fits costs at most the slack left, so the
+		// slack bounds the search (and ends it when nothing is left).
+		slack := within - base()
+		if slack <= 0 {
+			return false
+		}
 		if whole {
-			if cost(packed{c: c, content: c.Content}) <= within {
+			if fits(c, c.Content, false, within, slack) {
 				items = append(items, packed{c: c, content: c.Content})
 				return true
 			}
-		} else if t := e.opts.Trim(c.Content, limit); t != "" && cost(packed{c: c, content: t, trimmed: t != c.Content}) <= within {
+		} else if t := e.opts.Trim(c.Content, limit); fits(c, t, t != c.Content, within, slack) {
 			items = append(items, packed{c: c, content: t, trimmed: t != c.Content})
 			return true
-		}
-		// The content of what fits costs at most the slack left, so the
-		// slack bounds the search (and ends it when nothing is left).
-		slack := within - cost()
-		if slack <= 0 {
-			return false
 		}
 		lo, hi := 0, min(limit, tok.CountTokens(c.Content), slack)
 		best := ""
 		for lo < hi { // largest bound whose trim fits
 			mid := (lo + hi + 1) / 2
-			t := e.opts.Trim(c.Content, mid)
-			if t != "" && cost(packed{c: c, content: t, trimmed: true}) <= within {
+			if t := e.opts.Trim(c.Content, mid); fits(c, t, true, within, slack) {
 				lo, best = mid, t
 			} else {
 				hi = mid - 1
@@ -231,18 +267,64 @@ func (e *Engine) Assemble(ctx context.Context, req ContextRequest) (*Assembly, e
 		if err := e.checkCands(cs); err != nil {
 			return nil, fmt.Errorf("assemble context: %w", err)
 		}
-		for i, c := range cs {
+		// Chunks are tried in rank order, but in growing groups: a group
+		// that fits as a whole, each member as fit would first try it
+		// (whole among the first FullChunks, else cut to ChunkTokens),
+		// is placed with one rendering instead of one per chunk. Every
+		// member would have fitted in turn (the token count only grows
+		// as content is added), so the result is the same as one by one.
+		group := 4
+		for i := 0; i < len(cs); i++ {
 			if err := ctx.Err(); err != nil {
 				return nil, fmt.Errorf("assemble context: %w", err)
 			}
+			c := cs[i]
 			if seen[c.chunk.ID] {
 				continue
+			}
+			if budget-base() < minSlack { // full: not even a turn header fits
+				seen[c.chunk.ID] = true
+				a.Dropped = append(a.Dropped, c.chunk.ID)
+				continue
+			}
+			if group > 1 {
+				var ps []packed
+				var at []int
+				sum := 0
+				for j := i; j < len(cs) && len(ps) < group; j++ {
+					cj := cs[j]
+					if seen[cj.chunk.ID] {
+						continue
+					}
+					content := cj.chunk.Content
+					if j >= full {
+						content = e.opts.Trim(content, chunkTokens)
+					}
+					if content == "" {
+						break
+					}
+					sum += tok.CountTokens(content)
+					ps = append(ps, packed{c: cj.chunk, content: content, trimmed: content != cj.chunk.Content})
+					at = append(at, j)
+				}
+				if len(ps) > 1 && sum <= budget-base() && cost(ps...) <= budget {
+					items = append(items, ps...)
+					for _, p := range ps {
+						seen[p.c.ID] = true
+						a.Included = append(a.Included, p.c.ID)
+					}
+					i = at[len(at)-1]
+					group = min(2*group, 64)
+					continue
+				}
 			}
 			seen[c.chunk.ID] = true
 			if fit(c.chunk, i < full, chunkTokens, budget) {
 				a.Included = append(a.Included, c.chunk.ID)
+				group = 2
 			} else {
 				a.Dropped = append(a.Dropped, c.chunk.ID)
+				group = 1
 			}
 		}
 	}

@@ -256,3 +256,33 @@ func TestContextHostileContent(t *testing.T) {
 		}
 	}
 }
+
+// TestContextFillsBudget: with K unset, a large budget considers enough
+// ranked chunks to use it (the default used to stop at 20 and leave most
+// of a 4,000-token budget empty); an explicit K still bounds it.
+func TestContextFillsBudget(t *testing.T) {
+	f, _ := loadEval(t)
+	e := f.engine(query.Options{})
+	ctx := context.Background()
+	now := time.Date(2023, 7, 20, 9, 0, 0, 0, time.UTC)
+	a, err := e.Assemble(ctx, query.ContextRequest{Request: query.Request{Text: "what did I decide about the database migration", Now: now}, Budget: 4000, Format: query.FormatText})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Included) <= query.DefaultContextK || a.Tokens > 4000 || a.Tokens < 3000 {
+		t.Errorf("budget 4000: %d chunks included, %d tokens", len(a.Included), a.Tokens)
+	}
+	a, err = e.Assemble(ctx, query.ContextRequest{Request: query.Request{Text: "what did I decide about the database migration", Now: now, K: 5}, Budget: 4000, Format: query.FormatText})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Included)+len(a.Dropped) > 5 {
+		t.Errorf("K 5: %d included, %d dropped", len(a.Included), len(a.Dropped))
+	}
+	if got := query.ContextK(1000); got != 33 {
+		t.Errorf("ContextK(1000) = %d", got)
+	}
+	if query.ContextK(10) != query.DefaultContextK || query.ContextK(1<<20) != query.MaxK {
+		t.Error("ContextK bounds")
+	}
+}

@@ -314,7 +314,7 @@ func TestMMRDiversifies(t *testing.T) {
 
 func TestTemporalPhraseFilters(t *testing.T) {
 	f := smallFixture(t)
-	e := f.engine(query.Options{})
+	e := f.engine(query.Options{TemporalBoost: -1}) // phrases as filters
 	ctx := context.Background()
 	// now0 is 2023-06-08 (Thursday); "yesterday" is 2023-06-07 = day 30.
 	resp, err := e.Search(ctx, query.Request{Text: "what did I say about replication yesterday", Now: now0, K: 50, Explain: true})
@@ -331,6 +331,15 @@ func TestTemporalPhraseFilters(t *testing.T) {
 		if r.Time < at(30*dayDur) || r.Time >= at(31*dayDur) {
 			t.Errorf("%s outside yesterday", r.ChunkID)
 		}
+	}
+	// The default boosts the window: yesterday's g1 first, the rest kept.
+	resp, err = f.engine(query.Options{}).Search(ctx, query.Request{Text: "what did I say about replication yesterday", Now: now0, K: 50, Explain: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(resp.Results); len(got) < 3 || got[0] != "g1" || resp.Results[0].Explain.Temporal != 1+query.DefaultTemporalBoost ||
+		resp.Results[len(got)-1].Explain.Temporal != 1 {
+		t.Errorf("default boost: got %v", got)
 	}
 	// Boost mode: the window ranks first but others remain.
 	eb := f.engine(query.Options{TemporalBoost: 5})
@@ -395,10 +404,15 @@ func TestBadInputs(t *testing.T) {
 	if _, err := e.Search(ctx, query.Request{Text: "the of and", Now: now0}); err != nil {
 		t.Errorf("stopwords: %v", err)
 	}
-	// Contradictory phrases give an empty result, not an error.
-	resp, err = e.Search(ctx, query.Request{Text: "replication yesterday in 2019", Now: now0})
+	// Contradictory phrases as filters give an empty result, not an
+	// error; as boosts (the default) they boost nothing.
+	resp, err = f.engine(query.Options{TemporalBoost: -1}).Search(ctx, query.Request{Text: "replication yesterday in 2019", Now: now0})
 	if err != nil || len(resp.Results) != 0 {
 		t.Errorf("contradictory phrases: %v %v", err, ids(resp.Results))
+	}
+	resp, err = e.Search(ctx, query.Request{Text: "replication yesterday in 2019", Now: now0, Explain: true})
+	if err != nil || len(resp.Results) == 0 || resp.Results[0].Explain.Temporal != 1 {
+		t.Errorf("contradictory phrases as boosts: %v %v", err, ids(resp.Results))
 	}
 	// Unknown active session: fine, no affinity, no recent turns.
 	if _, err := e.Context(ctx, query.ContextRequest{Request: query.Request{Text: "replication", Session: "nope", Now: now0}, Budget: 500, RecentTurns: 3}); err != nil {
@@ -512,5 +526,76 @@ func TestPrefilter(t *testing.T) {
 	resp, err = f.engine(query.Options{}).Search(context.Background(), query.Request{Text: "violin recital scales meeting", Now: now0, K: 30})
 	if err != nil || resp.Prefilter != nil || len(resp.Results) < 10 {
 		t.Errorf("no prefilter expected: %v %v %d", err, resp.Prefilter, len(resp.Results))
+	}
+}
+
+// TestNeighbourTurns: the reply to a question that matches the words
+// ranks first although it shares none of them; the neighbour channel
+// respects filters and tombstones; switched off, the reply is not found.
+func TestNeighbourTurns(t *testing.T) {
+	conv := log.KindConversation
+	st := func(id, session, role string, min int, content string) *log.Store {
+		return &log.Store{ChunkID: id, Session: session, Role: role, Kind: conv, Time: at(time.Duration(min) * time.Minute), Content: content}
+	}
+	bodies := []log.Body{
+		st("p1", "pets", "user", 0, "Morning! Busy week at work."),
+		st("p2", "pets", "assistant", 1, "What did you name the new puppy?"),
+		st("p3", "pets", "user", 2, "We went with Biscuit, after the colour of her fur."),
+		st("p4", "pets", "assistant", 3, "Lovely. How is the garden coming along?"),
+		st("x1", "other", "user", 60, "The car needs new tyres before winter."),
+		st("x2", "other", "assistant", 61, "Winter tyres are worth it on icy roads."),
+	}
+	evs := chain(t, append(bodies, &log.Tombstone{Chunks: []string{"p3"}})...)
+	f := newFixture(t, t.TempDir())
+	f.apply(t, evs[:len(evs)-1])
+	ctx := context.Background()
+	req := query.Request{Text: "what name did they give the puppy", Now: now0, Explain: true}
+	resp, err := f.engine(query.Options{}).Search(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := ids(resp.Results)
+	if len(got) < 2 || got[0] != "p3" || got[1] != "p2" {
+		t.Fatalf("got %v, want the reply p3 first, then the question p2", got)
+	}
+	if ex := resp.Results[0].Explain; ex.BM25Rank != 0 || ex.Neighbour <= 0 {
+		t.Errorf("p3 explain %+v: want no bm25 rank and a neighbour score", ex)
+	}
+	// Filters apply to neighbours: with an assistant-only filter the user's
+	// reply p3 is not returned.
+	resp, err = f.engine(query.Options{}).Search(ctx, query.Request{Text: req.Text, Now: now0, Roles: []string{"assistant"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range resp.Results {
+		if r.Role != "assistant" {
+			t.Errorf("role filter let %s (%s) through", r.ChunkID, r.Role)
+		}
+	}
+	// BM25 alone: p3 shares no word with the query, so only its
+	// neighbour finds it; switched off, it is not found.
+	bm := req
+	bm.Mode = query.ModeBM25
+	if resp, err = f.engine(query.Options{}).Search(ctx, bm); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(resp.Results); len(got) == 0 || got[0] != "p3" {
+		t.Errorf("bm25 with neighbours: got %v, want p3 first", got)
+	}
+	off := query.Options{NeighbourWeight: -1, ReplyWeight: -1, SessionWeight: -1}
+	if resp, err = f.engine(off).Search(ctx, bm); err != nil {
+		t.Fatal(err)
+	}
+	if contains(ids(resp.Results), "p3") {
+		t.Errorf("without neighbours p3 should not match: %v", ids(resp.Results))
+	}
+	// A tombstoned reply is never returned through its neighbour.
+	f.apply(t, evs[len(evs)-1:])
+	resp, err = f.engine(query.Options{}).Search(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if contains(ids(resp.Results), "p3") {
+		t.Errorf("tombstoned p3 returned: %v", ids(resp.Results))
 	}
 }

@@ -331,7 +331,9 @@ func TestMCPTwoEditorsAndTerminal(t *testing.T) {
 	if err := b.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	_ = b.cmd.Wait()
+	// The SDK's transport owns cmd.Wait (a second Wait races it); closing
+	// the session waits for the killed process to be reaped.
+	_ = b.cs.Close()
 	got := callOK[mcpserver.QueryOut](t, c, "uc_query", mcpserver.QueryIn{Query: "payments continues alone notes", K: 10})
 	if len(got.Hits) != 4 {
 		t.Fatalf("after kill -9 of the owner: %d hits, want the 4 items stored: %v", len(got.Hits), hitIDs(got.Hits))

@@ -434,3 +434,40 @@ func TestServeGracefulShutdown(t *testing.T) {
 		t.Fatalf("the in-flight exchange was not stored:\n%s", replay)
 	}
 }
+
+// ucl init creates the serve token, readable by the owner only.
+func TestInitCreatesServeToken(t *testing.T) {
+	dir := newStore(t)
+	fi, err := os.Stat(filepath.Join(dir, "token"))
+	if err != nil {
+		t.Fatalf("no token after init: %v", err)
+	}
+	if fi.Mode().Perm() != 0o600 || fi.Size() < 16 {
+		t.Fatalf("token mode %v size %d", fi.Mode().Perm(), fi.Size())
+	}
+}
+
+// ucl.toml applies to every command, not only serve: a bad key is an
+// error naming it, and [index]/[arweave] settings are used unless a flag
+// or the environment overrides them.
+func TestConfigFileAppliesToEveryCommand(t *testing.T) {
+	dir := newStore(t)
+	must(t, dir, "", "store", "the file decides the embedder", "--session", "c")
+	write := func(s string) {
+		if err := os.WriteFile(filepath.Join(dir, "ucl.toml"), []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("[index]\nembedder = \"bogus\"\n")
+	if r := ucl(t, dir, "", "status"); r.code == 0 || !strings.Contains(r.err, "index.embedder") {
+		t.Fatalf("status with a bad setting: %s", r)
+	}
+	write("[index]\nembedder = \"static\"\nembed_model = \"/nonexistent/model\"\n")
+	if r := ucl(t, dir, "", "query", "embedder"); r.code == 0 || !strings.Contains(r.err, "static") {
+		t.Fatalf("query with the file's static embedder: %s", r)
+	}
+	// A flag overrides the file.
+	if r := ucl(t, dir, "", "query", "embedder", "--embedder", "hash"); r.code != 0 {
+		t.Fatalf("query with --embedder over the file: %s", r)
+	}
+}

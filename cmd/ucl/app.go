@@ -60,9 +60,14 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		ErrWriter:            stderr,
 		EnableBashCompletion: true,
 		ExitErrHandler:       func(*cli.Context, error) {}, // run() prints errors
-		HideHelpCommand:      true,                         // helpCommand replaces urfave's
+		HideHelpCommand:      true,                         // newHelpCommand replaces urfave's
 		Metadata:             map[string]any{},
-		Before:               loadVaultKeyArg,
+		Before: func(c *cli.Context) error {
+			if err := loadFileConfig(c); err != nil {
+				return err
+			}
+			return loadVaultKeyArg(c)
+		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usage("run `ucl help` for the list of commands", "unknown command %q", c.Args().First())

@@ -2,11 +2,13 @@ package main
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/unlimitedcontext/ucl"
 	"github.com/unlimitedcontext/ucl/crypto"
+	"github.com/unlimitedcontext/ucl/internal/httpapi"
 	"github.com/unlimitedcontext/ucl/log"
 )
 
@@ -45,6 +47,10 @@ of generating one. An existing store is never overwritten.`,
 		st, err := s.Status(c.Context, ucl.StatusRequest{})
 		if err != nil {
 			return err
+		}
+		// The bearer token of `ucl serve`'s TCP listener (0600).
+		if _, err := httpapi.LoadToken(st.Dir); err != nil {
+			return fmt.Errorf("init: create the serve token: %w", err)
 		}
 		vault := ucl.VaultKeyPath(st.Dir)
 		if jsonOut(c) {

@@ -132,7 +132,8 @@ func engineOptions(c *cli.Context) ucl.Options {
 	return ucl.Options{
 		VaultKeyPath: c.String("vault-key"),
 		Keys:         vaultKeys(c),
-		Embedder: ucl.EmbedderOptions{Kind: c.String("embedder"), URL: c.String("embed-url"), Model: c.String("embed-model"),
+		Embedder: ucl.EmbedderOptions{Kind: setting(c, "embedder", "index.embedder"), URL: setting(c, "embed-url", "index.embed_url"),
+			Model:   setting(c, "embed-model", "index.embed_model"),
 			Timeout: c.Duration("embed-timeout"), Dim: c.Int("embed-dim")},
 	}
 }
@@ -161,9 +162,9 @@ func withAPI(c *cli.Context, fn func(ucl.API) error) error {
 func openError(err error) error {
 	switch {
 	case errors.Is(err, ucl.ErrUnknownEmbedder):
-		return usage("--embedder takes hash, ollama or openai", "%v", err)
+		return usage("--embedder takes hash, static, ollama or openai", "%v", err)
 	case errors.Is(err, ucl.ErrEmbedderConfig):
-		return usage("set --embed-url and --embed-model (or UCL_EMBED_URL / UCL_EMBED_MODEL)", "%v", err)
+		return usage("set --embed-url and --embed-model (or UCL_EMBED_URL / UCL_EMBED_MODEL); the static embedder takes only --embed-model DIR", "%v", err)
 	}
 	return err
 }

@@ -13,9 +13,9 @@ import (
 )
 
 var embedderFlags = []cli.Flag{
-	&cli.StringFlag{Name: "embedder", EnvVars: []string{"UCL_EMBEDDER"}, Value: ucl.EmbedderHash, Usage: "hash (built-in, offline), ollama or openai"},
+	&cli.StringFlag{Name: "embedder", EnvVars: []string{"UCL_EMBEDDER"}, Value: ucl.EmbedderHash, Usage: "hash (built-in, offline), static (a model2vec model directory given as --embed-model, offline), ollama or openai"},
 	&cli.StringFlag{Name: "embed-url", EnvVars: []string{"UCL_EMBED_URL"}, Usage: "embedding server base URL (ollama: http://localhost:11434)"},
-	&cli.StringFlag{Name: "embed-model", EnvVars: []string{"UCL_EMBED_MODEL"}, Usage: "embedding model name"},
+	&cli.StringFlag{Name: "embed-model", EnvVars: []string{"UCL_EMBED_MODEL"}, Usage: "embedding model name (static: the model2vec model directory)"},
 	&cli.DurationFlag{Name: "embed-timeout", EnvVars: []string{"UCL_EMBED_TIMEOUT"}, Value: ucl.DefaultEmbedTimeout, Usage: "timeout of one embedding request"},
 	&cli.IntFlag{Name: "embed-dim", EnvVars: []string{"UCL_EMBED_DIM"}, Usage: "the model's vector dimension (default: asked once and remembered in DIR/embedder.json)"},
 }

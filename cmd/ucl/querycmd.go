@@ -23,19 +23,21 @@ func retrievalFlags() []cli.Flag {
 		&cli.StringFlag{Name: "now", Usage: "reference time for \"yesterday\", \"last week\"… and recency (default: the current time)"},
 		&cli.StringFlag{Name: "origin", Value: "all", Usage: "whose chunks: `own|shared|all` (everything stored locally is own; shared chunks arrive with ucl share pull)"},
 		&cli.StringFlag{Name: "mode", Value: "hybrid", Usage: "retrieval mode: `hybrid|bm25|vector`"},
-		&cli.BoolFlag{Name: "no-time", Usage: "do not turn time phrases in TEXT into filters"},
+		&cli.BoolFlag{Name: "no-time", Usage: "ignore time phrases in TEXT (yesterday, last week, in May 2023)"},
 	}
 }
 
 var queryCommand = &cli.Command{
 	Name:      "query",
-	Usage:     "search memory (BM25 + vectors, fused by reciprocal rank)",
+	Usage:     "search memory (BM25 + vectors + neighbouring turns)",
 	ArgsUsage: "TEXT",
 	Description: `Hybrid retrieval over the projections, brought up to date first. Time
 phrases in TEXT ("yesterday", "last week", "in May 2023", "since Monday",
-"on 2023-05-08") become time filters relative to --now and are cut from the
-searched text; --explain shows what was recognised and each result's score
-breakdown (bm25 and ann rank/score, rrf, recency, affinity, final).
+"on 2023-05-08") are read relative to --now, cut from the searched text, and
+rank content inside their window first (--no-time: ignore them); --explain
+shows what was recognised and each result's score breakdown (bm25 and ann
+rank/score, relevance, neighbouring turns, session, recency, affinity, time,
+final).
 With --json: one JSON document with a "results" array; every result carries
 its chunk id, session, role, kind, time, seq, content and meta as stored.`,
 	Flags: append([]cli.Flag{
@@ -100,7 +102,7 @@ With --json: a JSON document describing the assembly, the context in "context".`
 		&cli.StringFlag{Name: "session", Aliases: []string{"s"}, Hidden: true},
 		&cli.IntFlag{Name: "recent", Value: 6, Usage: "recent turns of the active session to include"},
 		&cli.StringFlag{Name: "format", Value: "xml", Usage: "output format: `xml|json|text`"},
-		&cli.IntFlag{Name: "k", Value: query.DefaultContextK, Usage: "ranked chunks `N` to consider"},
+		&cli.IntFlag{Name: "k", Usage: "ranked chunks `N` to consider (default: enough to fill --budget)"},
 	}, retrievalFlags()...),
 	Action: func(c *cli.Context) error {
 		if c.NArg() > 1 {
@@ -122,7 +124,7 @@ With --json: a JSON document describing the assembly, the context in "context".`
 		}
 		req.Session = active
 		req.K = c.Int("k")
-		if req.K <= 0 {
+		if req.K < 0 {
 			return usage("--k takes a positive number", "bad --k %d", req.K)
 		}
 		if _, err := query.ParseFormat(c.String("format")); err != nil {
@@ -233,15 +235,20 @@ func printResponse(c *cli.Context, resp *ucl.SearchResult, explain bool) {
 			printf(c, "pre-filtered to %d sessions: %s\n", len(resp.Prefilter), strings.Join(resp.Prefilter, ", "))
 		}
 	}
-	if len(resp.Results) == 0 {
-		if tf := resp.TimeFilter; tf != nil {
-			var ps []string
-			for _, m := range tf.Phrases {
-				ps = append(ps, fmt.Sprintf("%q → %s", m.Phrase, fmtWindow(m.Since, m.Until)))
-			}
-			printf(c, "no results: %s; 0 results, %s without the time filter (--no-time)\n", strings.Join(ps, ", "), countWithout(tf.Without, c.Int("k")))
-			return
+	if tf := resp.TimeFilter; tf != nil {
+		var ps []string
+		for _, m := range tf.Phrases {
+			ps = append(ps, fmt.Sprintf("%q → %s", m.Phrase, fmtWindow(m.Since, m.Until)))
 		}
+		switch {
+		case tf.Mode == "filter" && tf.Without != nil:
+			printf(c, "no results: %s; 0 results, %s without the time filter (--no-time)\n", strings.Join(ps, ", "), countWithout(*tf.Without, c.Int("k")))
+			return
+		case tf.Mode == "boost":
+			printf(c, "note: %s: no result is from that time; these are the best matches from other times (--no-time ignores the phrase)\n", strings.Join(ps, ", "))
+		}
+	}
+	if len(resp.Results) == 0 {
 		printf(c, "no results\n")
 		return
 	}
@@ -261,8 +268,8 @@ func printResponse(c *cli.Context, resp *ucl.SearchResult, explain bool) {
 		}
 		if explain && r.Explain != nil {
 			x := r.Explain
-			printf(c, "    bm25 %s  ann %s  rrf %.5f × recency %.3f × affinity %.3f × time %.3f = %.5f\n",
-				rankStr(x.BM25Rank, x.BM25Score), rankStr(x.ANNRank, x.ANNScore), x.RRF, x.Recency, x.Affinity, x.Temporal, x.Final)
+			printf(c, "    bm25 %s  ann %s  relevance %.4f  neighbours %.4f  session %.3f  recency ×%.3f  affinity ×%.3f  time ×%.3f  = %.5f\n",
+				rankStr(x.BM25Rank, x.BM25Score), rankStr(x.ANNRank, x.ANNScore), x.RRF, x.Neighbour, x.SessionSc, x.Recency, x.Affinity, x.Temporal, x.Final)
 		}
 	}
 }

@@ -210,7 +210,7 @@ Snapshots live in DIR/snapshots; the newest --keep are kept.`,
 				}
 				return withAPI(c, func(api ucl.API) error {
 					prog, done := stagedProgress(c)
-					res, err := api.SnapshotPublish(context.Background(), ucl.SnapshotPublishRequest{Name: name, Gateway: c.String("gateway"),
+					res, err := api.SnapshotPublish(context.Background(), ucl.SnapshotPublishRequest{Name: name, Gateway: setting(c, "gateway", "arweave.gateway"),
 						PartSize: c.Int("part-size"), Progress: prog})
 					done()
 					switch {
@@ -224,7 +224,7 @@ Snapshots live in DIR/snapshots; the newest --keep are kept.`,
 					if jsonOut(c) {
 						return printJSON(c, res)
 					}
-					gw := strings.TrimRight(c.String("gateway"), "/")
+					gw := strings.TrimRight(setting(c, "gateway", "arweave.gateway"), "/")
 					if res.Existed {
 						printf(c, "%s is already on %s (%d parts)\n", res.Name, gw, len(res.TxIDs))
 					} else {

@@ -107,7 +107,7 @@ func mirroredText(covered, head, safe uint64) string {
 }
 
 func pushRequest(c *cli.Context) (ucl.PushRequest, error) {
-	o := ucl.PushRequest{Gateway: c.String("gateway"), Bundle: c.Bool("bundle"), SegmentBytes: c.Int("segment-bytes")}
+	o := ucl.PushRequest{Gateway: setting(c, "gateway", "arweave.gateway"), Bundle: c.Bool("bundle"), SegmentBytes: c.Int("segment-bytes")}
 	if o.SegmentBytes < 1024 || o.SegmentBytes > 64<<20 {
 		return o, usage("--segment-bytes takes 1024 .. 67108864 (default 262144)", "bad --segment-bytes %d", o.SegmentBytes)
 	}
@@ -204,7 +204,7 @@ func syncStatusAction(c *cli.Context) error {
 	ctx, stop := signalContext()
 	defer stop()
 	return withAPI(c, func(api ucl.API) error {
-		r, err := api.SyncStatus(ctx, ucl.SyncStatusRequest{Gateway: c.String("gateway"), Refresh: c.Bool("refresh")})
+		r, err := api.SyncStatus(ctx, ucl.SyncStatusRequest{Gateway: setting(c, "gateway", "arweave.gateway"), Refresh: c.Bool("refresh")})
 		if err != nil {
 			return mirrorError(err, "ucl sync status --refresh")
 		}
@@ -265,7 +265,7 @@ func rebuildAction(c *cli.Context) error {
 	if c.String("wallet") == "" || c.String("vault-key") == "" {
 		return usage("a new device needs the source store's wallet.json (--wallet FILE) and vault key (--vault-key FILE, or its recovery code)", "rebuild: --wallet and --vault-key are required")
 	}
-	if _, err := arweave.NewClient(c.String("gateway"), nil, arweave.Options{}); err != nil {
+	if _, err := arweave.NewClient(setting(c, "gateway", "arweave.gateway"), nil, arweave.Options{}); err != nil {
 		return usage("pass an http(s) URL to --gateway (or set UCL_GATEWAY)", "%v", err)
 	}
 	w, err := crypto.LoadWallet(c.String("wallet"))
@@ -277,7 +277,7 @@ func rebuildAction(c *cli.Context) error {
 	defer stop()
 	prog, done := stagedProgress(c)
 	eo := engineOptions(c)
-	res, err := ucl.Rebuild(ctx, ucl.RebuildOptions{Dir: storeDir(c), Gateway: c.String("gateway"), Wallet: w, Keys: kr,
+	res, err := ucl.Rebuild(ctx, ucl.RebuildOptions{Dir: storeDir(c), Gateway: setting(c, "gateway", "arweave.gateway"), Wallet: w, Keys: kr,
 		LogID: c.String("log-id"), AllowPartial: c.Bool("allow-partial"), Branch: c.String("branch"), NoSnapshot: c.Bool("no-snapshot"),
 		Embedder: eo.Embedder, Progress: prog,
 		Warn: func(msg string) { fmt.Fprintf(c.App.ErrWriter, "ucl: %s\n", msg) }})

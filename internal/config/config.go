@@ -97,9 +97,9 @@ var specs = []spec{
 	{key: "retrieval.similarity_top_k", env: "UCL_SIMILARITY_TOP_K", def: "8", kind: kInt, min: 1, doc: "ranked chunks considered"},
 	{key: "arweave.gateway", env: "UCL_GATEWAY", def: "https://arweave.net", kind: kURL, doc: "Arweave gateway"},
 	{key: "arweave.wallet_path", env: "UCL_WALLET", doc: "Arweave wallet JWK (default DIR/wallet.json)"},
-	{key: "index.embedder", env: "UCL_EMBEDDER", def: "hash", kind: kChoice, choices: []string{"hash", "ollama", "openai"}, doc: "embedder of the vector projection"},
+	{key: "index.embedder", env: "UCL_EMBEDDER", def: "hash", kind: kChoice, choices: []string{"hash", "static", "ollama", "openai"}, doc: "embedder of the vector projection"},
 	{key: "index.embed_url", env: "UCL_EMBED_URL", kind: kURL, doc: "embedding server base URL"},
-	{key: "index.embed_model", env: "UCL_EMBED_MODEL", doc: "embedding model name"},
+	{key: "index.embed_model", env: "UCL_EMBED_MODEL", doc: "embedding model name (static: the model2vec model directory)"},
 }
 
 // UpstreamKeyEnv is read first for the upstream API key.

@@ -468,6 +468,11 @@ func (v *VectorProjection) Size() int64 {
 	return n
 }
 
+// EmbedderName is the name of the embedder the projection was built with
+// (for a static model it carries the model's hash): what a snapshot
+// manifest should record next to the digest, which already covers it.
+func (v *VectorProjection) EmbedderName() string { return v.opts.Embedder.Name() }
+
 // Index exposes the graph (tests, benchmarks, snapshot checks).
 func (v *VectorProjection) Index() *vector.HNSW { return v.idx }
 

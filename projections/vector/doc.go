@@ -7,7 +7,9 @@
 //
 //   - Embedder: Name (model + dimension; the cache key, and part of any
 //     projection digest), Dim, Embed. HashEmbedder ("hash-v1/384") is the
-//     offline default; HTTPEmbedder speaks Ollama /api/embed or the
+//     offline default; StaticEmbedder ("static-v1/<model hash>/<dim>")
+//     loads a model2vec directory (tokenizer.json + model.safetensors) and
+//     runs it offline in pure Go; HTTPEmbedder speaks Ollama /api/embed or the
 //     OpenAI-style /v1/embeddings; CachedEmbedder puts a Cache (MemCache, or
 //     BoltCache in a bbolt file) in front of any Embedder, keyed by
 //     (Name, SHA-256 of the text), so rebuilds never re-ask a model.
