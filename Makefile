@@ -8,34 +8,61 @@ FUZZTIME  ?= 30s
 BENCHTIME ?= 1x
 LOG_BENCHTIME ?= 2s
 QUERY_BENCHTIME ?= 300x
+# npm ci prints each package it fetches: a cold install takes minutes and
+# should not look hung.
+NPM_FLAGS ?= --no-audit --no-fund --loglevel=http
+GATEWAY_PORT ?= 1984
+MINE_EVERY ?= 5
 
-.PHONY: all build test test-short race demo bench bench-100k fuzz arlocal mcp-client openai-client vet clean eval
+.PHONY: all build install gateway test test-short race demo bench bench-100k fuzz arlocal mcp-client openai-client vet clean eval
 
 all: build
 
 build:
 	$(GO) build -o $(BIN) ./cmd/ucl
 
+# ucl on your PATH: go install puts it in $GOBIN, else $GOPATH/bin.
+install:
+	$(GO) install ./cmd/ucl
+	@gobin=$$($(GO) env GOBIN); [ -n "$$gobin" ] || gobin=$$($(GO) env GOPATH)/bin; \
+	  echo "installed $$gobin/ucl"; \
+	  case ":$$PATH:" in *":$$gobin:"*) ;; *) echo "add it to your PATH: export PATH=\"$$gobin:\$$PATH\"";; esac
+
+# A local Arweave gateway to try sync, snapshot push and rebuild: arlocal on
+# GATEWAY_PORT, the wallet of the store at UCL_DIR (default ~/.ucl) funded,
+# a block mined every MINE_EVERY seconds (0: on Enter). Ctrl-C stops it.
+gateway: build arlocal
+	@PORT=$(GATEWAY_PORT) MINE_EVERY=$(MINE_EVERY) ./scripts/gateway.sh $(BIN)
+
 # The Arweave test gateway (arlocal 1.1.66 from npm), installed into the repo
 # from the committed lockfile. The Go test harness starts it itself.
 arlocal: $(ARLOCAL)
 $(ARLOCAL): test/arlocal/package.json test/arlocal/package-lock.json
-	cd test/arlocal && npm ci --no-audit --no-fund --loglevel=error
-	@touch $(ARLOCAL)
+	$(call npm_ci,test/arlocal,arlocal (the local Arweave gateway),$(ARLOCAL))
 
 # The official MCP TypeScript SDK (@modelcontextprotocol/sdk 1.32.2), the
 # client of the MCP end-to-end tests, installed from the committed lockfile.
 mcp-client: $(MCPCLIENT)
 $(MCPCLIENT): test/mcp/package.json test/mcp/package-lock.json
-	cd test/mcp && npm ci --no-audit --no-fund --loglevel=error
-	@touch $(MCPCLIENT)
+	$(call npm_ci,test/mcp,the MCP TypeScript SDK,$(MCPCLIENT))
 
 # The official OpenAI Node client (openai 7.55.0), the client of the
 # `ucl serve` proxy end-to-end test, installed from the committed lockfile.
 openai-client: $(OPENAICLIENT)
 $(OPENAICLIENT): test/openai/package.json test/openai/package-lock.json
-	cd test/openai && npm ci --no-audit --no-fund --loglevel=error
-	@touch $(OPENAICLIENT)
+	$(call npm_ci,test/openai,the OpenAI Node client,$(OPENAICLIENT))
+
+# npm_ci DIR,WHAT,STAMP installs DIR's lockfile with npm ci, saying so
+# first. A node_modules that is a symlink (a shared install) is left alone:
+# npm ci would empty the directory it points to.
+define npm_ci
+	@if [ -L $(1)/node_modules ]; then \
+	  echo "$(1)/node_modules is a symlink to a shared install: not reinstalled"; \
+	else \
+	  echo "== installing $(2) with npm ci into $(1) (1-6 minutes on a cold cache)"; \
+	  (cd $(1) && npm ci $(NPM_FLAGS)) && touch $(3); \
+	fi
+endef
 
 vet:
 	$(GO) vet ./...
@@ -52,7 +79,7 @@ test-short:
 demo: build
 	@./scripts/demo.sh $(BIN)
 
-# Benchmarks print the figures of DESIGN.md §10. The log's per-event
+# Benchmarks print the figures of docs/design.md ("Performance targets"). The log's per-event
 # benchmarks run for LOG_BENCHTIME; the rebuild/build benchmarks do a whole
 # build per iteration, so BENCHTIME=1x runs each once.
 bench:

@@ -96,12 +96,21 @@ type EventResult struct {
 	ID      log.ID   `json:"id"`
 	Hash    log.Hash `json:"hash"`
 	Existed bool     `json:"existed,omitempty"`
+	// ChunkID is the chunk id of a store event when it differs from the
+	// event id (a chunk of a split document, or one given explicitly).
+	ChunkID string `json:"chunk_id,omitempty"`
+	// ChunkParent is the document id of a chunk of a split document:
+	// Get with it returns the whole document.
+	ChunkParent string `json:"chunk_parent,omitempty"`
 }
 
 // AppendResult lists the events of an Append or Remember, in order. On a
 // failure after the first block it lists what was written.
 type AppendResult struct {
 	Results []EventResult `json:"results"`
+	// Document is the id of the document Remember split into chunks
+	// (their chunk parent), empty when the content was stored whole.
+	Document string `json:"document,omitempty"`
 }
 
 // RememberRequest is one piece of memory.
@@ -207,8 +216,31 @@ type SearchRequest struct {
 	Progress   Progress `json:"-"`
 }
 
-// SearchResult is query.Response.
-type SearchResult = query.Response
+// SearchResult is query.Response and, when time phrases emptied it, a
+// note saying so.
+type SearchResult struct {
+	query.Response
+	// TimeFilter is set when time phrases in the text changed the results
+	// in a way they do not show: a phrase filter left no result, or no
+	// result falls in the window a boosting phrase ranks first.
+	TimeFilter *TimeFilterNote `json:"time_filter,omitempty"`
+}
+
+// TimeFilterNote explains what time phrases did to a search.
+type TimeFilterNote struct {
+	// Mode is "filter" (the phrases restricted the results, and none was
+	// left) or "boost" (they rank their window first, and no result is in
+	// it).
+	Mode    string                `json:"mode"`
+	Phrases []query.TemporalMatch `json:"phrases"`
+	// Since and Until are the window: the effective filter, or the window
+	// the phrases boost.
+	Since int64 `json:"since_ms,omitempty"`
+	Until int64 `json:"until_ms,omitempty"`
+	// Without is, for a filter, the number of results (at most K) of the
+	// same request with NoTemporal set.
+	Without *int `json:"results_without,omitempty"`
+}
 
 // DefaultBudget is a context's token budget when the request gives none.
 const DefaultBudget = 4000
@@ -265,6 +297,12 @@ type GetItem struct {
 	ID     string            `json:"id"`
 	Found  bool              `json:"found"`
 	Chunks []timelines.Chunk `json:"chunks"`
+	// Content is the chunk's content, or the document's chunks joined in
+	// order: exactly the stored text when no chunk is missing.
+	Content string `json:"content"`
+	// Missing lists chunk indexes absent from the document (tombstoned):
+	// Content then has gaps.
+	Missing []int `json:"missing,omitempty"`
 }
 
 // GetResult answers a GetRequest, one item per id, in request order.

@@ -17,7 +17,7 @@
 //	Attach(dir, Options) (API, error)             the owner's Client, else the store opened here
 //	Handler(API) http.Handler                     the JSON API, for other listeners
 //	Watch(ctx, API, WatchOptions, report) error   the mirror loop (woken by appends in the owner)
-//	Rebuild(ctx, RebuildOptions) (*RebuildResult, error)   recover a store from Arweave
+//	Rebuild(ctx, RebuildOptions) (*RebuildResult, error)   recover a store from Arweave (its segments recorded as mirrored)
 //	VerifyLog(ctx, dir, Options, Progress)        full log scan (needs the store to itself)
 //	LoadVaultKey(dir, Options) / ImportVaultKey(dir, kr) / VaultKeyPath(dir)
 //	VerifyProof(ctx, VerifyProofRequest) (*VerifyProofResult, error)   check a proof file: no store, no key
@@ -32,14 +32,14 @@
 //
 //	Append(ctx, AppendRequest) (*AppendResult, error)            JSONL events, validated whole first
 //	Remember(ctx, RememberRequest) (*AppendResult, error)        one item (`ucl store`), chunked
-//	Tombstone(ctx, TombstoneRequest) (*TombstoneResult, error)   documents expanded to chunks
+//	Tombstone(ctx, TombstoneRequest) (*TombstoneResult, error)   documents expanded to chunks; ErrNoMatch if nothing live matches
 //	Replay(ctx, ReplayRequest, fn(json.RawMessage) error) error  tombstoned content withheld unless asked
 //	AuditLog(ctx, AuditLogRequest, fn(AuditEntry) error) error
-//	Search(ctx, SearchRequest) (*SearchResult, error)            hybrid retrieval (query.Response)
+//	Search(ctx, SearchRequest) (*SearchResult, error)            hybrid retrieval (query.Response + TimeFilter note)
 //	Context(ctx, ContextRequest) (*ContextResult, error)         context under a token budget
 //	Sessions(ctx, SessionsRequest) (*SessionsResult, error)
 //	Session(ctx, SessionRequest) (*SessionResult, error)         turns in order, paged, with summary
-//	Get(ctx, GetRequest) (*GetResult, error)                     chunks by id, documents by parent
+//	Get(ctx, GetRequest) (*GetResult, error)                     chunks by id, documents by parent (Content: the exact text)
 //	CatchUp(ctx, CatchUpRequest) (*ProjectionsResult, error)
 //	ProjectionStatus(ctx, ProjectionStatusRequest) (*ProjectionsResult, error)
 //	RebuildProjections(ctx, RebuildProjectionsRequest) (*ProjectionsResult, error)

@@ -35,6 +35,9 @@ var (
 	// ErrNoDocument is returned by Tombstone when a document parent has no
 	// live chunks.
 	ErrNoDocument = errors.New("ucl: no live document")
+	// ErrNoMatch is returned by Tombstone when its targets match no live
+	// chunk; nothing is written.
+	ErrNoMatch = errors.New("ucl: matches no live chunk")
 	// ErrNoWallet is returned by mirror operations on a store without an
 	// Arweave wallet file.
 	ErrNoWallet = errors.New("ucl: this store has no Arweave wallet")
@@ -133,6 +136,7 @@ var errorCodes = []struct {
 	{"arweave_tx_signature", arweave.ErrTxSignature},
 	{"log_inconsistent", log.ErrInconsistent},
 	{"arweave_tx_pending", arweave.ErrTxPending},
+	{"no_match", ErrNoMatch},
 }
 
 // ErrorCodes returns the wire codes of the sentinels err matches.

@@ -126,6 +126,9 @@ func (s *Store) Push(ctx context.Context, req PushRequest) (*PushResult, error) 
 	}
 	if perr != nil {
 		res.Error = perr.Error()
+		if res.CoveredSeq == 0 {
+			return res, fmt.Errorf("%w (nothing mirrored yet: 0 of %d events on Arweave)", perr, head)
+		}
 		return res, fmt.Errorf("%w (events 1..%d of %d are mirrored)", perr, res.CoveredSeq, head)
 	}
 	if res.CoveredSeq > 0 {

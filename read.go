@@ -236,11 +236,65 @@ func (s *Store) Search(ctx context.Context, req SearchRequest) (*SearchResult, e
 	defer s.projMu.Unlock()
 	var res *SearchResult
 	err = s.queryLocked(ctx, req.Progress, func(e *query.Engine) error {
-		var err error
-		res, err = e.Search(ctx, q)
+		r, err := e.Search(ctx, q)
+		if err != nil {
+			return err
+		}
+		res = &SearchResult{Response: *r}
+		res.TimeFilter, err = timeNote(q, r, func() (int, error) {
+			q2 := q
+			q2.NoTemporal = true
+			r2, err := e.Search(ctx, q2)
+			if err != nil {
+				return 0, fmt.Errorf("search without time phrases: %w", err)
+			}
+			return len(r2.Results), nil
+		})
 		return err
 	})
 	return res, err
+}
+
+// timeNote explains what time phrases did to a search when a reader
+// could not tell from the results: a phrase that became a filter and left
+// nothing (with the count of results without it, from without), or a
+// phrase that only ranks its window first when no result falls inside it.
+// A phrase filters when the response's window is narrower than the
+// request's own --since/--until; otherwise it boosts.
+func timeNote(q query.Request, r *query.Response, without func() (int, error)) (*TimeFilterNote, error) {
+	if q.NoTemporal || len(r.Temporal) == 0 {
+		return nil, nil
+	}
+	note := &TimeFilterNote{Phrases: r.Temporal, Since: r.Since, Until: r.Until}
+	if r.Since != q.Since || r.Until != q.Until {
+		if len(r.Results) > 0 {
+			return nil, nil
+		}
+		n, err := without()
+		if err != nil {
+			return nil, err
+		}
+		note.Mode, note.Without = "filter", &n
+		return note, nil
+	}
+	if len(r.Results) == 0 {
+		return nil, nil
+	}
+	note.Mode, note.Since, note.Until = "boost", 0, 0
+	for _, m := range r.Temporal {
+		if m.Since != 0 && (note.Since == 0 || m.Since > note.Since) {
+			note.Since = m.Since
+		}
+		if m.Until != 0 && (note.Until == 0 || m.Until < note.Until) {
+			note.Until = m.Until
+		}
+	}
+	for _, res := range r.Results {
+		if (note.Since == 0 || res.Time >= note.Since) && (note.Until == 0 || res.Time < note.Until) {
+			return nil, nil // a result in the window: the ranking speaks for itself
+		}
+	}
+	return note, nil
 }
 
 // Context assembles an LLM context under req.Budget tokens.
@@ -350,17 +404,38 @@ func (s *Store) Get(ctx context.Context, req GetRequest) (*GetResult, error) {
 			return nil, err
 		}
 		if ok {
-			it.Found, it.Chunks = true, append(it.Chunks, c)
+			it.Found, it.Chunks, it.Content = true, append(it.Chunks, c), c.Content
 		} else {
 			parts, err := set.Timelines.Document(id)
 			if err != nil && !errors.Is(err, timelines.ErrNotFound) {
 				return nil, err
 			}
 			it.Found, it.Chunks = len(parts) > 0, append(it.Chunks, parts...)
+			it.Content, it.Missing = joinChunks(parts)
 		}
 		res.Items = append(res.Items, it)
 	}
 	return res, nil
+}
+
+// joinChunks reassembles a document from its chunks, which Timelines
+// returns in chunk-index order. Chunk boundaries carry no separator (the
+// chunker cuts the text without dropping a byte), so plain concatenation
+// is the stored text; indexes absent from the sequence were tombstoned.
+func joinChunks(parts []timelines.Chunk) (string, []int) {
+	var b strings.Builder
+	var missing []int
+	next := 0
+	for _, p := range parts {
+		for ; next < p.ChunkIndex; next++ {
+			missing = append(missing, next)
+		}
+		if p.ChunkIndex >= next {
+			next = p.ChunkIndex + 1
+		}
+		b.WriteString(p.Content)
+	}
+	return b.String(), missing
 }
 
 // Status describes the store; the mirror part comes from the local state
@@ -398,6 +473,11 @@ func (s *Store) Status(ctx context.Context, req StatusRequest) (*StatusResult, e
 	}
 	r.Mirror = &MirrorSummary{Segments: sum.Segments, CoveredSeq: sum.CoveredSeq, SafeSeq: sum.SafeSeq,
 		Posting: sum.Posting, Submitted: sum.Submitted, Confirmed: sum.Confirmed, Bytes: sum.Bytes}
-	r.MirrorText = fmt.Sprintf("%d segments; on Arweave up to %d of %d, confirmed up to %d", sum.Segments, sum.CoveredSeq, head, sum.SafeSeq)
+	switch {
+	case sum.CoveredSeq == 0:
+		r.MirrorText = fmt.Sprintf("nothing mirrored yet (0 of %d events on Arweave; run `ucl sync push`)", head)
+	default:
+		r.MirrorText = fmt.Sprintf("%d segments; on Arweave up to %d of %d, confirmed up to %d", sum.Segments, sum.CoveredSeq, head, sum.SafeSeq)
+	}
 	return r, nil
 }

@@ -80,6 +80,10 @@ type RebuildResult struct {
 	// Checkpoint is the anchored checkpoint the rebuilt log was checked
 	// against.
 	Checkpoint RebuildCheckpoint `json:"checkpoint"`
+	// MirroredSeq is how far the new store's mirror state records the log
+	// as on Arweave: the segments it was rebuilt from are adopted, so the
+	// store does not report them as unmirrored or upload them again.
+	MirroredSeq uint64 `json:"mirrored_seq"`
 	// PartialErr is the *arweave.GapError or *arweave.TxRejectedError that
 	// stopped a partial rebuild.
 	PartialErr error `json:"-"`
@@ -174,6 +178,10 @@ func Rebuild(ctx context.Context, o RebuildOptions) (*RebuildResult, error) {
 	case !o.NoSnapshot:
 		snap = s.restoreFromPublished(ctx, cl, owner, logID, o)
 	}
+	mirrored, err := s.adoptMirrored(ctx, o.Gateway, out.head)
+	if err != nil && o.Warn != nil {
+		o.Warn(fmt.Sprintf("the mirror state was not recorded (%v); the next `sync push` adopts the segments without uploading them", err))
+	}
 	s.projMu.Lock()
 	defer s.projMu.Unlock()
 	set, err := s.caughtUpLocked(ctx, o.Progress)
@@ -189,7 +197,7 @@ func Rebuild(ctx context.Context, o RebuildOptions) (*RebuildResult, error) {
 		HeadHash: out.hash.String(), Segments: out.res.Segments, PendingSegments: out.res.Pending,
 		Duplicates: out.res.Duplicates, Bytes: out.res.Bytes, Digests: digests, Partial: out.partial != nil,
 		LogSeconds: logSecs, ProjectSeconds: projSecs, Snapshot: snap, PartialErr: out.partial,
-		Checkpoint: out.checkpoint}
+		Checkpoint: out.checkpoint, MirroredSeq: mirrored}
 	if out.partial != nil {
 		res.Problem = out.partial.Error()
 	}
@@ -373,4 +381,55 @@ func (s *Store) restoreFromPublished(ctx context.Context, cl *arweave.Client, ow
 		return info
 	}
 	return RebuildSnapshot{Used: true, Name: res.Snapshot, Seq: res.Seq, Replayed: res.Replayed}
+}
+
+// errNoUpload is returned by noUploader: adoption must never upload.
+var errNoUpload = errors.New("ucl: segment not on the gateway (adoption uploads nothing)")
+
+// noUploader lets a Syncer adopt what the gateway holds and refuses to
+// upload anything else.
+type noUploader struct{ cl *arweave.Client }
+
+func (u noUploader) Sign(context.Context, []arweave.SegmentUpload) (*arweave.SignedUpload, error) {
+	return nil, errNoUpload
+}
+func (u noUploader) Post(context.Context, *arweave.SignedUpload) (int, error) { return 0, errNoUpload }
+func (u noUploader) Client() *arweave.Client                                  { return u.cl }
+
+// adoptMirrored records, in the mirror state of a store just rebuilt from
+// Arweave, the segments already there up to head: the same scan a push
+// does, with uploads refused. It returns the seq the state covers.
+func (s *Store) adoptMirrored(ctx context.Context, gateway string, head uint64) (uint64, error) {
+	if head == 0 {
+		return 0, nil
+	}
+	// The scan looks for the wallet's own segments: the client needs it.
+	w, err := s.wallet()
+	if err != nil {
+		return 0, err
+	}
+	cl, err := newClient(gateway, w)
+	if err != nil {
+		return 0, err
+	}
+	s.mirror.Lock()
+	defer s.mirror.Unlock()
+	st, err := arweave.OpenState(s.st.Path(store.MirrorFile))
+	if err != nil {
+		return 0, err
+	}
+	defer st.Close()
+	logID := s.st.Meta.LogIDBytes()
+	sy, err := arweave.NewSyncer(arweave.SyncConfig{LogID: logID, Records: logSource(ctx, s.st.Log), Uploader: noUploader{cl}, State: st})
+	if err != nil {
+		return 0, err
+	}
+	r, perr := sy.Push(ctx, head)
+	if sum, err := st.Summary(logID); err == nil {
+		r.CoveredSeq = sum.CoveredSeq
+	}
+	if perr != nil {
+		return r.CoveredSeq, fmt.Errorf("adopt mirrored segments: %w", perr)
+	}
+	return r.CoveredSeq, nil
 }

@@ -161,6 +161,19 @@ func TestClientMatchesStore(t *testing.T) {
 		want error
 	}{
 		{"no targets", func(a API) error { _, err := a.Tombstone(ctx, TombstoneRequest{}); return err }, ErrNoTargets},
+		{"tombstone of no chunk", func(a API) error {
+			_, err := a.Tombstone(ctx, TombstoneRequest{Chunks: []string{"deadbeef"}})
+			return err
+		}, ErrNoMatch},
+		{"tombstone of no session", func(a API) error { _, err := a.Tombstone(ctx, TombstoneRequest{Session: "nosuch"}); return err }, ErrNoMatch},
+		{"tombstone of an empty range", func(a API) error {
+			_, err := a.Tombstone(ctx, TombstoneRequest{Session: "s1", From: "1990-01-01", To: "1990-01-02"})
+			return err
+		}, ErrNoMatch},
+		{"tombstone of a chunk already removed", func(a API) error {
+			_, err := a.Tombstone(ctx, TombstoneRequest{Chunks: []string{id}})
+			return err
+		}, ErrNoMatch},
 		{"empty query", func(a API) error { _, err := a.Search(ctx, SearchRequest{Text: " "}); return err }, query.ErrEmptyQuery},
 		{"bad mode", func(a API) error { _, err := a.Search(ctx, SearchRequest{Text: "x", Mode: "psychic"}); return err }, query.ErrBadMode},
 		{"bad input", func(a API) error { _, err := a.Append(ctx, AppendRequest{JSONL: "{not json\n"}); return err }, ErrBadInput},
@@ -168,9 +181,13 @@ func TestClientMatchesStore(t *testing.T) {
 			return a.Replay(ctx, ReplayRequest{Type: "nope"}, func(json.RawMessage) error { return nil })
 		}, ErrBadRequest},
 	} {
+		head, _ := s.st.Log.Head()
 		es, ec := tc.err(s), tc.err(c)
 		if !errors.Is(es, tc.want) || !errors.Is(ec, tc.want) || es.Error() != ec.Error() {
 			t.Errorf("%s: store %v, client %v", tc.name, es, ec)
+		}
+		if after, _ := s.st.Log.Head(); after != head {
+			t.Errorf("%s: the refused request wrote events %d..%d", tc.name, head+1, after)
 		}
 	}
 }

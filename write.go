@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/unlimitedcontext/ucl/internal/ingest"
 	"github.com/unlimitedcontext/ucl/log"
@@ -27,10 +28,17 @@ func parseTime(field, v string) (int64, error) {
 	return ms, nil
 }
 
-func results(rs []log.Result) []EventResult {
+// results pairs the log's results with their entries, so that the chunks
+// of a split document carry the document id a reader asks Get for.
+func results(rs []log.Result, entries []log.Entry) []EventResult {
 	out := make([]EventResult, len(rs))
 	for i, r := range rs {
 		out[i] = EventResult{Seq: r.Seq, ID: r.ID, Hash: r.Hash, Existed: r.Existed}
+		if i < len(entries) {
+			if st, ok := entries[i].Body.(*log.Store); ok {
+				out[i].ChunkID, out[i].ChunkParent = st.ChunkID, st.ChunkParent
+			}
+		}
 	}
 	return out
 }
@@ -67,7 +75,7 @@ func (s *Store) Append(ctx context.Context, req AppendRequest) (*AppendResult, e
 			}
 			return nil, fmt.Errorf("append: %w", err)
 		}
-		res.Results = append(res.Results, results(rs)...)
+		res.Results = append(res.Results, results(rs, block)...)
 		if req.Progress != nil {
 			req.Progress("append", uint64(i+len(block)), uint64(len(entries)))
 		}
@@ -112,11 +120,16 @@ func (s *Store) Remember(ctx context.Context, req RememberRequest) (*AppendResul
 		chunkTokens = DefaultChunkTokens
 	}
 	defer s.notifyAppend()
-	rs, err := s.st.Log.AppendBatch(ctx, ingest.StoreEntries(st, id, chunkTokens))
+	entries := ingest.StoreEntries(st, id, chunkTokens)
+	rs, err := s.st.Log.AppendBatch(ctx, entries)
 	if err != nil {
 		return nil, err
 	}
-	return &AppendResult{Results: results(rs)}, nil
+	res := &AppendResult{Results: results(rs, entries)}
+	if len(entries) > 1 {
+		res.Document = res.Results[0].ChunkParent
+	}
+	return res, nil
 }
 
 // Tombstone appends a tombstone for req's targets, documents expanded to
@@ -154,6 +167,15 @@ func (s *Store) Tombstone(ctx context.Context, req TombstoneRequest) (*Tombstone
 			t.Chunks = append(t.Chunks, p.ID)
 		}
 	}
+	// A tombstone is permanent: one that hits nothing (a mistyped id or
+	// session) would only clutter the audit trail and hide the mistake.
+	hit, err := set.Timelines.Matches(t)
+	if err != nil {
+		return nil, err
+	}
+	if len(hit) == 0 {
+		return nil, fmt.Errorf("tombstone %s: %w", describeTargets(t), ErrNoMatch)
+	}
 	r, err := s.st.Log.Append(ctx, log.Entry{Body: t})
 	if err != nil {
 		return nil, err
@@ -167,4 +189,19 @@ func (s *Store) Tombstone(ctx context.Context, req TombstoneRequest) (*Tombstone
 		return nil, err
 	}
 	return &TombstoneResult{Seq: r.Seq, ID: r.ID, Hash: r.Hash, Removed: removed, Erasure: false, Note: TombstoneNote}, nil
+}
+
+// describeTargets names a tombstone's targets for an error message.
+func describeTargets(t *log.Tombstone) string {
+	var parts []string
+	if len(t.Chunks) > 0 {
+		parts = append(parts, "chunks "+strings.Join(t.Chunks, ", "))
+	}
+	if t.Session != "" {
+		parts = append(parts, fmt.Sprintf("session %q", t.Session))
+	}
+	if t.From != 0 || t.To != 0 {
+		parts = append(parts, fmt.Sprintf("content time [%s, %s)", time.UnixMilli(t.From).UTC().Format(time.RFC3339), time.UnixMilli(t.To).UTC().Format(time.RFC3339)))
+	}
+	return strings.Join(parts, " and ")
 }

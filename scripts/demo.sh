@@ -18,5 +18,5 @@ run replay
 run audit verify
 run status
 run query "where should I stay in Lisbon" --k 3 --now 2023-05-10T00:00:00Z
-run context "what food should I avoid" --budget 300 --session trip --now 2023-05-10T00:00:00Z
+run context "what food should I avoid" --budget 300 --active trip --now 2023-05-10T00:00:00Z
 run session list

@@ -223,6 +223,14 @@ func testRebuildSecondDevice(t *testing.T, gw *arlocaltest.Gateway) {
 		}
 	}
 	sb := jsonDoc(t, must(t, b, "", "status", "--json"))
+	// The rebuilt store knows its segments are on Arweave: its mirror
+	// state covers the head, and a push uploads nothing.
+	if rb["mirrored_seq"] != float64(head) || sb["mirror"] == nil || sb["mirror"].(map[string]any)["covered_seq"] != float64(head) {
+		t.Fatalf("rebuilt store's mirror state: rebuild %v, status %v", rb["mirrored_seq"], sb["mirror"])
+	}
+	if out := must(t, b, "", "sync", "push", "--gateway", gw.URL(), "--json"); jsonDoc(t, out)["uploaded"] != 0.0 {
+		t.Fatalf("push after rebuild uploaded: %s", out)
+	}
 	if sb["log_id"] != a.logID || sb["wallet_address"] != a.addr {
 		t.Fatalf("B status: %v", sb)
 	}
@@ -247,7 +255,7 @@ func testRebuildSecondDevice(t *testing.T, gw *arlocaltest.Gateway) {
 		}
 	}
 	text := must(t, a.dir, "", "sync", "status")
-	if !strings.Contains(text, fmt.Sprintf("safe (confirmed) up to %d", head)) {
+	if !strings.Contains(text, fmt.Sprintf("all %d events are on Arweave, all confirmed", head)) {
 		t.Fatalf("sync status text: %s", text)
 	}
 	ms := jsonDoc(t, must(t, a.dir, "", "status", "--json"))["mirror"].(map[string]any)

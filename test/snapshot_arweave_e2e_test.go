@@ -20,7 +20,15 @@ func TestRebuildThroughSnapshot(t *testing.T) {
 	gw := arlocaltest.Start(t)
 	a, _ := newDevice(t, gw, 600, "snap")
 	must(t, a.dir, "", "snapshot", "create")
-	must(t, a.dir, "", "snapshot", "push", "--gateway", gw.URL(), "--part-size", "65536")
+	// Many parts: the text summarises them, --json (the same snapshot,
+	// already there) lists every one.
+	out := must(t, a.dir, "", "snapshot", "push", "--gateway", gw.URL(), "--part-size", "65536")
+	js := jsonDoc(t, must(t, a.dir, "", "snapshot", "push", "--gateway", gw.URL(), "--part-size", "65536", "--json"))
+	parts := js["tx_ids"].([]any)
+	if len(parts) <= 3 || strings.Count(out, "\n") > 3 || !strings.Contains(out, "--json lists every transaction id") ||
+		!strings.Contains(out, parts[0].(string)) || strings.Contains(out, parts[1].(string)) {
+		t.Fatalf("snapshot push of %d parts printed:\n%s", len(parts), out)
+	}
 	in, _ := genEvents(80, "delta")
 	must(t, a.dir, in, "append", "-")
 	must(t, a.dir, "", "sync", "push", "--gateway", gw.URL())

@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/unlimitedcontext/ucl"
+	"github.com/unlimitedcontext/ucl/crypto"
 	"github.com/unlimitedcontext/ucl/log"
 )
 
@@ -21,11 +22,11 @@ var version = "0.1.0-dev"
 func commands() []*cli.Command {
 	return []*cli.Command{
 		initCommand, keysCommand,
-		appendCommand, storeCommand, replayCommand, tombstoneCommand,
+		appendCommand, storeCommand, getCommand, replayCommand, tombstoneCommand,
 		queryCommand, contextCommand, sessionCommand, projectCommand,
 		auditCommand, statusCommand,
 		snapshotCommand, syncCommand, rebuildCommand,
-		daemonCommand, mcpCommand, serveCommand, configCommand,
+		daemonCommand, mcpCommand, serveCommand, configCommand, newHelpCommand(),
 	}
 }
 
@@ -35,7 +36,7 @@ var (
 		Value: defaultDir(),
 	}
 	jsonFlag     = &cli.BoolFlag{Name: "json", Usage: "machine-readable JSON output, no progress bars"}
-	vaultKeyFlag = &cli.StringFlag{Name: "vault-key", EnvVars: []string{"UCL_VAULT_KEY"}, Usage: "vault key file or recovery code file (default DIR/vault.key)"}
+	vaultKeyFlag = &cli.StringFlag{Name: "vault-key", EnvVars: []string{"UCL_VAULT_KEY"}, Usage: "vault key: a recovery code (UCL1-…), or a key or recovery code file (default DIR/vault.key)"}
 	globalFlags  = append([]cli.Flag{dirFlag, jsonFlag, vaultKeyFlag}, embedderFlags...)
 )
 
@@ -59,15 +60,45 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		ErrWriter:            stderr,
 		EnableBashCompletion: true,
 		ExitErrHandler:       func(*cli.Context, error) {}, // run() prints errors
-		HideHelpCommand:      true,
-		Before:               loadFileConfig,
+		HideHelpCommand:      true,                         // newHelpCommand replaces urfave's
+		Metadata:             map[string]any{},
+		Before: func(c *cli.Context) error {
+			if err := loadFileConfig(c); err != nil {
+				return err
+			}
+			return loadVaultKeyArg(c)
+		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
-				return usage("run `ucl --help` for the list of commands", "unknown command %q", c.Args().First())
+				return usage("run `ucl help` for the list of commands", "unknown command %q", c.Args().First())
 			}
 			return cli.ShowAppHelp(c)
 		},
 	}
+}
+
+// metaKeys is the App.Metadata entry holding the keyring --vault-key named.
+const metaKeys = "vault-keys"
+
+// loadVaultKeyArg reads --vault-key once, before any command: a recovery
+// code typed on the command line works like a key file.
+func loadVaultKeyArg(c *cli.Context) error {
+	v := c.String("vault-key")
+	if v == "" {
+		return nil
+	}
+	kr, err := crypto.LoadKeyArg(v)
+	if err != nil {
+		return withHint(err, "--vault-key takes a recovery code (UCL1-…, from `ucl keys export`) or a vault key file")
+	}
+	c.App.Metadata[metaKeys] = kr
+	return nil
+}
+
+// vaultKeys is the keyring --vault-key named, nil when none was given.
+func vaultKeys(c *cli.Context) *crypto.Keyring {
+	kr, _ := c.App.Metadata[metaKeys].(*crypto.Keyring)
+	return kr
 }
 
 func sortedCommands() []*cli.Command {
@@ -95,7 +126,7 @@ func sortedCommands() []*cli.Command {
 // run is main without os.Exit, for tests.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	app := newApp(stdin, stdout, stderr)
-	err := app.Run(reorderArgs(app, args))
+	err := app.Run(reorderArgs(app, helpArgs(app, args)))
 	if err == nil {
 		return 0
 	}

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/urfave/cli/v2"
 )
 
 // runCLI runs the CLI in process on dir.
@@ -56,6 +58,13 @@ func TestUsageExitCodes(t *testing.T) {
 		{[]string{"sync", "push", "--segment-bytes", "10"}, "bad --segment-bytes"},
 		{[]string{"sync", "push", "--every", "5s"}, "without --watch"},
 		{[]string{"nonsense"}, "unknown command"},
+		{[]string{"help", "nonsense"}, `unknown command "nonsense"`},
+		{[]string{"help", "sync", "nonsense"}, `unknown command "sync nonsense"`},
+		{[]string{"store", "-k", "document", "x"}, "flag provided but not defined: -k"},
+		{[]string{"store", "--file", "f", "x"}, "both TEXT and --file given"},
+		{[]string{"context", "x", "--active", "a", "--session", "b"}, "both --active and --session given"},
+		{[]string{"get"}, "no id given"},
+		{[]string{"get", "a", "b"}, "too many arguments"},
 	} {
 		_, errs, code := runCLI(t, dir, "", tc.args...)
 		if code != 2 || !strings.Contains(errs, tc.want) || !strings.Contains(errs, "hint: ") {
@@ -111,5 +120,69 @@ func TestOutputShapes(t *testing.T) {
 		if got := keys(m); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("ucl %v keys %v, want %v", tc.args, got, tc.want)
 		}
+	}
+}
+
+// `ucl help [COMMAND [SUB]]` prints what `--help` prints, at any depth.
+func TestHelpCommand(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "none")
+	for _, tc := range []struct {
+		args []string
+		want []string
+		not  []string
+	}{
+		{[]string{"help"}, []string{"COMMANDS:", "get ", "help "}, nil},
+		{[]string{"help", "query"}, []string{"ucl query - search memory", "--origin own|shared|all", "--mode hybrid|bm25|vector", "--session SESSION", "filter: only chunks"}, nil},
+		{[]string{"help", "sync", "push"}, []string{"ucl sync push - upload every event"}, nil},
+		{[]string{"--json", "help", "snapshot", "push"}, []string{"ucl snapshot push - publish a snapshot"}, nil},
+		{[]string{"help", "context"}, []string{"--active SESSION", "not a filter"}, []string{"--session value", "--session SESSION", "-s "}},
+		{[]string{"help", "store"}, []string{"--kind conversation|document|knowledge|tool_call", "--file"}, []string{"-k "}},
+	} {
+		out, errs, code := runCLI(t, dir, "", tc.args...)
+		if code != 0 {
+			t.Errorf("%v: exit %d: %s", tc.args, code, errs)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%v: output lacks %q:\n%s", tc.args, w, out)
+			}
+		}
+		for _, w := range tc.not {
+			if strings.Contains(out, w) {
+				t.Errorf("%v: output has %q:\n%s", tc.args, w, out)
+			}
+		}
+	}
+}
+
+// A short flag means one thing in every command: its long name is the
+// same wherever it appears.
+func TestShortFlagsOneMeaning(t *testing.T) {
+	meaning := map[string]string{}
+	where := map[string]string{}
+	var walk func(path string, cmds []*cli.Command)
+	walk = func(path string, cmds []*cli.Command) {
+		for _, c := range cmds {
+			p := strings.TrimSpace(path + " " + c.Name)
+			for _, f := range c.Flags {
+				names := f.Names()
+				for _, n := range names {
+					if len(n) != 1 {
+						continue
+					}
+					long := names[0]
+					if old, ok := meaning[n]; ok && old != long {
+						t.Errorf("-%s is --%s in %s but --%s in %s", n, old, where[n], long, p)
+					}
+					meaning[n], where[n] = long, p
+				}
+			}
+			walk(p, c.Subcommands)
+		}
+	}
+	walk("", newApp(nil, nil, nil).Commands)
+	if len(meaning) == 0 {
+		t.Fatal("no short flags found: the walk is broken")
 	}
 }

@@ -38,11 +38,7 @@ of generating one. An existing store is never overwritten.`,
 			}
 		}
 		var kr *crypto.Keyring
-		if p := c.String("vault-key"); p != "" {
-			if kr, err = crypto.LoadKeyring(p); err != nil {
-				return err
-			}
-		}
+		kr = vaultKeys(c)
 		s, err := ucl.Init(storeDir(c), ucl.InitOptions{Keys: kr, Wallet: w, Durability: d})
 		if err != nil {
 			return err

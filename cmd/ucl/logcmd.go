@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -90,12 +92,18 @@ func printResults(c *cli.Context, rs []ucl.EventResult) error {
 
 var storeCommand = &cli.Command{
 	Name:      "store",
-	Usage:     "store one piece of memory (text argument or stdin)",
+	Usage:     "store one piece of memory (text argument, --file or stdin)",
 	ArgsUsage: "[TEXT|-]",
+	Description: `TEXT is stored as it is, even when it names a file (a warning says so): to
+store a file's contents, pass --file PATH (or pipe it: ucl store - < PATH).
+A document longer than --chunk-tokens is split into chunks; ucl store then
+prints the document id (chunk_parent) and ` + "`ucl get ID`" + ` gives it back byte
+for byte.`,
 	Flags: []cli.Flag{
+		&cli.StringFlag{Name: "file", Usage: "store this file's contents byte for byte (sets meta name to its base name unless given)"},
 		&cli.StringFlag{Name: "session", Aliases: []string{"s"}, Usage: "session id"},
 		&cli.StringFlag{Name: "role", Aliases: []string{"r"}, Value: "user", Usage: "role (user, assistant, system, tool, …)"},
-		&cli.StringFlag{Name: "kind", Aliases: []string{"k"}, Value: "conversation", Usage: "conversation, document, knowledge or tool_call"},
+		&cli.StringFlag{Name: "kind", Value: "conversation", Usage: "kind of content: `conversation|document|knowledge|tool_call`"},
 		&cli.StringSliceFlag{Name: "meta", Aliases: []string{"m"}, Usage: "metadata key=value (repeatable)"},
 		&cli.StringFlag{Name: "time", Aliases: []string{"t"}, Usage: "time of the content (RFC 3339, date or unix ms; default now)"},
 		&cli.StringFlag{Name: "id", Usage: "idempotency key (storing the same id and content again is a no-op)"},
@@ -107,11 +115,23 @@ var storeCommand = &cli.Command{
 		if c.NArg() > 1 {
 			return usage(`quote the text: ucl store "text with spaces"`, "too many arguments")
 		}
-		text := c.Args().First()
-		if text == "" && stdinIsTerminal(c) {
-			return usage(`ucl store "what to remember" (or pipe text on stdin)`, "nothing to store: no text given")
+		text, file := c.Args().First(), c.String("file")
+		if file != "" && c.NArg() > 0 {
+			return usage("give the text or --file FILE, not both", "both TEXT and --file given")
 		}
-		if text == "" || text == "-" {
+		if file == "" && text == "" && stdinIsTerminal(c) {
+			return usage(`ucl store "what to remember" (or --file PATH, or pipe text on stdin)`, "nothing to store: no text given")
+		}
+		if file == "" && text != "-" && looksLikeFile(text) {
+			fmt.Fprintf(c.App.ErrWriter, "warning: storing the text %q itself, which is also the name of a file; to store the file's contents: ucl store --file %s\n", text, text)
+		}
+		if file != "" {
+			b, err := os.ReadFile(file)
+			if err != nil {
+				return withHint(err, "--file takes a readable file; nothing was written")
+			}
+			text = string(b)
+		} else if text == "" || text == "-" {
 			b, err := io.ReadAll(c.App.Reader)
 			if err != nil {
 				return err
@@ -132,6 +152,9 @@ var storeCommand = &cli.Command{
 			}
 			meta[k] = v
 		}
+		if _, named := meta["name"]; file != "" && !named {
+			meta["name"] = filepath.Base(file)
+		}
 		if t := c.String("time"); t != "" {
 			if _, err := ucl.ParseTime(t); err != nil {
 				return usage("--time 2023-05-08T13:56:00Z", "%v", err)
@@ -145,7 +168,13 @@ var storeCommand = &cli.Command{
 			if err != nil {
 				return err
 			}
-			return printResults(c, res.Results)
+			if err := printResults(c, res.Results); err != nil {
+				return err
+			}
+			if res.Document != "" && !jsonOut(c) {
+				fmt.Fprintf(c.App.ErrWriter, "document %s (%d chunks); read it back whole with `ucl get %s`\n", res.Document, len(res.Results), res.Document)
+			}
+			return nil
 		})
 	},
 }
@@ -194,4 +223,14 @@ Content of tombstoned chunks is withheld unless --include-tombstoned.`,
 			return err
 		})
 	},
+}
+
+// looksLikeFile reports whether a text argument names an existing regular
+// file: the user may have meant --file.
+func looksLikeFile(text string) bool {
+	if len(text) > 4096 || strings.ContainsAny(text, "\n\x00") {
+		return false
+	}
+	fi, err := os.Stat(text)
+	return err == nil && fi.Mode().IsRegular()
 }

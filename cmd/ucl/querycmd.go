@@ -16,14 +16,14 @@ import (
 // Flags shared by query and context.
 func retrievalFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringSliceFlag{Name: "kind", Usage: "only chunks of this kind: conversation, document, knowledge, tool_call (repeatable)"},
+		&cli.StringSliceFlag{Name: "kind", Usage: "only chunks of this `KIND`: conversation, document, knowledge, tool_call (repeatable)"},
 		&cli.StringSliceFlag{Name: "role", Usage: "only chunks with this role (repeatable)"},
 		&cli.StringFlag{Name: "since", Usage: "only content from this time on (RFC 3339, date or unix ms)"},
 		&cli.StringFlag{Name: "until", Usage: "only content before this time (RFC 3339, date or unix ms)"},
 		&cli.StringFlag{Name: "now", Usage: "reference time for \"yesterday\", \"last week\"… and recency (default: the current time)"},
-		&cli.StringFlag{Name: "origin", Value: "all", Usage: "own, shared or all (everything stored locally is own; shared chunks arrive with `ucl share pull`)"},
-		&cli.StringFlag{Name: "mode", Value: "hybrid", Usage: "hybrid, bm25 or vector"},
-		&cli.BoolFlag{Name: "no-time", Usage: "do not turn time phrases in TEXT into filters"},
+		&cli.StringFlag{Name: "origin", Value: "all", Usage: "whose chunks: `own|shared|all` (everything stored locally is own; shared chunks arrive with ucl share pull)"},
+		&cli.StringFlag{Name: "mode", Value: "hybrid", Usage: "retrieval mode: `hybrid|bm25|vector`"},
+		&cli.BoolFlag{Name: "no-time", Usage: "ignore time phrases in TEXT (yesterday, last week, in May 2023)"},
 	}
 }
 
@@ -41,9 +41,9 @@ final).
 With --json: one JSON document with a "results" array; every result carries
 its chunk id, session, role, kind, time, seq, content and meta as stored.`,
 	Flags: append([]cli.Flag{
-		&cli.IntFlag{Name: "k", Value: query.DefaultK, Usage: fmt.Sprintf("number of results (at most %d)", query.MaxK)},
-		&cli.StringSliceFlag{Name: "session", Aliases: []string{"s"}, Usage: "only this session (repeatable)"},
-		&cli.StringFlag{Name: "active", Usage: "active session: its chunks rank a little higher (no filter)"},
+		&cli.IntFlag{Name: "k", Value: query.DefaultK, Usage: fmt.Sprintf("number of results `N` (at most %d)", query.MaxK)},
+		&cli.StringSliceFlag{Name: "session", Aliases: []string{"s"}, Usage: "filter: only chunks of this `SESSION` (repeatable)"},
+		&cli.StringFlag{Name: "active", Usage: "active `SESSION`: its chunks rank a little higher (not a filter)"},
 		&cli.BoolFlag{Name: "explain", Usage: "show the score breakdown and the recognised time phrases"},
 	}, retrievalFlags()...),
 	Action: func(c *cli.Context) error {
@@ -83,35 +83,46 @@ var contextCommand = &cli.Command{
 	Name:      "context",
 	Usage:     "assemble an LLM context for TEXT under a token budget",
 	ArgsUsage: "[TEXT]",
-	Description: `The last --recent turns of the active --session, then the chunks that best
+	Description: `The last --recent turns of the --active session, then the chunks that best
 match TEXT, packed so that the whole output (tags included) counts at most
 --budget tokens (estimate: max(bytes/4, 4/3 per word), rounded up). Lower-ranked
 chunks are cut to their key sentences before being dropped. Formats:
   xml   <unlimited_context><session id date><turn role time>…</turn></session><document name>…</document></unlimited_context>
   json  {"notes":[…],"documents":[…],"sessions":[…]}
   text  plain sections
-TEXT may be omitted when --session and --recent are given (recent turns only).
+TEXT may be omitted when --active and --recent are given (recent turns only).
+--active names the conversation in progress; it does not filter (query
+--session filters).
 With --json: a JSON document describing the assembly, the context in "context".`,
 	Flags: append([]cli.Flag{
 		&cli.IntFlag{Name: "budget", Value: ucl.DefaultBudget, Usage: "token budget of the whole output"},
-		&cli.StringFlag{Name: "session", Aliases: []string{"s"}, Usage: "active session (its recent turns open the context)"},
+		&cli.StringFlag{Name: "active", Usage: "active `SESSION`: its --recent turns open the context (not a filter)"},
+		// --session was the active session's flag before --active; kept so
+		// scripts keep working, hidden because query --session filters.
+		&cli.StringFlag{Name: "session", Aliases: []string{"s"}, Hidden: true},
 		&cli.IntFlag{Name: "recent", Value: 6, Usage: "recent turns of the active session to include"},
-		&cli.StringFlag{Name: "format", Value: "xml", Usage: "xml, json or text"},
-		&cli.IntFlag{Name: "k", Usage: "ranked chunks to consider (default: enough to fill --budget)"},
+		&cli.StringFlag{Name: "format", Value: "xml", Usage: "output format: `xml|json|text`"},
+		&cli.IntFlag{Name: "k", Usage: "ranked chunks `N` to consider (default: enough to fill --budget)"},
 	}, retrievalFlags()...),
 	Action: func(c *cli.Context) error {
 		if c.NArg() > 1 {
 			return usage(`quote the text: ucl context "text with spaces"`, "too many arguments")
 		}
+		active := c.String("active")
+		if active == "" {
+			active = c.String("session")
+		} else if c.IsSet("session") {
+			return usage("--session is the old name of --active: give one of them", "both --active and --session given")
+		}
 		text := c.Args().First()
-		if strings.TrimSpace(text) == "" && (c.String("session") == "" || c.Int("recent") <= 0) {
-			return usage(`ucl context "what we discussed about the cutover" --budget 2000, or --session S --recent N for recent turns only`, "nothing to look for: TEXT is empty")
+		if strings.TrimSpace(text) == "" && (active == "" || c.Int("recent") <= 0) {
+			return usage(`ucl context "what we discussed about the cutover" --budget 2000, or --active S --recent N for recent turns only`, "nothing to look for: TEXT is empty")
 		}
 		req, err := requestFromFlags(c, text)
 		if err != nil {
 			return err
 		}
-		req.Session = c.String("session")
+		req.Session = active
 		req.K = c.Int("k")
 		if req.K < 0 {
 			return usage("--k takes a positive number", "bad --k %d", req.K)
@@ -224,6 +235,19 @@ func printResponse(c *cli.Context, resp *ucl.SearchResult, explain bool) {
 			printf(c, "pre-filtered to %d sessions: %s\n", len(resp.Prefilter), strings.Join(resp.Prefilter, ", "))
 		}
 	}
+	if tf := resp.TimeFilter; tf != nil {
+		var ps []string
+		for _, m := range tf.Phrases {
+			ps = append(ps, fmt.Sprintf("%q → %s", m.Phrase, fmtWindow(m.Since, m.Until)))
+		}
+		switch {
+		case tf.Mode == "filter" && tf.Without != nil:
+			printf(c, "no results: %s; 0 results, %s without the time filter (--no-time)\n", strings.Join(ps, ", "), countWithout(*tf.Without, c.Int("k")))
+			return
+		case tf.Mode == "boost":
+			printf(c, "note: %s: no result is from that time; these are the best matches from other times (--no-time ignores the phrase)\n", strings.Join(ps, ", "))
+		}
+	}
 	if len(resp.Results) == 0 {
 		printf(c, "no results\n")
 		return
@@ -239,12 +263,44 @@ func printResponse(c *cli.Context, resp *ucl.SearchResult, explain bool) {
 		}
 		printf(c, "%2d. %s  %s  %s  %s  (seq %d, score %.4f)\n", i+1, fmtMS(r.Time), sess, who, r.ChunkID, r.Seq, r.Score)
 		printf(c, "    %s\n", snippet(r.Content, 240))
+		if r.ChunkParent != "" {
+			printf(c, "    part %d of document %s (`ucl get %s` prints it whole)\n", r.ChunkIndex+1, r.ChunkParent, r.ChunkParent)
+		}
 		if explain && r.Explain != nil {
 			x := r.Explain
 			printf(c, "    bm25 %s  ann %s  relevance %.4f  neighbours %.4f  session %.3f  recency ×%.3f  affinity ×%.3f  time ×%.3f  = %.5f\n",
 				rankStr(x.BM25Rank, x.BM25Score), rankStr(x.ANNRank, x.ANNScore), x.RRF, x.Neighbour, x.SessionSc, x.Recency, x.Affinity, x.Temporal, x.Final)
 		}
 	}
+}
+
+// countWithout says how many results the query has without its time
+// phrases: a full page means there may be more.
+func countWithout(n, k int) string {
+	if n > 0 && n >= k {
+		return fmt.Sprintf("%d or more", n)
+	}
+	return fmt.Sprint(n)
+}
+
+// fmtWindow renders a time filter, as dates when it covers whole UTC days.
+func fmtWindow(since, until int64) string {
+	const day = 24 * 60 * 60 * 1000
+	whole := since%day == 0 && until%day == 0
+	date := func(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.DateOnly) }
+	switch {
+	case since == 0 && until == 0:
+		return "no window"
+	case since == 0:
+		return "before " + fmtMS(until)
+	case until == 0:
+		return "since " + fmtMS(since)
+	case whole && until-since == day:
+		return date(since)
+	case whole:
+		return date(since) + " to " + date(until-day)
+	}
+	return fmt.Sprintf("[%s, %s)", fmtMS(since), fmtMS(until))
 }
 
 func rankStr(rank int, score float64) string {

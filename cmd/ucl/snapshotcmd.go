@@ -230,8 +230,14 @@ Snapshots live in DIR/snapshots; the newest --keep are kept.`,
 					} else {
 						printf(c, "pushed %s (seq %d, %s) in %d transactions to %s\n", res.Name, res.Seq, humanBytes(int64(res.Bytes)), len(res.TxIDs), gw)
 					}
-					for i, id := range res.TxIDs {
-						printf(c, "  part %d: %s\n", i, id)
+					// Hundreds of part ids help nobody reading a terminal;
+					// --json keeps them all.
+					if len(res.TxIDs) <= 3 {
+						for i, id := range res.TxIDs {
+							printf(c, "  part %d: %s\n", i, id)
+						}
+					} else {
+						printf(c, "  parts 0..%d: %s … %s (--json lists every transaction id)\n", len(res.TxIDs)-1, res.TxIDs[0], res.TxIDs[len(res.TxIDs)-1])
 					}
 					return nil
 				})

@@ -72,8 +72,11 @@ func printPush(c *cli.Context, r *ucl.PushResult) {
 		return
 	}
 	switch {
-	case r.Uploaded == 0 && r.Adopted == 0 && r.Error == "":
-		printf(c, "up to date: events 1..%d are on Arweave (confirmed up to %d)\n", r.CoveredSeq, r.SafeSeq)
+	case r.Uploaded == 0 && r.Adopted == 0 && r.Error == "" && r.HeadSeq == 0:
+		printf(c, "up to date: the log is empty, nothing to push\n")
+		return
+	case r.Uploaded == 0 && r.Adopted == 0 && r.Error == "" && r.CoveredSeq >= r.HeadSeq:
+		printf(c, "up to date: %s\n", mirroredText(r.CoveredSeq, r.HeadSeq, r.SafeSeq))
 		printAnchored(c, r)
 		return
 	case r.Error == "":
@@ -82,7 +85,7 @@ func printPush(c *cli.Context, r *ucl.PushResult) {
 	if r.Resolved > 0 {
 		printf(c, "settled %d uploads left unfinished by an earlier run\n", r.Resolved)
 	}
-	printf(c, "mirrored: events 1..%d of %d (confirmed up to %d)\n", r.CoveredSeq, r.HeadSeq, r.SafeSeq)
+	printf(c, "mirrored: %s\n", mirroredText(r.CoveredSeq, r.HeadSeq, r.SafeSeq))
 	printAnchored(c, r)
 }
 
@@ -90,6 +93,27 @@ func printAnchored(c *cli.Context, r *ucl.PushResult) {
 	if cp := r.Checkpoint; cp != nil && cp.Anchored {
 		printf(c, "anchored checkpoint of %d events (root %s) in Arweave transaction %s\n", cp.Size, cp.Root, cp.TxID)
 	}
+}
+
+// mirroredText says how much of the log is on Arweave, in words that stay
+// true when nothing is ("events 1..0" is not).
+func mirroredText(covered, head, safe uint64) string {
+	var s string
+	switch {
+	case covered == 0:
+		return fmt.Sprintf("nothing mirrored yet (0 of %d events on Arweave)", head)
+	case covered >= head:
+		s = fmt.Sprintf("all %d events are on Arweave", head)
+	default:
+		s = fmt.Sprintf("events 1..%d of %d are on Arweave", covered, head)
+	}
+	switch {
+	case safe == 0:
+		return s + ", none confirmed yet"
+	case safe >= covered:
+		return s + ", all confirmed"
+	}
+	return s + fmt.Sprintf(", confirmed up to %d", safe)
 }
 
 func pushRequest(c *cli.Context) (ucl.PushRequest, error) {
@@ -174,7 +198,11 @@ func watchPush(ctx context.Context, c *cli.Context, req ucl.PushRequest) error {
 		return mirrorError(err, "ucl sync push --watch")
 	}
 	if !jsonOut(c) {
-		printf(c, "stopped; events 1..%d are mirrored\n", covered)
+		if covered == 0 {
+			printf(c, "stopped; nothing mirrored yet\n")
+		} else {
+			printf(c, "stopped; events 1..%d are mirrored\n", covered)
+		}
 	}
 	return nil
 }
@@ -193,7 +221,7 @@ func syncStatusAction(c *cli.Context) error {
 		if jsonOut(c) {
 			return printJSON(c, r)
 		}
-		printf(c, "log %s: head %d; on Arweave up to %d; safe (confirmed) up to %d\n", r.LogID, r.HeadSeq, r.CoveredSeq, r.SafeSeq)
+		printf(c, "log %s: head %d; %s\n", r.LogID, r.HeadSeq, mirroredText(r.CoveredSeq, r.HeadSeq, r.SafeSeq))
 		printf(c, "%d segments (%s): %d confirmed, %d submitted, %d posting\n", r.SegmentCount, humanBytes(r.Bytes), r.Confirmed, r.Submitted, r.Posting)
 		if len(r.Segments) > 0 {
 			printf(c, "%10s %10s  %-10s %6s %5s  %s\n", "first", "last", "status", "height", "conf", "tx")
@@ -206,6 +234,8 @@ func syncStatusAction(c *cli.Context) error {
 			printf(c, "%10d %10d  %-10s %6d %5s  %s\n", v.First, v.Last, v.Status, v.Height, conf, v.TxID)
 		}
 		switch {
+		case r.HeadSeq > r.CoveredSeq && r.CoveredSeq == 0:
+			printf(c, "run `ucl sync push` to mirror the log\n")
 		case r.HeadSeq > r.CoveredSeq:
 			printf(c, "events %d..%d are not on Arweave yet: run `ucl sync push`\n", r.CoveredSeq+1, r.HeadSeq)
 		case !r.Refreshed && r.SafeSeq < r.CoveredSeq:
@@ -247,7 +277,7 @@ func rebuildAction(c *cli.Context) error {
 		return usage("ucl rebuild --gateway URL --wallet FILE --vault-key FILE --dir NEW", "unexpected argument %q", c.Args().First())
 	}
 	if c.String("wallet") == "" || c.String("vault-key") == "" {
-		return usage("a new device needs the source store's wallet.json (--wallet FILE) and vault key or recovery code file (--vault-key FILE)", "rebuild: --wallet and --vault-key are required")
+		return usage("a new device needs the source store's wallet.json (--wallet FILE) and vault key (--vault-key FILE, or its recovery code)", "rebuild: --wallet and --vault-key are required")
 	}
 	if _, err := arweave.NewClient(setting(c, "gateway", "arweave.gateway"), nil, arweave.Options{}); err != nil {
 		return usage("pass an http(s) URL to --gateway (or set UCL_GATEWAY)", "%v", err)
@@ -256,10 +286,7 @@ func rebuildAction(c *cli.Context) error {
 	if err != nil {
 		return withHint(err, "--wallet takes the Arweave JWK of the source store (its wallet.json)")
 	}
-	kr, err := crypto.LoadKeyring(c.String("vault-key"))
-	if err != nil {
-		return withHint(err, "--vault-key takes the source store's vault.key or a file with its recovery code")
-	}
+	kr := vaultKeys(c)
 	ctx, stop := signalContext()
 	defer stop()
 	prog, done := stagedProgress(c)
@@ -299,6 +326,9 @@ func rebuildAction(c *cli.Context) error {
 		printf(c, "  checkpoint: events 1..%d match the wallet-signed checkpoint in Arweave transaction %s\n", cp.Size, cp.TxID)
 	} else {
 		printf(c, "  checkpoint: none checked (%s)\n", cp.Reason)
+	}
+	if res.MirroredSeq > 0 {
+		printf(c, "  mirror:     events 1..%d recorded as on Arweave (a push uploads only what follows)\n", res.MirroredSeq)
 	}
 	if res.Snapshot.Used {
 		printf(c, "  snapshot:   %s at seq %v; replayed %v events after it\n", res.Snapshot.Name, res.Snapshot.Seq, res.Snapshot.Replayed)

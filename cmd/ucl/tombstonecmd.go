@@ -52,7 +52,10 @@ content-time range --from/--to (chunks matching all of those given).
 		return withAPI(c, func(api ucl.API) error {
 			res, err := api.Tombstone(context.Background(), req)
 			if errors.Is(err, ucl.ErrNoDocument) {
-				return withHint(err, "see `ucl session show ID` for document ids")
+				return withHint(err, "nothing was written; see `ucl session show ID` for document ids")
+			}
+			if errors.Is(err, ucl.ErrNoMatch) {
+				return withHint(err, "nothing was written; check the ids with `ucl query` or `ucl session show ID`, sessions with `ucl session list`")
 			}
 			if err != nil {
 				return err

@@ -300,6 +300,8 @@ func TestREST(t *testing.T) {
 		{"no document", "GET", "/v1/documents/nope", "", ``, 404, "not_found"},
 		{"tombstoned document", "GET", "/v1/documents/doc1-0", "", ``, 404, "not_found"},
 		{"forget a missing document", "POST", "/v1/tombstone", "application/json", `{"documents":["nope"]}`, 404, "not_found"},
+		{"forget a missing chunk", "POST", "/v1/tombstone", "application/json", `{"chunks":["deadbeef"]}`, 404, "not_found"},
+		{"forget a missing session", "POST", "/v1/tombstone", "application/json", `{"session":"nosuch"}`, 404, "not_found"},
 		{"unknown route", "GET", "/v2/whatever", "", ``, 404, "not_found"},
 		{"wrong method", "GET", "/v1/store", "", ``, 405, "method_not_allowed"},
 		{"wrong method on a path with an id", "DELETE", "/v1/sessions/s1", "", ``, 405, "method_not_allowed"},

@@ -218,7 +218,7 @@ func statusOf(err error) (int, string) {
 		return http.StatusRequestEntityTooLarge, "too_large"
 	case errors.Is(err, log.ErrIDConflict):
 		return http.StatusConflict, "conflict"
-	case errors.Is(err, timelines.ErrNotFound), errors.Is(err, ucl.ErrNoDocument):
+	case errors.Is(err, timelines.ErrNotFound), errors.Is(err, ucl.ErrNoDocument), errors.Is(err, ucl.ErrNoMatch):
 		return http.StatusNotFound, "not_found"
 	case isBadRequest(err):
 		return http.StatusBadRequest, "bad_request"

@@ -516,7 +516,9 @@ func (s *server) toolDocument(ctx context.Context, _ *mcp.CallToolRequest, in Do
 		out.Chunks = append(out.Chunks, c.ID)
 		parts[i] = c.Content
 	}
-	out.Content = strings.Join(parts, "\n\n")
+	// Chunks are cut without dropping a byte: joined as they are they give
+	// back the stored document exactly.
+	out.Content = strings.Join(parts, "")
 	head := fmt.Sprintf("document %s", out.ID)
 	if out.Name != "" {
 		head += fmt.Sprintf(" (%s)", out.Name)
@@ -763,7 +765,7 @@ func engineErr(what string, err error) error {
 		errors.Is(err, query.ErrBadBudget), errors.Is(err, query.ErrBadK), errors.Is(err, query.ErrBadMode),
 		errors.Is(err, query.ErrBadFormat), errors.Is(err, query.ErrBadFilter), errors.Is(err, query.ErrBadTimeRange):
 		return fmt.Errorf("%w: %w", ErrBadArgument, err)
-	case errors.Is(err, timelines.ErrNotFound), errors.Is(err, ucl.ErrNoDocument):
+	case errors.Is(err, timelines.ErrNotFound), errors.Is(err, ucl.ErrNoDocument), errors.Is(err, ucl.ErrNoMatch):
 		return fmt.Errorf("%w: %w", ErrNotFound, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)

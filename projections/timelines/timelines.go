@@ -436,6 +436,39 @@ func (t *Timelines) applyTombstone(ev *log.Event, ts *log.Tombstone) error {
 	return nil
 }
 
+// Matches returns, sorted, the ids of the committed live chunks ts would
+// remove if it were appended now: a caller refuses a tombstone that hits
+// nothing before writing it.
+func (t *Timelines) Matches(ts *log.Tombstone) ([]string, error) {
+	var out []string
+	err := t.read(func(tx *bolt.Tx) error {
+		cands := make(map[string]struct{})
+		for _, id := range ts.Chunks {
+			cands[id] = struct{}{}
+		}
+		if hasRange := ts.From != 0 || ts.To != 0; ts.Session != "" || hasRange {
+			if err := committedCandidates(tx, ts, hasRange, cands); err != nil {
+				return err
+			}
+		}
+		for id := range cands {
+			c, err := getChunk(tx, id)
+			if err != nil {
+				return err
+			}
+			if c != nil && projections.TombstoneMatches(ts, id, c.Session, c.Time) {
+				out = append(out, id)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("match tombstone: %w", err)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
 // committedCandidates adds the ids of committed chunks the session and/or
 // range of ts may hit (checked exactly later).
 func committedCandidates(tx *bolt.Tx, ts *log.Tombstone, hasRange bool, cands map[string]struct{}) error {
