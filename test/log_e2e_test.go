@@ -132,11 +132,13 @@ func TestFlippedByteCLI(t *testing.T) {
 	}
 }
 
-// flipByte flips one bit of event seq at offset within its raw bytes, by
-// walking the tidwall/wal framing of the single segment file.
-func flipByte(t *testing.T, logDir string, seq, offset int) {
+// segmentFile returns the path and bytes of the log's (single) segment file.
+func segmentFile(t *testing.T, logDir string) (string, []byte) {
 	t.Helper()
-	ents, _ := os.ReadDir(logDir)
+	ents, err := os.ReadDir(logDir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var seg string
 	for _, e := range ents {
 		if len(e.Name()) == 20 {
@@ -147,6 +149,14 @@ func flipByte(t *testing.T, logDir string, seq, offset int) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return seg, b
+}
+
+// flipByte flips one bit of event seq at offset within its raw bytes, by
+// walking the tidwall/wal framing of the single segment file.
+func flipByte(t *testing.T, logDir string, seq, offset int) {
+	t.Helper()
+	seg, b := segmentFile(t, logDir)
 	off := 0
 	for i := 1; ; i++ {
 		n, k := uvarint(b[off:])
@@ -261,17 +271,7 @@ func TestFlippedLengthNeedsExplicitRepairCLI(t *testing.T) {
 	must(t, dir, conversation, "append")
 	must(t, dir, "", "store", "one more", "--session", "s3")
 	logDir := filepath.Join(dir, "log")
-	ents, _ := os.ReadDir(logDir)
-	var seg string
-	for _, e := range ents {
-		if len(e.Name()) == 20 {
-			seg = filepath.Join(logDir, e.Name())
-		}
-	}
-	b, err := os.ReadFile(seg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	seg, b := segmentFile(t, logDir)
 	off := 0
 	for i := 1; i < 2; i++ {
 		n, k := uvarint(b[off:])
