@@ -33,6 +33,10 @@ type API interface {
 	Replay(ctx context.Context, req ReplayRequest, fn func(line json.RawMessage) error) error
 	// AuditLog calls fn with one entry per event.
 	AuditLog(ctx context.Context, req AuditLogRequest, fn func(AuditEntry) error) error
+	// AuditShow reports one event: its header, its audit entry and, with
+	// the vault key, its body (withheld when tombstoned), and whether a
+	// tombstone removed it.
+	AuditShow(ctx context.Context, req AuditShowRequest) (*AuditShowResult, error)
 	// Search runs hybrid retrieval over the caught-up projections.
 	Search(ctx context.Context, req SearchRequest) (*SearchResult, error)
 	// Context assembles an LLM context under a token budget.
@@ -171,6 +175,27 @@ type AuditLogRequest struct {
 	Type  string `json:"type,omitempty"`
 	Since string `json:"since,omitempty"` // append time
 	Until string `json:"until,omitempty"`
+}
+
+// AuditShowRequest names one event.
+type AuditShowRequest struct {
+	Seq uint64 `json:"seq"`
+}
+
+// AuditShowResult is one event as the audit trail sees it.
+type AuditShowResult struct {
+	AuditEntry
+	// Header is the event's 110-byte plaintext header, hex; Prev the hash
+	// it chains to.
+	Header string   `json:"header"`
+	Prev   log.Hash `json:"prev"`
+	// Event is the event as replay prints it (with the vault key): the
+	// body, or for tombstoned content a placeholder without it.
+	Event json.RawMessage `json:"event,omitempty"`
+	// TombstonedBy is the seq of the tombstone that removed this event's
+	// content (0: none). Status says what that means for erasure.
+	TombstonedBy uint64 `json:"tombstoned_by,omitempty"`
+	Status       string `json:"status"`
 }
 
 // AuditEntry is one event in the audit log.

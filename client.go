@@ -224,6 +224,11 @@ func (c *Client) Replay(ctx context.Context, req ReplayRequest, fn func(json.Raw
 	return callStream(c, ctx, "replay", "line", req, fn)
 }
 
+// AuditShow implements API through the owner.
+func (c *Client) AuditShow(ctx context.Context, req AuditShowRequest) (*AuditShowResult, error) {
+	return call[AuditShowResult](c, ctx, "audit_show", req)
+}
+
 // AuditLog implements API through the owner.
 func (c *Client) AuditLog(ctx context.Context, req AuditLogRequest, fn func(AuditEntry) error) error {
 	return callStream(c, ctx, "audit_log", "entry", req, fn)

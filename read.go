@@ -3,6 +3,7 @@ package ucl
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -480,4 +481,58 @@ func (s *Store) Status(ctx context.Context, req StatusRequest) (*StatusResult, e
 		r.MirrorText = fmt.Sprintf("%d segments; on Arweave up to %d of %d, confirmed up to %d", sum.Segments, sum.CoveredSeq, head, sum.SafeSeq)
 	}
 	return r, nil
+}
+
+// AuditShow reports one event (see API). It reads the whole log: whether a
+// later tombstone removed the event is known only at the end.
+func (s *Store) AuditShow(ctx context.Context, req AuditShowRequest) (*AuditShowResult, error) {
+	l := s.st.Log
+	head, _ := l.Head()
+	if req.Seq == 0 || req.Seq > head {
+		return nil, fmt.Errorf("audit show: seq %d: %w (head is %d)", req.Seq, log.ErrNotFound, head)
+	}
+	raw, err := l.Raw(req.Seq)
+	if err != nil {
+		return nil, fmt.Errorf("audit show: %w", err)
+	}
+	h, err := log.DecodeHeader(raw)
+	if err != nil {
+		return nil, fmt.Errorf("audit show: %w", err)
+	}
+	res := &AuditShowResult{Header: hex.EncodeToString(raw[:log.HeaderSize]), Prev: h.Prev, Status: "live"}
+	found := false
+	err = s.AuditLog(ctx, AuditLogRequest{}, func(e AuditEntry) error {
+		if e.Seq == req.Seq {
+			res.AuditEntry, found = e, true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, fmt.Errorf("audit show: seq %d: %w", req.Seq, log.ErrNotFound)
+	}
+	if !l.HasKeys() {
+		res.Status = "unknown without the vault key (headers only)"
+		return res, nil
+	}
+	err = s.Replay(ctx, ReplayRequest{From: req.Seq, To: req.Seq}, func(b json.RawMessage) error {
+		res.Event = b
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if res.ChunkID != "" {
+		tr := log.NewTombstoneTracker()
+		if err := l.Events(ctx, 0, 0, func(e *log.Event) error { tr.Observe(e); return nil }); err != nil {
+			return nil, err
+		}
+		if by, ok := tr.Dead()[res.ChunkID]; ok {
+			res.TombstonedBy = by
+			res.Status = "tombstoned: hidden everywhere, not erased (the ciphertext stays on Arweave and the current vault key can decrypt it until a key rotation shreds it)"
+		}
+	}
+	return res, nil
 }

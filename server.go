@@ -38,6 +38,7 @@ func Handler(api API) http.Handler {
 	route(mux, "status", api.Status)
 	route(mux, "checkpoints", api.Checkpoints)
 	route(mux, "prove", api.Prove)
+	route(mux, "audit_show", api.AuditShow)
 	route(mux, "snapshot_create", api.SnapshotCreate)
 	route(mux, "snapshot_list", api.SnapshotList)
 	route(mux, "snapshot_verify", api.SnapshotVerify)

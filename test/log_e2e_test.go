@@ -355,3 +355,27 @@ func TestLargeAppendCheckedBeforeFirstWrite(t *testing.T) {
 		t.Fatalf("%d events after a refused append", n)
 	}
 }
+
+// audit show: one event's header and body, and a tombstoned event's
+// content withheld with the status that it is hidden, not erased.
+func TestAuditShowCLI(t *testing.T) {
+	dir := newStore(t)
+	must(t, dir, "", "store", "keep this note", "--session", "a", "--chunk-id", "keep")
+	must(t, dir, "", "store", "forget this note", "--session", "a", "--chunk-id", "gone")
+	must(t, dir, "", "tombstone", "--chunk", "gone", "--reason", "asked")
+	live := jsonDoc(t, must(t, dir, "", "audit", "show", "1", "--json"))
+	if live["status"] != "live" || live["chunk_id"] != "keep" || !strings.Contains(fmt.Sprint(live["event"]), "keep this note") || len(live["header"].(string)) != 2*log.HeaderSize {
+		t.Fatalf("show of a live event: %v", live)
+	}
+	gone := jsonDoc(t, must(t, dir, "", "audit", "show", "2", "--json"))
+	if gone["tombstoned_by"].(float64) != 3 || !strings.Contains(gone["status"].(string), "not erased") || strings.Contains(fmt.Sprint(gone["event"]), "forget this note") {
+		t.Fatalf("show of a tombstoned event: %v", gone)
+	}
+	text := must(t, dir, "", "audit", "show", "3")
+	if !strings.Contains(text, "tombstone") || !strings.Contains(text, "reason \"asked\"") {
+		t.Fatalf("show of the tombstone: %s", text)
+	}
+	if r := ucl(t, dir, "", "audit", "show", "99"); r.code == 0 || !strings.Contains(r.err, "head is 3") {
+		t.Fatalf("show past the head: %s", r)
+	}
+}

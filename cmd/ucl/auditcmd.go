@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/urfave/cli/v2"
 
@@ -36,9 +37,56 @@ get them back with ucl rebuild. Run ucl audit verify first to see the damage.`,
 			Action: auditRepair,
 		},
 		auditLogCommand,
+		auditShowCommand,
 		auditCheckpointsCommand,
 		auditProveCommand,
 		auditVerifyProofCommand,
+	},
+}
+
+var auditShowCommand = &cli.Command{
+	Name:      "show",
+	Usage:     "one event: header, hash, body (with the vault key) and tombstone status",
+	ArgsUsage: "SEQ",
+	Description: `Without the vault key only the plaintext header is shown. Tombstoned
+content is withheld and the status says it is hidden, not erased.`,
+	Action: func(c *cli.Context) error {
+		if c.NArg() != 1 {
+			return usage("ucl audit show SEQ", "want one seq")
+		}
+		seq, err := strconv.ParseUint(c.Args().First(), 10, 64)
+		if err != nil || seq == 0 {
+			return usage("ucl audit show SEQ (a seq from ucl audit log)", "bad seq %q", c.Args().First())
+		}
+		return withAPI(c, func(api ucl.API) error {
+			r, err := api.AuditShow(context.Background(), ucl.AuditShowRequest{Seq: seq})
+			if errors.Is(err, log.ErrNotFound) {
+				return withHint(err, "ucl status shows the head seq")
+			}
+			if err != nil {
+				return err
+			}
+			if jsonOut(c) {
+				return printJSON(c, r)
+			}
+			printf(c, "seq %d: %s at %s, id %s, by %s\n", r.Seq, r.Type, r.Time, r.ID, r.By)
+			printf(c, "hash %s, prev %s, key epoch %d\n", r.Hash, r.Prev, r.KeyEpoch)
+			if r.ChunkID != "" {
+				printf(c, "chunk %s, session %q, role %q, kind %s, %d bytes\n", r.ChunkID, r.Session, r.Role, r.Kind, r.Bytes)
+			}
+			if r.Targets != "" {
+				printf(c, "targets %s, reason %q, removed %d chunks\n", r.Targets, r.Reason, len(r.Removed))
+			}
+			if r.TombstonedBy > 0 {
+				printf(c, "status: %s (tombstone seq %d)\n", r.Status, r.TombstonedBy)
+			} else {
+				printf(c, "status: %s\n", r.Status)
+			}
+			if len(r.Event) > 0 {
+				printf(c, "event: %s\n", r.Event)
+			}
+			return nil
+		})
 	},
 }
 
