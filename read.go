@@ -483,8 +483,9 @@ func (s *Store) Status(ctx context.Context, req StatusRequest) (*StatusResult, e
 	return r, nil
 }
 
-// AuditShow reports one event (see API). It reads the whole log: whether a
-// later tombstone removed the event is known only at the end.
+// AuditShow reports one event (see API). It reads the whole log (the audit
+// entry, and whether a later tombstone removed the event, are known only
+// at the end); it is an audit command, not a hot path.
 func (s *Store) AuditShow(ctx context.Context, req AuditShowRequest) (*AuditShowResult, error) {
 	l := s.st.Log
 	head, _ := l.Head()
@@ -517,22 +518,22 @@ func (s *Store) AuditShow(ctx context.Context, req AuditShowRequest) (*AuditShow
 		res.Status = "unknown without the vault key (headers only)"
 		return res, nil
 	}
+	// Replay renders the event and, for tombstoned content, the tombstone
+	// that withholds it.
 	err = s.Replay(ctx, ReplayRequest{From: req.Seq, To: req.Seq}, func(b json.RawMessage) error {
 		res.Event = b
+		var t tombstonedEvent
+		if err := json.Unmarshal(b, &t); err != nil {
+			return fmt.Errorf("audit show: %w", err)
+		}
+		if t.Tombstoned {
+			res.TombstonedBy = t.By
+			res.Status = "tombstoned: hidden everywhere, not erased (the ciphertext stays on Arweave and the current vault key can decrypt it until a key rotation shreds it)"
+		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
-	}
-	if res.ChunkID != "" {
-		tr := log.NewTombstoneTracker()
-		if err := l.Events(ctx, 0, 0, func(e *log.Event) error { tr.Observe(e); return nil }); err != nil {
-			return nil, err
-		}
-		if by, ok := tr.Dead()[res.ChunkID]; ok {
-			res.TombstonedBy = by
-			res.Status = "tombstoned: hidden everywhere, not erased (the ciphertext stays on Arweave and the current vault key can decrypt it until a key rotation shreds it)"
-		}
 	}
 	return res, nil
 }
