@@ -272,19 +272,26 @@ func (p *cutPlan) apply(dir, corruptDir, reason string) (*RepairReport, error) {
 		rep.Segments = append(rep.Segments, name)
 		rep.SavedTo = append(rep.SavedTo, filepath.Join(corruptDir, aside))
 	}
-	for i := len(p.segs) - 1; i >= p.cutIdx; i-- {
-		path := filepath.Join(dir, p.segs[i].name)
-		if i > p.cutIdx || (p.cutOff == 0 && i > 0) {
+	return rep, cutFiles(dir, p.segs, p.cutIdx, p.cutOff)
+}
+
+// cutFiles makes the log end at offset off of segs[idx]: later files are
+// removed, that one truncated (removed too when emptied, unless it is the
+// first), and everything fsynced.
+func cutFiles(dir string, segs []segFile, idx int, off int64) error {
+	for i := len(segs) - 1; i >= idx; i-- {
+		path := filepath.Join(dir, segs[i].name)
+		if i > idx || (off == 0 && i > 0) {
 			if err := os.Remove(path); err != nil {
-				return nil, fmt.Errorf("remove cut segment: %w", err)
+				return fmt.Errorf("remove cut segment: %w", err)
 			}
 			continue
 		}
-		if err := truncateSync(path, p.cutOff); err != nil {
-			return nil, err
+		if err := truncateSync(path, off); err != nil {
+			return err
 		}
 	}
-	return rep, syncDir(dir)
+	return syncDir(dir)
 }
 
 func truncateSync(path string, size int64) error {
@@ -348,19 +355,10 @@ func truncateAfter(dir string, seq uint64) error {
 		}
 		off = ents[k].end
 	}
-	for i := len(segs) - 1; i >= idx; i-- {
-		path := filepath.Join(dir, segs[i].name)
-		if i > idx || (off == 0 && i > 0) {
-			if err := os.Remove(path); err != nil {
-				return fmt.Errorf("roll back: %w", err)
-			}
-			continue
-		}
-		if err := truncateSync(path, off); err != nil {
-			return fmt.Errorf("roll back: %w", err)
-		}
+	if err := cutFiles(dir, segs, idx, off); err != nil {
+		return fmt.Errorf("roll back: %w", err)
 	}
-	return syncDir(dir)
+	return nil
 }
 
 // Repair is the explicit repair of a log that Open refuses: it cuts the log
