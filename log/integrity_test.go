@@ -373,6 +373,15 @@ func TestKillAtSegmentRollKeepsBatchesAtomic(t *testing.T) {
 				segs, _ := listSegments(logDir)
 				n := len(segs)
 				for rolls := 1 + rng.Intn(3); rolls > 0; {
+					select {
+					case b, ok := <-lines:
+						if !ok { // the writer died: no roll will come
+							cmd.Wait()
+							t.Fatalf("writer died: %s", stderr.String())
+						}
+						acked[b] = true
+					default:
+					}
 					s, _ := listSegments(logDir)
 					if len(s) != n {
 						n = len(s)
