@@ -77,6 +77,9 @@ type API interface {
 	SnapshotRestore(ctx context.Context, req SnapshotRestoreRequest) (*snapshot.RestoreResult, error)
 	// SnapshotPublish uploads a snapshot to Arweave.
 	SnapshotPublish(ctx context.Context, req SnapshotPublishRequest) (*snapshot.PushResult, error)
+	// RotateKeys shreds tombstoned content: a new vault-key epoch, live
+	// DEKs rewrapped, local state cleaned, the old epoch wiped (rotate.go).
+	RotateKeys(ctx context.Context, req RotateKeysRequest) (*RotateKeysResult, error)
 	// Close releases what this handle holds (a Store closes the store; a
 	// Client only its connections).
 	Close() error
@@ -217,7 +220,13 @@ type AuditEntry struct {
 	Targets string   `json:"targets,omitempty"`
 	Reason  string   `json:"reason,omitempty"`
 	Removed []string `json:"removed,omitempty"`
-	Erasure string   `json:"erasure,omitempty"` // "pending": tombstoned, not shredded
+	Erasure string   `json:"erasure,omitempty"` // "pending": tombstoned, not shredded; "shredded": a key rotation erased it
+	// Shredded marks an event whose content a key rotation shredded: only
+	// its header is known (by design, not damage).
+	Shredded bool `json:"shredded,omitempty"`
+	// rekey
+	RekeyEpoch uint32 `json:"rekey_epoch,omitempty"`
+	RekeyKeys  int    `json:"rekey_keys,omitempty"`
 	// share
 	Grantee string `json:"grantee,omitempty"`
 }

@@ -335,3 +335,8 @@ func (c *Client) SnapshotPublish(ctx context.Context, req SnapshotPublishRequest
 func OwnerGone(err error) bool {
 	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT)
 }
+
+// RotateKeys implements API through the owner.
+func (c *Client) RotateKeys(ctx context.Context, req RotateKeysRequest) (*RotateKeysResult, error) {
+	return call[RotateKeysResult](c, ctx, "rotate_keys", req)
+}

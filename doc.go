@@ -50,6 +50,7 @@
 //	Prove(ctx, ProveRequest) (*log.Proof, error)                 audit proof against the newest covering checkpoint
 //	Status(ctx, StatusRequest) (*StatusResult, error)
 //	SnapshotCreate / SnapshotList / SnapshotVerify / SnapshotRestore / SnapshotPublish
+//	RotateKeys(ctx, RotateKeysRequest) (*RotateKeysResult, error)      shred: new epoch, live DEKs rewrapped, old epoch wiped
 //
 // Requests and results are JSON-serializable and are the CLI's --json
 // shapes. Times in requests are strings: RFC 3339, a date (2023-05-08) or
@@ -75,7 +76,7 @@
 // search, context, sessions, session, get, catch_up, projection_status,
 // rebuild_projections, verify_projections, push, sync_status, status, checkpoints, prove,
 // snapshot_create, snapshot_list, snapshot_verify, snapshot_restore,
-// snapshot_publish).
+// snapshot_publish, rotate_keys).
 //
 // Attach (see client.go) finds the owner: it dials DIR/ucl.sock; a socket
 // nobody answers while the store lock is free is stale (owner killed) and

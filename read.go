@@ -154,6 +154,10 @@ func (s *Store) AuditLog(ctx context.Context, req AuditLogRequest, fn func(Audit
 				ID: r.Header.ID, Hash: r.Hash, By: by, KeyEpoch: r.Header.KeyEpoch})
 		})
 	}
+	shredBefore, err := s.shredCut(ctx)
+	if err != nil {
+		return err
+	}
 	tr := log.NewTombstoneTracker()
 	return l.Events(ctx, 0, 0, func(e *log.Event) error {
 		removed := tr.Observe(e)
@@ -162,6 +166,10 @@ func (s *Store) AuditLog(ctx context.Context, req AuditLogRequest, fn func(Audit
 		}
 		a := AuditEntry{Seq: e.Seq, Time: log.FormatTime(e.Time), Type: e.Type.String(), ID: e.ID, Hash: e.Hash, By: by, KeyEpoch: e.KeyEpoch}
 		switch b := e.Body.(type) {
+		case *log.Shredded:
+			a.Shredded = true
+		case *log.Rekey:
+			a.RekeyEpoch, a.RekeyKeys = b.Epoch, len(b.Keys)
 		case *log.Store:
 			a.ChunkID, a.Session, a.Kind, a.Role, a.Bytes = b.ChunkID, b.Session, b.Kind.String(), b.Role, len(b.Content)
 		case *log.Tombstone:
@@ -176,6 +184,9 @@ func (s *Store) AuditLog(ctx context.Context, req AuditLogRequest, fn func(Audit
 				t = append(t, fmt.Sprintf("content %s..%s", log.FormatTime(b.From), log.FormatTime(b.To)))
 			}
 			a.Targets, a.Reason, a.Removed, a.Erasure = strings.Join(t, " "), b.Reason, removed, "pending"
+			if e.Seq < shredBefore {
+				a.Erasure = "shredded"
+			}
 		case *log.ShareGrant:
 			a.Grantee = b.Grantee
 		case *log.ShareRevoke:
@@ -529,6 +540,9 @@ func (s *Store) AuditShow(ctx context.Context, req AuditShowRequest) (*AuditShow
 		if t.Tombstoned {
 			res.TombstonedBy = t.By
 			res.Status = "tombstoned: hidden everywhere, not erased (the ciphertext stays on Arweave and the current vault key can decrypt it until a key rotation shreds it)"
+		}
+		if res.AuditEntry.Shredded {
+			res.Status = "shredded: a vault-key rotation erased this content after it was tombstoned; nobody can decrypt it, from this device or from Arweave (by design, not damage)"
 		}
 		return nil
 	})

@@ -44,6 +44,7 @@ func Handler(api API) http.Handler {
 	route(mux, "snapshot_verify", api.SnapshotVerify)
 	route(mux, "snapshot_restore", api.SnapshotRestore)
 	route(mux, "snapshot_publish", api.SnapshotPublish)
+	route(mux, "rotate_keys", api.RotateKeys)
 	stream(mux, "replay", "line", func(ctx context.Context, req ReplayRequest, emit func(any) error) error {
 		return api.Replay(ctx, req, func(l json.RawMessage) error { return emit(l) })
 	})

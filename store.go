@@ -112,7 +112,22 @@ func Open(dir string, o Options) (*Store, error) {
 	if st.TidyErr != nil {
 		o.Warn(fmt.Sprintf("could not remove staging leftovers of an interrupted operation: %v", st.TidyErr))
 	}
-	return &Store{st: st, opts: o, keyErr: keyErr, appended: make(chan struct{}, 1)}, nil
+	s := &Store{st: st, opts: o, keyErr: keyErr, appended: make(chan struct{}, 1)}
+	if keyErr == nil {
+		// A key rotation a crash interrupted is finished (or, if it never
+		// switched epochs, rolled back) before anything else runs. If that
+		// fails the store still opens: it is consistent at every phase, and
+		// the next Open or RotateKeys tries again.
+		switch res, err := s.resumeRotation(context.Background()); {
+		case err != nil:
+			o.Warn(fmt.Sprintf("an interrupted vault-key rotation could not be finished: %v", err))
+		case res != nil && res.RolledBack:
+			o.Warn(fmt.Sprintf("rolled back an interrupted vault-key rotation (epoch %d stays current)", res.FromEpoch))
+		case res != nil:
+			o.Warn(fmt.Sprintf("finished an interrupted vault-key rotation: epoch %d wiped, %d events shredded", res.FromEpoch, len(res.Shredded)))
+		}
+	}
+	return s, nil
 }
 
 // Close closes the projections, the embed cache and the log.

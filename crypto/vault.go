@@ -53,7 +53,11 @@ func KeyringFrom(keys map[uint32][]byte) (*Keyring, error) {
 }
 
 // Current returns the current epoch.
-func (kr *Keyring) Current() uint32 { return kr.current }
+func (kr *Keyring) Current() uint32 {
+	kr.mu.Lock()
+	defer kr.mu.Unlock()
+	return kr.current
+}
 
 // Epochs returns the epochs held, ascending.
 func (kr *Keyring) Epochs() []uint32 {

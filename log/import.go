@@ -32,15 +32,22 @@ func (l *Log) Import(ctx context.Context, raws [][]byte) error {
 	}
 	seq, prev := l.Head()
 	all := make([]pending, 0, len(raws))
+	rekeyed := false
 	for _, raw := range raws {
 		r, err := verifyRaw(seq+1, raw, prev)
 		if err != nil {
 			return fmt.Errorf("import event %d: %w", seq+1, err)
 		}
-		if l.opts.Keys != nil {
-			if _, err := DecryptWith(l.opts.Keys, raw); err != nil {
+		// An event of an epoch a rotation wiped is checked when read, through
+		// the rekey events that follow it (or found shredded); any other
+		// event's seal is checked now.
+		if kr := l.opts.Keys; kr != nil && (kr.Has(r.Header.KeyEpoch) || r.Header.KeyEpoch >= kr.Current()) {
+			if _, err := DecryptWith(kr, raw); err != nil {
 				return fmt.Errorf("import event %d: %w", seq+1, err)
 			}
+		}
+		if r.Header.Type == TypeRekey {
+			rekeyed = true
 		}
 		seq, prev = seq+1, r.Hash
 		data := appendCRC(append(make([]byte, 0, len(raw)+crcSize), raw...), false)
@@ -50,5 +57,8 @@ func (l *Log) Import(ctx context.Context, raws [][]byte) error {
 		return fmt.Errorf("import: %w", err)
 	}
 	l.advance(all, seq, prev)
+	if rekeyed {
+		l.forgetRekeys()
+	}
 	return nil
 }

@@ -121,6 +121,8 @@ type Log struct {
 	ids       map[ID]uint64
 	idsLoaded atomic.Bool
 
+	rekeys rekeyCache // the rekey events' DEKs, built on demand
+
 	headf    *os.File // the head mark, rewritten after each commit
 	repaired *RepairReport
 
@@ -620,6 +622,14 @@ func (l *Log) commit(batch []*appendReq) {
 		return
 	}
 	l.advance(all, seq, prev)
+	for _, r := range ok {
+		for _, p := range r.preps {
+			if p.typ == TypeRekey {
+				l.forgetRekeys()
+				return
+			}
+		}
+	}
 }
 
 // writeAll writes one commit's entries as one WAL batch, its last entry
@@ -823,6 +833,19 @@ func (l *Log) build(e Entry, pr *prepared, seq uint64, prev Hash, batch []pendin
 			return Result{Seq: s, ID: e.ID, Hash: sha256.Sum256(raw), Existed: true}, nil, nil
 		}
 	}
+	if cur := l.opts.Keys.Current(); pr.epoch != cur {
+		// A key rotation switched epochs after this entry was prepared:
+		// wrap its DEK under the new epoch, so no event after the switch
+		// depends on the epoch being shredded.
+		w, err := l.opts.Keys.Wrapper(cur)
+		if err != nil {
+			return Result{}, nil, err
+		}
+		if err := w.Wrap(pr.wrapped[:], pr.dek[:]); err != nil {
+			return Result{}, nil, err
+		}
+		pr.epoch = cur
+	}
 	h := Header{Version: FormatVersion, Type: pr.typ, Seq: seq + 1, Time: pr.time, ID: pr.id,
 		KeyEpoch: pr.epoch, WrappedDEK: pr.wrapped, Prev: prev}
 	raw, err := sealRaw(&h, pr.plain, pr.dek[:])
@@ -885,32 +908,14 @@ func (l *Log) Decrypt(raw []byte) (*Event, error) {
 	if l.opts.Keys == nil {
 		return nil, ErrNoKeys
 	}
-	return DecryptWith(l.opts.Keys, raw)
+	return l.decrypt(raw)
 }
 
-// DecryptWith is Decrypt with an explicit keyring.
+// DecryptWith is Decrypt with an explicit keyring and without the log's
+// rekey events: an event of a rotated-away epoch fails with
+// crypto.ErrUnknownEpoch.
 func DecryptWith(kr *crypto.Keyring, raw []byte) (*Event, error) {
-	h, err := DecodeHeader(raw)
-	if err != nil {
-		return nil, err
-	}
-	w, err := kr.Wrapper(h.KeyEpoch)
-	if err != nil {
-		return nil, fmt.Errorf("decrypt seq %d: %w", h.Seq, err)
-	}
-	var dek [crypto.KeySize]byte
-	if err := w.Unwrap(dek[:], h.WrappedDEK[:]); err != nil {
-		return nil, fmt.Errorf("decrypt seq %d: unwrap data key: %w", h.Seq, err)
-	}
-	plain, err := crypto.Open(nil, dek[:], raw[:HeaderSize], raw[HeaderSize:])
-	if err != nil {
-		return nil, fmt.Errorf("decrypt seq %d: %w", h.Seq, err)
-	}
-	body, err := DecodeBody(h.Type, plain, &h)
-	if err != nil {
-		return nil, fmt.Errorf("seq %d: %w", h.Seq, err)
-	}
-	return &Event{Header: h, Hash: sha256.Sum256(raw), Body: body}, nil
+	return decryptResolved(kr, raw, nil)
 }
 
 // Raw returns the raw bytes (header ‖ body) of one event, CRC-checked.
@@ -1019,7 +1024,7 @@ func (l *Log) Events(ctx context.Context, from, to uint64, fn func(*Event) error
 		return err
 	}
 	next := from
-	return decryptPipeline(ctx, l.opts.Keys, func(emit func(seq uint64, raw []byte) error) error {
+	return decryptPipeline(ctx, l.decrypt, func(emit func(seq uint64, raw []byte) error) error {
 		return scanFiles(l.dir, from, to, emit)
 	}, func(ev *Event) error {
 		if ev.Seq != next {
@@ -1035,7 +1040,8 @@ func (l *Log) Events(ctx context.Context, from, to uint64, fn func(*Event) error
 
 // decryptPipeline decrypts records produced by scan on worker goroutines in
 // chunks and hands them to fn in order.
-func decryptPipeline(ctx context.Context, kr *crypto.Keyring, scan func(emit func(uint64, []byte) error) error, fn func(*Event) error) error {
+// An event shredded by a key rotation comes out with a *Shredded body.
+func decryptPipeline(ctx context.Context, decrypt func([]byte) (*Event, error), scan func(emit func(uint64, []byte) error) error, fn func(*Event) error) error {
 	const chunk = 256
 	workers := runtime.GOMAXPROCS(0)
 	type job struct {
@@ -1054,7 +1060,10 @@ func decryptPipeline(ctx context.Context, kr *crypto.Keyring, scan func(emit fun
 			for j := range jobs {
 				j.evs = make([]*Event, len(j.raws))
 				for k, raw := range j.raws {
-					ev, err := DecryptWith(kr, raw)
+					ev, err := decrypt(raw)
+					if errors.Is(err, ErrShredded) {
+						ev, err = shreddedEvent(raw)
+					}
 					if err != nil {
 						j.err = err
 						break

@@ -9,6 +9,7 @@
 //	DIR/projections/  derived state, always rebuildable from the log
 //	DIR/mirror.db     Arweave mirror state
 //	DIR/snapshots/    local snapshots
+//	DIR/rotate.journal  present only while a vault-key rotation runs (see the ucl package doc)
 //
 // The log id is random, made by Init, and names the log on Arweave
 // (UC-Log-Id); a store rebuilt from Arweave keeps the id of its source.
@@ -183,10 +184,46 @@ func LoadKeys(dir string, m Meta, o OpenOptions) (*crypto.Keyring, error) {
 			return nil, fmt.Errorf("%w; pass the store's vault key with --vault-key FILE (or import it with `ucl keys import`)", err)
 		}
 	}
-	if m.KeyFingerprint != "" && kr.Fingerprint() != m.KeyFingerprint {
+	if m.KeyFingerprint != "" && !HoldsFingerprint(kr, m.KeyFingerprint) {
+		if e, ok := fingerprintEpoch(m.KeyFingerprint); ok && kr.Current() < e {
+			return nil, fmt.Errorf("open %s: %w: the key given is of vault-key epoch %d, and a key rotation moved this store to epoch %d (keys exported before a rotation cannot open the store); nothing was written", dir, ErrWrongVaultKey, kr.Current(), e)
+		}
 		return nil, fmt.Errorf("open %s: %w (key %s, store expects %s); nothing was written", dir, ErrWrongVaultKey, kr.Fingerprint(), m.KeyFingerprint)
 	}
 	return kr, nil
+}
+
+// HoldsFingerprint reports whether kr holds the key of fingerprint fp. The
+// store's metadata names its current key; while a key rotation is under
+// way the keyring holds that key and one other epoch.
+func HoldsFingerprint(kr *crypto.Keyring, fp string) bool {
+	for _, f := range kr.Fingerprints() {
+		if f == fp {
+			return true
+		}
+	}
+	return false
+}
+
+// fingerprintEpoch reads the epoch a fingerprint ("EPOCH:hex") names.
+func fingerprintEpoch(fp string) (uint32, bool) {
+	var e uint32
+	if _, err := fmt.Sscanf(fp, "%d:", &e); err != nil {
+		return 0, false
+	}
+	return e, true
+}
+
+// WriteMeta replaces DIR/ucl.json atomically.
+func WriteMeta(dir string, m Meta) error {
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := fsutil.WriteFileAtomic(filepath.Join(dir, MetaFile), append(b, '\n'), 0o600); err != nil {
+		return fmt.Errorf("write metadata: %w", err)
+	}
+	return nil
 }
 
 // Open opens an initialized store and its log.
@@ -224,6 +261,9 @@ func Open(dir string, o OpenOptions) (*Store, error) {
 	s.Tidied, s.TidyErr = Tidy(dir)
 	return s, nil
 }
+
+// VaultKeyFile is the path of the vault key file of the store in dir.
+func VaultKeyFile(dir string) string { return filepath.Join(dir, VaultFile) }
 
 // Close closes the log.
 func (s *Store) Close() error { return s.Log.Close() }

@@ -1,0 +1,286 @@
+package log
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/unlimitedcontext/ucl/crypto"
+)
+
+// ErrShredded is returned when an event's data key was wrapped under a
+// vault-key epoch that a later key rotation wiped, and no rekey event
+// rewrapped it under an epoch still held: the rotation left it out because
+// its content was tombstoned. The content is gone by design; this is not
+// corruption.
+var ErrShredded = errors.New("log: content shredded by a vault-key rotation")
+
+// Shredded is the body Events hands out for an event whose content a key
+// rotation shredded (ErrShredded): only its plaintext header is known.
+type Shredded struct {
+	Of Type // the event's type, from its header
+}
+
+// MarshalJSON renders the body's place in a replay line.
+func (s *Shredded) MarshalJSON() ([]byte, error) {
+	return []byte(`{"shredded":true}`), nil
+}
+
+// Type returns the type named in the event's header.
+func (s *Shredded) Type() Type { return s.Of }
+
+func (s *Shredded) appendTo([]byte, *Header) ([]byte, error) {
+	return nil, fmt.Errorf("encode body: %w", ErrShredded)
+}
+
+// IsShredded reports whether ev's content was shredded.
+func (e *Event) IsShredded() bool { _, ok := e.Body.(*Shredded); return ok }
+
+// Rekeys maps an event seq to its newest rewrapped data key, from the rekey
+// events of a log. A rotation to epoch e+1 writes rekey events carrying
+// every live event's DEK wrapped under e+1; the DEK of event s is then the
+// one wrapped under the newest epoch the keyring holds: in s's own header
+// when that epoch is held, else in the newest rekey event naming s.
+type Rekeys struct {
+	m      map[uint64]rekeyed
+	newest uint32 // the highest epoch a rekey event names (0: no rotation)
+}
+
+type rekeyed struct {
+	epoch   uint32
+	wrapped [WrappedKeySize]byte
+}
+
+// NewRekeys returns an empty map.
+func NewRekeys() *Rekeys { return &Rekeys{m: map[uint64]rekeyed{}} }
+
+// Add records a rekey body; for a seq named twice the newer epoch wins.
+func (r *Rekeys) Add(k *Rekey) {
+	r.newest = max(r.newest, k.Epoch)
+	for _, w := range k.Keys {
+		if cur, ok := r.m[w.Seq]; !ok || k.Epoch >= cur.epoch {
+			r.m[w.Seq] = rekeyed{k.Epoch, w.Wrapped}
+		}
+	}
+}
+
+// Covered reports whether seq has a DEK rewrapped under epoch.
+func (r *Rekeys) Covered(seq uint64, epoch uint32) bool {
+	if r == nil {
+		return false
+	}
+	k, ok := r.m[seq]
+	return ok && k.epoch == epoch
+}
+
+// Newest is the highest epoch a rekey event names (0: none).
+func (r *Rekeys) Newest() uint32 {
+	if r == nil {
+		return 0
+	}
+	return r.newest
+}
+
+// keyFor returns the epoch and wrapped DEK that open event h under kr.
+// rekeys is called only when h's own epoch is not held.
+func keyFor(kr *crypto.Keyring, h *Header, rekeys func() (*Rekeys, error)) (uint32, [WrappedKeySize]byte, error) {
+	if kr.Has(h.KeyEpoch) || rekeys == nil {
+		return h.KeyEpoch, h.WrappedDEK, nil
+	}
+	rk, err := rekeys()
+	if err != nil {
+		return 0, h.WrappedDEK, err
+	}
+	if k, ok := rk.m[h.Seq]; ok && kr.Has(k.epoch) {
+		return k.epoch, k.wrapped, nil
+	}
+	if rk.Newest() > h.KeyEpoch && kr.Has(rk.Newest()) {
+		return 0, h.WrappedDEK, fmt.Errorf("decrypt seq %d (epoch %d): %w", h.Seq, h.KeyEpoch, ErrShredded)
+	}
+	return h.KeyEpoch, h.WrappedDEK, nil // fails below with ErrUnknownEpoch
+}
+
+// decryptResolved is DecryptWith, looking the DEK up in the rekey events
+// (rekeys, built on demand) when the event's own epoch was rotated away.
+func decryptResolved(kr *crypto.Keyring, raw []byte, rekeys func() (*Rekeys, error)) (*Event, error) {
+	h, err := DecodeHeader(raw)
+	if err != nil {
+		return nil, err
+	}
+	epoch, wrapped, err := keyFor(kr, &h, rekeys)
+	if err != nil {
+		return nil, err
+	}
+	w, err := kr.Wrapper(epoch)
+	if err != nil {
+		return nil, fmt.Errorf("decrypt seq %d: %w", h.Seq, err)
+	}
+	var dek [crypto.KeySize]byte
+	if err := w.Unwrap(dek[:], wrapped[:]); err != nil {
+		return nil, fmt.Errorf("decrypt seq %d: unwrap data key: %w", h.Seq, err)
+	}
+	plain, err := crypto.Open(nil, dek[:], raw[:HeaderSize], raw[HeaderSize:])
+	clear(dek[:])
+	if err != nil {
+		return nil, fmt.Errorf("decrypt seq %d: %w", h.Seq, err)
+	}
+	body, err := DecodeBody(h.Type, plain, &h)
+	if err != nil {
+		return nil, fmt.Errorf("seq %d: %w", h.Seq, err)
+	}
+	return &Event{Header: h, Hash: sha256.Sum256(raw), Body: body}, nil
+}
+
+// shreddedEvent is the event Events hands out for a shredded one.
+func shreddedEvent(raw []byte) (*Event, error) {
+	h, err := DecodeHeader(raw)
+	if err != nil {
+		return nil, err
+	}
+	return &Event{Header: h, Hash: sha256.Sum256(raw), Body: &Shredded{Of: h.Type}}, nil
+}
+
+// buildRekeys reads the rekey events of the log in dir (seqs 1..to; 0: all).
+// Rekey events are opened newest first: an older rotation's rekey events
+// are themselves rewrapped by the newer ones, or, sealed under an epoch
+// no longer held and superseded, skipped.
+func buildRekeys(dir string, kr *crypto.Keyring, to uint64) (*Rekeys, error) {
+	var raws [][]byte
+	err := scanFiles(dir, 1, to, func(seq uint64, raw []byte) error {
+		if len(raw) > 1 && Type(raw[1]) == TypeRekey {
+			raws = append(raws, append([]byte(nil), raw...))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read rekey events: %w", err)
+	}
+	rk := NewRekeys()
+	var bodies []*Rekey
+	for i := len(raws) - 1; i >= 0; i-- {
+		ev, err := decryptResolved(kr, raws[i], func() (*Rekeys, error) { return rk, nil })
+		if err != nil {
+			if errors.Is(err, ErrShredded) || errors.Is(err, crypto.ErrUnknownEpoch) {
+				continue
+			}
+			return nil, err
+		}
+		r, ok := ev.Body.(*Rekey)
+		if !ok {
+			return nil, fmt.Errorf("seq %d: %w: header says rekey", ev.Seq, ErrMalformed)
+		}
+		rk.Add(r)
+		bodies = append(bodies, r)
+	}
+	sort.SliceStable(bodies, func(i, j int) bool { return bodies[i].Epoch < bodies[j].Epoch })
+	out := NewRekeys()
+	for _, r := range bodies {
+		out.Add(r)
+	}
+	return out, nil
+}
+
+// rekeyCache is a log's lazily built Rekeys: built on the first read of an
+// event whose epoch the keyring lacks (never, on a log that was not
+// rotated), dropped when a rekey event is written.
+type rekeyCache struct {
+	mu sync.Mutex
+	rk *Rekeys
+}
+
+// Rekeys returns the log's rekey map (built from its rekey events on first
+// use).
+func (l *Log) Rekeys() (*Rekeys, error) {
+	if l.opts.Keys == nil {
+		return nil, ErrNoKeys
+	}
+	l.rekeys.mu.Lock()
+	defer l.rekeys.mu.Unlock()
+	if l.rekeys.rk != nil {
+		return l.rekeys.rk, nil
+	}
+	head, _ := l.Head()
+	rk, err := buildRekeys(l.dir, l.opts.Keys, head)
+	if err != nil {
+		return nil, err
+	}
+	if head == 0 {
+		return rk, nil
+	}
+	l.rekeys.rk = rk
+	return rk, nil
+}
+
+// forgetRekeys drops the cached map after rekey events were written, or
+// after the keyring changed.
+func (l *Log) forgetRekeys() {
+	l.rekeys.mu.Lock()
+	l.rekeys.rk = nil
+	l.rekeys.mu.Unlock()
+}
+
+// KeysChanged tells the log its keyring changed epochs (a key rotation).
+func (l *Log) KeysChanged() { l.forgetRekeys() }
+
+// decrypt opens one event with the log's keys and rekey events.
+func (l *Log) decrypt(raw []byte) (*Event, error) {
+	return decryptResolved(l.opts.Keys, raw, l.Rekeys)
+}
+
+// Shredded reports whether the event at seq was shredded by a rotation:
+// its content is gone by design.
+func (l *Log) Shredded(seq uint64) (bool, error) {
+	raw, err := l.Raw(seq)
+	if err != nil {
+		return false, err
+	}
+	_, err = l.decrypt(raw)
+	if errors.Is(err, ErrShredded) {
+		return true, nil
+	}
+	return false, err
+}
+
+// ForEachHeader calls fn with the header of every event in from..to (to 0:
+// the head), CRC-checked, without decrypting.
+func (l *Log) ForEachHeader(ctx context.Context, from, to uint64, fn func(h *Header) error) error {
+	return l.Records(ctx, from, to, func(r *Record) error { return fn(&r.Header) })
+}
+
+// DataKey returns the DEK of the event with header h: unwrapped from its
+// header, or from the rekey events when its epoch was rotated away.
+func (l *Log) DataKey(h *Header) ([crypto.KeySize]byte, error) {
+	var dek [crypto.KeySize]byte
+	if l.opts.Keys == nil {
+		return dek, ErrNoKeys
+	}
+	epoch, wrapped, err := keyFor(l.opts.Keys, h, l.Rekeys)
+	if err != nil {
+		return dek, err
+	}
+	w, err := l.opts.Keys.Wrapper(epoch)
+	if err != nil {
+		return dek, fmt.Errorf("data key of seq %d: %w", h.Seq, err)
+	}
+	if err := w.Unwrap(dek[:], wrapped[:]); err != nil {
+		return dek, fmt.Errorf("data key of seq %d: %w", h.Seq, err)
+	}
+	return dek, nil
+}
+
+// SwapKeys runs fn with no commit in progress and returns the head after
+// it: a key rotation switches the keyring's current epoch in fn, so every
+// event after the returned head is wrapped under the new epoch.
+func (l *Log) SwapKeys(fn func() error) (uint64, error) {
+	l.commitMu.Lock()
+	defer l.commitMu.Unlock()
+	if err := fn(); err != nil {
+		return 0, err
+	}
+	l.forgetRekeys()
+	head, _ := l.Head()
+	return head, nil
+}
