@@ -137,6 +137,9 @@ var errorCodes = []struct {
 	{"log_inconsistent", log.ErrInconsistent},
 	{"arweave_tx_pending", arweave.ErrTxPending},
 	{"no_match", ErrNoMatch},
+	{"log_shredded", log.ErrShredded},
+	{"rotation_needs_key", ErrRotationNeedsKey},
+	{"bad_rotate_journal", ErrBadRotateJournal},
 }
 
 // ErrorCodes returns the wire codes of the sentinels err matches.
