@@ -42,8 +42,8 @@ func ImportVaultKey(dir string, kr *crypto.Keyring) error {
 	if err != nil {
 		return err
 	}
-	if m.KeyFingerprint != kr.Fingerprint() {
-		return fmt.Errorf("import key: %w", store.ErrWrongVaultKey)
+	if _, err := store.LoadKeys(dir, m, store.OpenOptions{Keys: kr}); err != nil {
+		return fmt.Errorf("import key: %w", err)
 	}
 	return kr.Save(filepath.Join(dir, store.VaultFile))
 }

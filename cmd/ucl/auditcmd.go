@@ -159,8 +159,12 @@ var auditLogCommand = &cli.Command{
 	Usage: "who stored, deleted or shared what, and when",
 	Description: `One line per event, verified against the chain. Tombstones list the chunks
 they removed and their erasure state ("pending": hidden everywhere but still
-decryptable from Arweave until a vault-key rotation shreds it). Without the
-vault key only the plaintext headers are shown.`,
+decryptable from Arweave until a vault-key rotation shreds it; "shredded":
+a rotation (ucl keys rotate) wiped the key, nobody can decrypt it). Events
+whose content a rotation shredded show as "shredded" (by design, not
+damage); after shredding, a tombstone no longer knows which chunk ids it
+removed (they were in the shredded events). Without the vault key only the
+plaintext headers are shown.`,
 	Flags: []cli.Flag{
 		&cli.StringFlag{Name: "type", Usage: "only this event type"},
 		&cli.StringFlag{Name: "since", Usage: "append time from (RFC 3339, date or unix ms)"},
@@ -186,12 +190,16 @@ vault key only the plaintext headers are shown.`,
 					return printJSON(c, e)
 				}
 				line := fmt.Sprintf("%6d %s %-12s", e.Seq, e.Time[:19], e.Type)
-				switch e.Type {
-				case "store":
+				switch {
+				case e.Shredded:
+					line += fmt.Sprintf(" shredded (content erased by a key rotation; epoch %d wiped)", e.KeyEpoch)
+				case e.Type == "rekey":
+					line += fmt.Sprintf(" epoch %d: %d data keys rewrapped", e.RekeyEpoch, e.RekeyKeys)
+				case e.Type == "store":
 					line += fmt.Sprintf(" chunk %s session=%q %s/%s %dB", e.ChunkID, e.Session, e.Kind, e.Role, e.Bytes)
-				case "tombstone":
+				case e.Type == "tombstone":
 					line += fmt.Sprintf(" %s removed %d (erasure %s) reason=%q", e.Targets, len(e.Removed), e.Erasure, e.Reason)
-				case "share_grant", "share_revoke":
+				case e.Type == "share_grant" || e.Type == "share_revoke":
 					line += " to " + e.Grantee
 				}
 				printf(c, "%s\n", line)

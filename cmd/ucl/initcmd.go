@@ -69,8 +69,9 @@ of generating one. An existing store is never overwritten.`,
 
 var keysCommand = &cli.Command{
 	Name:  "keys",
-	Usage: "export or import the vault key",
+	Usage: "export, import or rotate the vault key",
 	Subcommands: []*cli.Command{
+		keysRotateCommand,
 		{
 			Name:  "export",
 			Usage: "print the vault key as a recovery code",
@@ -83,9 +84,11 @@ var keysCommand = &cli.Command{
 					return withHint(ucl.ErrNoVaultKey, "pass it with --vault-key FILE")
 				}
 				if jsonOut(c) {
-					return printJSON(c, map[string]any{"recovery_code": kr.RecoveryCode(), "fingerprint": kr.Fingerprint()})
+					return printJSON(c, map[string]any{"recovery_code": kr.RecoveryCode(), "fingerprint": kr.Fingerprint(),
+						"epoch": kr.Current(), "note": exportNote})
 				}
 				printf(c, "%s\n", kr.RecoveryCode())
+				fmt.Fprintf(c.App.ErrWriter, "Vault-key epoch %d. %s\n", kr.Current(), exportNote)
 				return nil
 			},
 		},
@@ -105,7 +108,7 @@ var keysCommand = &cli.Command{
 				dir := storeDir(c)
 				if err := ucl.ImportVaultKey(dir, kr); err != nil {
 					if errors.Is(err, ucl.ErrWrongVaultKey) {
-						return withHint(err, "this key belongs to another store; nothing was written")
+						return withHint(err, "this key belongs to another store, or to a vault-key epoch a rotation wiped (export a new code with `ucl keys export` on a device that has the store); nothing was written")
 					}
 					return err
 				}
