@@ -29,9 +29,9 @@ var ErrRotationNeedsKey = errors.New("ucl: an interrupted key rotation needs the
 const DefaultRekeyKeysPerEvent = 1024
 
 // RotateNote is what every rotation result says about recovery codes.
-const RotateNote = "Recovery codes exported before this rotation can no longer open the store or read anything: " +
-	"export a new one now (`ucl keys export`). The shredded events are unreadable for everyone, from this " +
-	"device and from Arweave, by design."
+const RotateNote = "The shredded events are unreadable for everyone, from this device and from Arweave, as long as no copy of " +
+	"the wiped key survives elsewhere: recovery codes exported before this rotation still hold it, so destroy them (they no " +
+	"longer open the store) and export a new code now (`ucl keys export`)."
 
 // RotateKeysRequest asks for a vault-key rotation (shred).
 type RotateKeysRequest struct {

@@ -88,16 +88,23 @@ func (kr *Keyring) Adopt(other *Keyring) {
 	kr.keys, kr.current, kr.wrappers = keys, cur, map[uint32]*Wrapper{}
 }
 
-// Without returns a copy of the keyring without an epoch; the current
-// epoch cannot be dropped.
+// Without returns a copy of the keyring without an epoch. Dropping the
+// current epoch (undoing a rotation that never used it) makes the newest
+// remaining one current; the last epoch cannot be dropped.
 func (kr *Keyring) Without(epoch uint32) (*Keyring, error) {
 	c := kr.Clone()
-	if epoch == c.current {
-		return nil, fmt.Errorf("drop epoch %d: it is the current one", epoch)
+	k, ok := c.keys[epoch]
+	if !ok {
+		return c, nil
 	}
-	if k, ok := c.keys[epoch]; ok {
-		clear(k)
-		delete(c.keys, epoch)
+	if len(c.keys) == 1 {
+		return nil, fmt.Errorf("drop epoch %d: it is the only one", epoch)
+	}
+	clear(k)
+	delete(c.keys, epoch)
+	c.current = 0
+	for e := range c.keys {
+		c.current = max(c.current, e)
 	}
 	return c, nil
 }

@@ -144,11 +144,15 @@ func auditVerify(c *cli.Context) error {
 		return err
 	}
 	if jsonOut(c) {
-		return printJSON(c, map[string]any{"ok": true, "events": rep.Events, "head_seq": rep.Head, "head_hash": rep.HeadHash.String(), "decrypted": rep.Decrypted})
+		return printJSON(c, map[string]any{"ok": true, "events": rep.Events, "head_seq": rep.Head, "head_hash": rep.HeadHash.String(),
+			"decrypted": rep.Decrypted, "shredded": rep.Shredded})
 	}
 	how := "checksums and hash chain"
 	if rep.Decrypted {
 		how += ", every body decrypted and decoded"
+		if rep.Shredded > 0 {
+			how = fmt.Sprintf("checksums and hash chain, every body decrypted and decoded but %d shredded by key rotations (unreadable by design, not damage)", rep.Shredded)
+		}
 	}
 	printf(c, "ok: %d events verified (%s); head %d %s\n", rep.Events, how, rep.Head, rep.HeadHash)
 	return nil

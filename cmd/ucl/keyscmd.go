@@ -14,8 +14,9 @@ import (
 )
 
 // exportNote is what `ucl keys export` says about rotations.
-const exportNote = "This code opens the store at its current vault-key epoch only. After a `ucl keys rotate` it opens nothing " +
-	"(it cannot read the events that rotation shredded, nor the store at the new epoch): export a new code after every rotation."
+const exportNote = "This code is the key of the current vault-key epoch. `ucl keys rotate` shreds tombstoned content by wiping " +
+	"that key from the store, but it cannot wipe copies of this code: after a rotation, destroy every code exported before it " +
+	"(whoever holds one could still decrypt the shredded events from Arweave; it no longer opens the store) and export a new one."
 
 var keysRotateCommand = &cli.Command{
 	Name:  "rotate",
@@ -27,8 +28,10 @@ only live chunks in the embedding cache, then wipes epoch e from the vault
 key file. After it nobody, you included, can decrypt the tombstoned
 content, from this device or from Arweave. It cannot be undone.
 
-Recovery codes exported before the rotation stop working: export a new
-one afterwards (ucl keys export). Run ucl sync push afterwards so that
+Recovery codes exported before the rotation no longer open the store, but
+they still hold the wiped key: destroy them (whoever keeps one could
+decrypt the shredded events from Arweave), and export a new code
+afterwards (ucl keys export). Run ucl sync push afterwards so that
 Arweave holds the rekey events; a store rebuilt with the new key needs
 them. Asks for confirmation on a terminal; --yes skips it (and is
 required when standard input is not a terminal).`,
