@@ -133,7 +133,7 @@ func TestShredArweave(t *testing.T) {
 
 	dead := tombstonedContents(t, a.dir)
 	live := contents(t, a.dir)
-	if len(dead) < 20 || len(live) < 200 {
+	if len(dead) < 10 || len(live) < 200 {
 		t.Fatalf("%d tombstoned, %d live chunks", len(dead), len(live))
 	}
 	oldKeys := vaultKeys(t, a.dir)
