@@ -65,10 +65,12 @@ type RotateKeysResult struct {
 	// Resumed is set when this call finished a rotation a crash had
 	// interrupted; RolledBack when it undid one that had not started
 	// rewrapping.
-	Resumed    bool    `json:"resumed,omitempty"`
-	RolledBack bool    `json:"rolled_back,omitempty"`
-	Seconds    float64 `json:"seconds"`
-	Note       string  `json:"note"`
+	// ProjectSeconds is the part of Seconds spent rebuilding projections.
+	ProjectSeconds float64 `json:"project_seconds"`
+	Resumed        bool    `json:"resumed,omitempty"`
+	RolledBack     bool    `json:"rolled_back,omitempty"`
+	Seconds        float64 `json:"seconds"`
+	Note           string  `json:"note"`
 }
 
 // ShreddedEvent is a store event a rotation shredded.
@@ -313,6 +315,8 @@ func (r *rotation) run(ctx context.Context) error {
 	r.res.Note = RotateNote
 	// The projections were deleted in clean; rebuild them now, from the
 	// log where shredded events have no content any more.
+	tp := time.Now()
+	defer func() { r.res.ProjectSeconds = time.Since(tp).Seconds() }()
 	if _, err := s.caughtUpLocked(ctx, r.prog); err != nil {
 		return fmt.Errorf("rotate keys: the rotation is complete; rebuilding the projections failed: %w", err)
 	}

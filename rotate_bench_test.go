@@ -1,0 +1,53 @@
+package ucl
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/unlimitedcontext/ucl/log"
+)
+
+// BenchmarkRotateKeys measures `ucl keys rotate` on a store of n store
+// events with one session in a hundred tombstoned: the log pass, the rekey
+// events (durability sync), the cleanup, the wipe and the projection
+// rebuild (hash embedder), which is reported apart. Each iteration rotates
+// a freshly built store (the build is not timed).
+func BenchmarkRotateKeys(b *testing.B) {
+	for _, n := range benchSizes() {
+		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
+			ctx := context.Background()
+			var total, project, rekeyed float64
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				dir := benchStore(b, n)
+				sync := log.Sync
+				s, err := Open(dir, Options{Durability: &sync})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := s.Tombstone(ctx, TombstoneRequest{Session: "s000"}); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				res, err := s.RotateKeys(ctx, RotateKeysRequest{})
+				b.StopTimer()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(res.Shredded) != n/100 || res.Rekeyed != n-n/100+1 {
+					b.Fatalf("rotation: %d shredded, %d rekeyed", len(res.Shredded), res.Rekeyed)
+				}
+				total += res.Seconds
+				project += res.ProjectSeconds
+				rekeyed += float64(res.Rekeyed)
+				s.Close()
+				b.StartTimer()
+			}
+			b.ReportMetric(total/float64(b.N), "rotate-s")
+			b.ReportMetric(project/float64(b.N), "project-s")
+			b.ReportMetric((total-project)/float64(b.N), "rekey+wipe-s")
+			b.ReportMetric(rekeyed/float64(b.N), "rekeyed")
+		})
+	}
+}
