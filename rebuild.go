@@ -84,6 +84,9 @@ type RebuildResult struct {
 	// as on Arweave: the segments it was rebuilt from are adopted, so the
 	// store does not report them as unmirrored or upload them again.
 	MirroredSeq uint64 `json:"mirrored_seq"`
+	// Shredded counts the events whose content a key rotation of the
+	// source shredded: unreadable by design, not damage.
+	Shredded uint64 `json:"shredded"`
 	// PartialErr is the *arweave.GapError or *arweave.TxRejectedError that
 	// stopped a partial rebuild.
 	PartialErr error `json:"-"`
@@ -200,6 +203,9 @@ func Rebuild(ctx context.Context, o RebuildOptions) (*RebuildResult, error) {
 		Checkpoint: out.checkpoint, MirroredSeq: mirrored}
 	if out.partial != nil {
 		res.Problem = out.partial.Error()
+	}
+	if res.Shredded, err = s.st.Log.CountShredded(ctx); err != nil {
+		return nil, fmt.Errorf("rebuild: count shredded events: %w", err)
 	}
 	return res, nil
 }

@@ -23,8 +23,12 @@
 //
 // A tombstone hides content from every projection but the ciphertext stays on
 // Arweave and the current vault key still unwraps its DEK. Durable erasure
-// (shredding) needs a new vault-key epoch: live DEKs are rewrapped under it
-// and the old epoch's key is wiped, after which no one can decrypt the
-// tombstoned ciphertext. Passphrase sealing of the vault key file is not
-// implemented yet; the file's protection is its 0600 mode.
+// (shredding, `ucl keys rotate`, ucl.Store.RotateKeys) makes a new vault-key
+// epoch: live DEKs are rewrapped under it (rekey events in the log) and the
+// old epoch's key is wiped from the keyring and the key file, after which no
+// one holding only the store's keys can decrypt the tombstoned ciphertext.
+// Copies of the old key made before (recovery codes) are outside the
+// store's reach: they must be destroyed by whoever holds them. Passphrase
+// sealing of the vault key file is not implemented yet; the file's
+// protection is its 0600 mode.
 package crypto

@@ -284,3 +284,31 @@ func (l *Log) SwapKeys(fn func() error) (uint64, error) {
 	head, _ := l.Head()
 	return head, nil
 }
+
+// CountShredded counts the events up to the head whose content a key
+// rotation shredded, from their headers and the rekey events (no body is
+// decrypted).
+func (l *Log) CountShredded(ctx context.Context) (uint64, error) {
+	kr := l.opts.Keys
+	if kr == nil {
+		return 0, ErrNoKeys
+	}
+	var n uint64
+	var rk *Rekeys
+	err := l.ForEachHeader(ctx, 0, 0, func(h *Header) error {
+		if kr.Has(h.KeyEpoch) {
+			return nil
+		}
+		if rk == nil {
+			var err error
+			if rk, err = l.Rekeys(); err != nil {
+				return err
+			}
+		}
+		if _, _, err := keyFor(kr, h, func() (*Rekeys, error) { return rk, nil }); errors.Is(err, ErrShredded) {
+			n++
+		}
+		return nil
+	})
+	return n, err
+}

@@ -42,7 +42,10 @@
 // A fresh random 32-byte snapshot key K encrypts the archive; K is wrapped
 // (AES key wrap, RFC 3394) under the vault key of the epoch recorded in the
 // manifest. Shredding that epoch (ucl keys rotate) makes the snapshot
-// unreadable, which is intended: it may hold tombstoned content.
+// unreadable, which is intended: it may hold tombstoned content. The
+// rotation deletes every local snapshot; published ones stay on Arweave,
+// sealed under the wiped epoch, and a rebuild with the new key refuses
+// them and projects from the log.
 //
 //	header  "UCLSNAP1" ‖ frame size (uint32 BE)
 //	frame*  length L (uint32 BE, 16 <= L <= frame size + 16) ‖ L bytes of AES-256-GCM output

@@ -130,6 +130,11 @@ func TestShredArweave(t *testing.T) {
 	must(t, a.dir, "", "project")
 	must(t, a.dir, "", "snapshot", "create")
 	must(t, a.dir, "", "sync", "push", "--gateway", gw.URL(), "--segment-bytes", "16384")
+	// A published snapshot sealed under the epoch the rotation wipes.
+	must(t, a.dir, "", "snapshot", "push", "--gateway", gw.URL())
+	if err := gw.Mine(1); err != nil {
+		t.Fatal(err)
+	}
 
 	dead := tombstonedContents(t, a.dir)
 	live := contents(t, a.dir)
@@ -193,6 +198,9 @@ func TestShredArweave(t *testing.T) {
 	if got := contents(t, b); fmt.Sprint(got) != fmt.Sprint(live) {
 		t.Fatalf("rebuilt device: %d live chunks, A has %d", len(got), len(live))
 	}
+	if snap := jsonDoc(t, rr.out)["snapshot"].(map[string]any); snap["used"] != false {
+		t.Fatalf("the rebuild used a snapshot sealed under the wiped epoch: %v", snap)
+	}
 	if got := contents(t, b, "--include-tombstoned"); len(got) != len(live) {
 		t.Fatalf("rebuilt device decrypts %d chunks, only %d are live", len(got), len(live))
 	}
@@ -204,6 +212,9 @@ func TestShredArweave(t *testing.T) {
 	}
 	if ev, _ := countShredded(t, b); ev != len(dead) {
 		t.Fatalf("rebuilt device reports %d shredded events, want %d", ev, len(dead))
+	}
+	if !strings.Contains(rr.out, `"shredded":`+fmt.Sprint(len(dead))) {
+		t.Fatalf("rebuild result does not count the shredded events: %s", rr.out)
 	}
 	if out := must(t, b, "", "audit", "verify"); !strings.Contains(out, "shredded") {
 		t.Fatalf("audit verify on the rebuilt device does not mention shredded events: %s", out)

@@ -321,6 +321,9 @@ func rebuildAction(c *cli.Context) error {
 	printf(c, "rebuilt %s from %s\n", res.Dir, res.Gateway)
 	printf(c, "  log id:     %s\n", res.LogID)
 	printf(c, "  events:     %d (head hash %s)\n", res.HeadSeq, res.HeadHash)
+	if res.Shredded > 0 {
+		printf(c, "  shredded:   %d events erased by key rotations of the source (unreadable by design, not damage)\n", res.Shredded)
+	}
 	printf(c, "  segments:   %d (%s; %d not yet mined, %d duplicates dropped)\n", res.Segments, humanBytes(res.Bytes), res.PendingSegments, res.Duplicates)
 	if cp := res.Checkpoint; cp.Verified {
 		printf(c, "  checkpoint: events 1..%d match the wallet-signed checkpoint in Arweave transaction %s\n", cp.Size, cp.TxID)
