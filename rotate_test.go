@@ -213,3 +213,29 @@ func FuzzRotateJournal(f *testing.F) {
 		}
 	})
 }
+
+// A store with nothing in it rotates too (one empty rekey event marks the
+// rotation), and twice in a row.
+func TestRotateKeysEmptyStore(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t)
+	for want := uint32(2); want <= 3; want++ {
+		res, err := s.RotateKeys(ctx, RotateKeysRequest{})
+		if err != nil || res.ToEpoch != want || res.RekeyEvents != 1 || len(res.Shredded) != 0 {
+			t.Fatalf("rotation to %d: %+v %v", want, res, err)
+		}
+	}
+	if _, err := s.Remember(ctx, RememberRequest{Content: "after two rotations"}); err != nil {
+		t.Fatal(err)
+	}
+	dir := s.Dir()
+	s.Close()
+	s2, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if got := replayAll(t, s2); len(got) != 3 || got[2]["content"] != "after two rotations" {
+		t.Fatalf("replay: %v", got)
+	}
+}
