@@ -425,6 +425,7 @@ func (r *rotation) rekey(ctx context.Context) error {
 		if _, err := l.Append(ctx, log.Entry{Body: &log.Rekey{Epoch: r.j.To, Keys: keys}}); err != nil {
 			return fmt.Errorf("rotate keys: append rekey event: %w", err)
 		}
+		s.notifyAppend() // the mirror loop uploads rekey events like any other
 		r.res.RekeyEvents++
 		r.res.Rekeyed += len(keys)
 		keys = nil
