@@ -54,6 +54,25 @@
 //	rekey v1:      version=1, new epoch uint32, keys (uvarint n × (seq uint64,
 //	               40-byte DEK wrapped under the new epoch))
 //
+// # Rekey events and shredded events
+//
+// A rekey event (written by a vault-key rotation, ucl.Store.RotateKeys) is
+// sealed like any event, under the new epoch it names, and carries the DEKs
+// of earlier events rewrapped under that epoch. The DEK of event s is the
+// one in its own header when the keyring holds the header's epoch, else the
+// one in the newest rekey event naming s under an epoch the keyring holds
+// (Rekeys, built on first need by reading the log's rekey events, newest
+// first). An event whose epoch the keyring lacks, that no such rekey event
+// names, in a log whose newest rekey epoch is newer than its own and held,
+// was left out of a rotation on purpose (tombstoned content): it is
+// shredded. Decrypt returns ErrShredded for it, Events hands it out with a
+// *Shredded body (header only) and VerifyDir counts it instead of failing:
+// unreadable by design, not damage. Without any rekey event, a missing
+// epoch stays crypto.ErrUnknownEpoch (a wrong keyring). Import checks the
+// seal of an event only when its epoch is held or not older than the
+// keyring's current one; older ones are checked when read, through the
+// rekey events that follow them.
+//
 // # On disk
 //
 // The log is a github.com/tidwall/wal directory in binary format: segment
