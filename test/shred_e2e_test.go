@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/unlimitedcontext/ucl/arweave/arlocaltest"
 )
@@ -324,15 +325,35 @@ func TestShredCrash(t *testing.T) {
 	for len(ks) < 24 {
 		ks = append(ks, 1+rng.Intn(points))
 	}
+	// Then kills from outside after a random delay within one run's
+	// duration (measured here), landing inside steps too: mid-write of a
+	// file or of a rekey batch. k < 0 marks them; any outcome is fine as
+	// long as the checks below hold.
+	full := copyDir(t, tmpl)
+	t0 := time.Now()
+	must(t, full, "", "keys", "rotate", "--yes", "--keys-per-event", per)
+	span := time.Since(t0)
+	for i := 0; i < 8; i++ {
+		ks = append(ks, -1-i)
+	}
 	finished, rolledBack := 0, 0
 	for _, k := range ks {
 		dir := copyDir(t, tmpl)
 		cmd := exec.Command(uclBin, "keys", "rotate", "--yes", "--keys-per-event", per)
-		cmd.Env = append(os.Environ(), "UCL_DIR="+dir, "UCL_VAULT_KEY=", fmt.Sprintf("UCL_TEST_ROTATE_CRASH_AT=%d", k))
-		out, err := cmd.CombinedOutput()
-		ee, ok := err.(*exec.ExitError)
-		if !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-			t.Fatalf("crash point %d: rotate was not killed (%v): %s", k, err, out)
+		cmd.Env = append(os.Environ(), "UCL_DIR="+dir, "UCL_VAULT_KEY=", fmt.Sprintf("UCL_TEST_ROTATE_CRASH_AT=%d", max(k, 0)))
+		if k < 0 {
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(time.Duration(rng.Int63n(int64(span) + 1)))
+			cmd.Process.Signal(syscall.SIGKILL)
+			cmd.Wait() // killed, or done before the signal: both are fine
+		} else {
+			out, err := cmd.CombinedOutput()
+			ee, ok := err.(*exec.ExitError)
+			if !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+				t.Fatalf("crash point %d: rotate was not killed (%v): %s", k, err, out)
+			}
 		}
 		// Reopening finishes or rolls back.
 		st := ucl(t, dir, "", "status", "--json")
