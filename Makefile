@@ -85,7 +85,8 @@ demo: build
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime $(LOG_BENCHTIME) -timeout 60m ./log/
 	$(GO) test -run "^$$" -bench . -benchtime $(QUERY_BENCHTIME) -timeout 60m ./query/
-	$(GO) test -run "^$$" -bench . -benchtime $(QUERY_BENCHTIME) -timeout 60m .
+	$(GO) test -run "^$$" -bench . -skip RotateKeys -benchtime $(QUERY_BENCHTIME) -timeout 60m .
+	$(GO) test -run "^$$" -bench RotateKeys -benchtime $(BENCHTIME) -timeout 60m .
 	$(GO) test -run "^$$" -bench . -benchtime $(BENCHTIME) -timeout 60m ./projections/... ./arweave/ ./snapshot/ ./test/
 
 bench-100k:
