@@ -201,6 +201,8 @@ plaintext headers are shown.`,
 					line += fmt.Sprintf(" epoch %d: %d data keys rewrapped", e.RekeyEpoch, e.RekeyKeys)
 				case e.Type == "store":
 					line += fmt.Sprintf(" chunk %s session=%q %s/%s %dB", e.ChunkID, e.Session, e.Kind, e.Role, e.Bytes)
+				case e.Type == "tombstone" && e.Erasure == "shredded" && len(e.Removed) == 0:
+					line += fmt.Sprintf(" %s (erasure shredded: the removed chunks went with their content) reason=%q", e.Targets, e.Reason)
 				case e.Type == "tombstone":
 					line += fmt.Sprintf(" %s removed %d (erasure %s) reason=%q", e.Targets, len(e.Removed), e.Erasure, e.Reason)
 				case e.Type == "share_grant" || e.Type == "share_revoke":
