@@ -266,7 +266,10 @@ func rebuildHint(err error) string {
 	case errors.Is(err, ucl.ErrNoSegments):
 		return "check --wallet (the store's wallet.json), --log-id and --gateway; was `ucl sync push` run on the source device?"
 	}
-	if errors.Is(err, crypto.ErrWrongKey) || errors.Is(err, crypto.ErrUnknownEpoch) || strings.Contains(err.Error(), "import event") {
+	if errors.Is(err, crypto.ErrUnknownEpoch) {
+		return "nothing was written; the log was moved to a newer vault-key epoch than this key's (`ucl keys rotate`): pass the source store's current vault key (a recovery code exported after its last rotation) with --vault-key"
+	}
+	if errors.Is(err, crypto.ErrWrongKey) || strings.Contains(err.Error(), "import event") {
 		return "nothing was written; the vault key cannot open these events: pass the source store's vault key (or recovery code file) with --vault-key"
 	}
 	return gatewayHint(err, "ucl rebuild")
