@@ -464,6 +464,9 @@ type StatusResult struct {
 	LogID         string         `json:"log_id"`
 	WalletAddress string         `json:"wallet_address"`
 	VaultKey      bool           `json:"vault_key"`
+	// KeyEpoch is the vault key's current epoch (0 without the key); each
+	// key rotation (shred) adds one.
+	KeyEpoch uint32 `json:"key_epoch,omitempty"`
 	Mirror        *MirrorSummary `json:"mirror,omitempty"`
 	// MirrorText is the mirror line for people.
 	MirrorText string `json:"mirror_text"`

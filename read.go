@@ -458,6 +458,9 @@ func (s *Store) Status(ctx context.Context, req StatusRequest) (*StatusResult, e
 		SizeBytes: store.DiskUsage(s.st.Dir), LogBytes: store.DiskUsage(s.st.Path(store.LogDir)),
 		Durability: s.st.Log.Durability().String(), LogID: s.st.Meta.LogID, WalletAddress: s.st.Meta.WalletAddress,
 		VaultKey: s.st.Keys != nil}
+	if s.st.Keys != nil {
+		r.KeyEpoch = s.st.Keys.Current()
+	}
 	path := s.st.Path(store.MirrorFile)
 	if _, err := os.Stat(path); err != nil {
 		r.MirrorText = "not mirrored (run `ucl sync push`)"

@@ -104,7 +104,7 @@ func TestOutputShapes(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"status", "--json"}, []string{"dir", "durability", "events", "head_hash", "head_seq", "log_bytes", "log_id", "mirror_text", "size_bytes", "vault_key", "wallet_address"}},
+		{[]string{"status", "--json"}, []string{"dir", "durability", "events", "head_hash", "head_seq", "key_epoch", "log_bytes", "log_id", "mirror_text", "size_bytes", "vault_key", "wallet_address"}},
 		{[]string{"session", "list", "--json"}, []string{"sessions"}},
 		{[]string{"session", "show", "s1", "--json"}, []string{"chunks", "session", "summary", "total"}},
 		{[]string{"query", "cello", "--json"}, []string{"mode", "now_ms", "query", "results", "search_text"}},

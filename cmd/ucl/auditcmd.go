@@ -236,6 +236,8 @@ var statusCommand = &cli.Command{
 			printf(c, "wallet:      %s\n", st.WalletAddress)
 			if !st.VaultKey {
 				printf(c, "vault key:   missing (raw reads and verification only)\n")
+			} else {
+				printf(c, "vault key:   epoch %d\n", st.KeyEpoch)
 			}
 			printf(c, "%-12s %s\n", "mirror:", st.MirrorText)
 			return nil
