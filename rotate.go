@@ -380,12 +380,25 @@ func (r *rotation) rekey(ctx context.Context) error {
 			c.seqs = append(c.seqs, ev.Seq)
 			c.content = append(c.content, sha256.Sum256([]byte(b.Content)))
 		case *log.Tombstone:
+			kill := func(id string, c *liveChunk) {
+				for _, q := range c.seqs {
+					dead[q] = id
+				}
+				delete(live, id)
+			}
+			if b.Session == "" && b.From == 0 && b.To == 0 {
+				// Chunk ids only (the common case): no scan of every
+				// live chunk.
+				for _, id := range b.Chunks {
+					if c, ok := live[id]; ok {
+						kill(id, c)
+					}
+				}
+				break
+			}
 			for id, c := range live {
 				if b.Matches(&log.Store{ChunkID: id, Session: c.session, Time: c.time}) {
-					for _, q := range c.seqs {
-						dead[q] = id
-					}
-					delete(live, id)
+					kill(id, c)
 				}
 			}
 		}
