@@ -239,3 +239,59 @@ func TestRotateKeysEmptyStore(t *testing.T) {
 		t.Fatalf("replay: %v", got)
 	}
 }
+
+// Appends racing a rotation land under one epoch or the other and are all
+// readable afterwards: none is lost to the wipe.
+func TestRotateKeysConcurrentAppends(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t)
+	for i := 0; i < 50; i++ {
+		if _, err := s.Remember(ctx, RememberRequest{Content: fmt.Sprintf("before %d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop := make(chan struct{})
+	done := make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-stop:
+				done <- n
+				return
+			default:
+			}
+			if _, err := s.Remember(ctx, RememberRequest{Content: fmt.Sprintf("during %d", n)}); err != nil {
+				t.Error(err)
+				done <- n
+				return
+			}
+			n++
+		}
+	}()
+	if _, err := s.RotateKeys(ctx, RotateKeysRequest{KeysPerEvent: 3}); err != nil {
+		t.Fatal(err)
+	}
+	close(stop)
+	n := <-done
+	dir := s.Dir()
+	s.Close()
+	s2, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	stores := 0
+	for _, m := range replayAll(t, s2) {
+		if m["shredded"] == true {
+			t.Fatalf("event lost to the rotation: %v", m)
+		}
+		if m["type"] == "store" {
+			stores++
+		}
+	}
+	t.Logf("%d appends during the rotation", n)
+	if stores != 50+n {
+		t.Fatalf("%d store events readable, %d appended", stores, 50+n)
+	}
+}

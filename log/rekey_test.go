@@ -130,3 +130,38 @@ func TestRekeyResolution(t *testing.T) {
 		t.Fatalf("verify with an unrelated epoch: %v", err)
 	}
 }
+
+// An entry prepared under the old epoch and committed after a rotation
+// switched epochs is wrapped under the new one (nothing after the switch
+// depends on the epoch being wiped).
+func TestPreparedBeforeSwitchCommitsUnderNewEpoch(t *testing.T) {
+	kr := testKeys(t)
+	l := openT(t, t.TempDir(), kr, Options{})
+	defer l.Close()
+	e := storeEntry(1)
+	ps, err := l.prepareAll([]Entry{e})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := kr.WithNewEpoch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kr.Adopt(next)
+	_, p, err := l.build(e, &ps[0], 0, Hash{}, nil, map[ID]int{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := p.data[:len(p.data)-crcSize]
+	h, err := DecodeHeader(raw)
+	if err != nil || h.KeyEpoch != 2 {
+		t.Fatalf("committed under epoch %d (%v), want 2", h.KeyEpoch, err)
+	}
+	only, err := kr.Without(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DecryptWith(only, raw); err != nil {
+		t.Fatalf("the event needs the old epoch: %v", err)
+	}
+}
