@@ -454,22 +454,22 @@ type MirrorSummary struct {
 
 // StatusResult describes the store.
 type StatusResult struct {
-	Dir           string `json:"dir"`
-	Events        uint64 `json:"events"`
-	HeadSeq       uint64 `json:"head_seq"`
-	HeadHash      string `json:"head_hash"`
-	SizeBytes     int64  `json:"size_bytes"`
-	LogBytes      int64  `json:"log_bytes"`
-	Durability    string `json:"durability"`
-	LogID         string `json:"log_id"`
-	WalletAddress string `json:"wallet_address"`
-	VaultKey      bool   `json:"vault_key"`
-	// KeyEpoch is the vault key's current epoch (0 without the key); each
-	// key rotation (shred) adds one.
-	KeyEpoch uint32         `json:"key_epoch,omitempty"`
-	Mirror   *MirrorSummary `json:"mirror,omitempty"`
+	Dir           string         `json:"dir"`
+	Events        uint64         `json:"events"`
+	HeadSeq       uint64         `json:"head_seq"`
+	HeadHash      string         `json:"head_hash"`
+	SizeBytes     int64          `json:"size_bytes"`
+	LogBytes      int64          `json:"log_bytes"`
+	Durability    string         `json:"durability"`
+	LogID         string         `json:"log_id"`
+	WalletAddress string         `json:"wallet_address"`
+	VaultKey      bool           `json:"vault_key"`
+	Mirror        *MirrorSummary `json:"mirror,omitempty"`
 	// MirrorText is the mirror line for people.
 	MirrorText string `json:"mirror_text"`
+	// KeyEpoch is the vault key's current epoch (0 without the key); each
+	// key rotation (shred) adds one.
+	KeyEpoch uint32 `json:"key_epoch,omitempty"`
 }
 
 // SnapshotCreateRequest creates a snapshot.
