@@ -140,6 +140,7 @@ var errorCodes = []struct {
 	{"log_shredded", log.ErrShredded},
 	{"rotation_needs_key", ErrRotationNeedsKey},
 	{"bad_rotate_journal", ErrBadRotateJournal},
+	{"key_outside_store", ErrKeyOutsideStore},
 }
 
 // ErrorCodes returns the wire codes of the sentinels err matches.

@@ -24,6 +24,12 @@ import (
 // it until the rotation ends.
 var ErrRotationNeedsKey = errors.New("ucl: an interrupted key rotation needs the store's own vault key")
 
+// ErrKeyOutsideStore is returned by RotateKeys when the store was opened
+// with a vault key given from outside it (a key or recovery code passed in,
+// another key file): a rotation replaces the store's own key file,
+// DIR/vault.key, and would leave the outside copy holding the wiped epoch.
+var ErrKeyOutsideStore = errors.New("ucl: the vault key was given from outside the store")
+
 // DefaultRekeyKeysPerEvent is how many rewrapped DEKs one rekey event
 // carries (48 bytes each in its body).
 const DefaultRekeyKeysPerEvent = 1024
@@ -117,6 +123,9 @@ func (r *rotation) point() {
 func (s *Store) RotateKeys(ctx context.Context, req RotateKeysRequest) (*RotateKeysResult, error) {
 	if err := s.needKeys(); err != nil {
 		return nil, err
+	}
+	if p := s.opts.VaultKeyPath; (p == "" && s.opts.Keys != nil) || (p != "" && !sameFile(p, store.VaultKeyFile(s.st.Dir))) {
+		return nil, fmt.Errorf("rotate keys: %w: a rotation rewrites %s", ErrKeyOutsideStore, store.VaultKeyFile(s.st.Dir))
 	}
 	s.projMu.Lock()
 	defer s.projMu.Unlock()
@@ -572,4 +581,14 @@ func (s *Store) shredCut(ctx context.Context) (uint64, error) {
 		}
 	}
 	return cut, nil
+}
+
+// sameFile reports whether two paths name the same existing file.
+func sameFile(a, b string) bool {
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
 }

@@ -266,6 +266,13 @@ func TestShredBadInput(t *testing.T) {
 	if r.code == 0 || !strings.Contains(r.err, "vault key does not belong") {
 		t.Fatalf("rotate with a wrong key: %s", r)
 	}
+	// The store's own key, given as a recovery code: refused, because the
+	// rotation could not update the code's copies.
+	code := strings.TrimSpace(must(t, dir, "", "keys", "export"))
+	r = ucl(t, dir, "", "--vault-key", code, "keys", "rotate", "--yes")
+	if r.code == 0 || !strings.Contains(r.err, "outside the store") || !strings.Contains(r.err, "without --vault-key") {
+		t.Fatalf("rotate with the key given as a code: %s", r)
+	}
 	r = ucl(t, dir, "", "keys", "rotate")
 	if r.code != 2 || !strings.Contains(r.err, "--yes") {
 		t.Fatalf("rotate without --yes off a terminal: %s", r)

@@ -59,6 +59,9 @@ required when standard input is not a terminal).`,
 		return withAPI(c, func(api ucl.API) error {
 			res, err := api.RotateKeys(context.Background(), req)
 			done()
+			if errors.Is(err, ucl.ErrKeyOutsideStore) {
+				return withHint(err, "run it without --vault-key (and UCL_VAULT_KEY), with the key in the store's vault.key (`ucl keys import` puts it there); nothing was changed")
+			}
 			if errors.Is(err, log.ErrNoKeys) {
 				return withHint(err, "a rotation needs the vault key: pass it with --vault-key FILE; nothing was changed")
 			}
