@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/unlimitedcontext/ucl/crypto"
+	"github.com/unlimitedcontext/ucl/internal/fsutil"
 	"github.com/unlimitedcontext/ucl/internal/store"
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections/vector"
@@ -317,6 +318,9 @@ func (r *rotation) run(ctx context.Context) error {
 		}
 	}
 	if err := os.Remove(r.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("rotate keys: remove the journal: %w", err)
+	}
+	if err := fsutil.SyncDir(dir); err != nil {
 		return fmt.Errorf("rotate keys: remove the journal: %w", err)
 	}
 	r.point()

@@ -124,7 +124,7 @@ func Open(dir string, o Options) (*Store, error) {
 		case res != nil && res.RolledBack:
 			o.Warn(fmt.Sprintf("rolled back an interrupted vault-key rotation (epoch %d stays current)", res.FromEpoch))
 		case res != nil:
-			o.Warn(fmt.Sprintf("finished an interrupted vault-key rotation: epoch %d wiped, %d events shredded", res.FromEpoch, len(res.Shredded)))
+			o.Warn(fmt.Sprintf("finished an interrupted vault-key rotation: epoch %d is wiped, epoch %d is current (export a new recovery code)", res.FromEpoch, res.ToEpoch))
 		}
 	}
 	return s, nil
