@@ -443,24 +443,10 @@ func (r *rotation) rekey(ctx context.Context) error {
 	if per <= 0 {
 		per = DefaultRekeyKeysPerEvent
 	}
-	var keys []log.WrappedKey
-	flush := func(force bool) error {
-		if len(keys) == 0 && !force {
-			return nil
-		}
-		if _, err := l.Append(ctx, log.Entry{Body: &log.Rekey{Epoch: r.j.To, Keys: keys}}); err != nil {
-			return fmt.Errorf("rotate keys: append rekey event: %w", err)
-		}
-		s.notifyAppend() // the mirror loop uploads rekey events like any other
-		r.res.RekeyEvents++
-		r.res.Rekeyed += len(keys)
-		keys = nil
-		if r.prog != nil {
-			r.prog("rekey", uint64(r.res.Rekeyed), uint64(len(todo)))
-		}
-		r.point()
-		return nil
-	}
+	// Every DEK is rewrapped before the first rekey event is written:
+	// appending one drops the log's rekey map, which DEKs of older epochs
+	// are looked up in.
+	var all []log.WrappedKey
 	for i := range todo {
 		h := &todo[i]
 		if _, ok := dead[h.Seq]; ok {
@@ -476,17 +462,35 @@ func (r *rotation) rekey(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		keys = append(keys, wk)
-		if len(keys) == per {
-			if err := flush(false); err != nil {
-				return err
-			}
+		all = append(all, wk)
+	}
+	write := func(keys []log.WrappedKey) error {
+		if _, err := l.Append(ctx, log.Entry{Body: &log.Rekey{Epoch: r.j.To, Keys: keys}}); err != nil {
+			return fmt.Errorf("rotate keys: append rekey event: %w", err)
 		}
+		s.notifyAppend() // the mirror loop uploads rekey events like any other
+		r.res.RekeyEvents++
+		r.res.Rekeyed += len(keys)
+		if r.prog != nil {
+			r.prog("rekey", uint64(r.res.Rekeyed), uint64(len(all)))
+		}
+		r.point()
+		return nil
+	}
+	for len(all) > 0 {
+		n := min(per, len(all))
+		if err := write(all[:n]); err != nil {
+			return err
+		}
+		all = all[n:]
 	}
 	// At least one rekey event per rotation: it is what marks, in the log
 	// and on Arweave, that events of the old epoch without a rewrapped key
 	// were shredded by design.
-	return flush(len(keys) > 0 || r.res.RekeyEvents == 0 && !r.hasRekeyTo(rk))
+	if r.res.RekeyEvents == 0 && !r.hasRekeyTo(rk) {
+		return write(nil)
+	}
+	return nil
 }
 
 // hasRekeyTo reports whether the log already holds a rekey event to the new
