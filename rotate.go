@@ -156,7 +156,7 @@ func (s *Store) RotateKeys(ctx context.Context, req RotateKeysRequest) (*RotateK
 			return nil, err
 		}
 		r.point()
-		if err := next.Save(store.VaultKeyFile(s.st.Dir)); err != nil {
+		if err := saveKeys(next, store.VaultKeyFile(s.st.Dir)); err != nil {
 			return nil, fmt.Errorf("rotate keys: save the new key: %w", err)
 		}
 		r.point()
@@ -212,7 +212,7 @@ func (r *rotation) rollback() error {
 		if err != nil {
 			return err
 		}
-		if err := old.Save(store.VaultKeyFile(s.st.Dir)); err != nil {
+		if err := saveKeys(old, store.VaultKeyFile(s.st.Dir)); err != nil {
 			return fmt.Errorf("roll back the key rotation: %w", err)
 		}
 		kr.Adopt(old)
@@ -300,7 +300,7 @@ func (r *rotation) run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := final.Save(store.VaultKeyFile(dir)); err != nil {
+		if err := saveKeys(final, store.VaultKeyFile(dir)); err != nil {
 			return fmt.Errorf("rotate keys: wipe epoch %d: %w", r.j.From, err)
 		}
 		r.point()
@@ -313,7 +313,7 @@ func (r *rotation) run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := final.Save(store.VaultKeyFile(dir)); err != nil {
+		if err := saveKeys(final, store.VaultKeyFile(dir)); err != nil {
 			return fmt.Errorf("rotate keys: wipe epoch %d: %w", r.j.From, err)
 		}
 	}
@@ -599,4 +599,38 @@ func sameFile(a, b string) bool {
 	}
 	fb, err := os.Stat(b)
 	return err == nil && os.SameFile(fa, fb)
+}
+
+// saveKeys replaces the store's key file with kr, then overwrites the
+// replaced file's bytes through a descriptor opened before the rename, so
+// the old keys do not linger in its freed blocks (on file systems that
+// write in place; copy-on-write ones and SSD remapping keep no promise).
+// The new file is in place before anything is overwritten: a crash
+// between the two loses nothing.
+func saveKeys(kr *crypto.Keyring, path string) error {
+	old, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("open the key file: %w", err)
+	}
+	if err := kr.Save(path); err != nil {
+		if old != nil {
+			old.Close()
+		}
+		return err
+	}
+	if old == nil {
+		return nil
+	}
+	defer old.Close()
+	fi, err := old.Stat()
+	if err != nil {
+		return fmt.Errorf("scrub the replaced key file: %w", err)
+	}
+	if _, err := old.WriteAt(make([]byte, fi.Size()), 0); err != nil {
+		return fmt.Errorf("scrub the replaced key file: %w", err)
+	}
+	if err := old.Sync(); err != nil {
+		return fmt.Errorf("scrub the replaced key file: %w", err)
+	}
+	return nil
 }
