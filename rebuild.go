@@ -29,7 +29,7 @@ type RebuildOptions struct {
 	// Gateway is the Arweave gateway (default DefaultGateway).
 	Gateway string
 	// Wallet is the source store's wallet; Keys its vault keyring.
-	Wallet *crypto.Wallet
+	Wallet *arweave.Wallet
 	Keys   *crypto.Keyring
 	// LogID (32 hex digits) picks the log; "" uses the wallet's only log.
 	LogID string
@@ -107,11 +107,7 @@ func Rebuild(ctx context.Context, o RebuildOptions) (*RebuildResult, error) {
 	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
 		return nil, fmt.Errorf("rebuild: %s: %w", dir, ErrDirNotEmpty)
 	}
-	aw, err := arweave.ParseWallet(o.Wallet.JWK)
-	if err != nil {
-		return nil, fmt.Errorf("rebuild: %w: %v", ErrBadWallet, err)
-	}
-	owner := aw.Address()
+	owner := o.Wallet.Address()
 	cl, err := newClient(o.Gateway, nil)
 	if err != nil {
 		return nil, err
