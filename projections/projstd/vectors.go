@@ -244,7 +244,7 @@ func (v *VectorProjection) Apply(ev *log.Event) error {
 	case *log.Tombstone:
 		var ids []string
 		for id, m := range v.meta {
-			if m.seq < ev.Seq && b.Matches(&log.Store{ChunkID: id, Session: m.session, Time: m.time}) {
+			if m.seq < ev.Seq && projections.TombstoneMatches(b, id, m.session, m.time) {
 				ids = append(ids, id)
 			}
 		}
