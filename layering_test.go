@@ -58,7 +58,7 @@ func TestLayering(t *testing.T) {
 	for _, imp := range imports[module+"/cmd/ucl"] {
 		switch strings.TrimPrefix(imp, module+"/") {
 		case "internal/store", "internal/ingest", "internal/fsutil", "projections", "projections/timelines",
-			"projections/fts", "projections/summary", "projections/vector":
+			"projections/fts", "projections/summary", "vector":
 			t.Errorf("cmd/ucl imports %s: that belongs in the engine (package ucl)", imp)
 		}
 	}

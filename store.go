@@ -16,8 +16,8 @@ import (
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections"
 	"github.com/unlimitedcontext/ucl/projections/projstd"
-	"github.com/unlimitedcontext/ucl/projections/vector"
 	"github.com/unlimitedcontext/ucl/query"
+	"github.com/unlimitedcontext/ucl/vector"
 )
 
 // Store is an open ucl store: the log, its keys and wallet, the projection

@@ -15,8 +15,8 @@ import (
 	"github.com/unlimitedcontext/ucl/projections/projtest"
 	"github.com/unlimitedcontext/ucl/projections/summary"
 	"github.com/unlimitedcontext/ucl/projections/timelines"
-	"github.com/unlimitedcontext/ucl/projections/vector"
 	"github.com/unlimitedcontext/ucl/query"
+	"github.com/unlimitedcontext/ucl/vector"
 )
 
 // vecAdapter is the test's vector projection: HashEmbedder + Exact index,
