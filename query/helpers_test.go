@@ -76,16 +76,8 @@ func (v *vecAdapter) Apply(ev *log.Event) error {
 	return nil
 }
 
-func (v *vecAdapter) SearchText(ctx context.Context, text string, k int) ([]query.VectorHit, error) {
-	hits, err := v.idx.Search(v.emb.EmbedOne(text), k)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]query.VectorHit, len(hits))
-	for i, h := range hits {
-		out[i] = query.VectorHit{ChunkID: h.ID, Score: h.Score}
-	}
-	return out, nil
+func (v *vecAdapter) SearchText(ctx context.Context, text string, k int) ([]vector.Hit, error) {
+	return v.idx.Search(v.emb.EmbedOne(text), k)
 }
 
 // fixture is a full set of real projections over a stream of events.
