@@ -16,6 +16,13 @@ func frontEnd(p string) bool {
 		rel == "internal/mcpserver" || strings.HasPrefix(rel, "internal/mcpserver/") || rel == "internal/httpapi"
 }
 
+// forbiddenDeps lists, per package, packages it must not depend on
+// (directly or not).
+var forbiddenDeps = map[string][]string{
+	"snapshot": {"internal/store"},
+	"vector":   {"log", "projections"},
+}
+
 // TestLayering asserts the import directions: front ends (cmd/..., the
 // MCP server, test) -> ucl -> {query, projections, snapshot, arweave, log,
 // crypto, internal}; nothing below the root package imports it or a front
@@ -60,6 +67,20 @@ func TestLayering(t *testing.T) {
 		case "internal/store", "internal/ingest", "internal/fsutil", "projections", "projections/timelines",
 			"projections/fts", "projections/summary", "vector":
 			t.Errorf("cmd/ucl imports %s: that belongs in the engine (package ucl)", imp)
+		}
+	}
+	// Lower packages keep their place: snapshot works on the Env the engine
+	// hands it and never opens a store; vector knows nothing of the log.
+	for p, forbidden := range forbiddenDeps {
+		for _, d := range deps[module+"/"+p] {
+			for _, f := range forbidden {
+				if d == module+"/"+f {
+					t.Errorf("%s depends on %s", p, f)
+				}
+			}
+		}
+		if deps[module+"/"+p] == nil {
+			t.Errorf("go list does not know %s", p)
 		}
 	}
 	found := false

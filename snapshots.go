@@ -19,7 +19,14 @@ func (s *Store) snapshotEnvLocked() (snapshot.Env, error) {
 	if err != nil {
 		return snapshot.Env{}, err
 	}
-	return snapshot.EnvFor(s.st, o), nil
+	return snapshot.Env{
+		Log:     s.st.Log,
+		LogID:   s.st.Meta.LogIDBytes(),
+		Keys:    s.st.Keys,
+		ProjDir: s.st.Path(store.ProjectionsDir),
+		SnapDir: s.st.Path(store.SnapshotsDir),
+		Set:     o,
+	}, nil
 }
 
 // SnapshotCreate catches the projections up and snapshots them at the log

@@ -237,15 +237,3 @@ func (s *Store) Close() error { return s.Log.Close() }
 func (s *Store) Path(name ...string) string {
 	return filepath.Join(append([]string{s.Dir}, name...)...)
 }
-
-// DiskUsage returns the bytes under the store directory.
-func DiskUsage(dir string) int64 {
-	var n int64
-	filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
-		if err == nil && !fi.IsDir() {
-			n += fi.Size()
-		}
-		return nil
-	})
-	return n
-}
