@@ -19,14 +19,15 @@ func frontEnd(p string) bool {
 // forbiddenDeps lists, per package, packages it must not depend on
 // (directly or not).
 var forbiddenDeps = map[string][]string{
-	"snapshot": {"internal/store"},
+	"snapshot": {"internal/store", "arweave"},
 	"vector":   {"log", "projections"},
 }
 
 // TestLayering asserts the import directions: front ends (cmd/..., the
 // MCP server, test) -> ucl -> {query, projections, snapshot, arweave, log,
 // crypto, internal}; nothing below the root package imports it or a front
-// end, and the CLI assembles no store itself.
+// end, the CLI assembles no store itself, and the packages of
+// forbiddenDeps stay clear of theirs.
 func TestLayering(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
@@ -70,7 +71,9 @@ func TestLayering(t *testing.T) {
 		}
 	}
 	// Lower packages keep their place: snapshot works on the Env the engine
-	// hands it and never opens a store; vector knows nothing of the log.
+	// hands it, never opens a store, and publishes through its Gateway
+	// interface (internal/snapgw adapts the Arweave client); vector knows
+	// nothing of the log.
 	for p, forbidden := range forbiddenDeps {
 		for _, d := range deps[module+"/"+p] {
 			for _, f := range forbidden {

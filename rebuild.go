@@ -14,6 +14,7 @@ import (
 	"github.com/unlimitedcontext/ucl/arweave"
 	"github.com/unlimitedcontext/ucl/crypto"
 	"github.com/unlimitedcontext/ucl/internal/fsutil"
+	"github.com/unlimitedcontext/ucl/internal/snapgw"
 	"github.com/unlimitedcontext/ucl/internal/store"
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/snapshot"
@@ -345,7 +346,7 @@ func (s *Store) restoreFromPublished(ctx context.Context, cl *arweave.Client, ow
 		}
 	}
 	var info RebuildSnapshot
-	pub, refused, err := snapshot.FetchNewest(ctx, cl, owner, logID)
+	pub, refused, err := snapshot.FetchNewest(ctx, snapgw.New(cl), owner, logID)
 	for _, r := range refused {
 		warn("snapshot %s refused: %s", r.Name, r.Reason)
 	}

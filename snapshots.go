@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/unlimitedcontext/ucl/internal/snapgw"
 	"github.com/unlimitedcontext/ucl/internal/store"
 	"github.com/unlimitedcontext/ucl/snapshot"
 )
@@ -124,5 +125,5 @@ func (s *Store) SnapshotPublish(ctx context.Context, req SnapshotPublishRequest)
 	if err != nil {
 		return nil, err
 	}
-	return snapshot.Push(ctx, cl, in.Dir, snapshot.PushOptions{PartSize: req.PartSize, Progress: req.Progress.stage("push")})
+	return snapshot.Push(ctx, snapgw.New(cl), in.Dir, snapshot.PushOptions{PartSize: req.PartSize, Progress: req.Progress.stage("push")})
 }
