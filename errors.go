@@ -14,7 +14,7 @@ import (
 	"github.com/unlimitedcontext/ucl/projections/timelines"
 	"github.com/unlimitedcontext/ucl/query"
 	"github.com/unlimitedcontext/ucl/snapshot"
-	"github.com/unlimitedcontext/ucl/vector"
+	"github.com/unlimitedcontext/ucl/internal/vector"
 )
 
 var (

@@ -19,8 +19,8 @@ func frontEnd(p string) bool {
 // forbiddenDeps lists, per package, packages it must not depend on
 // (directly or not).
 var forbiddenDeps = map[string][]string{
-	"snapshot": {"internal/store", "arweave"},
-	"vector":   {"log", "projections"},
+	"snapshot":        {"internal/store", "arweave"},
+	"internal/vector": {"log", "projections"},
 }
 
 // TestLayering asserts the import directions: front ends (cmd/..., the
@@ -66,13 +66,13 @@ func TestLayering(t *testing.T) {
 	for _, imp := range imports[module+"/cmd/ucl"] {
 		switch strings.TrimPrefix(imp, module+"/") {
 		case "internal/store", "internal/ingest", "internal/fsutil", "projections", "projections/timelines",
-			"projections/fts", "projections/summary", "vector":
+			"projections/fts", "projections/summary", "internal/vector":
 			t.Errorf("cmd/ucl imports %s: that belongs in the engine (package ucl)", imp)
 		}
 	}
 	// Lower packages keep their place: snapshot works on the Env the engine
 	// hands it, never opens a store, and publishes through its Gateway
-	// interface (internal/snapgw adapts the Arweave client); vector knows
+	// interface (internal/snapgw adapts the Arweave client); internal/vector knows
 	// nothing of the log.
 	for p, forbidden := range forbiddenDeps {
 		for _, d := range deps[module+"/"+p] {

@@ -17,7 +17,7 @@ import (
 	"github.com/unlimitedcontext/ucl/projections"
 	"github.com/unlimitedcontext/ucl/projections/projstd"
 	"github.com/unlimitedcontext/ucl/query"
-	"github.com/unlimitedcontext/ucl/vector"
+	"github.com/unlimitedcontext/ucl/internal/vector"
 )
 
 // Store is an open ucl store: the log, its keys and wallet, the projection

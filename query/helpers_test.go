@@ -16,7 +16,7 @@ import (
 	"github.com/unlimitedcontext/ucl/projections/summary"
 	"github.com/unlimitedcontext/ucl/projections/timelines"
 	"github.com/unlimitedcontext/ucl/query"
-	"github.com/unlimitedcontext/ucl/vector"
+	"github.com/unlimitedcontext/ucl/internal/vector"
 )
 
 // vecAdapter is the test's vector projection: HashEmbedder + Exact index,

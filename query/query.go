@@ -104,7 +104,7 @@ import (
 	"github.com/unlimitedcontext/ucl/projections/fts"
 	"github.com/unlimitedcontext/ucl/projections/summary"
 	"github.com/unlimitedcontext/ucl/projections/timelines"
-	"github.com/unlimitedcontext/ucl/vector"
+	"github.com/unlimitedcontext/ucl/internal/vector"
 )
 
 var (

@@ -17,7 +17,7 @@ import (
 	"github.com/unlimitedcontext/ucl/internal/fsutil"
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections"
-	"github.com/unlimitedcontext/ucl/vector"
+	"github.com/unlimitedcontext/ucl/internal/vector"
 )
 
 // VectorOptions configure the vector projection.
