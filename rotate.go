@@ -15,8 +15,8 @@ import (
 	"github.com/unlimitedcontext/ucl/crypto"
 	"github.com/unlimitedcontext/ucl/internal/fsutil"
 	"github.com/unlimitedcontext/ucl/internal/store"
+	"github.com/unlimitedcontext/ucl/internal/vector"
 	"github.com/unlimitedcontext/ucl/log"
-	"github.com/unlimitedcontext/ucl/projections/vector"
 )
 
 // ErrRotationNeedsKey is returned when an interrupted key rotation cannot
