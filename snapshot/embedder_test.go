@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/unlimitedcontext/ucl/projections/vector"
+	"github.com/unlimitedcontext/ucl/internal/vector"
 )
 
 // modelEmbedder is a hash embedder that claims to load model files: it

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/unlimitedcontext/ucl/crypto"
+	"github.com/unlimitedcontext/ucl/internal/vector"
 	"github.com/unlimitedcontext/ucl/projections/projstd"
 	"github.com/unlimitedcontext/ucl/projections/projtest"
-	"github.com/unlimitedcontext/ucl/projections/vector"
 )
 
 var ctx = context.Background()
