@@ -30,10 +30,28 @@ garden tomato basil water soil compost recipe bread flour yeast oven salt family
 
 // benchStore builds a store of n store events of ~300 bytes over 100
 // sessions, written with durability none (UNSAFE, bulk load only; the
-// figures measured are reads), and returns its directory.
+// figures measured are reads), and returns its directory. With
+// UCL_BENCH_STORES=DIR the store is kept in DIR and reused by later runs
+// (a 100K build takes minutes here); the benchmarks only read it.
 func benchStore(b *testing.B, n int) string {
 	b.Helper()
 	dir := filepath.Join(b.TempDir(), "store")
+	if keep := os.Getenv("UCL_BENCH_STORES"); keep != "" {
+		dir = filepath.Join(keep, fmt.Sprintf("engine-%d", n))
+		if _, err := os.Stat(filepath.Join(dir, "bench-complete")); err == nil {
+			return dir
+		}
+		if err := os.RemoveAll(dir); err != nil { // an interrupted build
+			b.Fatal(err)
+		}
+		defer func() {
+			if !b.Failed() {
+				if err := os.WriteFile(filepath.Join(dir, "bench-complete"), nil, 0o600); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}()
+	}
 	s, err := Init(dir, InitOptions{Durability: log.None})
 	if err != nil {
 		b.Fatal(err)

@@ -50,11 +50,29 @@ func benchSentence(r *rand.Rand, n int) string {
 // benchmarks store pay their fsync, as in production. The store is built
 // once per test binary (bulk load with durability none, projections
 // caught up) next to the built ucl binary, and shared by the benchmarks.
+// With UCL_BENCH_STORES=DIR it is kept in DIR and reused by later runs (a
+// 100K build takes minutes here); each run adds its stored exchanges to
+// it (about 200 events, noise next to the chunks).
 func serveBenchStore(b *testing.B, n int) *engine.Store {
 	b.Helper()
 	dir := filepath.Join(filepath.Dir(uclBin), fmt.Sprintf("bench-store-%d", n))
+	done := ""
+	if keep := os.Getenv("UCL_BENCH_STORES"); keep != "" {
+		dir = filepath.Join(keep, fmt.Sprintf("serve-%d", n))
+		done = filepath.Join(dir, "bench-complete")
+		if _, err := os.Stat(done); err != nil {
+			if err := os.RemoveAll(dir); err != nil { // an interrupted build
+				b.Fatal(err)
+			}
+		}
+	}
 	if _, err := os.Stat(dir); err != nil {
 		buildServeBenchStore(b, dir, n)
+		if done != "" {
+			if err := os.WriteFile(done, nil, 0o600); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
 	sync := log.Sync
 	s, err := engine.Open(dir, engine.Options{Durability: &sync})
