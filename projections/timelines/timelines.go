@@ -896,15 +896,20 @@ func (t *Timelines) Digest() ([32]byte, error) {
 	return out, err
 }
 
-// read flushes pending writes and runs fn in a read transaction.
+// read flushes pending writes and runs fn in a read transaction. The
+// mutex covers only the flush: readers then run their transactions side
+// by side (bbolt's read transactions are concurrent, and Close and Reset
+// wait for them before they touch the file).
 func (t *Timelines) read(fn func(tx *bolt.Tx) error) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	return projections.Guard(Name, func() error {
+		t.mu.Lock()
 		if err := t.flush(); err != nil {
+			t.mu.Unlock()
 			return err
 		}
-		return t.db.View(fn)
+		db := t.db
+		t.mu.Unlock()
+		return db.View(fn)
 	})
 }
 
