@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/unlimitedcontext/ucl/log"
+	"github.com/unlimitedcontext/ucl/projections/projtest"
 )
 
 // benchSizes are the store sizes the engine benchmarks run at; 100K with
@@ -28,16 +29,47 @@ rollback orders friday migration schema index replica backup restore lisbon trip
 budget invoice client meeting deadline release build test deploy kernel memory cache latency throughput
 garden tomato basil water soil compost recipe bread flour yeast oven salt family birthday gift party`)
 
-// benchStore builds a store of n store events of ~300 bytes over 100
+// benchCorpus is the text of a benchmark store and the queries run on it.
+type benchCorpus struct {
+	name     string
+	sentence func(r *rand.Rand) string // one chunk's content, ~300 bytes
+	queries  []string
+}
+
+// benchCorpora: "uniform100" draws every word uniformly from 100 words, so
+// each query term is in about a third of all chunks (the worst case for
+// BM25: every query scores most of the store); "zipf30k" is text like
+// real text (a Zipf law over 30K words, projtest.TextZipf, the query
+// package's benchmark corpus) with queries of moderately common words.
+var benchCorpora = []benchCorpus{
+	{"uniform100", func(r *rand.Rand) string {
+		var c strings.Builder
+		for c.Len() < 300 {
+			c.WriteString(benchWords[r.Intn(len(benchWords))])
+			c.WriteByte(' ')
+		}
+		return strings.TrimSpace(c.String())
+	}, []string{"cello rosin practice", "database cutover rollback", "lisbon hotel tram", "tomato basil compost"}},
+	{"zipf30k", func(r *rand.Rand) string { return projtest.TextZipf(r, 50, 30_000) }, func() []string {
+		r := rand.New(rand.NewSource(99))
+		qs := make([]string, 16)
+		for i := range qs {
+			qs[i] = projtest.QueryText(r)
+		}
+		return qs
+	}()},
+}
+
+// benchStore builds a store of n store events of corpus c over 100
 // sessions, written with durability none (UNSAFE, bulk load only; the
 // figures measured are reads), and returns its directory. With
 // UCL_BENCH_STORES=DIR the store is kept in DIR and reused by later runs
 // (a 100K build takes minutes here); the benchmarks only read it.
-func benchStore(b *testing.B, n int) string {
+func benchStore(b *testing.B, c benchCorpus, n int) string {
 	b.Helper()
 	dir := filepath.Join(b.TempDir(), "store")
 	if keep := os.Getenv("UCL_BENCH_STORES"); keep != "" {
-		dir = filepath.Join(keep, fmt.Sprintf("engine-%d", n))
+		dir = filepath.Join(keep, fmt.Sprintf("engine-%s-%d", c.name, n))
 		if _, err := os.Stat(filepath.Join(dir, "bench-complete")); err == nil {
 			return dir
 		}
@@ -64,13 +96,8 @@ func benchStore(b *testing.B, n int) string {
 	for i := 0; i < n; i += block {
 		var sb strings.Builder
 		for j := i; j < min(i+block, n); j++ {
-			var c strings.Builder
-			for c.Len() < 300 {
-				c.WriteString(benchWords[r.Intn(len(benchWords))])
-				c.WriteByte(' ')
-			}
 			fmt.Fprintf(&sb, `{"type":"store","session":"s%03d","role":"user","content":%q,"time":%q}`+"\n",
-				j%100, strings.TrimSpace(c.String()), base.Add(time.Duration(j)*time.Minute).Format(time.RFC3339))
+				j%100, c.sentence(r), base.Add(time.Duration(j)*time.Minute).Format(time.RFC3339))
 		}
 		if _, err := s.Append(ctx, AppendRequest{JSONL: sb.String()}); err != nil {
 			b.Fatal(err)
@@ -91,40 +118,46 @@ func p50(ds []time.Duration) float64 {
 // socket (attached CLI path, JSON both ways) against the same query in
 // process, on a caught-up store.
 func BenchmarkSearchSocket(b *testing.B) {
-	for _, n := range benchSizes() {
-		b.Run(fmt.Sprintf("chunks=%d", n), func(b *testing.B) {
-			s, err := Open(benchStore(b, n), Options{})
-			if err != nil {
+	for _, corpus := range benchCorpora {
+		for _, n := range benchSizes() {
+			benchSearchSocket(b, corpus, n)
+		}
+	}
+}
+
+func benchSearchSocket(b *testing.B, corpus benchCorpus, n int) {
+	b.Run(fmt.Sprintf("corpus=%s/chunks=%d", corpus.name, n), func(b *testing.B) {
+		s, err := Open(benchStore(b, corpus, n), Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		c := serve(b, s)
+		ctx := context.Background()
+		queries := corpus.queries
+		for _, q := range queries { // warm both paths
+			if _, err := c.Search(ctx, SearchRequest{Text: q}); err != nil {
 				b.Fatal(err)
 			}
-			defer s.Close()
-			c := serve(b, s)
-			ctx := context.Background()
-			queries := []string{"cello rosin practice", "database cutover rollback", "lisbon hotel tram", "tomato basil compost"}
-			for _, q := range queries { // warm both paths
-				if _, err := c.Search(ctx, SearchRequest{Text: q}); err != nil {
-					b.Fatal(err)
-				}
+		}
+		var sock, local []time.Duration
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			req := SearchRequest{Text: queries[i%len(queries)], K: 10}
+			t0 := time.Now()
+			if _, err := c.Search(ctx, req); err != nil {
+				b.Fatal(err)
 			}
-			var sock, local []time.Duration
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				req := SearchRequest{Text: queries[i%len(queries)], K: 10}
-				t0 := time.Now()
-				if _, err := c.Search(ctx, req); err != nil {
-					b.Fatal(err)
-				}
-				t1 := time.Now()
-				if _, err := s.Search(ctx, req); err != nil {
-					b.Fatal(err)
-				}
-				sock, local = append(sock, t1.Sub(t0)), append(local, time.Since(t1))
+			t1 := time.Now()
+			if _, err := s.Search(ctx, req); err != nil {
+				b.Fatal(err)
 			}
-			b.StopTimer()
-			b.ReportMetric(p50(sock), "socket-p50-ms")
-			b.ReportMetric(p50(local), "inproc-p50-ms")
-		})
-	}
+			sock, local = append(sock, t1.Sub(t0)), append(local, time.Since(t1))
+		}
+		b.StopTimer()
+		b.ReportMetric(p50(sock), "socket-p50-ms")
+		b.ReportMetric(p50(local), "inproc-p50-ms")
+	})
 }
 
 // BenchmarkOpen measures Open+Close of a store (log only: projections
@@ -132,7 +165,7 @@ func BenchmarkSearchSocket(b *testing.B) {
 func BenchmarkOpen(b *testing.B) {
 	for _, n := range benchSizes() {
 		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
-			dir := benchStore(b, n)
+			dir := benchStore(b, benchCorpora[0], n)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				s, err := Open(dir, Options{})
