@@ -355,16 +355,20 @@ func (s *Store) Sessions(ctx context.Context, req SessionsRequest) (*SessionsRes
 // Session returns a session's live chunks in content-time order (from
 // req.Offset, at most req.Limit when positive) and its summary.
 func (s *Store) Session(ctx context.Context, req SessionRequest) (*SessionResult, error) {
-	if req.Offset < 0 || req.Limit < 0 {
-		return nil, badRequest("bad page %d+%d", req.Offset, req.Limit)
+	if req.Offset < 0 || req.Limit < 0 || req.Last < 0 || (req.Last > 0 && (req.Offset > 0 || req.Limit > 0)) {
+		return nil, badRequest("bad page %d+%d (last %d)", req.Offset, req.Limit, req.Last)
 	}
 	var res *SessionResult
 	err := s.readProj(ctx, req.Progress, func(set *projstd.Set, _ bool) error {
-		info, chunks, err := set.Timelines.Session(req.ID)
+		offset, limit := req.Offset, req.Limit
+		if req.Last > 0 {
+			offset, limit = -req.Last, 0
+		}
+		info, chunks, total, err := set.Timelines.SessionPage(req.ID, offset, limit)
 		if err != nil {
 			return err
 		}
-		res = &SessionResult{Session: info, Total: len(chunks)}
+		res = &SessionResult{Session: info, Total: total}
 		if set.Summary != nil {
 			sum, _, err := set.Summary.Session(info.ID)
 			if err != nil {
@@ -372,9 +376,8 @@ func (s *Store) Session(ctx context.Context, req SessionRequest) (*SessionResult
 			}
 			res.Summary = sum
 		}
-		chunks = chunks[min(req.Offset, len(chunks)):]
-		if req.Limit > 0 && len(chunks) > req.Limit {
-			chunks = chunks[:req.Limit]
+		if chunks == nil {
+			chunks = []timelines.Chunk{} // a page past the end, as when the whole session was sliced
 		}
 		res.Chunks = chunks
 		return nil
