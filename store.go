@@ -24,7 +24,9 @@ import (
 // set (opened on first use and kept caught up), the query engine, the
 // embedder and its cache, the mirror state and the snapshots. It owns
 // every resource it opens and Close releases all of them. A Store is safe
-// for concurrent use; projection work is serialized.
+// for concurrent use: reads (Search, Context, Session, Sessions, Get) of
+// projections already at the log head run side by side; catching up,
+// healing, rebuilding and restoring run one at a time, alone.
 type Store struct {
 	st     *store.Store
 	opts   Options
