@@ -13,10 +13,10 @@ import (
 
 	"github.com/unlimitedcontext/ucl/internal/fsutil"
 	"github.com/unlimitedcontext/ucl/internal/store"
+	"github.com/unlimitedcontext/ucl/internal/vector"
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections"
 	"github.com/unlimitedcontext/ucl/projections/projstd"
-	"github.com/unlimitedcontext/ucl/projections/vector"
 	"github.com/unlimitedcontext/ucl/query"
 )
 
@@ -349,7 +349,7 @@ func (s *Store) engine(set *projstd.Set) *query.Engine {
 		src.Text = set.FTS
 	}
 	if set.Vectors != nil {
-		src.Vectors = vectorSource{set.Vectors}
+		src.Vectors = set.Vectors
 	}
 	if set.Summary != nil {
 		src.Sessions = set.Summary
@@ -404,22 +404,6 @@ func (s *Store) healLocked(ctx context.Context, p Progress, set *projstd.Set, er
 		return cerr
 	}
 	return fn(s.engine(set))
-}
-
-// vectorSource adapts the vector projection (which cannot import query)
-// to query.VectorSearcher.
-type vectorSource struct{ v *projstd.VectorProjection }
-
-func (a vectorSource) SearchText(ctx context.Context, text string, k int) ([]query.VectorHit, error) {
-	hits, err := a.v.SearchText(ctx, text, k)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]query.VectorHit, len(hits))
-	for i, h := range hits {
-		out[i] = query.VectorHit{ChunkID: h.ChunkID, Score: h.Score}
-	}
-	return out, nil
 }
 
 // Progress reports a long step: stage names what runs ("append",
