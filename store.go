@@ -342,6 +342,10 @@ func (s *Store) readProj(ctx context.Context, p Progress, fn func(set *projstd.S
 	return fn(set, true)
 }
 
+// The query engine drops ANN hits outside a session filter by the vector
+// projection's own knowledge, without chunk lookups.
+var _ query.ChunkSessioner = (*projstd.VectorProjection)(nil)
+
 // engine returns a query engine over set.
 func (s *Store) engine(set *projstd.Set) *query.Engine {
 	src := query.Sources{Chunks: set.Timelines, Log: s.st.Log, OnDamaged: set.FlagDamaged}
