@@ -80,7 +80,11 @@ func TestConcurrentReaders(t *testing.T) {
 				// Search: each unique token finds its chunk, with its content.
 				for _, id := range ids {
 					tok := content[id][strings.LastIndex(content[id], " ")+1:]
-					res, err := s.Search(ctx, SearchRequest{Text: tok, K: 5})
+					req := SearchRequest{Text: tok, K: 5}
+					if i%2 == 0 {
+						req.Session = session[id] // the session-filtered path (REST, proxy)
+					}
+					res, err := s.Search(ctx, req)
 					if err != nil {
 						fail("search %s: %v", tok, err)
 						return
@@ -88,6 +92,10 @@ func TestConcurrentReaders(t *testing.T) {
 					found := false
 					for _, h := range res.Results {
 						if !checkChunk("search "+tok, h.ChunkID, h.Content) {
+							return
+						}
+						if req.Session != "" && h.Session != req.Session {
+							fail("search %s in %s: result %s of session %s", tok, req.Session, h.ChunkID, h.Session)
 							return
 						}
 						found = found || h.ChunkID == id
