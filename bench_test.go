@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -183,5 +184,38 @@ func BenchmarkOpen(b *testing.B) {
 				s.Close()
 			}
 		})
+	}
+}
+
+// BenchmarkSearchParallel runs in-process searches from GOMAXPROCS
+// goroutines at once on a caught-up store: with reads under a shared lock
+// its ns/op drops below BenchmarkSearchSocket's in-process time by up to
+// the core count; with one lock it cannot.
+func BenchmarkSearchParallel(b *testing.B) {
+	for _, corpus := range benchCorpora {
+		for _, n := range benchSizes() {
+			b.Run(fmt.Sprintf("corpus=%s/chunks=%d", corpus.name, n), func(b *testing.B) {
+				s, err := Open(benchStore(b, corpus, n), Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer s.Close()
+				ctx := context.Background()
+				if _, err := s.Search(ctx, SearchRequest{Text: corpus.queries[0]}); err != nil { // catch up, warm
+					b.Fatal(err)
+				}
+				var next atomic.Int64
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						q := corpus.queries[int(next.Add(1))%len(corpus.queries)]
+						if _, err := s.Search(ctx, SearchRequest{Text: q, K: 10}); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			})
+		}
 	}
 }
