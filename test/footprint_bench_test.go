@@ -143,7 +143,8 @@ func benchTurns(n, contentLen int) []byte {
 // procRun is one process's wall time and peak resident set.
 type procRun struct {
 	wall time.Duration
-	rss  int64 // bytes
+	cpu  time.Duration // user + system
+	rss  int64         // bytes
 }
 
 // runProc runs the ucl binary on dir and fails the benchmark on a non-zero
@@ -166,7 +167,7 @@ func runProc(b *testing.B, dir string, stdin []byte, args ...string) procRun {
 	if ru != nil {
 		rss = ru.Maxrss * 1024 // Linux: kilobytes
 	}
-	return procRun{wall, rss}
+	return procRun{wall, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), rss}
 }
 
 // dirSize is the bytes of the regular files under dir.
@@ -200,8 +201,9 @@ func BenchmarkCommands(b *testing.B) {
 			app := runProc(b, dir, input, "append", "-")
 			cu := runProc(b, dir, nil, "project")
 			in := float64(len(input))
-			b.Logf("%s: input %d bytes of JSONL; append %.2fs; catch-up %.2fs = %.0f events/s, rss %.0f MB",
-				sz.name, len(input), app.wall.Seconds(), cu.wall.Seconds(), float64(sz.n)/cu.wall.Seconds(), float64(cu.rss)/1e6)
+			b.Logf("%s: input %d bytes of JSONL; append %.2fs; catch-up %.2fs = %.0f events/s (CPU %.2fs = %.0f events per CPU second), peak RSS %.0f MB",
+				sz.name, len(input), app.wall.Seconds(), cu.wall.Seconds(), float64(sz.n)/cu.wall.Seconds(),
+				cu.cpu.Seconds(), float64(sz.n)/cu.cpu.Seconds(), float64(cu.rss)/1e6)
 			b.ReportMetric(float64(sz.n)/cu.wall.Seconds(), "catchup-events/s")
 
 			logB, projB := dirSize(filepath.Join(dir, "log")), dirSize(filepath.Join(dir, "projections"))
@@ -236,9 +238,9 @@ func BenchmarkCommands(b *testing.B) {
 					rss = max(rss, r.rss)
 				}
 				med := runs[len(runs)/2]
-				b.Logf("%s ucl %-12s p50 %4.0f ms (min %4.0f, max %4.0f), peak RSS %4.0f MB",
+				b.Logf("%s ucl %-12s p50 %4.0f ms (min %4.0f, max %4.0f; CPU %4.0f ms), peak RSS %4.0f MB",
 					sz.name, c.name, float64(med.wall.Microseconds())/1e3, float64(runs[0].wall.Microseconds())/1e3,
-					float64(runs[len(runs)-1].wall.Microseconds())/1e3, float64(rss)/1e6)
+					float64(runs[len(runs)-1].wall.Microseconds())/1e3, float64(med.cpu.Microseconds())/1e3, float64(rss)/1e6)
 				b.ReportMetric(float64(med.wall.Microseconds())/1e3, c.name+"-ms")
 				b.ReportMetric(float64(rss)/1e6, c.name+"-MB")
 			}

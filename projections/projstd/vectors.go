@@ -61,9 +61,10 @@ const vectorsVersion = 2
 // State (vectors.db, bbolt): "meta" holds the version tag, the checkpoint,
 // the number of live vectors and, once the graph exists, the seq and size
 // of graph.bin; "chunks" maps chunk id to what tombstones need (session,
-// time, seq); "vecs" maps chunk id to its vector as embedded (dim float32
-// little-endian), the one stored copy of the vectors below the graph
-// threshold.
+// time, seq); "vecs" maps chunk id to its vector, scaled to unit length
+// and rounded to binary16 (dim × 2 bytes little-endian, half.go), the one
+// stored copy of the vectors below the graph threshold. The indexes hold
+// exactly these values.
 //
 // Below ExactBelow live vectors, search is exact and no graph exists:
 // catch-up writes vectors and nothing else, and opening reads nothing but
@@ -115,11 +116,12 @@ type chunkMeta struct {
 }
 
 type vecOp struct {
-	seq     uint64
-	del     bool
-	id      string
-	content string
-	vec     []float32
+	seq       uint64
+	del       bool
+	id        string
+	content   string
+	vec       []float32
+	quantized bool // vec is unit length and rounded to binary16 (half.go)
 }
 
 var (
@@ -134,7 +136,9 @@ var (
 	buckets = [][]byte{bMeta, bChunks, bVecs, bOps}
 )
 
-var vectorBoltOptions = &bolt.Options{Timeout: 1e9, NoFreelistSync: true}
+// The freelist is synced: with NoFreelistSync, bbolt rebuilds it at open
+// by walking every page, which would read every vector at every open.
+var vectorBoltOptions = &bolt.Options{Timeout: 1e9}
 
 // errVectorsCorrupt is returned (wrapped) when a stored vector record does
 // not decode.
@@ -415,6 +419,14 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 		}
 	}
 	dim := v.opts.Embedder.Dim()
+	for i := range v.ops {
+		if op := &v.ops[i]; !op.del && !op.quantized {
+			if err := checkVec(op.vec, dim); err != nil {
+				return fmt.Errorf("commit vectors: seq %d: %w", op.seq, err)
+			}
+			op.vec, op.quantized = quantize(op.vec), true
+		}
+	}
 	live, graphOn, crossed := v.live, v.graphOn, false
 	var logged int
 	var newIdx vector.Index
@@ -434,9 +446,6 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 					return err
 				}
 			} else {
-				if err := checkVec(op.vec, dim); err != nil {
-					return fmt.Errorf("vectors: seq %d: %w", op.seq, err)
-				}
 				if !existed {
 					live++
 				}
@@ -539,6 +548,10 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 	}
 	return nil
 }
+
+// Compact implements projections.Compacter: vectors.db is rewritten tight
+// after a bulk load.
+func (v *VectorProjection) Compact() error { return v.reopen(true) }
 
 // reopen closes vectors.db, compacts it (when compact) and opens it again.
 func (v *VectorProjection) reopen(compact bool) error {
@@ -759,20 +772,21 @@ func checkVec(vec []float32, dim int) error {
 	return nil
 }
 
+// encodeVec stores a quantized vector as binary16 values, little-endian.
 func encodeVec(vec []float32) []byte {
-	b := make([]byte, 4*len(vec))
+	b := make([]byte, 2*len(vec))
 	for i, f := range vec {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
+		binary.LittleEndian.PutUint16(b[2*i:], toHalf(f))
 	}
 	return b
 }
 
 func decodeVec(b []byte, dst []float32) error {
-	if len(b) != 4*len(dst) {
+	if len(b) != 2*len(dst) {
 		return fmt.Errorf("decode vector record: %d bytes for %d dimensions: %w", len(b), len(dst), errVectorsCorrupt)
 	}
 	for i := range dst {
-		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+		dst[i] = fromHalf(binary.LittleEndian.Uint16(b[2*i:]))
 	}
 	return nil
 }

@@ -506,6 +506,17 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 	return nil
 }
 
+// Compact implements projections.Compacter: the file is rewritten tight
+// after a bulk load.
+func (x *Index) Compact() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return ErrClosed
+	}
+	return x.compact()
+}
+
 // compact rewrites summary.db without its free pages, so the content of
 // removed chunks (and the summaries that quoted it) leaves the disk.
 func (x *Index) compact() error {
