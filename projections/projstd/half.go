@@ -1,6 +1,9 @@
 package projstd
 
-import "math"
+import (
+	"math"
+	"sync"
+)
 
 // Vectors are stored as IEEE 754 half-precision values (binary16) after
 // normalisation to unit length: 2 bytes a dimension instead of 4. A unit
@@ -44,8 +47,20 @@ func toHalf(f float32) uint16 {
 	return sign | h
 }
 
+// halves maps every binary16 value to its float32 (256 KiB, built on
+// first use): decoding a stored vector is then one load per dimension.
+var halves = sync.OnceValue(func() *[1 << 16]float32 {
+	var t [1 << 16]float32
+	for i := range t {
+		t[i] = widenHalf(uint16(i))
+	}
+	return &t
+})
+
 // fromHalf widens a binary16 value to float32 (exactly).
-func fromHalf(h uint16) float32 {
+func fromHalf(h uint16) float32 { return halves()[h] }
+
+func widenHalf(h uint16) float32 {
 	sign := uint32(h&0x8000) << 16
 	exp := uint32(h>>10) & 0x1f
 	mant := uint32(h & 0x3ff)

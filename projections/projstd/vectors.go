@@ -102,8 +102,9 @@ type VectorProjection struct {
 	sinceGraph int    // operations logged after graph.bin
 
 	// Loaded on first use.
-	meta map[string]chunkMeta // live chunks (Apply)
-	idx  vector.Index         // *vector.Exact, or *vector.HNSW once graphOn
+	scans int                  // searches answered by scanning vecs in place
+	meta  map[string]chunkMeta // live chunks (Apply)
+	idx   vector.Index         // *vector.Exact, or *vector.HNSW once graphOn
 
 	// pending, since the last Commit, in apply order
 	ops []vecOp
@@ -309,6 +310,7 @@ func (v *VectorProjection) loadIndex() error {
 		if err != nil {
 			return err
 		}
+		x.Reserve(v.live)
 		err = v.db.View(func(tx *bolt.Tx) error {
 			vec := make([]float32, v.opts.Embedder.Dim())
 			return tx.Bucket(bVecs).ForEach(func(k, val []byte) error {
@@ -726,27 +728,70 @@ type VectorHit struct {
 	Score   float32
 }
 
+// scan is an exact search over the stored vectors, read in place. A record
+// that does not decode is damage (see index).
+func (v *VectorProjection) scan(q []float32, k int) ([]vector.Hit, error) {
+	dim := v.opts.Embedder.Dim()
+	var hits []vector.Hit
+	err := projections.Guard("vectors", func() error {
+		return v.db.View(func(tx *bolt.Tx) error {
+			var err error
+			hits, err = vector.ScanSearch(q, dim, k, func(fn func(string, []float32) error) error {
+				vec := make([]float32, dim)
+				return tx.Bucket(bVecs).ForEach(func(key, val []byte) error {
+					if err := decodeVec(val, vec); err != nil {
+						return err
+					}
+					return fn(string(key), vec)
+				})
+			})
+			return err
+		})
+	})
+	if err == nil {
+		return hits, nil
+	}
+	if _, ok := projections.Damaged(err); !ok {
+		if !errors.Is(err, errVectorsCorrupt) {
+			return nil, err
+		}
+		err = &projections.DamagedError{Projection: "vectors", Err: err}
+	}
+	if merr := projections.MarkDamaged(v.dir, err.Error()); merr != nil {
+		err = errors.Join(err, merr)
+	}
+	return nil, err
+}
+
 // exactSearcher is the exact scan of the graph's own vectors.
 type exactSearcher interface {
 	SearchExact(q []float32, k int) ([]vector.Hit, error)
 }
 
 // SearchText embeds text and returns the k nearest live chunks (cosine):
-// exactly below ExactBelow vectors, through the graph above.
+// exactly below ExactBelow vectors, through the graph above. Below the
+// graph, the first search of a process scans the stored vectors in place
+// (vector.ScanSearch: the same hits as the loaded index, without loading
+// it); later ones load the index and search it in memory.
 func (v *VectorProjection) SearchText(ctx context.Context, text string, k int) ([]VectorHit, error) {
-	idx, err := v.index()
-	if err != nil {
-		return nil, err
-	}
 	vs, err := v.opts.Embedder.Embed(ctx, []string{text})
 	if err != nil {
 		return nil, fmt.Errorf("embed query: %w", err)
 	}
 	var hits []vector.Hit
-	if g, ok := idx.(exactSearcher); ok && idx.Len() < v.opts.ExactBelow {
-		hits, err = g.SearchExact(vs[0], k)
+	if v.idx == nil && !v.graphOn && v.scans == 0 {
+		v.scans++
+		hits, err = v.scan(vs[0], k)
 	} else {
-		hits, err = idx.Search(vs[0], k)
+		idx, ierr := v.index()
+		if ierr != nil {
+			return nil, ierr
+		}
+		if g, ok := idx.(exactSearcher); ok && idx.Len() < v.opts.ExactBelow {
+			hits, err = g.SearchExact(vs[0], k)
+		} else {
+			hits, err = idx.Search(vs[0], k)
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -785,8 +830,9 @@ func decodeVec(b []byte, dst []float32) error {
 	if len(b) != 2*len(dst) {
 		return fmt.Errorf("decode vector record: %d bytes for %d dimensions: %w", len(b), len(dst), errVectorsCorrupt)
 	}
+	t := halves()
 	for i := range dst {
-		dst[i] = fromHalf(binary.LittleEndian.Uint16(b[2*i:]))
+		dst[i] = t[binary.LittleEndian.Uint16(b[2*i:])]
 	}
 	return nil
 }
