@@ -170,18 +170,22 @@ func runProc(b *testing.B, dir string, stdin []byte, args ...string) procRun {
 	return procRun{wall, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), rss}
 }
 
-// dirSize is the bytes of the regular files under dir.
-func dirSize(dir string) int64 {
-	var n int64
+// dirSize is the apparent size of the regular files under dir, and the
+// bytes the file system allocated to them (bbolt files have holes: their
+// size is their mmap size).
+func dirSize(dir string) (size, alloc int64) {
 	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
 		if err == nil && d.Type().IsRegular() {
 			if fi, err := d.Info(); err == nil {
-				n += fi.Size()
+				size += fi.Size()
+				if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+					alloc += st.Blocks * 512
+				}
 			}
 		}
 		return nil
 	})
-	return n
+	return size, alloc
 }
 
 func BenchmarkCommands(b *testing.B) {
@@ -206,17 +210,22 @@ func BenchmarkCommands(b *testing.B) {
 				cu.cpu.Seconds(), float64(sz.n)/cu.cpu.Seconds(), float64(cu.rss)/1e6)
 			b.ReportMetric(float64(sz.n)/cu.wall.Seconds(), "catchup-events/s")
 
-			logB, projB := dirSize(filepath.Join(dir, "log")), dirSize(filepath.Join(dir, "projections"))
-			parts := []string{fmt.Sprintf("log %.2f", float64(logB)/in)}
+			ratio := func(path string) string {
+				size, alloc := dirSize(path)
+				return fmt.Sprintf("%.2f (allocated %.2f)", float64(size)/in, float64(alloc)/in)
+			}
+			parts := []string{"log " + ratio(filepath.Join(dir, "log"))}
 			ents, _ := os.ReadDir(filepath.Join(dir, "projections"))
 			for _, e := range ents {
 				if e.IsDir() {
-					parts = append(parts, fmt.Sprintf("%s %.2f", e.Name(), float64(dirSize(filepath.Join(dir, "projections", e.Name())))/in))
+					parts = append(parts, e.Name()+" "+ratio(filepath.Join(dir, "projections", e.Name())))
 				}
 			}
-			b.Logf("%s footprint, bytes per input byte: %s; projections %.2f (%d MB); store %.2f",
-				sz.name, strings.Join(parts, ", "), float64(projB)/in, projB>>20, float64(dirSize(dir))/in)
+			projB, projA := dirSize(filepath.Join(dir, "projections"))
+			b.Logf("%s footprint, bytes per input byte: %s; projections %s = %d MB (allocated %d MB); whole store %s",
+				sz.name, strings.Join(parts, ", "), ratio(filepath.Join(dir, "projections")), projB>>20, projA>>20, ratio(dir))
 			b.ReportMetric(float64(projB)/in, "proj-bytes/input-byte")
+			b.ReportMetric(float64(projA)/in, "proj-alloc/input-byte")
 
 			cmds := []struct {
 				name string
