@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/unlimitedcontext/ucl/crypto"
+	"github.com/unlimitedcontext/ucl/internal/vector"
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections"
 	"github.com/unlimitedcontext/ucl/projections/projtest"
-	"github.com/unlimitedcontext/ucl/projections/vector"
 )
 
 func benchSizes() []int {

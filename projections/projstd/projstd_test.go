@@ -7,10 +7,10 @@ import (
 	"testing"
 
 	"github.com/unlimitedcontext/ucl/crypto"
+	"github.com/unlimitedcontext/ucl/internal/vector"
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections"
 	"github.com/unlimitedcontext/ucl/projections/projtest"
-	"github.com/unlimitedcontext/ucl/projections/vector"
 )
 
 func TestVectorConformance(t *testing.T) {

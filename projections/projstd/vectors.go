@@ -15,9 +15,9 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/unlimitedcontext/ucl/internal/fsutil"
+	"github.com/unlimitedcontext/ucl/internal/vector"
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections"
-	"github.com/unlimitedcontext/ucl/projections/vector"
 )
 
 // VectorOptions configure the vector projection.
@@ -389,7 +389,7 @@ func (v *VectorProjection) Apply(ev *log.Event) error {
 		}
 		var ids []string
 		for id, m := range v.meta {
-			if m.seq < ev.Seq && b.Matches(&log.Store{ChunkID: id, Session: m.session, Time: m.time}) {
+			if m.seq < ev.Seq && projections.TombstoneMatches(b, id, m.session, m.time) {
 				ids = append(ids, id)
 			}
 		}
@@ -722,12 +722,6 @@ func (v *VectorProjection) EmbedderName() string { return v.opts.Embedder.Name()
 // *vector.Exact.
 func (v *VectorProjection) Index() (vector.Index, error) { return v.index() }
 
-// VectorHit is a ranked chunk.
-type VectorHit struct {
-	ChunkID string
-	Score   float32
-}
-
 // scan is an exact search over the stored vectors, read in place. A record
 // that does not decode is damage (see index).
 func (v *VectorProjection) scan(q []float32, k int) ([]vector.Hit, error) {
@@ -768,12 +762,13 @@ type exactSearcher interface {
 	SearchExact(q []float32, k int) ([]vector.Hit, error)
 }
 
-// SearchText embeds text and returns the k nearest live chunks (cosine):
-// exactly below ExactBelow vectors, through the graph above. Below the
+// SearchText embeds text and returns the k nearest live chunks (cosine; a
+// hit's ID is the chunk id): exactly below ExactBelow vectors, through the
+// graph above. Below the
 // graph, the first search of a process scans the stored vectors in place
 // (vector.ScanSearch: the same hits as the loaded index, without loading
 // it); later ones load the index and search it in memory.
-func (v *VectorProjection) SearchText(ctx context.Context, text string, k int) ([]VectorHit, error) {
+func (v *VectorProjection) SearchText(ctx context.Context, text string, k int) ([]vector.Hit, error) {
 	vs, err := v.opts.Embedder.Embed(ctx, []string{text})
 	if err != nil {
 		return nil, fmt.Errorf("embed query: %w", err)
@@ -796,11 +791,7 @@ func (v *VectorProjection) SearchText(ctx context.Context, text string, k int) (
 	if err != nil {
 		return nil, err
 	}
-	out := make([]VectorHit, len(hits))
-	for i, h := range hits {
-		out[i] = VectorHit{ChunkID: h.ID, Score: h.Score}
-	}
-	return out, nil
+	return hits, nil
 }
 
 // checkVec refuses what the indexes would refuse on load, before it is
