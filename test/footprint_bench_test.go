@@ -205,6 +205,11 @@ func BenchmarkCommands(b *testing.B) {
 			app := runProc(b, dir, input, "append", "-")
 			cu := runProc(b, dir, nil, "project")
 			in := float64(len(input))
+			src := "LoCoMo development-set turns, repeated with other names, sessions and times"
+			if sz.content > 0 || locomoTurns() == nil {
+				src = "synthetic turns (LoCoMo data not found)"
+			}
+			b.Logf("%s: %s; store built with durability none", sz.name, src)
 			b.Logf("%s: input %d bytes of JSONL; append %.2fs; catch-up %.2fs = %.0f events/s (CPU %.2fs = %.0f events per CPU second), peak RSS %.0f MB",
 				sz.name, len(input), app.wall.Seconds(), cu.wall.Seconds(), float64(sz.n)/cu.wall.Seconds(),
 				cu.cpu.Seconds(), float64(sz.n)/cu.cpu.Seconds(), float64(cu.rss)/1e6)
