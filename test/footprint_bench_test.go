@@ -206,7 +206,10 @@ func BenchmarkCommands(b *testing.B) {
 			cu := runProc(b, dir, nil, "project")
 			in := float64(len(input))
 			src := "LoCoMo development-set turns, repeated with other names, sessions and times"
-			if sz.content > 0 || locomoTurns() == nil {
+			switch {
+			case sz.content > 0:
+				src = fmt.Sprintf("synthetic %d-byte contents", sz.content)
+			case locomoTurns() == nil:
 				src = "synthetic turns (LoCoMo data not found)"
 			}
 			b.Logf("%s: %s; store built with durability none", sz.name, src)
