@@ -43,6 +43,17 @@ func TestConcurrentReaders(t *testing.T) {
 	if _, err := s.CatchUp(ctx, CatchUpRequest{}); err != nil {
 		t.Fatal(err)
 	}
+	// Reopen: the projections then load what they need on the first
+	// reads, which run side by side.
+	dir := s.Dir()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
 
 	var acked atomic.Int64 // new chunks acknowledged so far: new000 .. new(acked-1)
 	errs := make(chan error, readers+1)
