@@ -50,6 +50,10 @@
 //	               bytes (RSA-OAEP-SHA256), sessions (uvarint n × str), chunk
 //	               ids (uvarint n × str), keys (uvarint n × (seq uint64, 40-byte
 //	               DEK wrapped under the share key))
+//	share_grant v2: the v1 fields, then flags u8 (0x01 follow: chunks stored
+//	               later in the granted sessions are disclosed too; other bits
+//	               rejected), note str, own key str (the 32-byte share key, or
+//	               empty). Written only when one of these is set (else v1).
 //	share_revoke v1: version=1, grant event id [16], grantee str, reason str
 //	rekey v1:      version=1, new epoch uint32, keys (uvarint n × (seq uint64,
 //	               40-byte DEK wrapped under the new epoch))

@@ -24,6 +24,7 @@ const (
 	storeBodyVersion     = 1
 	tombstoneBodyVersion = 1
 	grantBodyVersion     = 1
+	grantBodyVersion2    = 2
 	revokeBodyVersion    = 1
 	rekeyBodyVersion     = 1
 )
@@ -242,7 +243,23 @@ type ShareGrant struct {
 	Sessions []string     `json:"sessions,omitempty"`
 	Chunks   []string     `json:"chunks,omitempty"`
 	Keys     []WrappedKey `json:"keys,omitempty"`
+	// Follow asks for chunks stored later in the granted sessions (v2).
+	Follow bool `json:"follow,omitempty"`
+	// Note is the grantor's note to the grantee (v2).
+	Note string `json:"note,omitempty"`
+	// OwnKey is the share key itself (0 or ShareKeySize bytes, v2): the
+	// body is sealed like any other, so only the grantor (vault key) and
+	// the grantee (who unwraps the share key anyway) read it. The grantor
+	// needs it to disclose later events of the grant (tombstones, the
+	// revoke) to the grantee without the grantee's RSA key.
+	OwnKey []byte `json:"-"`
 }
+
+// ShareKeySize is the size of a share key (AES-256).
+const ShareKeySize = 32
+
+// grantFollow is the v2 flag bit of ShareGrant.Follow.
+const grantFollow = 0x01
 
 // ShareRevoke stops future sharing under a grant.
 type ShareRevoke struct {
@@ -394,12 +411,31 @@ func (g *ShareGrant) appendTo(b []byte, _ *Header) ([]byte, error) {
 	if g.Grantee == "" {
 		return nil, fmt.Errorf("field grantee: %w: empty", ErrMalformed)
 	}
-	b = append(b, grantBodyVersion)
+	if len(g.OwnKey) != 0 && len(g.OwnKey) != ShareKeySize {
+		return nil, fmt.Errorf("field own key: %w: %d bytes", ErrMalformed, len(g.OwnKey))
+	}
+	// v1 when nothing of v2 is set: every body has one encoding.
+	v2 := g.Follow || g.Note != "" || len(g.OwnKey) != 0
+	if v2 {
+		b = append(b, grantBodyVersion2)
+	} else {
+		b = append(b, grantBodyVersion)
+	}
 	b = appendStr(b, g.Grantee)
 	b = appendStr(b, string(g.ShareKey))
 	b = appendStrs(b, g.Sessions)
 	b = appendStrs(b, g.Chunks)
-	return appendKeys(b, g.Keys), nil
+	b = appendKeys(b, g.Keys)
+	if !v2 {
+		return b, nil
+	}
+	var flags byte
+	if g.Follow {
+		flags |= grantFollow
+	}
+	b = append(b, flags)
+	b = appendStr(b, g.Note)
+	return appendStr(b, string(g.OwnKey)), nil
 }
 
 func (r *ShareRevoke) appendTo(b []byte, _ *Header) ([]byte, error) {
@@ -636,12 +672,34 @@ func (d *dec) tombstone() *Tombstone {
 
 func (d *dec) grant() *ShareGrant {
 	g := &ShareGrant{}
-	d.version(grantBodyVersion)
+	v := d.byte1()
+	if d.err == nil && v != grantBodyVersion && v != grantBodyVersion2 {
+		d.err = fmt.Errorf("%w: body version %d (this build reads %d and %d)", ErrUnsupportedVersion, v, grantBodyVersion, grantBodyVersion2)
+	}
 	g.Grantee = d.str()
 	g.ShareKey = []byte(d.str())
 	g.Sessions = d.strs()
 	g.Chunks = d.strs()
 	g.Keys = d.keys()
+	if v != grantBodyVersion2 || d.err != nil {
+		return g
+	}
+	flags := d.byte1()
+	if d.err == nil && flags&^grantFollow != 0 {
+		d.fail("unknown grant flags %#x", flags)
+	}
+	g.Follow = flags&grantFollow != 0
+	g.Note = d.str()
+	if k := d.str(); len(k) != 0 {
+		g.OwnKey = []byte(k)
+	}
+	switch {
+	case d.err != nil:
+	case len(g.OwnKey) != 0 && len(g.OwnKey) != ShareKeySize:
+		d.fail("own key of %d bytes", len(g.OwnKey))
+	case !g.Follow && g.Note == "" && len(g.OwnKey) == 0:
+		d.fail("non-canonical v2 grant without v2 fields")
+	}
 	return g
 }
 

@@ -24,6 +24,8 @@ var goldenBodies = []struct {
 	{"tombstone", &Tombstone{Chunks: []string{"c1", "c2"}, Session: "s9", From: 1000, To: 2000, Reason: "user asked"}},
 	{"share_grant", &ShareGrant{Grantee: "addr", ShareKey: []byte{1, 2, 3}, Sessions: []string{"s1"}, Chunks: []string{"c1"},
 		Keys: []WrappedKey{{Seq: 7, Wrapped: [40]byte{9}}}}},
+	{"share_grant_v2", &ShareGrant{Grantee: "addr", ShareKey: []byte{1, 2, 3}, Chunks: []string{"c1", "c2"},
+		Keys: []WrappedKey{{Seq: 7, Wrapped: [40]byte{9}}}, Follow: true, Note: "for the review", OwnKey: bytes.Repeat([]byte{5}, ShareKeySize)}},
 	{"share_revoke", &ShareRevoke{Grant: ID{0xaa}, Grantee: "addr", Reason: "done"}},
 	{"rekey", &Rekey{Epoch: 2, Keys: []WrappedKey{{Seq: 1, Wrapped: [40]byte{1}}, {Seq: 3, Wrapped: [40]byte{3}}}}},
 }
