@@ -128,6 +128,35 @@ type RebuildOptions struct {
 	// ErrTimeout. Each gateway call is bounded by the client's options
 	// regardless.
 	Timeout time.Duration
+	// VerifySignatures fetches each segment with FetchVerifiedTx: its
+	// RSA-PSS signature, owner key and data root are checked here, and its
+	// signed tags must be what the search reported, so the gateway is
+	// trusted for nothing but block heights. A transaction that fails is
+	// rejected like a segment that does not verify.
+	VerifySignatures bool
+}
+
+// fetch returns a candidate's data, verified against its signature when
+// the options ask for it.
+func (o RebuildOptions) fetch(ctx context.Context, c candidate) ([]byte, error) {
+	if !o.VerifySignatures {
+		return o.Client.FetchDataLimit(ctx, c.tx.ID, o.fetchLimit(c))
+	}
+	vt, err := FetchVerifiedTx(ctx, o.Client, c.tx.ID, o.MaxSegmentBytes)
+	if err != nil {
+		return nil, err
+	}
+	if vt.Owner != o.Owner {
+		return nil, fmt.Errorf("segment %s: %w: signed by %s, want %s", c.tx.ID, ErrOwnerMismatch, vt.Owner, o.Owner)
+	}
+	m, err := ParseTags(vt.Tags)
+	if err != nil {
+		return nil, fmt.Errorf("segment %s: signed tags: %w", c.tx.ID, err)
+	}
+	if m != c.meta {
+		return nil, fmt.Errorf("segment %s: %w: the signed tags differ from the search's", c.tx.ID, ErrTxSignature)
+	}
+	return vt.Data, nil
 }
 
 // MaxSegmentSize is the largest segment a Syncer can produce with the
@@ -388,7 +417,7 @@ func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (re
 				return
 			}
 			go func(i int, c candidate) {
-				d, err := opt.Client.FetchDataLimit(ctx, c.tx.ID, opt.fetchLimit(c))
+				d, err := opt.fetch(ctx, c)
 				results[i] <- fetched{d, err}
 			}(i, st[0])
 		}
@@ -409,7 +438,7 @@ func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (re
 		for j, c := range step {
 			data, ferr := f.data, f.err
 			if j > 0 { // alternates are fetched only when needed
-				data, ferr = opt.Client.FetchDataLimit(ctx, c.tx.ID, opt.fetchLimit(c))
+				data, ferr = opt.fetch(ctx, c)
 			}
 			if ferr != nil {
 				if ctx.Err() != nil {
@@ -423,7 +452,7 @@ func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (re
 			s, verr := verifySegment(data, c.meta, opt.LogID, next, prevHash)
 			if verr != nil {
 				// One more fetch in case the bytes were damaged in transit.
-				if data2, ferr2 := opt.Client.FetchDataLimit(ctx, c.tx.ID, opt.fetchLimit(c)); ferr2 == nil {
+				if data2, ferr2 := opt.fetch(ctx, c); ferr2 == nil {
 					s, verr = verifySegment(data2, c.meta, opt.LogID, next, prevHash)
 					data = data2
 				}
@@ -527,7 +556,7 @@ func coveredBy(bs []Branch, from, to uint64) bool {
 // whether it is a valid segment (a real fork) rather than damaged data or
 // tags that disagree with its bytes (which the chain never needed).
 func confirmFork(ctx context.Context, opt RebuildOptions, c candidate) (bool, error) {
-	data, err := opt.Client.FetchDataLimit(ctx, c.tx.ID, opt.fetchLimit(c))
+	data, err := opt.fetch(ctx, c)
 	if err != nil {
 		if ctx.Err() != nil {
 			return false, fmt.Errorf("rebuild: %w", err)
