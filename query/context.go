@@ -170,7 +170,7 @@ func (e *Engine) Assemble(ctx context.Context, req ContextRequest) (*Assembly, e
 		}
 	}
 	tok := e.opts.Tokenizer
-	r := &renderer{format: format, active: req.Session}
+	r := &renderer{format: format, active: req.Session, owner: e.opts.Owner}
 	var items []packed
 	cost := func(extra ...packed) int {
 		return tok.CountTokens(string(r.render(append(items[:len(items):len(items)], extra...))))
@@ -346,6 +346,15 @@ func (e *Engine) Assemble(ctx context.Context, req ContextRequest) (*Assembly, e
 type renderer struct {
 	format Format
 	active string
+	owner  func(chunkID string) string // Options.Owner: groups of shared chunks name their grantor
+}
+
+// from returns the attribute naming whose memory g is ("" for own).
+func (r *renderer) from(g *group) string {
+	if r.owner == nil || len(g.items) == 0 {
+		return ""
+	}
+	return r.owner(g.items[0].c.ID)
 }
 
 type group struct {
@@ -377,10 +386,14 @@ func (r *renderer) groups(items []packed) []*group {
 		default:
 			kind, key = 'n', it.c.ID
 		}
-		g, ok := byKey[string(kind)+key]
+		mk := string(kind) + key
+		if r.owner != nil { // two grantors' sessions of one name stay apart
+			mk = r.owner(it.c.ID) + "\x00" + mk
+		}
+		g, ok := byKey[mk]
 		if !ok {
 			g = &group{kind: kind, key: key, first: it.c.Time}
-			byKey[string(kind)+key] = g
+			byKey[mk] = g
 			gs = append(gs, g)
 		}
 		g.first = min(g.first, it.c.Time)
@@ -460,7 +473,7 @@ func (r *renderer) renderXML(gs []*group) []byte {
 		switch g.kind {
 		case 'n':
 			it := g.items[0]
-			fmt.Fprintf(&b, `<note kind="%s" time="%s"%s>`, it.c.Kind, fmtTime(it.c.Time), trimAttr(it.trimmed))
+			fmt.Fprintf(&b, `<note kind="%s" time="%s"%s%s>`, it.c.Kind, fmtTime(it.c.Time), trimAttr(it.trimmed), fromAttr(r.from(g)))
 			xmlText(&b, it.content)
 			b.WriteString("</note>\n")
 		case 'd':
@@ -470,7 +483,7 @@ func (r *renderer) renderXML(gs []*group) []byte {
 			}
 			b.WriteString(`<document name="`)
 			xmlText(&b, g.name)
-			fmt.Fprintf(&b, `"%s>`, trimAttr(trimmed))
+			fmt.Fprintf(&b, `"%s%s>`, trimAttr(trimmed), fromAttr(r.from(g)))
 			for i, it := range g.items {
 				if i > 0 {
 					b.WriteString("\n\n")
@@ -481,7 +494,7 @@ func (r *renderer) renderXML(gs []*group) []byte {
 		default:
 			b.WriteString(`<session id="`)
 			xmlText(&b, g.key)
-			fmt.Fprintf(&b, `" date="%s">`+"\n", fmtDate(g.first))
+			fmt.Fprintf(&b, `" date="%s"%s>`+"\n", fmtDate(g.first), fromAttr(r.from(g)))
 			for _, it := range g.items {
 				b.WriteString(`<turn role="`)
 				xmlText(&b, it.c.Role)
@@ -498,6 +511,23 @@ func (r *renderer) renderXML(gs []*group) []byte {
 	}
 	b.WriteString("</unlimited_context>\n")
 	return b.Bytes()
+}
+
+// fromAttr names the grantor of shared memory (addresses are base64url:
+// nothing to escape).
+func fromAttr(from string) string {
+	if from == "" {
+		return ""
+	}
+	return ` from="` + from + `"`
+}
+
+// fromText is fromAttr for the text format.
+func fromText(from string) string {
+	if from == "" {
+		return ""
+	}
+	return " (shared by " + from + ")"
 }
 
 func trimAttr(t bool) string {
@@ -539,6 +569,7 @@ type jsonTurn struct {
 	Time    string `json:"time"`
 	Content string `json:"content"`
 	Trimmed bool   `json:"trimmed,omitempty"`
+	From    string `json:"from,omitempty"` // grantor of a shared chunk
 }
 
 type jsonContext struct {
@@ -567,7 +598,11 @@ func (r *renderer) renderJSON(gs []*group) []byte {
 	for _, g := range gs {
 		var ts []jsonTurn
 		for _, it := range g.items {
-			ts = append(ts, jturn(it))
+			t := jturn(it)
+			if r.owner != nil {
+				t.From = r.owner(it.c.ID)
+			}
+			ts = append(ts, t)
 		}
 		switch g.kind {
 		case 'n':
@@ -603,9 +638,9 @@ func (r *renderer) renderText(gs []*group) []byte {
 		switch g.kind {
 		case 'n':
 			it := g.items[0]
-			fmt.Fprintf(&b, "# Note (%s, %s)%s\n%s\n", it.c.Kind, fmtTime(it.c.Time), trimText(it.trimmed), oneBlock(it.content))
+			fmt.Fprintf(&b, "# Note (%s, %s)%s%s\n%s\n", it.c.Kind, fmtTime(it.c.Time), fromText(r.from(g)), trimText(it.trimmed), oneBlock(it.content))
 		case 'd':
-			fmt.Fprintf(&b, "# Document %s\n", oneLine(g.name))
+			fmt.Fprintf(&b, "# Document %s%s\n", oneLine(g.name), fromText(r.from(g)))
 			for j, it := range g.items {
 				if j > 0 {
 					b.WriteByte('\n')
@@ -613,7 +648,7 @@ func (r *renderer) renderText(gs []*group) []byte {
 				fmt.Fprintf(&b, "%s%s\n", oneBlock(it.content), trimText(it.trimmed))
 			}
 		default:
-			fmt.Fprintf(&b, "# Session %s (%s)\n", oneLine(g.key), fmtDate(g.first))
+			fmt.Fprintf(&b, "# Session %s (%s)%s\n", oneLine(g.key), fmtDate(g.first), fromText(r.from(g)))
 			for _, it := range g.items {
 				role := it.c.Role
 				if it.c.Kind != log.KindConversation {
