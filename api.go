@@ -66,6 +66,14 @@ type API interface {
 	Prove(ctx context.Context, req ProveRequest) (*log.Proof, error)
 	// Status describes the store.
 	Status(ctx context.Context, req StatusRequest) (*StatusResult, error)
+	// ShareGrant grants the live chunks of a scope to an Arweave address.
+	ShareGrant(ctx context.Context, req ShareGrantRequest) (*ShareGrantResult, error)
+	// ShareRevoke revokes a grant (what was shared stays readable).
+	ShareRevoke(ctx context.Context, req ShareRevokeRequest) (*ShareRevokeResult, error)
+	// ShareList lists the grants given and received.
+	ShareList(ctx context.Context, req ShareListRequest) (*ShareListResult, error)
+	// SharePull receives the grants addressed to this store's wallet.
+	SharePull(ctx context.Context, req SharePullRequest) (*SharePullResult, error)
 	// SnapshotCreate snapshots the projections at the log head.
 	SnapshotCreate(ctx context.Context, req SnapshotCreateRequest) (*snapshot.CreateResult, error)
 	// SnapshotList lists local snapshots, newest first.
@@ -389,7 +397,10 @@ type PushResult struct {
 	// Checkpoint is the checkpoint anchored for CoveredSeq (by this push
 	// when Anchored, else found already anchored).
 	Checkpoint *CheckpointView `json:"checkpoint,omitempty"`
-	Error      string          `json:"error,omitempty"`
+	// Disclosures counts the share disclosures posted (grants, and the
+	// tombstones and revokes their grantees must learn of).
+	Disclosures int    `json:"disclosures,omitempty"`
+	Error       string `json:"error,omitempty"`
 }
 
 // SyncStatusRequest reads the mirror state.

@@ -289,6 +289,26 @@ func (c *Client) SyncStatus(ctx context.Context, req SyncStatusRequest) (*SyncSt
 	return call[SyncStatusResult](c, ctx, "sync_status", req)
 }
 
+// ShareGrant implements API through the owner.
+func (c *Client) ShareGrant(ctx context.Context, req ShareGrantRequest) (*ShareGrantResult, error) {
+	return call[ShareGrantResult](c, ctx, "share_grant", req)
+}
+
+// ShareRevoke implements API through the owner.
+func (c *Client) ShareRevoke(ctx context.Context, req ShareRevokeRequest) (*ShareRevokeResult, error) {
+	return call[ShareRevokeResult](c, ctx, "share_revoke", req)
+}
+
+// ShareList implements API through the owner.
+func (c *Client) ShareList(ctx context.Context, req ShareListRequest) (*ShareListResult, error) {
+	return call[ShareListResult](c, ctx, "share_list", req)
+}
+
+// SharePull implements API through the owner.
+func (c *Client) SharePull(ctx context.Context, req SharePullRequest) (*SharePullResult, error) {
+	return call[SharePullResult](c, ctx, "share_pull", req)
+}
+
 // Checkpoints implements API through the owner.
 func (c *Client) Checkpoints(ctx context.Context, req CheckpointsRequest) (*CheckpointsResult, error) {
 	return call[CheckpointsResult](c, ctx, "checkpoints", req)

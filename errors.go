@@ -137,6 +137,13 @@ var errorCodes = []struct {
 	{"log_inconsistent", log.ErrInconsistent},
 	{"arweave_tx_pending", arweave.ErrTxPending},
 	{"no_match", ErrNoMatch},
+	{"bad_address", ErrBadAddress},
+	{"no_grantee_key", ErrNoGranteeKey},
+	{"empty_scope", ErrEmptyScope},
+	{"unknown_grant", ErrUnknownGrant},
+	{"share_rejected", ErrShareRejected},
+	{"not_for_this_wallet", crypto.ErrNotForThisWallet},
+	{"arweave_disclosure", arweave.ErrDisclosure},
 }
 
 // ErrorCodes returns the wire codes of the sentinels err matches.

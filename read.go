@@ -241,6 +241,9 @@ func (s *Store) Search(ctx context.Context, req SearchRequest) (*SearchResult, e
 		if err != nil {
 			return err
 		}
+		if err := s.searchSharedLocked(ctx, q, req.Progress, r); err != nil {
+			return err
+		}
 		res = &SearchResult{Response: *r}
 		res.TimeFilter, err = timeNote(q, r, func() (int, error) {
 			q2 := q
@@ -325,6 +328,17 @@ func (s *Store) Context(ctx context.Context, req ContextRequest) (*ContextResult
 	defer s.projMu.Unlock()
 	var a *query.Assembly
 	err = s.queryLocked(ctx, req.Progress, func(e *query.Engine) error {
+		// A context packs one origin: shared memory only when asked for.
+		if q.Origin == query.OriginShared {
+			se, err := s.sharedEngineLocked(ctx, req.Progress)
+			if err != nil {
+				return err
+			}
+			if se != nil {
+				e = se
+				q.Origin = query.OriginAny
+			}
+		}
 		var err error
 		a, err = e.Assemble(ctx, query.ContextRequest{Request: q, Budget: req.Budget, RecentTurns: req.Recent, Format: format})
 		return err

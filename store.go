@@ -35,6 +35,10 @@ type Store struct {
 	vecFrom uint64 // the vector projection's checkpoint when the set opened
 	popts   *projstd.Options
 	cache   *vector.BoltCache
+	// shared and sharedSrc are the projections of what other wallets
+	// shared with this store (sharesrc.go), opened on first use.
+	shared    *projstd.Set
+	sharedSrc *sharedSource
 	mirror  sync.Mutex // one push at a time
 	treeMu  sync.Mutex // guards tree
 	tree    *log.Tree  // the Merkle tree, opened on first use
@@ -125,7 +129,7 @@ func (s *Store) Close() error {
 	s.closed = true
 	s.projMu.Lock()
 	defer s.projMu.Unlock()
-	err := errors.Join(s.closeSetLocked(), s.closeTree())
+	err := errors.Join(s.closeSetLocked(), s.closeSharedLocked(), s.closeTree())
 	if s.cache != nil {
 		err = errors.Join(err, s.cache.Close())
 		s.cache = nil

@@ -1,0 +1,242 @@
+package ucl
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"sort"
+
+	"github.com/unlimitedcontext/ucl/arweave"
+	"github.com/unlimitedcontext/ucl/crypto"
+	"github.com/unlimitedcontext/ucl/log"
+	"github.com/unlimitedcontext/ucl/projections/projstd"
+	"github.com/unlimitedcontext/ucl/query"
+)
+
+// sharedProjectionsDir holds the projections of the shared chunks. They
+// are derived from the shared area like the own projections from the log,
+// and are rebuilt when the area changes.
+const sharedProjectionsDir = "shared-projections"
+
+// sharedSource feeds the shared projections: the live granted chunks of
+// the shared area as one sequence of store events, grantors by address,
+// then logs by id, then the grantor's seq order. Each event keeps its
+// header and body but gets the sequence's own seq, and the sequence has
+// its own chain: hash n = SHA-256(hash n-1 ‖ grantor ‖ the event's hash in
+// the grantor's log). The same area gives the same sequence, so the same
+// projection digests on any device; any change to it changes the hashes
+// from that point and the projector rebuilds.
+type sharedSource struct {
+	events []*log.Event
+	owner  map[string]string // chunk id -> grantor
+}
+
+func (s *sharedSource) Head() (uint64, log.Hash) {
+	if len(s.events) == 0 {
+		return 0, log.Hash{}
+	}
+	return uint64(len(s.events)), s.events[len(s.events)-1].Hash
+}
+
+func (s *sharedSource) HashAt(seq uint64) (log.Hash, error) {
+	if seq == 0 {
+		return log.Hash{}, nil
+	}
+	if seq > uint64(len(s.events)) {
+		return log.Hash{}, fmt.Errorf("shared event %d: %w", seq, log.ErrNotFound)
+	}
+	return s.events[seq-1].Hash, nil
+}
+
+func (s *sharedSource) Events(ctx context.Context, from, to uint64, fn func(*log.Event) error) error {
+	if to == 0 || to > uint64(len(s.events)) {
+		to = uint64(len(s.events))
+	}
+	for seq := max(from, 1); seq <= to; seq++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		ev := *s.events[seq-1] // projections may keep what they are given
+		if err := fn(&ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// buildSharedSource decrypts the live granted chunks of the area with
+// this wallet's key. A chunk id granted twice (two grants of one session)
+// is projected once.
+func buildSharedSource(area []*receivedLog, w *arweave.Wallet) (*sharedSource, error) {
+	src := &sharedSource{owner: map[string]string{}}
+	var prev log.Hash
+	for _, rl := range area {
+		type item struct {
+			seq uint64
+			key []byte
+			w   *crypto.Wrapper
+		}
+		var items []item
+		for _, g := range rl.Grants {
+			sk, err := crypto.UnwrapShareKey(w.PrivateKey(), g.ShareKey)
+			if err != nil {
+				return nil, fmt.Errorf("shared area: grant %s of %s: %w", g.Grant, rl.Grantor, err)
+			}
+			wr, err := crypto.NewWrapper(sk)
+			clear(sk)
+			if err != nil {
+				return nil, err
+			}
+			for _, k := range g.Keys {
+				items = append(items, item{k.Seq, k.Wrapped, wr})
+			}
+		}
+		sort.SliceStable(items, func(i, j int) bool { return items[i].seq < items[j].seq })
+		for i, it := range items {
+			if i > 0 && items[i-1].seq == it.seq {
+				continue
+			}
+			raw, ok := rl.raws[it.seq]
+			if !ok {
+				return nil, fmt.Errorf("shared area: %s event %d: %w", rl.Grantor, it.seq, log.ErrNotFound)
+			}
+			dek := make([]byte, crypto.KeySize)
+			if err := it.w.Unwrap(dek, it.key); err != nil {
+				return nil, fmt.Errorf("shared area: %s event %d: %w", rl.Grantor, it.seq, err)
+			}
+			ev, err := log.DecryptWithDEK(raw, dek)
+			clear(dek)
+			if err != nil {
+				return nil, fmt.Errorf("shared area: %s: %w", rl.Grantor, err)
+			}
+			sb := ev.Store()
+			if sb == nil {
+				return nil, fmt.Errorf("shared area: %s event %d: %w: not a store event", rl.Grantor, it.seq, log.ErrMalformed)
+			}
+			if _, dup := src.owner[sb.ChunkID]; dup {
+				continue
+			}
+			src.owner[sb.ChunkID] = rl.Grantor
+			h := sha256.New()
+			h.Write(prev[:])
+			h.Write([]byte(rl.Grantor))
+			h.Write(ev.Hash[:])
+			copy(prev[:], h.Sum(nil))
+			ev.Seq, ev.Prev, ev.Hash = uint64(len(src.events)+1), src.prevOf(), prev
+			src.events = append(src.events, ev)
+		}
+	}
+	return src, nil
+}
+
+func (s *sharedSource) prevOf() log.Hash {
+	if len(s.events) == 0 {
+		return log.Hash{}
+	}
+	return s.events[len(s.events)-1].Hash
+}
+
+// sharedSetLocked opens the shared projections over the shared area and
+// catches them up; nil when nothing is shared with this store.
+func (s *Store) sharedSetLocked(ctx context.Context, p Progress) (*projstd.Set, *sharedSource, error) {
+	if s.shared != nil {
+		return s.shared, s.sharedSrc, nil
+	}
+	area, err := loadSharedArea(s.sharedDir())
+	if err != nil || len(area) == 0 {
+		return nil, nil, err
+	}
+	w, err := s.wallet()
+	if err != nil {
+		return nil, nil, err
+	}
+	src, err := buildSharedSource(area, w)
+	if err != nil {
+		return nil, nil, err
+	}
+	o, err := s.projOptionsLocked()
+	if err != nil {
+		return nil, nil, err
+	}
+	set, err := projstd.Open(s.st.Path(sharedProjectionsDir), src, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	set.OnNotice(func(n projstd.Notice) { s.opts.Warn("shared: " + n.String()) })
+	if err := set.CatchUp(ctx, p.stage("project shared")); err != nil {
+		set.Close()
+		return nil, nil, fmt.Errorf("catch up shared projections: %w", err)
+	}
+	s.shared, s.sharedSrc = set, src
+	return set, src, nil
+}
+
+func (s *Store) closeSharedLocked() error {
+	if s.shared == nil {
+		return nil
+	}
+	err := s.shared.Close()
+	s.shared, s.sharedSrc = nil, nil
+	return err
+}
+
+// sharedEngineLocked is a query engine over the shared projections (nil
+// when nothing is shared): its results say origin shared and whose.
+func (s *Store) sharedEngineLocked(ctx context.Context, p Progress) (*query.Engine, error) {
+	set, src, err := s.sharedSetLocked(ctx, p)
+	if err != nil || set == nil {
+		return nil, err
+	}
+	qs := query.Sources{Chunks: set.Timelines}
+	if set.FTS != nil {
+		qs.Text = set.FTS
+	}
+	if set.Vectors != nil {
+		qs.Vectors = vectorSource{set.Vectors}
+	}
+	if set.Summary != nil {
+		qs.Sessions = set.Summary
+	}
+	owner := src.owner
+	return query.New(qs, query.Options{Owner: func(id string) string { return owner[id] }}), nil
+}
+
+// searchSharedLocked adds the shared results of q to r (own results),
+// when q asks for shared or all origins: merged by score, then chunk id,
+// and cut to q's K.
+func (s *Store) searchSharedLocked(ctx context.Context, q query.Request, p Progress, r *query.Response) error {
+	if q.Origin == query.OriginOwn {
+		return nil
+	}
+	e, err := s.sharedEngineLocked(ctx, p)
+	if err != nil || e == nil {
+		return err
+	}
+	q.Origin = query.OriginAny // the shared engine serves only shared chunks
+	sr, err := e.Search(ctx, q)
+	if err != nil {
+		return fmt.Errorf("search shared: %w", err)
+	}
+	r.Results = append(r.Results, sr.Results...)
+	sort.SliceStable(r.Results, func(i, j int) bool {
+		a, b := r.Results[i], r.Results[j]
+		if a.Score != b.Score {
+			return a.Score > b.Score
+		}
+		if a.ChunkID != b.ChunkID {
+			return a.ChunkID < b.ChunkID
+		}
+		return a.From < b.From
+	})
+	k := q.K
+	if k <= 0 {
+		k = query.DefaultK
+	}
+	if k > query.MaxK {
+		k = query.MaxK
+	}
+	if len(r.Results) > k {
+		r.Results = r.Results[:k]
+	}
+	return nil
+}
