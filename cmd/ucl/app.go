@@ -25,7 +25,7 @@ func commands() []*cli.Command {
 		appendCommand, storeCommand, getCommand, replayCommand, tombstoneCommand,
 		queryCommand, contextCommand, sessionCommand, projectCommand,
 		auditCommand, statusCommand,
-		snapshotCommand, syncCommand, rebuildCommand,
+		snapshotCommand, syncCommand, rebuildCommand, shareCommand,
 		daemonCommand, mcpCommand, serveCommand, configCommand, newHelpCommand(),
 	}
 }
