@@ -137,6 +137,11 @@ func (s *Store) SharePull(ctx context.Context, req SharePullRequest) (*SharePull
 	if err := s.closeSharedLocked(); err != nil {
 		return res, err
 	}
+	// Rebuilt from scratch: the text of chunks hidden since the last pull
+	// must not linger in the old files' free pages.
+	if err := os.RemoveAll(s.st.Path(sharedProjectionsDir)); err != nil {
+		return res, err
+	}
 	set, src, err := s.sharedSetLocked(ctx, req.Progress)
 	if err != nil {
 		return res, err
@@ -184,9 +189,9 @@ func (s *Store) receiveLog(ctx context.Context, cl *arweave.Client, w *arweave.W
 		id       log.ID
 		wrapped  []byte // the share key, RSA-wrapped
 		w        *crypto.Wrapper
-		keys     map[uint64][40]byte
+		keys     map[uint64][][40]byte // candidates: a forged one fails AES-GCM
 		txs      []string
-		rejected bool
+		ds       []arweave.FoundDisclosure
 	}
 	grants := map[log.ID]*grantIn{}
 	var order []*grantIn
@@ -206,27 +211,24 @@ func (s *Store) receiveLog(ctx context.Context, cl *arweave.Client, w *arweave.W
 				reject(d.TxID, id, err)
 				continue
 			}
-			gi = &grantIn{id: id, wrapped: d.D.ShareKey, w: wr, keys: map[uint64][40]byte{}}
+			gi = &grantIn{id: id, wrapped: d.D.ShareKey, w: wr, keys: map[uint64][][40]byte{}}
 			grants[id] = gi
 			order = append(order, gi)
 		} else if !bytes.Equal(gi.wrapped, d.D.ShareKey) {
 			reject(d.TxID, id, fmt.Errorf("%w: a second share key for one grant", arweave.ErrDisclosure))
 			continue
 		}
-		gi.txs = append(gi.txs, d.TxID)
-		for _, k := range d.D.Keys {
-			if _, dup := gi.keys[k.Seq]; !dup {
-				gi.keys[k.Seq] = k.Wrapped
-			}
-			maxSeq = max(maxSeq, k.Seq)
-		}
+		gi.ds = append(gi.ds, d)
+		maxSeq = max(maxSeq, d.D.Keys[len(d.D.Keys)-1].Seq)
 	}
 	if len(order) == 0 {
 		return nil, rejected
 	}
 	rejectAll := func(err error) (*receivedLog, []RejectedShare) {
 		for _, gi := range order {
-			reject(strings.Join(gi.txs, ","), gi.id, err)
+			for _, d := range gi.ds {
+				reject(d.TxID, gi.id, err)
+			}
 		}
 		return nil, rejected
 	}
@@ -253,8 +255,38 @@ func (s *Store) receiveLog(ctx context.Context, cl *arweave.Client, w *arweave.W
 	if err != nil {
 		return rejectAll(fmt.Errorf("grantor's log: %w", err))
 	}
+	// Each disclosure is used only if every key in it opens its event
+	// (AES-GCM over the header the chain vouches for): one altered or
+	// forged by the grantor is rejected whole, the others still count.
+	for _, gi := range order {
+		for _, d := range gi.ds {
+			var bad error
+			for _, k := range d.D.Keys {
+				raw, ok := rl.raws[k.Seq]
+				if !ok {
+					bad = fmt.Errorf("disclosed event %d is not in the grantor's log", k.Seq)
+					break
+				}
+				if err := openDisclosed(raw, gi.w, k.Wrapped); err != nil {
+					bad = fmt.Errorf("disclosed event %d: %w", k.Seq, err)
+					break
+				}
+			}
+			if bad != nil {
+				reject(d.TxID, gi.id, bad)
+				continue
+			}
+			gi.txs = append(gi.txs, d.TxID)
+			for _, k := range d.D.Keys {
+				gi.keys[k.Seq] = append(gi.keys[k.Seq], k.Wrapped)
+			}
+		}
+	}
 	keep := map[uint64]bool{}
 	for _, gi := range order {
+		if len(gi.txs) == 0 {
+			continue
+		}
 		g, err := receiveGrant(rl, gi.id, gi.wrapped, gi.w, gi.keys, w.Address())
 		if err != nil {
 			reject(strings.Join(gi.txs, ","), gi.id, err)
@@ -273,6 +305,17 @@ func (s *Store) receiveLog(ctx context.Context, cl *arweave.Client, w *arweave.W
 	}
 	sort.Slice(rl.Grants, func(i, j int) bool { return rl.Grants[i].Seq < rl.Grants[j].Seq })
 	return rl, rejected
+}
+
+// openDisclosed checks that a disclosed key opens raw.
+func openDisclosed(raw []byte, w *crypto.Wrapper, wk [40]byte) error {
+	dek := make([]byte, crypto.KeySize)
+	defer clear(dek)
+	if err := w.Unwrap(dek, wk[:]); err != nil {
+		return err
+	}
+	_, err := log.DecryptWithDEK(raw, dek)
+	return err
 }
 
 // checkGrantorLog checks the fetched log against the newest checkpoint the
@@ -297,8 +340,8 @@ func (s *Store) checkGrantorLog(ctx context.Context, cl *arweave.Client, grantor
 // receiveGrant decrypts one grant and what was disclosed with it: the
 // grant event (which must name this wallet and carry the share key the
 // disclosure did), its chunks, and later tombstones and its revoke.
-func receiveGrant(rl *receivedLog, id log.ID, wrapped []byte, w *crypto.Wrapper, keys map[uint64][40]byte, me string) (*receivedGrant, error) {
-	open := func(seq uint64, wk [40]byte) (*log.Event, error) {
+func receiveGrant(rl *receivedLog, id log.ID, wrapped []byte, w *crypto.Wrapper, keys map[uint64][][40]byte, me string) (*receivedGrant, error) {
+	open1 := func(seq uint64, wk [40]byte) (*log.Event, error) {
 		raw, ok := rl.raws[seq]
 		if !ok {
 			return nil, fmt.Errorf("event %d is not in the grantor's log", seq)
@@ -309,6 +352,24 @@ func receiveGrant(rl *receivedLog, id log.ID, wrapped []byte, w *crypto.Wrapper,
 			return nil, fmt.Errorf("event %d: data key: %w", seq, err)
 		}
 		return log.DecryptWithDEK(raw, dek)
+	}
+	// open tries each disclosed key of seq: the grantor's chain vouches for
+	// the event, AES-GCM for the key.
+	open := func(seq uint64, wks [][40]byte) (*log.Event, error) {
+		var first error
+		for _, wk := range wks {
+			ev, err := open1(seq, wk)
+			if err == nil {
+				return ev, nil
+			}
+			if first == nil {
+				first = err
+			}
+		}
+		if first == nil {
+			first = fmt.Errorf("event %d: no key disclosed", seq)
+		}
+		return nil, first
 	}
 	seqs := make([]uint64, 0, len(keys))
 	for seq := range keys {
@@ -351,7 +412,7 @@ func receiveGrant(rl *receivedLog, id log.ID, wrapped []byte, w *crypto.Wrapper,
 	}
 	var chunks []chunk
 	for _, k := range g.Keys {
-		ev, err := open(k.Seq, k.Wrapped)
+		ev, err := open1(k.Seq, k.Wrapped)
 		if err != nil {
 			return nil, fmt.Errorf("grant %s: %w", id, err)
 		}
