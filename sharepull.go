@@ -248,6 +248,9 @@ func (s *Store) receiveLog(ctx context.Context, cl *arweave.Client, w *arweave.W
 	if err != nil {
 		return rejectAll(fmt.Errorf("grantor's log: %w", err))
 	}
+	if len(hashes) == 0 {
+		return rejectAll(fmt.Errorf("the grantor has no segments of log %s", rl.LogID))
+	}
 	if uint64(len(hashes)) < maxSeq {
 		return rejectAll(fmt.Errorf("grantor's log ends at %d, before the disclosed event %d", len(hashes), maxSeq))
 	}
