@@ -186,12 +186,12 @@ func (s *Store) receiveLog(ctx context.Context, cl *arweave.Client, w *arweave.W
 		rejected = append(rejected, r)
 	}
 	type grantIn struct {
-		id       log.ID
-		wrapped  []byte // the share key, RSA-wrapped
-		w        *crypto.Wrapper
-		keys     map[uint64][][40]byte // candidates: a forged one fails AES-GCM
-		txs      []string
-		ds       []arweave.FoundDisclosure
+		id      log.ID
+		wrapped []byte // the share key, RSA-wrapped
+		w       *crypto.Wrapper
+		keys    map[uint64][][40]byte // candidates: a forged one fails AES-GCM
+		txs     []string
+		ds      []arweave.FoundDisclosure
 	}
 	grants := map[log.ID]*grantIn{}
 	var order []*grantIn

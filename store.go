@@ -39,11 +39,11 @@ type Store struct {
 	// shared with this store (sharesrc.go), opened on first use.
 	shared    *projstd.Set
 	sharedSrc *sharedSource
-	mirror  sync.Mutex // one push at a time
-	treeMu  sync.Mutex // guards tree
-	tree    *log.Tree  // the Merkle tree, opened on first use
-	closeMu sync.Mutex
-	closed  bool
+	mirror    sync.Mutex // one push at a time
+	treeMu    sync.Mutex // guards tree
+	tree      *log.Tree  // the Merkle tree, opened on first use
+	closeMu   sync.Mutex
+	closed    bool
 	// appended is signalled (non-blocking) after every append, waking the
 	// mirror loop.
 	appended chan struct{}
