@@ -49,6 +49,9 @@
 //	Checkpoints(ctx, CheckpointsRequest) (*CheckpointsResult, error)   anchored Merkle checkpoints
 //	Prove(ctx, ProveRequest) (*log.Proof, error)                 audit proof against the newest covering checkpoint
 //	Status(ctx, StatusRequest) (*StatusResult, error)
+//	ShareGrant(ctx, ShareGrantRequest) (*ShareGrantResult, error)      grant live chunks to an Arweave address (share.go)
+//	ShareRevoke / ShareList                                           revoke a grant; grants given and received
+//	SharePull(ctx, SharePullRequest) (*SharePullResult, error)        receive grants: verify, decrypt, project (sharepull.go)
 //	SnapshotCreate / SnapshotList / SnapshotVerify / SnapshotRestore / SnapshotPublish
 //
 // Requests and results are JSON-serializable and are the CLI's --json
@@ -74,7 +77,7 @@
 // are the snake_case of the Go method (append, remember, tombstone,
 // search, context, sessions, session, get, catch_up, projection_status,
 // rebuild_projections, verify_projections, push, sync_status, status, checkpoints, prove,
-// snapshot_create, snapshot_list, snapshot_verify, snapshot_restore,
+// share_grant, share_revoke, share_list, share_pull, snapshot_create, snapshot_list, snapshot_verify, snapshot_restore,
 // snapshot_publish).
 //
 // Attach (see client.go) finds the owner: it dials DIR/ucl.sock; a socket
