@@ -27,9 +27,12 @@ import (
 // event itself, then of every later tombstone that removes a granted chunk
 // and of the revoke. SharePull (sharepull.go) is the grantee's side.
 //
-// Not built: following a session (chunks stored in a granted session after
-// the grant are not disclosed); the wire format has the flag (share_grant
-// v2) and rejects nothing, but ShareGrant never sets it.
+// A grant that follows its session (share_grant v2 flag) also covers the
+// chunks stored in the session after it: each push discloses their DEKs
+// under the grant's share key, in the same disclosures, until the revoke.
+// They are not written as follow-up grant events in the log: the grant
+// event records the intent, and the disclosures, signed by the wallet, are
+// the record of what was sent.
 
 var (
 	// ErrBadAddress is returned when a grantee is not an Arweave address
@@ -71,6 +74,9 @@ type ShareGrantRequest struct {
 	Since     string   `json:"since,omitempty"`
 	Until     string   `json:"until,omitempty"`
 	Note      string   `json:"note,omitempty"`
+	// Follow also grants the chunks stored in Session after the grant,
+	// until it is revoked: each push discloses them to the grantee.
+	Follow bool `json:"follow,omitempty"`
 }
 
 // ShareGrantResult is the appended grant.
@@ -83,6 +89,7 @@ type ShareGrantResult struct {
 	Sessions []string `json:"sessions,omitempty"`
 	Chunks   []string `json:"chunks"`
 	Note     string   `json:"note,omitempty"`
+	Follow   bool     `json:"follow,omitempty"`
 }
 
 // ShareRevokeRequest names a grant to revoke.
@@ -113,7 +120,11 @@ type GivenShare struct {
 	Sessions []string `json:"sessions,omitempty"`
 	Chunks   int      `json:"chunks"`
 	Note     string   `json:"note,omitempty"`
+	Follow   bool     `json:"follow,omitempty"`
 	Status   string   `json:"status"` // active or revoked
+	// Followed counts the chunks disclosed since the grant because it
+	// follows its session.
+	Followed int `json:"followed,omitempty"`
 	// Sent: the grant is disclosed to the grantee (its disclosure posted
 	// by a push); false until the next sync.
 	Sent bool `json:"sent"`
@@ -128,8 +139,9 @@ type ReceivedShare struct {
 	Seq     uint64   `json:"seq"`
 	Time    int64    `json:"time_ms"`
 	Note    string   `json:"note,omitempty"`
+	Follow  bool     `json:"follow,omitempty"`
 	Status  string   `json:"status"` // active or revoked
-	Chunks  []string `json:"chunks"` // granted and still live
+	Chunks  []string `json:"chunks"` // granted (or followed) and still live
 	Hidden  []string `json:"hidden,omitempty"`
 	TxIDs   []string `json:"tx_ids"`
 	// Checkpoint says whether the grantor's log was checked against a
@@ -211,6 +223,9 @@ func (s *Store) ShareGrant(ctx context.Context, req ShareGrantRequest) (*ShareGr
 	if len(ts.Chunks) == 0 && len(req.Documents) == 0 && ts.Session == "" && ts.To == 0 {
 		return nil, fmt.Errorf("grant: %w: no session, chunk, document or time range given", ErrEmptyScope)
 	}
+	if req.Follow && req.Session == "" {
+		return nil, badRequest("following needs a session to follow")
+	}
 	pub, from, err := granteeKey(ctx, req)
 	if err != nil {
 		return nil, err
@@ -252,7 +267,7 @@ func (s *Store) ShareGrant(ctx context.Context, req ShareGrantRequest) (*ShareGr
 	if err != nil {
 		return nil, err
 	}
-	g := &log.ShareGrant{Grantee: req.To, ShareKey: wrapped, Chunks: ids, Note: req.Note, OwnKey: shareKey}
+	g := &log.ShareGrant{Grantee: req.To, ShareKey: wrapped, Chunks: ids, Note: req.Note, OwnKey: shareKey, Follow: req.Follow}
 	if req.Session != "" {
 		g.Sessions = []string{req.Session}
 	}
@@ -286,7 +301,7 @@ func (s *Store) ShareGrant(ctx context.Context, req ShareGrantRequest) (*ShareGr
 	}
 	s.notifyAppend()
 	return &ShareGrantResult{Grant: r.ID, Seq: r.Seq, Hash: r.Hash, Grantee: req.To, KeyFrom: from,
-		Sessions: g.Sessions, Chunks: ids, Note: req.Note}, nil
+		Sessions: g.Sessions, Chunks: ids, Note: req.Note, Follow: req.Follow}, nil
 }
 
 // grantAt reads the grant with event id id.
@@ -353,7 +368,7 @@ func (s *Store) givenShares(ctx context.Context) ([]GivenShare, error) {
 		case *log.ShareGrant:
 			at[ev.ID] = len(out)
 			out = append(out, GivenShare{Grant: ev.ID, Seq: ev.Seq, Time: ev.Time, Grantee: b.Grantee,
-				Sessions: b.Sessions, Chunks: len(b.Chunks), Note: b.Note, Status: "active"})
+				Sessions: b.Sessions, Chunks: len(b.Chunks), Note: b.Note, Follow: b.Follow, Status: "active"})
 		case *log.ShareRevoke:
 			if i, ok := at[b.Grant]; ok {
 				out[i].Status = "revoked"
@@ -371,7 +386,7 @@ func (s *Store) givenShares(ctx context.Context) ([]GivenShare, error) {
 	for i := range out {
 		for _, g := range st.Grants {
 			if g.ID == out[i].Grant && len(g.TxIDs) > 0 {
-				out[i].Sent = true
+				out[i].Sent, out[i].Followed = true, len(g.Followed)
 			}
 		}
 	}
@@ -421,6 +436,9 @@ type sharePushItem struct {
 	Grantee   string   `json:"grantee"`
 	Disclosed uint64   `json:"disclosed"` // events up to this seq are dealt with
 	Closed    bool     `json:"closed"`    // revoked, its revoke disclosed
+	// Followed are the chunks disclosed because the grant follows its
+	// sessions (their tombstones are disclosed too).
+	Followed []followedChunk `json:"followed,omitempty"`
 	TxIDs     []string `json:"tx_ids,omitempty"`
 }
 
@@ -484,6 +502,13 @@ func (s *Store) disclose(ctx context.Context, cl *arweave.Client, covered uint64
 			later = append(later, found{ev.Seq, ev.Hash, b})
 		case *log.Tombstone, *log.ShareRevoke:
 			later = append(later, found{ev.Seq, ev.Hash, b})
+		case *log.Store:
+			// What following needs, without the content.
+			t := b.Time
+			if t == 0 {
+				t = ev.Time
+			}
+			later = append(later, found{ev.Seq, ev.Hash, &log.Store{ChunkID: b.ChunkID, Session: b.Session, Time: t}})
 		}
 		return nil
 	})
@@ -513,6 +538,9 @@ func (s *Store) disclose(ctx context.Context, cl *arweave.Client, covered uint64
 				return nil
 			}
 			chunks = []*log.Store{}
+			for _, f := range it.Followed {
+				chunks = append(chunks, &log.Store{ChunkID: f.ID, Session: f.Session, Time: f.Time})
+			}
 			for _, k := range g.Keys {
 				raw, err := s.st.Log.Raw(k.Seq)
 				if err != nil {
@@ -557,6 +585,15 @@ func (s *Store) disclose(ctx context.Context, cl *arweave.Client, covered uint64
 				if b.Grant == it.ID {
 					seqs, last, closed = append(seqs, f.seq), f.hash, true
 				}
+			case *log.Store:
+				if g.Follow && inStrings(g.Sessions, b.Session) {
+					if err := readChunks(); err != nil {
+						return posted, fmt.Errorf("disclose shares: %w", err)
+					}
+					seqs, last = append(seqs, f.seq), f.hash
+					chunks = append(chunks, b)
+					it.Followed = append(it.Followed, followedChunk{ID: b.ChunkID, Session: b.Session, Time: b.Time})
+				}
 			}
 		}
 		if len(seqs) > 0 {
@@ -596,4 +633,20 @@ func (s *Store) disclose(ctx context.Context, cl *arweave.Client, covered uint64
 	}
 	st.Scanned = covered
 	return posted, s.saveSharePush(st)
+}
+
+// followedChunk is what tombstone matching needs of a followed chunk.
+type followedChunk struct {
+	ID      string `json:"id"`
+	Session string `json:"session,omitempty"`
+	Time    int64  `json:"time_ms"`
+}
+
+func inStrings(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }

@@ -425,8 +425,8 @@ func receiveGrant(rl *receivedLog, id log.ID, wrapped []byte, w *crypto.Wrapper,
 		}
 		chunks = append(chunks, chunk{k.Seq, sb.ChunkID, sb.Session, sb.Time, append([]byte(nil), k.Wrapped[:]...)})
 	}
-	rg := &receivedGrant{ReceivedShare: ReceivedShare{Grant: id, Seq: gev.Seq, Time: gev.Time, Note: g.Note, Status: "active",
-		Chunks: []string{}}, ShareKey: wrapped}
+	rg := &receivedGrant{ReceivedShare: ReceivedShare{Grant: id, Seq: gev.Seq, Time: gev.Time, Note: g.Note, Follow: g.Follow,
+		Status: "active", Chunks: []string{}}, ShareKey: wrapped}
 	hidden := map[string]bool{}
 	for _, seq := range seqs {
 		if seq <= gev.Seq {
@@ -437,6 +437,20 @@ func receiveGrant(rl *receivedLog, id log.ID, wrapped []byte, w *crypto.Wrapper,
 			return nil, fmt.Errorf("grant %s: %w", id, err)
 		}
 		switch b := ev.Body.(type) {
+		case *log.Store:
+			// A chunk stored later in a followed session, disclosed before
+			// the revoke; anything else is not this grant's to give.
+			if !g.Follow || rg.Status == "revoked" || !inStrings(g.Sessions, b.Session) {
+				return nil, fmt.Errorf("grant %s: event %d is not in the grant's scope", id, seq)
+			}
+			k := keys[seq][0]
+			for _, c := range keys[seq] { // the key that opened it
+				if openDisclosed(rl.raws[seq], w, c) == nil {
+					k = c
+					break
+				}
+			}
+			chunks = append(chunks, chunk{seq, b.ChunkID, b.Session, b.Time, append([]byte(nil), k[:]...)})
 		case *log.Tombstone:
 			for _, c := range chunks {
 				if projections.TombstoneMatches(b, c.id, c.session, c.time) {

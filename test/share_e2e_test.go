@@ -313,3 +313,82 @@ func assertNotInDir(t *testing.T, dir string, secrets ...string) {
 		t.Fatal(err)
 	}
 }
+
+// A grant with --follow sends the chunks stored later in its session at
+// each push, and their tombstones, until it is revoked; a grant without it
+// does not.
+func TestShareFollow(t *testing.T) {
+	gw := arlocaltest.Start(t)
+	url := gw.URL()
+	a, _ := newDevice(t, gw, 0, "")
+	b, _ := newDevice(t, gw, 0, "")
+	viola := func(id, text string, minute int) string {
+		line, err := json.Marshal(map[string]any{"type": "store", "session": "delta", "role": "user", "content": text, "chunk_id": id,
+			"time": time.Date(2024, 4, 1, 9, minute, 0, 0, time.UTC).Format(time.RFC3339)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(line) + "\n"
+	}
+	must(t, a.dir, viola("d-0", "the viola needs new strings", 0), "append", "-")
+	other, err := json.Marshal(map[string]any{"type": "store", "session": "epsilon", "content": "another viola thought", "chunk_id": "e-0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, a.dir, string(other)+"\n", "append", "-")
+	key := filepath.Join(b.dir, "wallet.json")
+	if r := ucl(t, a.dir, "", "share", "grant", "--to", b.addr, "--follow", "--chunk", "d-0", "--key", key); r.code == 0 || !strings.Contains(r.err, "--session") {
+		t.Fatalf("--follow without --session: %s", r)
+	}
+	g := jsonDoc(t, must(t, a.dir, "", "share", "grant", "--to", b.addr, "--session", "delta", "--follow", "--key", key, "--json"))
+	grant := g["grant"].(string)
+	must(t, a.dir, "", "sync", "push", "--gateway", url)
+	// Stored after the grant, before and after a push.
+	must(t, a.dir, viola("d-1", "the viola teacher moved the lesson to Tuesday", 1), "append", "-")
+	must(t, a.dir, "", "sync", "push", "--gateway", url)
+	must(t, a.dir, viola("d-2", "viola rosin: the dark one", 2), "append", "-")
+	must(t, a.dir, "", "sync", "push", "--gateway", url)
+	mine(t, gw)
+	violaIDs := func() []string {
+		var ids []string
+		doc := jsonDoc(t, must(t, b.dir, "", "query", "viola", "--origin", "shared", "--k", "50", "--json"))
+		for _, r := range doc["results"].([]any) {
+			m := r.(map[string]any)
+			if m["from"] != a.addr {
+				t.Fatalf("shared result not from A: %v", m)
+			}
+			ids = append(ids, m["id"].(string))
+		}
+		sort.Strings(ids)
+		return ids
+	}
+	must(t, b.dir, "", "share", "pull", "--gateway", url)
+	if ids := violaIDs(); fmt.Sprint(ids) != "[d-0 d-1 d-2]" {
+		t.Fatalf("followed session at B: %v", ids)
+	}
+	// A tombstone of a followed chunk hides it at the next pull.
+	must(t, a.dir, "", "tombstone", "--chunk", "d-1")
+	must(t, a.dir, "", "sync", "push", "--gateway", url)
+	mine(t, gw)
+	must(t, b.dir, "", "share", "pull", "--gateway", url)
+	if ids := violaIDs(); fmt.Sprint(ids) != "[d-0 d-2]" {
+		t.Fatalf("after the tombstone B sees %v", ids)
+	}
+	// Revoked: what is stored afterwards is not sent.
+	must(t, a.dir, "", "share", "revoke", grant)
+	must(t, a.dir, viola("d-3", "viola: after the revoke", 3), "append", "-")
+	must(t, a.dir, "", "sync", "push", "--gateway", url)
+	mine(t, gw)
+	pull := jsonDoc(t, must(t, b.dir, "", "share", "pull", "--gateway", url, "--json"))
+	if ids := violaIDs(); fmt.Sprint(ids) != "[d-0 d-2]" {
+		t.Fatalf("after the revoke B sees %v", ids)
+	}
+	if st := pull["grants"].([]any)[0].(map[string]any); st["status"] != "revoked" || st["follow"] != true {
+		t.Fatalf("received grant: %v", st)
+	}
+	given := jsonDoc(t, must(t, a.dir, "", "share", "list", "--json"))["given"].([]any)[0].(map[string]any)
+	if given["followed"] != float64(2) || given["status"] != "revoked" {
+		t.Fatalf("A's list: %v", given)
+	}
+	assertNotInDir(t, b.dir, "after the revoke", "another viola thought")
+}

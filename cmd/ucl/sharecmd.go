@@ -27,8 +27,9 @@ var shareGrantCommand = &cli.Command{
 	ArgsUsage: " ",
 	Description: `Scope: --chunk IDs and --document PARENT add chunks; --session and
 --since/--until select the live chunks matching both. Only chunks live now
-are granted: chunks stored later in the session are not (--follow is not
-built). The grantee's RSA key is taken from the gateway (the owner of any
+are granted, unless --follow (with --session): then chunks stored later in
+the session are sent too, by each sync push, until the grant is revoked.
+The grantee's RSA key is taken from the gateway (the owner of any
 transaction of the address, checked against it) or from --key FILE (the
 grantee's wallet JWK or its public half).`,
 	Flags: []cli.Flag{
@@ -39,6 +40,7 @@ grantee's wallet JWK or its public half).`,
 		&cli.StringFlag{Name: "since", Usage: "content time range start (inclusive)"},
 		&cli.StringFlag{Name: "until", Usage: "content time range end (exclusive)"},
 		&cli.StringFlag{Name: "note", Usage: "a note to the grantee"},
+		&cli.BoolFlag{Name: "follow", Usage: "also grant the chunks stored later in --session, until revoked"},
 		&cli.StringFlag{Name: "key", Usage: "the grantee's public key (JWK file) instead of the gateway's"},
 		syncGatewayFlag(),
 	},
@@ -51,7 +53,10 @@ grantee's wallet JWK or its public half).`,
 		}
 		req := ucl.ShareGrantRequest{To: c.String("to"), Session: c.String("session"), Chunks: c.StringSlice("chunk"),
 			Documents: c.StringSlice("document"), Since: c.String("since"), Until: c.String("until"), Note: c.String("note"),
-			Gateway: c.String("gateway")}
+			Gateway: c.String("gateway"), Follow: c.Bool("follow")}
+		if req.Follow && req.Session == "" {
+			return usage("--follow follows a session: add --session S", "--follow without --session")
+		}
 		if req.Session == "" && len(req.Chunks) == 0 && len(req.Documents) == 0 && req.Since == "" && req.Until == "" {
 			return usage("say what to share: --session S, --chunk ID, --document PARENT or --since/--until", "empty scope")
 		}
@@ -79,7 +84,11 @@ grantee's wallet JWK or its public half).`,
 			if jsonOut(c) {
 				return printJSON(c, res)
 			}
-			printf(c, "grant %s (seq %d): %d chunk(s) to %s (key from the %s)\n", res.Grant, res.Seq, len(res.Chunks), res.Grantee, res.KeyFrom)
+			follow := ""
+			if res.Follow {
+				follow = ", and what is stored later in the session"
+			}
+			printf(c, "grant %s (seq %d): %d chunk(s)%s to %s (key from the %s)\n", res.Grant, res.Seq, len(res.Chunks), follow, res.Grantee, res.KeyFrom)
 			fmt.Fprintln(c.App.ErrWriter, "note: the grantee receives it after your next `ucl sync push`, with `ucl share pull`.")
 			return nil
 		})
