@@ -431,15 +431,15 @@ type sharePush struct {
 }
 
 type sharePushItem struct {
-	ID        log.ID   `json:"id"`
-	Seq       uint64   `json:"seq"`
-	Grantee   string   `json:"grantee"`
-	Disclosed uint64   `json:"disclosed"` // events up to this seq are dealt with
-	Closed    bool     `json:"closed"`    // revoked, its revoke disclosed
+	ID        log.ID `json:"id"`
+	Seq       uint64 `json:"seq"`
+	Grantee   string `json:"grantee"`
+	Disclosed uint64 `json:"disclosed"` // events up to this seq are dealt with
+	Closed    bool   `json:"closed"`    // revoked, its revoke disclosed
 	// Followed are the chunks disclosed because the grant follows its
 	// sessions (their tombstones are disclosed too).
 	Followed []followedChunk `json:"followed,omitempty"`
-	TxIDs     []string `json:"tx_ids,omitempty"`
+	TxIDs    []string        `json:"tx_ids,omitempty"`
 }
 
 func (s *Store) loadSharePush() (*sharePush, error) {
