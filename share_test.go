@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -250,6 +251,7 @@ func TestSharedSourceDeterministic(t *testing.T) {
 		}
 		rl.raws[k.Seq] = raw
 		rg.Keys = append(rg.Keys, receivedKey{Seq: k.Seq, Wrapped: append([]byte(nil), k.Wrapped[:]...)})
+		rg.Chunks = append(rg.Chunks, fmt.Sprint("chunk-", k.Seq))
 	}
 	rl.Grants = []receivedGrant{rg}
 	dir := t.TempDir()
@@ -273,7 +275,7 @@ func TestSharedSourceDeterministic(t *testing.T) {
 	if h1 != 3 || h1 != h2 || hash1 != hash2 {
 		t.Fatalf("heads %d %x / %d %x", h1, hash1, h2, hash2)
 	}
-	rl.Grants[0].Keys = rl.Grants[0].Keys[1:]
+	rl.Grants[0].Keys, rl.Grants[0].Chunks = rl.Grants[0].Keys[1:], rl.Grants[0].Chunks[1:]
 	src3, err := buildSharedSource([]*receivedLog{rl}, wb)
 	if err != nil {
 		t.Fatal(err)
@@ -285,7 +287,28 @@ func TestSharedSourceDeterministic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := buildSharedSource(area, wa); !errors.Is(err, crypto.ErrNotForThisWallet) {
+	// Every event decrypts, to the same events either way.
+	var evs1, evs2 []*log.Event
+	if err := src1.Events(ctx, 1, 0, func(ev *log.Event) error { evs1 = append(evs1, ev); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := src2.Events(ctx, 1, 0, func(ev *log.Event) error { evs2 = append(evs2, ev); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for i := range evs1 {
+		if evs1[i].Seq != uint64(i+1) || evs1[i].Hash != evs2[i].Hash || evs1[i].Store().Content != evs2[i].Store().Content || evs1[i].Store().Content == "" {
+			t.Fatalf("event %d differs", i+1)
+		}
+		if i > 0 && evs1[i].Prev != evs1[i-1].Hash {
+			t.Fatalf("event %d is not chained", i+1)
+		}
+	}
+	// Under another wallet the chain is the same but nothing decrypts.
+	srcA, err := buildSharedSource(area, wa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srcA.Events(ctx, 1, 0, func(*log.Event) error { return nil }); !errors.Is(err, crypto.ErrNotForThisWallet) {
 		t.Fatalf("shared area under another wallet: %v", err)
 	}
 }

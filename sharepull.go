@@ -147,7 +147,14 @@ func (s *Store) SharePull(ctx context.Context, req SharePullRequest) (*SharePull
 		return res, err
 	}
 	if set != nil {
-		res.Chunks = len(src.events)
+		res.Chunks = len(src.items)
+		// The next process opens the vectors from this graph instead of
+		// replaying every insert (see flushVectorsAfter).
+		if set.Vectors != nil {
+			if err := set.Vectors.Flush(); err != nil {
+				return res, err
+			}
+		}
 		if res.Digests, err = set.Projector.Digests(); err != nil {
 			return res, err
 		}

@@ -2,6 +2,7 @@ package ucl
 
 import (
 	"context"
+	"crypto/rsa"
 	"crypto/sha256"
 	"fmt"
 	"sort"
@@ -25,70 +26,122 @@ const sharedProjectionsDir = "shared-projections"
 // its own chain: hash n = SHA-256(hash n-1 ‖ grantor ‖ the event's hash in
 // the grantor's log). The same area gives the same sequence, so the same
 // projection digests on any device; any change to it changes the hashes
-// from that point and the projector rebuilds.
+// from that point and the projector rebuilds. The chain needs no key:
+// events are decrypted only when the projector reads them, so opening
+// caught-up shared projections costs no decryption.
 type sharedSource struct {
-	events []*log.Event
-	owner  map[string]string // chunk id -> grantor
+	items []sharedItem
+	owner map[string]string // chunk id -> grantor
+	priv  *rsa.PrivateKey
+}
+
+type sharedItem struct {
+	grantor string
+	raw     []byte
+	hash    log.Hash // in the shared sequence
+	wrapped []byte   // the DEK under the share key
+	key     *sharedKey
+}
+
+// sharedKey is a grant's share key, unwrapped with the wallet on first use.
+type sharedKey struct {
+	wrapped []byte
+	w       *crypto.Wrapper
 }
 
 func (s *sharedSource) Head() (uint64, log.Hash) {
-	if len(s.events) == 0 {
+	if len(s.items) == 0 {
 		return 0, log.Hash{}
 	}
-	return uint64(len(s.events)), s.events[len(s.events)-1].Hash
+	return uint64(len(s.items)), s.items[len(s.items)-1].hash
 }
 
 func (s *sharedSource) HashAt(seq uint64) (log.Hash, error) {
 	if seq == 0 {
 		return log.Hash{}, nil
 	}
-	if seq > uint64(len(s.events)) {
+	if seq > uint64(len(s.items)) {
 		return log.Hash{}, fmt.Errorf("shared event %d: %w", seq, log.ErrNotFound)
 	}
-	return s.events[seq-1].Hash, nil
+	return s.items[seq-1].hash, nil
 }
 
 func (s *sharedSource) Events(ctx context.Context, from, to uint64, fn func(*log.Event) error) error {
-	if to == 0 || to > uint64(len(s.events)) {
-		to = uint64(len(s.events))
+	if to == 0 || to > uint64(len(s.items)) {
+		to = uint64(len(s.items))
 	}
 	for seq := max(from, 1); seq <= to; seq++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		ev := *s.events[seq-1] // projections may keep what they are given
-		if err := fn(&ev); err != nil {
+		ev, err := s.event(seq)
+		if err != nil {
+			return err
+		}
+		if err := fn(ev); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// buildSharedSource decrypts the live granted chunks of the area with
-// this wallet's key. A chunk id granted twice (two grants of one session)
-// is projected once.
+// event decrypts item seq as the shared sequence's event seq.
+func (s *sharedSource) event(seq uint64) (*log.Event, error) {
+	it := &s.items[seq-1]
+	if it.key.w == nil {
+		sk, err := crypto.UnwrapShareKey(s.priv, it.key.wrapped)
+		if err != nil {
+			return nil, fmt.Errorf("shared area: a grant of %s: %w", it.grantor, err)
+		}
+		w, err := crypto.NewWrapper(sk)
+		clear(sk)
+		if err != nil {
+			return nil, err
+		}
+		it.key.w = w
+	}
+	dek := make([]byte, crypto.KeySize)
+	defer clear(dek)
+	if err := it.key.w.Unwrap(dek, it.wrapped); err != nil {
+		return nil, fmt.Errorf("shared area: %s: %w", it.grantor, err)
+	}
+	ev, err := log.DecryptWithDEK(it.raw, dek)
+	if err != nil {
+		return nil, fmt.Errorf("shared area: %s: %w", it.grantor, err)
+	}
+	if ev.Store() == nil {
+		return nil, fmt.Errorf("shared area: %s event %d: %w: not a store event", it.grantor, ev.Seq, log.ErrMalformed)
+	}
+	ev.Seq, ev.Hash = seq, it.hash
+	if seq > 1 {
+		ev.Prev = s.items[seq-2].hash
+	} else {
+		ev.Prev = log.Hash{}
+	}
+	return ev, nil
+}
+
+// buildSharedSource lays out the live granted chunks of the area (their
+// ids come from what the pull recorded). A chunk granted twice (two grants
+// of one session) is projected once.
 func buildSharedSource(area []*receivedLog, w *arweave.Wallet) (*sharedSource, error) {
-	src := &sharedSource{owner: map[string]string{}}
+	src := &sharedSource{owner: map[string]string{}, priv: w.PrivateKey()}
 	var prev log.Hash
 	for _, rl := range area {
 		type item struct {
-			seq uint64
-			key []byte
-			w   *crypto.Wrapper
+			seq     uint64
+			id      string
+			wrapped []byte
+			key     *sharedKey
 		}
 		var items []item
 		for _, g := range rl.Grants {
-			sk, err := crypto.UnwrapShareKey(w.PrivateKey(), g.ShareKey)
-			if err != nil {
-				return nil, fmt.Errorf("shared area: grant %s of %s: %w", g.Grant, rl.Grantor, err)
+			if len(g.Chunks) != len(g.Keys) {
+				return nil, fmt.Errorf("shared area: grant %s of %s: %w: %d chunks, %d keys", g.Grant, rl.Grantor, log.ErrMalformed, len(g.Chunks), len(g.Keys))
 			}
-			wr, err := crypto.NewWrapper(sk)
-			clear(sk)
-			if err != nil {
-				return nil, err
-			}
-			for _, k := range g.Keys {
-				items = append(items, item{k.Seq, k.Wrapped, wr})
+			k := &sharedKey{wrapped: g.ShareKey}
+			for i, gk := range g.Keys {
+				items = append(items, item{gk.Seq, g.Chunks[i], gk.Wrapped, k})
 			}
 		}
 		sort.SliceStable(items, func(i, j int) bool { return items[i].seq < items[j].seq })
@@ -96,44 +149,24 @@ func buildSharedSource(area []*receivedLog, w *arweave.Wallet) (*sharedSource, e
 			if i > 0 && items[i-1].seq == it.seq {
 				continue
 			}
+			if _, dup := src.owner[it.id]; dup {
+				continue
+			}
 			raw, ok := rl.raws[it.seq]
 			if !ok {
 				return nil, fmt.Errorf("shared area: %s event %d: %w", rl.Grantor, it.seq, log.ErrNotFound)
 			}
-			dek := make([]byte, crypto.KeySize)
-			if err := it.w.Unwrap(dek, it.key); err != nil {
-				return nil, fmt.Errorf("shared area: %s event %d: %w", rl.Grantor, it.seq, err)
-			}
-			ev, err := log.DecryptWithDEK(raw, dek)
-			clear(dek)
-			if err != nil {
-				return nil, fmt.Errorf("shared area: %s: %w", rl.Grantor, err)
-			}
-			sb := ev.Store()
-			if sb == nil {
-				return nil, fmt.Errorf("shared area: %s event %d: %w: not a store event", rl.Grantor, it.seq, log.ErrMalformed)
-			}
-			if _, dup := src.owner[sb.ChunkID]; dup {
-				continue
-			}
-			src.owner[sb.ChunkID] = rl.Grantor
+			src.owner[it.id] = rl.Grantor
+			orig := sha256.Sum256(raw)
 			h := sha256.New()
 			h.Write(prev[:])
 			h.Write([]byte(rl.Grantor))
-			h.Write(ev.Hash[:])
+			h.Write(orig[:])
 			copy(prev[:], h.Sum(nil))
-			ev.Seq, ev.Prev, ev.Hash = uint64(len(src.events)+1), src.prevOf(), prev
-			src.events = append(src.events, ev)
+			src.items = append(src.items, sharedItem{grantor: rl.Grantor, raw: raw, hash: prev, wrapped: it.wrapped, key: it.key})
 		}
 	}
 	return src, nil
-}
-
-func (s *sharedSource) prevOf() log.Hash {
-	if len(s.events) == 0 {
-		return log.Hash{}
-	}
-	return s.events[len(s.events)-1].Hash
 }
 
 // sharedSetLocked opens the shared projections over the shared area and

@@ -76,10 +76,12 @@ func BenchmarkSharePull10K(b *testing.B) {
 	if err := gw.Mine(1); err != nil {
 		b.Fatal(err)
 	}
+	var last string
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		s, err := engine.Init(filepath.Join(b.TempDir(), fmt.Sprintf("b%d", i)), engine.InitOptions{Wallet: wb})
+		last = filepath.Join(b.TempDir(), fmt.Sprintf("b%d", i))
+		s, err := engine.Init(last, engine.InitOptions{Wallet: wb})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -98,4 +100,21 @@ func BenchmarkSharePull10K(b *testing.B) {
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+	// What a pull leaves for the next process: open the store and search
+	// the shared chunks once (a CLI `ucl query --origin shared`).
+	b.StopTimer()
+	t0 := time.Now()
+	s, err := engine.Open(last, engine.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	r, err := s.Search(ctx, engine.SearchRequest{Text: "bow grip rosin", Origin: "shared"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if len(r.Results) == 0 || r.Results[0].From != wa.Address {
+		b.Fatalf("search after the pull: %d results", len(r.Results))
+	}
+	b.ReportMetric(float64(time.Since(t0).Milliseconds()), "open+first-query-ms")
 }
