@@ -132,31 +132,41 @@ type RebuildOptions struct {
 	// RSA-PSS signature, owner key and data root are checked here, and its
 	// signed tags must be what the search reported, so the gateway is
 	// trusted for nothing but block heights. A transaction that fails is
-	// rejected like a segment that does not verify.
+	// rejected like a segment that does not verify. A segment the gateway
+	// serves no transaction for (a data item inside a bundle: GET /tx/{id}
+	// is 404) is used unverified and listed in RebuildResult.Unsigned: the
+	// caller must cover it otherwise (the anchored checkpoint's Merkle
+	// root, which an L1 transaction signs).
 	VerifySignatures bool
 }
 
 // fetch returns a candidate's data, verified against its signature when
-// the options ask for it.
-func (o RebuildOptions) fetch(ctx context.Context, c candidate) ([]byte, error) {
+// the options ask for it and the gateway serves the transaction (signed
+// reports whether it was).
+func (o RebuildOptions) fetch(ctx context.Context, c candidate) (data []byte, signed bool, err error) {
 	if !o.VerifySignatures {
-		return o.Client.FetchDataLimit(ctx, c.tx.ID, o.fetchLimit(c))
+		data, err = o.Client.FetchDataLimit(ctx, c.tx.ID, o.fetchLimit(c))
+		return data, false, err
 	}
 	vt, err := FetchVerifiedTx(ctx, o.Client, c.tx.ID, o.MaxSegmentBytes)
+	if errors.Is(err, ErrNotFound) {
+		data, err = o.Client.FetchDataLimit(ctx, c.tx.ID, o.fetchLimit(c))
+		return data, false, err
+	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if vt.Owner != o.Owner {
-		return nil, fmt.Errorf("segment %s: %w: signed by %s, want %s", c.tx.ID, ErrOwnerMismatch, vt.Owner, o.Owner)
+		return nil, false, fmt.Errorf("segment %s: %w: signed by %s, want %s", c.tx.ID, ErrOwnerMismatch, vt.Owner, o.Owner)
 	}
 	m, err := ParseTags(vt.Tags)
 	if err != nil {
-		return nil, fmt.Errorf("segment %s: signed tags: %w", c.tx.ID, err)
+		return nil, false, fmt.Errorf("segment %s: signed tags: %w", c.tx.ID, err)
 	}
 	if m != c.meta {
-		return nil, fmt.Errorf("segment %s: %w: the signed tags differ from the search's", c.tx.ID, ErrTxSignature)
+		return nil, false, fmt.Errorf("segment %s: %w: the signed tags differ from the search's", c.tx.ID, ErrTxSignature)
 	}
-	return vt.Data, nil
+	return vt.Data, true, nil
 }
 
 // MaxSegmentSize is the largest segment a Syncer can produce with the
@@ -208,6 +218,9 @@ type RebuildResult struct {
 	// SetAside lists the segments left out because they belong to another
 	// branch than RebuildOptions.Branch.
 	SetAside []Branch
+	// Unsigned lists the segments used without their transaction
+	// signature checked (RebuildOptions.VerifySignatures).
+	Unsigned []Branch
 }
 
 type candidate struct {
@@ -399,8 +412,9 @@ func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (re
 
 	// Fetch ahead concurrently, verify and yield in order.
 	type fetched struct {
-		data []byte
-		err  error
+		data   []byte
+		signed bool
+		err    error
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -417,8 +431,8 @@ func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (re
 				return
 			}
 			go func(i int, c candidate) {
-				d, err := opt.fetch(ctx, c)
-				results[i] <- fetched{d, err}
+				d, signed, err := opt.fetch(ctx, c)
+				results[i] <- fetched{d, signed, err}
 			}(i, st[0])
 		}
 	}()
@@ -436,9 +450,9 @@ func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (re
 		var used candidate
 		var firstErr error
 		for j, c := range step {
-			data, ferr := f.data, f.err
+			data, signed, ferr := f.data, f.signed, f.err
 			if j > 0 { // alternates are fetched only when needed
-				data, ferr = opt.fetch(ctx, c)
+				data, signed, ferr = opt.fetch(ctx, c)
 			}
 			if ferr != nil {
 				if ctx.Err() != nil {
@@ -452,9 +466,9 @@ func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (re
 			s, verr := verifySegment(data, c.meta, opt.LogID, next, prevHash)
 			if verr != nil {
 				// One more fetch in case the bytes were damaged in transit.
-				if data2, ferr2 := opt.fetch(ctx, c); ferr2 == nil {
+				if data2, signed2, ferr2 := opt.fetch(ctx, c); ferr2 == nil {
 					s, verr = verifySegment(data2, c.meta, opt.LogID, next, prevHash)
-					data = data2
+					data, signed = data2, signed2
 				}
 			}
 			if verr != nil {
@@ -465,6 +479,9 @@ func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (re
 			}
 			seg, used = s, c
 			res.Bytes += int64(len(data))
+			if opt.VerifySignatures && !signed {
+				res.Unsigned = append(res.Unsigned, branchOf(c))
+			}
 			break
 		}
 		if seg == nil {
@@ -556,7 +573,7 @@ func coveredBy(bs []Branch, from, to uint64) bool {
 // whether it is a valid segment (a real fork) rather than damaged data or
 // tags that disagree with its bytes (which the chain never needed).
 func confirmFork(ctx context.Context, opt RebuildOptions, c candidate) (bool, error) {
-	data, err := opt.fetch(ctx, c)
+	data, _, err := opt.fetch(ctx, c)
 	if err != nil {
 		if ctx.Err() != nil {
 			return false, fmt.Errorf("rebuild: %w", err)

@@ -82,3 +82,48 @@ func FuzzDecodeDisclosure(f *testing.F) {
 		}
 	})
 }
+
+// With VerifySignatures, L1 segments are checked against their
+// transaction signatures; segments inside a bundle (no transaction of
+// their own) are used and listed as Unsigned.
+func TestRebuildVerifySignatures(t *testing.T) {
+	c := fundedClient(t, "", "wallet-a.json", Options{})
+	ctx := testCtx(t)
+	logID := newLogID(t)
+	l := newMemLog(20, 50)
+	seg := func(from, to uint64) ([]byte, []Tag) {
+		recs := l.recs[from-1 : to]
+		var prev Hash
+		if from > 1 {
+			prev = l.recs[from-2].Hash()
+		}
+		data, err := EncodeSegment(logID, prev, recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := SegmentMeta{Kind: KindSegment, LogID: logID, FirstSeq: from, LastSeq: to, HeadHash: recs[len(recs)-1].Hash()}
+		return data, m.Tags()
+	}
+	d, tags := seg(1, 10)
+	if _, err := c.Upload(ctx, d, tags); err != nil {
+		t.Fatal(err)
+	}
+	d, tags = seg(11, 20)
+	if _, _, err := c.UploadBundle(ctx, []BundleItem{{Data: d, Tags: tags}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := gateway(t).Mine(1); err != nil {
+		t.Fatal(err)
+	}
+	got, res, err := rebuildAll(t, c, c.Wallet().Address(), logID, RebuildOptions{VerifySignatures: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameRecords(t, got, l.recs)
+	if len(res.Unsigned) != 1 || res.Unsigned[0].First != 11 || res.Unsigned[0].Last != 20 {
+		t.Fatalf("unsigned segments %+v, want the bundled 11..20 only", res.Unsigned)
+	}
+	if _, res, err := rebuildAll(t, c, c.Wallet().Address(), logID, RebuildOptions{}); err != nil || len(res.Unsigned) != 0 {
+		t.Fatalf("without VerifySignatures: %v %+v", err, res.Unsigned)
+	}
+}

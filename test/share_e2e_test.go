@@ -392,3 +392,25 @@ func TestShareFollow(t *testing.T) {
 	}
 	assertNotInDir(t, b.dir, "after the revoke", "another viola thought")
 }
+
+// A grantor that pushes in bundles: its segments are data items with no
+// transaction of their own to verify, so the pull accepts them only under
+// the checkpoint the grantor anchored (an L1 transaction, verified).
+func TestShareBundledGrantor(t *testing.T) {
+	gw := arlocaltest.Start(t)
+	url := gw.URL()
+	a, _ := newDevice(t, gw, 0, "")
+	b, _ := newDevice(t, gw, 0, "")
+	must(t, a.dir, shareEvents(), "append", "-")
+	must(t, a.dir, "", "share", "grant", "--to", b.addr, "--session", "alpha", "--key", filepath.Join(b.dir, "wallet.json"))
+	must(t, a.dir, "", "sync", "push", "--bundle", "--gateway", url)
+	mine(t, gw)
+	pull := jsonDoc(t, must(t, b.dir, "", "share", "pull", "--gateway", url, "--json"))
+	g := pull["grants"].([]any)[0].(map[string]any)
+	if pull["chunks"] != float64(3) || g["unsigned_segments"] == nil || g["checkpoint"].(map[string]any)["verified"] != true {
+		t.Fatalf("pull from a bundled grantor: %v", pull)
+	}
+	if ids, _ := queryIDs(t, b.dir, "shared"); fmt.Sprint(ids) != "[alpha-0 alpha-1 alpha-2]" {
+		t.Fatalf("B sees %v", ids)
+	}
+}
