@@ -286,7 +286,7 @@ func (s *Store) ShareGrant(ctx context.Context, req ShareGrantRequest) (*ShareGr
 		if err != nil {
 			return nil, err
 		}
-		dek, err := log.DEK(s.st.Keys, raw)
+		dek, err := s.dekOf(raw)
 		if err != nil {
 			return nil, err
 		}
@@ -610,7 +610,7 @@ func (s *Store) disclose(ctx context.Context, cl *arweave.Client, covered uint64
 				if err != nil {
 					return posted, err
 				}
-				dek, err := log.DEK(s.st.Keys, raw)
+				dek, err := s.dekOf(raw)
 				if err != nil {
 					return posted, err
 				}
@@ -652,4 +652,12 @@ func inStrings(ss []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// dekOf returns the data key of one of this log's events, as its header
+// wraps it under the vault key. Every DEK a grant or a disclosure carries
+// comes from here: when DEKs can live elsewhere (rewrapped by a key
+// rotation), this is the one place to look them up.
+func (s *Store) dekOf(raw []byte) ([]byte, error) {
+	return log.DEK(s.st.Keys, raw)
 }

@@ -312,3 +312,32 @@ func TestSharedSourceDeterministic(t *testing.T) {
 		t.Fatalf("shared area under another wallet: %v", err)
 	}
 }
+
+// Through the owner's socket: the same grant, list and errors (sentinels
+// survive the socket).
+func TestShareThroughClient(t *testing.T) {
+	s, wb, keyB := shareStore(t)
+	ctx := context.Background()
+	c := serve(t, s)
+	res, err := c.ShareGrant(ctx, ShareGrantRequest{To: wb.Address(), Session: "s1", Key: keyB})
+	if err != nil || len(res.Chunks) != 2 {
+		t.Fatalf("grant via client: %+v %v", res, err)
+	}
+	a, e1 := s.ShareList(ctx, ShareListRequest{})
+	b, e2 := c.ShareList(ctx, ShareListRequest{})
+	if e1 != nil || e2 != nil || asJSON(t, a) != asJSON(t, b) || len(a.Given) != 1 {
+		t.Fatalf("list: %v %v\n%s\n%s", e1, e2, asJSON(t, a), asJSON(t, b))
+	}
+	if _, err := c.ShareGrant(ctx, ShareGrantRequest{To: "nope", Session: "s1", Key: keyB}); !errors.Is(err, ErrBadAddress) {
+		t.Fatalf("bad address via client: %v", err)
+	}
+	if _, err := c.ShareGrant(ctx, ShareGrantRequest{To: wb.Address(), Session: "none", Key: keyB}); !errors.Is(err, ErrEmptyScope) {
+		t.Fatalf("empty scope via client: %v", err)
+	}
+	if _, err := c.ShareRevoke(ctx, ShareRevokeRequest{Grant: "00112233445566778899aabbccddeeff"}); !errors.Is(err, ErrUnknownGrant) {
+		t.Fatalf("unknown grant via client: %v", err)
+	}
+	if _, err := c.ShareRevoke(ctx, ShareRevokeRequest{Grant: res.Grant.String()}); err != nil {
+		t.Fatal(err)
+	}
+}
