@@ -132,6 +132,13 @@ func TestShareEndToEnd(t *testing.T) {
 	if cp := rg["checkpoint"].(map[string]any); cp["verified"] != true {
 		t.Fatalf("grantor's log not checked against its checkpoint: %v", cp)
 	}
+	// Another device of B's wallet gets the same shared projections.
+	b2 := filepath.Join(t.TempDir(), "b2")
+	must(t, b2, "", "init", "--wallet", filepath.Join(b.dir, "wallet.json"))
+	pull2 := jsonDoc(t, must(t, b2, "", "share", "pull", "--gateway", url, "--json"))
+	if d1, d2 := fmt.Sprint(pull["digests"]), fmt.Sprint(pull2["digests"]); d1 != d2 || !strings.Contains(d1, "timelines") {
+		t.Fatalf("shared digests differ between B's devices:\n%s\n%s", d1, d2)
+	}
 	ids, res := queryIDs(t, b.dir, "shared")
 	if want := []string{"alpha-0", "alpha-1", "alpha-2"}; fmt.Sprint(ids) != fmt.Sprint(want) {
 		t.Fatalf("B's shared results %v, want %v", ids, want)
