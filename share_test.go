@@ -18,7 +18,7 @@ import (
 // is wallet-b (keys from arweave/testdata: no RSA key generation).
 func shareStore(t *testing.T) (*Store, *arweave.Wallet, string) {
 	t.Helper()
-	wa, err := crypto.LoadWallet("arweave/testdata/wallet-a.json")
+	wa, err := arweave.LoadWallet("arweave/testdata/wallet-a.json")
 	if err != nil {
 		t.Fatal(err)
 	}

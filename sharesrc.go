@@ -225,7 +225,7 @@ func (s *Store) sharedEngineLocked(ctx context.Context, p Progress) (*query.Engi
 		qs.Text = set.FTS
 	}
 	if set.Vectors != nil {
-		qs.Vectors = vectorSource{set.Vectors}
+		qs.Vectors = set.Vectors
 	}
 	if set.Summary != nil {
 		qs.Sessions = set.Summary

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	engine "github.com/unlimitedcontext/ucl"
+	"github.com/unlimitedcontext/ucl/arweave"
 	"github.com/unlimitedcontext/ucl/arweave/arlocaltest"
-	"github.com/unlimitedcontext/ucl/crypto"
 	"github.com/unlimitedcontext/ucl/log"
 )
 
@@ -26,7 +26,7 @@ func BenchmarkSharePull10K(b *testing.B) {
 	const n = 10_000
 	gw := arlocaltest.Start(b)
 	ctx := context.Background()
-	wa, err := crypto.LoadWallet("../arweave/testdata/wallet-a.json")
+	wa, err := arweave.LoadWallet("../arweave/testdata/wallet-a.json")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -54,16 +54,16 @@ func BenchmarkSharePull10K(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	wb, err := crypto.LoadWallet(wbFile)
+	wb, err := arweave.LoadWallet(wbFile)
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, addr := range []string{wa.Address, wb.Address} {
+	for _, addr := range []string{wa.Address(), wb.Address()} {
 		if err := gw.Mint(addr, 1e15); err != nil {
 			b.Fatal(err)
 		}
 	}
-	g, err := a.ShareGrant(ctx, engine.ShareGrantRequest{To: wb.Address, Session: "big", Key: string(jwk)})
+	g, err := a.ShareGrant(ctx, engine.ShareGrantRequest{To: wb.Address(), Session: "big", Key: string(jwk)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func BenchmarkSharePull10K(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if len(r.Results) == 0 || r.Results[0].From != wa.Address {
+	if len(r.Results) == 0 || r.Results[0].From != wa.Address() {
 		b.Fatalf("search after the pull: %d results", len(r.Results))
 	}
 	b.ReportMetric(float64(time.Since(t0).Milliseconds()), "open+first-query-ms")
