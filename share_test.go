@@ -283,6 +283,13 @@ func TestSharedSourceDeterministic(t *testing.T) {
 	if h3, hash3 := src3.Head(); h3 != 2 || hash3 == hash1 {
 		t.Fatalf("a hidden chunk left the source as it was: %d", h3)
 	}
+	if !src1.extends(src2) || src3.extends(src1) || src1.extends(src3) {
+		t.Fatal("extends: a source must extend an equal one, and not one it hides chunks of")
+	}
+	short := &sharedSource{items: src1.items[:2]}
+	if !src1.extends(short) || short.extends(src1) {
+		t.Fatal("extends: a longer chain extends its prefix, not the reverse")
+	}
 	wa, err := arweave.LoadWallet("arweave/testdata/wallet-a.json")
 	if err != nil {
 		t.Fatal(err)

@@ -124,6 +124,16 @@ func (s *Store) SharePull(ctx context.Context, req SharePullRequest) (*SharePull
 		}
 		i = j
 	}
+	// The chain of what was shared before: kept projections are reused
+	// only if the new area extends it.
+	oldArea, err := loadSharedArea(s.sharedDir())
+	if err != nil {
+		return nil, fmt.Errorf("pull shares: %w", err)
+	}
+	oldSrc, err := buildSharedSource(oldArea, w)
+	if err != nil {
+		return nil, fmt.Errorf("pull shares: %w", err)
+	}
 	if err := writeSharedArea(s.sharedDir(), logs); err != nil {
 		return nil, fmt.Errorf("pull shares: %w", err)
 	}
@@ -137,10 +147,17 @@ func (s *Store) SharePull(ctx context.Context, req SharePullRequest) (*SharePull
 	if err := s.closeSharedLocked(); err != nil {
 		return res, err
 	}
-	// Rebuilt from scratch: the text of chunks hidden since the last pull
-	// must not linger in the old files' free pages.
-	if err := os.RemoveAll(s.st.Path(sharedProjectionsDir)); err != nil {
+	// Unless the shared sequence only grew, the projections are rebuilt
+	// from scratch: the text of chunks hidden since the last pull must not
+	// linger in the old files' free pages.
+	newSrc, err := buildSharedSource(sortedLogs(logs), w)
+	if err != nil {
 		return res, err
+	}
+	if len(oldSrc.items) == 0 || !newSrc.extends(oldSrc) {
+		if err := os.RemoveAll(s.st.Path(sharedProjectionsDir)); err != nil {
+			return res, err
+		}
 	}
 	set, src, err := s.sharedSetLocked(ctx, req.Progress)
 	if err != nil {
@@ -603,4 +620,16 @@ func loadSharedArea(dir string) ([]*receivedLog, error) {
 		}
 	}
 	return out, nil
+}
+
+// sortedLogs orders logs as loadSharedArea does: by grantor, then log id.
+func sortedLogs(logs []*receivedLog) []*receivedLog {
+	out := append([]*receivedLog(nil), logs...)
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Grantor != out[j].Grantor {
+			return out[i].Grantor < out[j].Grantor
+		}
+		return out[i].LogID < out[j].LogID
+	})
+	return out
 }

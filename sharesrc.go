@@ -121,6 +121,16 @@ func (s *sharedSource) event(seq uint64) (*log.Event, error) {
 	return ev, nil
 }
 
+// extends reports whether s is old with events added at the end (the
+// same chain up to old's head).
+func (s *sharedSource) extends(old *sharedSource) bool {
+	n := len(old.items)
+	if n > len(s.items) {
+		return false
+	}
+	return n == 0 || s.items[n-1].hash == old.items[n-1].hash
+}
+
 // buildSharedSource lays out the live granted chunks of the area (their
 // ids come from what the pull recorded). A chunk granted twice (two grants
 // of one session) is projected once.
