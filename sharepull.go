@@ -126,13 +126,12 @@ func (s *Store) SharePull(ctx context.Context, req SharePullRequest) (*SharePull
 	}
 	// The chain of what was shared before: kept projections are reused
 	// only if the new area extends it.
-	oldArea, err := loadSharedArea(s.sharedDir())
-	if err != nil {
-		return nil, fmt.Errorf("pull shares: %w", err)
-	}
-	oldSrc, err := buildSharedSource(oldArea, w)
-	if err != nil {
-		return nil, fmt.Errorf("pull shares: %w", err)
+	// A damaged old area is only replaced.
+	oldSrc := &sharedSource{}
+	if oldArea, err := loadSharedArea(s.sharedDir()); err == nil {
+		if src, err := buildSharedSource(oldArea, w); err == nil {
+			oldSrc = src
+		}
 	}
 	if err := writeSharedArea(s.sharedDir(), logs); err != nil {
 		return nil, fmt.Errorf("pull shares: %w", err)

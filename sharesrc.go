@@ -252,6 +252,12 @@ func (s *Store) searchSharedLocked(ctx context.Context, q query.Request, p Progr
 		return nil
 	}
 	e, err := s.sharedEngineLocked(ctx, p)
+	if err != nil && q.Origin != query.OriginShared {
+		// What others shared must not stop searches of one's own memory:
+		// the shared area is a copy a pull fetches again.
+		s.opts.Warn(fmt.Sprintf("shared memory left out of the search: %v (a new pull fetches it again)", err))
+		return nil
+	}
 	if err != nil || e == nil {
 		return err
 	}

@@ -233,6 +233,31 @@ func TestShareEndToEnd(t *testing.T) {
 	if r := ucl(t, d, "", "query", "cello", "--origin", "shared"); r.code == 0 || !strings.Contains(r.err, "not for this wallet") {
 		t.Fatalf("B's grants under C's wallet: %s", r)
 	}
+	// Searching one's own memory still works, with a warning.
+	if r := ucl(t, d, "", "query", "cello", "--json"); r.code != 0 || !strings.Contains(r.err, "shared memory left out") || len(jsonDoc(t, r.out)["results"].([]any)) != 1 {
+		t.Fatalf("own search beside an unreadable shared area: %s", r)
+	}
+	// A damaged shared area: own searches go on, a pull replaces it.
+	evs, err := filepath.Glob(filepath.Join(b.dir, "shared", a.addr, "*.events"))
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("shared events file: %v %v", evs, err)
+	}
+	if err := os.Chmod(evs[0], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(evs[0], []byte("garbage"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := ucl(t, b.dir, "", "query", "cello", "--origin", "own", "--json"); r.code != 0 {
+		t.Fatalf("own search beside a damaged shared area: %s", r)
+	}
+	if r := ucl(t, b.dir, "", "query", "cello", "--json"); r.code != 0 || !strings.Contains(r.err, "shared memory left out") {
+		t.Fatalf("search beside a damaged shared area: %s", r)
+	}
+	must(t, b.dir, "", "share", "pull", "--gateway", url)
+	if ids, _ := queryIDs(t, b.dir, "shared"); fmt.Sprint(ids) != "[alpha-0 alpha-2]" {
+		t.Fatalf("after a pull over a damaged area B sees %v", ids)
+	}
 
 	t.Run("Forged", func(t *testing.T) {
 		before := jsonDoc(t, must(t, b.dir, "", "share", "list", "--json"))["received"]
