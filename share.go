@@ -366,7 +366,15 @@ func (s *Store) ShareRevoke(ctx context.Context, req ShareRevokeRequest) (*Share
 func (s *Store) givenShares(ctx context.Context) ([]GivenShare, error) {
 	var out []GivenShare
 	at := map[log.ID]int{}
-	err := s.st.Log.Events(ctx, 1, 0, func(ev *log.Event) error {
+	// Headers say the type: only grants and revokes are decrypted.
+	err := s.st.Log.Records(ctx, 1, 0, func(r *log.Record) error {
+		if r.Header.Type != log.TypeShareGrant && r.Header.Type != log.TypeShareRevoke {
+			return nil
+		}
+		ev, err := s.st.Log.Decrypt(r.Raw)
+		if err != nil {
+			return err
+		}
 		switch b := ev.Body.(type) {
 		case *log.ShareGrant:
 			at[ev.ID] = len(out)
@@ -439,6 +447,7 @@ type sharePushItem struct {
 	Grantee   string `json:"grantee"`
 	Disclosed uint64 `json:"disclosed"` // events up to this seq are dealt with
 	Closed    bool   `json:"closed"`    // revoked, its revoke disclosed
+	Follow    bool   `json:"follow,omitempty"`
 	// Followed are the chunks disclosed because the grant follows its
 	// sessions (their tombstones are disclosed too).
 	Followed []followedChunk `json:"followed,omitempty"`
@@ -495,13 +504,33 @@ func (s *Store) disclose(ctx context.Context, cl *arweave.Client, covered uint64
 	for i, g := range st.Grants {
 		known[g.ID] = i
 	}
-	err = s.st.Log.Events(ctx, st.Scanned+1, covered, func(ev *log.Event) error {
+	// Headers say the type: store events are decrypted only while some
+	// grant follows its sessions.
+	following := false
+	for _, g := range st.Grants {
+		following = following || (g.Follow && !g.Closed)
+	}
+	err = s.st.Log.Records(ctx, st.Scanned+1, covered, func(r *log.Record) error {
+		switch r.Header.Type {
+		case log.TypeShareGrant, log.TypeTombstone, log.TypeShareRevoke:
+		case log.TypeStore:
+			if !following {
+				return nil
+			}
+		default:
+			return nil
+		}
+		ev, err := s.st.Log.Decrypt(r.Raw)
+		if err != nil {
+			return err
+		}
 		switch b := ev.Body.(type) {
 		case *log.ShareGrant:
 			if _, ok := known[ev.ID]; !ok {
 				known[ev.ID] = len(st.Grants)
-				st.Grants = append(st.Grants, sharePushItem{ID: ev.ID, Seq: ev.Seq, Grantee: b.Grantee})
+				st.Grants = append(st.Grants, sharePushItem{ID: ev.ID, Seq: ev.Seq, Grantee: b.Grantee, Follow: b.Follow})
 			}
+			following = following || b.Follow
 			later = append(later, found{ev.Seq, ev.Hash, b})
 		case *log.Tombstone, *log.ShareRevoke:
 			later = append(later, found{ev.Seq, ev.Hash, b})
