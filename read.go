@@ -329,19 +329,11 @@ func (s *Store) Context(ctx context.Context, req ContextRequest) (*ContextResult
 	defer s.projMu.Unlock()
 	var a *query.Assembly
 	err = s.queryLocked(ctx, req.Progress, func(e *query.Engine) error {
-		// A context packs one origin: shared memory only when asked for.
-		if q.Origin == query.OriginShared {
-			se, err := s.sharedEngineLocked(ctx, req.Progress)
-			if err != nil {
-				return err
-			}
-			if se != nil {
-				e = se
-				q.Origin = query.OriginAny
-			}
+		cr, err := s.sharedContextLocked(ctx, e, query.ContextRequest{Request: q, Budget: req.Budget, RecentTurns: req.Recent, Format: format}, req.Progress)
+		if err != nil {
+			return err
 		}
-		var err error
-		a, err = e.Assemble(ctx, query.ContextRequest{Request: q, Budget: req.Budget, RecentTurns: req.Recent, Format: format})
+		a, err = cr.engine.Assemble(ctx, cr.req)
 		return err
 	})
 	if err != nil {

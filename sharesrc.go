@@ -289,3 +289,35 @@ func (s *Store) searchSharedLocked(ctx context.Context, q query.Request, p Progr
 	}
 	return nil
 }
+
+// contextPlan is which engine assembles a context, and with what.
+type contextPlan struct {
+	engine *query.Engine
+	req    query.ContextRequest
+}
+
+// sharedContextLocked brings shared memory into a context: only it for
+// origin shared; beside one's own (competing by score) for all. As in
+// searches, a shared area that cannot be read leaves one's own context
+// working, with a warning.
+func (s *Store) sharedContextLocked(ctx context.Context, own *query.Engine, req query.ContextRequest, p Progress) (contextPlan, error) {
+	plan := contextPlan{engine: own, req: req}
+	if req.Origin == query.OriginOwn {
+		return plan, nil
+	}
+	se, err := s.sharedEngineLocked(ctx, p)
+	if err != nil && req.Origin != query.OriginShared {
+		s.opts.Warn(fmt.Sprintf("shared memory left out of the context: %v (a new pull fetches it again)", err))
+		return plan, nil
+	}
+	if err != nil || se == nil {
+		return plan, err
+	}
+	if req.Origin == query.OriginShared {
+		plan.engine = se
+		plan.req.Origin = query.OriginAny
+		return plan, nil
+	}
+	plan.req.Also = se
+	return plan, nil
+}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/query"
 )
 
@@ -54,5 +56,34 @@ func TestSharedEngine(t *testing.T) {
 	}
 	if strings.Contains(string(a.Output), "from=") {
 		t.Errorf("own context names a grantor:\n%s", a.Output)
+	}
+}
+
+// A context over two origins (ContextRequest.Also): chunks of both compete
+// by score, the shared ones name their grantor, the own ones nothing.
+func TestContextAlsoShared(t *testing.T) {
+	own := smallFixture(t)
+	shared := newFixture(t, t.TempDir())
+	shared.apply(t, chain(t,
+		&log.Store{ChunkID: "s1", Session: "theirs", Role: "user", Kind: log.KindConversation, Time: at(0),
+			Content: "Their notes: the Postgres replication cutover needs a sequence resync."},
+		&log.Store{ChunkID: "s2", Session: "theirs", Role: "assistant", Kind: log.KindConversation, Time: at(time.Minute),
+			Content: "Logical replication of the billing database finished on Sunday."}))
+	se := shared.engine(query.Options{Owner: func(string) string { return "GRANTOR" }})
+	e := own.engine(query.Options{})
+	ctx := context.Background()
+	for _, format := range []query.Format{query.FormatXML, query.FormatJSON, query.FormatText} {
+		a, err := e.Assemble(ctx, query.ContextRequest{Request: query.Request{Text: "postgres replication cutover", Now: now0},
+			Budget: 4000, Format: format, Also: se})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := string(a.Output)
+		if !contains(a.Included, "s1") || !contains(a.Included, "a1") || !strings.Contains(out, "GRANTOR") || !strings.Contains(out, "sequence resync") {
+			t.Fatalf("%s: merged context lacks a side: included %v\n%s", format, a.Included, out)
+		}
+		if n := strings.Count(out, "GRANTOR"); format == query.FormatXML && n != 1 {
+			t.Errorf("%s: the grantor is named %d times, want once (its one session)", format, n)
+		}
 	}
 }

@@ -165,6 +165,15 @@ func TestShareEndToEnd(t *testing.T) {
 	if !strings.Contains(ctxOut, `from="`+a.addr+`"`) || !strings.Contains(ctxOut, "recital") || strings.Contains(ctxOut, "attic") {
 		t.Fatalf("B's shared context does not say whose it is, or leaks: %s", ctxOut)
 	}
+	// By default a context holds both: B's own note, and A's chunks named
+	// as A's.
+	ctxAll := must(t, b.dir, "", "context", "cello note recital")
+	if !strings.Contains(ctxAll, `from="`+a.addr+`"`) || !strings.Contains(ctxAll, "my own cello note from B") {
+		t.Fatalf("B's context over both origins: %s", ctxAll)
+	}
+	if own := must(t, b.dir, "", "context", "cello note recital", "--origin", "own"); strings.Contains(own, a.addr) {
+		t.Fatalf("B's own context names A: %s", own)
+	}
 	// Nothing of A's entered B's own log, and nothing outside the grant
 	// reached B's disk.
 	if h := headOf(t, b.dir); h != 1 {

@@ -21,7 +21,7 @@ func retrievalFlags() []cli.Flag {
 		&cli.StringFlag{Name: "since", Usage: "only content from this time on (RFC 3339, date or unix ms)"},
 		&cli.StringFlag{Name: "until", Usage: "only content before this time (RFC 3339, date or unix ms)"},
 		&cli.StringFlag{Name: "now", Usage: "reference time for \"yesterday\", \"last week\"… and recency (default: the current time)"},
-		&cli.StringFlag{Name: "origin", Value: "all", Usage: "whose chunks: `own|shared|all` (shared: what other wallets granted, received with ucl share pull; a context packs own chunks unless shared is asked for)"},
+		&cli.StringFlag{Name: "origin", Value: "all", Usage: "whose chunks: `own|shared|all` (shared: what other wallets granted, received with ucl share pull, marked with the grantor's address)"},
 		&cli.StringFlag{Name: "mode", Value: "hybrid", Usage: "retrieval mode: `hybrid|bm25|vector`"},
 		&cli.BoolFlag{Name: "no-time", Usage: "ignore time phrases in TEXT (yesterday, last week, in May 2023)"},
 	}
