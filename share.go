@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 
 	"github.com/unlimitedcontext/ucl/arweave"
 	"github.com/unlimitedcontext/ucl/crypto"
@@ -158,6 +159,9 @@ type ShareListResult struct {
 	Received []ReceivedShare `json:"received"`
 }
 
+// openEnd stands for "no end" in a scope given only a start.
+const openEnd = 1<<63 - 1
+
 // validAddress reports whether a is an Arweave address: base64url without
 // padding of a 32-byte hash.
 func validAddress(a string) bool {
@@ -218,7 +222,7 @@ func (s *Store) ShareGrant(ctx context.Context, req ShareGrantRequest) (*ShareGr
 		return nil, err
 	}
 	if ts.From != 0 && ts.To == 0 {
-		ts.To = 1<<63 - 1
+		ts.To = openEnd
 	}
 	if ts.To != 0 && ts.To <= ts.From {
 		return nil, badRequest("bad time range")
@@ -256,7 +260,15 @@ func (s *Store) ShareGrant(ctx context.Context, req ShareGrantRequest) (*ShareGr
 		return nil, err
 	}
 	if len(ids) == 0 {
-		return nil, fmt.Errorf("grant %s: %w", describeTargets(ts), ErrEmptyScope)
+		d := *ts
+		if d.To == openEnd {
+			d.From, d.To = 0, 0 // the open end is no date to print
+		}
+		what := describeTargets(&d)
+		if d.From != ts.From {
+			what = strings.TrimPrefix(strings.TrimSpace(what+" and content time from "+req.Since+" on"), "and ")
+		}
+		return nil, fmt.Errorf("grant %s: %w", what, ErrEmptyScope)
 	}
 	shareKey, err := crypto.NewKey()
 	if err != nil {

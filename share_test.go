@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/unlimitedcontext/ucl/arweave"
@@ -74,6 +75,10 @@ func TestShareGrantBadInput(t *testing.T) {
 	}
 	if _, err := s.ShareRevoke(ctx, ShareRevokeRequest{Grant: "zz"}); !errors.Is(err, ErrUnknownGrant) {
 		t.Errorf("revoke of a malformed id: %v", err)
+	}
+	_, err = s.ShareGrant(ctx, ShareGrantRequest{To: wb.Address(), Since: "2030-01-01", Key: keyB})
+	if !errors.Is(err, ErrEmptyScope) || !strings.Contains(err.Error(), "from 2030-01-01 on") || strings.Contains(err.Error(), "292277") {
+		t.Errorf("since-only scope matching nothing: %v", err)
 	}
 	if h, _ := s.Log().Head(); h != head {
 		t.Fatalf("bad input wrote events: head %d, was %d", h, head)
