@@ -426,7 +426,9 @@ func (s *Store) ShareList(ctx context.Context, req ShareListRequest) (*ShareList
 	if err != nil {
 		return nil, err
 	}
+	s.projMu.Lock() // a pull swaps the area under it
 	area, err := loadSharedArea(s.sharedDir())
+	s.projMu.Unlock()
 	if err != nil {
 		return nil, err
 	}

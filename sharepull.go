@@ -124,9 +124,12 @@ func (s *Store) SharePull(ctx context.Context, req SharePullRequest) (*SharePull
 		}
 		i = j
 	}
+	// The area and the shared projections change under projMu: searches
+	// read them under it, and two pulls do not write the area at once.
+	s.projMu.Lock()
+	defer s.projMu.Unlock()
 	// The chain of what was shared before: kept projections are reused
-	// only if the new area extends it.
-	// A damaged old area is only replaced.
+	// only if the new area extends it. A damaged old area is only replaced.
 	oldSrc := &sharedSource{}
 	if oldArea, err := loadSharedArea(s.sharedDir()); err == nil {
 		if src, err := buildSharedSource(oldArea, w); err == nil {
@@ -141,8 +144,6 @@ func (s *Store) SharePull(ctx context.Context, req SharePullRequest) (*SharePull
 			res.Grants = append(res.Grants, g.ReceivedShare)
 		}
 	}
-	s.projMu.Lock()
-	defer s.projMu.Unlock()
 	if err := s.closeSharedLocked(); err != nil {
 		return res, err
 	}
