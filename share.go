@@ -148,9 +148,6 @@ type ReceivedShare struct {
 	// Checkpoint says whether the grantor's log was checked against a
 	// checkpoint the grantor anchored.
 	Checkpoint RebuildCheckpoint `json:"checkpoint"`
-	// Unsigned counts the grantor's segments that came in bundles: no
-	// transaction signature of their own, covered by the checkpoint.
-	Unsigned int `json:"unsigned_segments,omitempty"`
 }
 
 // ShareListResult lists given and received grants.

@@ -260,8 +260,8 @@ func (s *Store) receiveLog(ctx context.Context, cl *arweave.Client, w *arweave.W
 	// Merkle roots, chain, then the anchored checkpoint.
 	rl := &receivedLog{Grantor: grantor, LogID: arweave.LogIDHex(logID), raws: map[uint64][]byte{}}
 	var hashes []log.Hash
-	rres, err := arweave.Rebuild(ctx, arweave.RebuildOptions{
-		Client: cl, Owner: grantor, LogID: logID, VerifySignatures: true, VerifyRecord: verifyChainRecord,
+	_, err := arweave.Rebuild(ctx, arweave.RebuildOptions{
+		Client: cl, Owner: grantor, LogID: logID, VerifyRecord: verifyChainRecord,
 	}, func(r arweave.Record) error {
 		hashes = append(hashes, log.Hash(r.Hash()))
 		if r.Seq <= maxSeq {
@@ -281,14 +281,6 @@ func (s *Store) receiveLog(ctx context.Context, cl *arweave.Client, w *arweave.W
 	cp, err := s.checkGrantorLog(ctx, cl, grantor, logID, hashes)
 	if err != nil {
 		return rejectAll(fmt.Errorf("grantor's log: %w", err))
-	}
-	// Segments in bundles have no transaction of their own to check: the
-	// anchored checkpoint, signed in an L1 transaction, must cover them.
-	for _, u := range rres.Unsigned {
-		if !cp.Verified || u.Last > cp.Size {
-			return rejectAll(fmt.Errorf("grantor's log: segment %d..%d (tx %s) has no transaction signature to check and no anchored checkpoint covers it",
-				u.First, u.Last, u.TxID))
-		}
 	}
 	// Each disclosure is used only if every key in it opens its event
 	// (AES-GCM over the header the chain vouches for): one altered or
@@ -327,7 +319,7 @@ func (s *Store) receiveLog(ctx context.Context, cl *arweave.Client, w *arweave.W
 			reject(strings.Join(gi.txs, ","), gi.id, err)
 			continue
 		}
-		g.Grantor, g.LogID, g.TxIDs, g.Checkpoint, g.Unsigned = grantor, rl.LogID, gi.txs, cp, len(rres.Unsigned)
+		g.Grantor, g.LogID, g.TxIDs, g.Checkpoint = grantor, rl.LogID, gi.txs, cp
 		for _, k := range g.Keys {
 			keep[k.Seq] = true
 		}

@@ -128,45 +128,6 @@ type RebuildOptions struct {
 	// ErrTimeout. Each gateway call is bounded by the client's options
 	// regardless.
 	Timeout time.Duration
-	// VerifySignatures fetches each segment with FetchVerifiedTx: its
-	// RSA-PSS signature, owner key and data root are checked here, and its
-	// signed tags must be what the search reported, so the gateway is
-	// trusted for nothing but block heights. A transaction that fails is
-	// rejected like a segment that does not verify. A segment the gateway
-	// serves no transaction for (a data item inside a bundle: GET /tx/{id}
-	// is 404) is used unverified and listed in RebuildResult.Unsigned: the
-	// caller must cover it otherwise (the anchored checkpoint's Merkle
-	// root, which an L1 transaction signs).
-	VerifySignatures bool
-}
-
-// fetch returns a candidate's data, verified against its signature when
-// the options ask for it and the gateway serves the transaction (signed
-// reports whether it was).
-func (o RebuildOptions) fetch(ctx context.Context, c candidate) (data []byte, signed bool, err error) {
-	if !o.VerifySignatures {
-		data, err = o.Client.FetchDataLimit(ctx, c.tx.ID, o.fetchLimit(c))
-		return data, false, err
-	}
-	vt, err := FetchVerifiedTx(ctx, o.Client, c.tx.ID, o.MaxSegmentBytes)
-	if errors.Is(err, ErrNotFound) {
-		data, err = o.Client.FetchDataLimit(ctx, c.tx.ID, o.fetchLimit(c))
-		return data, false, err
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	if vt.Owner != o.Owner {
-		return nil, false, fmt.Errorf("segment %s: %w: signed by %s, want %s", c.tx.ID, ErrOwnerMismatch, vt.Owner, o.Owner)
-	}
-	m, err := ParseTags(vt.Tags)
-	if err != nil {
-		return nil, false, fmt.Errorf("segment %s: signed tags: %w", c.tx.ID, err)
-	}
-	if m != c.meta {
-		return nil, false, fmt.Errorf("segment %s: %w: the signed tags differ from the search's", c.tx.ID, ErrTxSignature)
-	}
-	return vt.Data, true, nil
 }
 
 // MaxSegmentSize is the largest segment a Syncer can produce with the
@@ -218,9 +179,6 @@ type RebuildResult struct {
 	// SetAside lists the segments left out because they belong to another
 	// branch than RebuildOptions.Branch.
 	SetAside []Branch
-	// Unsigned lists the segments used without their transaction
-	// signature checked (RebuildOptions.VerifySignatures).
-	Unsigned []Branch
 }
 
 type candidate struct {
@@ -412,9 +370,8 @@ func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (re
 
 	// Fetch ahead concurrently, verify and yield in order.
 	type fetched struct {
-		data   []byte
-		signed bool
-		err    error
+		data []byte
+		err  error
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -431,8 +388,8 @@ func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (re
 				return
 			}
 			go func(i int, c candidate) {
-				d, signed, err := opt.fetch(ctx, c)
-				results[i] <- fetched{d, signed, err}
+				d, err := opt.Client.FetchDataLimit(ctx, c.tx.ID, opt.fetchLimit(c))
+				results[i] <- fetched{d, err}
 			}(i, st[0])
 		}
 	}()
@@ -450,9 +407,9 @@ func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (re
 		var used candidate
 		var firstErr error
 		for j, c := range step {
-			data, signed, ferr := f.data, f.signed, f.err
+			data, ferr := f.data, f.err
 			if j > 0 { // alternates are fetched only when needed
-				data, signed, ferr = opt.fetch(ctx, c)
+				data, ferr = opt.Client.FetchDataLimit(ctx, c.tx.ID, opt.fetchLimit(c))
 			}
 			if ferr != nil {
 				if ctx.Err() != nil {
@@ -463,12 +420,12 @@ func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (re
 				}
 				continue
 			}
-			s, verr := verifySegment(data, c.meta, opt.LogID, next, prevHash)
+			s, verr := verifySignedSegment(c, data, opt.LogID, next, prevHash)
 			if verr != nil {
 				// One more fetch in case the bytes were damaged in transit.
-				if data2, signed2, ferr2 := opt.fetch(ctx, c); ferr2 == nil {
-					s, verr = verifySegment(data2, c.meta, opt.LogID, next, prevHash)
-					data, signed = data2, signed2
+				if data2, ferr2 := opt.Client.FetchDataLimit(ctx, c.tx.ID, opt.fetchLimit(c)); ferr2 == nil {
+					s, verr = verifySignedSegment(c, data2, opt.LogID, next, prevHash)
+					data = data2
 				}
 			}
 			if verr != nil {
@@ -479,9 +436,6 @@ func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (re
 			}
 			seg, used = s, c
 			res.Bytes += int64(len(data))
-			if opt.VerifySignatures && !signed {
-				res.Unsigned = append(res.Unsigned, branchOf(c))
-			}
 			break
 		}
 		if seg == nil {
@@ -573,7 +527,7 @@ func coveredBy(bs []Branch, from, to uint64) bool {
 // whether it is a valid segment (a real fork) rather than damaged data or
 // tags that disagree with its bytes (which the chain never needed).
 func confirmFork(ctx context.Context, opt RebuildOptions, c candidate) (bool, error) {
-	data, _, err := opt.fetch(ctx, c)
+	data, err := opt.Client.FetchDataLimit(ctx, c.tx.ID, opt.fetchLimit(c))
 	if err != nil {
 		if ctx.Err() != nil {
 			return false, fmt.Errorf("rebuild: %w", err)
@@ -581,11 +535,29 @@ func confirmFork(ctx context.Context, opt RebuildOptions, c candidate) (bool, er
 		return false, fmt.Errorf("rebuild: segment %d..%d (tx %s) contradicts the chain and cannot be fetched to confirm a fork: %w",
 			c.meta.FirstSeq, c.meta.LastSeq, c.tx.ID, err)
 	}
+	if VerifySigned(c.tx, data) != nil {
+		return false, nil // not the wallet's: no fork, whatever it says
+	}
 	seg, err := DecodeSegment(data)
 	if err != nil || seg.LogID != opt.LogID || seg.FirstSeq != c.meta.FirstSeq || seg.LastSeq != c.meta.LastSeq || seg.HeadHash != c.meta.HeadHash {
 		return false, nil
 	}
 	return true, nil
+}
+
+// verifySignedSegment checks the segment (verifySegment), then its own
+// signature (VerifySigned: the owner key GraphQL reports is trusted only
+// once it hashes to the owner, and the data and tags only once that key
+// signed them).
+func verifySignedSegment(c candidate, data []byte, logID [16]byte, next uint64, prev Hash) (*Segment, error) {
+	seg, err := verifySegment(data, c.meta, logID, next, prev)
+	if err != nil {
+		return nil, err
+	}
+	if err := VerifySigned(c.tx, data); err != nil {
+		return nil, err
+	}
+	return seg, nil
 }
 
 // verifySegment decodes data and checks it against its tags, the log id and
