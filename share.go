@@ -234,7 +234,7 @@ func (s *Store) ShareGrant(ctx context.Context, req ShareGrantRequest) (*ShareGr
 	if err != nil {
 		return nil, err
 	}
-	s.projMu.Lock()
+	s.lockProj()
 	defer s.projMu.Unlock()
 	set, err := s.caughtUpLocked(ctx, nil)
 	if err != nil {
@@ -423,9 +423,9 @@ func (s *Store) ShareList(ctx context.Context, req ShareListRequest) (*ShareList
 	if err != nil {
 		return nil, err
 	}
-	s.projMu.Lock() // a pull swaps the area under it
+	s.sharedMu.Lock() // a pull swaps the area under it
 	area, err := loadSharedArea(s.sharedDir())
-	s.projMu.Unlock()
+	s.sharedMu.Unlock()
 	if err != nil {
 		return nil, err
 	}

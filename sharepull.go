@@ -126,8 +126,10 @@ func (s *Store) SharePull(ctx context.Context, req SharePullRequest) (*SharePull
 	}
 	// The area and the shared projections change under projMu: searches
 	// read them under it, and two pulls do not write the area at once.
-	s.projMu.Lock()
+	s.lockProj()
 	defer s.projMu.Unlock()
+	s.sharedMu.Lock()
+	defer s.sharedMu.Unlock()
 	// The chain of what was shared before: kept projections are reused
 	// only if the new area extends it. A damaged old area is only replaced.
 	oldSrc := &sharedSource{}

@@ -251,6 +251,8 @@ func (s *Store) searchSharedLocked(ctx context.Context, q query.Request, p Progr
 	if q.Origin == query.OriginOwn {
 		return nil
 	}
+	s.sharedMu.Lock()
+	defer s.sharedMu.Unlock()
 	e, err := s.sharedEngineLocked(ctx, p)
 	if err != nil && q.Origin != query.OriginShared {
 		// What others shared must not stop searches of one's own memory:
