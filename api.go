@@ -90,8 +90,11 @@ type AppendRequest struct {
 	JSONL string `json:"jsonl"`
 	// ChunkTokens splits documents and tool calls longer than this many
 	// estimated tokens (0: DefaultChunkTokens).
-	ChunkTokens int      `json:"chunk_tokens,omitempty"`
-	Progress    Progress `json:"-"`
+	ChunkTokens int `json:"chunk_tokens,omitempty"`
+	// AllowDuplicate writes items whose content duplicates a live item
+	// (see DuplicateOf) instead of returning the existing one.
+	AllowDuplicate bool     `json:"allow_duplicate,omitempty"`
+	Progress       Progress `json:"-"`
 }
 
 // EventResult is one appended (or, idempotently, found) event.
@@ -106,6 +109,12 @@ type EventResult struct {
 	// ChunkParent is the document id of a chunk of a split document:
 	// Get with it returns the whole document.
 	ChunkParent string `json:"chunk_parent,omitempty"`
+	// DuplicateOf is set when nothing was written for this event because
+	// its content, normalized (package projections/dedup), equals that of
+	// a live item of the same session, role and kind (or of an earlier
+	// item of the same input): the chunk id of that item's chunk, whose
+	// seq, id and hash the other fields then report.
+	DuplicateOf string `json:"duplicate_of,omitempty"`
 }
 
 // AppendResult lists the events of an Append or Remember, in order. On a
@@ -113,7 +122,8 @@ type EventResult struct {
 type AppendResult struct {
 	Results []EventResult `json:"results"`
 	// Document is the id of the document Remember split into chunks
-	// (their chunk parent), empty when the content was stored whole.
+	// (their chunk parent), empty when the content was stored whole; for
+	// a duplicate document, the existing one.
 	Document string `json:"document,omitempty"`
 }
 
@@ -130,6 +140,9 @@ type RememberRequest struct {
 	Parent      string `json:"parent,omitempty"`   // chunk id this replies to
 	ChunkID     string `json:"chunk_id,omitempty"` // default: the event id
 	ChunkTokens int    `json:"chunk_tokens,omitempty"`
+	// AllowDuplicate stores the item even when a live item of the same
+	// session, role and kind has the same normalized content.
+	AllowDuplicate bool `json:"allow_duplicate,omitempty"`
 }
 
 // TombstoneRequest names what to remove: chunks, whole documents (by

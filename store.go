@@ -35,6 +35,8 @@ type Store struct {
 	vecFrom uint64 // the vector projection's checkpoint when the set opened
 	popts   *projstd.Options
 	cache   *vector.BoltCache
+	// dedupMu makes a store's duplicate check and its append one step.
+	dedupMu sync.Mutex
 	mirror  sync.Mutex // one push at a time
 	treeMu  sync.Mutex // guards tree
 	tree    *log.Tree  // the Merkle tree, opened on first use

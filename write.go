@@ -57,6 +57,16 @@ func (s *Store) Append(ctx context.Context, req AppendRequest) (*AppendResult, e
 	if err := s.needKeys(); err != nil {
 		return nil, err
 	}
+	all := entries
+	var plan *dupPlan
+	if !req.AllowDuplicate {
+		s.dedupMu.Lock()
+		defer s.dedupMu.Unlock()
+		if plan, err = s.planDuplicates(ctx, entries); err != nil {
+			return nil, err
+		}
+		entries = plan.kept
+	}
 	if len(entries) > AppendBlock {
 		// Several batches: a conflict late in the input must fail before
 		// the first one is written.
@@ -79,6 +89,9 @@ func (s *Store) Append(ctx context.Context, req AppendRequest) (*AppendResult, e
 		if req.Progress != nil {
 			req.Progress("append", uint64(i+len(block)), uint64(len(entries)))
 		}
+	}
+	if plan != nil {
+		res.Results = plan.merge(res.Results, all)
 	}
 	return res, nil
 }
@@ -119,8 +132,19 @@ func (s *Store) Remember(ctx context.Context, req RememberRequest) (*AppendResul
 	if chunkTokens <= 0 {
 		chunkTokens = DefaultChunkTokens
 	}
-	defer s.notifyAppend()
 	entries := ingest.StoreEntries(st, id, chunkTokens)
+	if !req.AllowDuplicate {
+		s.dedupMu.Lock()
+		defer s.dedupMu.Unlock()
+		plan, err := s.planDuplicates(ctx, entries)
+		if err != nil {
+			return nil, err
+		}
+		if len(plan.kept) == 0 {
+			return &AppendResult{Results: plan.merge(nil, entries), Document: plan.document}, nil
+		}
+	}
+	defer s.notifyAppend()
 	rs, err := s.st.Log.AppendBatch(ctx, entries)
 	if err != nil {
 		return nil, err

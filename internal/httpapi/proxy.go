@@ -450,7 +450,9 @@ func (s *Server) record(r *http.Request, ex *exchange, rp *reply) {
 	// The decision to store is taken: a client leaving now must not cut
 	// the append in half (it is atomic anyway) or skip it.
 	t0 := time.Now()
-	_, err = s.api.Append(context.WithoutCancel(r.Context()), ucl.AppendRequest{JSONL: jsonl})
+	// A transcript keeps a turn said twice ("ok", "thanks"): near-duplicate
+	// detection is for memories stored on purpose, not for what was said.
+	_, err = s.api.Append(context.WithoutCancel(r.Context()), ucl.AppendRequest{JSONL: jsonl, AllowDuplicate: true})
 	ex.store = time.Since(t0)
 	if err != nil {
 		s.log.Error("store exchange", "session", ex.session, "err", err)

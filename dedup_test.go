@@ -1,0 +1,173 @@
+package ucl
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+func TestRememberDuplicateReturnsExisting(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t)
+	first, err := s.Remember(ctx, RememberRequest{Content: "I moved to Berlin in May.", Session: "s1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, _ := s.Log().Head()
+	orig := first.Results[0]
+	// Case, spacing and zero-width characters do not make a new memory.
+	for _, c := range []string{"I moved to Berlin in May.", "  i MOVED to\tberlin\nin may. ", "I moved\u200b to Berlin in May."} {
+		r, err := s.Remember(ctx, RememberRequest{Content: c, Session: "s1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := r.Results[0]
+		if got.DuplicateOf != orig.ID.String() || got.Seq != orig.Seq || got.ID != orig.ID || got.Hash != orig.Hash {
+			t.Fatalf("%q: %+v, want duplicate of %+v", c, got, orig)
+		}
+	}
+	if h, _ := s.Log().Head(); h != head {
+		t.Fatalf("duplicates wrote events: head %d -> %d", head, h)
+	}
+	// Anything else is stored: near-but-different text, another session,
+	// role or kind, and an explicit allow.
+	stored := []RememberRequest{
+		{Content: "I moved to Berlin in June.", Session: "s1"},
+		{Content: "I moved to Berlin in May!", Session: "s1"},
+		{Content: "I moved to Berlin in May.", Session: "s2"},
+		{Content: "I moved to Berlin in May.", Session: "s1", Role: "assistant"},
+		{Content: "I moved to Berlin in May.", Session: "s1", Kind: "knowledge"},
+		{Content: "I moved to Berlin in May.", Session: "s1", AllowDuplicate: true},
+	}
+	for _, req := range stored {
+		r, err := s.Remember(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Results[0].DuplicateOf != "" || r.Results[0].Seq <= head {
+			t.Fatalf("%+v was not stored: %+v", req, r.Results[0])
+		}
+	}
+	// Once the original is tombstoned, the oldest live duplicate answers.
+	if _, err := s.Tombstone(ctx, TombstoneRequest{Chunks: []string{orig.ID.String()}}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Remember(ctx, RememberRequest{Content: "i moved to berlin in may.", Session: "s1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := r.Results[0].DuplicateOf; d == "" || d == orig.ID.String() {
+		t.Fatalf("after tombstone: %+v", r.Results[0])
+	}
+	// Tombstone them all: the same text is stored again.
+	if _, err := s.Tombstone(ctx, TombstoneRequest{Session: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	r, err = s.Remember(ctx, RememberRequest{Content: "I moved to Berlin in May.", Session: "s1"})
+	if err != nil || r.Results[0].DuplicateOf != "" {
+		t.Fatalf("after session tombstone: %+v %v", r, err)
+	}
+}
+
+func TestRememberDuplicateDocument(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t)
+	doc := strings.Repeat("The quarterly report covers revenue, churn and hiring plans. ", 200)
+	a, err := s.Remember(ctx, RememberRequest{Content: doc, Kind: "document", Session: "d"})
+	if err != nil || a.Document == "" {
+		t.Fatalf("%+v %v", a, err)
+	}
+	b, err := s.Remember(ctx, RememberRequest{Content: strings.ToUpper(doc), Kind: "document", Session: "d"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Document != a.Document || len(b.Results) != len(a.Results) {
+		t.Fatalf("duplicate document: %+v, want %s", b, a.Document)
+	}
+	for i, r := range b.Results {
+		if r.DuplicateOf != a.Results[i].ChunkID || r.Seq != a.Results[i].Seq {
+			t.Fatalf("chunk %d: %+v vs %+v", i, r, a.Results[i])
+		}
+	}
+	// One word changed in the last chunk: a new document.
+	c, err := s.Remember(ctx, RememberRequest{Content: doc + "Except Mars.", Kind: "document", Session: "d"})
+	if err != nil || c.Document == a.Document || c.Results[0].DuplicateOf != "" {
+		t.Fatalf("different document deduplicated: %+v %v", c, err)
+	}
+}
+
+func TestAppendBatchWithDuplicates(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t)
+	if _, err := s.Remember(ctx, RememberRequest{Content: "Cashew allergy.", Session: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	in := `{"session":"s1","role":"user","content":"cashew  ALLERGY."}
+{"session":"s1","role":"user","content":"Peanuts are fine."}
+{"session":"s1","role":"user","content":"peanuts are fine."}
+{"session":"s1","content":"Peanuts are fine, mostly."}
+`
+	res, err := s.Append(ctx, AppendRequest{JSONL: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := res.Results
+	if len(rs) != 4 || rs[0].DuplicateOf == "" || rs[1].DuplicateOf != "" || rs[3].DuplicateOf != "" {
+		t.Fatalf("results: %+v", rs)
+	}
+	if rs[2].DuplicateOf != rs[1].ID.String() || rs[2].Seq != rs[1].Seq {
+		t.Fatalf("in-batch duplicate: %+v of %+v", rs[2], rs[1])
+	}
+	if h, _ := s.Log().Head(); h != 3 {
+		t.Fatalf("head %d, want 3 (1 + 2 new)", h)
+	}
+	// The same input again, deterministic: every line is a duplicate,
+	// of the same items.
+	again, err := s.Append(ctx, AppendRequest{JSONL: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range again.Results {
+		want := rs[i].DuplicateOf
+		if want == "" {
+			want = rs[i].ID.String()
+		}
+		if r.DuplicateOf != want {
+			t.Fatalf("line %d again: %+v, want duplicate of %s", i+1, r, want)
+		}
+	}
+	if h, _ := s.Log().Head(); h != 3 {
+		t.Fatalf("head %d after a duplicate batch", h)
+	}
+	// Allowed: everything written.
+	res, err = s.Append(ctx, AppendRequest{JSONL: in, AllowDuplicate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, _ := s.Log().Head(); h != 7 {
+		t.Fatalf("head %d after allowed duplicates, want 7", h)
+	}
+	// Over the socket the same.
+	c := serve(t, s)
+	r, err := c.Remember(ctx, RememberRequest{Content: "PEANUTS ARE FINE.", Session: "s1"})
+	if err != nil || r.Results[0].DuplicateOf != rs[1].ID.String() {
+		t.Fatalf("client: %+v %v", r, err)
+	}
+}
+
+// An idempotent re-append (same id) is the log's business, not a duplicate.
+func TestDuplicateIsNotIdempotentReplay(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t)
+	a, err := s.Remember(ctx, RememberRequest{Content: "Tea at five.", ID: "k1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.Remember(ctx, RememberRequest{Content: "Tea at five.", ID: "k1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !b.Results[0].Existed || b.Results[0].DuplicateOf != "" || b.Results[0].Seq != a.Results[0].Seq {
+		t.Fatalf("re-append: %+v", b.Results[0])
+	}
+}
