@@ -98,7 +98,7 @@ func (s *server) toolStore(ctx context.Context, _ *mcp.CallToolRequest, in Store
 		role = "user"
 	}
 	req := ucl.RememberRequest{Content: in.Content, Session: in.Session, Role: role, Kind: kind.String(),
-		Meta: in.Meta, Time: in.Time, ID: in.ID, Parent: in.Parent, ChunkID: chunkID}
+		Meta: in.Meta, Time: in.Time, ID: in.ID, Parent: in.Parent, ChunkID: chunkID, AllowDuplicate: in.AllowDuplicate}
 	res, err := s.eng.Remember(ctx, req)
 	if err != nil {
 		return nil, out, engineErr("store", err)
@@ -111,14 +111,28 @@ func (s *server) toolStore(ctx context.Context, _ *mcp.CallToolRequest, in Store
 		if len(res.Results) > 1 {
 			out.IDs[i] = fmt.Sprintf("%s#%d", chunkID, i)
 		}
+		if r.DuplicateOf != "" {
+			out.IDs[i] = r.DuplicateOf
+		}
 		out.Seqs[i] = r.Seq
 		out.Existed = out.Existed && r.Existed
 	}
 	if len(res.Results) > 1 {
 		out.Chunked, out.Parent = true, chunkID
+		if res.Document != "" {
+			out.Parent = res.Document
+		}
+	}
+	if d := res.Results[0].DuplicateOf; d != "" {
+		out.DuplicateOf = d
+		if out.Chunked {
+			out.DuplicateOf = out.Parent
+		}
 	}
 	var b strings.Builder
 	switch {
+	case out.DuplicateOf != "":
+		fmt.Fprintf(&b, "already stored: %s has the same text (ignoring case and spacing) in this session, role and kind; nothing new written (allow_duplicate stores it anyway).\n", out.DuplicateOf)
 	case out.Existed:
 		fmt.Fprintf(&b, "already stored (same id and content): nothing new written.\n")
 	case out.Chunked:

@@ -30,6 +30,8 @@ type StoreIn struct {
 	Parent  string            `json:"parent,omitempty" jsonschema:"id of the item this replies to (builds the thread of uc_get_thread)"`
 	Time    string            `json:"time,omitempty" jsonschema:"when it happened: RFC 3339, a date 2006-01-02 or unix ms (default now)"`
 	ID      string            `json:"id,omitempty" jsonschema:"idempotency key: storing again with the same id and content returns the first result and writes nothing"`
+	// AllowDuplicate turns near-duplicate detection off for this call.
+	AllowDuplicate bool `json:"allow_duplicate,omitempty" jsonschema:"store it even when a live item of the same session, role and kind already has this text (ignoring case and spacing); by default that item is returned as duplicate_of and nothing is written"`
 }
 
 // StoreOut is the result of uc_store.
@@ -39,6 +41,9 @@ type StoreOut struct {
 	Chunked bool     `json:"chunked" jsonschema:"whether the content was split into several chunks"`
 	Parent  string   `json:"chunk_parent,omitempty" jsonschema:"id of the whole when chunked"`
 	Existed bool     `json:"existed" jsonschema:"true when the id was already stored with this content (nothing new written)"`
+	// DuplicateOf is set when nothing was written because the same text
+	// is already stored.
+	DuplicateOf string `json:"duplicate_of,omitempty" jsonschema:"set when nothing was written because a live item of the same session, role and kind has the same text (ignoring case and spacing): its id (the whole's id when chunked); ids are then that item's"`
 }
 
 // QueryIn are the arguments of uc_query.
