@@ -47,6 +47,12 @@ type API interface {
 	Session(ctx context.Context, req SessionRequest) (*SessionResult, error)
 	// Get returns items by chunk id or document parent, with their chunks.
 	Get(ctx context.Context, req GetRequest) (*GetResult, error)
+	// Index builds a navigable map of the store or of a query's matches
+	// under a token budget.
+	Index(ctx context.Context, req IndexRequest) (*IndexResult, error)
+	// Dedupe reports groups of near-duplicate live items; it changes
+	// nothing.
+	Dedupe(ctx context.Context, req DedupeRequest) (*DedupeResult, error)
 	// CatchUp brings every projection to the log head.
 	CatchUp(ctx context.Context, req CatchUpRequest) (*ProjectionsResult, error)
 	// ProjectionStatus reports each projection without catching up.

@@ -259,6 +259,16 @@ func (c *Client) Get(ctx context.Context, req GetRequest) (*GetResult, error) {
 	return call[GetResult](c, ctx, "get", req)
 }
 
+// Index implements API through the owner.
+func (c *Client) Index(ctx context.Context, req IndexRequest) (*IndexResult, error) {
+	return call[IndexResult](c, ctx, "index", req)
+}
+
+// Dedupe implements API through the owner.
+func (c *Client) Dedupe(ctx context.Context, req DedupeRequest) (*DedupeResult, error) {
+	return call[DedupeResult](c, ctx, "dedupe", req)
+}
+
 // CatchUp implements API through the owner.
 func (c *Client) CatchUp(ctx context.Context, req CatchUpRequest) (*ProjectionsResult, error) {
 	return call[ProjectionsResult](c, ctx, "catch_up", req)

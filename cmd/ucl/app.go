@@ -23,7 +23,7 @@ func commands() []*cli.Command {
 	return []*cli.Command{
 		initCommand, keysCommand,
 		appendCommand, storeCommand, getCommand, replayCommand, tombstoneCommand,
-		queryCommand, contextCommand, sessionCommand, projectCommand,
+		queryCommand, contextCommand, indexCommand, dedupeCommand, sessionCommand, projectCommand,
 		auditCommand, statusCommand,
 		snapshotCommand, syncCommand, rebuildCommand,
 		daemonCommand, mcpCommand, serveCommand, configCommand, newHelpCommand(),

@@ -596,3 +596,25 @@ func (x *Index) Count() (int, error) {
 	})
 	return n, err
 }
+
+// Items returns the live chunks with the given ids, in the order given;
+// ids not live here are left out.
+func (x *Index) Items(ids []string) ([]Item, error) {
+	out := make([]Item, 0, len(ids))
+	err := x.view(func(tx *bolt.Tx) error {
+		items := tx.Bucket(bucketItems)
+		for _, id := range ids {
+			v := items.Get([]byte(id))
+			if v == nil {
+				continue
+			}
+			it, err := decodeItem(id, v)
+			if err != nil {
+				return err
+			}
+			out = append(out, *it)
+		}
+		return nil
+	})
+	return out, err
+}
