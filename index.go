@@ -307,6 +307,16 @@ func (b *indexBuilder) section(title string, lines []string, limit, reserve int)
 }
 
 func fmtDay(ms int64) string  { return time.UnixMilli(ms).UTC().Format("2006-01-02") }
+
+// fmtBound is a time bound as a call gives it: a date at midnight, else
+// RFC 3339 to the millisecond.
+func fmtBound(ms int64) string {
+	t := time.UnixMilli(ms).UTC()
+	if t.Equal(t.Truncate(24 * time.Hour)) {
+		return t.Format("2006-01-02")
+	}
+	return t.Format("2006-01-02T15:04:05.999Z07:00")
+}
 func fmtTime(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04") }
 
 func shorten(s string, n int) string {
@@ -357,12 +367,12 @@ func (b *indexBuilder) zoom(q string, sessions []string, since, until int64) (st
 		}
 	}
 	if since != 0 {
-		args["since"] = fmtDay(since)
-		cli = append(cli, "--since", fmtDay(since))
+		args["since"] = fmtBound(since)
+		cli = append(cli, "--since", fmtBound(since))
 	}
 	if until != 0 {
-		args["until"] = fmtDay(until)
-		cli = append(cli, "--until", fmtDay(until))
+		args["until"] = fmtBound(until)
+		cli = append(cli, "--until", fmtBound(until))
 	}
 	if b.req.Now != "" {
 		args["now"] = b.req.Now
@@ -737,8 +747,8 @@ func (b *indexBuilder) topics(sess []*sessAgg) ([]IndexGroup, error) {
 			continue
 		}
 		for _, t := range sum.KeyTerms {
-			if skip[t] {
-				continue
+			if skip[t] || strings.Trim(t, "0123456789") == "" {
+				continue // numbers name no topic
 			}
 			terms[t] = append(terms[t], a)
 			sessTerms[a.id] = append(sessTerms[a.id], t)

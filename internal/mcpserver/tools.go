@@ -46,6 +46,7 @@ func (s *server) addTools(srv *mcp.Server) {
 	mcp.AddTool(srv, &mcp.Tool{Name: "uc_list_sessions", Description: descListSessions, Annotations: ro}, s.toolListSessions)
 	mcp.AddTool(srv, &mcp.Tool{Name: "uc_get_document", Description: descDocument, Annotations: ro}, s.toolDocument)
 	mcp.AddTool(srv, &mcp.Tool{Name: "uc_period", Description: descPeriod, Annotations: ro}, s.toolPeriod)
+	mcp.AddTool(srv, &mcp.Tool{Name: "uc_index", Description: descIndex, Annotations: ro}, s.toolIndex)
 	destructive := true
 	mcp.AddTool(srv, &mcp.Tool{Name: "uc_forget", Description: descForget, Annotations: &mcp.ToolAnnotations{DestructiveHint: &destructive}}, s.toolForget)
 	mcp.AddTool(srv, &mcp.Tool{Name: "uc_status", Description: descStatus, Annotations: ro}, s.toolStatus)
