@@ -306,7 +306,7 @@ func (b *indexBuilder) section(title string, lines []string, limit, reserve int)
 	return n
 }
 
-func fmtDay(ms int64) string  { return time.UnixMilli(ms).UTC().Format("2006-01-02") }
+func fmtDay(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02") }
 
 // fmtBound is a time bound as a call gives it: a date at midnight, else
 // RFC 3339 to the millisecond.
