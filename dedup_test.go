@@ -2,6 +2,7 @@ package ucl
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 )
@@ -169,5 +170,74 @@ func TestDuplicateIsNotIdempotentReplay(t *testing.T) {
 	}
 	if !b.Results[0].Existed || b.Results[0].DuplicateOf != "" || b.Results[0].Seq != a.Results[0].Seq {
 		t.Fatalf("re-append: %+v", b.Results[0])
+	}
+}
+
+func TestDedupeReport(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t)
+	in := `{"session":"a","role":"user","content":"We agreed to ship the billing migration on the first Monday of June after the audit."}
+{"session":"b","role":"user","content":"We agreed to ship the billing migration on the first Monday of June after the audit, probably."}
+{"session":"c","role":"assistant","content":"WE AGREED to ship the billing migration on the first Monday of June after the audit."}
+{"session":"a","role":"user","content":"The cat sleeps on the red sofa every afternoon when the sun comes through the window."}
+{"session":"a","role":"user","content":"Totally unrelated note about the Postgres replica lag during the nightly backup window."}
+`
+	if _, err := s.Append(ctx, AppendRequest{JSONL: in}); err != nil {
+		t.Fatal(err)
+	}
+	h, _ := s.Log().Head()
+	res, err := s.Dedupe(ctx, DedupeRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Items != 5 || res.Groups != 1 || len(res.List) != 1 || len(res.List[0].Members) != 3 || res.List[0].Exact {
+		t.Fatalf("report: %+v", res)
+	}
+	for _, m := range res.List[0].Members {
+		if !strings.Contains(strings.ToLower(m.Snippet), "billing migration") {
+			t.Fatalf("unrelated member %+v", m)
+		}
+	}
+	exact, err := s.Dedupe(ctx, DedupeRequest{Threshold: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exact.Groups != 1 || len(exact.List[0].Members) != 2 || !exact.List[0].Exact {
+		t.Fatalf("threshold 1: %+v", exact)
+	}
+	again, err := s.Dedupe(ctx, DedupeRequest{})
+	if err != nil || asJSON(t, again) != asJSON(t, res) {
+		t.Fatalf("not deterministic: %v", err)
+	}
+	if h2, _ := s.Log().Head(); h2 != h {
+		t.Fatalf("the report wrote events: %d -> %d", h, h2)
+	}
+	for _, req := range []DedupeRequest{{Threshold: 1.5}, {Threshold: -0.1}, {Limit: -1}, {Kinds: []string{"poem"}}} {
+		if _, err := s.Dedupe(ctx, req); !errors.Is(err, ErrBadRequest) {
+			t.Fatalf("%+v: %v", req, err)
+		}
+	}
+}
+
+// A bad line anywhere rejects the input, duplicates or not: nothing is
+// written.
+func TestDuplicateInBadInputWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t)
+	if _, err := s.Remember(ctx, RememberRequest{Content: "Cashew allergy.", Session: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	in := `{"session":"s1","role":"user","content":"cashew allergy."}
+{"session":"s1","role":"user","content":"New fact."}
+{"session":"s1","role":"user","content":""}
+`
+	if _, err := s.Append(ctx, AppendRequest{JSONL: in}); !errors.Is(err, ErrBadInput) {
+		t.Fatalf("bad input: %v", err)
+	}
+	if h, _ := s.Log().Head(); h != 1 {
+		t.Fatalf("head %d after a refused input", h)
+	}
+	if _, err := s.Remember(ctx, RememberRequest{Content: "   ", Session: "s1"}); !errors.Is(err, ErrBadRequest) {
+		t.Fatalf("empty store: %v", err)
 	}
 }
