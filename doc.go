@@ -23,6 +23,18 @@
 //	VerifyProof(ctx, VerifyProofRequest) (*VerifyProofResult, error)   check a proof file: no store, no key
 //	ValidateJSONL(jsonl, chunkTokens) / ParseTime(s) / ErrorCodes(err) / SocketPath(dir)
 //
+// # Near-duplicates
+//
+// Append and Remember write nothing for an item whose text, normalized
+// (projections/dedup.Normalize: zero-width characters dropped, white-space
+// runs made one space and trimmed, letters lowered; nothing else), equals
+// a live item of the same session, role and kind, or an earlier item of
+// the same input; a chunked document must match chunk for chunk. Its
+// results carry DuplicateOf and the existing item's seq, id and hash.
+// AllowDuplicate turns the check off. The lookup is one seek in the dedup
+// projection, caught up alone before the check; the check and the append
+// hold one lock, so two concurrent stores of one text write it once.
+//
 // Options (options.go) is the one documented options struct; defaults
 // live there as constants (DefaultGateway, DefaultEmbedTimeout,
 // DefaultChunkTokens, AppendBlock, DefaultSessionsLimit, SocketName) and
@@ -40,6 +52,8 @@
 //	Sessions(ctx, SessionsRequest) (*SessionsResult, error)
 //	Session(ctx, SessionRequest) (*SessionResult, error)         turns in order, paged, with summary
 //	Get(ctx, GetRequest) (*GetResult, error)                     chunks by id, documents by parent (Content: the exact text)
+//	Index(ctx, IndexRequest) (*IndexResult, error)               a navigable map under a token budget (index.go)
+//	Dedupe(ctx, DedupeRequest) (*DedupeResult, error)            near-duplicate groups (MinHash); changes nothing
 //	CatchUp(ctx, CatchUpRequest) (*ProjectionsResult, error)
 //	ProjectionStatus(ctx, ProjectionStatusRequest) (*ProjectionsResult, error)
 //	RebuildProjections(ctx, RebuildProjectionsRequest) (*ProjectionsResult, error)
@@ -72,7 +86,7 @@
 // Client's error matches the same sentinels with errors.Is and front ends
 // give the same messages, hints and exit codes either way. Method names
 // are the snake_case of the Go method (append, remember, tombstone,
-// search, context, sessions, session, get, catch_up, projection_status,
+// search, context, sessions, session, get, index, dedupe, catch_up, projection_status,
 // rebuild_projections, verify_projections, push, sync_status, status, checkpoints, prove,
 // snapshot_create, snapshot_list, snapshot_verify, snapshot_restore,
 // snapshot_publish).
