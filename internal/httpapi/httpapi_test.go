@@ -254,6 +254,11 @@ func TestREST(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(c.Context, "12 percent") || c.Tokens > 300 {
 		t.Fatalf("context: %d %s", resp.StatusCode, b)
 	}
+	resp, b = e.post("/v1/index", ucl.IndexRequest{Query: "cat", Budget: 300, Now: "2024-01-01"})
+	ix := decode[ucl.IndexResult](t, b)
+	if resp.StatusCode != 200 || ix.Matches == 0 || ix.Tokens > 300 || !strings.Contains(ix.Text, "Momo") {
+		t.Fatalf("index: %d %s", resp.StatusCode, b)
+	}
 	resp, b = e.do("GET", "/v1/sessions?limit=1", "", nil)
 	if ss := decode[ucl.SessionsResult](t, b); resp.StatusCode != 200 || len(ss.Sessions) != 1 {
 		t.Fatalf("sessions: %d %s", resp.StatusCode, b)
@@ -293,6 +298,7 @@ func TestREST(t *testing.T) {
 		{"empty query", "POST", "/v1/query", "application/json", `{"text":""}`, 400, "bad_request"},
 		{"bad mode", "POST", "/v1/query", "application/json", `{"text":"x","mode":"psychic"}`, 400, "bad_request"},
 		{"negative budget", "POST", "/v1/context", "application/json", `{"text":"x","budget":-1}`, 400, "bad_request"},
+		{"index budget too small", "POST", "/v1/index", "application/json", `{"budget":10}`, 400, "bad_request"},
 		{"no targets", "POST", "/v1/tombstone", "application/json", `{}`, 400, "bad_request"},
 		{"bad limit", "GET", "/v1/sessions?limit=-2", "", ``, 400, "bad_request"},
 		{"id conflict", "POST", "/v1/store", "application/json", `{"content":"other content","session":"s1","id":"k1"}`, 409, "conflict"},
