@@ -35,11 +35,18 @@
 //     chunks compacts the file so that the hashes of tombstoned content
 //     (which would confirm a guess of a short text) leave the disk.
 //
-// Storage (bbolt file dedup.db): items (chunk id → record: kind, seq,
-// event id, event hash, content hash, time, chunk index, session, role,
-// chunk parent), keys (len‖session len‖role kind hash chunk-id → ∅), docs
-// (len‖chunk-parent index → chunk id), meta (version, checkpoint). The
-// digest covers items, keys and docs in key order.
+// Storage (bbolt file dedup.db; frozen by testdata/format.golden). Strings
+// are uvarint-length-prefixed (str), integers big-endian:
+//
+//	items  chunk id → kind(1) seq(8) event-id(16) event-hash(32)
+//	                  content-hash(32) time-ms(8) chunk-index(4)
+//	                  str(session) str(role) str(chunk-parent)
+//	keys   str(session) str(role) kind(1) content-hash(32) chunk-id → ∅
+//	docs   str(chunk-parent) chunk-index(4) → chunk id
+//	meta   "version" → "v1", "checkpoint" → JSON checkpoint
+//
+// The digest is SHA-256 over the version and the items, keys and docs
+// buckets in key order (each key and value as str).
 package dedup
 
 import (
