@@ -241,3 +241,26 @@ func TestDuplicateInBadInputWritesNothing(t *testing.T) {
 		t.Fatalf("empty store: %v", err)
 	}
 }
+
+// The dedup projection is one of the set: verify rebuilds it aside and
+// compares its digest, after duplicates and tombstones.
+func TestDedupProjectionVerifies(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t)
+	for _, c := range []string{"one fact", "ONE  fact", "another fact", "a third"} {
+		if _, err := s.Remember(ctx, RememberRequest{Content: c, Session: "s"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := s.Remember(ctx, RememberRequest{Content: "one fact", Session: "s", AllowDuplicate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Tombstone(ctx, TombstoneRequest{Chunks: []string{r.Results[0].ID.String()}}); err != nil {
+		t.Fatal(err)
+	}
+	v, err := s.VerifyProjections(ctx, VerifyProjectionsRequest{})
+	if err != nil || !v.OK || v.Digests["dedup"] == "" {
+		t.Fatalf("verify: %+v %v", v, err)
+	}
+}
