@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/unlimitedcontext/ucl/internal/store"
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections"
 	"github.com/unlimitedcontext/ucl/projections/dedup"
+	"github.com/unlimitedcontext/ucl/projections/projstd"
 )
 
 // dupPlan is what an append writes after near-duplicates are taken out:
@@ -181,17 +183,30 @@ func findLive(x *dedup.Index, entries []log.Entry, g group) ([]dedup.Item, error
 // that fails, the whole set is caught up, which resets a damaged
 // projection.
 func (s *Store) dedupIndexLocked(ctx context.Context) (*dedup.Index, error) {
-	set, err := s.setLocked()
-	if err != nil {
-		return nil, err
-	}
-	if set.Dedup != nil {
-		pr, err := projections.NewProjector(s.st.Log, []projections.Projection{set.Dedup}, projections.Options{})
+	if s.set != nil && s.set.Dedup != nil {
+		pr, err := projections.NewProjector(s.st.Log, []projections.Projection{s.set.Dedup}, projections.Options{})
 		if err == nil && pr.CatchUp(ctx, nil) == nil {
-			return set.Dedup, nil
+			return s.set.Dedup, nil
 		}
 	}
-	if set, err = s.caughtUpLocked(ctx, nil); err != nil {
+	if s.set == nil {
+		// Only the dedup projection: opening the set would load every
+		// projection (the vector graph among them) for one lookup.
+		if s.dedupSet == nil {
+			ds, err := projstd.Open(s.st.Path(store.ProjectionsDir), s.st.Log, projstd.Options{Only: []string{dedup.Name}})
+			if err != nil {
+				return nil, err
+			}
+			ds.OnNotice(func(n projstd.Notice) { s.opts.Warn(n.String()) })
+			s.dedupSet = ds
+		}
+		if err := s.dedupSet.CatchUp(ctx, nil); err != nil {
+			return nil, fmt.Errorf("catch up the dedup projection: %w", err)
+		}
+		return s.dedupSet.Dedup, nil
+	}
+	set, err := s.caughtUpLocked(ctx, nil)
+	if err != nil {
 		return nil, err
 	}
 	if set.Dedup == nil {

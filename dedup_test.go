@@ -264,3 +264,27 @@ func TestDedupProjectionVerifies(t *testing.T) {
 		t.Fatalf("verify: %+v %v", v, err)
 	}
 }
+
+// A store checks duplicates with the dedup projection alone; a read opens
+// the whole set, which takes the dedup projection over.
+func TestDuplicateCheckOpensOnlyDedup(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t)
+	a, err := s.Remember(ctx, RememberRequest{Content: "Lisbon in May.", Session: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.set != nil || s.dedupSet == nil {
+		t.Fatalf("after a store: set %v, dedup set %v", s.set != nil, s.dedupSet != nil)
+	}
+	if _, err := s.Search(ctx, SearchRequest{Text: "lisbon"}); err != nil {
+		t.Fatal(err)
+	}
+	if s.set == nil || s.dedupSet != nil {
+		t.Fatalf("after a read: set %v, dedup set %v", s.set != nil, s.dedupSet != nil)
+	}
+	b, err := s.Remember(ctx, RememberRequest{Content: "lisbon in may.", Session: "t"})
+	if err != nil || b.Results[0].DuplicateOf != a.Results[0].ID.String() {
+		t.Fatalf("duplicate with the set open: %+v %v", b, err)
+	}
+}

@@ -30,11 +30,15 @@ type Store struct {
 	opts   Options
 	keyErr error // why the vault key could not be loaded (nil: loaded)
 
-	projMu  sync.Mutex // guards set, popts, cache and every projection call
-	set     *projstd.Set
-	vecFrom uint64 // the vector projection's checkpoint when the set opened
-	popts   *projstd.Options
-	cache   *vector.BoltCache
+	projMu sync.Mutex // guards set, popts, cache and every projection call
+	set    *projstd.Set
+	// dedupSet holds the dedup projection alone while the full set is not
+	// open: a store checks for duplicates without opening (and loading)
+	// every projection. setLocked closes it before opening the set.
+	dedupSet *projstd.Set
+	vecFrom  uint64 // the vector projection's checkpoint when the set opened
+	popts    *projstd.Options
+	cache    *vector.BoltCache
 	// dedupMu makes a store's duplicate check and its append one step.
 	dedupMu sync.Mutex
 	mirror  sync.Mutex // one push at a time
@@ -240,6 +244,9 @@ func (s *Store) setLocked() (*projstd.Set, error) {
 	if err := s.needKeys(); err != nil {
 		return nil, err
 	}
+	if err := s.closeDedupSetLocked(); err != nil {
+		return nil, err
+	}
 	o, err := s.projOptionsLocked()
 	if err != nil {
 		return nil, err
@@ -270,7 +277,19 @@ func (s *Store) setLocked() (*projstd.Set, error) {
 // write instead. Small catch-ups leave it to the projection's own schedule.
 const flushVectorsAfter = 1000
 
+func (s *Store) closeDedupSetLocked() error {
+	if s.dedupSet == nil {
+		return nil
+	}
+	err := s.dedupSet.Close()
+	s.dedupSet = nil
+	return err
+}
+
 func (s *Store) closeSetLocked() error {
+	if err := s.closeDedupSetLocked(); err != nil {
+		return err
+	}
 	if s.set == nil {
 		return nil
 	}
