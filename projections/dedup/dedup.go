@@ -372,7 +372,7 @@ func tombstone(tx *bolt.Tx, t *log.Tombstone) (bool, error) {
 			if err != nil {
 				return err
 			}
-			if t.Matches(&log.Store{ChunkID: it.ChunkID, Session: it.Session, Time: it.Time}) {
+			if projections.TombstoneMatches(t, it.ChunkID, it.Session, it.Time) {
 				ids = append(ids, it.ChunkID)
 			}
 			return nil
