@@ -140,6 +140,14 @@ func (s *Store) planDuplicates(ctx context.Context, entries []log.Entry) (*dupPl
 // that g duplicates, nil when there is none.
 func findLive(x *dedup.Index, entries []log.Entry, g group) ([]dedup.Item, error) {
 	st := storeOf(entries[g.first])
+	if g.n == 1 && st.ChunkParent != "" {
+		return nil, nil // one chunk of a document given line by line: no item of its own
+	}
+	for i := 0; i < g.n; i++ {
+		if storeOf(entries[g.first+i]).ChunkIndex != i {
+			return nil, nil // not a whole document from its first chunk on
+		}
+	}
 	cands, err := x.Find(st.Session, st.Role, st.Kind, dedup.Hash(st.Content))
 	if err != nil {
 		return nil, fmt.Errorf("look up duplicates: %w", err)

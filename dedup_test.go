@@ -288,3 +288,18 @@ func TestDuplicateCheckOpensOnlyDedup(t *testing.T) {
 		t.Fatalf("duplicate with the set open: %+v %v", b, err)
 	}
 }
+
+// Chunks given line by line (chunk_parent in the JSONL) are parts of a
+// document, not items: a chunk equal to a standalone note is stored.
+func TestChunkLineIsNoDuplicateOfANote(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t)
+	if _, err := s.Remember(ctx, RememberRequest{Content: "Chapter one.", Session: "d", Kind: "document"}); err != nil {
+		t.Fatal(err)
+	}
+	in := `{"session":"d","kind":"document","role":"user","content":"Chapter one.","chunk_parent":"book","chunk_index":3}` + "\n"
+	res, err := s.Append(ctx, AppendRequest{JSONL: in})
+	if err != nil || res.Results[0].DuplicateOf != "" {
+		t.Fatalf("chunk line: %+v %v", res, err)
+	}
+}
