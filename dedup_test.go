@@ -212,6 +212,11 @@ func TestDedupeReport(t *testing.T) {
 	if h2, _ := s.Log().Head(); h2 != h {
 		t.Fatalf("the report wrote events: %d -> %d", h, h2)
 	}
+	c := serve(t, s)
+	viaSocket, err := c.Dedupe(ctx, DedupeRequest{})
+	if err != nil || asJSON(t, viaSocket) != asJSON(t, res) {
+		t.Fatalf("client report differs: %v", err)
+	}
 	for _, req := range []DedupeRequest{{Threshold: 1.5}, {Threshold: -0.1}, {Limit: -1}, {Kinds: []string{"poem"}}} {
 		if _, err := s.Dedupe(ctx, req); !errors.Is(err, ErrBadRequest) {
 			t.Fatalf("%+v: %v", req, err)
