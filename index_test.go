@@ -44,8 +44,8 @@ func fillIndexStore(t testing.TB, s *Store, n int) time.Time {
 }
 
 var (
-	fullIDRe    = regexp.MustCompile(`(?m)^\[([0-9a-f]{32})\] `)
-	snippetIDRe = regexp.MustCompile(`(?m)^- ([0-9a-f]{32}) `)
+	fullIDRe    = regexp.MustCompile(`(?m)^\[([^\]\s]+)\] \d{4}-\d\d-\d\d `)
+	snippetIDRe = regexp.MustCompile(`(?m)^- (\S+) \d{4}-\d\d-\d\d `)
 )
 
 // checkIndex asserts the budget, that every id shown opens with Get, and
@@ -218,5 +218,32 @@ func TestIndexBadInput(t *testing.T) {
 	res, err := s.Index(ctx, IndexRequest{Now: "2024-01-01"})
 	if err != nil || res.Matches != 0 || !strings.Contains(res.Text, "no matches") {
 		t.Fatalf("empty store: %+v %v", res, err)
+	}
+}
+
+// Few matches that do not fit in full: as many in full as fit, the rest
+// as snippets, still under the budget.
+func TestIndexLongMatchesDegrade(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t)
+	for i := 0; i < 5; i++ {
+		doc := strings.Repeat(fmt.Sprintf("Runbook %d: drain the queue, snapshot the ledger, flip the replica and check the lag. ", i), 60)
+		if _, err := s.Remember(ctx, RememberRequest{Content: doc, Kind: "document", Session: "ops", Time: fmt.Sprintf("2023-05-0%dT10:00:00Z", i+1)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, budget := range []int{300, 1000, 3000} {
+		res, err := s.Index(ctx, IndexRequest{Query: "ledger replica", Budget: budget, Now: "2023-06-01"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkIndex(t, s, res, budget)
+		if res.Matches <= 5 || res.Matches > IndexFull {
+			t.Fatalf("matches %d: the documents should be a few chunks each", res.Matches)
+		}
+		if len(res.Items)+len(res.Snippets) == 0 {
+			t.Fatalf("budget %d: nothing shown:\n%s", budget, res.Text)
+		}
+		t.Logf("budget %d: %d matches, %d full, %d snippets, %d tokens", budget, res.Matches, len(res.Items), len(res.Snippets), res.Tokens)
 	}
 }

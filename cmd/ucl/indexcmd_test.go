@@ -26,7 +26,7 @@ func TestIndexCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("index: %d %s", code, errs)
 	}
-	ids := regexp.MustCompile(`(?m)^(?:- |\[)([0-9a-f]{32})`).FindAllStringSubmatch(out, -1)
+	ids := regexp.MustCompile(`(?m)^(?:- |\[)([^\]\s]+)\]? \d{4}-\d\d-\d\d `).FindAllStringSubmatch(out, -1)
 	if len(ids) == 0 || !strings.Contains(out, "120 matches") {
 		t.Fatalf("index shows no ids:\n%s", out)
 	}
