@@ -983,3 +983,30 @@ func TestProxyBrokenStreamStoresNothing(t *testing.T) {
 		t.Fatalf("%d appends after a broken stream", n)
 	}
 }
+
+// A transcript keeps a turn said twice: the proxy records every exchange,
+// duplicates allowed (a store through /v1/store would return duplicate_of).
+func TestProxyRecordsRepeatedTurns(t *testing.T) {
+	up := newUpstream(t, "plain")
+	e := newEnv(t, Options{Upstream: up.srv.URL + "/v1", DefaultSession: "chat"})
+	// The second request carries the history: its "ok" is a new turn (the
+	// proxy's turn ids are by position), with the same text as the first.
+	msgs := []any{map[string]string{"role": "user", "content": "ok"}}
+	for i := 1; i <= 2; i++ {
+		if i == 2 {
+			msgs = append(msgs, map[string]string{"role": "assistant", "content": "The sofa is red, and Momo sleeps there."},
+				map[string]string{"role": "user", "content": "ok"})
+		}
+		b, _ := json.Marshal(map[string]any{"model": "m", "messages": msgs})
+		if resp, body := e.do("POST", "/v1/chat/completions", "application/json", b); resp.StatusCode != 200 {
+			t.Fatalf("%d %s", resp.StatusCode, body)
+		}
+		if turns := sessionTurns(t, e, "chat"); len(turns) != 2*i {
+			t.Fatalf("after exchange %d: %q", i, turns)
+		}
+	}
+	resp, body := e.post("/v1/store", ucl.RememberRequest{Content: "OK", Session: "chat"})
+	if r := decode[ucl.AppendResult](t, body); resp.StatusCode != 200 || r.Results[0].DuplicateOf == "" {
+		t.Fatalf("store of a said turn: %d %s", resp.StatusCode, body)
+	}
+}
