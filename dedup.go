@@ -87,10 +87,11 @@ func groupKey(entries []log.Entry, g group) string {
 
 // planDuplicates finds, for every item of entries, a live item of the same
 // session, role and kind with the same normalized content (the oldest one,
-// by seq), or an earlier item of the same input. It catches up the dedup
+// by seq), or an earlier item of the same input. Items whose first entry
+// is allowed (allow[i]; nil: none) are written as they are. It catches up the dedup
 // projection first; the caller holds s.dedupMu until its append is done, so
 // that two concurrent stores of the same text cannot both pass.
-func (s *Store) planDuplicates(ctx context.Context, entries []log.Entry) (*dupPlan, error) {
+func (s *Store) planDuplicates(ctx context.Context, entries []log.Entry, allow []bool) (*dupPlan, error) {
 	p := &dupPlan{n: len(entries), dup: make([]*dupRef, len(entries))}
 	gs := groups(entries)
 	if len(gs) == 0 {
@@ -106,6 +107,12 @@ func (s *Store) planDuplicates(ctx context.Context, entries []log.Entry) (*dupPl
 	seen := map[string]group{}
 	for _, g := range gs {
 		key := groupKey(entries, g)
+		if allow != nil && allow[g.first] {
+			if _, ok := seen[key]; !ok {
+				seen[key] = g
+			}
+			continue
+		}
 		if prev, ok := seen[key]; ok {
 			for i := 0; i < g.n; i++ {
 				p.dup[g.first+i] = &dupRef{entry: prev.first + i}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/unlimitedcontext/ucl/internal/ingest"
 )
 
 func TestRememberDuplicateReturnsExisting(t *testing.T) {
@@ -306,5 +308,33 @@ func TestChunkLineIsNoDuplicateOfANote(t *testing.T) {
 	res, err := s.Append(ctx, AppendRequest{JSONL: in})
 	if err != nil || res.Results[0].DuplicateOf != "" {
 		t.Fatalf("chunk line: %+v %v", res, err)
+	}
+}
+
+// "allow_duplicate" on a JSONL line writes that line only.
+func TestAppendLineAllowsDuplicate(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t)
+	if _, err := s.Remember(ctx, RememberRequest{Content: "Tea at five.", Session: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	in := `{"session":"s","role":"user","content":"tea at five.","allow_duplicate":true}
+{"session":"s","role":"user","content":"TEA AT FIVE."}
+`
+	res, err := s.Append(ctx, AppendRequest{JSONL: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := res.Results
+	if rs[0].DuplicateOf != "" || rs[0].Seq != 2 || rs[1].DuplicateOf == "" {
+		t.Fatalf("results: %+v", rs)
+	}
+	if h, _ := s.Log().Head(); h != 2 {
+		t.Fatalf("head %d, want 2", h)
+	}
+	_, err = s.Append(ctx, AppendRequest{JSONL: `{"session":"s","content":"x","allow_duplicate":"yes"}`})
+	var le *ingest.LineError
+	if !errors.As(err, &le) || le.Field != "allow_duplicate" {
+		t.Fatalf("allow_duplicate of the wrong type: %v", err)
 	}
 }

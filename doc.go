@@ -31,7 +31,7 @@
 // a live item of the same session, role and kind, or an earlier item of
 // the same input; a chunked document must match chunk for chunk. Its
 // results carry DuplicateOf and the existing item's seq, id and hash.
-// AllowDuplicate turns the check off. The lookup is one seek in the dedup
+// AllowDuplicate (or a JSONL line's "allow_duplicate") turns the check off. The lookup is one seek in the dedup
 // projection, caught up alone before the check; the check and the append
 // hold one lock, so two concurrent stores of one text write it once.
 //

@@ -47,7 +47,7 @@ func results(rs []log.Result, entries []log.Entry) []EventResult {
 // to AppendBlock events atomically, larger ones in blocks of AppendBlock.
 // A bad line rejects the whole input before anything is written.
 func (s *Store) Append(ctx context.Context, req AppendRequest) (*AppendResult, error) {
-	entries, err := ingest.ReadAll(strings.NewReader(req.JSONL), ingest.Options{ChunkTokens: req.ChunkTokens})
+	entries, allow, err := ingest.ReadAllFlags(strings.NewReader(req.JSONL), ingest.Options{ChunkTokens: req.ChunkTokens})
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +62,7 @@ func (s *Store) Append(ctx context.Context, req AppendRequest) (*AppendResult, e
 	if !req.AllowDuplicate {
 		s.dedupMu.Lock()
 		defer s.dedupMu.Unlock()
-		if plan, err = s.planDuplicates(ctx, entries); err != nil {
+		if plan, err = s.planDuplicates(ctx, entries, allow); err != nil {
 			return nil, err
 		}
 		entries = plan.kept
@@ -136,7 +136,7 @@ func (s *Store) Remember(ctx context.Context, req RememberRequest) (*AppendResul
 	if !req.AllowDuplicate {
 		s.dedupMu.Lock()
 		defer s.dedupMu.Unlock()
-		plan, err := s.planDuplicates(ctx, entries)
+		plan, err := s.planDuplicates(ctx, entries, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -31,7 +31,8 @@ seq. An item whose content, normalized (case, white space and zero-width
 characters ignored), equals a live item of the same session, role and kind
 (or an earlier line of the input) is not written: its result carries
 "duplicate_of" (the existing chunk id) and that item's seq, id and hash.
---allow-duplicate writes it anyway. Prints one JSON result per event: seq,
+--allow-duplicate writes it anyway (a line's "allow_duplicate":true, that
+line only). Prints one JSON result per event: seq,
 id, hash (and "existed", "duplicate_of").`,
 	Flags: []cli.Flag{
 		&cli.IntFlag{Name: "chunk-tokens", Value: log.DefaultChunkTokens, Usage: "split documents and tool calls longer than this many (estimated) tokens"},

@@ -8,6 +8,8 @@
 //	 "id":"…","chunk_id":"…","parent":"…"}
 //	{"type":"tombstone","chunks":["…"],"session":"s1","from":"…","to":"…","reason":"…"}
 //
+// "allow_duplicate": true on a store line writes it even when its text
+// duplicates a live item (see package ucl); ReadAllFlags reports it.
 // "type" defaults to "store", "kind" to "conversation". "id" is the
 // idempotency key: 32 hex digits are used as the event id as they are; any
 // other string is hashed to one (SHA-256, first 16 bytes), so re-appending a
@@ -70,6 +72,8 @@ type line struct {
 	From        json.RawMessage   `json:"from"`
 	To          json.RawMessage   `json:"to"`
 	Reason      string            `json:"reason"`
+	// AllowDuplicate is read by ReadAllFlags (see there).
+	AllowDuplicate bool `json:"allow_duplicate"`
 }
 
 // Options tune parsing.
