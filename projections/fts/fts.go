@@ -777,6 +777,28 @@ func (x *Index) purgeDeleted() error {
 	return nil
 }
 
+// Compact implements projections.Compacter: side.db is rewritten tight
+// after a bulk load (the bleve index merges its own segments).
+func (x *Index) Compact() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return ErrClosed
+	}
+	if err := x.db.Close(); err != nil {
+		x.closed = true
+		return fmt.Errorf("close fts side table for compaction: %w", err)
+	}
+	err := projections.CompactBolt(x.sidePath(), &bolt.Options{})
+	db, oerr := bolt.Open(x.sidePath(), 0o600, nil)
+	if oerr != nil {
+		x.closed = true
+		return errors.Join(err, fmt.Errorf("reopen fts side table: %w", oerr))
+	}
+	x.db = db
+	return err
+}
+
 // Digest returns SHA-256 over the live chunk ids and their field hashes in
 // id order, then over the ids of the documents the bleve index holds (what
 // searches actually read), including uncommitted changes (the pending
