@@ -434,6 +434,17 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 	return nil
 }
 
+// Compact implements projections.Compacter: the file is rewritten tight
+// after a bulk load (its hashes are random keys: pages split half full).
+func (x *Index) Compact() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return ErrClosed
+	}
+	return x.compact()
+}
+
 func (x *Index) compact() error {
 	if err := x.db.Close(); err != nil {
 		x.closed = true

@@ -83,3 +83,32 @@ func TestFindHonoursTombstones(t *testing.T) {
 		t.Fatalf("other session lost: %+v", got)
 	}
 }
+
+func TestCompactKeepsDigest(t *testing.T) {
+	x, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	evs := projtest.StoreEvents(3, 2000)
+	for _, ev := range evs {
+		if err := x.Apply(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	last := evs[len(evs)-1]
+	if err := x.Commit(projections.Checkpoint{Seq: last.Seq, Hash: last.Hash}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := x.Digest()
+	size := x.Size()
+	var _ projections.Compacter = x
+	if err := x.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := x.Digest()
+	if before != after || x.Size() > size {
+		t.Fatalf("compact: digest %x -> %x, size %d -> %d", before, after, size, x.Size())
+	}
+	t.Logf("2,000 items: %d -> %d bytes", size, x.Size())
+}
