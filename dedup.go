@@ -98,7 +98,7 @@ func (s *Store) planDuplicates(ctx context.Context, entries []log.Entry, allow [
 		p.kept = entries
 		return p, nil
 	}
-	s.projMu.Lock()
+	s.lockProj() // catching the dedup projection up changes it
 	defer s.projMu.Unlock()
 	x, err := s.dedupIndexLocked(ctx)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/unlimitedcontext/ucl/projections/dedup"
+	"github.com/unlimitedcontext/ucl/projections/projstd"
 	"github.com/unlimitedcontext/ucl/projections/timelines"
 )
 
@@ -93,12 +94,17 @@ func (s *Store) Dedupe(ctx context.Context, req DedupeRequest) (*DedupeResult, e
 			return nil, fmt.Errorf("unknown kind %q: %w", k, ErrBadRequest)
 		}
 	}
-	s.projMu.Lock()
-	defer s.projMu.Unlock()
-	set, err := s.caughtUpLocked(ctx, req.Progress)
-	if err != nil {
-		return nil, err
-	}
+	var res *DedupeResult
+	err := s.readProj(ctx, req.Progress, func(set *projstd.Set, _ bool) error {
+		var err error
+		res, err = dedupeOn(ctx, set, req, th)
+		return err
+	})
+	return res, err
+}
+
+// dedupeOn is Dedupe over a set at the log head.
+func dedupeOn(ctx context.Context, set *projstd.Set, req DedupeRequest, th float64) (*DedupeResult, error) {
 	if set.Dedup == nil {
 		return nil, fmt.Errorf("dedupe: the dedup projection is not open")
 	}

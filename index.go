@@ -181,12 +181,17 @@ func (s *Store) Index(ctx context.Context, req IndexRequest) (*IndexResult, erro
 			empty = since != 0 && until != 0 && until <= since
 		}
 	}
-	s.projMu.Lock()
-	defer s.projMu.Unlock()
-	set, err := s.caughtUpLocked(ctx, req.Progress)
-	if err != nil {
-		return nil, err
-	}
+	var res *IndexResult
+	err = s.readProj(ctx, req.Progress, func(set *projstd.Set, _ bool) error {
+		var err error
+		res, err = buildIndex(ctx, set, req, text, now, since, until, empty)
+		return err
+	})
+	return res, err
+}
+
+// buildIndex is Index over a set at the log head.
+func buildIndex(ctx context.Context, set *projstd.Set, req IndexRequest, text string, now time.Time, since, until int64, empty bool) (*IndexResult, error) {
 	if set.Dedup == nil || set.Timelines == nil {
 		return nil, fmt.Errorf("index: the dedup and timelines projections are needed")
 	}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -107,10 +108,13 @@ type VectorProjection struct {
 	graphSize  int64  // graph.bin's size, checked at open
 	sinceGraph int    // operations logged after graph.bin
 
-	// Loaded on first use.
-	scans int                  // searches answered by scanning vecs in place
-	meta  map[string]chunkMeta // live chunks (Apply)
-	idx   vector.Index         // *vector.Exact, or *vector.HNSW once graphOn
+	// Loaded on first use. loadMu serialises the first-use decisions of
+	// SearchText: the engine runs searches side by side (under its shared
+	// lock), while Apply, Commit and Reset run alone.
+	loadMu sync.Mutex
+	scans  int                  // searches answered by scanning vecs in place
+	meta   map[string]chunkMeta // live chunks (Apply)
+	idx    vector.Index         // *vector.Exact, or *vector.HNSW once graphOn
 
 	// pending, since the last Commit, in apply order
 	ops []vecOp
@@ -807,11 +811,19 @@ func (v *VectorProjection) SearchText(ctx context.Context, text string, k int) (
 		return nil, fmt.Errorf("embed query: %w", err)
 	}
 	var hits []vector.Hit
-	if v.idx == nil && !v.graphOn && v.scans == 0 {
+	v.loadMu.Lock()
+	scan := v.idx == nil && !v.graphOn && v.scans == 0
+	var idx vector.Index
+	var ierr error
+	if scan {
 		v.scans++
+	} else {
+		idx, ierr = v.index()
+	}
+	v.loadMu.Unlock()
+	if scan {
 		hits, err = v.scan(vs[0], k)
 	} else {
-		idx, ierr := v.index()
 		if ierr != nil {
 			return nil, ierr
 		}
