@@ -1,0 +1,190 @@
+package timelines
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"sort"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/unlimitedcontext/ucl/log"
+)
+
+// Link kinds in the links bucket. A link key is
+//
+//	kind byte ‖ uvarint(len(target)) ‖ target ‖ source chunk id
+//
+// so the links to one target are one prefix scan.
+const (
+	linkReply      = 'p' // target: a chunk's parent (reply-to); source: the reply
+	linkSupersedes = 's' // target: a superseded item id; source: the successor's chunk
+)
+
+func linkPrefix(kind byte, target string) []byte {
+	b := []byte{kind}
+	b = binary.AppendUvarint(b, uint64(len(target)))
+	return append(b, target...)
+}
+
+func linkKey(kind byte, target, source string) []byte {
+	return append(linkPrefix(kind, target), source...)
+}
+
+func (c *Chunk) links() [][]byte {
+	var out [][]byte
+	if c.Parent != "" {
+		out = append(out, linkKey(linkReply, c.Parent, c.ID))
+	}
+	for _, id := range c.Supersedes {
+		out = append(out, linkKey(linkSupersedes, id, c.ID))
+	}
+	return out
+}
+
+func putLinks(tx *bolt.Tx, c *Chunk) error {
+	for _, k := range c.links() {
+		if len(k) > bolt.MaxKeySize {
+			continue // an id too long to index: the link is not followed
+		}
+		if err := tx.Bucket(bLinks).Put(k, []byte{}); err != nil {
+			return fmt.Errorf("index links of %q: %w", c.ID, err)
+		}
+	}
+	return nil
+}
+
+func deleteLinks(tx *bolt.Tx, c *Chunk) error {
+	for _, k := range c.links() {
+		if len(k) > bolt.MaxKeySize {
+			continue
+		}
+		if err := tx.Bucket(bLinks).Delete(k); err != nil {
+			return fmt.Errorf("unindex links of %q: %w", c.ID, err)
+		}
+	}
+	return nil
+}
+
+// appendConvSum extends ContentSum with the conversation-model fields,
+// only when set, so a chunk without them sums as before.
+func (c *Chunk) appendConvSum(b []byte) []byte {
+	str := func(s string) {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	if c.Tool != nil {
+		b = append(b, 't')
+		str(c.Tool.Name)
+		str(c.Tool.Args)
+		str(c.Tool.Status)
+	}
+	if len(c.Supersedes) > 0 {
+		b = append(b, 's')
+		b = binary.AppendUvarint(b, uint64(len(c.Supersedes)))
+		for _, id := range c.Supersedes {
+			str(id)
+		}
+	}
+	if c.Edited {
+		b = append(b, 'e')
+		str(c.EditedBy)
+	}
+	return b
+}
+
+// applyEdit drops the chunks of the previous version that the new one
+// does not overwrite, then stores the new chunk (which replaces the chunk
+// with its id, index entries included).
+func (t *Timelines) applyEdit(ev *log.Event, ed *log.Edit) error {
+	err := t.db.View(func(tx *bolt.Tx) error {
+		for _, id := range ed.Removes {
+			c, err := t.current(tx, id)
+			if err != nil {
+				return err
+			}
+			if c == nil || c.Seq >= ev.Seq {
+				continue
+			}
+			delete(t.puts, id)
+			t.dels[id] = struct{}{}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("apply edit: %w", err)
+	}
+	return t.applyStore(ev, &ed.Store)
+}
+
+// ItemID is the id a reader asks Get for: a chunk's document (chunk
+// parent) if it has one, else its own id.
+func (c *Chunk) ItemID() string {
+	if c.ChunkParent != "" {
+		return c.ChunkParent
+	}
+	return c.ID
+}
+
+func (t *Timelines) linked(kind byte, target string) ([]Chunk, error) {
+	var out []Chunk
+	err := t.read(func(tx *bolt.Tx) error {
+		prefix := linkPrefix(kind, target)
+		cur := tx.Bucket(bLinks).Cursor()
+		for k, _ := cur.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = cur.Next() {
+			c, err := getChunk(tx, string(k[len(prefix):]))
+			if err != nil {
+				return err
+			}
+			if c == nil {
+				return fmt.Errorf("link names missing chunk %q: %w", k[len(prefix):], ErrCorrupt)
+			}
+			out = append(out, *c)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read links of %q: %w", target, err)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Time != out[j].Time {
+			return out[i].Time < out[j].Time
+		}
+		return out[i].Seq < out[j].Seq
+	})
+	return out, nil
+}
+
+// Replies returns the live chunks whose parent (reply-to) is id, in
+// content-time order (ties by seq): the replies to a message and the tool
+// calls it triggered.
+func (t *Timelines) Replies(id string) ([]Chunk, error) { return t.linked(linkReply, id) }
+
+// Successors returns the live chunks that supersede item id, in
+// content-time order.
+func (t *Timelines) Successors(id string) ([]Chunk, error) { return t.linked(linkSupersedes, id) }
+
+// SupersededBy returns, for a chunk, the item ids of the live items that
+// supersede it or its document, sorted; none when it is current.
+func (t *Timelines) SupersededBy(c *Chunk) ([]string, error) {
+	seen := map[string]bool{}
+	var out []string
+	targets := []string{c.ID}
+	if c.ChunkParent != "" {
+		targets = append(targets, c.ChunkParent)
+	}
+	for _, target := range targets {
+		succ, err := t.Successors(target)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range succ {
+			if id := s.ItemID(); !seen[id] && id != c.ItemID() {
+				seen[id] = true
+				out = append(out, id)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
