@@ -188,7 +188,7 @@ func (s *Store) AuditLog(ctx context.Context, req AuditLogRequest, fn func(Audit
 // queryRequest converts a SearchRequest.
 func queryRequest(r SearchRequest) (query.Request, error) {
 	q := query.Request{Text: r.Text, K: r.K, Session: r.Session, Sessions: r.Sessions, Kinds: r.Kinds, Roles: r.Roles,
-		NoTemporal: r.NoTemporal, Explain: r.Explain}
+		NoTemporal: r.NoTemporal, Explain: r.Explain, IncludeSuperseded: r.IncludeSuperseded}
 	for _, k := range q.Kinds {
 		switch k {
 		case "conversation", "document", "knowledge", "tool_call":
@@ -413,6 +413,17 @@ func (s *Store) Get(ctx context.Context, req GetRequest) (*GetResult, error) {
 			}
 			it.Found, it.Chunks = len(parts) > 0, append(it.Chunks, parts...)
 			it.Content, it.Missing = joinChunks(parts)
+		}
+		if it.Found {
+			head := it.Chunks[0]
+			if it.SupersededBy, err = set.Timelines.SupersededBy(&head); err != nil {
+				return nil, err
+			}
+			if req.History {
+				if it.History, err = s.history(head); err != nil {
+					return nil, fmt.Errorf("get %q: %w", id, err)
+				}
+			}
 		}
 		res.Items = append(res.Items, it)
 	}

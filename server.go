@@ -29,6 +29,8 @@ func Handler(api API) http.Handler {
 	route(mux, "sessions", api.Sessions)
 	route(mux, "session", api.Session)
 	route(mux, "get", api.Get)
+	route(mux, "edit", api.Edit)
+	route(mux, "thread", api.Thread)
 	route(mux, "catch_up", api.CatchUp)
 	route(mux, "projection_status", api.ProjectionStatus)
 	route(mux, "rebuild_projections", api.RebuildProjections)

@@ -57,6 +57,9 @@ func (s *Store) Append(ctx context.Context, req AppendRequest) (*AppendResult, e
 	if err := s.needKeys(); err != nil {
 		return nil, err
 	}
+	if err := s.checkSupersedes(ctx, entries); err != nil {
+		return nil, fmt.Errorf("append: %w", err)
+	}
 	if len(entries) > AppendBlock {
 		// Several batches: a conflict late in the input must fail before
 		// the first one is written.
@@ -85,7 +88,19 @@ func (s *Store) Append(ctx context.Context, req AppendRequest) (*AppendResult, e
 
 // Remember stores one piece of memory, split into chunks like Append.
 func (s *Store) Remember(ctx context.Context, req RememberRequest) (*AppendResult, error) {
-	if strings.TrimSpace(req.Content) == "" {
+	if req.Tool != nil {
+		// A tool call: its result may not exist yet.
+		if strings.TrimSpace(req.Tool.Name) == "" {
+			return nil, badRequest("a tool call needs a name")
+		}
+		if req.Kind != "" && req.Kind != "tool_call" {
+			return nil, badRequest("a tool call is of kind tool_call, not %s", req.Kind)
+		}
+		req.Kind = "tool_call"
+		if req.Role == "" {
+			req.Role = "tool"
+		}
+	} else if strings.TrimSpace(req.Content) == "" {
 		return nil, badRequest("nothing to store: the text is empty")
 	}
 	if req.Kind == "" {
@@ -99,7 +114,10 @@ func (s *Store) Remember(ctx context.Context, req RememberRequest) (*AppendResul
 		return nil, fmt.Errorf("%v: %w", err, ErrBadRequest)
 	}
 	st := &log.Store{Kind: kind, Session: req.Session, Role: req.Role, Content: req.Content,
-		Meta: req.Meta, Parent: req.Parent, ChunkID: req.ChunkID}
+		Meta: req.Meta, Parent: req.Parent, ChunkID: req.ChunkID, Tool: req.Tool, Supersedes: req.Supersedes}
+	if err := st.Validate(); err != nil {
+		return nil, fmt.Errorf("%v: %w", err, ErrBadRequest)
+	}
 	if st.Meta == nil {
 		st.Meta = map[string]string{}
 	}
@@ -119,8 +137,11 @@ func (s *Store) Remember(ctx context.Context, req RememberRequest) (*AppendResul
 	if chunkTokens <= 0 {
 		chunkTokens = DefaultChunkTokens
 	}
-	defer s.notifyAppend()
 	entries := ingest.StoreEntries(st, id, chunkTokens)
+	if err := s.checkSupersedes(ctx, entries); err != nil {
+		return nil, err
+	}
+	defer s.notifyAppend()
 	rs, err := s.st.Log.AppendBatch(ctx, entries)
 	if err != nil {
 		return nil, err

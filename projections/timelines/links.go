@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sort"
+	"strings"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -187,4 +188,25 @@ func (t *Timelines) SupersededBy(c *Chunk) ([]string, error) {
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// WasRemoved reports whether a tombstone removed the chunk id, or a chunk
+// of the item id (id#i): it tells an unknown id from a tombstoned one.
+func (t *Timelines) WasRemoved(id string) (bool, error) {
+	found := false
+	err := t.read(func(tx *bolt.Tx) error {
+		return tx.Bucket(bRemoved).ForEach(func(k, _ []byte) error {
+			if len(k) < 8 {
+				return fmt.Errorf("removal mark of %d bytes: %w", len(k), ErrCorrupt)
+			}
+			if c := string(k[8:]); c == id || strings.HasPrefix(c, id+"#") {
+				found = true
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return false, fmt.Errorf("read removals: %w", err)
+	}
+	return found, nil
 }

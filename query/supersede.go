@@ -1,0 +1,59 @@
+package query
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/unlimitedcontext/ucl/projections/timelines"
+)
+
+// SupersedeStore is implemented by chunk stores that know which items
+// supersede which (*timelines.Timelines). Without it nothing is demoted.
+type SupersedeStore interface {
+	SupersededBy(c *timelines.Chunk) ([]string, error)
+}
+
+// supersede marks every candidate that a live item supersedes and,
+// unless include, moves those below every current candidate (keeping
+// the order within both groups): an outdated fact never outranks the
+// fact that replaced it.
+func (e *Engine) supersede(cs []*cand, include bool) ([]*cand, error) {
+	ss, ok := e.src.Chunks.(SupersedeStore)
+	if !ok || len(cs) == 0 {
+		return cs, nil
+	}
+	any := false
+	for _, c := range cs {
+		by, err := ss.SupersededBy(&c.chunk)
+		if err != nil {
+			return nil, fmt.Errorf("read successors of %q: %w", c.chunk.ID, err)
+		}
+		c.supersededBy = by
+		any = any || len(by) > 0
+	}
+	if !any || include {
+		return cs, nil
+	}
+	sort.SliceStable(cs, func(i, j int) bool { return len(cs[i].supersededBy) == 0 && len(cs[j].supersededBy) > 0 })
+	return cs, nil
+}
+
+// withoutSupersededPairs drops each candidate whose successor is also a
+// candidate: a context never holds a fact next to the fact replacing it.
+func withoutSupersededPairs(cs []*cand) []*cand {
+	items := make(map[string]bool, len(cs))
+	for _, c := range cs {
+		items[c.chunk.ItemID()] = true
+	}
+	out := cs[:0:0]
+	for _, c := range cs {
+		drop := false
+		for _, s := range c.supersededBy {
+			drop = drop || items[s]
+		}
+		if !drop {
+			out = append(out, c)
+		}
+	}
+	return out
+}
