@@ -103,7 +103,7 @@ func (s *Store) Replay(ctx context.Context, req ReplayRequest, fn func(json.RawM
 		if typ != 0 && e.Type != typ {
 			return nil
 		}
-		st := e.Store()
+		st := e.Chunk() // a store, or the version an edit put in place
 		if req.Session != "" && (st == nil || st.Session != req.Session) {
 			return nil
 		}
@@ -176,6 +176,8 @@ func (s *Store) AuditLog(ctx context.Context, req AuditLogRequest, fn func(Audit
 				t = append(t, fmt.Sprintf("content %s..%s", log.FormatTime(b.From), log.FormatTime(b.To)))
 			}
 			a.Targets, a.Reason, a.Removed, a.Erasure = strings.Join(t, " "), b.Reason, removed, "pending"
+		case *log.Edit:
+			a.ChunkID, a.Session, a.Kind, a.Role, a.Bytes = b.Store.ChunkID, b.Store.Session, b.Store.Kind.String(), b.Store.Role, len(b.Store.Content)
 		case *log.ShareGrant:
 			a.Grantee = b.Grantee
 		case *log.ShareRevoke:
