@@ -558,7 +558,11 @@ func sessionTurns(t *testing.T, e *env, session string) []string {
 	}
 	var out []string
 	for _, c := range res.Chunks {
-		out = append(out, c.Kind.String()+"/"+c.Role+": "+c.Content)
+		content := c.Content
+		if c.Tool != nil { // a tool call: its name, arguments and status, then its result
+			content = fmt.Sprintf("%s %s [%s] %s", c.Tool.Name, c.Tool.Args, c.Tool.Status, c.Content)
+		}
+		out = append(out, c.Kind.String()+"/"+c.Role+": "+content)
 	}
 	return out
 }
@@ -765,7 +769,7 @@ func TestProxyStreamsChunkByChunk(t *testing.T) {
 	}
 	turns := sessionTurns(t, e, "st")
 	if len(turns) != 4 || turns[2] != "conversation/assistant: "+strings.Join(streamParts, "") ||
-		!strings.Contains(turns[3], `"arguments":"{\"q\":\"sofa\"}"`) || !strings.HasPrefix(turns[3], "tool_call/") {
+		!strings.Contains(turns[3], `{"q":"sofa"} [pending]`) || !strings.HasPrefix(turns[3], "tool_call/") {
 		t.Fatalf("turns %q", turns)
 	}
 	// The bytes are the upstream's.

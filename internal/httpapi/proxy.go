@@ -487,7 +487,7 @@ func exchangeJSONL(ex *exchange, rp *reply) (string, error) {
 		meta["model"] = ex.model
 	}
 	uid := userTurnID(ex.session, ex.userIdx, ex.user)
-	lines := []line{{Session: ex.session, Role: "user", Kind: "conversation", Content: ex.user, ID: uid, ChunkID: uid, Meta: meta}}
+	lines := []any{line{Session: ex.session, Role: "user", Kind: "conversation", Content: ex.user, ID: uid, ChunkID: uid, Meta: meta}}
 	parent := uid
 	if c := rp.content.String(); strings.TrimSpace(c) != "" {
 		aid := "a-" + xid
@@ -495,12 +495,12 @@ func exchangeJSONL(ex *exchange, rp *reply) (string, error) {
 		parent = aid
 	}
 	for i, tc := range rp.toolCalls {
-		b, err := json.Marshal(tc)
+		tid := fmt.Sprintf("t-%s-%d", xid, i)
+		l, err := toolCallLine(ex.session, tid, parent, tc, meta)
 		if err != nil {
 			return "", err
 		}
-		tid := fmt.Sprintf("t-%s-%d", xid, i)
-		lines = append(lines, line{Session: ex.session, Role: "assistant", Kind: "tool_call", Content: string(b), ID: tid, ChunkID: tid, Parent: parent, Meta: meta})
+		lines = append(lines, l)
 	}
 	var out bytes.Buffer
 	enc := json.NewEncoder(&out)
