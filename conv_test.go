@@ -181,6 +181,10 @@ func TestEditDocumentRechunks(t *testing.T) {
 	if len(it.History) != 2 || it.History[0].Content != b.String() || it.History[1].By != "bob" {
 		t.Fatalf("history: %d versions %+v", len(it.History), it.History)
 	}
+	g, err = s.Get(ctx, GetRequest{IDs: []string{doc + "#0"}, History: true})
+	if err != nil || len(g.Items[0].History) != 2 {
+		t.Fatalf("history asked by a chunk id: %+v %v", g, err)
+	}
 	ids, _ := searchIDs(t, s, SearchRequest{Text: "paragraph 97", Mode: "bm25"})
 	if len(ids) != 0 {
 		t.Fatalf("old chunks still found: %v", ids)

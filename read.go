@@ -422,6 +422,14 @@ func (s *Store) Get(ctx context.Context, req GetRequest) (*GetResult, error) {
 				return nil, err
 			}
 			if req.History {
+				if head.ChunkParent != "" {
+					// A chunk's versions are its document's.
+					parts, err := set.Timelines.Document(head.ChunkParent)
+					if err != nil {
+						return nil, err
+					}
+					head = parts[0]
+				}
 				if it.History, err = s.history(head); err != nil {
 					return nil, fmt.Errorf("get %q: %w", id, err)
 				}
