@@ -96,6 +96,9 @@ func TestEditServesNewVersionEverywhere(t *testing.T) {
 	if sess.Chunks[0].ID != "fact" || sess.Chunks[0].Content != it.Content || sess.Total != 2 {
 		t.Fatalf("session %+v", sess.Chunks)
 	}
+	if sum := asJSON(t, sess.Summary); strings.Contains(sum, "Lisbon") || !strings.Contains(sum, "Porto") {
+		t.Fatalf("session summary: %s", sum)
+	}
 	c, err := s.Context(ctx, ContextRequest{SearchRequest: SearchRequest{Text: "where do I live"}})
 	if err != nil {
 		t.Fatal(err)
