@@ -1,7 +1,6 @@
 package query
 
 import (
-	"fmt"
 	"sort"
 
 	"github.com/unlimitedcontext/ucl/projections/timelines"
@@ -10,7 +9,7 @@ import (
 // SupersedeStore is implemented by chunk stores that know which items
 // supersede which (*timelines.Timelines). Without it nothing is demoted.
 type SupersedeStore interface {
-	SupersededBy(c *timelines.Chunk) ([]string, error)
+	SupersededByEach(cs []*timelines.Chunk) ([][]string, error)
 }
 
 // supersede marks every candidate that a live item supersedes and,
@@ -22,14 +21,18 @@ func (e *Engine) supersede(cs []*cand, include bool) ([]*cand, error) {
 	if !ok || len(cs) == 0 {
 		return cs, nil
 	}
+	chunks := make([]*timelines.Chunk, len(cs))
+	for i, c := range cs {
+		chunks[i] = &c.chunk
+	}
+	bys, err := ss.SupersededByEach(chunks)
+	if err != nil {
+		return nil, err
+	}
 	any := false
-	for _, c := range cs {
-		by, err := ss.SupersededBy(&c.chunk)
-		if err != nil {
-			return nil, fmt.Errorf("read successors of %q: %w", c.chunk.ID, err)
-		}
-		c.supersededBy = by
-		any = any || len(by) > 0
+	for i, c := range cs {
+		c.supersededBy = bys[i]
+		any = any || len(bys[i]) > 0
 	}
 	if !any || include {
 		return cs, nil
