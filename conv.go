@@ -392,7 +392,7 @@ func (s *Store) Thread(ctx context.Context, req ThreadRequest) (*ThreadResult, e
 		if a.Time != b.Time {
 			return a.Time < b.Time
 		}
-		return a.Seq < b.Seq
+		return a.OrderSeq() < b.OrderSeq()
 	})
 	return res, nil
 }

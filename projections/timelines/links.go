@@ -91,7 +91,34 @@ func (c *Chunk) appendConvSum(b []byte) []byte {
 		b = append(b, 'e')
 		str(c.EditedBy)
 	}
+	if c.Order != 0 {
+		b = append(b, 'o')
+		b = binary.BigEndian.AppendUint64(b, c.Order)
+	}
 	return b
+}
+
+// OrderSeq is the seq c sorts by (after its content time).
+func (c *Chunk) OrderSeq() uint64 {
+	if c.Order != 0 {
+		return c.Order
+	}
+	return c.Seq
+}
+
+// keepPlace gives the new version c of an edited chunk the place of the
+// version it replaces, when that one has the same content time.
+func (t *Timelines) keepPlace(c *Chunk) error {
+	return t.db.View(func(tx *bolt.Tx) error {
+		old, err := t.current(tx, c.ID)
+		if err != nil || old == nil || old.Time != c.Time {
+			return err
+		}
+		if o := old.OrderSeq(); o != c.Seq {
+			c.Order = o
+		}
+		return nil
+	})
 }
 
 // applyEdit drops the chunks of the previous version that the new one

@@ -72,3 +72,20 @@ func TestLinksFollowEdits(t *testing.T) {
 		t.Fatalf("edited chunk %+v", c)
 	}
 }
+
+// An edit keeps the item's place among chunks of the same content time.
+func TestEditKeepsPlace(t *testing.T) {
+	tl := open(t, t.TempDir())
+	first, second := conv("x", "s", "user", 1000, "first"), conv("y", "s", "user", 1000, "second")
+	evs := chain(t, first, second, &log.Edit{Target: "x", Prev: 1, Store: *conv("x", "s", "user", 1000, "first, edited")},
+		&log.Edit{Target: "x", Prev: 3, Store: *conv("x", "s", "user", 1000, "first, edited twice")})
+	applyCommit(t, tl, evs[:3])
+	applyCommit(t, tl, evs[3:])
+	_, cs, err := tl.Session("s")
+	if err != nil || len(cs) != 2 || cs[0].ID != "x" || cs[0].Content != "first, edited twice" || cs[0].Order != 1 {
+		t.Fatalf("session after edits: %+v %v", cs, err)
+	}
+	if a, err := tl.Around("x", 1, 1); err != nil || len(a) == 0 {
+		t.Fatalf("around an edited chunk: %v %v", a, err)
+	}
+}

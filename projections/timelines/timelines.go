@@ -20,6 +20,8 @@
 //	links     linkKey(kind, target, source) → ""   (see links.go: replies by parent,
 //	          successors by superseded id; version 3)
 //
+// An edited chunk keeps its place: its ordKey uses Chunk.OrderSeq.
+//
 // ordKey(time, seq) = uint64(time) XOR 1<<63, big-endian ‖ seq big-endian, so
 // byte order is content-time order (negative times included), then seq.
 //
@@ -140,6 +142,10 @@ type Chunk struct {
 	// EventID and AppendTime are the edit's).
 	EditedBy string `json:"edited_by,omitempty"`
 	Edited   bool   `json:"edited,omitempty"`
+	// Order is the seq the chunk sorts by among chunks of the same content
+	// time when it is not Seq: an edit keeps the place of the version it
+	// replaces.
+	Order uint64 `json:"order,omitempty"`
 	// Sum is ContentSum as computed when the chunk was applied: a reader
 	// recomputes it to tell an intact record from a damaged one.
 	Sum string `json:"sum"`
@@ -399,6 +405,9 @@ func (t *Timelines) applyStore(ev *log.Event, s *log.Store) error {
 	}
 	if ed, ok := ev.Body.(*log.Edit); ok {
 		c.Edited, c.EditedBy = true, ed.By
+		if err := t.keepPlace(c); err != nil {
+			return err
+		}
 	}
 	c.Sum = c.ContentSum()
 	delete(t.dels, c.ID)
@@ -670,7 +679,7 @@ func (t *Timelines) flushTx(tx *bolt.Tx) error {
 }
 
 func index(tx *bolt.Tx, c *Chunk) error {
-	ok := ordKey(c.Time, c.Seq)
+	ok := ordKey(c.Time, c.OrderSeq())
 	if err := tx.Bucket(bTime).Put(ok, []byte(c.ID)); err != nil {
 		return fmt.Errorf("index chunk %q by time: %w", c.ID, err)
 	}
@@ -693,7 +702,7 @@ func index(tx *bolt.Tx, c *Chunk) error {
 }
 
 func unindex(tx *bolt.Tx, c *Chunk) error {
-	ok := ordKey(c.Time, c.Seq)
+	ok := ordKey(c.Time, c.OrderSeq())
 	if err := tx.Bucket(bTime).Delete(ok); err != nil {
 		return fmt.Errorf("unindex chunk %q by time: %w", c.ID, err)
 	}
