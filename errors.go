@@ -12,9 +12,9 @@ import (
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections"
 	"github.com/unlimitedcontext/ucl/projections/timelines"
-	"github.com/unlimitedcontext/ucl/projections/vector"
 	"github.com/unlimitedcontext/ucl/query"
 	"github.com/unlimitedcontext/ucl/snapshot"
+	"github.com/unlimitedcontext/ucl/internal/vector"
 )
 
 var (

@@ -16,10 +16,18 @@ func frontEnd(p string) bool {
 		rel == "internal/mcpserver" || strings.HasPrefix(rel, "internal/mcpserver/") || rel == "internal/httpapi"
 }
 
+// forbiddenDeps lists, per package, packages it must not depend on
+// (directly or not).
+var forbiddenDeps = map[string][]string{
+	"snapshot":        {"internal/store", "arweave"},
+	"internal/vector": {"log", "projections"},
+}
+
 // TestLayering asserts the import directions: front ends (cmd/..., the
 // MCP server, test) -> ucl -> {query, projections, snapshot, arweave, log,
 // crypto, internal}; nothing below the root package imports it or a front
-// end, and the CLI assembles no store itself.
+// end, the CLI assembles no store itself, and the packages of
+// forbiddenDeps stay clear of theirs.
 func TestLayering(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
@@ -58,8 +66,24 @@ func TestLayering(t *testing.T) {
 	for _, imp := range imports[module+"/cmd/ucl"] {
 		switch strings.TrimPrefix(imp, module+"/") {
 		case "internal/store", "internal/ingest", "internal/fsutil", "projections", "projections/timelines",
-			"projections/fts", "projections/summary", "projections/vector":
+			"projections/fts", "projections/summary", "internal/vector":
 			t.Errorf("cmd/ucl imports %s: that belongs in the engine (package ucl)", imp)
+		}
+	}
+	// Lower packages keep their place: snapshot works on the Env the engine
+	// hands it, never opens a store, and publishes through its Gateway
+	// interface (internal/snapgw adapts the Arweave client); internal/vector knows
+	// nothing of the log.
+	for p, forbidden := range forbiddenDeps {
+		for _, d := range deps[module+"/"+p] {
+			for _, f := range forbidden {
+				if d == module+"/"+f {
+					t.Errorf("%s depends on %s", p, f)
+				}
+			}
+		}
+		if deps[module+"/"+p] == nil {
+			t.Errorf("go list does not know %s", p)
 		}
 	}
 	found := false

@@ -11,7 +11,7 @@ import (
 	"github.com/unlimitedcontext/ucl/log"
 )
 
-// wallet returns the store's wallet as an arweave.Wallet.
+// wallet returns the store's wallet.
 func (s *Store) wallet() (*arweave.Wallet, error) {
 	if s.st.WalletErr != nil {
 		return nil, fmt.Errorf("sync: %w: %v", ErrBadWallet, s.st.WalletErr)
@@ -19,11 +19,7 @@ func (s *Store) wallet() (*arweave.Wallet, error) {
 	if s.st.Wallet == nil {
 		return nil, fmt.Errorf("sync: %w (%s)", ErrNoWallet, s.st.Path(store.WalletFile))
 	}
-	w, err := arweave.ParseWallet(s.st.Wallet.JWK)
-	if err != nil {
-		return nil, fmt.Errorf("sync: %w: %s: %v", ErrBadWallet, s.st.Path(store.WalletFile), err)
-	}
-	return w, nil
+	return s.st.Wallet, nil
 }
 
 func gatewayOr(g string) string {

@@ -3,6 +3,7 @@ package ucl
 import (
 	"time"
 
+	"github.com/unlimitedcontext/ucl/arweave"
 	"github.com/unlimitedcontext/ucl/crypto"
 	"github.com/unlimitedcontext/ucl/log"
 )
@@ -78,7 +79,7 @@ type InitOptions struct {
 	// Keys is the vault keyring to use (nil: a new one).
 	Keys *crypto.Keyring
 	// Wallet is the Arweave wallet to import (nil: a new one).
-	Wallet *crypto.Wallet
+	Wallet *arweave.Wallet
 	// Durability is the store's default durability (zero: log.Sync).
 	Durability log.Durability
 	// Options are used to open the new store.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/unlimitedcontext/ucl/arweave"
+	"github.com/unlimitedcontext/ucl/internal/fsutil"
 	"github.com/unlimitedcontext/ucl/internal/store"
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections/timelines"
@@ -465,7 +466,7 @@ func joinChunks(parts []timelines.Chunk) (string, []int) {
 func (s *Store) Status(ctx context.Context, req StatusRequest) (*StatusResult, error) {
 	head, hash := s.st.Log.Head()
 	r := &StatusResult{Dir: s.st.Dir, Events: head, HeadSeq: head, HeadHash: hash.String(),
-		SizeBytes: store.DiskUsage(s.st.Dir), LogBytes: store.DiskUsage(s.st.Path(store.LogDir)),
+		SizeBytes: fsutil.DiskUsage(s.st.Dir), LogBytes: fsutil.DiskUsage(s.st.Path(store.LogDir)),
 		Durability: s.st.Log.Durability().String(), LogID: s.st.Meta.LogID, WalletAddress: s.st.Meta.WalletAddress,
 		VaultKey: s.st.Keys != nil}
 	path := s.st.Path(store.MirrorFile)

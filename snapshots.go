@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/unlimitedcontext/ucl/internal/snapgw"
 	"github.com/unlimitedcontext/ucl/internal/store"
 	"github.com/unlimitedcontext/ucl/snapshot"
 )
@@ -19,7 +20,14 @@ func (s *Store) snapshotEnvLocked() (snapshot.Env, error) {
 	if err != nil {
 		return snapshot.Env{}, err
 	}
-	return snapshot.EnvFor(s.st, o), nil
+	return snapshot.Env{
+		Log:     s.st.Log,
+		LogID:   s.st.Meta.LogIDBytes(),
+		Keys:    s.st.Keys,
+		ProjDir: s.st.Path(store.ProjectionsDir),
+		SnapDir: s.st.Path(store.SnapshotsDir),
+		Set:     o,
+	}, nil
 }
 
 // SnapshotCreate catches the projections up and snapshots them at the log
@@ -117,5 +125,5 @@ func (s *Store) SnapshotPublish(ctx context.Context, req SnapshotPublishRequest)
 	if err != nil {
 		return nil, err
 	}
-	return snapshot.Push(ctx, cl, in.Dir, snapshot.PushOptions{PartSize: req.PartSize, Progress: req.Progress.stage("push")})
+	return snapshot.Push(ctx, snapgw.New(cl), in.Dir, snapshot.PushOptions{PartSize: req.PartSize, Progress: req.Progress.stage("push")})
 }

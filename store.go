@@ -16,8 +16,8 @@ import (
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections"
 	"github.com/unlimitedcontext/ucl/projections/projstd"
-	"github.com/unlimitedcontext/ucl/projections/vector"
 	"github.com/unlimitedcontext/ucl/query"
+	"github.com/unlimitedcontext/ucl/internal/vector"
 )
 
 // Store is an open ucl store: the log, its keys and wallet, the projection
@@ -306,7 +306,7 @@ func (s *Store) engineLocked(ctx context.Context, p Progress) (*query.Engine, *p
 		src.Text = set.FTS
 	}
 	if set.Vectors != nil {
-		src.Vectors = vectorSource{set.Vectors}
+		src.Vectors = set.Vectors
 	}
 	if set.Summary != nil {
 		src.Sessions = set.Summary
@@ -338,22 +338,6 @@ func (s *Store) queryLocked(ctx context.Context, p Progress, fn func(e *query.En
 		return err
 	}
 	return fn(e)
-}
-
-// vectorSource adapts the vector projection (which cannot import query)
-// to query.VectorSearcher.
-type vectorSource struct{ v *projstd.VectorProjection }
-
-func (a vectorSource) SearchText(ctx context.Context, text string, k int) ([]query.VectorHit, error) {
-	hits, err := a.v.SearchText(ctx, text, k)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]query.VectorHit, len(hits))
-	for i, h := range hits {
-		out[i] = query.VectorHit{ChunkID: h.ChunkID, Score: h.Score}
-	}
-	return out, nil
 }
 
 // Progress reports a long step: stage names what runs ("append",

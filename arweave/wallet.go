@@ -17,6 +17,10 @@ import (
 // WalletBits is the RSA modulus size of an Arweave wallet.
 const WalletBits = 4096
 
+// minWalletBits is the smallest RSA key ParseWallet accepts: smaller keys
+// are breakable, and no Arweave tool makes them.
+const minWalletBits = 2048
+
 var (
 	// ErrBadWallet is returned when a JWK file is not a usable Arweave RSA
 	// private key.
@@ -92,7 +96,7 @@ func ParseWallet(b []byte) (*Wallet, error) {
 		return nil, fmt.Errorf("parse wallet: %w: bad exponent", ErrBadWallet)
 	}
 	if vals[3] == nil {
-		// Some JWK writers (gojwk, used by crypto.NewWallet) omit the
+		// Some JWK writers (gojwk, for one) omit the
 		// primes; recover them from n, e, d.
 		p, q, err := recoverPrimes(vals[0], int(vals[1].Int64()), vals[2])
 		if err != nil {
@@ -107,6 +111,9 @@ func ParseWallet(b []byte) (*Wallet, error) {
 	}
 	if err := key.Validate(); err != nil {
 		return nil, fmt.Errorf("parse wallet: %w: %v", ErrBadWallet, err)
+	}
+	if n := key.N.BitLen(); n < minWalletBits {
+		return nil, fmt.Errorf("parse wallet: %w: RSA key of %d bits, need at least %d", ErrBadWallet, n, minWalletBits)
 	}
 	key.Precompute()
 	return &Wallet{signer: goar.NewSignerByPrivateKey(key)}, nil

@@ -38,6 +38,31 @@ func TestWalletRoundTripAndOwner(t *testing.T) {
 	}
 }
 
+// The JWK a store writes is complete (the CRT parameters too), as Arweave
+// tools expect, and a small RSA key is refused.
+func TestWalletJWKCompleteAndSmallKeyRefused(t *testing.T) {
+	b, err := testWallet(t, "wallet-a.json").MarshalJWK()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var jwk map[string]string
+	if err := json.Unmarshal(b, &jwk); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"kty", "n", "e", "d", "p", "q", "dp", "dq", "qi"} {
+		if jwk[f] == "" {
+			t.Fatalf("JWK lacks %q", f)
+		}
+	}
+	_, small, err := generateWallet(1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ParseWallet(small); !errors.Is(err, ErrBadWallet) {
+		t.Fatalf("1024-bit key: err = %v, want ErrBadWallet", err)
+	}
+}
+
 func TestParseWalletRejects(t *testing.T) {
 	good, err := os.ReadFile("testdata/wallet-a.json")
 	if err != nil {

@@ -3,7 +3,6 @@ package crypto
 import (
 	"bytes"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -113,39 +112,6 @@ func TestKeyringSaveLoadAndRecovery(t *testing.T) {
 		if _, err := ParseRecoveryCode(in); err == nil {
 			t.Errorf("%q accepted", in)
 		}
-	}
-}
-
-func TestWallet(t *testing.T) {
-	if testing.Short() {
-		t.Skip("RSA-4096 generation is slow")
-	}
-	w, err := NewWallet()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var jwk map[string]string
-	if err := json.Unmarshal(w.JWK, &jwk); err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range []string{"kty", "n", "e", "d", "p", "q", "dp", "dq", "qi"} {
-		if jwk[f] == "" {
-			t.Fatalf("JWK lacks %q", f)
-		}
-	}
-	if w.Address != AddressOf(w.PubKey) || len(w.Address) != 43 {
-		t.Fatalf("address %q", w.Address)
-	}
-	p := filepath.Join(t.TempDir(), "wallet.json")
-	if err := w.Save(p); err != nil {
-		t.Fatal(err)
-	}
-	w2, err := LoadWallet(p)
-	if err != nil || w2.Address != w.Address {
-		t.Fatalf("load: %v", err)
-	}
-	if _, err := ParseWallet([]byte(`{"kty":"RSA"}`)); !errors.Is(err, ErrBadKeyFile) {
-		t.Fatalf("bad jwk: %v", err)
 	}
 }
 

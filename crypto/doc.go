@@ -15,7 +15,8 @@
 //   - Key wrapping: a DEK travels wrapped with AES Key Wrap (RFC 3394) under
 //     the vault key of an epoch, 40 bytes, integrity protected: unwrapping
 //     under a wrong key fails with ErrWrongKey instead of yielding garbage.
-//   - Wallet: an Arweave RSA-4096 JWK. It signs Arweave transactions and is
+//   - Wallet: an Arweave RSA-4096 JWK (arweave.Wallet, which owns its
+//     parsing and signing). It signs Arweave transactions and is
 //     the identity share grants are addressed to. Its address is
 //     base64url(SHA-256(n)).
 //

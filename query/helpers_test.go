@@ -15,8 +15,8 @@ import (
 	"github.com/unlimitedcontext/ucl/projections/projtest"
 	"github.com/unlimitedcontext/ucl/projections/summary"
 	"github.com/unlimitedcontext/ucl/projections/timelines"
-	"github.com/unlimitedcontext/ucl/projections/vector"
 	"github.com/unlimitedcontext/ucl/query"
+	"github.com/unlimitedcontext/ucl/internal/vector"
 )
 
 // vecAdapter is the test's vector projection: HashEmbedder + Exact index,
@@ -76,16 +76,8 @@ func (v *vecAdapter) Apply(ev *log.Event) error {
 	return nil
 }
 
-func (v *vecAdapter) SearchText(ctx context.Context, text string, k int) ([]query.VectorHit, error) {
-	hits, err := v.idx.Search(v.emb.EmbedOne(text), k)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]query.VectorHit, len(hits))
-	for i, h := range hits {
-		out[i] = query.VectorHit{ChunkID: h.ID, Score: h.Score}
-	}
-	return out, nil
+func (v *vecAdapter) SearchText(ctx context.Context, text string, k int) ([]vector.Hit, error) {
+	return v.idx.Search(v.emb.EmbedOne(text), k)
 }
 
 // fixture is a full set of real projections over a stream of events.

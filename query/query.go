@@ -104,6 +104,7 @@ import (
 	"github.com/unlimitedcontext/ucl/projections/fts"
 	"github.com/unlimitedcontext/ucl/projections/summary"
 	"github.com/unlimitedcontext/ucl/projections/timelines"
+	"github.com/unlimitedcontext/ucl/internal/vector"
 )
 
 var (
@@ -154,17 +155,11 @@ type TextSearcher interface {
 	Search(ctx context.Context, q fts.Query) ([]fts.Hit, error)
 }
 
-// VectorHit is one ANN result: a chunk and its cosine similarity.
-type VectorHit struct {
-	ChunkID string
-	Score   float32
-}
-
-// VectorSearcher embeds text and returns its nearest chunks, best first,
-// ties by chunk id. It need not know about tombstones (query drops chunks
+// VectorSearcher embeds text and returns its nearest chunks (a hit's ID is
+// the chunk id), best first, ties by chunk id. It need not know about tombstones (query drops chunks
 // the ChunkStore does not hold) nor about filters.
 type VectorSearcher interface {
-	SearchText(ctx context.Context, text string, k int) ([]VectorHit, error)
+	SearchText(ctx context.Context, text string, k int) ([]vector.Hit, error)
 }
 
 // SessionSearcher searches the L0 session summaries (*summary.Index).
@@ -764,7 +759,7 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 	// with BM25; results are merged in a fixed order (BM25 first), so
 	// output does not depend on which finishes first.
 	type vecResult struct {
-		hits []VectorHit
+		hits []vector.Hit
 		err  error
 	}
 	var vecCh chan vecResult
@@ -823,7 +818,7 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 			if h.Score <= 0 || math.IsNaN(float64(h.Score)) {
 				continue
 			}
-			c, err := get(h.ChunkID)
+			c, err := get(h.ID)
 			if err != nil {
 				return nil, nil, err
 			}

@@ -108,4 +108,9 @@
 // published blob). FindPublished groups the parts, FetchPublished
 // reassembles and checks them, and Import stores the result as a local
 // snapshot that Restore can use.
+//
+// Publishing goes through the Gateway interface; this package does not
+// import package arweave (nor open a store: the engine hands it an Env).
+// internal/snapgw adapts the Arweave client to Gateway and owns the
+// common tags.
 package snapshot

@@ -12,7 +12,6 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/unlimitedcontext/ucl/arweave"
 	"github.com/unlimitedcontext/ucl/log"
 )
 
@@ -73,31 +72,29 @@ func DecodePublished(b []byte) (manifest, archive []byte, err error) {
 	return rest[:n], rest[n:], nil
 }
 
-func snapshotTags(m *Manifest, part, parts int, sum string) []arweave.Tag {
-	return []arweave.Tag{
-		{Name: arweave.TagAppName, Value: arweave.AppName},
-		{Name: arweave.TagAppVersion, Value: arweave.AppVersion},
-		{Name: arweave.TagContentType, Value: ContentType},
-		{Name: arweave.TagSchemaVersion, Value: strconv.Itoa(FormatVersion)},
-		{Name: arweave.TagLogID, Value: m.LogID},
-		{Name: arweave.TagSeqFirst, Value: "1"},
-		{Name: arweave.TagSeqLast, Value: strconv.FormatUint(m.Seq, 10)},
-		{Name: arweave.TagHeadHash, Value: m.HeadHash},
-		{Name: arweave.TagKind, Value: string(arweave.KindSnapshot)},
-		{Name: TagSnapshotID, Value: m.ID},
-		{Name: TagPart, Value: strconv.Itoa(part)},
-		{Name: TagParts, Value: strconv.Itoa(parts)},
-		{Name: TagSnapshotSHA256, Value: sum},
+// partUpload describes part (0-based) of parts of the published form of
+// the snapshot m, whose bytes hash to sum.
+func partUpload(m *Manifest, part, parts int, sum string) Upload {
+	return Upload{
+		ContentType: ContentType, SchemaVersion: strconv.Itoa(FormatVersion),
+		LogID: m.LogIDBytes(), FirstSeq: 1, LastSeq: m.Seq, HeadHash: m.Head(),
+		Tags: []Tag{
+			{Name: TagSnapshotID, Value: m.ID},
+			{Name: TagPart, Value: strconv.Itoa(part)},
+			{Name: TagParts, Value: strconv.Itoa(parts)},
+			{Name: TagSnapshotSHA256, Value: sum},
+		},
 	}
 }
 
-// Push uploads the snapshot in dir to Arweave with c (which needs a
-// wallet), one L1 transaction per part. Every part is signed before the
+// Push uploads the snapshot in dir through g (which needs a wallet), one
+// transaction per part. Every part is signed before the
 // first is posted. When the gateway already holds a complete copy of this
 // snapshot from the same wallet, nothing is uploaded.
-func Push(ctx context.Context, c *arweave.Client, dir string, o PushOptions) (*PushResult, error) {
-	if c.Wallet() == nil {
-		return nil, fmt.Errorf("push snapshot: %w", arweave.ErrNoWallet)
+func Push(ctx context.Context, g Gateway, dir string, o PushOptions) (*PushResult, error) {
+	owner := g.Owner()
+	if owner == "" {
+		return nil, fmt.Errorf("push snapshot: %w", ErrNoWallet)
 	}
 	if o.PartSize <= 0 {
 		o.PartSize = DefaultPartSize
@@ -122,8 +119,7 @@ func Push(ctx context.Context, c *arweave.Client, dir string, o PushOptions) (*P
 	hexSum := hex.EncodeToString(sum[:])
 	res := &PushResult{Name: m.Name, ID: m.ID, Seq: m.Seq, Bytes: len(blob)}
 
-	owner := c.Wallet().Address()
-	found, err := FindPublished(ctx, c, owner, m.LogIDBytes())
+	found, err := FindPublished(ctx, g, owner, m.LogIDBytes())
 	if err != nil {
 		return nil, fmt.Errorf("push snapshot: check gateway: %w", err)
 	}
@@ -137,16 +133,16 @@ func Push(ctx context.Context, c *arweave.Client, dir string, o PushOptions) (*P
 	if parts > maxParts {
 		return nil, fmt.Errorf("push snapshot: %d parts; raise the part size", parts)
 	}
-	signed := make([]*arweave.SignedTx, parts)
+	signed := make([]Signed, parts)
 	for i := range parts {
 		lo, hi := i*o.PartSize, min((i+1)*o.PartSize, len(blob))
-		if signed[i], err = c.SignTx(ctx, blob[lo:hi], snapshotTags(m, i, parts, hexSum)); err != nil {
+		if signed[i], err = g.Sign(ctx, blob[lo:hi], partUpload(m, i, parts, hexSum)); err != nil {
 			return nil, fmt.Errorf("push snapshot: sign part %d/%d: %w", i+1, parts, err)
 		}
-		res.TxIDs = append(res.TxIDs, signed[i].ID)
+		res.TxIDs = append(res.TxIDs, signed[i].TxID())
 	}
 	for i, tx := range signed {
-		if err := c.PostTx(ctx, tx); err != nil {
+		if err := g.Post(ctx, tx); err != nil {
 			return res, fmt.Errorf("push snapshot: post part %d/%d: %w", i+1, parts, err)
 		}
 		if o.Progress != nil {
@@ -172,26 +168,19 @@ type PublishedSnapshot struct {
 // (an address), newest (highest seq) first. Parts with malformed or
 // inconsistent tags, or snapshots missing a part, are left out: a reader
 // falls back to older snapshots or a full replay.
-func FindPublished(ctx context.Context, c *arweave.Client, owner string, logID [16]byte) ([]PublishedSnapshot, error) {
-	txs, err := c.FindSegments(ctx, owner, logID, arweave.KindSnapshot)
+func FindPublished(ctx context.Context, g Gateway, owner string, logID [16]byte) ([]PublishedSnapshot, error) {
+	txs, err := g.Find(ctx, owner, logID)
 	if err != nil {
 		return nil, fmt.Errorf("find published snapshots: %w", err)
 	}
 	type group struct {
 		ps    PublishedSnapshot
 		parts int
-		byIdx map[int]arweave.TxInfo
+		byIdx map[int]Found
 		bad   bool
 	}
 	groups := map[string]*group{}
 	for _, t := range txs {
-		if t.Owner != owner || arweave.VerifyOwner(t.OwnerKey, owner) != nil {
-			continue
-		}
-		meta, err := arweave.ParseTags(t.Tags)
-		if err != nil || meta.Kind != arweave.KindSnapshot || meta.LogID != logID {
-			continue
-		}
 		get := map[string]string{}
 		for _, tg := range t.Tags {
 			if _, dup := get[tg.Name]; !dup {
@@ -205,32 +194,32 @@ func FindPublished(ctx context.Context, c *arweave.Client, owner string, logID [
 			continue
 		}
 		key := id + "/" + sum
-		g := groups[key]
-		if g == nil {
-			g = &group{ps: PublishedSnapshot{ID: id, LogID: logID, Seq: meta.LastSeq, HeadHash: meta.HeadHash, SHA256: sum}, parts: parts, byIdx: map[int]arweave.TxInfo{}}
-			groups[key] = g
+		gr := groups[key]
+		if gr == nil {
+			gr = &group{ps: PublishedSnapshot{ID: id, LogID: logID, Seq: t.LastSeq, HeadHash: t.HeadHash, SHA256: sum}, parts: parts, byIdx: map[int]Found{}}
+			groups[key] = gr
 		}
-		if g.parts != parts || g.ps.Seq != meta.LastSeq || g.ps.HeadHash != meta.HeadHash {
-			g.bad = true
+		if gr.parts != parts || gr.ps.Seq != t.LastSeq || gr.ps.HeadHash != t.HeadHash {
+			gr.bad = true
 			continue
 		}
-		if prev, dup := g.byIdx[part]; dup && (prev.Pending || !t.Pending) {
+		if prev, dup := gr.byIdx[part]; dup && (prev.Pending || !t.Pending) {
 			continue // keep one copy per part, preferring a mined one
 		}
-		g.byIdx[part] = t
+		gr.byIdx[part] = t
 	}
 	var out []PublishedSnapshot
-	for _, g := range groups {
-		if g.bad || len(g.byIdx) != g.parts {
+	for _, gr := range groups {
+		if gr.bad || len(gr.byIdx) != gr.parts {
 			continue
 		}
-		for i := range g.parts {
-			t := g.byIdx[i]
-			g.ps.TxIDs = append(g.ps.TxIDs, t.ID)
-			g.ps.Size += t.DataSize
-			g.ps.Pending = g.ps.Pending || t.Pending
+		for i := range gr.parts {
+			t := gr.byIdx[i]
+			gr.ps.TxIDs = append(gr.ps.TxIDs, t.ID)
+			gr.ps.Size += t.DataSize
+			gr.ps.Pending = gr.ps.Pending || t.Pending
 		}
-		out = append(out, g.ps)
+		out = append(out, gr.ps)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Seq != out[j].Seq {
@@ -252,10 +241,10 @@ type Published struct {
 }
 
 // FetchPublished downloads and checks the parts of ps.
-func FetchPublished(ctx context.Context, c *arweave.Client, ps PublishedSnapshot) (*Published, error) {
+func FetchPublished(ctx context.Context, g Gateway, ps PublishedSnapshot) (*Published, error) {
 	var buf bytes.Buffer
 	for i, id := range ps.TxIDs {
-		b, err := c.FetchData(ctx, id)
+		b, err := g.Fetch(ctx, id)
 		if err != nil {
 			return nil, fmt.Errorf("fetch snapshot %s part %d/%d: %w", ps.ID, i+1, len(ps.TxIDs), err)
 		}
@@ -293,14 +282,14 @@ func FetchPublished(ctx context.Context, c *arweave.Client, ps PublishedSnapshot
 // every segment. A rebuild uses the result as: Import it, rebuild the log
 // from segments (all of them, or from Seq+1 with FromPrevHash = HeadHash
 // when the log can start there), then Restore the imported name.
-func FetchNewest(ctx context.Context, c *arweave.Client, owner string, logID [16]byte) (*Published, []Refusal, error) {
-	found, err := FindPublished(ctx, c, owner, logID)
+func FetchNewest(ctx context.Context, g Gateway, owner string, logID [16]byte) (*Published, []Refusal, error) {
+	found, err := FindPublished(ctx, g, owner, logID)
 	if err != nil {
 		return nil, nil, err
 	}
 	var refused []Refusal
 	for _, ps := range found {
-		p, err := FetchPublished(ctx, c, ps)
+		p, err := FetchPublished(ctx, g, ps)
 		if err == nil {
 			return p, refused, nil
 		}

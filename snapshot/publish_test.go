@@ -1,4 +1,4 @@
-package snapshot
+package snapshot_test
 
 import (
 	"bytes"
@@ -11,7 +11,9 @@ import (
 
 	"github.com/unlimitedcontext/ucl/arweave"
 	"github.com/unlimitedcontext/ucl/arweave/arlocaltest"
+	"github.com/unlimitedcontext/ucl/internal/snapgw"
 	"github.com/unlimitedcontext/ucl/projections/projtest"
+	"github.com/unlimitedcontext/ucl/snapshot"
 )
 
 // fundedClient starts arlocal and returns a client with a minted test
@@ -41,24 +43,25 @@ func TestPushFindFetchRestore(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	owner := c.Wallet().Address()
+	gw := snapgw.New(c)
 
-	te := newTestEnv(t, 20, 60)
-	older, err := Create(ctx, te.Env, CreateOptions{})
+	te := snapshot.NewTestEnv(t, 20, 60)
+	older, err := snapshot.Create(ctx, te.Env, snapshot.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	te.appendEvents(t, projtest.Events(21, 20))
-	newer, err := Create(ctx, te.Env, CreateOptions{})
+	te.AppendEvents(t, projtest.Events(21, 20))
+	newer, err := snapshot.Create(ctx, te.Env, snapshot.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	const part = 64 << 10
 	var posted []uint64
-	r1, err := Push(ctx, c, older.Dir, PushOptions{PartSize: part})
+	r1, err := snapshot.Push(ctx, gw, older.Dir, snapshot.PushOptions{PartSize: part})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r2, err := Push(ctx, c, newer.Dir, PushOptions{PartSize: part, Progress: func(d, _ uint64) { posted = append(posted, d) }})
+	r2, err := snapshot.Push(ctx, gw, newer.Dir, snapshot.PushOptions{PartSize: part, Progress: func(d, _ uint64) { posted = append(posted, d) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,71 +73,80 @@ func TestPushFindFetchRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A third upload: a part of a snapshot whose other part never came.
-	m, _ := ReadManifest(newer.Dir)
-	if _, err := c.Upload(ctx, []byte("half"), snapshotTags(m, 0, 2, sha256Hex([]byte("x")))); err != nil {
+	m, _ := snapshot.ReadManifest(newer.Dir)
+	if err := upload(ctx, gw, []byte("half"), snapshot.PartUpload(m, 0, 2, snapshot.SHA256Hex([]byte("x")))); err != nil {
 		t.Fatal(err)
 	}
 	g.Mine(1)
 
-	found, err := FindPublished(ctx, c, owner, te.LogID)
+	found, err := snapshot.FindPublished(ctx, gw, owner, te.LogID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(found) != 2 || found[0].ID != r2.ID || found[1].ID != r1.ID || found[0].Seq != 80 || found[1].Seq != 60 {
 		t.Fatalf("found %+v", found)
 	}
-	if other, err := FindPublished(ctx, c, owner, newLogID(t)); err != nil || len(other) != 0 {
+	if other, err := snapshot.FindPublished(ctx, gw, owner, snapshot.NewLogID(t)); err != nil || len(other) != 0 {
 		t.Fatalf("another log's snapshots: %v %v", other, err)
 	}
 	// Pushing again uploads nothing.
-	again, err := Push(ctx, c, newer.Dir, PushOptions{PartSize: part})
+	again, err := snapshot.Push(ctx, gw, newer.Dir, snapshot.PushOptions{PartSize: part})
 	if err != nil || !again.Existed {
 		t.Fatalf("re-push: %+v %v", again, err)
 	}
 
 	// The newest complete snapshot on the gateway is garbage whose tags
-	// claim seq 999: FetchNewest refuses it and takes the next one.
+	// claim seq 999: snapshot.FetchNewest refuses it and takes the next one.
 	junk := []byte("not a snapshot at all")
 	fake := *m
 	fake.Seq, fake.ID = 999, "ffffffffffffffffffffffffffffffff"
-	if _, err := c.Upload(ctx, junk, snapshotTags(&fake, 0, 1, sha256Hex(junk))); err != nil {
+	if err := upload(ctx, gw, junk, snapshot.PartUpload(&fake, 0, 1, snapshot.SHA256Hex(junk))); err != nil {
 		t.Fatal(err)
 	}
 	g.Mine(1)
-	p, refused, err := FetchNewest(ctx, c, owner, te.LogID)
+	p, refused, err := snapshot.FetchNewest(ctx, gw, owner, te.LogID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(refused) != 1 || refused[0].Name != fake.ID || !errors.Is(refused[0].Err, ErrCorrupt) {
+	if len(refused) != 1 || refused[0].Name != fake.ID || !errors.Is(refused[0].Err, snapshot.ErrCorrupt) {
 		t.Fatalf("refused %+v", refused)
 	}
-	ab, _ := os.ReadFile(filepath.Join(newer.Dir, ArchiveFile))
+	ab, _ := os.ReadFile(filepath.Join(newer.Dir, snapshot.ArchiveFile))
 	if p.Manifest.ID != r2.ID || !bytes.Equal(p.Archive, ab) {
 		t.Fatal("fetched snapshot differs from the pushed one")
 	}
-	// Restore from the fetched copy into a store that has only the log.
+	// snapshot.Restore from the fetched copy into a store that has only the log.
 	env := te.Env
 	env.ProjDir = filepath.Join(t.TempDir(), "projections")
 	env.SnapDir = filepath.Join(t.TempDir(), "snapshots")
-	in, err := Import(env.SnapDir, p.ManifestJSON, p.Archive)
+	in, err := snapshot.Import(env.SnapDir, p.ManifestJSON, p.Archive)
 	if err != nil {
 		t.Fatal(err)
 	}
-	te.appendEvents(t, projtest.Events(22, 10))
-	res, err := Restore(ctx, env, RestoreOptions{Name: in.Name})
+	te.AppendEvents(t, projtest.Events(22, 10))
+	res, err := snapshot.Restore(ctx, env, snapshot.RestoreOptions{Name: in.Name})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Seq != 80 || res.Replayed != 10 || !sameDigests(res.Digests, rebuildDigests(t, te.Env)) {
+	if res.Seq != 80 || res.Replayed != 10 || !snapshot.SameDigests(res.Digests, snapshot.RebuildDigests(t, te.Env)) {
 		t.Fatalf("restore of a published snapshot: %+v", res)
 	}
 
 	// A snapshot whose bytes on the gateway do not match its tags is
-	// refused, and FetchNewest falls back to the older one.
+	// refused, and snapshot.FetchNewest falls back to the older one.
 	bad := found[0]
 	bad.TxIDs = append([]string(nil), bad.TxIDs...)
 	bad.TxIDs[0], bad.TxIDs[1] = bad.TxIDs[1], bad.TxIDs[0]
-	if _, err := FetchPublished(ctx, c, bad); !errors.Is(err, ErrCorrupt) {
+	if _, err := snapshot.FetchPublished(ctx, gw, bad); !errors.Is(err, snapshot.ErrCorrupt) {
 		t.Fatalf("fetch of reordered parts: %v", err)
 	}
+}
+
+// upload signs and posts one transaction through g.
+func upload(ctx context.Context, g snapshot.Gateway, data []byte, u snapshot.Upload) error {
+	s, err := g.Sign(ctx, data, u)
+	if err != nil {
+		return err
+	}
+	return g.Post(ctx, s)
 }

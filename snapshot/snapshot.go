@@ -19,7 +19,6 @@ import (
 
 	"github.com/unlimitedcontext/ucl/crypto"
 	"github.com/unlimitedcontext/ucl/internal/fsutil"
-	"github.com/unlimitedcontext/ucl/internal/store"
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections"
 	"github.com/unlimitedcontext/ucl/projections/projstd"
@@ -45,22 +44,6 @@ type Env struct {
 	// Set configures the projection set (embedder, ...): it must be the
 	// same the store uses, or digests will differ.
 	Set projstd.Options
-}
-
-// EnvFor returns the Env of an open store.
-func EnvFor(s *store.Store, o projstd.Options) Env {
-	var kr *crypto.Keyring
-	if s.Keys != nil {
-		kr = s.Keys
-	}
-	return Env{
-		Log:     s.Log,
-		LogID:   s.Meta.LogIDBytes(),
-		Keys:    kr,
-		ProjDir: s.Path(store.ProjectionsDir),
-		SnapDir: s.Path(store.SnapshotsDir),
-		Set:     o,
-	}
 }
 
 // Progress reports a long step: stage names what runs ("project",
@@ -272,7 +255,7 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // writeArchive streams the tree of projDir through the frame encryption
 // into path (fsynced) and fills m.Archive's size, hash and plain size.
 func writeArchive(ctx context.Context, path, projDir string, key []byte, m *Manifest, progress func(done, total uint64)) error {
-	total := uint64(store.DiskUsage(projDir))
+	total := uint64(fsutil.DiskUsage(projDir))
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("write archive: %w", err)

@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/unlimitedcontext/ucl"
+	"github.com/unlimitedcontext/ucl/arweave"
 	"github.com/unlimitedcontext/ucl/crypto"
 	"github.com/unlimitedcontext/ucl/internal/httpapi"
 	"github.com/unlimitedcontext/ucl/log"
@@ -31,9 +32,9 @@ of generating one. An existing store is never overwritten.`,
 		if err != nil {
 			return usage("use --durability sync, group or none", "%v", err)
 		}
-		var w *crypto.Wallet
+		var w *arweave.Wallet
 		if p := c.String("wallet"); p != "" {
-			if w, err = crypto.LoadWallet(p); err != nil {
+			if w, err = arweave.LoadWallet(p); err != nil {
 				return withHint(err, "--wallet takes an Arweave JWK file")
 			}
 		}

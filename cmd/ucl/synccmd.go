@@ -282,7 +282,7 @@ func rebuildAction(c *cli.Context) error {
 	if _, err := arweave.NewClient(setting(c, "gateway", "arweave.gateway"), nil, arweave.Options{}); err != nil {
 		return usage("pass an http(s) URL to --gateway (or set UCL_GATEWAY)", "%v", err)
 	}
-	w, err := crypto.LoadWallet(c.String("wallet"))
+	w, err := arweave.LoadWallet(c.String("wallet"))
 	if err != nil {
 		return withHint(err, "--wallet takes the Arweave JWK of the source store (its wallet.json)")
 	}

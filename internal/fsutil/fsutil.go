@@ -89,3 +89,16 @@ func MkdirAllSync(dir string, perm os.FileMode) error {
 	}
 	return SyncDir(parent)
 }
+
+// DiskUsage returns the bytes of the files under dir; unreadable entries
+// count as zero (it sizes progress bars and status lines, nothing more).
+func DiskUsage(dir string) int64 {
+	var n int64
+	filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			n += fi.Size()
+		}
+		return nil
+	})
+	return n
+}

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/unlimitedcontext/ucl"
-	"github.com/unlimitedcontext/ucl/crypto"
+	"github.com/unlimitedcontext/ucl/arweave"
 	"github.com/unlimitedcontext/ucl/internal/textutil"
 	"github.com/unlimitedcontext/ucl/log"
 )
@@ -32,7 +32,7 @@ const (
 
 var (
 	walletOnce sync.Once
-	wallet     *crypto.Wallet
+	wallet     *arweave.Wallet
 )
 
 // countingAPI records the appends going through the engine.
@@ -84,7 +84,7 @@ func newStore(t *testing.T) *ucl.Store {
 	t.Helper()
 	walletOnce.Do(func() {
 		var err error
-		if wallet, err = crypto.NewWallet(); err != nil {
+		if wallet, _, err = arweave.GenerateWallet(); err != nil {
 			panic(err)
 		}
 	})

@@ -25,6 +25,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/unlimitedcontext/ucl/arweave"
 	"github.com/unlimitedcontext/ucl/crypto"
 	"github.com/unlimitedcontext/ucl/internal/fsutil"
 	"github.com/unlimitedcontext/ucl/log"
@@ -77,7 +78,7 @@ type Store struct {
 	Dir    string
 	Meta   Meta
 	Keys   *crypto.Keyring // nil when opened without the vault key
-	Wallet *crypto.Wallet  // nil when the store has no wallet file or it is unreadable
+	Wallet *arweave.Wallet // nil when the store has no wallet file or it is unreadable
 	// WalletErr says why a wallet file that exists could not be loaded.
 	WalletErr error
 	Log       *log.Log
@@ -90,7 +91,7 @@ type Store struct {
 // InitOptions configure Init.
 type InitOptions struct {
 	Keys       *crypto.Keyring // nil: a new vault key
-	Wallet     *crypto.Wallet  // nil: a new wallet
+	Wallet     *arweave.Wallet // nil: a new wallet
 	LogID      string          // "": a new random id (rebuild passes the source's)
 	Durability log.Durability
 }
@@ -110,7 +111,7 @@ func Init(dir string, o InitOptions) (*Store, error) {
 		}
 	}
 	if o.Wallet == nil {
-		if o.Wallet, err = crypto.NewWallet(); err != nil {
+		if o.Wallet, _, err = arweave.GenerateWallet(); err != nil {
 			return nil, err
 		}
 	}
@@ -126,11 +127,15 @@ func Init(dir string, o InitOptions) (*Store, error) {
 	if err := o.Keys.Save(filepath.Join(dir, VaultFile)); err != nil {
 		return nil, fmt.Errorf("init: write vault key: %w", err)
 	}
-	if err := o.Wallet.Save(filepath.Join(dir, WalletFile)); err != nil {
+	jwk, err := o.Wallet.MarshalJWK()
+	if err != nil {
+		return nil, fmt.Errorf("init: %w", err)
+	}
+	if err := fsutil.WriteFileAtomic(filepath.Join(dir, WalletFile), jwk, 0o600); err != nil {
 		return nil, fmt.Errorf("init: write wallet: %w", err)
 	}
 	m := Meta{Version: 1, LogID: o.LogID, Created: time.Now().UTC().Format(time.RFC3339),
-		Durability: o.Durability.String(), KeyFingerprint: o.Keys.Fingerprint(), WalletAddress: o.Wallet.Address}
+		Durability: o.Durability.String(), KeyFingerprint: o.Keys.Fingerprint(), WalletAddress: o.Wallet.Address()}
 	b, _ := json.MarshalIndent(m, "", "  ")
 	// ucl.json is written last: its presence marks a complete store.
 	if err := fsutil.WriteFileAtomic(filepath.Join(dir, MetaFile), append(b, '\n'), 0o600); err != nil {
@@ -201,7 +206,7 @@ func Open(dir string, o OpenOptions) (*Store, error) {
 			return nil, err
 		}
 	}
-	switch w, err := crypto.LoadWallet(filepath.Join(dir, WalletFile)); {
+	switch w, err := arweave.LoadWallet(filepath.Join(dir, WalletFile)); {
 	case err == nil:
 		s.Wallet = w
 	case !errors.Is(err, fs.ErrNotExist):
@@ -231,16 +236,4 @@ func (s *Store) Close() error { return s.Log.Close() }
 // Path joins a name to the store directory.
 func (s *Store) Path(name ...string) string {
 	return filepath.Join(append([]string{s.Dir}, name...)...)
-}
-
-// DiskUsage returns the bytes under the store directory.
-func DiskUsage(dir string) int64 {
-	var n int64
-	filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
-		if err == nil && !fi.IsDir() {
-			n += fi.Size()
-		}
-		return nil
-	})
-	return n
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/unlimitedcontext/ucl/projections"
 	"github.com/unlimitedcontext/ucl/projections/projtest"
-	"github.com/unlimitedcontext/ucl/projections/vector"
+	"github.com/unlimitedcontext/ucl/internal/vector"
 )
 
 // tinyStatic builds a 4-dimensional static model whose vocabulary is a few

@@ -17,7 +17,7 @@ import (
 	"github.com/unlimitedcontext/ucl/internal/fsutil"
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections"
-	"github.com/unlimitedcontext/ucl/projections/vector"
+	"github.com/unlimitedcontext/ucl/internal/vector"
 )
 
 // VectorOptions configure the vector projection.
@@ -254,7 +254,7 @@ func (v *VectorProjection) Apply(ev *log.Event) error {
 	case *log.Tombstone:
 		var ids []string
 		for id, m := range v.meta {
-			if m.seq < ev.Seq && b.Matches(&log.Store{ChunkID: id, Session: m.session, Time: m.time}) {
+			if m.seq < ev.Seq && projections.TombstoneMatches(b, id, m.session, m.time) {
 				ids = append(ids, id)
 			}
 		}
@@ -486,15 +486,10 @@ func (v *VectorProjection) EmbedderName() string { return v.opts.Embedder.Name()
 // Index exposes the graph (tests, benchmarks, snapshot checks).
 func (v *VectorProjection) Index() *vector.HNSW { return v.idx }
 
-// VectorHit is a ranked chunk.
-type VectorHit struct {
-	ChunkID string
-	Score   float32
-}
-
-// SearchText embeds text and returns the k nearest live chunks (cosine):
+// SearchText embeds text and returns the k nearest live chunks (cosine; a
+// hit's ID is the chunk id):
 // exactly below ExactBelow vectors, through the graph above.
-func (v *VectorProjection) SearchText(ctx context.Context, text string, k int) ([]VectorHit, error) {
+func (v *VectorProjection) SearchText(ctx context.Context, text string, k int) ([]vector.Hit, error) {
 	vs, err := v.opts.Embedder.Embed(ctx, []string{text})
 	if err != nil {
 		return nil, fmt.Errorf("embed query: %w", err)
@@ -508,11 +503,7 @@ func (v *VectorProjection) SearchText(ctx context.Context, text string, k int) (
 	if err != nil {
 		return nil, err
 	}
-	out := make([]VectorHit, len(hits))
-	for i, h := range hits {
-		out[i] = VectorHit{ChunkID: h.ID, Score: h.Score}
-	}
-	return out, nil
+	return hits, nil
 }
 
 func encodeMeta(m chunkMeta) []byte {

@@ -1,7 +1,9 @@
-// Package vector is the vector layer of ucl's projections: embedders that
+// Package vector holds the building blocks of vector search: embedders that
 // turn chunk text into vectors, a content-addressed embedding cache, and
 // nearest-neighbour indexes (an exact oracle and a deterministic HNSW). It
-// knows nothing about the log; the vectors projection feeds it.
+// is not a projection and knows nothing about the log: the vector
+// projection, which feeds a log into an Index, is projstd.VectorProjection
+// (projections/projstd).
 //
 // # Pieces
 //

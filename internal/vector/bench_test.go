@@ -14,8 +14,8 @@ import (
 // clusteredData). The 100K cases build a 100K-node graph and run only with
 // UCL_BENCH_100K=1:
 //
-//	go test -run '^$' -bench . -benchtime 1x ./projections/vector/            # 10K
-//	UCL_BENCH_100K=1 go test -run '^$' -bench . -benchtime 1x -timeout 30m ./projections/vector/
+//	go test -run '^$' -bench . -benchtime 1x ./vector/            # 10K
+//	UCL_BENCH_100K=1 go test -run '^$' -bench . -benchtime 1x -timeout 30m ./vector/
 
 const benchDim, benchQueries = 384, 200
 

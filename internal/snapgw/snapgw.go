@@ -1,0 +1,100 @@
+// Package snapgw adapts an Arweave client to snapshot.Gateway: the one
+// place where snapshot publishing meets the Arweave transport. The
+// transaction format and ucl's common tags stay in package arweave; the
+// snapshot package sees only the Gateway interface.
+package snapgw
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/unlimitedcontext/ucl/arweave"
+	"github.com/unlimitedcontext/ucl/snapshot"
+)
+
+// Gateway is a snapshot.Gateway over an *arweave.Client.
+type Gateway struct {
+	c *arweave.Client
+}
+
+var _ snapshot.Gateway = Gateway{}
+
+// New returns the gateway of c; c needs a wallet for Sign and Post only.
+func New(c *arweave.Client) Gateway { return Gateway{c: c} }
+
+// Owner returns the address of the client's wallet, "" without one.
+func (g Gateway) Owner() string {
+	if w := g.c.Wallet(); w != nil {
+		return w.Address()
+	}
+	return ""
+}
+
+// signed is a transaction signed by Sign.
+type signed struct{ tx *arweave.SignedTx }
+
+func (s signed) TxID() string { return s.tx.ID }
+
+// Sign signs data with the common tags of u (in arweave.SegmentMeta's
+// order, Content-Type and UC-Schema-Version taken from u) followed by
+// u.Tags.
+func (g Gateway) Sign(ctx context.Context, data []byte, u snapshot.Upload) (snapshot.Signed, error) {
+	tags := arweave.SegmentMeta{Kind: arweave.KindSnapshot, LogID: u.LogID, FirstSeq: u.FirstSeq, LastSeq: u.LastSeq, HeadHash: u.HeadHash}.Tags()
+	for i := range tags {
+		switch tags[i].Name {
+		case arweave.TagContentType:
+			tags[i].Value = u.ContentType
+		case arweave.TagSchemaVersion:
+			tags[i].Value = u.SchemaVersion
+		}
+	}
+	for _, t := range u.Tags {
+		tags = append(tags, arweave.Tag{Name: t.Name, Value: t.Value})
+	}
+	tx, err := g.c.SignTx(ctx, data, tags)
+	if err != nil {
+		return nil, err
+	}
+	return signed{tx}, nil
+}
+
+// Post posts a transaction of Sign.
+func (g Gateway) Post(ctx context.Context, s snapshot.Signed) error {
+	st, ok := s.(signed)
+	if !ok {
+		return fmt.Errorf("post snapshot part: %T was not signed by this gateway", s)
+	}
+	return g.c.PostTx(ctx, st.tx)
+}
+
+// Find returns the snapshot transactions of logID that owner signed. A
+// transaction is left out when the gateway reports another owner, its
+// owner key does not hash to owner, or its common tags do not parse or
+// name another kind or log.
+func (g Gateway) Find(ctx context.Context, owner string, logID [16]byte) ([]snapshot.Found, error) {
+	txs, err := g.c.FindSegments(ctx, owner, logID, arweave.KindSnapshot)
+	if err != nil {
+		return nil, err
+	}
+	var out []snapshot.Found
+	for _, t := range txs {
+		if t.Owner != owner || arweave.VerifyOwner(t.OwnerKey, owner) != nil {
+			continue
+		}
+		meta, err := arweave.ParseTags(t.Tags)
+		if err != nil || meta.Kind != arweave.KindSnapshot || meta.LogID != logID {
+			continue
+		}
+		f := snapshot.Found{ID: t.ID, LastSeq: meta.LastSeq, HeadHash: meta.HeadHash, Pending: t.Pending, DataSize: t.DataSize}
+		for _, tg := range t.Tags {
+			f.Tags = append(f.Tags, snapshot.Tag{Name: tg.Name, Value: tg.Value})
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// Fetch returns the data of transaction id.
+func (g Gateway) Fetch(ctx context.Context, id string) ([]byte, error) {
+	return g.c.FetchData(ctx, id)
+}
