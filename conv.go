@@ -38,7 +38,10 @@ type EditRequest struct {
 	// nil keeps it.
 	Meta map[string]string `json:"meta,omitempty"`
 	// By names who edits (shown in the history).
-	By          string `json:"by,omitempty"`
+	By string `json:"by,omitempty"`
+	// Status replaces a tool call's status (a pending call gets its result
+	// and "ok" or "error"); "" keeps it. Only tool calls have one.
+	Status      string `json:"status,omitempty"`
 	ChunkTokens int    `json:"chunk_tokens,omitempty"`
 }
 
@@ -146,6 +149,14 @@ func (s *Store) Edit(ctx context.Context, req EditRequest) (*EditResult, error) 
 		Meta: head.Meta, Parent: head.Parent, Time: head.Time, Tool: head.Tool, Supersedes: head.Supersedes}
 	if req.Meta != nil {
 		st.Meta = req.Meta
+	}
+	if req.Status != "" {
+		if head.Tool == nil {
+			return nil, badRequest("edit %q: only a tool call has a status", req.ID)
+		}
+		tc := *head.Tool
+		tc.Status = req.Status
+		st.Tool = &tc
 	}
 	chunkTokens := req.ChunkTokens
 	if chunkTokens <= 0 {

@@ -296,6 +296,22 @@ func TestToolCalls(t *testing.T) {
 	if it.Content != long || it.Chunks[0].Tool == nil || it.Chunks[0].Tool.Name != "list_flights" || it.Chunks[1].Tool != nil {
 		t.Fatalf("chunked tool call: first chunk tool %+v, second %+v", it.Chunks[0].Tool, it.Chunks[1].Tool)
 	}
+	// A pending call gets its result by an edit; a status only fits a tool call.
+	p, err := s.Remember(ctx, RememberRequest{Tool: &log.ToolCall{Name: "get_time", Status: "pending"}, Parent: msg, Session: "s", Time: "2024-01-01T10:00:05Z"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := p.Results[0].ID.String()
+	if _, err := s.Edit(ctx, EditRequest{ID: pid, Content: "10:00 CET", Status: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Edit(ctx, EditRequest{ID: msg, Content: "x", Status: "ok"}); !errors.Is(err, ErrBadRequest) {
+		t.Fatalf("status on a message: %v", err)
+	}
+	g, err = s.Get(ctx, GetRequest{IDs: []string{pid}})
+	if err != nil || g.Items[0].Content != "10:00 CET" || g.Items[0].Chunks[0].Tool.Status != "ok" || g.Items[0].Chunks[0].Tool.Name != "get_time" {
+		t.Fatalf("completed call: %+v %v", g, err)
+	}
 	ids, _ := searchIDs(t, s, SearchRequest{Text: "get_weather", Mode: "bm25"})
 	if len(ids) != 1 {
 		t.Fatalf("by name: %v", ids)

@@ -115,13 +115,15 @@ var editCommand = &cli.Command{
 ` + "`ucl get`" + `); the old text leaves the indexes but stays in the log:
 ` + "`ucl get ID --history`" + ` lists every version with its time and author. A
 document (or a long tool result) is edited as a whole by its document id and
-re-chunked; one of its chunks cannot be edited alone. --meta replaces the
+re-chunked; one of its chunks cannot be edited alone. A tool call stored
+pending gets its result this way (--status ok). --meta replaces the
 whole meta (without it the meta is kept). A tombstoned item cannot be
 edited: a tombstone hides all of its versions.`,
 	Flags: []cli.Flag{
 		&cli.StringFlag{Name: "file", Usage: "the new content is this file's, byte for byte"},
 		&cli.StringSliceFlag{Name: "meta", Aliases: []string{"m"}, Usage: "new metadata key=value (repeatable; replaces the meta)"},
 		&cli.StringFlag{Name: "by", Usage: "who edits (default: $USER)"},
+		&cli.StringFlag{Name: "status", Usage: "a tool call's new status (ok, error, …; default: kept)"},
 		&cli.IntFlag{Name: "chunk-tokens", Value: log.DefaultChunkTokens, Usage: "chunk size when re-chunking"},
 	},
 	Action: func(c *cli.Context) error {
@@ -161,7 +163,7 @@ edited: a tombstone hides all of its versions.`,
 		if by == "" {
 			by = os.Getenv("USER")
 		}
-		req := ucl.EditRequest{ID: id, Content: text, Meta: meta, By: by, ChunkTokens: c.Int("chunk-tokens")}
+		req := ucl.EditRequest{ID: id, Content: text, Meta: meta, By: by, ChunkTokens: c.Int("chunk-tokens"), Status: c.String("status")}
 		return withAPI(c, func(api ucl.API) error {
 			res, err := api.Edit(context.Background(), req)
 			switch {

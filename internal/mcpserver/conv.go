@@ -34,6 +34,7 @@ type EditIn struct {
 	ID      string            `json:"id" jsonschema:"the item's id (a document's id for a document)"`
 	Content string            `json:"content" jsonschema:"the new content"`
 	Meta    map[string]string `json:"meta,omitempty" jsonschema:"new meta (replaces the old meta); omit to keep it"`
+	Status  string            `json:"status,omitempty" jsonschema:"for a tool call: its new status (ok, error); give its result as content"`
 }
 
 // EditOut is the result of uc_edit.
@@ -113,7 +114,7 @@ func (s *server) toolEdit(ctx context.Context, _ *mcp.CallToolRequest, in EditIn
 	if len(in.Content) > maxContentSize {
 		return nil, out, badArg("content", "is %d bytes; one call takes at most %d", len(in.Content), maxContentSize)
 	}
-	res, err := s.eng.Edit(ctx, ucl.EditRequest{ID: in.ID, Content: in.Content, Meta: in.Meta, By: "mcp"})
+	res, err := s.eng.Edit(ctx, ucl.EditRequest{ID: in.ID, Content: in.Content, Meta: in.Meta, By: "mcp", Status: in.Status})
 	if err != nil {
 		return nil, out, convErr("edit", in.ID, err)
 	}
