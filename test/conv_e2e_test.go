@@ -57,6 +57,9 @@ func TestConversationModelCLI(t *testing.T) {
 			t.Fatalf("--depth 1 went %v steps", d)
 		}
 	}
+	if text := must(t, dir, "", "session", "show", "s1"); !strings.Contains(text, `search_flights {"to":"BER","day":"fri"} [ok]`) {
+		t.Fatalf("session show: %s", text)
+	}
 	if text := must(t, dir, "", "get", "q", "--thread"); !strings.Contains(text, "tool search_flights") || !strings.Contains(text, "booked LH123") {
 		t.Fatalf("thread text: %s", text)
 	}
