@@ -1,9 +1,14 @@
 package httpapi
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"maps"
 	"strings"
+
+	"github.com/unlimitedcontext/ucl"
 )
 
 // toolLine is an assistant's tool call as an ingest tool_call line: the
@@ -48,4 +53,42 @@ func toolCallLine(session, id, parent string, tc *toolCall, meta map[string]stri
 		l.Args = b
 	}
 	return l, nil
+}
+
+type toolResult struct{ callID, text string }
+
+// toolItemID is the item id of a tool call the upstream named callID in a
+// session: the same on every request, so the result that arrives in a
+// later request finds its call.
+func toolItemID(session, callID string) string {
+	h := sha256.Sum256([]byte("ucl proxy tool call\x00" + session + "\x00" + callID))
+	return "t-" + hex.EncodeToString(h[:12])
+}
+
+// completeToolCalls gives every stored call that is still pending the
+// result the client sent back (an edit: the pending version stays in the
+// history). Clients resend the whole conversation, so a call already
+// completed is left alone. A failure is logged; the reply is not affected.
+func (s *Server) completeToolCalls(ctx context.Context, ex *exchange) {
+	if len(ex.results) == 0 {
+		return
+	}
+	ids := make([]string, len(ex.results))
+	for i, r := range ex.results {
+		ids[i] = toolItemID(ex.session, r.callID)
+	}
+	got, err := s.api.Get(ctx, ucl.GetRequest{IDs: ids})
+	if err != nil {
+		s.log.Error("read tool calls", "session", ex.session, "err", err)
+		return
+	}
+	for i, it := range got.Items {
+		if !it.Found || len(it.Chunks) == 0 || it.Chunks[0].Tool == nil || it.Chunks[0].Tool.Status != "pending" {
+			continue
+		}
+		_, err := s.api.Edit(ctx, ucl.EditRequest{ID: it.ID, Content: ex.results[i].text, Status: "ok", By: "ucl-proxy"})
+		if err != nil {
+			s.log.Error("complete tool call", "session", ex.session, "id", it.ID, "err", err)
+		}
+	}
 }

@@ -1,10 +1,12 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 
+	"github.com/unlimitedcontext/ucl"
 	"github.com/unlimitedcontext/ucl/internal/ingest"
 	"github.com/unlimitedcontext/ucl/log"
 )
@@ -35,6 +37,35 @@ func TestToolCallLineIsAlwaysIngestible(t *testing.T) {
 		if st.Kind != log.KindToolCall || st.Tool == nil || st.Tool.Name != tc.wantName || st.Tool.Args != tc.wantArgs ||
 			st.Tool.Status != "pending" || st.Parent != "u-1" || st.Meta["tool_call_id"] != "call_1" {
 			t.Fatalf("%+v: stored %+v tool %+v", tc, st, st.Tool)
+		}
+	}
+}
+
+// The tool loop: the reply's call is stored pending; the client's next
+// request carries the result, which completes the call (an edit, so the
+// pending version stays in the history); resending it changes nothing.
+func TestProxyToolResultCompletesTheCall(t *testing.T) {
+	up := newUpstream(t, "tools")
+	e := newEnv(t, Options{Upstream: up.srv.URL + "/v1"})
+	if resp, b := e.do("POST", "/v1/chat/completions", "application/json", chatBody(t, false, "user", "Weather in Paris?"), SessionHeader, "t1"); resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	id := toolItemID("t1", "call_1")
+	loop := []byte(`{"model":"fake-model","messages":[{"role":"user","content":"Weather in Paris?"},` +
+		`{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},` +
+		`{"role":"tool","tool_call_id":"call_1","content":"18C and cloudy"}]}`)
+	for round := 0; round < 2; round++ {
+		if resp, b := e.do("POST", "/v1/chat/completions", "application/json", loop, SessionHeader, "t1"); resp.StatusCode != 200 {
+			t.Fatalf("round %d: %d %s", round, resp.StatusCode, b)
+		}
+		g, err := e.store.Get(context.Background(), ucl.GetRequest{IDs: []string{id}, History: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		it := g.Items[0]
+		if !it.Found || it.Content != "18C and cloudy" || it.Chunks[0].Tool.Status != "ok" || it.Chunks[0].Tool.Name != "get_weather" ||
+			len(it.History) != 2 || it.History[0].Content != "" || it.History[1].By != "ucl-proxy" {
+			t.Fatalf("round %d: %+v (history %+v)", round, it, it.History)
 		}
 	}
 }
