@@ -9,12 +9,12 @@ import (
 	"github.com/unlimitedcontext/ucl/crypto"
 	"github.com/unlimitedcontext/ucl/internal/ingest"
 	"github.com/unlimitedcontext/ucl/internal/store"
+	"github.com/unlimitedcontext/ucl/internal/vector"
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections"
 	"github.com/unlimitedcontext/ucl/projections/timelines"
 	"github.com/unlimitedcontext/ucl/query"
 	"github.com/unlimitedcontext/ucl/snapshot"
-	"github.com/unlimitedcontext/ucl/internal/vector"
 )
 
 var (
@@ -123,6 +123,7 @@ var errorCodes = []struct {
 	{"snapshot_diverged", snapshot.ErrDiverged},
 	{"snapshot_key", snapshot.ErrKey},
 	{"snapshot_incompatible", snapshot.ErrIncompatible},
+	{"snapshot_embedder", snapshot.ErrEmbedder},
 	{"arweave_not_found", arweave.ErrNotFound},
 	{"arweave_timeout", arweave.ErrTimeout},
 	{"arweave_unavailable", arweave.ErrUnavailable},
@@ -132,6 +133,7 @@ var errorCodes = []struct {
 	{"checkpoint_diverged", ErrCheckpointDiverged},
 	{"proof_rejected", ErrProofRejected},
 	{"history_rewritten", ErrHistoryRewritten},
+	{"checkpoint_hidden", ErrCheckpointHidden},
 	{"log_bad_proof", log.ErrBadProof},
 	{"arweave_tx_signature", arweave.ErrTxSignature},
 	{"log_inconsistent", log.ErrInconsistent},

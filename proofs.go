@@ -29,6 +29,12 @@ var (
 	// checkpoint anchored by the same wallet is not consistent with the
 	// proof's: the log was rewritten after the proof.
 	ErrHistoryRewritten = errors.New("ucl: anchored history rewritten")
+	// ErrCheckpointHidden is returned by VerifyProof when a checkpoint
+	// transaction the owner signed names, as its previous checkpoint
+	// (UC-Prev-Checkpoint), one the gateway does not list: the gateway
+	// hides part of the anchored history, so the proof cannot be checked
+	// against all of it. The message names the hidden transaction.
+	ErrCheckpointHidden = errors.New("ucl: the gateway hides an anchored checkpoint")
 )
 
 // merkleDir is the Merkle tree's directory in the store (derived data).
@@ -274,7 +280,15 @@ type VerifyProofResult struct {
 	// consistent with; NewestSize is the largest of them.
 	Later      int    `json:"later_checkpoints"`
 	NewestSize uint64 `json:"newest_size"`
-	Sentence   string `json:"sentence"`
+	// The gateway's view: the newest checkpoint of the log it lists for the
+	// owner (its transaction, size and block height, 0 when pending).
+	// Checkpoints newer than the newest one a gateway lists cannot be
+	// detected if it hides them; the ones between are (the later
+	// checkpoints' UC-Prev-Checkpoint links must all be listed).
+	GatewayNewestTx     string `json:"gateway_newest_tx"`
+	GatewayNewestSize   uint64 `json:"gateway_newest_size"`
+	GatewayNewestHeight int64  `json:"gateway_newest_height"`
+	Sentence            string `json:"sentence"`
 }
 
 func rejected(format string, a ...any) error {
@@ -288,7 +302,9 @@ func rejected(format string, a ...any) error {
 // the one the owner's signed transaction publishes; and that every later
 // checkpoint the same owner anchored for the log (each itself checked the
 // same way) is consistent with the proof's, chained through the
-// consistency proofs their transactions carry.
+// consistency proofs their transactions carry, and that the
+// UC-Prev-Checkpoint link of each of them names a checkpoint the gateway
+// lists (else ErrCheckpointHidden: the gateway left one out).
 func VerifyProof(ctx context.Context, req VerifyProofRequest) (*VerifyProofResult, error) {
 	p, err := log.DecodeProof(req.Proof)
 	if err != nil {
@@ -365,19 +381,39 @@ func VerifyProof(ctx context.Context, req VerifyProofRequest) (*VerifyProofResul
 		return nil, fmt.Errorf("verify proof: %w", err)
 	}
 	start := log.ChainLink{ID: p.CheckpointTx, Checkpoint: ev.Checkpoint}
+	listed := map[string]bool{p.CheckpointTx: true}
+	for _, c := range cps {
+		listed[c.ID] = true
+	}
 	var links []log.ChainLink
+	var prevs []string // each link's UC-Prev-Checkpoint, from its signed tags
 	for _, c := range cps {
 		if c.Size < p.TreeSize || c.ID == p.CheckpointTx {
 			continue
 		}
-		_, _, cp, an, err := check(c.ID)
+		_, ct, cp, an, err := check(c.ID)
 		if err != nil {
 			return nil, err
 		}
 		links = append(links, log.ChainLink{ID: c.ID, Checkpoint: cp, Anchor: an})
+		prevs = append(prevs, ct.Prev)
+	}
+	// A checkpoint the gateway leaves out is still named by the next one's
+	// signed UC-Prev-Checkpoint tag: a link to an unlisted transaction is a
+	// gap. It is checked first: the next anchor's consistency proof starts
+	// at the hidden checkpoint's size, and the chain check would call that
+	// a rewritten history.
+	for i, l := range links {
+		if prevs[i] != "" && !listed[prevs[i]] {
+			return nil, fmt.Errorf("verify proof: %w: checkpoint %s (%d events), signed by %s, names %s as the previous checkpoint, which the gateway %s does not list",
+				ErrCheckpointHidden, l.ID, l.Checkpoint.Size, p.Owner, prevs[i], req.Gateway)
+		}
 	}
 	if err := log.VerifyChain(start, links); err != nil {
 		return nil, fmt.Errorf("verify proof: %w: %w: %w", ErrProofRejected, ErrHistoryRewritten, err)
+	}
+	if n := len(cps); n > 0 {
+		res.GatewayNewestTx, res.GatewayNewestSize, res.GatewayNewestHeight = cps[n-1].ID, cps[n-1].Size, cps[n-1].Height
 	}
 	res.Later = len(links)
 	res.NewestSize = p.TreeSize
@@ -392,8 +428,17 @@ func VerifyProof(ctx context.Context, req VerifyProofRequest) (*VerifyProofResul
 	if res.Later > 0 {
 		later = fmt.Sprintf("consistent with %d later checkpoint(s), up to %d events", res.Later, res.NewestSize)
 	}
-	res.Sentence = fmt.Sprintf("event %d of log %s, a %s by %s, is in the log as %s (checkpoint of %d events; %s).",
-		res.Seq, res.LogID, res.Type, res.Owner, where, res.TreeSize, later)
+	view := "The gateway lists no checkpoint of the log."
+	if res.GatewayNewestTx != "" {
+		at := "pending"
+		if res.GatewayNewestHeight > 0 {
+			at = fmt.Sprintf("block height %d", res.GatewayNewestHeight)
+		}
+		view = fmt.Sprintf("The gateway's newest checkpoint is %s (%d events, %s); the later checkpoints link to listed ones without a gap.",
+			res.GatewayNewestTx, res.GatewayNewestSize, at)
+	}
+	res.Sentence = fmt.Sprintf("event %d of log %s, a %s by %s, is in the log as %s (checkpoint of %d events; %s). %s",
+		res.Seq, res.LogID, res.Type, res.Owner, where, res.TreeSize, later, view)
 	return res, nil
 }
 

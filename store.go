@@ -13,11 +13,11 @@ import (
 
 	"github.com/unlimitedcontext/ucl/internal/fsutil"
 	"github.com/unlimitedcontext/ucl/internal/store"
+	"github.com/unlimitedcontext/ucl/internal/vector"
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections"
 	"github.com/unlimitedcontext/ucl/projections/projstd"
 	"github.com/unlimitedcontext/ucl/query"
-	"github.com/unlimitedcontext/ucl/internal/vector"
 )
 
 // Store is an open ucl store: the log, its keys and wallet, the projection

@@ -705,6 +705,10 @@ type TxInfo struct {
 	Pending   bool
 	BundledIn string // bundle tx id when reported (arlocal always reports none)
 	DataSize  int64
+	// The signed fields GraphQL reports, for VerifySigned: the signature
+	// (base64url), anchor (an L1 tx's last_tx), recipient, and an L1 tx's
+	// fee and quantity in winston.
+	Signature, Anchor, Recipient, Fee, Quantity string
 }
 
 // TxQuery filters a GraphQL transaction search. Tags are ANDed, each
@@ -724,6 +728,10 @@ const pageSize = 100 // GraphQL's page cap
 // GraphQL answer: 4096-bit keys are 683 characters.
 const maxOwnerKeyLen = 1024
 
+// maxSignedField bounds the anchor, recipient, fee and quantity kept from
+// a GraphQL answer (anchors are 43 or 64 characters).
+const maxSignedField = 128
+
 const txSearchQuery = `query($owners: [String!], $ids: [ID!], $tags: [TagFilter!], $after: String) {
   transactions(owners: $owners, ids: $ids, tags: $tags, first: 100, after: $after) {
     pageInfo { hasNextPage }
@@ -734,6 +742,9 @@ const txSearchQuery = `query($owners: [String!], $ids: [ID!], $tags: [TagFilter!
       block { height }
       bundledIn { id }
       data { size }
+      signature anchor recipient
+      fee { winston }
+      quantity { winston }
     } }
   }
 }`
@@ -797,6 +808,15 @@ func (c *Client) FindTxs(ctx context.Context, q TxQuery) ([]TxInfo, error) {
 						Data struct {
 							Size json.Number `json:"size"`
 						} `json:"data"`
+						Signature string `json:"signature"`
+						Anchor    string `json:"anchor"`
+						Recipient string `json:"recipient"`
+						Fee       *struct {
+							Winston string `json:"winston"`
+						} `json:"fee"`
+						Quantity *struct {
+							Winston string `json:"winston"`
+						} `json:"quantity"`
 					} `json:"node"`
 				} `json:"edges"`
 			} `json:"transactions"`
@@ -812,7 +832,8 @@ func (c *Client) FindTxs(ctx context.Context, q TxQuery) ([]TxInfo, error) {
 			}
 			// What no Arweave transaction can carry is not kept: this
 			// bounds what a hostile gateway makes the list hold per entry.
-			if !validID(n.ID) || len(n.Owner.Address) != 43 || len(n.Owner.Key) > maxOwnerKeyLen || TagBytes(n.Tags) > MaxTagBytes {
+			if !validID(n.ID) || len(n.Owner.Address) != 43 || len(n.Owner.Key) > maxOwnerKeyLen || TagBytes(n.Tags) > MaxTagBytes ||
+				len(n.Signature) > maxOwnerKeyLen || len(n.Anchor) > maxSignedField || len(n.Recipient) > maxSignedField {
 				continue
 			}
 			fresh++
@@ -822,7 +843,14 @@ func (c *Client) FindTxs(ctx context.Context, q TxQuery) ([]TxInfo, error) {
 				key = n.Owner.Key
 				keys[key] = key
 			}
-			ti := TxInfo{ID: n.ID, Owner: n.Owner.Address, OwnerKey: key, Tags: n.Tags}
+			ti := TxInfo{ID: n.ID, Owner: n.Owner.Address, OwnerKey: key, Tags: n.Tags,
+				Signature: n.Signature, Anchor: n.Anchor, Recipient: n.Recipient}
+			if n.Fee != nil && len(n.Fee.Winston) <= maxSignedField {
+				ti.Fee = n.Fee.Winston
+			}
+			if n.Quantity != nil && len(n.Quantity.Winston) <= maxSignedField {
+				ti.Quantity = n.Quantity.Winston
+			}
 			if n.Block == nil {
 				ti.Pending = true
 			} else {

@@ -105,7 +105,18 @@
 // duplicates (same range and head hash), verifies the owner (SHA-256 of the
 // RSA modulus is the address), each segment's Merkle root and head hash, and
 // the continuity between segments, names missing ranges with *GapError and
-// yields records in seq order.
+// yields records in seq order. Each segment it uses (or that claims a fork)
+// must also carry the owner's own signature (VerifySigned): GraphQL reports
+// the signed fields (signature, anchor, recipient, fee, quantity, tags,
+// owner key), and the fetched data is checked with them either as an
+// ANS-104 data item (RSA-PSS over the deep hash of "dataitem", "1", the
+// signature type, owner, target, anchor, the Avro-encoded tags and the data;
+// goar's VerifyBundleItem) or as a format-2 transaction (goar's
+// VerifyTransaction, the data root computed from the data). Bundled items,
+// which /tx/{id} does not serve, are checked this way without fetching
+// their bundle. A segment signed by another wallet, or whose data or tags
+// the gateway altered, is refused (*TxRejectedError wrapping
+// ErrTxSignature).
 //
 // Forks: every valid segment the chain does not use is checked against the
 // chain when the chain reaches the segment's last seq; a different head

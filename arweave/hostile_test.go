@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/everFinance/goar"
 )
 
 // hostileGateway is a fake gateway in the tests' own process: GraphQL and
@@ -39,6 +41,7 @@ type hostileGateway struct {
 
 type hostileSeg struct {
 	id       string
+	sig      string // the item's signature (base64url)
 	meta     SegmentMeta
 	data     []byte
 	declared int64 // data.size reported by GraphQL
@@ -75,11 +78,20 @@ func (h *hostileGateway) addSegment(logID [16]byte, l *memLog, from, to uint64) 
 		h.t.Fatal(err)
 	}
 	m := SegmentMeta{Kind: KindSegment, LogID: logID, FirstSeq: from, LastSeq: to, HeadHash: recs[len(recs)-1].Hash()}
+	// Served as a data item the wallet signed, as the bundle uploader
+	// makes them: Rebuild checks each segment's own signature.
+	is, err := goar.NewItemSigner(h.w.signer)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	it, err := is.CreateAndSignItem(data, "", "", m.Tags())
+	if err != nil {
+		h.t.Fatal(err)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	id := fakeID(fmt.Sprintf("seg-%d-%x", len(h.segs), m.HeadHash))
-	h.segs = append(h.segs, hostileSeg{id: id, meta: m, data: data, declared: int64(len(data))})
-	return id
+	h.segs = append(h.segs, hostileSeg{id: it.Id, sig: it.Signature, meta: m, data: data, declared: int64(len(data))})
+	return it.Id
 }
 
 type gqlNode struct {
@@ -95,6 +107,7 @@ type gqlNode struct {
 	Data struct {
 		Size string `json:"size"`
 	} `json:"data"`
+	Signature string `json:"signature"`
 }
 
 type gqlEdge struct {
@@ -201,7 +214,9 @@ func (h *hostileGateway) graphql(w http.ResponseWriter, r *http.Request) {
 	switch mode {
 	case "segments":
 		for i, s := range segs {
-			edges = append(edges, gqlEdge{Cursor: strconv.Itoa(i), Node: h.node(s.id, s.meta.Tags(), s.declared)})
+			n := h.node(s.id, s.meta.Tags(), s.declared)
+			n.Signature = s.sig
+			edges = append(edges, gqlEdge{Cursor: strconv.Itoa(i), Node: n})
 		}
 		more = false
 	case "endless", "cycle", "repeat":

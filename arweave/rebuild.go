@@ -420,11 +420,11 @@ func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (re
 				}
 				continue
 			}
-			s, verr := verifySegment(data, c.meta, opt.LogID, next, prevHash)
+			s, verr := verifySignedSegment(c, data, opt.LogID, next, prevHash)
 			if verr != nil {
 				// One more fetch in case the bytes were damaged in transit.
 				if data2, ferr2 := opt.Client.FetchDataLimit(ctx, c.tx.ID, opt.fetchLimit(c)); ferr2 == nil {
-					s, verr = verifySegment(data2, c.meta, opt.LogID, next, prevHash)
+					s, verr = verifySignedSegment(c, data2, opt.LogID, next, prevHash)
 					data = data2
 				}
 			}
@@ -535,11 +535,29 @@ func confirmFork(ctx context.Context, opt RebuildOptions, c candidate) (bool, er
 		return false, fmt.Errorf("rebuild: segment %d..%d (tx %s) contradicts the chain and cannot be fetched to confirm a fork: %w",
 			c.meta.FirstSeq, c.meta.LastSeq, c.tx.ID, err)
 	}
+	if VerifySigned(c.tx, data) != nil {
+		return false, nil // not the wallet's: no fork, whatever it says
+	}
 	seg, err := DecodeSegment(data)
 	if err != nil || seg.LogID != opt.LogID || seg.FirstSeq != c.meta.FirstSeq || seg.LastSeq != c.meta.LastSeq || seg.HeadHash != c.meta.HeadHash {
 		return false, nil
 	}
 	return true, nil
+}
+
+// verifySignedSegment checks the segment (verifySegment), then its own
+// signature (VerifySigned: the owner key GraphQL reports is trusted only
+// once it hashes to the owner, and the data and tags only once that key
+// signed them).
+func verifySignedSegment(c candidate, data []byte, logID [16]byte, next uint64, prev Hash) (*Segment, error) {
+	seg, err := verifySegment(data, c.meta, logID, next, prev)
+	if err != nil {
+		return nil, err
+	}
+	if err := VerifySigned(c.tx, data); err != nil {
+		return nil, err
+	}
+	return seg, nil
 }
 
 // verifySegment decodes data and checks it against its tags, the log id and

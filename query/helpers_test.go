@@ -9,6 +9,7 @@ import (
 
 	"github.com/unlimitedcontext/ucl/crypto"
 	"github.com/unlimitedcontext/ucl/internal/ingest"
+	"github.com/unlimitedcontext/ucl/internal/vector"
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections"
 	"github.com/unlimitedcontext/ucl/projections/fts"
@@ -16,7 +17,6 @@ import (
 	"github.com/unlimitedcontext/ucl/projections/summary"
 	"github.com/unlimitedcontext/ucl/projections/timelines"
 	"github.com/unlimitedcontext/ucl/query"
-	"github.com/unlimitedcontext/ucl/internal/vector"
 )
 
 // vecAdapter is the test's vector projection: HashEmbedder + Exact index,

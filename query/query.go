@@ -18,11 +18,14 @@
 //     filter is intersected with them.
 //  3. L0 pre-filter: when the store holds more than Options.PrefilterAbove
 //     chunks (default 50,000), no Sessions filter is given and a
-//     SessionSearcher is configured, the candidates are restricted to the
-//     top Options.PrefilterSessions sessions by summary search plus the
-//     active session (and chunks without a session). The restriction is
-//     applied to over-fetched candidate lists, not pushed into the
-//     full-text index, where a session filter costs more than it saves.
+//     SessionSearcher is configured, the vector channel's candidates are
+//     restricted to the top Options.PrefilterSessions sessions by summary
+//     search, the active session, chunks without a session, and the
+//     sessions of BM25's candidates. BM25's own candidates are not
+//     restricted: the summaries are a coarser lexical view of the same
+//     text, and as a filter on both channels they dropped evidence whose
+//     turns match the words (LoCoMo dev set with the pre-filter forced on,
+//     20 sessions: hybrid hit@10 0.69 → 0.81, the same as without it).
 //  4. Candidates: the top Candidates(K) chunks by BM25 (filters pushed into
 //     the full-text index) and by ANN cosine (over-fetched, then filtered
 //     here, because the vector index has no filters).
@@ -100,11 +103,11 @@ import (
 	"time"
 
 	"github.com/unlimitedcontext/ucl/internal/textutil"
+	"github.com/unlimitedcontext/ucl/internal/vector"
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections/fts"
 	"github.com/unlimitedcontext/ucl/projections/summary"
 	"github.com/unlimitedcontext/ucl/projections/timelines"
-	"github.com/unlimitedcontext/ucl/internal/vector"
 )
 
 var (
@@ -738,7 +741,7 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 	nc := candidates(k)
 	byID := map[string]*cand{}
 	var order []*cand
-	get := func(id string) (*cand, error) {
+	get := func(id string, sessions map[string]bool) (*cand, error) {
 		if c, ok := byID[id]; ok {
 			return c, nil
 		}
@@ -781,9 +784,6 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 		// p50 29 ms with it vs 19 ms without at 100K chunks).
 		q := fts.Query{Text: p.text, K: nc, Kinds: p.req.Kinds, Roles: p.req.Roles, Since: p.since, Until: p.until}
 		q.Sessions = sortedKeys(p.sessions)
-		if pre != nil {
-			q.K = min(4*nc, 4*MaxCandidates)
-		}
 		hits, err := e.src.Text.Search(ctx, q)
 		if err != nil {
 			return nil, nil, fmt.Errorf("bm25 search: %w", err)
@@ -793,7 +793,13 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 			if rank >= nc {
 				break
 			}
-			c, err := get(h.ChunkID)
+			// The pre-filter does not apply to BM25's own candidates: the
+			// session summaries are a coarser lexical view of the same
+			// text, and a session they miss still holds the turns whose
+			// words match (LoCoMo dev set, pre-filter forced on, 20
+			// sessions: hit@10 0.69 as a filter on both channels).
+			// Their sessions join the kept ones.
+			c, err := get(h.ChunkID, p.sessions)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -802,6 +808,9 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 			}
 			rank++
 			c.ex.BM25Rank, c.ex.BM25Score = rank, h.Score
+			if pre != nil {
+				sessions[c.chunk.Session] = true
+			}
 		}
 	}
 	if vecCh != nil {
@@ -818,7 +827,7 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 			if h.Score <= 0 || math.IsNaN(float64(h.Score)) {
 				continue
 			}
-			c, err := get(h.ID)
+			c, err := get(h.ID, sessions)
 			if err != nil {
 				return nil, nil, err
 			}

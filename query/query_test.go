@@ -488,22 +488,28 @@ func TestDeterminism(t *testing.T) {
 }
 
 func TestPrefilter(t *testing.T) {
-	// Many sessions; the pre-filter must keep the session whose summary
-	// matches and the active one, and drop the others.
+	// Many sessions. The pre-filter keeps the session whose summary
+	// matches and the active one; BM25's own candidates pass whatever
+	// their session (their sessions join the kept ones), while candidates
+	// only the vector channel found (s29-1: "violinist" shares letters
+	// with "violin", not its stem) are dropped outside the kept sessions.
 	var bodies []log.Body
 	for i := 0; i < 30; i++ {
 		s := fmt.Sprintf("s%02d", i)
 		content := fmt.Sprintf("weekly meeting notes number %d about the kitchen renovation budget", i)
-		if i == 7 {
+		switch i {
+		case 7:
 			content = "the violin teacher suggested scales in D major before the recital"
+		case 29:
+			content = "our violinist practised daily"
 		}
 		bodies = append(bodies, &log.Store{ChunkID: s + "-1", Session: s, Kind: log.KindConversation, Role: "user", Time: at(time.Duration(i) * time.Hour), Content: content})
 	}
 	bodies = append(bodies, &log.Store{ChunkID: "kv", Kind: log.KindKnowledge, Time: at(0), Content: "violin recital scales practice"})
 	f := newFixture(t, t.TempDir())
 	f.apply(t, chain(t, bodies...))
-	e := f.engine(query.Options{PrefilterAbove: 10, PrefilterSessions: 2})
-	resp, err := e.Search(context.Background(), query.Request{Text: "violin recital scales meeting", Now: now0, Session: "s20", K: 30})
+	req := query.Request{Text: "violin recital scales meeting", Now: now0, Session: "s20", K: 40, Explain: true}
+	resp, err := f.engine(query.Options{PrefilterAbove: 10, PrefilterSessions: 2}).Search(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -514,18 +520,28 @@ func TestPrefilter(t *testing.T) {
 	if !contains(ids(resp.Results), "kv") {
 		t.Errorf("sessionless chunk lost by the pre-filter: %v", ids(resp.Results))
 	}
+	kept := map[string]bool{"": true}
+	for _, s := range resp.Prefilter {
+		kept[s] = true
+	}
 	for _, r := range resp.Results {
-		if r.Session != "" && !contains(resp.Prefilter, r.Session) {
-			t.Errorf("%s from session %s outside the pre-filter", r.ChunkID, r.Session)
+		if r.Explain.BM25Rank > 0 {
+			kept[r.Session] = true
 		}
 	}
-	if !contains(ids(resp.Results), "s07-1") || len(resp.Results) > 4 {
-		t.Errorf("results %v", ids(resp.Results))
+	for _, r := range resp.Results {
+		if !kept[r.Session] {
+			t.Errorf("%s from session %s outside the pre-filter and BM25's sessions", r.ChunkID, r.Session)
+		}
 	}
-	// Below the threshold nothing is pre-filtered.
-	resp, err = f.engine(query.Options{}).Search(context.Background(), query.Request{Text: "violin recital scales meeting", Now: now0, K: 30})
-	if err != nil || resp.Prefilter != nil || len(resp.Results) < 10 {
-		t.Errorf("no prefilter expected: %v %v %d", err, resp.Prefilter, len(resp.Results))
+	if !contains(ids(resp.Results), "s07-1") || contains(ids(resp.Results), "s29-1") || len(resp.Results) < 20 {
+		t.Errorf("results %v: want s07-1 and the meeting notes BM25 matches, not s29-1", ids(resp.Results))
+	}
+	// Below the threshold nothing is pre-filtered: the vector channel's
+	// s29-1 comes back.
+	resp, err = f.engine(query.Options{}).Search(context.Background(), req)
+	if err != nil || resp.Prefilter != nil || !contains(ids(resp.Results), "s29-1") {
+		t.Errorf("no prefilter expected: %v %v %v", err, resp.Prefilter, ids(resp.Results))
 	}
 }
 

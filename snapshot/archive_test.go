@@ -228,8 +228,9 @@ func goldenManifest() *Manifest {
 			{Name: "summary", Version: 1, Digest: strings.Repeat("03", 32)},
 			{Name: "vectors", Version: 1, Digest: strings.Repeat("04", 32)},
 		},
-		Archive: ArchiveInfo{File: ArchiveFile, Size: 123456, SHA256: strings.Repeat("cd", 32), FrameSize: DefaultFrameSize, Compression: CompressionDeflate, PlainSize: 120000},
-		Key:     KeyInfo{Epoch: 1, Wrapped: strings.Repeat("ef", 40)},
+		Embedder: &EmbedderState{Name: "static-v1/0505050505050505/256", ModelHash: strings.Repeat("05", 32)},
+		Archive:  ArchiveInfo{File: ArchiveFile, Size: 123456, SHA256: strings.Repeat("cd", 32), FrameSize: DefaultFrameSize, Compression: CompressionDeflate, PlainSize: 120000},
+		Key:      KeyInfo{Epoch: 1, Wrapped: strings.Repeat("ef", 40)},
 	}
 }
 
@@ -239,7 +240,7 @@ func TestManifestGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join("testdata", "manifest-v1.golden.json")
+	path := filepath.Join("testdata", "manifest-v2.golden.json")
 	if *update || os.Getenv("UCL_UPDATE_GOLDEN") == "1" {
 		os.MkdirAll("testdata", 0o755)
 		if err := os.WriteFile(path, b, 0o644); err != nil {
@@ -262,10 +263,10 @@ func TestManifestGolden(t *testing.T) {
 	}
 	// The binding is part of the format too: frames sealed by one build
 	// must open in the next.
-	bind, err := os.ReadFile(filepath.Join("testdata", "manifest-v1.binding.hex"))
+	bind, err := os.ReadFile(filepath.Join("testdata", "manifest-v2.binding.hex"))
 	if *update || os.Getenv("UCL_UPDATE_GOLDEN") == "1" {
 		bind = []byte(hexString(m.Binding()) + "\n")
-		os.WriteFile(filepath.Join("testdata", "manifest-v1.binding.hex"), bind, 0o644)
+		os.WriteFile(filepath.Join("testdata", "manifest-v2.binding.hex"), bind, 0o644)
 		err = nil
 	}
 	if err != nil {
@@ -273,6 +274,39 @@ func TestManifestGolden(t *testing.T) {
 	}
 	if strings.TrimSpace(string(bind)) != hexString(got.Binding()) {
 		t.Fatalf("binding changed: %s, golden %s", hexString(got.Binding()), bind)
+	}
+}
+
+// TestManifestV1StillReads: snapshots written before the embedder was
+// recorded (format 1) parse, re-encode byte for byte and keep their
+// binding, so their archives still open.
+func TestManifestV1StillReads(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "manifest-v1.golden.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := ParseManifest(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Format != 1 || m.Embedder != nil {
+		t.Fatalf("format %d embedder %v", m.Format, m.Embedder)
+	}
+	if b2, _ := m.Marshal(); !bytes.Equal(b2, b) {
+		t.Fatalf("v1 manifest does not round-trip:\n%s", b2)
+	}
+	bind, err := os.ReadFile(filepath.Join("testdata", "manifest-v1.binding.hex"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(string(bind)) != hexString(m.Binding()) {
+		t.Fatalf("v1 binding changed: %s, golden %s", hexString(m.Binding()), bind)
+	}
+	// A v1 manifest cannot carry an embedder (the field did not exist).
+	m.Embedder = &EmbedderState{Name: "hash-v1/384"}
+	b3, _ := m.Marshal()
+	if _, err := ParseManifest(b3); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("embedder in a v1 manifest: %v", err)
 	}
 }
 
@@ -289,6 +323,8 @@ func TestParseManifestRejects(t *testing.T) {
 		"epoch 0":        func(m *Manifest) { m.Key.Epoch = 0 },
 		"short wrap":     func(m *Manifest) { m.Key.Wrapped = "abcd" },
 		"bad time":       func(m *Manifest) { m.Created = "yesterday" },
+		"embedder name":  func(m *Manifest) { m.Embedder.Name = "" },
+		"embedder model": func(m *Manifest) { m.Embedder.ModelHash = "abcd" },
 	}
 	for name, edit := range cases {
 		m, _ := ParseManifest(good)
@@ -298,7 +334,7 @@ func TestParseManifestRejects(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	extra := bytes.Replace(good, []byte(`"format": 1,`), []byte(`"format": 1, "surprise": true,`), 1)
+	extra := bytes.Replace(good, []byte(`"format": 2,`), []byte(`"format": 2, "surprise": true,`), 1)
 	if _, err := ParseManifest(extra); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("unknown field: %v", err)
 	}
@@ -307,8 +343,12 @@ func TestParseManifestRejects(t *testing.T) {
 func FuzzParseManifest(f *testing.F) {
 	good, _ := goldenManifest().Marshal()
 	f.Add(good)
+	if v1, err := os.ReadFile(filepath.Join("testdata", "manifest-v1.golden.json")); err == nil {
+		f.Add(v1)
+	}
 	f.Add([]byte(`{"format":1}`))
 	f.Add([]byte(`{"format":2}`))
+	f.Add([]byte(`{"format":3}`))
 	f.Add([]byte(`[]`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := ParseManifest(b)

@@ -17,10 +17,10 @@
 // directories are removed by the next Create. Retention keeps the newest K
 // (by name) after a successful Create.
 //
-// # Manifest (format version 1; field names are a wire format: do not change)
+// # Manifest (format version 2; field names are a wire format: do not change)
 //
 //	{
-//	  "format": 1,                       // this spec's version
+//	  "format": 2,                       // this spec's version (1 is read too)
 //	  "name": "s000000001234-20240101T000000.000000000Z",
 //	  "id": "<32 hex>",                  // random per snapshot
 //	  "log_id": "<32 hex>",              // UC-Log-Id of the log
@@ -28,6 +28,7 @@
 //	  "head_hash": "<64 hex>",           // hash of event N
 //	  "created": "<RFC 3339, UTC>",
 //	  "projections": [{"name": "timelines", "version": 1, "digest": "<64 hex>"}, ...],
+//	  "embedder": {"name": "hash-v1/384", "model_hash": "<64 hex>"},
 //	  "archive": {"file": "archive.bin", "size": S, "sha256": "<64 hex>",
 //	              "frame_size": 1048576, "compression": "deflate", "plain_size": P},
 //	  "key": {"epoch": 1, "wrapped": "<80 hex>"}
@@ -36,6 +37,14 @@
 // The manifest is plaintext so that list and verify (except decryption) need
 // no key; it reveals sizes, seqs and digests, never content. Projections are
 // listed in the order the set applies them.
+//
+// "embedder" (format 2; present when the set has a vectors projection)
+// names the embedder that made the vectors, as Embedder.Name reports it,
+// and "model_hash" is the SHA-256 of its model files (absent for embedders
+// without them: the built-in hash embedder, a server). Restore refuses a
+// snapshot made with another embedder (ErrEmbedder) before extracting it.
+// Format 1 manifests have no "embedder"; they are still read, and their
+// binding is unchanged.
 //
 // # Archive (archive.bin)
 //
@@ -56,7 +65,9 @@
 //
 // Binding = SHA-256("ucl-snapshot-v1" ‖ 0x00 ‖ id ‖ log id ‖ seq (uint64 BE)
 // ‖ head hash ‖ for each projection: name ‖ 0x00 ‖ version (uint32 BE) ‖
-// digest). Editing any of those manifest fields makes every frame fail.
+// digest ‖ from format 2, when "embedder" is present: "embedder" ‖ 0x00 ‖
+// name ‖ 0x00 ‖ model hash (0 or 32 bytes)). Editing any of those manifest
+// fields makes every frame fail.
 //
 // The decrypted plaintext is a raw DEFLATE stream (RFC 1951; bbolt files are
 // mostly free pages and compress about 8:1), nothing after it. Decompressed,
@@ -84,7 +95,7 @@
 // point leaves the old state, no state (rebuilt from the log on next open),
 // or the restored state at a checkpoint on the chain; the next Restore
 // tidies leftovers. Refusals are typed (ErrNoSnapshot, ErrCorrupt,
-// ErrForeign, ErrAhead, ErrDiverged, ErrKey, ErrIncompatible); with
+// ErrForeign, ErrAhead, ErrDiverged, ErrKey, ErrIncompatible, ErrEmbedder); with
 // Fallback the projections are rebuilt from the log instead, and the
 // result says so.
 //

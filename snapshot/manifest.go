@@ -17,9 +17,11 @@ import (
 
 // Wire constants. Do not change.
 const (
-	// FormatVersion is the manifest's "format" value this build writes and
-	// reads.
-	FormatVersion = 1
+	// FormatVersion is the manifest's "format" value this build writes.
+	// It reads MinFormatVersion..FormatVersion: format 2 added the
+	// embedder; a format 1 manifest records none.
+	FormatVersion    = 2
+	MinFormatVersion = 1
 	// ManifestFile and ArchiveFile are the names inside a snapshot directory.
 	ManifestFile = "manifest.json"
 	ArchiveFile  = "archive.bin"
@@ -56,6 +58,10 @@ var (
 	// ErrIncompatible is returned when a snapshot's format version, or its
 	// projection set and versions, differ from this build's.
 	ErrIncompatible = errors.New("snapshot: incompatible with this build")
+	// ErrEmbedder is returned when a snapshot's vectors were made by
+	// another embedder (name or model hash) than the one the store is
+	// configured with: its vectors would not match the store's queries.
+	ErrEmbedder = errors.New("snapshot: made with another embedder")
 )
 
 // ProjectionState is one projection in a manifest.
@@ -87,6 +93,21 @@ type KeyInfo struct {
 	Wrapped string `json:"wrapped"` // hex of crypto.WrappedKeySize bytes
 }
 
+// EmbedderState identifies the embedder that made a snapshot's vectors.
+type EmbedderState struct {
+	Name string `json:"name"`
+	// ModelHash is the hex SHA-256 of the model files; absent for an
+	// embedder without them (the built-in hash embedder, a server).
+	ModelHash string `json:"model_hash,omitempty"`
+}
+
+func (e *EmbedderState) String() string {
+	if e.ModelHash == "" {
+		return fmt.Sprintf("%q", e.Name)
+	}
+	return fmt.Sprintf("%q (model %.16s)", e.Name, e.ModelHash)
+}
+
 // Manifest describes one snapshot (see the package doc for the format).
 type Manifest struct {
 	Format      int               `json:"format"`
@@ -97,8 +118,11 @@ type Manifest struct {
 	HeadHash    string            `json:"head_hash"`
 	Created     string            `json:"created"`
 	Projections []ProjectionState `json:"projections"`
-	Archive     ArchiveInfo       `json:"archive"`
-	Key         KeyInfo           `json:"key"`
+	// Embedder is set from format 2 on when the set has a vectors
+	// projection.
+	Embedder *EmbedderState `json:"embedder,omitempty"`
+	Archive  ArchiveInfo    `json:"archive"`
+	Key      KeyInfo        `json:"key"`
 }
 
 // Marshal returns the manifest as indented JSON with a final newline.
@@ -122,8 +146,8 @@ func ParseManifest(b []byte) (*Manifest, error) {
 	if err := json.Unmarshal(b, &probe); err != nil {
 		return nil, fmt.Errorf("parse manifest: %w: %v", ErrCorrupt, err)
 	}
-	if probe.Format != FormatVersion {
-		return nil, fmt.Errorf("parse manifest: %w: format version %d (this build reads %d)", ErrIncompatible, probe.Format, FormatVersion)
+	if probe.Format < MinFormatVersion || probe.Format > FormatVersion {
+		return nil, fmt.Errorf("parse manifest: %w: format version %d (this build reads %d to %d)", ErrIncompatible, probe.Format, MinFormatVersion, FormatVersion)
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -179,6 +203,14 @@ func (m *Manifest) validate() error {
 	}
 	if _, err := time.Parse(time.RFC3339Nano, m.Created); err != nil {
 		return fmt.Errorf("created %q", m.Created)
+	}
+	switch {
+	case m.Format < 2 && m.Embedder != nil:
+		return errors.New("embedder in a format 1 manifest")
+	case m.Embedder != nil && (m.Embedder.Name == "" || len(m.Embedder.Name) > 200 || strings.ContainsRune(m.Embedder.Name, 0)):
+		return fmt.Errorf("embedder name %q", m.Embedder.Name)
+	case m.Embedder != nil && m.Embedder.ModelHash != "" && !hexLen(m.Embedder.ModelHash, 32):
+		return fmt.Errorf("embedder model hash %q", m.Embedder.ModelHash)
 	}
 	seen := map[string]bool{}
 	for _, p := range m.Projections {
@@ -251,6 +283,14 @@ func (m *Manifest) Binding() []byte {
 		h.Write(binary.BigEndian.AppendUint32(nil, uint32(p.Version)))
 		d, _ := hex.DecodeString(p.Digest)
 		h.Write(d)
+	}
+	if m.Format >= 2 && m.Embedder != nil {
+		h.Write([]byte("embedder"))
+		h.Write([]byte{0})
+		h.Write([]byte(m.Embedder.Name))
+		h.Write([]byte{0})
+		mh, _ := hex.DecodeString(m.Embedder.ModelHash)
+		h.Write(mh)
 	}
 	return h.Sum(nil)
 }

@@ -54,7 +54,7 @@ type RestoreResult struct {
 // Refused reports whether err is a reason to refuse a snapshot (as
 // opposed to an I/O failure or a cancellation).
 func Refused(err error) bool {
-	for _, e := range []error{ErrNoSnapshot, ErrCorrupt, ErrForeign, ErrAhead, ErrDiverged, ErrKey, ErrIncompatible} {
+	for _, e := range []error{ErrNoSnapshot, ErrCorrupt, ErrForeign, ErrAhead, ErrDiverged, ErrKey, ErrIncompatible, ErrEmbedder} {
 		if errors.Is(err, e) {
 			return true
 		}
@@ -163,6 +163,9 @@ func restoreOne(ctx context.Context, env Env, in Info, o RestoreOptions, res *Re
 	if err := CheckLog(m, env.Log, env.LogID); err != nil {
 		return err
 	}
+	if err := CheckEmbedder(m, env.Set.Vectors); err != nil {
+		return err
+	}
 	arch := filepath.Join(in.Dir, ArchiveFile)
 	if err := checkArchiveFile(arch, m); err != nil {
 		return err
@@ -239,6 +242,26 @@ func restoreOne(ctx context.Context, env Env, in Info, o RestoreOptions, res *Re
 		return err
 	}
 	return set.Close()
+}
+
+// CheckEmbedder refuses (ErrEmbedder) a snapshot whose manifest records
+// another embedder than the one o selects. It is checked before anything
+// is extracted: the vectors would otherwise be rebuilt on open or fail the
+// digest check as if the archive were corrupt. A format 1 manifest records
+// no embedder; the digest check still catches a mismatch then.
+func CheckEmbedder(m *Manifest, o projstd.VectorOptions) error {
+	if m.Embedder == nil {
+		return nil
+	}
+	name, model, err := o.EmbedderID()
+	if err != nil {
+		return fmt.Errorf("check snapshot %s embedder: %w", m.Name, err)
+	}
+	if name != m.Embedder.Name || model != m.Embedder.ModelHash {
+		here := &EmbedderState{Name: name, ModelHash: model}
+		return fmt.Errorf("restore %s: %w: the snapshot's vectors are from embedder %s, this store uses %s", m.Name, ErrEmbedder, m.Embedder, here)
+	}
+	return nil
 }
 
 // checkRestored opens the set extracted in dir, pinned at the snapshot's

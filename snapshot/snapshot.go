@@ -145,6 +145,10 @@ func Create(ctx context.Context, env Env, o CreateOptions) (*CreateResult, error
 		set.Close()
 		return nil, fmt.Errorf("create snapshot: %w", err)
 	}
+	var emb *EmbedderState
+	if set.Vectors != nil {
+		emb = &EmbedderState{Name: set.Vectors.EmbedderName(), ModelHash: set.Vectors.EmbedderModelHash()}
+	}
 	for _, p := range set.Projector.Projections() {
 		if f, ok := p.(Flusher); ok {
 			if err := f.Flush(); err != nil {
@@ -166,6 +170,7 @@ func Create(ctx context.Context, env Env, o CreateOptions) (*CreateResult, error
 		Seq:      head,
 		HeadHash: hex.EncodeToString(headHash[:]),
 		Created:  now.Format(time.RFC3339Nano),
+		Embedder: emb,
 		Archive:  ArchiveInfo{File: ArchiveFile, FrameSize: o.FrameSize, Compression: CompressionDeflate},
 		Key:      KeyInfo{Epoch: env.Keys.Current()},
 	}
@@ -460,7 +465,11 @@ func Verify(ctx context.Context, dir string, o VerifyOptions) (*Manifest, []Chec
 	if m.Name != filepath.Base(dir) {
 		return fail("manifest", fmt.Errorf("verify %s: %w: manifest names %q", filepath.Base(dir), ErrCorrupt, m.Name))
 	}
-	checks = append(checks, Check{Name: "manifest", OK: true, Detail: fmt.Sprintf("seq %d, %d projections", m.Seq, len(m.Projections))})
+	detail := fmt.Sprintf("seq %d, %d projections", m.Seq, len(m.Projections))
+	if m.Embedder != nil {
+		detail += ", embedder " + m.Embedder.String()
+	}
+	checks = append(checks, Check{Name: "manifest", OK: true, Detail: detail})
 	if o.Log != nil {
 		if err := CheckLog(m, o.Log, o.LogID); err != nil {
 			return fail("log", err)

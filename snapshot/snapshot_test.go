@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/unlimitedcontext/ucl/crypto"
+	"github.com/unlimitedcontext/ucl/internal/vector"
 	"github.com/unlimitedcontext/ucl/projections/projstd"
 	"github.com/unlimitedcontext/ucl/projections/projtest"
 )
@@ -195,6 +196,13 @@ func TestRefusedSnapshotsFallBack(t *testing.T) {
 		{"another projection set (refused after the swap: rolled back)", f.a, func() Info { return f.s300 }, func(t *testing.T, env *Env, _ string) {
 			env.Set.Only = []string{"timelines", "fts"}
 		}, ErrIncompatible},
+		{"another embedder (refused before extracting)", f.a, func() Info { return f.s300 }, func(t *testing.T, env *Env, _ string) {
+			e, err := vector.NewHashEmbedder(128)
+			if err != nil {
+				t.Fatal(err)
+			}
+			env.Set.Vectors.Embedder = e
+		}, ErrEmbedder},
 		{"format from the future", f.a, func() Info { return f.s300 }, func(t *testing.T, _ *Env, dir string) {
 			editManifest(t, dir, func(m *Manifest) { m.Format = 99 })
 		}, ErrIncompatible},

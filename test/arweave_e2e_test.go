@@ -404,7 +404,7 @@ type proxy struct {
 	downAfter  int             // > 0: after this many more POST /tx, forward one more, drop its answer, go down
 	onPosted   func(posts int) // called after each forwarded POST /tx, with the count so far
 	alterID    string          // flip a byte of GET /{alterID}
-	hideID     string          // drop this tx from GraphQL answers
+	hideID     string          // drop this tx (by its id) from GraphQL answers
 	dropOwners bool            // ignore the owners filter of GraphQL queries
 	posts      int
 }
@@ -516,7 +516,12 @@ func (p *proxy) modify(resp *http.Response) error {
 		if json.Unmarshal(b, &doc) == nil && doc.Data.Transactions.PageInfo != nil {
 			edges := doc.Data.Transactions.Edges[:0]
 			for _, e := range doc.Data.Transactions.Edges {
-				if !bytes.Contains(e.Node, []byte(`"`+hideID+`"`)) {
+				// By the node's own id: a tag naming it (a checkpoint's
+				// UC-Prev-Checkpoint) does not hide the node carrying it.
+				var n struct {
+					ID string `json:"id"`
+				}
+				if json.Unmarshal(e.Node, &n) != nil || n.ID != hideID {
 					edges = append(edges, e)
 				}
 			}

@@ -49,6 +49,19 @@ func TestSnapshotCLI(t *testing.T) {
 		}
 	}
 
+	// The manifest names the embedder; a store configured with another one
+	// is refused before anything is extracted, with a hint.
+	if e, _ := cr["manifest"].(map[string]any)["embedder"].(map[string]any); e["name"] != "hash-v1/384" {
+		t.Fatalf("manifest embedder: %v", cr["manifest"])
+	}
+	re := ucl(t, dir, "", "--embedder", "ollama", "--embed-url", "http://127.0.0.1:1", "--embed-model", "m", "--embed-dim", "8", "snapshot", "restore", name, "--no-fallback")
+	for _, w := range []string{"made with another embedder", `"hash-v1/384"`, `"ollama/m/8"`, "--no-fallback"} {
+		if re.code == 0 || !strings.Contains(re.err, w) {
+			t.Fatalf("restore with another embedder: %q not said: %s", w, re)
+		}
+	}
+	t.Logf("another embedder: %s", strings.TrimSpace(re.err))
+
 	// A flipped byte in the archive is refused; without fallback the command
 	// fails and the live state is untouched, with fallback it rebuilds.
 	arch := filepath.Join(dir, "snapshots", name, "archive.bin")

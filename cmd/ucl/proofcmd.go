@@ -107,7 +107,10 @@ var auditVerifyProofCommand = &cli.Command{
 and the inclusion path; fetches the anchoring transaction and checks its
 RSA-PSS signature, that its key is the owner's address, its data and tags;
 and checks that every later checkpoint the owner anchored for the log is
-consistent with the proof's (a history rewritten after the proof is caught).`,
+consistent with the proof's (a history rewritten after the proof is caught)
+and links to checkpoints the gateway lists (a checkpoint the gateway hides
+between them is caught). It prints the gateway's newest checkpoint: hiding
+the newest ones cannot be caught through one gateway.`,
 	Flags: []cli.Flag{syncGatewayFlag()},
 	Action: func(c *cli.Context) error {
 		if c.NArg() != 1 {

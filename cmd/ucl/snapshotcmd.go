@@ -23,6 +23,8 @@ func snapshotHint(err error) string {
 		return "the snapshot does not belong to this log's chain; restore without --no-fallback to rebuild from the log instead"
 	case errors.Is(err, snapshot.ErrKey):
 		return "the snapshot was sealed under a vault-key epoch this keyring lacks (shredded by `ucl keys rotate`, or another store's key)"
+	case errors.Is(err, snapshot.ErrEmbedder):
+		return "select the embedder the snapshot names (--embedder, --embed-model), or restore without --no-fallback to rebuild the projections with this one"
 	case errors.Is(err, snapshot.ErrIncompatible):
 		return "the snapshot was made by another ucl version; make a new one with `ucl snapshot create`"
 	}

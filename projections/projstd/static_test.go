@@ -6,9 +6,9 @@ import (
 	"math"
 	"testing"
 
+	"github.com/unlimitedcontext/ucl/internal/vector"
 	"github.com/unlimitedcontext/ucl/projections"
 	"github.com/unlimitedcontext/ucl/projections/projtest"
-	"github.com/unlimitedcontext/ucl/internal/vector"
 )
 
 // tinyStatic builds a 4-dimensional static model whose vocabulary is a few

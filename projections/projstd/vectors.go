@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -15,9 +16,9 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/unlimitedcontext/ucl/internal/fsutil"
+	"github.com/unlimitedcontext/ucl/internal/vector"
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections"
-	"github.com/unlimitedcontext/ucl/internal/vector"
 )
 
 // VectorOptions configure the vector projection.
@@ -482,6 +483,33 @@ func (v *VectorProjection) Size() int64 {
 // (for a static model it carries the model's hash): what a snapshot
 // manifest should record next to the digest, which already covers it.
 func (v *VectorProjection) EmbedderName() string { return v.opts.Embedder.Name() }
+
+// EmbedderModelHash is the hex SHA-256 of the embedder's model files, or
+// "" for an embedder without model files (the built-in hash embedder, a
+// server): the name alone cannot tell two static models apart once it is
+// abbreviated.
+func (v *VectorProjection) EmbedderModelHash() string { return modelHash(v.opts.Embedder) }
+
+// EmbedderID returns the name and model hash (see EmbedderModelHash) of
+// the embedder o selects, the default one when o names none, without
+// opening a projection.
+func (o VectorOptions) EmbedderID() (name, model string, err error) {
+	e := o.Embedder
+	if e == nil {
+		if e, err = vector.NewHashEmbedder(0); err != nil {
+			return "", "", fmt.Errorf("default embedder: %w", err)
+		}
+	}
+	return e.Name(), modelHash(e), nil
+}
+
+func modelHash(e vector.Embedder) string {
+	if m, ok := e.(interface{ ModelHash() [32]byte }); ok {
+		h := m.ModelHash()
+		return hex.EncodeToString(h[:])
+	}
+	return ""
+}
 
 // Index exposes the graph (tests, benchmarks, snapshot checks).
 func (v *VectorProjection) Index() *vector.HNSW { return v.idx }
