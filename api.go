@@ -311,9 +311,12 @@ type SessionsResult struct {
 
 // SessionRequest shows one session.
 type SessionRequest struct {
-	ID       string   `json:"id"`
-	Offset   int      `json:"offset,omitempty"`
-	Limit    int      `json:"limit,omitempty"` // 0: all
+	ID     string `json:"id"`
+	Offset int    `json:"offset,omitempty"`
+	Limit  int    `json:"limit,omitempty"` // 0: all
+	// Last asks for the last Last chunks instead of a page from Offset
+	// (the recent turns of a long session, without reading the rest).
+	Last     int      `json:"last,omitempty"`
 	Progress Progress `json:"-"`
 }
 

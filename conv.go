@@ -134,7 +134,7 @@ func (s *Store) Edit(ctx context.Context, req EditRequest) (*EditResult, error) 
 	if err := s.needKeys(); err != nil {
 		return nil, err
 	}
-	s.projMu.Lock()
+	s.lockProj()
 	defer s.projMu.Unlock()
 	set, err := s.caughtUpLocked(ctx, nil)
 	if err != nil {
@@ -291,7 +291,7 @@ func (s *Store) checkSupersedes(ctx context.Context, entries []log.Entry) error 
 	if !need {
 		return nil
 	}
-	s.projMu.Lock()
+	s.lockProj()
 	defer s.projMu.Unlock()
 	set, err := s.caughtUpLocked(ctx, nil)
 	if err != nil {
@@ -334,7 +334,7 @@ func (s *Store) Thread(ctx context.Context, req ThreadRequest) (*ThreadResult, e
 	if req.Depth < 0 {
 		return nil, badRequest("thread: bad depth %d", req.Depth)
 	}
-	s.projMu.Lock()
+	s.lockProj()
 	defer s.projMu.Unlock()
 	set, err := s.caughtUpLocked(ctx, nil)
 	if err != nil {

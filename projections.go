@@ -22,7 +22,7 @@ func (s *Store) statusLocked() (*ProjectionsResult, error) {
 
 // CatchUp brings every projection to the log head and reports their status.
 func (s *Store) CatchUp(ctx context.Context, req CatchUpRequest) (*ProjectionsResult, error) {
-	s.projMu.Lock()
+	s.lockProj()
 	defer s.projMu.Unlock()
 	if _, err := s.caughtUpLocked(ctx, req.Progress); err != nil {
 		return nil, err
@@ -32,7 +32,7 @@ func (s *Store) CatchUp(ctx context.Context, req CatchUpRequest) (*ProjectionsRe
 
 // ProjectionStatus reports each projection: checkpoint, digest, size, lag.
 func (s *Store) ProjectionStatus(ctx context.Context, req ProjectionStatusRequest) (*ProjectionsResult, error) {
-	s.projMu.Lock()
+	s.lockProj()
 	defer s.projMu.Unlock()
 	return s.statusLocked()
 }
@@ -40,7 +40,7 @@ func (s *Store) ProjectionStatus(ctx context.Context, req ProjectionStatusReques
 // RebuildProjections throws the named projections (nil: all) away and
 // rebuilds them from the log.
 func (s *Store) RebuildProjections(ctx context.Context, req RebuildProjectionsRequest) (*ProjectionsResult, error) {
-	s.projMu.Lock()
+	s.lockProj()
 	defer s.projMu.Unlock()
 	set, err := s.setLocked()
 	if err != nil {
@@ -57,7 +57,7 @@ func (s *Store) RebuildProjections(ctx context.Context, req RebuildProjectionsRe
 // compares digests. On a difference it returns the result and an error
 // wrapping ErrProjectionsDiffer.
 func (s *Store) VerifyProjections(ctx context.Context, req VerifyProjectionsRequest) (*VerifyProjectionsResult, error) {
-	s.projMu.Lock()
+	s.lockProj()
 	defer s.projMu.Unlock()
 	set, err := s.caughtUpLocked(ctx, req.Progress)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/unlimitedcontext/ucl/internal/fsutil"
 	"github.com/unlimitedcontext/ucl/internal/store"
 	"github.com/unlimitedcontext/ucl/log"
+	"github.com/unlimitedcontext/ucl/projections/projstd"
 	"github.com/unlimitedcontext/ucl/projections/timelines"
 	"github.com/unlimitedcontext/ucl/query"
 )
@@ -236,10 +237,8 @@ func (s *Store) Search(ctx context.Context, req SearchRequest) (*SearchResult, e
 	if err != nil {
 		return nil, err
 	}
-	s.projMu.Lock()
-	defer s.projMu.Unlock()
 	var res *SearchResult
-	err = s.queryLocked(ctx, req.Progress, func(e *query.Engine) error {
+	err = s.query(ctx, req.Progress, func(e *query.Engine) error {
 		r, err := e.Search(ctx, q)
 		if err != nil {
 			return err
@@ -324,10 +323,8 @@ func (s *Store) Context(ctx context.Context, req ContextRequest) (*ContextResult
 	if req.Recent < 0 {
 		return nil, badRequest("bad recent %d", req.Recent)
 	}
-	s.projMu.Lock()
-	defer s.projMu.Unlock()
 	var a *query.Assembly
-	err = s.queryLocked(ctx, req.Progress, func(e *query.Engine) error {
+	err = s.query(ctx, req.Progress, func(e *query.Engine) error {
 		var err error
 		a, err = e.Assemble(ctx, query.ContextRequest{Request: q, Budget: req.Budget, RecentTurns: req.Recent, Format: format})
 		return err
@@ -340,13 +337,12 @@ func (s *Store) Context(ctx context.Context, req ContextRequest) (*ContextResult
 
 // Sessions lists sessions, most recent first.
 func (s *Store) Sessions(ctx context.Context, req SessionsRequest) (*SessionsResult, error) {
-	s.projMu.Lock()
-	defer s.projMu.Unlock()
-	set, err := s.caughtUpLocked(ctx, req.Progress)
-	if err != nil {
-		return nil, err
-	}
-	ss, err := set.Timelines.Sessions()
+	var ss []timelines.SessionInfo
+	err := s.readProj(ctx, req.Progress, func(set *projstd.Set, _ bool) error {
+		var err error
+		ss, err = set.Timelines.Sessions()
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -362,81 +358,85 @@ func (s *Store) Sessions(ctx context.Context, req SessionsRequest) (*SessionsRes
 // Session returns a session's live chunks in content-time order (from
 // req.Offset, at most req.Limit when positive) and its summary.
 func (s *Store) Session(ctx context.Context, req SessionRequest) (*SessionResult, error) {
-	if req.Offset < 0 || req.Limit < 0 {
-		return nil, badRequest("bad page %d+%d", req.Offset, req.Limit)
+	if req.Offset < 0 || req.Limit < 0 || req.Last < 0 || (req.Last > 0 && (req.Offset > 0 || req.Limit > 0)) {
+		return nil, badRequest("bad page %d+%d (last %d)", req.Offset, req.Limit, req.Last)
 	}
-	s.projMu.Lock()
-	defer s.projMu.Unlock()
-	set, err := s.caughtUpLocked(ctx, req.Progress)
-	if err != nil {
-		return nil, err
-	}
-	info, chunks, err := set.Timelines.Session(req.ID)
-	if err != nil {
-		return nil, err
-	}
-	res := &SessionResult{Session: info, Total: len(chunks)}
-	if set.Summary != nil {
-		sum, _, err := set.Summary.Session(info.ID)
-		if err != nil {
-			return nil, err
+	var res *SessionResult
+	err := s.readProj(ctx, req.Progress, func(set *projstd.Set, _ bool) error {
+		offset, limit := req.Offset, req.Limit
+		if req.Last > 0 {
+			offset, limit = -req.Last, 0
 		}
-		res.Summary = sum
+		info, chunks, total, err := set.Timelines.SessionPage(req.ID, offset, limit)
+		if err != nil {
+			return err
+		}
+		res = &SessionResult{Session: info, Total: total}
+		if set.Summary != nil {
+			sum, _, err := set.Summary.Session(info.ID)
+			if err != nil {
+				return err
+			}
+			res.Summary = sum
+		}
+		if chunks == nil {
+			chunks = []timelines.Chunk{} // a page past the end, as when the whole session was sliced
+		}
+		res.Chunks = chunks
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	chunks = chunks[min(req.Offset, len(chunks)):]
-	if req.Limit > 0 && len(chunks) > req.Limit {
-		chunks = chunks[:req.Limit]
-	}
-	res.Chunks = chunks
 	return res, nil
 }
 
 // Get returns, for each id, the live chunk with that id or else the live
 // chunks of the document with that chunk parent.
 func (s *Store) Get(ctx context.Context, req GetRequest) (*GetResult, error) {
-	s.projMu.Lock()
-	defer s.projMu.Unlock()
-	set, err := s.caughtUpLocked(ctx, nil)
+	res := &GetResult{Items: []GetItem{}}
+	err := s.readProj(ctx, nil, func(set *projstd.Set, _ bool) error {
+		for _, id := range req.IDs {
+			it := GetItem{ID: id, Chunks: []timelines.Chunk{}}
+			c, ok, err := set.Timelines.Chunk(id)
+			if err != nil {
+				return err
+			}
+			if ok {
+				it.Found, it.Chunks, it.Content = true, append(it.Chunks, c), c.Content
+			} else {
+				parts, err := set.Timelines.Document(id)
+				if err != nil && !errors.Is(err, timelines.ErrNotFound) {
+					return err
+				}
+				it.Found, it.Chunks = len(parts) > 0, append(it.Chunks, parts...)
+				it.Content, it.Missing = joinChunks(parts)
+			}
+			if it.Found {
+				head := it.Chunks[0]
+				if it.SupersededBy, err = set.Timelines.SupersededBy(&head); err != nil {
+					return err
+				}
+				if req.History {
+					if head.ChunkParent != "" {
+						// A chunk's versions are its document's.
+						parts, err := set.Timelines.Document(head.ChunkParent)
+						if err != nil {
+							return err
+						}
+						head = parts[0]
+					}
+					if it.History, err = s.history(head); err != nil {
+						return fmt.Errorf("get %q: %w", id, err)
+					}
+				}
+			}
+			res.Items = append(res.Items, it)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	res := &GetResult{Items: []GetItem{}}
-	for _, id := range req.IDs {
-		it := GetItem{ID: id, Chunks: []timelines.Chunk{}}
-		c, ok, err := set.Timelines.Chunk(id)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			it.Found, it.Chunks, it.Content = true, append(it.Chunks, c), c.Content
-		} else {
-			parts, err := set.Timelines.Document(id)
-			if err != nil && !errors.Is(err, timelines.ErrNotFound) {
-				return nil, err
-			}
-			it.Found, it.Chunks = len(parts) > 0, append(it.Chunks, parts...)
-			it.Content, it.Missing = joinChunks(parts)
-		}
-		if it.Found {
-			head := it.Chunks[0]
-			if it.SupersededBy, err = set.Timelines.SupersededBy(&head); err != nil {
-				return nil, err
-			}
-			if req.History {
-				if head.ChunkParent != "" {
-					// A chunk's versions are its document's.
-					parts, err := set.Timelines.Document(head.ChunkParent)
-					if err != nil {
-						return nil, err
-					}
-					head = parts[0]
-				}
-				if it.History, err = s.history(head); err != nil {
-					return nil, fmt.Errorf("get %q: %w", id, err)
-				}
-			}
-		}
-		res.Items = append(res.Items, it)
 	}
 	return res, nil
 }

@@ -179,7 +179,7 @@ func Rebuild(ctx context.Context, o RebuildOptions) (*RebuildResult, error) {
 	if err != nil && o.Warn != nil {
 		o.Warn(fmt.Sprintf("the mirror state was not recorded (%v); the next `sync push` adopts the segments without uploading them", err))
 	}
-	s.projMu.Lock()
+	s.lockProj()
 	defer s.projMu.Unlock()
 	set, err := s.caughtUpLocked(ctx, o.Progress)
 	projSecs := time.Since(t0).Seconds()
@@ -364,7 +364,7 @@ func (s *Store) restoreFromPublished(ctx context.Context, cl *arweave.Client, ow
 		info.Reason = err.Error()
 		return info
 	}
-	s.projMu.Lock()
+	s.lockProj()
 	defer s.projMu.Unlock()
 	env, err := s.snapshotEnvLocked()
 	if err != nil {

@@ -36,7 +36,7 @@ func (s *Store) SnapshotCreate(ctx context.Context, req SnapshotCreateRequest) (
 	if err := s.needKeys(); err != nil {
 		return nil, err
 	}
-	s.projMu.Lock()
+	s.lockProj()
 	defer s.projMu.Unlock()
 	env, err := s.snapshotEnvLocked()
 	if err != nil {
@@ -90,7 +90,7 @@ func (s *Store) SnapshotRestore(ctx context.Context, req SnapshotRestoreRequest)
 	if err := s.needKeys(); err != nil {
 		return nil, err
 	}
-	s.projMu.Lock()
+	s.lockProj()
 	defer s.projMu.Unlock()
 	env, err := s.snapshotEnvLocked()
 	if err != nil {

@@ -24,22 +24,33 @@ import (
 // set (opened on first use and kept caught up), the query engine, the
 // embedder and its cache, the mirror state and the snapshots. It owns
 // every resource it opens and Close releases all of them. A Store is safe
-// for concurrent use; projection work is serialized.
+// for concurrent use: reads (Search, Context, Session, Sessions, Get) of
+// projections already at the log head run side by side; catching up,
+// healing, rebuilding and restoring run one at a time, alone.
 type Store struct {
 	st     *store.Store
 	opts   Options
 	keyErr error // why the vault key could not be loaded (nil: loaded)
 
-	projMu  sync.Mutex // guards set, popts, cache and every projection call
-	set     *projstd.Set
-	vecFrom uint64 // the vector projection's checkpoint when the set opened
-	popts   *projstd.Options
-	cache   *vector.BoltCache
-	mirror  sync.Mutex // one push at a time
-	treeMu  sync.Mutex // guards tree
-	tree    *log.Tree  // the Merkle tree, opened on first use
-	closeMu sync.Mutex
-	closed  bool
+	// projMu guards set, popts, cache and the projections' state. Reads
+	// of a set already at the log head hold it shared (see readProj);
+	// everything that changes the set (catch-up, heal, rebuild, restore,
+	// close) holds it exclusively (lockProj).
+	projMu sync.RWMutex
+	// caughtTo is the log head the set was last caught up to, valid while
+	// set == caughtSet; any exclusive section invalidates it (lockProj)
+	// until caughtUpLocked proves it again.
+	caughtTo  uint64
+	caughtSet *projstd.Set
+	set       *projstd.Set
+	vecFrom   uint64 // the vector projection's checkpoint when the set opened
+	popts     *projstd.Options
+	cache     *vector.BoltCache
+	mirror    sync.Mutex // one push at a time
+	treeMu    sync.Mutex // guards tree
+	tree      *log.Tree  // the Merkle tree, opened on first use
+	closeMu   sync.Mutex
+	closed    bool
 	// appended is signalled (non-blocking) after every append, waking the
 	// mirror loop.
 	appended chan struct{}
@@ -123,7 +134,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	s.projMu.Lock()
+	s.lockProj()
 	defer s.projMu.Unlock()
 	err := errors.Join(s.closeSetLocked(), s.closeTree())
 	if s.cache != nil {
@@ -289,18 +300,54 @@ func (s *Store) caughtUpLocked(ctx context.Context, p Progress) (*projstd.Set, e
 	if err != nil {
 		return nil, err
 	}
+	// The head before the catch-up: events appended while it runs are not
+	// in the set, and the next read catches them up.
+	head, _ := s.st.Log.Head()
 	if err := set.CatchUp(ctx, p.stage("project")); err != nil {
 		return nil, fmt.Errorf("catch up projections: %w", err)
 	}
+	s.caughtTo, s.caughtSet = head, set
 	return set, nil
 }
 
-// engineLocked returns a query engine over the caught-up set.
-func (s *Store) engineLocked(ctx context.Context, p Progress) (*query.Engine, *projstd.Set, error) {
+// lockProj takes projMu exclusively. Whatever the section does to the
+// set, the shared fast path must not trust the old catch-up afterwards.
+func (s *Store) lockProj() {
+	s.projMu.Lock()
+	s.caughtSet = nil
+}
+
+// readProj runs fn on a set at the log head (as of the call). When the
+// set is already there, fn runs under the shared lock, beside other
+// readers; otherwise the exclusive lock is taken, the set caught up and fn
+// runs under it. fn must only read the set. exclusive tells fn which lock
+// it holds (a reader that finds damage heals only under the exclusive
+// one).
+func (s *Store) readProj(ctx context.Context, p Progress, fn func(set *projstd.Set, exclusive bool) error) error {
+	s.projMu.RLock()
+	if set := s.set; set != nil && set == s.caughtSet {
+		if head, _ := s.st.Log.Head(); head == s.caughtTo {
+			err := fn(set, false)
+			s.projMu.RUnlock()
+			return err
+		}
+	}
+	s.projMu.RUnlock()
+	s.lockProj()
+	defer s.projMu.Unlock()
 	set, err := s.caughtUpLocked(ctx, p)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
+	return fn(set, true)
+}
+
+// The query engine drops ANN hits outside a session filter by the vector
+// projection's own knowledge, without chunk lookups.
+var _ query.ChunkSessioner = (*projstd.VectorProjection)(nil)
+
+// engine returns a query engine over set.
+func (s *Store) engine(set *projstd.Set) *query.Engine {
 	src := query.Sources{Chunks: set.Timelines, Log: s.st.Log, OnDamaged: set.FlagDamaged}
 	if set.FTS != nil {
 		src.Text = set.FTS
@@ -311,22 +358,44 @@ func (s *Store) engineLocked(ctx context.Context, p Progress) (*query.Engine, *p
 	if set.Summary != nil {
 		src.Sessions = set.Summary
 	}
-	return query.New(src, query.Options{}), set, nil
+	return query.New(src, query.Options{})
 }
 
-// queryLocked runs fn on a query engine over the caught-up set. When the
-// results fail their check against the log (the projection is damaged),
-// the damaged projection is rebuilt from the log and fn runs once more on
-// the rebuilt state.
-func (s *Store) queryLocked(ctx context.Context, p Progress, fn func(e *query.Engine) error) error {
-	e, set, err := s.engineLocked(ctx, p)
+// query runs fn on a query engine over the caught-up set, beside other
+// readers when the set is at the head (readProj). When the results fail
+// their check against the log (the projection is damaged), the damaged
+// projection is rebuilt from the log under the exclusive lock and fn runs
+// once more on the rebuilt state.
+func (s *Store) query(ctx context.Context, p Progress, fn func(e *query.Engine) error) error {
+	var found error // damage found by a shared reader
+	err := s.readProj(ctx, p, func(set *projstd.Set, exclusive bool) error {
+		err := fn(s.engine(set))
+		if _, damaged := projections.Damaged(err); damaged {
+			if exclusive {
+				return s.healLocked(ctx, p, set, err, fn)
+			}
+			found = err
+		}
+		return err
+	})
+	if found == nil {
+		return err
+	}
+	// Heal under the exclusive lock. Another caller may have healed the
+	// set meanwhile: then nothing is flagged and the first error stands,
+	// as when one lock serialised everything.
+	s.lockProj()
+	defer s.projMu.Unlock()
+	set, err := s.caughtUpLocked(ctx, p)
 	if err != nil {
 		return err
 	}
-	err = fn(e)
-	if _, damaged := projections.Damaged(err); !damaged {
-		return err
-	}
+	return s.healLocked(ctx, p, set, found, fn)
+}
+
+// healLocked rebuilds the projections flagged damaged and runs fn again;
+// err is what fn returned the first time.
+func (s *Store) healLocked(ctx context.Context, p Progress, set *projstd.Set, err error, fn func(e *query.Engine) error) error {
 	healed, herr := set.Heal(ctx, p.stage("project"))
 	if herr != nil {
 		return fmt.Errorf("%w (and rebuilding it failed: %v)", err, herr)
@@ -334,10 +403,11 @@ func (s *Store) queryLocked(ctx context.Context, p Progress, fn func(e *query.En
 	if !healed {
 		return err
 	}
-	if e, _, err = s.engineLocked(ctx, p); err != nil {
-		return err
+	set, cerr := s.caughtUpLocked(ctx, p)
+	if cerr != nil {
+		return cerr
 	}
-	return fn(e)
+	return fn(s.engine(set))
 }
 
 // Progress reports a long step: stage names what runs ("append",

@@ -170,7 +170,7 @@ func (s *Store) Tombstone(ctx context.Context, req TombstoneRequest) (*Tombstone
 	if len(t.Chunks) == 0 && len(req.Documents) == 0 && t.Session == "" && t.From == 0 {
 		return nil, ErrNoTargets
 	}
-	s.projMu.Lock()
+	s.lockProj()
 	defer s.projMu.Unlock()
 	set, err := s.caughtUpLocked(ctx, nil)
 	if err != nil {

@@ -26,6 +26,21 @@ type Sizer interface {
 	Size() int64
 }
 
+// Compacter is implemented by projections whose files a bulk load leaves
+// larger than their content: bbolt splits pages half full and keeps the
+// pages every commit freed, and never gives them back. Compact rewrites
+// them tight. The projector calls it after a catch-up that applied at
+// least CompactAfter events to the projection; it must not change what
+// the projection holds (its digest).
+type Compacter interface {
+	Compact() error
+}
+
+// CompactAfter is how many events a catch-up must apply to a projection
+// before the projector compacts it (Compacter). Smaller catch-ups leave
+// the files as they are: a rewrite costs a pass over the whole file.
+const CompactAfter = 5000
+
 // StoredVersioner is implemented by projections whose state on disk records
 // the format version it was built with. When it differs from Version() (and
 // is not 0, meaning "no state"), the projector resets and rebuilds.
@@ -190,6 +205,7 @@ type run struct {
 	start   uint64 // first seq to apply
 	last    Checkpoint
 	pending int // applied since the last commit
+	applied int // applied in this catch-up
 	failed  bool
 	err     error // the Apply or Commit failure that stopped it
 }
@@ -390,8 +406,33 @@ func (pr *Projector) catchUpForce(ctx context.Context, src Source, progress func
 	if next != head+1 {
 		return fmt.Errorf("read log %d..%d: %w: stopped before seq %d", from, head, ErrSourceGap, next)
 	}
+	if err := compactRuns(runs); err != nil {
+		return err
+	}
 	report()
 	return nil
+}
+
+// compactRuns compacts, in parallel, the projections a bulk catch-up
+// grew (see Compacter).
+func compactRuns(runs []*run) error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(runs))
+	for i, r := range runs {
+		c, ok := r.p.(Compacter)
+		if !ok || r.applied < CompactAfter {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := Guard(r.p.Name(), c.Compact); err != nil {
+				errs[i] = fmt.Errorf("compact projection %s: %w", r.p.Name(), err)
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // apply feeds the batches from in to r's projection until in is closed
@@ -413,6 +454,7 @@ func (r *run) apply(pr *Projector, in <-chan []*log.Event, cancel func()) {
 			}
 			r.last = Checkpoint{Seq: ev.Seq, Hash: ev.Hash}
 			r.pending++
+			r.applied++
 			if r.pending >= pr.opt.CommitEvery {
 				if err := commitRun(r); err != nil {
 					r.err = err

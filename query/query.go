@@ -165,6 +165,18 @@ type VectorSearcher interface {
 	SearchText(ctx context.Context, text string, k int) ([]vector.Hit, error)
 }
 
+// ChunkSessioner is an optional VectorSearcher capability (the vector
+// projection has it): the session of a live chunk, from memory, known
+// false when the searcher does not hold the chunk. Under a session filter
+// the ANN channel fetches several times the candidates it keeps; with it,
+// a hit outside the sessions is dropped without a chunk lookup (most of
+// the channel's cost at 100K chunks). A hit it places inside the sessions
+// is still looked up and checked as any other, so a searcher that lags
+// the chunk store only costs a lookup.
+type ChunkSessioner interface {
+	ChunkSession(id string) (session string, known bool)
+}
+
 // SessionSearcher searches the L0 session summaries (*summary.Index).
 type SessionSearcher interface {
 	Search(ctx context.Context, text string, k int) ([]summary.SessionHit, error)
@@ -816,6 +828,10 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 	if vecCh != nil {
 		vr := <-vecCh
 		hits, err := vr.hits, vr.err
+		var sessionOf ChunkSessioner
+		if cs, ok := e.src.Vectors.(ChunkSessioner); ok && sessions != nil {
+			sessionOf = cs
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("vector search: %w", err)
 		}
@@ -826,6 +842,11 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 			}
 			if h.Score <= 0 || math.IsNaN(float64(h.Score)) {
 				continue
+			}
+			if sessionOf != nil {
+				if sess, known := sessionOf.ChunkSession(h.ID); known && !sessions[sess] {
+					continue // get would look it up to find what admits rejects
+				}
 			}
 			c, err := get(h.ID, sessions)
 			if err != nil {

@@ -108,9 +108,9 @@ func (s *Server) memory(ctx context.Context, session, query string, carried map[
 	seen := map[string]bool{}
 	var recentItems []memItem
 	if s.opts.RecencyWindow > 0 {
-		// One call: the engine reads the whole session either way, and
-		// serve owns the store (no socket between).
-		res, err := s.api.Session(ctx, ucl.SessionRequest{ID: session})
+		// One call reading only the last turns (serve owns the store: no
+		// socket between).
+		res, err := s.api.Session(ctx, ucl.SessionRequest{ID: session, Last: s.opts.RecencyWindow})
 		switch {
 		case errors.Is(err, timelines.ErrNotFound):
 		case err != nil:

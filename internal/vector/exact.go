@@ -48,6 +48,17 @@ func NewExact(dim int) (*Exact, error) {
 	return &Exact{dim: dim, pos: map[string]int{}}, nil
 }
 
+// Reserve makes room for n more vectors, so a bulk load grows the vector
+// array once instead of doubling it (and leaving the old copies to the
+// collector) as it goes.
+func (x *Exact) Reserve(n int) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.ids = append(make([]string, 0, len(x.ids)+n), x.ids...)
+	x.vecs = append(make([]float32, 0, (len(x.ids)+n)*x.dim), x.vecs...)
+	x.zero = append(make([]bool, 0, len(x.ids)+n), x.zero...)
+}
+
 // Dim returns the vector dimension.
 func (x *Exact) Dim() int {
 	x.mu.RLock()

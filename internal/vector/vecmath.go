@@ -84,6 +84,12 @@ const unitTolerance = 1e-6
 // normalisation idempotent (re-adding a stored vector stores the same bits).
 // A zero vector is returned as a zero copy with zero=true.
 func normalized(v []float32, dim int) (out []float32, zero bool, err error) {
+	return normalizedInto(make([]float32, dim), v, dim)
+}
+
+// normalizedInto is normalized writing into out (len dim), for scans
+// that must not allocate per vector.
+func normalizedInto(out, v []float32, dim int) ([]float32, bool, error) {
 	if len(v) != dim {
 		return nil, false, fmt.Errorf("check vector: got %d values, want %d: %w", len(v), dim, ErrDimension)
 	}
@@ -94,8 +100,8 @@ func normalized(v []float32, dim int) (out []float32, zero bool, err error) {
 		}
 		ss += float64(float64(x) * float64(x))
 	}
-	out = make([]float32, dim)
 	if ss == 0 {
+		clear(out)
 		return out, true, nil
 	}
 	if math.Abs(ss-1) <= unitTolerance {

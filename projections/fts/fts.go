@@ -787,6 +787,28 @@ func (x *Index) purgeDeleted() error {
 	return nil
 }
 
+// Compact implements projections.Compacter: side.db is rewritten tight
+// after a bulk load (the bleve index merges its own segments).
+func (x *Index) Compact() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return ErrClosed
+	}
+	if err := x.db.Close(); err != nil {
+		x.closed = true
+		return fmt.Errorf("close fts side table for compaction: %w", err)
+	}
+	err := projections.CompactBolt(x.sidePath(), &bolt.Options{})
+	db, oerr := bolt.Open(x.sidePath(), 0o600, nil)
+	if oerr != nil {
+		x.closed = true
+		return errors.Join(err, fmt.Errorf("reopen fts side table: %w", oerr))
+	}
+	x.db = db
+	return err
+}
+
 // Digest returns SHA-256 over the live chunk ids and their field hashes in
 // id order, then over the ids of the documents the bleve index holds (what
 // searches actually read), including uncommitted changes (the pending
@@ -1035,11 +1057,31 @@ func (x *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 	mq.SetField(fieldContent)
 	bq := bleve.NewBooleanQuery()
 	bq.AddMust(mq)
+	if len(q.Sessions) > 0 {
+		// Sessions are a conjunct, not a bleve filter: a filter is applied
+		// after every text match is scored, while a conjunct lets the
+		// conjunction leap from one chunk of the sessions to the next, so
+		// a query restricted to one session of a large store scores only
+		// that session's matches (the REST and proxy paths). Boost 0 keeps
+		// the scores what the filter gave, bit for bit: the conjunct adds
+		// 0 to every score and 0 to the query norm's sum of weights
+		// (TestSessionConjunctKeepsScores).
+		var ors []query.Query
+		for _, v := range q.Sessions {
+			tq := bleve.NewTermQuery(v)
+			tq.SetField(fieldSession)
+			tq.SetBoost(0)
+			ors = append(ors, tq)
+		}
+		dq := bleve.NewDisjunctionQuery(ors...)
+		dq.SetBoost(0)
+		bq.AddMust(dq)
+	}
 	var filters []query.Query
 	for _, f := range []struct {
 		field  string
 		values []string
-	}{{fieldSession, q.Sessions}, {fieldKind, q.Kinds}, {fieldRole, q.Roles}} {
+	}{{fieldKind, q.Kinds}, {fieldRole, q.Roles}} {
 		if len(f.values) == 0 {
 			continue
 		}

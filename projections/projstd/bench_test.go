@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/unlimitedcontext/ucl/crypto"
+	"github.com/unlimitedcontext/ucl/internal/vector"
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections"
 	"github.com/unlimitedcontext/ucl/projections/projtest"
@@ -122,6 +123,10 @@ func BenchmarkProjectionRecall(b *testing.B) {
 				b.Fatal(err)
 			}
 			build := time.Since(t0)
+			g, ok := v.idx.(*vector.HNSW)
+			if !ok {
+				b.Fatalf("index %T, want the graph", v.idx)
+			}
 			queries := projtest.Generate(projtest.Config{Seed: 7, N: 200, StoresOnly: true, Vocab: 30000})
 			var lat []time.Duration
 			hits, total := 0, 0
@@ -130,12 +135,12 @@ func BenchmarkProjectionRecall(b *testing.B) {
 				for _, q := range queries {
 					vec, _ := v.opts.Embedder.Embed(context.Background(), []string{q.Store().Content})
 					t1 := time.Now()
-					got, err := v.idx.Search(vec[0], 10)
+					got, err := g.Search(vec[0], 10)
 					lat = append(lat, time.Since(t1))
 					if err != nil {
 						b.Fatal(err)
 					}
-					want, _ := v.idx.SearchExact(vec[0], 10)
+					want, _ := g.SearchExact(vec[0], 10)
 					in := map[string]bool{}
 					for _, h := range want {
 						in[h.ID] = true

@@ -48,10 +48,14 @@ var damages = map[string]func(t *testing.T, path string){
 	},
 }
 
+// damageOpts make the vector projection start its graph (graph.bin) at 100
+// live vectors, so the damage tests cover the graph file.
+var damageOpts = Options{Vectors: VectorOptions{GraphEvery: 100, ExactBelow: 100}}
+
 // buildSet builds the standard set over src in dir, returns its digests.
 func buildSet(t *testing.T, dir string, src projections.Source) map[string]string {
 	t.Helper()
-	s, err := Open(dir, src, Options{Vectors: VectorOptions{GraphEvery: 100}})
+	s, err := Open(dir, src, damageOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,13 +125,24 @@ func TestDamagedProjectionFileBricksEveryRead(t *testing.T) {
 						t.Fatal(err)
 					}
 					damage(t, filepath.Join(dir, rel))
-					s, err := Open(dir, src, Options{Vectors: VectorOptions{GraphEvery: 100}})
+					s, err := Open(dir, src, damageOpts)
 					if err != nil {
 						t.Fatalf("open with damaged %s: %v", rel, err)
 					}
 					defer s.Close()
 					if err := s.CatchUp(context.Background(), nil); err != nil {
 						t.Fatalf("catch up with damaged %s: %v", rel, err)
+					}
+					// The graph is loaded on first use: a damaged one
+					// of the right size is found by the first vector
+					// search, which flags it; Heal rebuilds it.
+					if _, err := s.Vectors.SearchText(context.Background(), "cello", 3); err != nil {
+						if _, ok := projections.Damaged(err); !ok {
+							t.Fatalf("vector search with damaged %s: %v", rel, err)
+						}
+						if healed, err := s.Heal(context.Background(), nil); err != nil || !healed {
+							t.Fatalf("heal after damaged %s: %v %v", rel, healed, err)
+						}
 					}
 					notes := s.TakeNotices()
 					if len(notes) != 1 || notes[0].Projection != name {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/unlimitedcontext/ucl/crypto"
+	"github.com/unlimitedcontext/ucl/internal/vector"
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections"
 	"github.com/unlimitedcontext/ucl/projections/projtest"
@@ -24,17 +25,23 @@ func TestVectorConformance(t *testing.T) {
 
 // Contains lets the conformance suite check tombstones.
 func (v *VectorProjection) Contains(id string) (bool, error) {
+	if err := v.loadMeta(); err != nil {
+		return false, err
+	}
 	_, ok := v.meta[id]
 	return ok, nil
 }
 
 // The graph file + operation replay path gives the same graph bytes as one
-// uninterrupted build, and as a build with a different graph interval.
+// uninterrupted build, and as a build with a different graph interval and
+// other commit boundaries: the graph starts (at ExactBelow live vectors)
+// at the same operation whichever commit it falls in.
 func TestVectorGraphBytesDeterministic(t *testing.T) {
 	evs := projtest.Events(7, 1500)
 	build := func(graphEvery, commitEvery int, reopen bool) []byte {
 		dir := t.TempDir()
-		v, err := OpenVectors(dir, VectorOptions{GraphEvery: graphEvery})
+		o := VectorOptions{GraphEvery: graphEvery, ExactBelow: 300}
+		v, err := OpenVectors(dir, o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,14 +55,21 @@ func TestVectorGraphBytesDeterministic(t *testing.T) {
 				}
 				if reopen {
 					v.Close()
-					if v, err = OpenVectors(dir, VectorOptions{GraphEvery: graphEvery}); err != nil {
+					if v, err = OpenVectors(dir, o); err != nil {
 						t.Fatal(err)
 					}
 				}
 			}
 		}
 		defer v.Close()
-		b, err := v.Index().MarshalBinary()
+		idx, err := v.Index()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := idx.(*vector.HNSW); !ok {
+			t.Fatalf("index %T after %d events, want the graph", idx, len(evs))
+		}
+		b, err := idx.MarshalBinary()
 		if err != nil {
 			t.Fatal(err)
 		}

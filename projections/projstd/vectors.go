@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -36,9 +37,14 @@ type VectorOptions struct {
 	// (brute force, the oracle, recall 1); larger ones through the HNSW
 	// graph. Default DefaultExactBelow.
 	ExactBelow int
-	// GraphEvery: the graph file is rewritten once this many operations
-	// have accumulated since the last one (default 20000); operations after
-	// it are replayed from the database on open.
+	// GraphEvery: the graph file is rewritten once this many operations,
+	// and a quarter of the live vectors, have accumulated since the last
+	// one (default 20000); operations after it are replayed from the
+	// database on open. The quarter keeps a bulk load's rewrites linear in
+	// total (a fixed interval rewrites the whole graph every 20K inserts:
+	// quadratic at a million); the engine writes the graph when it closes
+	// after a bulk catch-up, so the next open still loads instead of
+	// replaying.
 	GraphEvery int
 }
 
@@ -52,32 +58,66 @@ type VectorOptions struct {
 // 120K vectors and the graph (always maintained, deterministic) beyond.
 const DefaultExactBelow = 120_000
 
-// vectorsVersion is the vector projection's state format.
-const vectorsVersion = 1
+// vectorsVersion is the vector projection's state format. Version 2
+// keeps one flat copy of every live vector and builds the graph only once
+// the collection reaches ExactBelow (version 1 kept a graph at any size).
+const vectorsVersion = 2
 
-// VectorProjection embeds every live chunk and indexes it in an HNSW graph.
+// VectorProjection embeds every live chunk and indexes it for search.
 //
-// State: vectors.db (bbolt) holds the checkpoint, the chunk metadata needed
-// to resolve tombstones, and an operation log (add id+vector / delete id)
-// keyed by seq; graph.bin holds the HNSW graph as of seq G. Opening loads
-// the graph and replays the operations after G, so a commit costs one bbolt
-// transaction and the large graph file is rewritten only every GraphEvery
-// operations. The HNSW graph is a pure function of the operation sequence
-// (package vector), so an incremental build, a rebuild and a restore give
-// the same bytes. A Commit that removed chunks compacts vectors.db (their
-// session names and vectors would stay in bbolt's free pages); Reset
-// creates a new file.
+// State (vectors.db, bbolt): "meta" holds the version tag, the checkpoint,
+// the number of live vectors and, once the graph exists, the seq and size
+// of graph.bin; "chunks" maps chunk id to what tombstones need (session,
+// time, seq); "vecs" maps chunk id to its vector, scaled to unit length
+// and rounded to binary16 (dim × 2 bytes little-endian, half.go), the one
+// stored copy of the vectors below the graph threshold. The indexes hold
+// exactly these values.
+//
+// Below ExactBelow live vectors, search is exact and no graph exists:
+// catch-up writes vectors and nothing else, and opening reads nothing but
+// the meta bucket. The in-memory index (a vector.Exact loaded from "vecs")
+// is built on first use, so commands that do not search vectors (bm25
+// queries, session lists) never pay for it.
+//
+// At the operation that brings the live count to ExactBelow, the HNSW
+// graph is started: every live vector is added in chunk id order, then
+// every later operation in order. That point and that set are functions of
+// the event sequence alone (never of commit boundaries), so an incremental
+// build, a rebuild and a restore give the same graph bytes (the graph is a
+// pure function of its operation sequence, package vector). From then on
+// "ops" logs the graph's operations (add id+vector / delete id) keyed by
+// seq and graph.bin holds the graph as of seq G; opening the graph loads
+// graph.bin and replays the operations after G, and graph.bin is rewritten
+// every GraphEvery operations. The graph stays once started, even if
+// deletions bring the count back below the threshold (search is exact
+// there again, through the graph's own vectors).
+//
+// The digest is vector.ContentDigest of the live (id, normalised vector)
+// pairs, bound to the version tag: the same whichever index holds them. A
+// Commit that removed chunks compacts vectors.db (their session names and
+// vectors would stay in bbolt's free pages); Reset creates a new file.
 type VectorProjection struct {
-	dir   string
-	opts  VectorOptions
-	db    *bolt.DB
-	idx   *vector.HNSW
-	meta  map[string]chunkMeta // live chunks
-	cp    projections.Checkpoint
-	graph uint64 // seq the graph file is current to
+	dir  string
+	opts VectorOptions
+	db   *bolt.DB
+	cp   projections.Checkpoint
+	live int // committed live vectors
+
+	graphOn    bool   // the graph exists (the live count reached ExactBelow)
+	graph      uint64 // seq graph.bin is current to
+	graphSize  int64  // graph.bin's size, checked at open
+	sinceGraph int    // operations logged after graph.bin
+
+	// Loaded on first use. loadMu serialises the first-use decisions of
+	// SearchText: the engine runs searches side by side (under its shared
+	// lock), while Apply, Commit and Reset run alone.
+	loadMu sync.Mutex
+	scans  int                  // searches answered by scanning vecs in place
+	meta   map[string]chunkMeta // live chunks (Apply)
+	idx    vector.Index         // *vector.Exact, or *vector.HNSW once graphOn
+
 	// pending, since the last Commit, in apply order
-	ops        []vecOp
-	sinceGraph int
+	ops []vecOp
 }
 
 type chunkMeta struct {
@@ -87,29 +127,36 @@ type chunkMeta struct {
 }
 
 type vecOp struct {
-	seq     uint64
-	del     bool
-	id      string
-	content string
-	vec     []float32
+	seq       uint64
+	del       bool
+	id        string
+	content   string
+	vec       []float32
+	quantized bool // vec is unit length and rounded to binary16 (half.go)
 }
 
 var (
 	bMeta   = []byte("meta")
 	bChunks = []byte("chunks")
+	bVecs   = []byte("vecs")
 	bOps    = []byte("ops")
 	kCP     = []byte("checkpoint")
 	kVer    = []byte("version")
 	kGraph  = []byte("graph")
+	kLive   = []byte("live")
+	buckets = [][]byte{bMeta, bChunks, bVecs, bOps}
 )
 
-var vectorBoltOptions = &bolt.Options{Timeout: 1e9, NoFreelistSync: true}
+// The freelist is synced: with NoFreelistSync, bbolt rebuilds it at open
+// by walking every page, which would read every vector at every open.
+var vectorBoltOptions = &bolt.Options{Timeout: 1e9}
 
 // errVectorsCorrupt is returned (wrapped) when a stored vector record does
 // not decode.
 var errVectorsCorrupt = errors.New("vectors: corrupt record")
 
-// OpenVectors opens (or creates) the vector projection in dir.
+// OpenVectors opens (or creates) the vector projection in dir. It reads
+// the meta bucket only; vectors and the graph are loaded on first use.
 func OpenVectors(dir string, o VectorOptions) (*VectorProjection, error) {
 	if o.Embedder == nil {
 		e, err := vector.NewHashEmbedder(0)
@@ -149,15 +196,25 @@ func OpenVectors(dir string, o VectorOptions) (*VectorProjection, error) {
 	return v, nil
 }
 
+// versionTag enters the digest: the format, the embedder and the graph's
+// shape.
 func (v *VectorProjection) versionTag() []byte {
-	// The graph's shape parameters are part of the state: a change rebuilds.
 	return []byte(fmt.Sprintf("%d/%s/M%d/efc%d", vectorsVersion, v.opts.Embedder.Name(), v.opts.HNSW.M, v.opts.HNSW.EfConstruction))
 }
 
+// stateTag is what the stored state was built with: the version tag and
+// the threshold where the graph starts (the graph's bytes depend on it,
+// the digest does not). A change rebuilds.
+func (v *VectorProjection) stateTag() []byte {
+	return []byte(fmt.Sprintf("%s/exact%d", v.versionTag(), v.opts.ExactBelow))
+}
+
+// load reads the meta bucket and checks graph.bin's size (its content is
+// checked when the graph is loaded).
 func (v *VectorProjection) load() error {
 	var stale bool
 	err := v.db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bMeta, bChunks, bOps} {
+		for _, b := range buckets {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -165,9 +222,9 @@ func (v *VectorProjection) load() error {
 		m := tx.Bucket(bMeta)
 		ver := m.Get(kVer)
 		if ver == nil {
-			return m.Put(kVer, v.versionTag())
+			return m.Put(kVer, v.stateTag())
 		}
-		stale = !bytes.Equal(ver, v.versionTag())
+		stale = !bytes.Equal(ver, v.stateTag())
 		return nil
 	})
 	if err != nil {
@@ -176,54 +233,145 @@ func (v *VectorProjection) load() error {
 	if stale { // another format or another embedder: start over
 		return v.Reset()
 	}
-	v.meta = map[string]chunkMeta{}
-	if v.idx, err = vector.NewHNSW(v.opts.Embedder.Dim(), v.opts.HNSW); err != nil {
-		return err
-	}
-	return v.db.View(func(tx *bolt.Tx) error {
+	err = v.db.View(func(tx *bolt.Tx) error {
 		m := tx.Bucket(bMeta)
 		if b := m.Get(kCP); len(b) == 8+log.HashSize {
 			v.cp.Seq = binary.BigEndian.Uint64(b)
 			copy(v.cp.Hash[:], b[8:])
 		}
-		if b := m.Get(kGraph); len(b) == 8 {
-			v.graph = binary.BigEndian.Uint64(b)
+		if b := m.Get(kLive); len(b) == 8 {
+			v.live = int(binary.BigEndian.Uint64(b))
 		}
-		if v.graph > 0 {
-			data, err := os.ReadFile(filepath.Join(v.dir, "graph.bin"))
-			if err != nil {
-				return fmt.Errorf("read vector graph: %w", err)
+		if b := m.Get(kGraph); b != nil {
+			if len(b) != 16 {
+				return fmt.Errorf("decode graph record: %w", errVectorsCorrupt)
 			}
-			if err := v.idx.UnmarshalBinary(data); err != nil {
-				return fmt.Errorf("load vector graph: %w", err)
-			}
+			v.graphOn = true
+			v.graph, v.graphSize = binary.BigEndian.Uint64(b), int64(binary.BigEndian.Uint64(b[8:]))
 		}
-		err := tx.Bucket(bChunks).ForEach(func(k, val []byte) error {
+		v.sinceGraph = tx.Bucket(bOps).Stats().KeyN
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("open vectors: %w", err)
+	}
+	if v.graphSize > 0 {
+		fi, err := os.Stat(filepath.Join(v.dir, "graph.bin"))
+		if err != nil {
+			return fmt.Errorf("open vector graph: %w", err)
+		}
+		if fi.Size() != v.graphSize {
+			return fmt.Errorf("open vector graph: %d bytes, %d recorded: %w", fi.Size(), v.graphSize, errVectorsCorrupt)
+		}
+	}
+	return nil
+}
+
+// loadMeta reads the live chunks' metadata (what Apply needs to resolve
+// tombstones), once.
+func (v *VectorProjection) loadMeta() error {
+	if v.meta != nil {
+		return nil
+	}
+	meta := map[string]chunkMeta{}
+	err := v.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bChunks).ForEach(func(k, val []byte) error {
 			cm, err := decodeMeta(val)
 			if err != nil {
 				return err
 			}
-			v.meta[string(k)] = cm
+			meta[string(k)] = cm
 			return nil
 		})
+	})
+	if err != nil {
+		return fmt.Errorf("load vector chunks: %w", err)
+	}
+	v.meta = meta
+	return nil
+}
+
+// index returns the in-memory index, loading it on first use: the graph
+// (graph.bin and the operations after it) once it exists, else every
+// stored vector into an exact index. A load failure is damage: the
+// projection is flagged for a reset and a *projections.DamagedError
+// returned, which the engine answers by rebuilding it from the log.
+func (v *VectorProjection) index() (vector.Index, error) {
+	if v.idx != nil {
+		return v.idx, nil
+	}
+	err := projections.Guard("vectors", v.loadIndex)
+	if err == nil {
+		return v.idx, nil
+	}
+	v.idx = nil
+	if _, ok := projections.Damaged(err); !ok {
+		err = &projections.DamagedError{Projection: "vectors", Err: err}
+	}
+	if merr := projections.MarkDamaged(v.dir, err.Error()); merr != nil {
+		err = errors.Join(err, merr)
+	}
+	return nil, err
+}
+
+func (v *VectorProjection) loadIndex() error {
+	if !v.graphOn {
+		x, err := vector.NewExact(v.opts.Embedder.Dim())
 		if err != nil {
 			return err
 		}
+		x.Reserve(v.live)
+		err = v.db.View(func(tx *bolt.Tx) error {
+			vec := make([]float32, v.opts.Embedder.Dim())
+			return tx.Bucket(bVecs).ForEach(func(k, val []byte) error {
+				if err := decodeVec(val, vec); err != nil {
+					return err
+				}
+				return x.Add(string(k), vec)
+			})
+		})
+		if err != nil {
+			return fmt.Errorf("load vectors: %w", err)
+		}
+		v.idx = x
+		return nil
+	}
+	g, err := vector.NewHNSW(v.opts.Embedder.Dim(), v.opts.HNSW)
+	if err != nil {
+		return err
+	}
+	if v.graphSize > 0 {
+		data, err := os.ReadFile(filepath.Join(v.dir, "graph.bin"))
+		if err != nil {
+			return fmt.Errorf("read vector graph: %w", err)
+		}
+		if err := g.UnmarshalBinary(data); err != nil {
+			return fmt.Errorf("load vector graph: %w", err)
+		}
+	}
+	err = v.db.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bOps).Cursor()
 		var from [8]byte
 		binary.BigEndian.PutUint64(from[:], v.graph+1)
+		if v.graphSize == 0 {
+			from = [8]byte{}
+		}
 		for k, val := c.Seek(from[:]); k != nil; k, val = c.Next() {
 			op, err := decodeOp(val)
 			if err != nil {
 				return err
 			}
-			if err := v.applyOp(op); err != nil {
+			if err := applyOp(g, op); err != nil {
 				return err
 			}
-			v.sinceGraph++
 		}
 		return nil
 	})
+	if err != nil {
+		return fmt.Errorf("load vector graph operations: %w", err)
+	}
+	v.idx = g
+	return nil
 }
 
 // Name implements projections.Projection.
@@ -240,6 +388,9 @@ func (v *VectorProjection) Checkpoint() (projections.Checkpoint, error) { return
 func (v *VectorProjection) Apply(ev *log.Event) error {
 	switch b := ev.Body.(type) {
 	case *log.Store:
+		if err := v.loadMeta(); err != nil {
+			return err
+		}
 		v.meta[b.ChunkID] = chunkMeta{session: b.Session, time: b.Time, seq: ev.Seq}
 		v.ops = append(v.ops, vecOp{seq: ev.Seq, id: b.ChunkID, content: b.SearchText()})
 	case *log.Edit:
@@ -253,6 +404,9 @@ func (v *VectorProjection) Apply(ev *log.Event) error {
 		v.meta[s.ChunkID] = chunkMeta{session: s.Session, time: s.Time, seq: ev.Seq}
 		v.ops = append(v.ops, vecOp{seq: ev.Seq, id: s.ChunkID, content: s.SearchText()})
 	case *log.Tombstone:
+		if err := v.loadMeta(); err != nil {
+			return err
+		}
 		var ids []string
 		for id, m := range v.meta {
 			if m.seq < ev.Seq && projections.TombstoneMatches(b, id, m.session, m.time) {
@@ -268,57 +422,143 @@ func (v *VectorProjection) Apply(ev *log.Event) error {
 	return nil
 }
 
-func (v *VectorProjection) applyOp(op vecOp) error {
+func applyOp(idx vector.Index, op vecOp) error {
 	if op.del {
-		return v.idx.Delete(op.id)
+		return idx.Delete(op.id)
 	}
-	return v.idx.Add(op.id, op.vec)
+	return idx.Add(op.id, op.vec)
 }
 
-// Commit embeds pending contents, applies the operations to the graph and
-// writes them with the checkpoint in one transaction.
+// Commit embeds pending contents and writes the vectors, the graph's
+// operations (once it exists) and the checkpoint in one transaction.
 func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 	if err := v.embedPending(context.Background()); err != nil {
 		return err
 	}
-	for _, op := range v.ops {
-		if err := v.applyOp(op); err != nil {
-			return fmt.Errorf("vectors: seq %d: %w", op.seq, err)
+	if v.graphOn {
+		if _, err := v.index(); err != nil {
+			return err
 		}
 	}
-	err := v.db.Update(func(tx *bolt.Tx) error {
-		ch, ob := tx.Bucket(bChunks), tx.Bucket(bOps)
-		for i, op := range v.ops {
-			var k [12]byte
-			binary.BigEndian.PutUint64(k[:], op.seq)
-			binary.BigEndian.PutUint32(k[8:], uint32(i))
-			if err := ob.Put(k[:], encodeOp(op)); err != nil {
-				return err
+	dim := v.opts.Embedder.Dim()
+	for i := range v.ops {
+		if op := &v.ops[i]; !op.del && !op.quantized {
+			if err := checkVec(op.vec, dim); err != nil {
+				return fmt.Errorf("commit vectors: seq %d: %w", op.seq, err)
 			}
+			op.vec, op.quantized = quantize(op.vec), true
+		}
+	}
+	live, graphOn, crossed := v.live, v.graphOn, false
+	var logged int
+	var newIdx vector.Index
+	err := v.db.Update(func(tx *bolt.Tx) error {
+		ch, vb, ob := tx.Bucket(bChunks), tx.Bucket(bVecs), tx.Bucket(bOps)
+		var graphOps []vecOp
+		for _, op := range v.ops {
+			existed := vb.Get([]byte(op.id)) != nil
 			if op.del {
+				if existed {
+					live--
+				}
+				if err := vb.Delete([]byte(op.id)); err != nil {
+					return err
+				}
 				if err := ch.Delete([]byte(op.id)); err != nil {
 					return err
 				}
-			} else if err := ch.Put([]byte(op.id), encodeMeta(v.meta[op.id])); err != nil {
+			} else {
+				if !existed {
+					live++
+				}
+				if err := vb.Put([]byte(op.id), encodeVec(op.vec)); err != nil {
+					return err
+				}
+				if err := ch.Put([]byte(op.id), encodeMeta(v.meta[op.id])); err != nil {
+					return err
+				}
+			}
+			switch {
+			case graphOn:
+				graphOps = append(graphOps, op)
+			case live >= v.opts.ExactBelow:
+				// The graph starts here: every live vector, in id order.
+				graphOn, crossed = true, true
+				c := vb.Cursor()
+				for k, val := c.First(); k != nil; k, val = c.Next() {
+					vec := make([]float32, dim)
+					if err := decodeVec(val, vec); err != nil {
+						return err
+					}
+					graphOps = append(graphOps, vecOp{seq: op.seq, id: string(k), vec: vec})
+				}
+			}
+		}
+		if len(graphOps) > 0 {
+			g := v.idx
+			if crossed {
+				hg, err := vector.NewHNSW(dim, v.opts.HNSW)
+				if err != nil {
+					return err
+				}
+				g = hg
+			}
+			for i, op := range graphOps {
+				if err := applyOp(g, op); err != nil {
+					return fmt.Errorf("vectors: seq %d: %w", op.seq, err)
+				}
+				var k [12]byte
+				binary.BigEndian.PutUint64(k[:], op.seq)
+				binary.BigEndian.PutUint32(k[8:], uint32(i))
+				if err := ob.Put(k[:], encodeOp(op)); err != nil {
+					return err
+				}
+			}
+			logged, newIdx = len(graphOps), g
+		}
+		m := tx.Bucket(bMeta)
+		if crossed {
+			if err := m.Put(kGraph, make([]byte, 16)); err != nil {
 				return err
 			}
+		}
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(live))
+		if err := m.Put(kLive, n[:]); err != nil {
+			return err
 		}
 		var b [8 + log.HashSize]byte
 		binary.BigEndian.PutUint64(b[:], cp.Seq)
 		copy(b[8:], cp.Hash[:])
-		return tx.Bucket(bMeta).Put(kCP, b[:])
+		return m.Put(kCP, b[:])
 	})
 	if err != nil {
+		// The graph may hold operations the database does not: reload.
+		if v.graphOn || crossed {
+			v.idx = nil
+		}
 		return fmt.Errorf("commit vectors: %w", err)
 	}
-	v.sinceGraph += len(v.ops)
 	scrub := false
 	for _, op := range v.ops {
 		scrub = scrub || op.del
 	}
+	if v.idx != nil && !graphOn {
+		for _, op := range v.ops {
+			if err := applyOp(v.idx, op); err != nil {
+				v.idx = nil // reloaded from the database on next use
+				break
+			}
+		}
+	}
+	if newIdx != nil {
+		v.idx = newIdx
+	}
+	v.live, v.graphOn = live, graphOn
+	v.sinceGraph += logged
 	v.ops = v.ops[:0]
 	v.cp = cp
-	if v.sinceGraph >= v.opts.GraphEvery {
+	if v.graphOn && v.sinceGraph >= max(v.opts.GraphEvery, v.live/4) {
 		if err := v.saveGraph(); err != nil {
 			return err
 		}
@@ -330,6 +570,10 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 	}
 	return nil
 }
+
+// Compact implements projections.Compacter: vectors.db is rewritten tight
+// after a bulk load.
+func (v *VectorProjection) Compact() error { return v.reopen(true) }
 
 // reopen closes vectors.db, compacts it (when compact) and opens it again.
 func (v *VectorProjection) reopen(compact bool) error {
@@ -349,18 +593,21 @@ func (v *VectorProjection) reopen(compact bool) error {
 	return err
 }
 
-// Flush writes the graph file if operations are pending since the last
-// one, so the next open (after a snapshot, or a long rebuild) loads instead
-// of replaying. Snapshot creation calls it.
+// Flush writes the graph file if the graph exists and operations are
+// pending since the last one, so the next open (after a snapshot, or a
+// long rebuild) loads instead of replaying. Snapshot creation calls it.
 func (v *VectorProjection) Flush() error {
-	if v.sinceGraph == 0 {
+	if !v.graphOn || v.sinceGraph == 0 {
 		return nil
+	}
+	if _, err := v.index(); err != nil {
+		return err
 	}
 	return v.saveGraph()
 }
 
 // saveGraph writes graph.bin as of the checkpoint, then drops the
-// operations it covers.
+// operations it covers. The graph is loaded.
 func (v *VectorProjection) saveGraph() error {
 	data, err := v.idx.MarshalBinary()
 	if err != nil {
@@ -371,8 +618,9 @@ func (v *VectorProjection) saveGraph() error {
 	}
 	seq := v.cp.Seq
 	err = v.db.Update(func(tx *bolt.Tx) error {
-		var g [8]byte
+		var g [16]byte
 		binary.BigEndian.PutUint64(g[:], seq)
+		binary.BigEndian.PutUint64(g[8:], uint64(len(data)))
 		if err := tx.Bucket(bMeta).Put(kGraph, g[:]); err != nil {
 			return err
 		}
@@ -388,7 +636,7 @@ func (v *VectorProjection) saveGraph() error {
 	if err != nil {
 		return fmt.Errorf("save vector graph: %w", err)
 	}
-	v.graph, v.sinceGraph = seq, 0
+	v.graph, v.graphSize, v.sinceGraph = seq, int64(len(data)), 0
 	return nil
 }
 
@@ -417,9 +665,13 @@ func (v *VectorProjection) embedPending(ctx context.Context) error {
 }
 
 // Digest implements projections.Projection: the index's content digest
-// (ids and vector bytes in id order) bound to the embedder's name.
+// (ids and vector bytes in id order) bound to the version tag.
 func (v *VectorProjection) Digest() ([32]byte, error) {
-	d := v.idx.Digest()
+	idx, err := v.index()
+	if err != nil {
+		return [32]byte{}, err
+	}
+	d := idx.Digest()
 	h := sha256.New()
 	h.Write(v.versionTag())
 	h.Write(d[:])
@@ -442,7 +694,7 @@ func (v *VectorProjection) Reset() error {
 		return fmt.Errorf("reset vectors: %w", err)
 	}
 	err := v.db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bMeta, bChunks, bOps} {
+		for _, b := range buckets {
 			if tx.Bucket(b) != nil {
 				if err := tx.DeleteBucket(b); err != nil {
 					return err
@@ -452,7 +704,7 @@ func (v *VectorProjection) Reset() error {
 				return err
 			}
 		}
-		return tx.Bucket(bMeta).Put(kVer, v.versionTag())
+		return tx.Bucket(bMeta).Put(kVer, v.stateTag())
 	})
 	if err != nil {
 		return fmt.Errorf("reset vectors: %w", err)
@@ -460,8 +712,9 @@ func (v *VectorProjection) Reset() error {
 	if err := os.Remove(filepath.Join(v.dir, "graph.bin")); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	v.meta, v.ops, v.cp, v.graph, v.sinceGraph = map[string]chunkMeta{}, nil, projections.Checkpoint{}, 0, 0
-	v.idx, err = vector.NewHNSW(v.opts.Embedder.Dim(), v.opts.HNSW)
+	v.meta, v.ops, v.cp, v.live = map[string]chunkMeta{}, nil, projections.Checkpoint{}, 0
+	v.graphOn, v.graph, v.graphSize, v.sinceGraph = false, 0, 0, 0
+	v.idx, err = vector.NewExact(v.opts.Embedder.Dim())
 	return err
 }
 
@@ -511,27 +764,123 @@ func modelHash(e vector.Embedder) string {
 	return ""
 }
 
-// Index exposes the graph (tests, benchmarks, snapshot checks).
-func (v *VectorProjection) Index() *vector.HNSW { return v.idx }
+// Index exposes the in-memory index, loading it (tests, benchmarks,
+// snapshot checks): a *vector.HNSW once the graph exists, else a
+// *vector.Exact.
+func (v *VectorProjection) Index() (vector.Index, error) { return v.index() }
+
+// scan is an exact search over the stored vectors, read in place. A record
+// that does not decode is damage (see index).
+func (v *VectorProjection) scan(q []float32, k int) ([]vector.Hit, error) {
+	dim := v.opts.Embedder.Dim()
+	var hits []vector.Hit
+	err := projections.Guard("vectors", func() error {
+		return v.db.View(func(tx *bolt.Tx) error {
+			var err error
+			hits, err = vector.ScanSearch(q, dim, k, func(fn func(string, []float32) error) error {
+				vec := make([]float32, dim)
+				return tx.Bucket(bVecs).ForEach(func(key, val []byte) error {
+					if err := decodeVec(val, vec); err != nil {
+						return err
+					}
+					return fn(string(key), vec)
+				})
+			})
+			return err
+		})
+	})
+	if err == nil {
+		return hits, nil
+	}
+	if _, ok := projections.Damaged(err); !ok {
+		if !errors.Is(err, errVectorsCorrupt) {
+			return nil, err
+		}
+		err = &projections.DamagedError{Projection: "vectors", Err: err}
+	}
+	if merr := projections.MarkDamaged(v.dir, err.Error()); merr != nil {
+		err = errors.Join(err, merr)
+	}
+	return nil, err
+}
+
+// exactSearcher is the exact scan of the graph's own vectors.
+type exactSearcher interface {
+	SearchExact(q []float32, k int) ([]vector.Hit, error)
+}
 
 // SearchText embeds text and returns the k nearest live chunks (cosine; a
-// hit's ID is the chunk id):
-// exactly below ExactBelow vectors, through the graph above.
+// hit's ID is the chunk id): exactly below ExactBelow vectors, through the
+// graph above. Below the
+// graph, the first search of a process scans the stored vectors in place
+// (vector.ScanSearch: the same hits as the loaded index, without loading
+// it); later ones load the index and search it in memory.
 func (v *VectorProjection) SearchText(ctx context.Context, text string, k int) ([]vector.Hit, error) {
 	vs, err := v.opts.Embedder.Embed(ctx, []string{text})
 	if err != nil {
 		return nil, fmt.Errorf("embed query: %w", err)
 	}
 	var hits []vector.Hit
-	if v.idx.Len() < v.opts.ExactBelow {
-		hits, err = v.idx.SearchExact(vs[0], k)
+	v.loadMu.Lock()
+	scan := v.idx == nil && !v.graphOn && v.scans == 0
+	var idx vector.Index
+	var ierr error
+	if scan {
+		v.scans++
 	} else {
-		hits, err = v.idx.Search(vs[0], k)
+		idx, ierr = v.index()
+	}
+	v.loadMu.Unlock()
+	if scan {
+		hits, err = v.scan(vs[0], k)
+	} else {
+		if ierr != nil {
+			return nil, ierr
+		}
+		if g, ok := idx.(exactSearcher); ok && idx.Len() < v.opts.ExactBelow {
+			hits, err = g.SearchExact(vs[0], k)
+		} else {
+			hits, err = idx.Search(vs[0], k)
+		}
 	}
 	if err != nil {
 		return nil, err
 	}
 	return hits, nil
+}
+
+// checkVec refuses what the indexes would refuse on load, before it is
+// stored.
+func checkVec(vec []float32, dim int) error {
+	if len(vec) != dim {
+		return fmt.Errorf("embedding has %d dimensions, want %d: %w", len(vec), dim, vector.ErrDimension)
+	}
+	for _, f := range vec {
+		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+			return fmt.Errorf("embedding holds NaN or Inf: %w", vector.ErrInvalidVector)
+		}
+	}
+	return nil
+}
+
+// encodeVec stores a quantized vector as binary16 values, little-endian.
+func encodeVec(vec []float32) []byte {
+	b := make([]byte, 2*len(vec))
+	for i, f := range vec {
+		binary.LittleEndian.PutUint16(b[2*i:], toHalf(f))
+	}
+	return b
+}
+
+func decodeVec(b []byte, dst []float32) error {
+	if len(b) != 2*len(dst) {
+		return fmt.Errorf("decode vector record: %d bytes for %d dimensions: %w", len(b), len(dst), errVectorsCorrupt)
+	}
+	t := halves()
+	for i := range dst {
+		dst[i] = t[binary.LittleEndian.Uint16(b[2*i:])]
+	}
+	return nil
 }
 
 func encodeMeta(m chunkMeta) []byte {

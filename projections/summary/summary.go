@@ -39,8 +39,8 @@
 // Storage (bbolt file summary.db): chunks (id → kind, index, time, session,
 // chunk_parent, content), by_session / by_doc / by_time secondary indexes,
 // summaries (1‖session id or 2‖document id → JSON Summary), meta (version,
-// options, checkpoint). The session search index is in memory, rebuilt from
-// the stored summaries on open.
+// options, checkpoint). The session search index is in memory, built from
+// the stored summaries by the first Search.
 package summary
 
 import (
@@ -181,7 +181,7 @@ type Index struct {
 
 	ops    map[string]*chunk     // chunk changes since Commit; nil = deleted
 	dirty  map[groupKey]struct{} // groups to recompute at Commit
-	search *searchIndex          // over committed session summaries
+	search *searchIndex          // over committed session summaries; nil until Search needs it
 }
 
 var _ projections.Projection = (*Index)(nil)
@@ -282,9 +282,9 @@ func (x *Index) open() error {
 		}
 		return tx.Bucket(bucketMeta).Put(keyVersion, x.versionTag())
 	})
-	if err == nil {
-		x.search, err = x.loadSearch()
-	}
+	// The session search index is built on first use (Search): commands
+	// that never search summaries do not pay for it.
+	x.search = nil
 	if err != nil {
 		db.Close()
 		x.db = nil
@@ -503,8 +503,10 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 	if err != nil {
 		return fmt.Errorf("commit summaries: %w", err)
 	}
-	for id, s := range changed {
-		x.search.set(id, s)
+	if x.search != nil {
+		for id, s := range changed {
+			x.search.set(id, s)
+		}
 	}
 	clear(x.ops)
 	clear(x.dirty)
@@ -513,6 +515,17 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 		return x.compact()
 	}
 	return nil
+}
+
+// Compact implements projections.Compacter: the file is rewritten tight
+// after a bulk load.
+func (x *Index) Compact() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return ErrClosed
+	}
+	return x.compact()
 }
 
 // compact rewrites summary.db without its free pages, so the content of
@@ -910,11 +923,30 @@ func (x *Index) Search(ctx context.Context, text string, k int) ([]SessionHit, e
 		return nil, fmt.Errorf("search summaries: %w", err)
 	}
 	x.mu.RLock()
-	defer x.mu.RUnlock()
-	if x.closed {
+	si, closed := x.search, x.closed
+	x.mu.RUnlock()
+	if closed {
 		return nil, ErrClosed
 	}
-	return x.search.query(textutil.ContentWords(text), k), nil
+	if si == nil {
+		x.mu.Lock()
+		if x.search == nil && !x.closed {
+			s, err := x.loadSearch()
+			if err != nil {
+				x.mu.Unlock()
+				return nil, fmt.Errorf("search summaries: %w", err)
+			}
+			x.search = s
+		}
+		si, closed = x.search, x.closed
+		x.mu.Unlock()
+		if closed {
+			return nil, ErrClosed
+		}
+	}
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return si.query(textutil.ContentWords(text), k), nil
 }
 
 // Reset drops all state and sets the checkpoint to zero.

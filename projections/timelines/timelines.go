@@ -247,10 +247,12 @@ func Open(dir string) (*Timelines, error) {
 	return t, nil
 }
 
+// The freelist is synced: with NoFreelistSync, bbolt rebuilds it at every
+// open by walking every page of the file, which made each command's open
+// cost (CPU and resident memory) grow with the store.
 var boltOptions = &bolt.Options{
-	Timeout:        time.Second,
-	NoFreelistSync: true,
-	FreelistType:   bolt.FreelistMapType,
+	Timeout:      time.Second,
+	FreelistType: bolt.FreelistMapType,
 }
 
 // openDB opens (creating if needed) and checks the bbolt file.
@@ -284,6 +286,17 @@ func (t *Timelines) openDB() error {
 	}
 	t.db = db
 	return nil
+}
+
+// Compact implements projections.Compacter: the file is rewritten tight
+// after a bulk load.
+func (t *Timelines) Compact() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return ErrClosed
+	}
+	return t.compact()
 }
 
 // compact rewrites the file without its free pages, so the content of
@@ -926,15 +939,20 @@ func (t *Timelines) Digest() ([32]byte, error) {
 	return out, err
 }
 
-// read flushes pending writes and runs fn in a read transaction.
+// read flushes pending writes and runs fn in a read transaction. The
+// mutex covers only the flush: readers then run their transactions side
+// by side (bbolt's read transactions are concurrent, and Close and Reset
+// wait for them before they touch the file).
 func (t *Timelines) read(fn func(tx *bolt.Tx) error) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	return projections.Guard(Name, func() error {
+		t.mu.Lock()
 		if err := t.flush(); err != nil {
+			t.mu.Unlock()
 			return err
 		}
-		return t.db.View(fn)
+		db := t.db
+		t.mu.Unlock()
+		return db.View(fn)
 	})
 }
 
@@ -967,8 +985,19 @@ func (t *Timelines) Sessions() ([]SessionInfo, error) {
 // Session returns a session's summary and its live chunks in content-time
 // order (ties by seq). ErrNotFound if it has none.
 func (t *Timelines) Session(id string) (SessionInfo, []Chunk, error) {
+	info, chunks, _, err := t.SessionPage(id, 0, 0)
+	return info, chunks, err
+}
+
+// SessionPage is Session for one page: the live chunks from offset (at
+// most limit of them when limit > 0; a negative offset counts from the
+// end), in content-time order, and the session's live chunk count. Only
+// the page's chunks are read, so the last turns of a long session cost
+// what they weigh.
+func (t *Timelines) SessionPage(id string, offset, limit int) (SessionInfo, []Chunk, int, error) {
 	var info SessionInfo
 	var chunks []Chunk
+	total := 0
 	err := t.read(func(tx *bolt.Tx) error {
 		v := tx.Bucket(bSessions).Get(sessKey(id))
 		if v == nil || id == "" {
@@ -981,19 +1010,30 @@ func (t *Timelines) Session(id string) (SessionInfo, []Chunk, error) {
 		if sb == nil {
 			return nil
 		}
-		return sb.ForEach(func(_, v []byte) error {
-			c, err := chunkFromIndex(tx, v)
-			if err != nil {
-				return err
+		cur := sb.Cursor()
+		if offset < 0 {
+			n := 0
+			for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
+				n++
 			}
-			chunks = append(chunks, *c)
-			return nil
-		})
+			offset = max(0, n+offset)
+		}
+		for k, v := cur.First(); k != nil; k, v = cur.Next() {
+			if total >= offset && (limit <= 0 || len(chunks) < limit) {
+				c, err := chunkFromIndex(tx, v)
+				if err != nil {
+					return err
+				}
+				chunks = append(chunks, *c)
+			}
+			total++
+		}
+		return nil
 	})
 	if err != nil {
-		return SessionInfo{}, nil, fmt.Errorf("read session: %w", err)
+		return SessionInfo{}, nil, 0, fmt.Errorf("read session: %w", err)
 	}
-	return info, chunks, nil
+	return info, chunks, total, nil
 }
 
 func chunkFromIndex(tx *bolt.Tx, v []byte) (*Chunk, error) {

@@ -1,0 +1,280 @@
+package test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The store footprint and command benchmarks of issue 17 ("a lighter store
+// and cheaper commands") and issue 9 (a 1M-event store): conversation
+// turns appended through the built binary, projections caught up by one
+// `ucl project` process, then each command timed as a fresh process with no
+// owner running (wall time, and peak RSS from the kernel's rusage).
+//
+//	go test -run '^$' -bench BenchmarkCommands -benchtime 1x ./test/
+//
+// 10K and 50K turns by default; UCL_BENCH_1M=1 adds the 1M-event store of
+// ~300-byte contents (issue 9; a few minutes to build, with durability
+// none). The turns are LoCoMo's when ../../shared/eval/locomo-dev.json
+// (UCL_BENCH_LOCOMO) is there, repeated with other names, sessions and
+// times; otherwise synthetic turns of the same shape.
+
+// benchTurn is one conversation turn as `ucl append` reads it.
+type benchTurn struct {
+	Type    string            `json:"type"`
+	Session string            `json:"session"`
+	Role    string            `json:"role"`
+	Kind    string            `json:"kind"`
+	Content string            `json:"content"`
+	Time    string            `json:"time"`
+	Meta    map[string]string `json:"meta,omitempty"`
+}
+
+type locomoTurn struct{ session, speaker, text, dia string }
+
+// locomoTurns reads the turns of the LoCoMo development set, in order, or
+// nil when it is not there.
+func locomoTurns() []locomoTurn {
+	path := os.Getenv("UCL_BENCH_LOCOMO")
+	if path == "" {
+		path = "../../shared/eval/locomo-dev.json"
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var convs []struct {
+		Conversation map[string]json.RawMessage `json:"conversation"`
+	}
+	if json.Unmarshal(raw, &convs) != nil {
+		return nil
+	}
+	sess := regexp.MustCompile(`^session_(\d+)$`)
+	var out []locomoTurn
+	for ci, c := range convs {
+		var keys []int
+		for k := range c.Conversation {
+			if m := sess.FindStringSubmatch(k); m != nil {
+				n, _ := strconv.Atoi(m[1])
+				keys = append(keys, n)
+			}
+		}
+		sort.Ints(keys)
+		for _, k := range keys {
+			var turns []struct {
+				Speaker string `json:"speaker"`
+				Text    string `json:"text"`
+				Dia     string `json:"dia_id"`
+			}
+			if json.Unmarshal(c.Conversation[fmt.Sprintf("session_%d", k)], &turns) != nil {
+				return nil
+			}
+			for _, t := range turns {
+				out = append(out, locomoTurn{fmt.Sprintf("c%d-s%d", ci, k), t.Speaker, t.Text, t.Dia})
+			}
+		}
+	}
+	return out
+}
+
+var benchNames = strings.Fields(`Ana Bruno Carla Dmitri Elena Farid Greta Hugo Ines Jonas Kaori Luis Maya Nils Olga Pedro
+Quinn Rosa Samir Tara Umar Vera Wim Xenia Yusuf Zoe`)
+
+// benchTurns writes n turns as JSONL and returns them. Repetition r of the
+// source renames its two speakers (so a repeated turn is other text), moves
+// its sessions and shifts its times by r weeks; contentLen > 0 pads or cuts
+// synthetic contents to that length instead (the 1M store).
+func benchTurns(n, contentLen int) []byte {
+	src := locomoTurns()
+	if contentLen > 0 || len(src) == 0 {
+		src = nil
+		r := rand.New(rand.NewSource(1))
+		if contentLen == 0 {
+			contentLen = 140
+		}
+		for i := 0; i < 5000; i++ {
+			src = append(src, locomoTurn{fmt.Sprintf("s%d", i/50), []string{"Ana", "Bruno"}[i%2], benchSentence(r, contentLen), fmt.Sprintf("D%d:%d", i/50, i%50)})
+		}
+	}
+	speakers := map[string]int{}
+	for _, t := range src {
+		if _, ok := speakers[t.speaker]; !ok {
+			speakers[t.speaker] = len(speakers)
+		}
+	}
+	base := time.Date(2023, 1, 1, 0, 0, 0, 0, time.UTC)
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	for i := 0; i < n; i++ {
+		rep, t := i/len(src), src[i%len(src)]
+		content, speaker := t.speaker+": "+t.text, t.speaker
+		if rep > 0 {
+			for name, k := range speakers {
+				other := benchNames[(rep*7+k)%len(benchNames)]
+				content = strings.ReplaceAll(content, name, other)
+				if name == t.speaker {
+					speaker = other
+				}
+			}
+		}
+		at := base.Add(time.Duration(rep)*7*24*time.Hour + time.Duration(i%len(src))*30*time.Second)
+		if err := enc.Encode(benchTurn{Type: "store", Session: fmt.Sprintf("r%d-%s", rep, t.session), Role: "user",
+			Kind: "conversation", Content: content, Time: at.Format(time.RFC3339),
+			Meta: map[string]string{"dia_id": t.dia, "speaker": speaker}}); err != nil {
+			panic(err)
+		}
+	}
+	return out.Bytes()
+}
+
+// procRun is one process's wall time and peak resident set.
+type procRun struct {
+	wall time.Duration
+	cpu  time.Duration // user + system
+	rss  int64         // bytes
+}
+
+// runProc runs the ucl binary on dir and fails the benchmark on a non-zero
+// exit.
+func runProc(b *testing.B, dir string, stdin []byte, args ...string) procRun {
+	b.Helper()
+	cmd := exec.Command(uclBin, args...)
+	cmd.Env = append(os.Environ(), "UCL_DIR="+dir, "UCL_VAULT_KEY=")
+	cmd.Stdin = bytes.NewReader(stdin)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	t0 := time.Now()
+	err := cmd.Run()
+	wall := time.Since(t0)
+	if err != nil {
+		b.Fatalf("ucl %s: %v\n%s", strings.Join(args, " "), err, e.String())
+	}
+	ru, _ := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	var rss int64
+	if ru != nil {
+		rss = ru.Maxrss * 1024 // Linux: kilobytes
+	}
+	return procRun{wall, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), rss}
+}
+
+// dirSize is the apparent size of the regular files under dir, and the
+// bytes the file system allocated to them (bbolt files have holes: their
+// size is their mmap size).
+func dirSize(dir string) (size, alloc int64) {
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				size += fi.Size()
+				if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+					alloc += st.Blocks * 512
+				}
+			}
+		}
+		return nil
+	})
+	return size, alloc
+}
+
+func BenchmarkCommands(b *testing.B) {
+	type size struct {
+		name       string
+		n, content int
+	}
+	sizes := []size{{"turns=10K", 10_000, 0}, {"turns=50K", 50_000, 0}}
+	if os.Getenv("UCL_BENCH_1M") != "" {
+		sizes = append(sizes, size{"events=1M", 1_000_000, 300})
+	}
+	for _, sz := range sizes {
+		b.Run(sz.name, func(b *testing.B) {
+			input := benchTurns(sz.n, sz.content)
+			dir := filepath.Join(b.TempDir(), "store")
+			runProc(b, dir, nil, "init", "--durability", "none")
+			app := runProc(b, dir, input, "append", "-")
+			cu := runProc(b, dir, nil, "project")
+			in := float64(len(input))
+			src := "LoCoMo development-set turns, repeated with other names, sessions and times"
+			switch {
+			case sz.content > 0:
+				src = fmt.Sprintf("synthetic %d-byte contents", sz.content)
+			case locomoTurns() == nil:
+				src = "synthetic turns (LoCoMo data not found)"
+			}
+			b.Logf("%s: %s; store built with durability none", sz.name, src)
+			b.Logf("%s: input %d bytes of JSONL; append %.2fs; catch-up %.2fs = %.0f events/s (CPU %.2fs = %.0f events per CPU second), peak RSS %.0f MB",
+				sz.name, len(input), app.wall.Seconds(), cu.wall.Seconds(), float64(sz.n)/cu.wall.Seconds(),
+				cu.cpu.Seconds(), float64(sz.n)/cu.cpu.Seconds(), float64(cu.rss)/1e6)
+			b.ReportMetric(float64(sz.n)/cu.wall.Seconds(), "catchup-events/s")
+
+			ratio := func(path string) string {
+				size, alloc := dirSize(path)
+				return fmt.Sprintf("%.2f (allocated %.2f)", float64(size)/in, float64(alloc)/in)
+			}
+			parts := []string{"log " + ratio(filepath.Join(dir, "log"))}
+			ents, _ := os.ReadDir(filepath.Join(dir, "projections"))
+			for _, e := range ents {
+				if e.IsDir() {
+					parts = append(parts, e.Name()+" "+ratio(filepath.Join(dir, "projections", e.Name())))
+				}
+			}
+			projB, projA := dirSize(filepath.Join(dir, "projections"))
+			b.Logf("%s footprint, bytes per input byte: %s; projections %s = %d MB (allocated %d MB); whole store %s",
+				sz.name, strings.Join(parts, ", "), ratio(filepath.Join(dir, "projections")), projB>>20, projA>>20, ratio(dir))
+			b.ReportMetric(float64(projB)/in, "proj-bytes/input-byte")
+			b.ReportMetric(float64(projA)/in, "proj-alloc/input-byte")
+
+			cmds := []struct {
+				name string
+				args []string
+			}{
+				{"query-bm25", []string{"query", "--mode", "bm25", "when did she go to the support group"}},
+				{"query", []string{"query", "when did she go to the support group"}},
+				{"session-list", []string{"session", "list"}},
+				{"status", []string{"status"}},
+			}
+			for _, c := range cmds {
+				var runs []procRun
+				for i := 0; i < 5; i++ {
+					runs = append(runs, runProc(b, dir, nil, c.args...))
+				}
+				sort.Slice(runs, func(i, j int) bool { return runs[i].wall < runs[j].wall })
+				var rss int64
+				for _, r := range runs {
+					rss = max(rss, r.rss)
+				}
+				med := runs[len(runs)/2]
+				b.Logf("%s ucl %-12s p50 %4.0f ms (min %4.0f, max %4.0f; CPU %4.0f ms), peak RSS %4.0f MB",
+					sz.name, c.name, float64(med.wall.Microseconds())/1e3, float64(runs[0].wall.Microseconds())/1e3,
+					float64(runs[len(runs)-1].wall.Microseconds())/1e3, float64(med.cpu.Microseconds())/1e3, float64(rss)/1e6)
+				b.ReportMetric(float64(med.wall.Microseconds())/1e3, c.name+"-ms")
+				b.ReportMetric(float64(rss)/1e6, c.name+"-MB")
+			}
+		})
+	}
+}
+
+// TestWriteBenchTurns writes the benchmark's turns to UCL_BENCH_WRITE (a
+// helper for measuring by hand; skipped otherwise).
+func TestWriteBenchTurns(t *testing.T) {
+	path := os.Getenv("UCL_BENCH_WRITE")
+	if path == "" {
+		t.Skip("UCL_BENCH_WRITE not set")
+	}
+	n, _ := strconv.Atoi(os.Getenv("UCL_BENCH_N"))
+	c, _ := strconv.Atoi(os.Getenv("UCL_BENCH_CONTENT"))
+	if err := os.WriteFile(path, benchTurns(n, c), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
