@@ -45,7 +45,8 @@ type API interface {
 	Sessions(ctx context.Context, req SessionsRequest) (*SessionsResult, error)
 	// Session returns one session's turns in order (paged) and summary.
 	Session(ctx context.Context, req SessionRequest) (*SessionResult, error)
-	// Get returns items by chunk id or document parent, with their chunks.
+	// Get returns items by chunk id or document parent, with their chunks
+	// (and, asked, their earlier versions).
 	Get(ctx context.Context, req GetRequest) (*GetResult, error)
 	// Index builds a navigable map of the store or of a query's matches
 	// under a token budget.
@@ -53,6 +54,11 @@ type API interface {
 	// Dedupe reports groups of near-duplicate live items; it changes
 	// nothing.
 	Dedupe(ctx context.Context, req DedupeRequest) (*DedupeResult, error)
+	// Edit replaces an item's content (and meta) with a new version; a
+	// chunked item is re-chunked as a whole.
+	Edit(ctx context.Context, req EditRequest) (*EditResult, error)
+	// Thread follows parent (reply-to) links up and down from an item.
+	Thread(ctx context.Context, req ThreadRequest) (*ThreadResult, error)
 	// CatchUp brings every projection to the log head.
 	CatchUp(ctx context.Context, req CatchUpRequest) (*ProjectionsResult, error)
 	// ProjectionStatus reports each projection without catching up.
@@ -149,6 +155,11 @@ type RememberRequest struct {
 	// AllowDuplicate stores the item even when a live item of the same
 	// session, role and kind has the same normalized content.
 	AllowDuplicate bool `json:"allow_duplicate,omitempty"`
+	// Tool makes the item a tool call (kind tool_call; Content is its
+	// result and may be empty; Parent the message that triggered it).
+	Tool *log.ToolCall `json:"tool,omitempty"`
+	// Supersedes lists live items this one replaces as outdated.
+	Supersedes []string `json:"supersedes,omitempty"`
 }
 
 // TombstoneRequest names what to remove: chunks, whole documents (by
@@ -257,7 +268,10 @@ type SearchRequest struct {
 	Mode       string   `json:"mode,omitempty"`   // hybrid (default), bm25, vector
 	NoTemporal bool     `json:"no_temporal,omitempty"`
 	Explain    bool     `json:"explain,omitempty"`
-	Progress   Progress `json:"-"`
+	// IncludeSuperseded ranks superseded items normally (they are marked
+	// superseded_by either way).
+	IncludeSuperseded bool     `json:"include_superseded,omitempty"`
+	Progress          Progress `json:"-"`
 }
 
 // SearchResult is query.Response and, when time phrases emptied it, a
@@ -337,6 +351,8 @@ type SessionResult struct {
 // GetRequest names chunks (by chunk id) or documents (by chunk parent).
 type GetRequest struct {
 	IDs []string `json:"ids"`
+	// History adds every version of each item found, oldest first.
+	History bool `json:"history,omitempty"`
 }
 
 // GetItem is one requested id: a chunk, or a document's chunks in order.
@@ -350,6 +366,11 @@ type GetItem struct {
 	// Missing lists chunk indexes absent from the document (tombstoned):
 	// Content then has gaps.
 	Missing []int `json:"missing,omitempty"`
+	// History lists the item's versions, oldest first, the current one
+	// last (GetRequest.History).
+	History []Version `json:"history,omitempty"`
+	// SupersededBy lists the live items that replace this one.
+	SupersededBy []string `json:"superseded_by,omitempty"`
 }
 
 // GetResult answers a GetRequest, one item per id, in request order.

@@ -51,7 +51,9 @@
 //	Context(ctx, ContextRequest) (*ContextResult, error)         context under a token budget
 //	Sessions(ctx, SessionsRequest) (*SessionsResult, error)
 //	Session(ctx, SessionRequest) (*SessionResult, error)         turns in order, paged, with summary
-//	Get(ctx, GetRequest) (*GetResult, error)                     chunks by id, documents by parent (Content: the exact text)
+//	Get(ctx, GetRequest) (*GetResult, error)                     chunks by id, documents by parent (Content: the exact text); History: every version
+//	Edit(ctx, EditRequest) (*EditResult, error)                  a new version of an item (documents re-chunked whole); ErrUnknownItem, ErrTombstoned, ErrEditChunk
+//	Thread(ctx, ThreadRequest) (*ThreadResult, error)            parent (reply-to) links followed up and down, tool calls included
 //	Index(ctx, IndexRequest) (*IndexResult, error)               a navigable map under a token budget (index.go)
 //	Dedupe(ctx, DedupeRequest) (*DedupeResult, error)            near-duplicate groups (MinHash); changes nothing
 //	CatchUp(ctx, CatchUpRequest) (*ProjectionsResult, error)
@@ -64,6 +66,13 @@
 //	Prove(ctx, ProveRequest) (*log.Proof, error)                 audit proof against the newest covering checkpoint
 //	Status(ctx, StatusRequest) (*StatusResult, error)
 //	SnapshotCreate / SnapshotList / SnapshotVerify / SnapshotRestore / SnapshotPublish
+//
+// The conversation model (conv.go): RememberRequest.Tool makes an item a
+// tool call (store body v2, log/doc.go) and RememberRequest.Supersedes
+// marks older items outdated (every id must be live: ErrUnknownItem);
+// searches rank superseded items below the current ones and mark them
+// (superseded_by) unless SearchRequest.IncludeSuperseded, and a context
+// never packs an item together with one that supersedes it.
 //
 // Requests and results are JSON-serializable and are the CLI's --json
 // shapes. Times in requests are strings: RFC 3339, a date (2023-05-08) or
@@ -86,7 +95,7 @@
 // Client's error matches the same sentinels with errors.Is and front ends
 // give the same messages, hints and exit codes either way. Method names
 // are the snake_case of the Go method (append, remember, tombstone,
-// search, context, sessions, session, get, index, dedupe, catch_up, projection_status,
+// search, context, sessions, session, get, edit, thread, index, dedupe, catch_up, projection_status,
 // rebuild_projections, verify_projections, push, sync_status, status, checkpoints, prove,
 // snapshot_create, snapshot_list, snapshot_verify, snapshot_restore,
 // snapshot_publish).

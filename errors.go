@@ -139,6 +139,9 @@ var errorCodes = []struct {
 	{"log_inconsistent", log.ErrInconsistent},
 	{"arweave_tx_pending", arweave.ErrTxPending},
 	{"no_match", ErrNoMatch},
+	{"unknown_item", ErrUnknownItem},
+	{"item_tombstoned", ErrTombstoned},
+	{"edit_chunk", ErrEditChunk},
 }
 
 // ErrorCodes returns the wire codes of the sentinels err matches.

@@ -31,6 +31,8 @@ func Handler(api API) http.Handler {
 	route(mux, "get", api.Get)
 	route(mux, "index", api.Index)
 	route(mux, "dedupe", api.Dedupe)
+	route(mux, "edit", api.Edit)
+	route(mux, "thread", api.Thread)
 	route(mux, "catch_up", api.CatchUp)
 	route(mux, "projection_status", api.ProjectionStatus)
 	route(mux, "rebuild_projections", api.RebuildProjections)

@@ -57,6 +57,9 @@ func (s *Store) Append(ctx context.Context, req AppendRequest) (*AppendResult, e
 	if err := s.needKeys(); err != nil {
 		return nil, err
 	}
+	if err := s.checkSupersedes(ctx, entries); err != nil {
+		return nil, fmt.Errorf("append: %w", err)
+	}
 	all := entries
 	var plan *dupPlan
 	if !req.AllowDuplicate {
@@ -98,7 +101,19 @@ func (s *Store) Append(ctx context.Context, req AppendRequest) (*AppendResult, e
 
 // Remember stores one piece of memory, split into chunks like Append.
 func (s *Store) Remember(ctx context.Context, req RememberRequest) (*AppendResult, error) {
-	if strings.TrimSpace(req.Content) == "" {
+	if req.Tool != nil {
+		// A tool call: its result may not exist yet.
+		if strings.TrimSpace(req.Tool.Name) == "" {
+			return nil, badRequest("a tool call needs a name")
+		}
+		if req.Kind != "" && req.Kind != "tool_call" {
+			return nil, badRequest("a tool call is of kind tool_call, not %s", req.Kind)
+		}
+		req.Kind = "tool_call"
+		if req.Role == "" {
+			req.Role = "tool"
+		}
+	} else if strings.TrimSpace(req.Content) == "" {
 		return nil, badRequest("nothing to store: the text is empty")
 	}
 	if req.Kind == "" {
@@ -112,7 +127,10 @@ func (s *Store) Remember(ctx context.Context, req RememberRequest) (*AppendResul
 		return nil, fmt.Errorf("%v: %w", err, ErrBadRequest)
 	}
 	st := &log.Store{Kind: kind, Session: req.Session, Role: req.Role, Content: req.Content,
-		Meta: req.Meta, Parent: req.Parent, ChunkID: req.ChunkID}
+		Meta: req.Meta, Parent: req.Parent, ChunkID: req.ChunkID, Tool: req.Tool, Supersedes: req.Supersedes}
+	if err := st.Validate(); err != nil {
+		return nil, fmt.Errorf("%v: %w", err, ErrBadRequest)
+	}
 	if st.Meta == nil {
 		st.Meta = map[string]string{}
 	}
@@ -133,6 +151,9 @@ func (s *Store) Remember(ctx context.Context, req RememberRequest) (*AppendResul
 		chunkTokens = DefaultChunkTokens
 	}
 	entries := ingest.StoreEntries(st, id, chunkTokens)
+	if err := s.checkSupersedes(ctx, entries); err != nil {
+		return nil, err
+	}
 	if !req.AllowDuplicate {
 		s.dedupMu.Lock()
 		defer s.dedupMu.Unlock()

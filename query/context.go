@@ -267,6 +267,10 @@ func (e *Engine) Assemble(ctx context.Context, req ContextRequest) (*Assembly, e
 		if err := e.checkCands(cs); err != nil {
 			return nil, fmt.Errorf("assemble context: %w", err)
 		}
+		if cs, err = e.supersede(cs, p.req.IncludeSuperseded); err != nil {
+			return nil, fmt.Errorf("assemble context: %w", err)
+		}
+		cs = withoutSupersededPairs(cs)
 		// Chunks are tried in rank order, but in growing groups: a group
 		// that fits as a whole, each member as fit would first try it
 		// (whole among the first FullChunks, else cut to ChunkTokens),

@@ -120,6 +120,7 @@ result names that item (duplicate_of) unless --allow-duplicate.`,
 		&cli.StringFlag{Name: "chunk-id", Usage: "chunk id (default: the event id)"},
 		&cli.IntFlag{Name: "chunk-tokens", Value: log.DefaultChunkTokens, Usage: "split documents and tool calls longer than this"},
 		&cli.BoolFlag{Name: "allow-duplicate", Usage: "store it even when a live item of the same session, role and kind has the same text (ignoring case and spacing)"},
+		&cli.StringSliceFlag{Name: "supersedes", Usage: "`ID` of a live item this one replaces as outdated (repeatable)"},
 	},
 	Action: func(c *cli.Context) error {
 		if c.NArg() > 1 {
@@ -172,9 +173,12 @@ result names that item (duplicate_of) unless --allow-duplicate.`,
 		}
 		req := ucl.RememberRequest{Content: text, Session: c.String("session"), Role: c.String("role"), Kind: c.String("kind"),
 			Meta: meta, Time: c.String("time"), ID: c.String("id"), Parent: c.String("parent"), ChunkID: c.String("chunk-id"),
-			ChunkTokens: c.Int("chunk-tokens"), AllowDuplicate: c.Bool("allow-duplicate")}
+			ChunkTokens: c.Int("chunk-tokens"), AllowDuplicate: c.Bool("allow-duplicate"), Supersedes: c.StringSlice("supersedes")}
 		return withAPI(c, func(api ucl.API) error {
 			res, err := api.Remember(context.Background(), req)
+			if errors.Is(err, ucl.ErrUnknownItem) {
+				return withHint(err, "--supersedes takes the id of a live item (from `ucl store` or `ucl query`); nothing was written")
+			}
 			if err != nil {
 				return err
 			}

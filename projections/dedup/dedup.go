@@ -242,7 +242,7 @@ func (x *Index) Checkpoint() (projections.Checkpoint, error) {
 	return x.cp, nil
 }
 
-// Apply buffers store and tombstone events until Commit.
+// Apply buffers store, edit and tombstone events until Commit.
 func (x *Index) Apply(ev *log.Event) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -250,7 +250,7 @@ func (x *Index) Apply(ev *log.Event) error {
 		return ErrClosed
 	}
 	switch ev.Body.(type) {
-	case *log.Store, *log.Tombstone:
+	case *log.Store, *log.Edit, *log.Tombstone:
 		x.ops = append(x.ops, ev)
 	}
 	return nil
@@ -344,6 +344,24 @@ func remove(tx *bolt.Tx, id string) (bool, error) {
 	return true, items.Delete([]byte(id))
 }
 
+// removeOlder removes chunk id if it was stored before seq: an edit's
+// removes name the previous version's chunks, never a later one.
+func removeOlder(tx *bolt.Tx, id string, seq uint64) error {
+	raw := tx.Bucket(bucketItems).Get([]byte(id))
+	if raw == nil {
+		return nil
+	}
+	it, err := decodeItem(id, raw)
+	if err != nil {
+		return err
+	}
+	if it.Seq >= seq {
+		return nil
+	}
+	_, err = remove(tx, id)
+	return err
+}
+
 func put(tx *bolt.Tx, ev *log.Event, st *log.Store) error {
 	if _, err := remove(tx, st.ChunkID); err != nil {
 		return err
@@ -410,6 +428,17 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 				switch b := ev.Body.(type) {
 				case *log.Store:
 					if err := put(tx, ev, b); err != nil {
+						return err
+					}
+				case *log.Edit:
+					// The new version replaces the old one's hash: a later
+					// store is compared with what the item says now.
+					for _, id := range b.Removes {
+						if err := removeOlder(tx, id, ev.Seq); err != nil {
+							return err
+						}
+					}
+					if err := put(tx, ev, &b.Store); err != nil {
 						return err
 					}
 				case *log.Tombstone:
