@@ -394,6 +394,9 @@ func (v *VectorProjection) Apply(ev *log.Event) error {
 		v.meta[b.ChunkID] = chunkMeta{session: b.Session, time: b.Time, seq: ev.Seq}
 		v.ops = append(v.ops, vecOp{seq: ev.Seq, id: b.ChunkID, content: b.SearchText()})
 	case *log.Edit:
+		if err := v.loadMeta(); err != nil {
+			return err
+		}
 		for _, id := range b.Removes {
 			if m, ok := v.meta[id]; ok && m.seq < ev.Seq {
 				delete(v.meta, id)
