@@ -112,3 +112,42 @@ func TestCompactKeepsDigest(t *testing.T) {
 	}
 	t.Logf("2,000 items: %d -> %d bytes", size, x.Size())
 }
+
+// An edited item is compared by what it says now: its old text no longer
+// makes a store a duplicate, its new text does, and the chunks an edit
+// drops leave the index.
+func TestFindFollowsEdits(t *testing.T) {
+	x, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	st := func(id, parent string, i int, content string) log.Store {
+		return log.Store{ChunkID: id, ChunkParent: parent, ChunkIndex: i, Kind: log.KindDocument, Session: "s", Role: "user", Content: content, Time: 1}
+	}
+	a, d0, d1 := st("a", "", 0, "lives in Lisbon"), st("d#0", "d", 0, "part one"), st("d#1", "d", 1, "part two")
+	evs := []*log.Event{
+		{Header: log.Header{Seq: 1}, Body: &a},
+		{Header: log.Header{Seq: 2}, Body: &d0},
+		{Header: log.Header{Seq: 3}, Body: &d1},
+		{Header: log.Header{Seq: 4}, Body: &log.Edit{Target: "a", Prev: 1, Store: st("a", "", 0, "lives in Berlin")}},
+		{Header: log.Header{Seq: 5}, Body: &log.Edit{Target: "d", Prev: 2, Removes: []string{"d#1"}, Store: st("d#0", "d", 0, "one part only")}},
+	}
+	for _, ev := range evs {
+		if err := x.Apply(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := x.Commit(projections.Checkpoint{Seq: 5}); err != nil {
+		t.Fatal(err)
+	}
+	for text, want := range map[string]int{"lives in Lisbon": 0, "Lives in BERLIN": 1, "part one": 0, "part two": 0, "one part only": 1} {
+		got, err := x.Find("s", "user", log.KindDocument, Hash(text))
+		if err != nil || len(got) != want {
+			t.Errorf("find %q: %+v %v, want %d", text, got, err, want)
+		}
+	}
+	if doc, err := x.Document("d"); err != nil || len(doc) != 1 || doc[0].ChunkID != "d#0" {
+		t.Fatalf("document after re-chunk: %+v %v", doc, err)
+	}
+}
