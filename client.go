@@ -259,6 +259,26 @@ func (c *Client) Get(ctx context.Context, req GetRequest) (*GetResult, error) {
 	return call[GetResult](c, ctx, "get", req)
 }
 
+// Index implements API through the owner.
+func (c *Client) Index(ctx context.Context, req IndexRequest) (*IndexResult, error) {
+	return call[IndexResult](c, ctx, "index", req)
+}
+
+// Dedupe implements API through the owner.
+func (c *Client) Dedupe(ctx context.Context, req DedupeRequest) (*DedupeResult, error) {
+	return call[DedupeResult](c, ctx, "dedupe", req)
+}
+
+// Edit implements API through the owner.
+func (c *Client) Edit(ctx context.Context, req EditRequest) (*EditResult, error) {
+	return call[EditResult](c, ctx, "edit", req)
+}
+
+// Thread implements API through the owner.
+func (c *Client) Thread(ctx context.Context, req ThreadRequest) (*ThreadResult, error) {
+	return call[ThreadResult](c, ctx, "thread", req)
+}
+
 // CatchUp implements API through the owner.
 func (c *Client) CatchUp(ctx context.Context, req CatchUpRequest) (*ProjectionsResult, error) {
 	return call[ProjectionsResult](c, ctx, "catch_up", req)

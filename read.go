@@ -105,7 +105,7 @@ func (s *Store) Replay(ctx context.Context, req ReplayRequest, fn func(json.RawM
 		if typ != 0 && e.Type != typ {
 			return nil
 		}
-		st := e.Store()
+		st := e.Chunk() // a store, or the version an edit put in place
 		if req.Session != "" && (st == nil || st.Session != req.Session) {
 			return nil
 		}
@@ -178,6 +178,8 @@ func (s *Store) AuditLog(ctx context.Context, req AuditLogRequest, fn func(Audit
 				t = append(t, fmt.Sprintf("content %s..%s", log.FormatTime(b.From), log.FormatTime(b.To)))
 			}
 			a.Targets, a.Reason, a.Removed, a.Erasure = strings.Join(t, " "), b.Reason, removed, "pending"
+		case *log.Edit:
+			a.ChunkID, a.Session, a.Kind, a.Role, a.Bytes = b.Store.ChunkID, b.Store.Session, b.Store.Kind.String(), b.Store.Role, len(b.Store.Content)
 		case *log.ShareGrant:
 			a.Grantee = b.Grantee
 		case *log.ShareRevoke:
@@ -190,7 +192,7 @@ func (s *Store) AuditLog(ctx context.Context, req AuditLogRequest, fn func(Audit
 // queryRequest converts a SearchRequest.
 func queryRequest(r SearchRequest) (query.Request, error) {
 	q := query.Request{Text: r.Text, K: r.K, Session: r.Session, Sessions: r.Sessions, Kinds: r.Kinds, Roles: r.Roles,
-		NoTemporal: r.NoTemporal, Explain: r.Explain}
+		NoTemporal: r.NoTemporal, Explain: r.Explain, IncludeSuperseded: r.IncludeSuperseded}
 	for _, k := range q.Kinds {
 		switch k {
 		case "conversation", "document", "knowledge", "tool_call":
@@ -417,6 +419,25 @@ func (s *Store) Get(ctx context.Context, req GetRequest) (*GetResult, error) {
 				}
 				it.Found, it.Chunks = len(parts) > 0, append(it.Chunks, parts...)
 				it.Content, it.Missing = joinChunks(parts)
+			}
+			if it.Found {
+				head := it.Chunks[0]
+				if it.SupersededBy, err = set.Timelines.SupersededBy(&head); err != nil {
+					return err
+				}
+				if req.History {
+					if head.ChunkParent != "" {
+						// A chunk's versions are its document's.
+						parts, err := set.Timelines.Document(head.ChunkParent)
+						if err != nil {
+							return err
+						}
+						head = parts[0]
+					}
+					if it.History, err = s.history(head); err != nil {
+						return fmt.Errorf("get %q: %w", id, err)
+					}
+				}
 			}
 			res.Items = append(res.Items, it)
 		}

@@ -445,7 +445,9 @@ func receiveGrant(rl *receivedLog, id log.ID, wrapped []byte, w *crypto.Wrapper,
 		if err != nil {
 			return nil, fmt.Errorf("grant %s: %w", id, err)
 		}
-		sb := ev.Store()
+		// A chunk edited before the grant is granted as it reads now: its
+		// key is the edit event's.
+		sb := ev.Chunk()
 		if sb == nil || !granted[sb.ChunkID] || ev.Seq >= gev.Seq {
 			return nil, fmt.Errorf("grant %s: event %d is not a granted chunk", id, k.Seq)
 		}

@@ -38,11 +38,12 @@ const (
 	TypeShareGrant  Type = 3
 	TypeShareRevoke Type = 4
 	TypeRekey       Type = 5
+	TypeEdit        Type = 6
 )
 
 var typeNames = map[Type]string{
 	TypeStore: "store", TypeTombstone: "tombstone", TypeShareGrant: "share_grant",
-	TypeShareRevoke: "share_revoke", TypeRekey: "rekey",
+	TypeShareRevoke: "share_revoke", TypeRekey: "rekey", TypeEdit: "edit",
 }
 
 func (t Type) String() string {
@@ -219,6 +220,11 @@ type Store struct {
 	ChunkParent string            `json:"chunk_parent,omitempty"`
 	ChunkIndex  int               `json:"chunk_index,omitempty"`
 	Time        int64             `json:"time_ms"` // time of the content, unix ms
+	// Tool is set on a tool call (kind tool_call): Content is its result.
+	// Only the first chunk of a chunked result carries it.
+	Tool *ToolCall `json:"tool,omitempty"`
+	// Supersedes lists items this one replaces as outdated.
+	Supersedes []string `json:"supersedes,omitempty"`
 }
 
 // Tombstone hides its targets from every projection.
@@ -285,8 +291,12 @@ func (s *Store) Validate() error {
 	if _, ok := kindNames[s.Kind]; !ok {
 		return fmt.Errorf("field kind: %w: %v", ErrMalformed, s.Kind)
 	}
-	if strings.TrimSpace(s.Content) == "" {
+	if strings.TrimSpace(s.Content) == "" && s.Tool == nil {
+		// A tool call may be stored before its result exists.
 		return fmt.Errorf("field content: %w: empty", ErrMalformed)
+	}
+	if err := s.validateConv(); err != nil {
+		return err
 	}
 	if s.ChunkIndex < 0 {
 		return fmt.Errorf("field chunk_index: %w: negative", ErrMalformed)
@@ -338,6 +348,10 @@ const (
 	flagMeta        = 0x08
 	flagTime        = 0x10
 	storeFlagsAll   = 0x1f
+	// Store v2 flags (see conv.go); a body using neither is encoded as v1.
+	flagTool       = 0x20
+	flagSupersedes = 0x40
+	storeFlagsV2   = 0x7f
 )
 
 func (s *Store) appendTo(b []byte, hdr *Header) ([]byte, error) {
@@ -360,7 +374,17 @@ func (s *Store) appendTo(b []byte, hdr *Header) ([]byte, error) {
 	if s.Time != 0 && s.Time != hdr.Time {
 		flags |= flagTime
 	}
-	b = append(b, storeBodyVersion, flags, byte(s.Kind))
+	if s.Tool != nil {
+		flags |= flagTool
+	}
+	if len(s.Supersedes) > 0 {
+		flags |= flagSupersedes
+	}
+	version := byte(storeBodyVersion)
+	if flags&^storeFlagsAll != 0 {
+		version = storeBodyV2
+	}
+	b = append(b, version, flags, byte(s.Kind))
 	b = appendStr(b, s.Session)
 	b = appendStr(b, s.Role)
 	b = appendStr(b, s.Content)
@@ -389,7 +413,7 @@ func (s *Store) appendTo(b []byte, hdr *Header) ([]byte, error) {
 	if flags&flagTime != 0 {
 		b = binary.LittleEndian.AppendUint64(b, uint64(s.Time))
 	}
-	return b, nil
+	return s.appendConv(b, flags), nil
 }
 
 func (t *Tombstone) appendTo(b []byte, _ *Header) ([]byte, error) {
@@ -491,6 +515,8 @@ func DecodeBody(t Type, p []byte, hdr *Header) (Body, error) {
 		body = d.revoke()
 	case TypeRekey:
 		body = d.rekey()
+	case TypeEdit:
+		body = d.edit(hdr)
 	default:
 		return nil, fmt.Errorf("decode body: %w: %d", ErrUnknownType, t)
 	}
@@ -605,10 +631,16 @@ func (d *dec) keys() []WrappedKey {
 
 func (d *dec) store(hdr *Header) *Store {
 	s := &Store{}
-	d.version(storeBodyVersion)
+	v := d.byte1()
+	if d.err == nil && v != storeBodyVersion && v != storeBodyV2 {
+		d.err = fmt.Errorf("%w: body version %d (this build reads 1 and 2)", ErrUnsupportedVersion, v)
+	}
 	flags := d.byte1()
-	if flags&^storeFlagsAll != 0 {
+	switch {
+	case v == storeBodyVersion && flags&^storeFlagsAll != 0, v == storeBodyV2 && flags&^storeFlagsV2 != 0:
 		d.fail("unknown store flags %#x", flags)
+	case v == storeBodyV2 && flags&^storeFlagsAll == 0:
+		d.fail("non-canonical store version 2 without version 2 fields")
 	}
 	s.Kind = Kind(d.byte1())
 	if _, ok := kindNames[s.Kind]; !ok && d.err == nil {
@@ -657,6 +689,7 @@ func (d *dec) store(hdr *Header) *Store {
 			d.fail("non-canonical content time")
 		}
 	}
+	d.conv(s, flags)
 	return s
 }
 
@@ -760,7 +793,12 @@ func (e *Event) MarshalJSON() ([]byte, error) {
 			Parent      string            `json:"parent,omitempty"`
 			ChunkParent string            `json:"chunk_parent,omitempty"`
 			ChunkIndex  *int              `json:"chunk_index,omitempty"`
-		}{s.ChunkID, s.Session, s.Role, s.Kind, FormatTime(s.Time), s.Content, s.Meta, s.Parent, s.ChunkParent, chunkIndexPtr(s)}
+			Tool        *ToolCall         `json:"tool,omitempty"`
+			Supersedes  []string          `json:"supersedes,omitempty"`
+		}{s.ChunkID, s.Session, s.Role, s.Kind, FormatTime(s.Time), s.Content, s.Meta, s.Parent, s.ChunkParent, chunkIndexPtr(s), s.Tool, s.Supersedes}
+	}
+	if ed := e.Edit(); ed != nil {
+		body = editJSON(ed)
 	}
 	bb, err := json.Marshal(body)
 	if err != nil {

@@ -280,6 +280,10 @@ func (e *Engine) Assemble(ctx context.Context, req ContextRequest) (*Assembly, e
 		if err := e.checkCands(cs); err != nil {
 			return nil, fmt.Errorf("assemble context: %w", err)
 		}
+		if cs, err = e.supersede(cs, p.req.IncludeSuperseded); err != nil {
+			return nil, fmt.Errorf("assemble context: %w", err)
+		}
+		cs = withoutSupersededPairs(cs)
 		froms := make([]string, len(cs))
 		for i := range cs {
 			froms[i] = e.ownerOf(cs[i].chunk.ID)

@@ -461,6 +461,9 @@ type Request struct {
 	NoTemporal bool
 	Explain    bool
 	Mode       Mode // "" is hybrid
+	// IncludeSuperseded ranks superseded items like any other instead of
+	// below the current ones (they are marked either way).
+	IncludeSuperseded bool
 }
 
 // Explain is a result's score breakdown. Ranks are 1-based; 0 means the
@@ -495,8 +498,11 @@ type Result struct {
 	ChunkIndex  int               `json:"chunk_index,omitempty"`
 	Origin      Origin            `json:"origin"`
 	From        string            `json:"from,omitempty"` // the grantor's address, for a shared chunk
-	Score       float64           `json:"score"`
-	Explain     *Explain          `json:"explain,omitempty"`
+	Tool        *log.ToolCall     `json:"tool,omitempty"`
+	// SupersededBy lists the live items that replace this one as outdated.
+	SupersededBy []string `json:"superseded_by,omitempty"`
+	Score        float64  `json:"score"`
+	Explain      *Explain `json:"explain,omitempty"`
 }
 
 // Response is the answer to a Request.
@@ -516,7 +522,7 @@ func (e *Engine) resultFrom(c *timelines.Chunk) Result {
 	r := Result{
 		ChunkID: c.ID, Session: c.Session, Role: c.Role, Kind: c.Kind.String(), Time: c.Time,
 		Seq: c.Seq, Content: c.Content, Meta: c.Meta, Parent: c.Parent,
-		ChunkParent: c.ChunkParent, ChunkIndex: c.ChunkIndex, Origin: OriginOwn,
+		ChunkParent: c.ChunkParent, ChunkIndex: c.ChunkIndex, Origin: OriginOwn, Tool: c.Tool,
 	}
 	if e.opts.Owner != nil {
 		r.Origin, r.From = OriginShared, e.opts.Owner(c.ID)
@@ -679,6 +685,8 @@ type cand struct {
 	chunk timelines.Chunk
 	ex    Explain
 	words map[string]bool // for MMR
+	// supersededBy: live items replacing this one (see supersede.go).
+	supersededBy []string
 }
 
 // Search runs a retrieval request.
@@ -694,6 +702,9 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Response, error) {
 	if err := e.checkCands(cs); err != nil {
 		return nil, fmt.Errorf("search: %w", err)
 	}
+	if cs, err = e.supersede(cs, req.IncludeSuperseded); err != nil {
+		return nil, fmt.Errorf("search: %w", err)
+	}
 	resp := &Response{
 		Query: req.Text, SearchText: p.text, Mode: p.mode, Now: p.now.UnixMilli(),
 		Since: p.since, Until: p.until, Temporal: p.temporal, Prefilter: pre,
@@ -702,6 +713,7 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Response, error) {
 	for _, c := range cs {
 		r := e.resultFrom(&c.chunk)
 		r.Score = c.ex.Final
+		r.SupersededBy = c.supersededBy
 		if req.Explain {
 			ex := c.ex
 			r.Explain = &ex

@@ -454,3 +454,30 @@ func TestShareBundledGrantor(t *testing.T) {
 		t.Fatalf("B sees %v", ids)
 	}
 }
+
+// A chunk edited before the grant is shared as it reads now: B gets the
+// new version and never the text the edit replaced.
+func TestShareEditedChunk(t *testing.T) {
+	gw := arlocaltest.Start(t)
+	url := gw.URL()
+	a, _ := newDevice(t, gw, 0, "")
+	b, _ := newDevice(t, gw, 0, "")
+	must(t, a.dir, shareEvents(), "append", "-")
+	must(t, a.dir, "", "edit", "alpha-1", "practise cello arpeggios with a metronome")
+	must(t, a.dir, "", "share", "grant", "--to", b.addr, "--session", "alpha", "--key", filepath.Join(b.dir, "wallet.json"))
+	must(t, a.dir, "", "sync", "push", "--gateway", url)
+	mine(t, gw)
+	must(t, b.dir, "", "share", "pull", "--gateway", url)
+	ids, res := queryIDs(t, b.dir, "shared")
+	if fmt.Sprint(ids) != "[alpha-0 alpha-1 alpha-2]" {
+		t.Fatalf("B sees %v", ids)
+	}
+	for _, r := range res {
+		if r["id"] == "alpha-1" && !strings.Contains(fmt.Sprint(r["content"]), "arpeggios") {
+			t.Fatalf("B got the old version of alpha-1: %v", r)
+		}
+	}
+	if out := must(t, b.dir, "", "query", "scales drone", "--origin", "shared", "--json"); strings.Contains(out, "drone") {
+		t.Fatalf("the replaced text reached B: %s", out)
+	}
+}
