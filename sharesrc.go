@@ -109,6 +109,12 @@ func (s *sharedSource) event(seq uint64) (*log.Event, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shared area: %s: %w", it.grantor, err)
 	}
+	if ed := ev.Edit(); ed != nil {
+		// A chunk edited before its grant: the grantee holds only this
+		// version, so it is that chunk's store here.
+		st := ed.Store
+		ev.Body, ev.Type = &st, log.TypeStore
+	}
 	if ev.Store() == nil {
 		return nil, fmt.Errorf("shared area: %s event %d: %w: not a store event", it.grantor, ev.Seq, log.ErrMalformed)
 	}
