@@ -45,8 +45,20 @@ type API interface {
 	Sessions(ctx context.Context, req SessionsRequest) (*SessionsResult, error)
 	// Session returns one session's turns in order (paged) and summary.
 	Session(ctx context.Context, req SessionRequest) (*SessionResult, error)
-	// Get returns items by chunk id or document parent, with their chunks.
+	// Get returns items by chunk id or document parent, with their chunks
+	// (and, asked, their earlier versions).
 	Get(ctx context.Context, req GetRequest) (*GetResult, error)
+	// Index builds a navigable map of the store or of a query's matches
+	// under a token budget.
+	Index(ctx context.Context, req IndexRequest) (*IndexResult, error)
+	// Dedupe reports groups of near-duplicate live items; it changes
+	// nothing.
+	Dedupe(ctx context.Context, req DedupeRequest) (*DedupeResult, error)
+	// Edit replaces an item's content (and meta) with a new version; a
+	// chunked item is re-chunked as a whole.
+	Edit(ctx context.Context, req EditRequest) (*EditResult, error)
+	// Thread follows parent (reply-to) links up and down from an item.
+	Thread(ctx context.Context, req ThreadRequest) (*ThreadResult, error)
 	// CatchUp brings every projection to the log head.
 	CatchUp(ctx context.Context, req CatchUpRequest) (*ProjectionsResult, error)
 	// ProjectionStatus reports each projection without catching up.
@@ -66,6 +78,14 @@ type API interface {
 	Prove(ctx context.Context, req ProveRequest) (*log.Proof, error)
 	// Status describes the store.
 	Status(ctx context.Context, req StatusRequest) (*StatusResult, error)
+	// ShareGrant grants the live chunks of a scope to an Arweave address.
+	ShareGrant(ctx context.Context, req ShareGrantRequest) (*ShareGrantResult, error)
+	// ShareRevoke revokes a grant (what was shared stays readable).
+	ShareRevoke(ctx context.Context, req ShareRevokeRequest) (*ShareRevokeResult, error)
+	// ShareList lists the grants given and received.
+	ShareList(ctx context.Context, req ShareListRequest) (*ShareListResult, error)
+	// SharePull receives the grants addressed to this store's wallet.
+	SharePull(ctx context.Context, req SharePullRequest) (*SharePullResult, error)
 	// SnapshotCreate snapshots the projections at the log head.
 	SnapshotCreate(ctx context.Context, req SnapshotCreateRequest) (*snapshot.CreateResult, error)
 	// SnapshotList lists local snapshots, newest first.
@@ -93,8 +113,11 @@ type AppendRequest struct {
 	JSONL string `json:"jsonl"`
 	// ChunkTokens splits documents and tool calls longer than this many
 	// estimated tokens (0: DefaultChunkTokens).
-	ChunkTokens int      `json:"chunk_tokens,omitempty"`
-	Progress    Progress `json:"-"`
+	ChunkTokens int `json:"chunk_tokens,omitempty"`
+	// AllowDuplicate writes items whose content duplicates a live item
+	// (see DuplicateOf) instead of returning the existing one.
+	AllowDuplicate bool     `json:"allow_duplicate,omitempty"`
+	Progress       Progress `json:"-"`
 }
 
 // EventResult is one appended (or, idempotently, found) event.
@@ -109,6 +132,12 @@ type EventResult struct {
 	// ChunkParent is the document id of a chunk of a split document:
 	// Get with it returns the whole document.
 	ChunkParent string `json:"chunk_parent,omitempty"`
+	// DuplicateOf is set when nothing was written for this event because
+	// its content, normalized (package projections/dedup), equals that of
+	// a live item of the same session, role and kind (or of an earlier
+	// item of the same input): the chunk id of that item's chunk, whose
+	// seq, id and hash the other fields then report.
+	DuplicateOf string `json:"duplicate_of,omitempty"`
 }
 
 // AppendResult lists the events of an Append or Remember, in order. On a
@@ -116,7 +145,8 @@ type EventResult struct {
 type AppendResult struct {
 	Results []EventResult `json:"results"`
 	// Document is the id of the document Remember split into chunks
-	// (their chunk parent), empty when the content was stored whole.
+	// (their chunk parent), empty when the content was stored whole; for
+	// a duplicate document, the existing one.
 	Document string `json:"document,omitempty"`
 }
 
@@ -133,6 +163,14 @@ type RememberRequest struct {
 	Parent      string `json:"parent,omitempty"`   // chunk id this replies to
 	ChunkID     string `json:"chunk_id,omitempty"` // default: the event id
 	ChunkTokens int    `json:"chunk_tokens,omitempty"`
+	// AllowDuplicate stores the item even when a live item of the same
+	// session, role and kind has the same normalized content.
+	AllowDuplicate bool `json:"allow_duplicate,omitempty"`
+	// Tool makes the item a tool call (kind tool_call; Content is its
+	// result and may be empty; Parent the message that triggered it).
+	Tool *log.ToolCall `json:"tool,omitempty"`
+	// Supersedes lists live items this one replaces as outdated.
+	Supersedes []string `json:"supersedes,omitempty"`
 }
 
 // TombstoneRequest names what to remove: chunks, whole documents (by
@@ -247,7 +285,10 @@ type SearchRequest struct {
 	Mode       string   `json:"mode,omitempty"`   // hybrid (default), bm25, vector
 	NoTemporal bool     `json:"no_temporal,omitempty"`
 	Explain    bool     `json:"explain,omitempty"`
-	Progress   Progress `json:"-"`
+	// IncludeSuperseded ranks superseded items normally (they are marked
+	// superseded_by either way).
+	IncludeSuperseded bool     `json:"include_superseded,omitempty"`
+	Progress          Progress `json:"-"`
 }
 
 // SearchResult is query.Response and, when time phrases emptied it, a
@@ -327,6 +368,8 @@ type SessionResult struct {
 // GetRequest names chunks (by chunk id) or documents (by chunk parent).
 type GetRequest struct {
 	IDs []string `json:"ids"`
+	// History adds every version of each item found, oldest first.
+	History bool `json:"history,omitempty"`
 }
 
 // GetItem is one requested id: a chunk, or a document's chunks in order.
@@ -340,6 +383,11 @@ type GetItem struct {
 	// Missing lists chunk indexes absent from the document (tombstoned):
 	// Content then has gaps.
 	Missing []int `json:"missing,omitempty"`
+	// History lists the item's versions, oldest first, the current one
+	// last (GetRequest.History).
+	History []Version `json:"history,omitempty"`
+	// SupersededBy lists the live items that replace this one.
+	SupersededBy []string `json:"superseded_by,omitempty"`
 }
 
 // GetResult answers a GetRequest, one item per id, in request order.
@@ -401,7 +449,10 @@ type PushResult struct {
 	// Checkpoint is the checkpoint anchored for CoveredSeq (by this push
 	// when Anchored, else found already anchored).
 	Checkpoint *CheckpointView `json:"checkpoint,omitempty"`
-	Error      string          `json:"error,omitempty"`
+	// Disclosures counts the share disclosures posted (grants, and the
+	// tombstones and revokes their grantees must learn of).
+	Disclosures int    `json:"disclosures,omitempty"`
+	Error       string `json:"error,omitempty"`
 }
 
 // SyncStatusRequest reads the mirror state.

@@ -259,6 +259,26 @@ func (c *Client) Get(ctx context.Context, req GetRequest) (*GetResult, error) {
 	return call[GetResult](c, ctx, "get", req)
 }
 
+// Index implements API through the owner.
+func (c *Client) Index(ctx context.Context, req IndexRequest) (*IndexResult, error) {
+	return call[IndexResult](c, ctx, "index", req)
+}
+
+// Dedupe implements API through the owner.
+func (c *Client) Dedupe(ctx context.Context, req DedupeRequest) (*DedupeResult, error) {
+	return call[DedupeResult](c, ctx, "dedupe", req)
+}
+
+// Edit implements API through the owner.
+func (c *Client) Edit(ctx context.Context, req EditRequest) (*EditResult, error) {
+	return call[EditResult](c, ctx, "edit", req)
+}
+
+// Thread implements API through the owner.
+func (c *Client) Thread(ctx context.Context, req ThreadRequest) (*ThreadResult, error) {
+	return call[ThreadResult](c, ctx, "thread", req)
+}
+
 // CatchUp implements API through the owner.
 func (c *Client) CatchUp(ctx context.Context, req CatchUpRequest) (*ProjectionsResult, error) {
 	return call[ProjectionsResult](c, ctx, "catch_up", req)
@@ -287,6 +307,26 @@ func (c *Client) Push(ctx context.Context, req PushRequest) (*PushResult, error)
 // SyncStatus implements API through the owner.
 func (c *Client) SyncStatus(ctx context.Context, req SyncStatusRequest) (*SyncStatusResult, error) {
 	return call[SyncStatusResult](c, ctx, "sync_status", req)
+}
+
+// ShareGrant implements API through the owner.
+func (c *Client) ShareGrant(ctx context.Context, req ShareGrantRequest) (*ShareGrantResult, error) {
+	return call[ShareGrantResult](c, ctx, "share_grant", req)
+}
+
+// ShareRevoke implements API through the owner.
+func (c *Client) ShareRevoke(ctx context.Context, req ShareRevokeRequest) (*ShareRevokeResult, error) {
+	return call[ShareRevokeResult](c, ctx, "share_revoke", req)
+}
+
+// ShareList implements API through the owner.
+func (c *Client) ShareList(ctx context.Context, req ShareListRequest) (*ShareListResult, error) {
+	return call[ShareListResult](c, ctx, "share_list", req)
+}
+
+// SharePull implements API through the owner.
+func (c *Client) SharePull(ctx context.Context, req SharePullRequest) (*SharePullResult, error) {
+	return call[SharePullResult](c, ctx, "share_pull", req)
 }
 
 // Checkpoints implements API through the owner.

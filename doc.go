@@ -23,6 +23,18 @@
 //	VerifyProof(ctx, VerifyProofRequest) (*VerifyProofResult, error)   check a proof file: no store, no key
 //	ValidateJSONL(jsonl, chunkTokens) / ParseTime(s) / ErrorCodes(err) / SocketPath(dir)
 //
+// # Near-duplicates
+//
+// Append and Remember write nothing for an item whose text, normalized
+// (projections/dedup.Normalize: zero-width characters dropped, white-space
+// runs made one space and trimmed, letters lowered; nothing else), equals
+// a live item of the same session, role and kind, or an earlier item of
+// the same input; a chunked document must match chunk for chunk. Its
+// results carry DuplicateOf and the existing item's seq, id and hash.
+// AllowDuplicate (or a JSONL line's "allow_duplicate") turns the check off. The lookup is one seek in the dedup
+// projection, caught up alone before the check; the check and the append
+// hold one lock, so two concurrent stores of one text write it once.
+//
 // Options (options.go) is the one documented options struct; defaults
 // live there as constants (DefaultGateway, DefaultEmbedTimeout,
 // DefaultChunkTokens, AppendBlock, DefaultSessionsLimit, SocketName) and
@@ -39,7 +51,11 @@
 //	Context(ctx, ContextRequest) (*ContextResult, error)         context under a token budget
 //	Sessions(ctx, SessionsRequest) (*SessionsResult, error)
 //	Session(ctx, SessionRequest) (*SessionResult, error)         turns in order, paged, with summary
-//	Get(ctx, GetRequest) (*GetResult, error)                     chunks by id, documents by parent (Content: the exact text)
+//	Get(ctx, GetRequest) (*GetResult, error)                     chunks by id, documents by parent (Content: the exact text); History: every version
+//	Edit(ctx, EditRequest) (*EditResult, error)                  a new version of an item (documents re-chunked whole); ErrUnknownItem, ErrTombstoned, ErrEditChunk
+//	Thread(ctx, ThreadRequest) (*ThreadResult, error)            parent (reply-to) links followed up and down, tool calls included
+//	Index(ctx, IndexRequest) (*IndexResult, error)               a navigable map under a token budget (index.go)
+//	Dedupe(ctx, DedupeRequest) (*DedupeResult, error)            near-duplicate groups (MinHash); changes nothing
 //	CatchUp(ctx, CatchUpRequest) (*ProjectionsResult, error)
 //	ProjectionStatus(ctx, ProjectionStatusRequest) (*ProjectionsResult, error)
 //	RebuildProjections(ctx, RebuildProjectionsRequest) (*ProjectionsResult, error)
@@ -49,8 +65,18 @@
 //	Checkpoints(ctx, CheckpointsRequest) (*CheckpointsResult, error)   anchored Merkle checkpoints
 //	Prove(ctx, ProveRequest) (*log.Proof, error)                 audit proof against the newest covering checkpoint
 //	Status(ctx, StatusRequest) (*StatusResult, error)
+//	ShareGrant(ctx, ShareGrantRequest) (*ShareGrantResult, error)      grant live chunks to an Arweave address (share.go)
+//	ShareRevoke / ShareList                                           revoke a grant; grants given and received
+//	SharePull(ctx, SharePullRequest) (*SharePullResult, error)        receive grants: verify, decrypt, project (sharepull.go)
 //	SnapshotCreate / SnapshotList / SnapshotVerify / SnapshotRestore / SnapshotPublish
 //	RotateKeys(ctx, RotateKeysRequest) (*RotateKeysResult, error)      shred: new epoch, live DEKs rewrapped, old epoch wiped
+//
+// The conversation model (conv.go): RememberRequest.Tool makes an item a
+// tool call (store body v2, log/doc.go) and RememberRequest.Supersedes
+// marks older items outdated (every id must be live: ErrUnknownItem);
+// searches rank superseded items below the current ones and mark them
+// (superseded_by) unless SearchRequest.IncludeSuperseded, and a context
+// never packs an item together with one that supersedes it.
 //
 // Requests and results are JSON-serializable and are the CLI's --json
 // shapes. Times in requests are strings: RFC 3339, a date (2023-05-08) or
@@ -73,9 +99,9 @@
 // Client's error matches the same sentinels with errors.Is and front ends
 // give the same messages, hints and exit codes either way. Method names
 // are the snake_case of the Go method (append, remember, tombstone,
-// search, context, sessions, session, get, catch_up, projection_status,
+// search, context, sessions, session, get, edit, thread, index, dedupe, catch_up, projection_status,
 // rebuild_projections, verify_projections, push, sync_status, status, checkpoints, prove,
-// snapshot_create, snapshot_list, snapshot_verify, snapshot_restore,
+// share_grant, share_revoke, share_list, share_pull, snapshot_create, snapshot_list, snapshot_verify, snapshot_restore,
 // snapshot_publish, rotate_keys).
 //
 // Attach (see client.go) finds the owner: it dials DIR/ucl.sock; a socket

@@ -135,6 +135,12 @@ func (s *Store) Push(ctx context.Context, req PushRequest) (*PushResult, error) 
 		}
 		res.Checkpoint = cp
 	}
+	n, err := s.disclose(ctx, cl, res.CoveredSeq)
+	res.Disclosures = n
+	if err != nil {
+		res.Error = err.Error()
+		return res, err
+	}
 	return res, nil
 }
 

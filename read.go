@@ -105,7 +105,7 @@ func (s *Store) Replay(ctx context.Context, req ReplayRequest, fn func(json.RawM
 		if typ != 0 && e.Type != typ {
 			return nil
 		}
-		st := e.Store()
+		st := e.Chunk() // a store, or the version an edit put in place
 		if req.Session != "" && (st == nil || st.Session != req.Session) {
 			return nil
 		}
@@ -189,6 +189,8 @@ func (s *Store) AuditLog(ctx context.Context, req AuditLogRequest, fn func(Audit
 			if e.Seq < shredBefore {
 				a.Erasure = "shredded"
 			}
+		case *log.Edit:
+			a.ChunkID, a.Session, a.Kind, a.Role, a.Bytes = b.Store.ChunkID, b.Store.Session, b.Store.Kind.String(), b.Store.Role, len(b.Store.Content)
 		case *log.ShareGrant:
 			a.Grantee = b.Grantee
 		case *log.ShareRevoke:
@@ -201,7 +203,7 @@ func (s *Store) AuditLog(ctx context.Context, req AuditLogRequest, fn func(Audit
 // queryRequest converts a SearchRequest.
 func queryRequest(r SearchRequest) (query.Request, error) {
 	q := query.Request{Text: r.Text, K: r.K, Session: r.Session, Sessions: r.Sessions, Kinds: r.Kinds, Roles: r.Roles,
-		NoTemporal: r.NoTemporal, Explain: r.Explain}
+		NoTemporal: r.NoTemporal, Explain: r.Explain, IncludeSuperseded: r.IncludeSuperseded}
 	for _, k := range q.Kinds {
 		switch k {
 		case "conversation", "document", "knowledge", "tool_call":
@@ -250,6 +252,9 @@ func (s *Store) Search(ctx context.Context, req SearchRequest) (*SearchResult, e
 	err = s.query(ctx, req.Progress, func(e *query.Engine) error {
 		r, err := e.Search(ctx, q)
 		if err != nil {
+			return err
+		}
+		if err := s.searchSharedLocked(ctx, q, req.Progress, r); err != nil {
 			return err
 		}
 		res = &SearchResult{Response: *r}
@@ -334,8 +339,13 @@ func (s *Store) Context(ctx context.Context, req ContextRequest) (*ContextResult
 	}
 	var a *query.Assembly
 	err = s.query(ctx, req.Progress, func(e *query.Engine) error {
-		var err error
-		a, err = e.Assemble(ctx, query.ContextRequest{Request: q, Budget: req.Budget, RecentTurns: req.Recent, Format: format})
+		s.sharedMu.Lock()
+		defer s.sharedMu.Unlock()
+		cr, err := s.sharedContextLocked(ctx, e, query.ContextRequest{Request: q, Budget: req.Budget, RecentTurns: req.Recent, Format: format}, req.Progress)
+		if err != nil {
+			return err
+		}
+		a, err = cr.engine.Assemble(ctx, cr.req)
 		return err
 	})
 	if err != nil {
@@ -420,6 +430,25 @@ func (s *Store) Get(ctx context.Context, req GetRequest) (*GetResult, error) {
 				}
 				it.Found, it.Chunks = len(parts) > 0, append(it.Chunks, parts...)
 				it.Content, it.Missing = joinChunks(parts)
+			}
+			if it.Found {
+				head := it.Chunks[0]
+				if it.SupersededBy, err = set.Timelines.SupersededBy(&head); err != nil {
+					return err
+				}
+				if req.History {
+					if head.ChunkParent != "" {
+						// A chunk's versions are its document's.
+						parts, err := set.Timelines.Document(head.ChunkParent)
+						if err != nil {
+							return err
+						}
+						head = parts[0]
+					}
+					if it.History, err = s.history(head); err != nil {
+						return fmt.Errorf("get %q: %w", id, err)
+					}
+				}
 			}
 			res.Items = append(res.Items, it)
 		}

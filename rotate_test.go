@@ -295,3 +295,41 @@ func TestRotateKeysConcurrentAppends(t *testing.T) {
 		t.Fatalf("%d store events readable, %d appended", stores, 50+n)
 	}
 }
+
+// After a rotation the data keys a grant discloses still open their events
+// (through the rekey events), and a shredded event has none to give.
+func TestDEKAfterRotation(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t)
+	jsonl := `{"type":"store","session":"a","id":"k1","content":"keep this one"}` + "\n" +
+		`{"type":"store","session":"b","id":"g1","content":"gone after shredding"}` + "\n"
+	res, err := s.Append(ctx, AppendRequest{JSONL: jsonl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Tombstone(ctx, TombstoneRequest{Session: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RotateKeys(ctx, RotateKeysRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := s.st.Log.Raw(res.Results[0].Seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dek, err := s.dekOf(raw)
+	if err != nil {
+		t.Fatalf("live event after rotation: %v", err)
+	}
+	ev, err := log.DecryptWithDEK(raw, dek)
+	if err != nil || ev.Store() == nil || ev.Store().Content != "keep this one" {
+		t.Fatalf("decrypt with the disclosed key: %+v %v", ev, err)
+	}
+	raw, err = s.st.Log.Raw(res.Results[1].Seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.dekOf(raw); !errors.Is(err, log.ErrShredded) {
+		t.Fatalf("shredded event gave a key: %v", err)
+	}
+}

@@ -46,6 +46,18 @@ type Store struct {
 	vecFrom   uint64 // the vector projection's checkpoint when the set opened
 	popts     *projstd.Options
 	cache     *vector.BoltCache
+	// dedupSet holds the dedup projection alone while the full set is not
+	// open: a store checks for duplicates without opening (and loading)
+	// every projection. setLocked closes it before opening the set.
+	dedupSet *projstd.Set
+	// dedupMu makes a store's duplicate check and its append one step.
+	dedupMu sync.Mutex
+	// sharedMu guards shared and sharedSrc, the projections of what other
+	// wallets shared with this store (sharesrc.go), opened on first use,
+	// and every call on them; taken after projMu (shared or not).
+	sharedMu  sync.Mutex
+	shared    *projstd.Set
+	sharedSrc *sharedSource
 	mirror    sync.Mutex // one push at a time
 	treeMu    sync.Mutex // guards tree
 	tree      *log.Tree  // the Merkle tree, opened on first use
@@ -151,7 +163,9 @@ func (s *Store) Close() error {
 	s.closed = true
 	s.lockProj()
 	defer s.projMu.Unlock()
-	err := errors.Join(s.closeSetLocked(), s.closeTree())
+	s.sharedMu.Lock()
+	defer s.sharedMu.Unlock()
+	err := errors.Join(s.closeSetLocked(), s.closeSharedLocked(), s.closeTree())
 	if s.cache != nil {
 		err = errors.Join(err, s.cache.Close())
 		s.cache = nil
@@ -264,6 +278,9 @@ func (s *Store) setLocked() (*projstd.Set, error) {
 	if err := s.needKeys(); err != nil {
 		return nil, err
 	}
+	if err := s.closeDedupSetLocked(); err != nil {
+		return nil, err
+	}
 	o, err := s.projOptionsLocked()
 	if err != nil {
 		return nil, err
@@ -294,7 +311,19 @@ func (s *Store) setLocked() (*projstd.Set, error) {
 // write instead. Small catch-ups leave it to the projection's own schedule.
 const flushVectorsAfter = 1000
 
+func (s *Store) closeDedupSetLocked() error {
+	if s.dedupSet == nil {
+		return nil
+	}
+	err := s.dedupSet.Close()
+	s.dedupSet = nil
+	return err
+}
+
 func (s *Store) closeSetLocked() error {
+	if err := s.closeDedupSetLocked(); err != nil {
+		return err
+	}
 	if s.set == nil {
 		return nil
 	}

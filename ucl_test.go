@@ -325,7 +325,7 @@ func TestNoVectorGraphBelowExactThreshold(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 3; i++ {
-		if _, err := s.Append(ctx, AppendRequest{JSONL: half}); err != nil {
+		if _, err := s.Append(ctx, AppendRequest{JSONL: half, AllowDuplicate: true}); err != nil {
 			t.Fatal(err)
 		}
 	}

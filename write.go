@@ -47,7 +47,7 @@ func results(rs []log.Result, entries []log.Entry) []EventResult {
 // to AppendBlock events atomically, larger ones in blocks of AppendBlock.
 // A bad line rejects the whole input before anything is written.
 func (s *Store) Append(ctx context.Context, req AppendRequest) (*AppendResult, error) {
-	entries, err := ingest.ReadAll(strings.NewReader(req.JSONL), ingest.Options{ChunkTokens: req.ChunkTokens})
+	entries, allow, err := ingest.ReadAllFlags(strings.NewReader(req.JSONL), ingest.Options{ChunkTokens: req.ChunkTokens})
 	if err != nil {
 		return nil, err
 	}
@@ -56,6 +56,19 @@ func (s *Store) Append(ctx context.Context, req AppendRequest) (*AppendResult, e
 	}
 	if err := s.needKeys(); err != nil {
 		return nil, err
+	}
+	if err := s.checkSupersedes(ctx, entries); err != nil {
+		return nil, fmt.Errorf("append: %w", err)
+	}
+	all := entries
+	var plan *dupPlan
+	if !req.AllowDuplicate {
+		s.dedupMu.Lock()
+		defer s.dedupMu.Unlock()
+		if plan, err = s.planDuplicates(ctx, entries, allow); err != nil {
+			return nil, err
+		}
+		entries = plan.kept
 	}
 	if len(entries) > AppendBlock {
 		// Several batches: a conflict late in the input must fail before
@@ -80,12 +93,27 @@ func (s *Store) Append(ctx context.Context, req AppendRequest) (*AppendResult, e
 			req.Progress("append", uint64(i+len(block)), uint64(len(entries)))
 		}
 	}
+	if plan != nil {
+		res.Results = plan.merge(res.Results, all)
+	}
 	return res, nil
 }
 
 // Remember stores one piece of memory, split into chunks like Append.
 func (s *Store) Remember(ctx context.Context, req RememberRequest) (*AppendResult, error) {
-	if strings.TrimSpace(req.Content) == "" {
+	if req.Tool != nil {
+		// A tool call: its result may not exist yet.
+		if strings.TrimSpace(req.Tool.Name) == "" {
+			return nil, badRequest("a tool call needs a name")
+		}
+		if req.Kind != "" && req.Kind != "tool_call" {
+			return nil, badRequest("a tool call is of kind tool_call, not %s", req.Kind)
+		}
+		req.Kind = "tool_call"
+		if req.Role == "" {
+			req.Role = "tool"
+		}
+	} else if strings.TrimSpace(req.Content) == "" {
 		return nil, badRequest("nothing to store: the text is empty")
 	}
 	if req.Kind == "" {
@@ -99,7 +127,10 @@ func (s *Store) Remember(ctx context.Context, req RememberRequest) (*AppendResul
 		return nil, fmt.Errorf("%v: %w", err, ErrBadRequest)
 	}
 	st := &log.Store{Kind: kind, Session: req.Session, Role: req.Role, Content: req.Content,
-		Meta: req.Meta, Parent: req.Parent, ChunkID: req.ChunkID}
+		Meta: req.Meta, Parent: req.Parent, ChunkID: req.ChunkID, Tool: req.Tool, Supersedes: req.Supersedes}
+	if err := st.Validate(); err != nil {
+		return nil, fmt.Errorf("%v: %w", err, ErrBadRequest)
+	}
 	if st.Meta == nil {
 		st.Meta = map[string]string{}
 	}
@@ -119,8 +150,22 @@ func (s *Store) Remember(ctx context.Context, req RememberRequest) (*AppendResul
 	if chunkTokens <= 0 {
 		chunkTokens = DefaultChunkTokens
 	}
-	defer s.notifyAppend()
 	entries := ingest.StoreEntries(st, id, chunkTokens)
+	if err := s.checkSupersedes(ctx, entries); err != nil {
+		return nil, err
+	}
+	if !req.AllowDuplicate {
+		s.dedupMu.Lock()
+		defer s.dedupMu.Unlock()
+		plan, err := s.planDuplicates(ctx, entries, nil)
+		if err != nil {
+			return nil, err
+		}
+		if len(plan.kept) == 0 {
+			return &AppendResult{Results: plan.merge(nil, entries), Document: plan.document}, nil
+		}
+	}
+	defer s.notifyAppend()
 	rs, err := s.st.Log.AppendBatch(ctx, entries)
 	if err != nil {
 		return nil, err

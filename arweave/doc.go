@@ -49,6 +49,18 @@
 // They are hints for search only: Rebuild trusts the decoded, verified
 // segment, and rejects a transaction whose tags disagree with its bytes.
 //
+// # Share disclosures
+//
+// An upload of UC-Kind "grant" (PostDisclosure, L1) is a disclosure: the
+// grantor hands the grantee named by UC-Grantee the data keys of some of its
+// events (the share_grant event, and later the tombstones and the revoke
+// that concern it), wrapped under the grant's share key, with the share key
+// RSA-OAEP-wrapped to the grantee. Its UC-Seq-First / UC-Seq-Last are the
+// smallest and largest disclosed seq and UC-Head-Hash the hash of the event
+// at the last. The data format is in share.go (DecodeDisclosure).
+// FetchDisclosures finds a grantee's disclosures and checks each
+// transaction's signature (FetchVerifiedTx).
+//
 // # Checkpoints
 //
 // A checkpoint transaction (PostCheckpoint, L1, Content-Type text/plain)

@@ -12,7 +12,7 @@
 //	  off  len  field
 //	    0    1  format version            (FormatVersion = 1)
 //	    1    1  type                      (1 store, 2 tombstone, 3 share_grant,
-//	                                        4 share_revoke, 5 rekey)
+//	                                        4 share_revoke, 5 rekey, 6 edit)
 //	    2    8  seq        uint64         dense, from 1
 //	   10    8  time       int64          append time, unix milliseconds
 //	   18   16  event id                  client-supplied or random; the
@@ -44,12 +44,36 @@
 //	                 0x04 chunk_parent str, chunk_index uvarint
 //	                 0x08 meta: uvarint n, n × (key str, value str), keys sorted, unique
 //	                 0x10 content time int64 ms (absent: the header time)
+//	store v2:      version=2, the v1 layout, then by the flags v2 adds (a body
+//	               that uses neither is encoded as v1, so v1 stays canonical
+//	               and older logs read unchanged; v2 without them is rejected):
+//	                 0x20 tool call: name str (non-empty), args str (JSON text
+//	                      or ""), status str; content is the result (may be
+//	                      empty), parent the triggering message; kind must be
+//	                      tool_call; of a chunked result only chunk 0 has it
+//	                 0x40 supersedes: uvarint n (≥ 1) × item id str
+//	edit v1:       version=1, target str (the item: a chunk id, or the chunk
+//	               parent of a chunked item), prev uvarint (seq of the first
+//	               event of the version replaced; 0 on all but the first
+//	               chunk), by str, removes (uvarint n × chunk id: chunks of
+//	               the previous version the new one does not overwrite), then
+//	               a complete store body (v1 or v2, defaults from this
+//	               event's header) whose chunk id is the target or whose
+//	               chunk parent is. An edit of a chunked item is one edit
+//	               event per new chunk, appended as one batch. Projections
+//	               apply it as "drop removes, then store the chunk"; the
+//	               chunk's content time is the original's, the header time
+//	               is the time of the edit.
 //	tombstone v1:  version=1, chunk ids (uvarint n, n × str), session str,
 //	               from int64 ms, to int64 ms (both 0: no time range), reason str
 //	share_grant v1: version=1, grantee str (Arweave address), wrapped share key
 //	               bytes (RSA-OAEP-SHA256), sessions (uvarint n × str), chunk
 //	               ids (uvarint n × str), keys (uvarint n × (seq uint64, 40-byte
 //	               DEK wrapped under the share key))
+//	share_grant v2: the v1 fields, then flags u8 (0x01 follow: chunks stored
+//	               later in the granted sessions are disclosed too; other bits
+//	               rejected), note str, own key str (the 32-byte share key, or
+//	               empty). Written only when one of these is set (else v1).
 //	share_revoke v1: version=1, grant event id [16], grantee str, reason str
 //	rekey v1:      version=1, new epoch uint32, keys (uvarint n × (seq uint64,
 //	               40-byte DEK wrapped under the new epoch))

@@ -24,6 +24,7 @@ const (
 	storeBodyVersion     = 1
 	tombstoneBodyVersion = 1
 	grantBodyVersion     = 1
+	grantBodyVersion2    = 2
 	revokeBodyVersion    = 1
 	rekeyBodyVersion     = 1
 )
@@ -37,11 +38,12 @@ const (
 	TypeShareGrant  Type = 3
 	TypeShareRevoke Type = 4
 	TypeRekey       Type = 5
+	TypeEdit        Type = 6
 )
 
 var typeNames = map[Type]string{
 	TypeStore: "store", TypeTombstone: "tombstone", TypeShareGrant: "share_grant",
-	TypeShareRevoke: "share_revoke", TypeRekey: "rekey",
+	TypeShareRevoke: "share_revoke", TypeRekey: "rekey", TypeEdit: "edit",
 }
 
 func (t Type) String() string {
@@ -218,6 +220,11 @@ type Store struct {
 	ChunkParent string            `json:"chunk_parent,omitempty"`
 	ChunkIndex  int               `json:"chunk_index,omitempty"`
 	Time        int64             `json:"time_ms"` // time of the content, unix ms
+	// Tool is set on a tool call (kind tool_call): Content is its result.
+	// Only the first chunk of a chunked result carries it.
+	Tool *ToolCall `json:"tool,omitempty"`
+	// Supersedes lists items this one replaces as outdated.
+	Supersedes []string `json:"supersedes,omitempty"`
 }
 
 // Tombstone hides its targets from every projection.
@@ -242,7 +249,23 @@ type ShareGrant struct {
 	Sessions []string     `json:"sessions,omitempty"`
 	Chunks   []string     `json:"chunks,omitempty"`
 	Keys     []WrappedKey `json:"keys,omitempty"`
+	// Follow asks for chunks stored later in the granted sessions (v2).
+	Follow bool `json:"follow,omitempty"`
+	// Note is the grantor's note to the grantee (v2).
+	Note string `json:"note,omitempty"`
+	// OwnKey is the share key itself (0 or ShareKeySize bytes, v2): the
+	// body is sealed like any other, so only the grantor (vault key) and
+	// the grantee (who unwraps the share key anyway) read it. The grantor
+	// needs it to disclose later events of the grant (tombstones, the
+	// revoke) to the grantee without the grantee's RSA key.
+	OwnKey []byte `json:"-"`
 }
+
+// ShareKeySize is the size of a share key (AES-256).
+const ShareKeySize = 32
+
+// grantFollow is the v2 flag bit of ShareGrant.Follow.
+const grantFollow = 0x01
 
 // ShareRevoke stops future sharing under a grant.
 type ShareRevoke struct {
@@ -268,8 +291,12 @@ func (s *Store) Validate() error {
 	if _, ok := kindNames[s.Kind]; !ok {
 		return fmt.Errorf("field kind: %w: %v", ErrMalformed, s.Kind)
 	}
-	if strings.TrimSpace(s.Content) == "" {
+	if strings.TrimSpace(s.Content) == "" && s.Tool == nil {
+		// A tool call may be stored before its result exists.
 		return fmt.Errorf("field content: %w: empty", ErrMalformed)
+	}
+	if err := s.validateConv(); err != nil {
+		return err
 	}
 	if s.ChunkIndex < 0 {
 		return fmt.Errorf("field chunk_index: %w: negative", ErrMalformed)
@@ -321,6 +348,10 @@ const (
 	flagMeta        = 0x08
 	flagTime        = 0x10
 	storeFlagsAll   = 0x1f
+	// Store v2 flags (see conv.go); a body using neither is encoded as v1.
+	flagTool       = 0x20
+	flagSupersedes = 0x40
+	storeFlagsV2   = 0x7f
 )
 
 func (s *Store) appendTo(b []byte, hdr *Header) ([]byte, error) {
@@ -343,7 +374,17 @@ func (s *Store) appendTo(b []byte, hdr *Header) ([]byte, error) {
 	if s.Time != 0 && s.Time != hdr.Time {
 		flags |= flagTime
 	}
-	b = append(b, storeBodyVersion, flags, byte(s.Kind))
+	if s.Tool != nil {
+		flags |= flagTool
+	}
+	if len(s.Supersedes) > 0 {
+		flags |= flagSupersedes
+	}
+	version := byte(storeBodyVersion)
+	if flags&^storeFlagsAll != 0 {
+		version = storeBodyV2
+	}
+	b = append(b, version, flags, byte(s.Kind))
 	b = appendStr(b, s.Session)
 	b = appendStr(b, s.Role)
 	b = appendStr(b, s.Content)
@@ -372,7 +413,7 @@ func (s *Store) appendTo(b []byte, hdr *Header) ([]byte, error) {
 	if flags&flagTime != 0 {
 		b = binary.LittleEndian.AppendUint64(b, uint64(s.Time))
 	}
-	return b, nil
+	return s.appendConv(b, flags), nil
 }
 
 func (t *Tombstone) appendTo(b []byte, _ *Header) ([]byte, error) {
@@ -394,12 +435,31 @@ func (g *ShareGrant) appendTo(b []byte, _ *Header) ([]byte, error) {
 	if g.Grantee == "" {
 		return nil, fmt.Errorf("field grantee: %w: empty", ErrMalformed)
 	}
-	b = append(b, grantBodyVersion)
+	if len(g.OwnKey) != 0 && len(g.OwnKey) != ShareKeySize {
+		return nil, fmt.Errorf("field own key: %w: %d bytes", ErrMalformed, len(g.OwnKey))
+	}
+	// v1 when nothing of v2 is set: every body has one encoding.
+	v2 := g.Follow || g.Note != "" || len(g.OwnKey) != 0
+	if v2 {
+		b = append(b, grantBodyVersion2)
+	} else {
+		b = append(b, grantBodyVersion)
+	}
 	b = appendStr(b, g.Grantee)
 	b = appendStr(b, string(g.ShareKey))
 	b = appendStrs(b, g.Sessions)
 	b = appendStrs(b, g.Chunks)
-	return appendKeys(b, g.Keys), nil
+	b = appendKeys(b, g.Keys)
+	if !v2 {
+		return b, nil
+	}
+	var flags byte
+	if g.Follow {
+		flags |= grantFollow
+	}
+	b = append(b, flags)
+	b = appendStr(b, g.Note)
+	return appendStr(b, string(g.OwnKey)), nil
 }
 
 func (r *ShareRevoke) appendTo(b []byte, _ *Header) ([]byte, error) {
@@ -455,6 +515,8 @@ func DecodeBody(t Type, p []byte, hdr *Header) (Body, error) {
 		body = d.revoke()
 	case TypeRekey:
 		body = d.rekey()
+	case TypeEdit:
+		body = d.edit(hdr)
 	default:
 		return nil, fmt.Errorf("decode body: %w: %d", ErrUnknownType, t)
 	}
@@ -569,10 +631,16 @@ func (d *dec) keys() []WrappedKey {
 
 func (d *dec) store(hdr *Header) *Store {
 	s := &Store{}
-	d.version(storeBodyVersion)
+	v := d.byte1()
+	if d.err == nil && v != storeBodyVersion && v != storeBodyV2 {
+		d.err = fmt.Errorf("%w: body version %d (this build reads 1 and 2)", ErrUnsupportedVersion, v)
+	}
 	flags := d.byte1()
-	if flags&^storeFlagsAll != 0 {
+	switch {
+	case v == storeBodyVersion && flags&^storeFlagsAll != 0, v == storeBodyV2 && flags&^storeFlagsV2 != 0:
 		d.fail("unknown store flags %#x", flags)
+	case v == storeBodyV2 && flags&^storeFlagsAll == 0:
+		d.fail("non-canonical store version 2 without version 2 fields")
 	}
 	s.Kind = Kind(d.byte1())
 	if _, ok := kindNames[s.Kind]; !ok && d.err == nil {
@@ -621,6 +689,7 @@ func (d *dec) store(hdr *Header) *Store {
 			d.fail("non-canonical content time")
 		}
 	}
+	d.conv(s, flags)
 	return s
 }
 
@@ -636,12 +705,34 @@ func (d *dec) tombstone() *Tombstone {
 
 func (d *dec) grant() *ShareGrant {
 	g := &ShareGrant{}
-	d.version(grantBodyVersion)
+	v := d.byte1()
+	if d.err == nil && v != grantBodyVersion && v != grantBodyVersion2 {
+		d.err = fmt.Errorf("%w: body version %d (this build reads %d and %d)", ErrUnsupportedVersion, v, grantBodyVersion, grantBodyVersion2)
+	}
 	g.Grantee = d.str()
 	g.ShareKey = []byte(d.str())
 	g.Sessions = d.strs()
 	g.Chunks = d.strs()
 	g.Keys = d.keys()
+	if v != grantBodyVersion2 || d.err != nil {
+		return g
+	}
+	flags := d.byte1()
+	if d.err == nil && flags&^grantFollow != 0 {
+		d.fail("unknown grant flags %#x", flags)
+	}
+	g.Follow = flags&grantFollow != 0
+	g.Note = d.str()
+	if k := d.str(); len(k) != 0 {
+		g.OwnKey = []byte(k)
+	}
+	switch {
+	case d.err != nil:
+	case len(g.OwnKey) != 0 && len(g.OwnKey) != ShareKeySize:
+		d.fail("own key of %d bytes", len(g.OwnKey))
+	case !g.Follow && g.Note == "" && len(g.OwnKey) == 0:
+		d.fail("non-canonical v2 grant without v2 fields")
+	}
 	return g
 }
 
@@ -702,7 +793,12 @@ func (e *Event) MarshalJSON() ([]byte, error) {
 			Parent      string            `json:"parent,omitempty"`
 			ChunkParent string            `json:"chunk_parent,omitempty"`
 			ChunkIndex  *int              `json:"chunk_index,omitempty"`
-		}{s.ChunkID, s.Session, s.Role, s.Kind, FormatTime(s.Time), s.Content, s.Meta, s.Parent, s.ChunkParent, chunkIndexPtr(s)}
+			Tool        *ToolCall         `json:"tool,omitempty"`
+			Supersedes  []string          `json:"supersedes,omitempty"`
+		}{s.ChunkID, s.Session, s.Role, s.Kind, FormatTime(s.Time), s.Content, s.Meta, s.Parent, s.ChunkParent, chunkIndexPtr(s), s.Tool, s.Supersedes}
+	}
+	if ed := e.Edit(); ed != nil {
+		body = editJSON(ed)
 	}
 	bb, err := json.Marshal(body)
 	if err != nil {

@@ -24,8 +24,17 @@ var goldenBodies = []struct {
 	{"tombstone", &Tombstone{Chunks: []string{"c1", "c2"}, Session: "s9", From: 1000, To: 2000, Reason: "user asked"}},
 	{"share_grant", &ShareGrant{Grantee: "addr", ShareKey: []byte{1, 2, 3}, Sessions: []string{"s1"}, Chunks: []string{"c1"},
 		Keys: []WrappedKey{{Seq: 7, Wrapped: [40]byte{9}}}}},
+	{"share_grant_v2", &ShareGrant{Grantee: "addr", ShareKey: []byte{1, 2, 3}, Chunks: []string{"c1", "c2"},
+		Keys: []WrappedKey{{Seq: 7, Wrapped: [40]byte{9}}}, Follow: true, Note: "for the review", OwnKey: bytes.Repeat([]byte{5}, ShareKeySize)}},
 	{"share_revoke", &ShareRevoke{Grant: ID{0xaa}, Grantee: "addr", Reason: "done"}},
 	{"rekey", &Rekey{Epoch: 2, Keys: []WrappedKey{{Seq: 1, Wrapped: [40]byte{1}}, {Seq: 3, Wrapped: [40]byte{3}}}}},
+	{"store_tool", &Store{Kind: KindToolCall, Session: "s1", Role: "assistant", Content: "22C, sunny", Parent: "turn-3",
+		Tool: &ToolCall{Name: "get_weather", Args: `{"city":"Berlin"}`, Status: "ok"}}},
+	{"store_supersedes", &Store{Kind: KindKnowledge, Session: "s1", Role: "user", Content: "moved to Berlin",
+		Supersedes: []string{"fact-1", "fact-2"}}},
+	{"edit", &Edit{Target: "doc-7", Prev: 17, By: "alice", Removes: []string{"doc-7#2"},
+		Store: Store{ChunkID: "doc-7#0", Kind: KindDocument, Session: "s1", Role: "user", Content: "new text",
+			ChunkParent: "doc-7", Time: 1683554160000, Meta: map[string]string{"v": "2"}}}},
 }
 
 func goldenHeader(t Type) Header {
@@ -115,7 +124,7 @@ func FuzzDecodeEvent(f *testing.F) {
 			t.Fatalf("header does not round-trip")
 		}
 		// Bodies: every decoder must reject or round-trip canonically.
-		for _, ty := range []Type{TypeStore, TypeTombstone, TypeShareGrant, TypeShareRevoke, TypeRekey} {
+		for _, ty := range []Type{TypeStore, TypeTombstone, TypeShareGrant, TypeShareRevoke, TypeRekey, TypeEdit} {
 			b, err := DecodeBody(ty, raw[HeaderSize:], &h)
 			if err != nil {
 				continue

@@ -39,11 +39,14 @@ func (t *Tombstone) Matches(s *Store) bool {
 type TombstoneTracker struct {
 	live map[string]*Store
 	dead map[string]uint64
+	// retired maps an item id to the chunk ids an edit dropped from it
+	// (a re-chunk into fewer chunks): they die with the item.
+	retired map[string][]string
 }
 
 // NewTombstoneTracker returns an empty tracker.
 func NewTombstoneTracker() *TombstoneTracker {
-	return &TombstoneTracker{live: map[string]*Store{}, dead: map[string]uint64{}}
+	return &TombstoneTracker{live: map[string]*Store{}, dead: map[string]uint64{}, retired: map[string][]string{}}
 }
 
 // Observe feeds the next event and returns the chunk ids a tombstone removed.
@@ -52,6 +55,14 @@ func (tr *TombstoneTracker) Observe(e *Event) []string {
 	case *Store:
 		tr.live[b.ChunkID] = &Store{ChunkID: b.ChunkID, ChunkParent: b.ChunkParent, Session: b.Session, Time: b.Time}
 		delete(tr.dead, b.ChunkID) // re-stored after a tombstone: live again
+	case *Edit:
+		for _, id := range b.Removes {
+			delete(tr.live, id)
+			tr.retired[b.Target] = append(tr.retired[b.Target], id)
+		}
+		s := &b.Store
+		tr.live[s.ChunkID] = &Store{ChunkID: s.ChunkID, ChunkParent: s.ChunkParent, Session: s.Session, Time: s.Time}
+		delete(tr.dead, s.ChunkID)
 	case *Tombstone:
 		var removed []string
 		for id, s := range tr.live {
@@ -61,8 +72,19 @@ func (tr *TombstoneTracker) Observe(e *Event) []string {
 		}
 		sort.Strings(removed)
 		for _, id := range removed {
+			item := tr.live[id].ChunkParent
+			if item == "" {
+				item = id
+			}
 			delete(tr.live, id)
 			tr.dead[id] = e.Seq
+			// Every version of the item dies with it.
+			for _, old := range tr.retired[item] {
+				if _, live := tr.live[old]; !live {
+					tr.dead[old] = e.Seq
+				}
+			}
+			delete(tr.retired, item)
 		}
 		return removed
 	}

@@ -36,7 +36,7 @@ func TestProjectionsUseOneTombstoneRule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{"fts", "summary", "timelines", "projstd"} {
+	for _, p := range []string{"fts", "summary", "timelines", "projstd", "dedup"} {
 		if !users[p] {
 			t.Errorf("projection package %s does not use projections.TombstoneMatches", p)
 		}

@@ -76,6 +76,10 @@ type ContextRequest struct {
 	// ChunkTokens bounds the key sentences kept of lower-ranked chunks
 	// (default DefaultChunkTokens).
 	ChunkTokens int
+	// Also is another engine (another origin: see Options.Owner) whose
+	// ranked chunks compete for the budget by final score. A chunk whose id
+	// the first engine already placed is not placed twice.
+	Also *Engine
 }
 
 // Assembly is an assembled context and how it was made.
@@ -105,6 +109,15 @@ type packed struct {
 	c       timelines.Chunk
 	content string
 	trimmed bool
+	from    string // whose memory, for a shared chunk (Options.Owner)
+}
+
+// ownerOf says whose memory a chunk of e is ("" for the store's own).
+func (e *Engine) ownerOf(id string) string {
+	if e.opts.Owner == nil {
+		return ""
+	}
+	return e.opts.Owner(id)
 }
 
 // Assemble builds the context of req.
@@ -197,13 +210,13 @@ func (e *Engine) Assemble(ctx context.Context, req ContextRequest) (*Assembly, e
 	// With a Tokenizer that is not monotone this only loses a chunk, never
 	// breaks the budget: every placement is still checked on the whole
 	// output.
-	fits := func(c timelines.Chunk, content string, trimmed bool, within, slack int) bool {
+	fits := func(c timelines.Chunk, from, content string, trimmed bool, within, slack int) bool {
 		if content == "" || tok.CountTokens(content) > slack {
 			return false
 		}
-		return cost(packed{c: c, content: content, trimmed: trimmed}) <= within
+		return cost(packed{c: c, content: content, trimmed: trimmed, from: from}) <= within
 	}
-	fit := func(c timelines.Chunk, whole bool, limit, within int) bool {
+	fit := func(c timelines.Chunk, from string, whole bool, limit, within int) bool {
 		// The content of what fits costs at most the slack left, so the
 		// slack bounds the search (and ends it when nothing is left).
 		slack := within - base()
@@ -211,19 +224,19 @@ func (e *Engine) Assemble(ctx context.Context, req ContextRequest) (*Assembly, e
 			return false
 		}
 		if whole {
-			if fits(c, c.Content, false, within, slack) {
-				items = append(items, packed{c: c, content: c.Content})
+			if fits(c, from, c.Content, false, within, slack) {
+				items = append(items, packed{c: c, content: c.Content, from: from})
 				return true
 			}
-		} else if t := e.opts.Trim(c.Content, limit); fits(c, t, t != c.Content, within, slack) {
-			items = append(items, packed{c: c, content: t, trimmed: t != c.Content})
+		} else if t := e.opts.Trim(c.Content, limit); fits(c, from, t, t != c.Content, within, slack) {
+			items = append(items, packed{c: c, content: t, trimmed: t != c.Content, from: from})
 			return true
 		}
 		lo, hi := 0, min(limit, tok.CountTokens(c.Content), slack)
 		best := ""
 		for lo < hi { // largest bound whose trim fits
 			mid := (lo + hi + 1) / 2
-			if t := e.opts.Trim(c.Content, mid); fits(c, t, true, within, slack) {
+			if t := e.opts.Trim(c.Content, mid); fits(c, from, t, true, within, slack) {
 				lo, best = mid, t
 			} else {
 				hi = mid - 1
@@ -232,7 +245,7 @@ func (e *Engine) Assemble(ctx context.Context, req ContextRequest) (*Assembly, e
 		if best == "" {
 			return false
 		}
-		items = append(items, packed{c: c, content: best, trimmed: best != c.Content})
+		items = append(items, packed{c: c, content: best, trimmed: best != c.Content, from: from})
 		return true
 	}
 	if req.Session != "" && req.RecentTurns > 0 {
@@ -248,7 +261,7 @@ func (e *Engine) Assemble(ctx context.Context, req ContextRequest) (*Assembly, e
 			if i < len(turns)-1 && hasText {
 				within = budget / 2
 			}
-			if !fit(turns[i], true, max(chunkTokens, tok.CountTokens(turns[i].Content)), within) {
+			if !fit(turns[i], e.ownerOf(turns[i].ID), true, max(chunkTokens, tok.CountTokens(turns[i].Content)), within) {
 				break
 			}
 			seen[turns[i].ID] = true
@@ -266,6 +279,19 @@ func (e *Engine) Assemble(ctx context.Context, req ContextRequest) (*Assembly, e
 		}
 		if err := e.checkCands(cs); err != nil {
 			return nil, fmt.Errorf("assemble context: %w", err)
+		}
+		if cs, err = e.supersede(cs, p.req.IncludeSuperseded); err != nil {
+			return nil, fmt.Errorf("assemble context: %w", err)
+		}
+		cs = withoutSupersededPairs(cs)
+		froms := make([]string, len(cs))
+		for i := range cs {
+			froms[i] = e.ownerOf(cs[i].chunk.ID)
+		}
+		if req.Also != nil {
+			if cs, froms, err = req.Also.mergeCands(ctx, req, budget, cs, froms); err != nil {
+				return nil, err
+			}
 		}
 		// Chunks are tried in rank order, but in growing groups: a group
 		// that fits as a whole, each member as fit would first try it
@@ -304,7 +330,7 @@ func (e *Engine) Assemble(ctx context.Context, req ContextRequest) (*Assembly, e
 						break
 					}
 					sum += tok.CountTokens(content)
-					ps = append(ps, packed{c: cj.chunk, content: content, trimmed: content != cj.chunk.Content})
+					ps = append(ps, packed{c: cj.chunk, content: content, trimmed: content != cj.chunk.Content, from: froms[j]})
 					at = append(at, j)
 				}
 				if len(ps) > 1 && sum <= budget-base() && cost(ps...) <= budget {
@@ -319,7 +345,7 @@ func (e *Engine) Assemble(ctx context.Context, req ContextRequest) (*Assembly, e
 				}
 			}
 			seen[c.chunk.ID] = true
-			if fit(c.chunk, i < full, chunkTokens, budget) {
+			if fit(c.chunk, froms[i], i < full, chunkTokens, budget) {
 				a.Included = append(a.Included, c.chunk.ID)
 				group = 2
 			} else {
@@ -346,6 +372,14 @@ func (e *Engine) Assemble(ctx context.Context, req ContextRequest) (*Assembly, e
 type renderer struct {
 	format Format
 	active string
+}
+
+// from names whose memory g is ("" for own): the grantor of shared chunks.
+func (r *renderer) from(g *group) string {
+	if len(g.items) == 0 {
+		return ""
+	}
+	return g.items[0].from
 }
 
 type group struct {
@@ -377,10 +411,14 @@ func (r *renderer) groups(items []packed) []*group {
 		default:
 			kind, key = 'n', it.c.ID
 		}
-		g, ok := byKey[string(kind)+key]
+		mk := string(kind) + key
+		if it.from != "" { // sessions of one name from two owners stay apart
+			mk = it.from + "\x00" + mk
+		}
+		g, ok := byKey[mk]
 		if !ok {
 			g = &group{kind: kind, key: key, first: it.c.Time}
-			byKey[string(kind)+key] = g
+			byKey[mk] = g
 			gs = append(gs, g)
 		}
 		g.first = min(g.first, it.c.Time)
@@ -460,7 +498,7 @@ func (r *renderer) renderXML(gs []*group) []byte {
 		switch g.kind {
 		case 'n':
 			it := g.items[0]
-			fmt.Fprintf(&b, `<note kind="%s" time="%s"%s>`, it.c.Kind, fmtTime(it.c.Time), trimAttr(it.trimmed))
+			fmt.Fprintf(&b, `<note kind="%s" time="%s"%s%s>`, it.c.Kind, fmtTime(it.c.Time), trimAttr(it.trimmed), fromAttr(r.from(g)))
 			xmlText(&b, it.content)
 			b.WriteString("</note>\n")
 		case 'd':
@@ -470,7 +508,7 @@ func (r *renderer) renderXML(gs []*group) []byte {
 			}
 			b.WriteString(`<document name="`)
 			xmlText(&b, g.name)
-			fmt.Fprintf(&b, `"%s>`, trimAttr(trimmed))
+			fmt.Fprintf(&b, `"%s%s>`, trimAttr(trimmed), fromAttr(r.from(g)))
 			for i, it := range g.items {
 				if i > 0 {
 					b.WriteString("\n\n")
@@ -481,7 +519,7 @@ func (r *renderer) renderXML(gs []*group) []byte {
 		default:
 			b.WriteString(`<session id="`)
 			xmlText(&b, g.key)
-			fmt.Fprintf(&b, `" date="%s">`+"\n", fmtDate(g.first))
+			fmt.Fprintf(&b, `" date="%s"%s>`+"\n", fmtDate(g.first), fromAttr(r.from(g)))
 			for _, it := range g.items {
 				b.WriteString(`<turn role="`)
 				xmlText(&b, it.c.Role)
@@ -498,6 +536,23 @@ func (r *renderer) renderXML(gs []*group) []byte {
 	}
 	b.WriteString("</unlimited_context>\n")
 	return b.Bytes()
+}
+
+// fromAttr names the grantor of shared memory (addresses are base64url:
+// nothing to escape).
+func fromAttr(from string) string {
+	if from == "" {
+		return ""
+	}
+	return ` from="` + from + `"`
+}
+
+// fromText is fromAttr for the text format.
+func fromText(from string) string {
+	if from == "" {
+		return ""
+	}
+	return " (shared by " + from + ")"
 }
 
 func trimAttr(t bool) string {
@@ -539,6 +594,7 @@ type jsonTurn struct {
 	Time    string `json:"time"`
 	Content string `json:"content"`
 	Trimmed bool   `json:"trimmed,omitempty"`
+	From    string `json:"from,omitempty"` // grantor of a shared chunk
 }
 
 type jsonContext struct {
@@ -567,7 +623,9 @@ func (r *renderer) renderJSON(gs []*group) []byte {
 	for _, g := range gs {
 		var ts []jsonTurn
 		for _, it := range g.items {
-			ts = append(ts, jturn(it))
+			t := jturn(it)
+			t.From = it.from
+			ts = append(ts, t)
 		}
 		switch g.kind {
 		case 'n':
@@ -603,9 +661,9 @@ func (r *renderer) renderText(gs []*group) []byte {
 		switch g.kind {
 		case 'n':
 			it := g.items[0]
-			fmt.Fprintf(&b, "# Note (%s, %s)%s\n%s\n", it.c.Kind, fmtTime(it.c.Time), trimText(it.trimmed), oneBlock(it.content))
+			fmt.Fprintf(&b, "# Note (%s, %s)%s%s\n%s\n", it.c.Kind, fmtTime(it.c.Time), fromText(r.from(g)), trimText(it.trimmed), oneBlock(it.content))
 		case 'd':
-			fmt.Fprintf(&b, "# Document %s\n", oneLine(g.name))
+			fmt.Fprintf(&b, "# Document %s%s\n", oneLine(g.name), fromText(r.from(g)))
 			for j, it := range g.items {
 				if j > 0 {
 					b.WriteByte('\n')
@@ -613,7 +671,7 @@ func (r *renderer) renderText(gs []*group) []byte {
 				fmt.Fprintf(&b, "%s%s\n", oneBlock(it.content), trimText(it.trimmed))
 			}
 		default:
-			fmt.Fprintf(&b, "# Session %s (%s)\n", oneLine(g.key), fmtDate(g.first))
+			fmt.Fprintf(&b, "# Session %s (%s)%s\n", oneLine(g.key), fmtDate(g.first), fromText(r.from(g)))
 			for _, it := range g.items {
 				role := it.c.Role
 				if it.c.Kind != log.KindConversation {
@@ -652,4 +710,51 @@ func oneBlock(s string) string {
 		out = append(out, ln)
 	}
 	return strings.Join(out, "\n")
+}
+
+// mergeCands adds e's ranked chunks for req to cs (another engine's, with
+// froms), ordered by final score, then origin (own first), then chunk id.
+func (e *Engine) mergeCands(ctx context.Context, req ContextRequest, budget int, cs []*cand, froms []string) ([]*cand, []string, error) {
+	sr := req.Request
+	sr.Origin = OriginAny // e serves its own origin
+	if sr.K == 0 {
+		sr.K = ContextK(budget)
+	}
+	p, err := e.plan(sr)
+	if err != nil {
+		return nil, nil, err
+	}
+	cs2, _, err := e.retrieve(ctx, p, p.k)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := e.checkCands(cs2); err != nil {
+		return nil, nil, fmt.Errorf("assemble context: %w", err)
+	}
+	type item struct {
+		c    *cand
+		from string
+	}
+	all := make([]item, 0, len(cs)+len(cs2))
+	for i := range cs {
+		all = append(all, item{cs[i], froms[i]})
+	}
+	for i := range cs2 {
+		all = append(all, item{cs2[i], e.ownerOf(cs2[i].chunk.ID)})
+	}
+	sort.SliceStable(all, func(i, j int) bool {
+		a, b := all[i], all[j]
+		if a.c.ex.Final != b.c.ex.Final {
+			return a.c.ex.Final > b.c.ex.Final
+		}
+		if a.from != b.from {
+			return a.from < b.from
+		}
+		return a.c.chunk.ID < b.c.chunk.ID
+	})
+	cs, froms = cs[:0:0], froms[:0:0]
+	for _, it := range all {
+		cs, froms = append(cs, it.c), append(froms, it.from)
+	}
+	return cs, froms, nil
 }

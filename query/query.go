@@ -61,10 +61,10 @@
 //
 // Filters: Sessions, Kinds, Roles (OR within one filter, AND across
 // filters), Since (inclusive) / Until (exclusive) on content time, and
-// Origin. Everything stored locally is "own" today; shared chunks will come
-// from `ucl share pull` and carry Origin "shared". The Origin filter is part
-// of the API now so callers need not change: OriginShared returns nothing
-// until then. An unknown session in Sessions gives an empty result, not an
+// Origin. An engine serves one origin: the store's own chunks, or (with
+// Options.Owner) the chunks other wallets shared with it (`ucl share
+// pull`), whose results carry Origin "shared" and From, the grantor's
+// address; asking an engine for the other origin finds nothing. An unknown session in Sessions gives an empty result, not an
 // error; an unknown active session only means no affinity and no recent
 // turns.
 //
@@ -278,6 +278,11 @@ type Options struct {
 	// Trim keeps the key sentences of a text within max tokens (default
 	// summary.Trim).
 	Trim func(text string, maxTokens int) string
+	// Owner, when set, says whose memory the engine's chunks are: the
+	// engine then serves shared chunks (Origin "shared", From the
+	// grantor's address as Owner answers) and a request for Origin "own"
+	// finds nothing. Nil: the store's own chunks.
+	Owner func(chunkID string) string
 }
 
 func (o Options) withDefaults() Options {
@@ -429,7 +434,7 @@ func ParseMode(s string) (Mode, error) {
 // Origin filters by where a chunk came from.
 type Origin string
 
-// Origins. Everything stored locally is OriginOwn today.
+// Origins: the store's own chunks, or chunks shared with it by another wallet.
 const (
 	OriginAny    Origin = ""
 	OriginOwn    Origin = "own"
@@ -456,6 +461,9 @@ type Request struct {
 	NoTemporal bool
 	Explain    bool
 	Mode       Mode // "" is hybrid
+	// IncludeSuperseded ranks superseded items like any other instead of
+	// below the current ones (they are marked either way).
+	IncludeSuperseded bool
 }
 
 // Explain is a result's score breakdown. Ranks are 1-based; 0 means the
@@ -489,8 +497,12 @@ type Result struct {
 	ChunkParent string            `json:"chunk_parent,omitempty"`
 	ChunkIndex  int               `json:"chunk_index,omitempty"`
 	Origin      Origin            `json:"origin"`
-	Score       float64           `json:"score"`
-	Explain     *Explain          `json:"explain,omitempty"`
+	From        string            `json:"from,omitempty"` // the grantor's address, for a shared chunk
+	Tool        *log.ToolCall     `json:"tool,omitempty"`
+	// SupersededBy lists the live items that replace this one as outdated.
+	SupersededBy []string `json:"superseded_by,omitempty"`
+	Score        float64  `json:"score"`
+	Explain      *Explain `json:"explain,omitempty"`
 }
 
 // Response is the answer to a Request.
@@ -506,12 +518,16 @@ type Response struct {
 	Results    []Result        `json:"results"`
 }
 
-func resultFrom(c *timelines.Chunk) Result {
-	return Result{
+func (e *Engine) resultFrom(c *timelines.Chunk) Result {
+	r := Result{
 		ChunkID: c.ID, Session: c.Session, Role: c.Role, Kind: c.Kind.String(), Time: c.Time,
 		Seq: c.Seq, Content: c.Content, Meta: c.Meta, Parent: c.Parent,
-		ChunkParent: c.ChunkParent, ChunkIndex: c.ChunkIndex, Origin: OriginOwn,
+		ChunkParent: c.ChunkParent, ChunkIndex: c.ChunkIndex, Origin: OriginOwn, Tool: c.Tool,
 	}
+	if e.opts.Owner != nil {
+		r.Origin, r.From = OriginShared, e.opts.Owner(c.ID)
+	}
+	return r
 }
 
 // plan is a validated request.
@@ -602,8 +618,10 @@ func (e *Engine) plan(req Request) (*plan, error) {
 	p.kinds = set(req.Kinds)
 	p.sessions = set(req.Sessions)
 	p.roles = set(req.Roles)
-	if req.Origin == OriginShared {
-		p.emptyRange = true // nothing is shared yet (see the package doc)
+	// An engine serves one origin (Options.Owner); asking it for the
+	// other finds nothing.
+	if (req.Origin == OriginShared) != (e.opts.Owner != nil) && req.Origin != OriginAny && req.Origin != "all" {
+		p.emptyRange = true
 	}
 	return p, nil
 }
@@ -667,6 +685,8 @@ type cand struct {
 	chunk timelines.Chunk
 	ex    Explain
 	words map[string]bool // for MMR
+	// supersededBy: live items replacing this one (see supersede.go).
+	supersededBy []string
 }
 
 // Search runs a retrieval request.
@@ -682,14 +702,18 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Response, error) {
 	if err := e.checkCands(cs); err != nil {
 		return nil, fmt.Errorf("search: %w", err)
 	}
+	if cs, err = e.supersede(cs, req.IncludeSuperseded); err != nil {
+		return nil, fmt.Errorf("search: %w", err)
+	}
 	resp := &Response{
 		Query: req.Text, SearchText: p.text, Mode: p.mode, Now: p.now.UnixMilli(),
 		Since: p.since, Until: p.until, Temporal: p.temporal, Prefilter: pre,
 		Results: make([]Result, 0, len(cs)),
 	}
 	for _, c := range cs {
-		r := resultFrom(&c.chunk)
+		r := e.resultFrom(&c.chunk)
 		r.Score = c.ex.Final
+		r.SupersededBy = c.supersededBy
 		if req.Explain {
 			ex := c.ex
 			r.Explain = &ex

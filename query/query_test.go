@@ -124,7 +124,7 @@ func TestFilters(t *testing.T) {
 		{name: "since and until", req: query.Request{Since: at(5 * dayDur), Until: at(25 * dayDur)}, ok: func(r query.Result) bool { return r.Time >= at(5*dayDur) && r.Time < at(25*dayDur) }, want: []string{"b1", "k1"}},
 		{name: "session and role", req: query.Request{Sessions: []string{"alpha"}, Roles: []string{"user"}}, ok: func(r query.Result) bool { return r.Session == "alpha" && r.Role == "user" }, want: []string{"a1", "a3"}},
 		{name: "origin own", req: query.Request{Origin: query.OriginOwn}, ok: func(query.Result) bool { return true }, want: []string{"a1"}},
-		{name: "origin shared (none yet)", req: query.Request{Origin: query.OriginShared}, none: true},
+		{name: "origin shared (an own engine has none)", req: query.Request{Origin: query.OriginShared}, none: true},
 	} {
 		for _, mode := range []query.Mode{query.ModeHybrid, query.ModeBM25, query.ModeVector} {
 			t.Run(tc.name+"/"+string(mode), func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 
 	"github.com/unlimitedcontext/ucl/log"
@@ -79,8 +80,8 @@ func (e *Engine) checkChunk(c *timelines.Chunk) error {
 	if err != nil {
 		return fmt.Errorf("check chunk %q against the log: %w", c.ID, err)
 	}
-	s, ok := ev.Body.(*log.Store)
-	if !ok {
+	s := ev.Chunk() // a store, or the new version an edit put in place
+	if s == nil {
 		return e.damaged(fmt.Errorf("chunk %q names seq %d, a %s event", c.ID, c.Seq, ev.Type))
 	}
 	if field := differs(c, ev, s); field != "" {
@@ -112,6 +113,10 @@ func differs(c *timelines.Chunk, ev *log.Event, s *log.Store) string {
 		return "chunk parent"
 	case !(len(c.Meta) == 0 && len(s.Meta) == 0) && !maps.Equal(c.Meta, s.Meta):
 		return "meta"
+	case (c.Tool == nil) != (s.Tool == nil) || c.Tool != nil && *c.Tool != *s.Tool:
+		return "tool"
+	case !slices.Equal(c.Supersedes, s.Supersedes):
+		return "supersedes"
 	}
 	return ""
 }

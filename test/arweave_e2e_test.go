@@ -45,6 +45,7 @@ func TestArweave(t *testing.T) {
 	t.Run("TamperedGateway", func(t *testing.T) { testTampered(t, gw) })
 	t.Run("Watch", func(t *testing.T) { testWatch(t, gw) })
 	t.Run("Usage", func(t *testing.T) { testSyncUsage(t, gw) })
+	t.Run("ConvRebuild", func(t *testing.T) { testConvRebuild(t, gw) })
 }
 
 // genEvents returns n JSONL store events over 10 sessions, with a tombstone

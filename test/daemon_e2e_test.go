@@ -140,8 +140,11 @@ func TestDaemonConcurrentClients(t *testing.T) {
 	const writers = 4
 	for i := 0; i < writers; i++ {
 		wg.Add(6)
-		ev := fmt.Sprintf(`{"type":"store","session":"c%d","role":"user","content":"parallel append %d"}`+"\n", i, i)
-		go run(strings.Repeat(ev, 5), "append")
+		var evs strings.Builder
+		for j := 0; j < 5; j++ { // five different texts: the same text twice would be one duplicate
+			fmt.Fprintf(&evs, `{"type":"store","session":"c%d","role":"user","content":"parallel append %d.%d"}`+"\n", i, i, j)
+		}
+		go run(evs.String(), "append")
 		go run("", "store", "--session", fmt.Sprintf("c%d", i), fmt.Sprintf("parallel store %d", i))
 		go run("", "query", "parallel", "--json")
 		go run("", "context", "parallel append", "--budget", "500")

@@ -63,12 +63,18 @@ func TestIdempotentAppendCLI(t *testing.T) {
 	dir := newStore(t)
 	first := jsonLines(t, must(t, dir, conversation, "append"))
 	again := jsonLines(t, must(t, dir, conversation, "append"))
-	// Lines with an "id" are idempotent; lines without one are new events.
+	// Lines with an "id" are idempotent; lines without one are duplicates
+	// of the live items with the same text (nothing written), or new
+	// events with --allow-duplicate.
 	if again[2]["seq"] != first[2]["seq"] || again[2]["existed"] != true {
 		t.Fatalf("re-append of id'd line: %v vs %v", again[2], first[2])
 	}
-	if again[0]["seq"].(float64) != 4 {
-		t.Fatalf("line without id: %v", again[0])
+	if again[0]["seq"] != first[0]["seq"] || again[0]["duplicate_of"] != first[0]["id"] {
+		t.Fatalf("line without id: %v vs %v", again[0], first[0])
+	}
+	allowed := jsonLines(t, must(t, dir, conversation, "append", "--allow-duplicate"))
+	if allowed[0]["seq"].(float64) != 4 || allowed[0]["duplicate_of"] != nil {
+		t.Fatalf("line without id, duplicates allowed: %v", allowed[0])
 	}
 	changed := strings.Replace(conversation, "My teacher is called Ana.", "My teacher is called Bea.", 1)
 	r := ucl(t, dir, changed, "append")

@@ -67,6 +67,12 @@ type tsRun struct {
 		IsError bool   `json:"isError"`
 		Text    string `json:"text"`
 	} `json:"getForgotten"`
+	Index struct {
+		IsError bool   `json:"isError"`
+		Matches int    `json:"matches"`
+		Tokens  int    `json:"tokens"`
+		Text    string `json:"text"`
+	} `json:"index"`
 	BadK struct {
 		IsError bool   `json:"isError"`
 		Text    string `json:"text"`
@@ -97,7 +103,7 @@ func runTSClient(t *testing.T, session string, args ...string) (tsRun, string) {
 // checkTSRun asserts what the TypeScript client saw of one conversation.
 func checkTSRun(t *testing.T, r tsRun, session string) (q, a, f string) {
 	t.Helper()
-	want := "uc_context uc_forget uc_get uc_get_document uc_get_session uc_get_thread uc_list_sessions uc_period uc_query uc_status uc_store"
+	want := "uc_context uc_edit uc_forget uc_get uc_get_document uc_get_session uc_get_thread uc_index uc_list_sessions uc_period uc_query uc_status uc_store"
 	if got := strings.Join(r.Tools, " "); got != want {
 		t.Fatalf("tools: %s", got)
 	}
@@ -121,6 +127,9 @@ func checkTSRun(t *testing.T, r tsRun, session string) (q, a, f string) {
 	}
 	if !strings.Contains(r.SessionResource, "# session "+session) || !strings.Contains(r.SessionResource, "eu-west-3") {
 		t.Fatalf("session resource: %s", r.SessionResource)
+	}
+	if r.Index.IsError || r.Index.Matches != 3 || r.Index.Tokens > 500 || !strings.Contains(r.Index.Text, "["+a+"]") {
+		t.Fatalf("uc_index: %+v", r.Index)
 	}
 	if r.Forget.IsError || strings.Join(r.Forget.Removed, ",") != a || r.Forget.Erasure || !strings.Contains(r.Forget.Text, "not erasure") {
 		t.Fatalf("forget: %+v", r.Forget)

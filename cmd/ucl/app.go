@@ -22,10 +22,10 @@ var version = "0.1.0-dev"
 func commands() []*cli.Command {
 	return []*cli.Command{
 		initCommand, keysCommand,
-		appendCommand, storeCommand, getCommand, replayCommand, tombstoneCommand,
-		queryCommand, contextCommand, sessionCommand, projectCommand,
+		appendCommand, storeCommand, storeToolCommand, editCommand, getCommand, replayCommand, tombstoneCommand,
+		queryCommand, contextCommand, indexCommand, dedupeCommand, sessionCommand, projectCommand,
 		auditCommand, statusCommand,
-		snapshotCommand, syncCommand, rebuildCommand,
+		snapshotCommand, syncCommand, rebuildCommand, shareCommand,
 		daemonCommand, mcpCommand, serveCommand, configCommand, newHelpCommand(),
 	}
 }

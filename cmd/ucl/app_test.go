@@ -100,6 +100,13 @@ func TestOutputShapes(t *testing.T) {
 	if !strings.Contains(again, `"existed":true`) {
 		t.Fatalf("idempotent store: %q", again)
 	}
+	dup, dupErr, code := runCLI(t, dir, "", "store", "--session", "s1", "remember the  CELLO lesson.")
+	if code != 0 || !strings.Contains(dup, `"duplicate_of"`) || !strings.Contains(dupErr, "--allow-duplicate") {
+		t.Fatalf("duplicate store: exit %d %q %q", code, dup, dupErr)
+	}
+	if out, _, code := runCLI(t, dir, "", "store", "--session", "s1", "--allow-duplicate", "remember the  CELLO lesson."); code != 0 || strings.Contains(out, "duplicate_of") {
+		t.Fatalf("allowed duplicate: exit %d %q", code, out)
+	}
 	for _, tc := range []struct {
 		args []string
 		want []string
@@ -109,6 +116,8 @@ func TestOutputShapes(t *testing.T) {
 		{[]string{"session", "show", "s1", "--json"}, []string{"chunks", "session", "summary", "total"}},
 		{[]string{"query", "cello", "--json"}, []string{"mode", "now_ms", "query", "results", "search_text"}},
 		{[]string{"project", "status", "--json"}, []string{"projections"}},
+		{[]string{"index", "cello", "--now", "2024-01-01", "--json"}, []string{"budget", "items", "matches", "months", "now", "omitted", "overview", "query", "sessions", "snippets", "text", "tokens", "topics"}},
+		{[]string{"dedupe", "--report", "--json"}, []string{"groups", "items", "list", "method", "pairs", "threshold"}},
 		{[]string{"tombstone", "--session", "s1", "--json"}, []string{"erasure", "hash", "id", "note", "removed", "seq"}},
 		{[]string{"snapshot", "list", "--json"}, []string{"snapshots"}},
 	} {

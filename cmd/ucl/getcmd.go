@@ -18,7 +18,16 @@ that ` + "`ucl store`" + ` prints for a document split into chunks). A document'
 are joined in order and printed byte for byte as stored, without an added
 newline, so ` + "`ucl get ID > file`" + ` gives back the original file.
 With --json: {"items":[{"id","found","content","chunks":[…]}]}; several IDs
-may be given.`,
+may be given.
+--history lists every version of an edited item (time, who, content),
+oldest first. --thread shows the conversation around ID: the messages it
+replies to (parent) up to the first, and every reply and tool call below
+it, in time order (--depth N: at most N steps each way).`,
+	Flags: []cli.Flag{
+		&cli.BoolFlag{Name: "history", Usage: "list every version of the item (edits), oldest first"},
+		&cli.BoolFlag{Name: "thread", Usage: "show the thread around ID: parents up, replies and tool calls down"},
+		&cli.IntFlag{Name: "depth", Usage: "with --thread: follow at most `N` steps each way (0: all)"},
+	},
 	Action: func(c *cli.Context) error {
 		if c.NArg() == 0 {
 			return usage("ucl get ID (a chunk id or a document id from `ucl store` or `ucl query`)", "no id given")
@@ -26,8 +35,23 @@ may be given.`,
 		if c.NArg() > 1 && !jsonOut(c) {
 			return usage("give one ID, or several with --json", "too many arguments")
 		}
-		req := ucl.GetRequest{IDs: c.Args().Slice()}
+		if c.Bool("thread") && c.Bool("history") {
+			return usage("give --thread or --history, not both", "both --thread and --history given")
+		}
+		if c.IsSet("depth") && !c.Bool("thread") {
+			return usage("ucl get ID --thread --depth 2", "--depth goes with --thread")
+		}
+		if c.Int("depth") < 0 {
+			return usage("--depth takes 0 (all) or a positive number", "bad --depth %d", c.Int("depth"))
+		}
+		if c.Bool("thread") && c.NArg() > 1 {
+			return usage("ucl get ID --thread", "--thread takes one id")
+		}
+		req := ucl.GetRequest{IDs: c.Args().Slice(), History: c.Bool("history")}
 		return withAPI(c, func(api ucl.API) error {
+			if c.Bool("thread") {
+				return runThread(c, api, req.IDs[0])
+			}
 			res, err := api.Get(context.Background(), req)
 			if err != nil {
 				return err
@@ -41,6 +65,10 @@ may be given.`,
 			}
 			if len(it.Missing) > 0 {
 				fmt.Fprintf(c.App.ErrWriter, "warning: document %s lacks chunk(s) %v (tombstoned); the text has gaps\n", it.ID, it.Missing)
+			}
+			if req.History {
+				printHistory(c, it)
+				return nil
 			}
 			_, err = c.App.Writer.Write([]byte(it.Content))
 			return err

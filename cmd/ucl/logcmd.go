@@ -27,9 +27,16 @@ The whole input is parsed and checked before anything is written: one bad line
 rejects the input (the error names the line and the field) and the log is not
 touched. Inputs of up to 50,000 events are then written atomically in one
 batch. "id" makes a line idempotent: appending it again returns the original
-seq. Prints one JSON result per event: seq, id, hash (and "existed").`,
+seq. An item whose content, normalized (case, white space and zero-width
+characters ignored), equals a live item of the same session, role and kind
+(or an earlier line of the input) is not written: its result carries
+"duplicate_of" (the existing chunk id) and that item's seq, id and hash.
+--allow-duplicate writes it anyway (a line's "allow_duplicate":true, that
+line only). Prints one JSON result per event: seq,
+id, hash (and "existed", "duplicate_of").`,
 	Flags: []cli.Flag{
 		&cli.IntFlag{Name: "chunk-tokens", Value: log.DefaultChunkTokens, Usage: "split documents and tool calls longer than this many (estimated) tokens"},
+		&cli.BoolFlag{Name: "allow-duplicate", Usage: "write items whose content duplicates a live item (default: report duplicate_of, write nothing)"},
 	},
 	Action: func(c *cli.Context) error {
 		if c.NArg() > 1 {
@@ -59,7 +66,7 @@ seq. Prints one JSON result per event: seq, id, hash (and "existed").`,
 		return withAPI(c, func(api ucl.API) error {
 			p := newProgress(c, "append", 0)
 			res, err := api.Append(context.Background(), ucl.AppendRequest{JSONL: string(b), ChunkTokens: c.Int("chunk-tokens"),
-				Progress: func(_ string, done, total uint64) { p.Set(done, total) }})
+				AllowDuplicate: c.Bool("allow-duplicate"), Progress: func(_ string, done, total uint64) { p.Set(done, total) }})
 			p.Done()
 			if res != nil {
 				if perr := printResults(c, res.Results); perr != nil && err == nil {
@@ -98,7 +105,9 @@ var storeCommand = &cli.Command{
 store a file's contents, pass --file PATH (or pipe it: ucl store - < PATH).
 A document longer than --chunk-tokens is split into chunks; ucl store then
 prints the document id (chunk_parent) and ` + "`ucl get ID`" + ` gives it back byte
-for byte.`,
+for byte. Text equal, ignoring case, white space and zero-width characters,
+to a live item of the same session, role and kind is not stored again: the
+result names that item (duplicate_of) unless --allow-duplicate.`,
 	Flags: []cli.Flag{
 		&cli.StringFlag{Name: "file", Usage: "store this file's contents byte for byte (sets meta name to its base name unless given)"},
 		&cli.StringFlag{Name: "session", Aliases: []string{"s"}, Usage: "session id"},
@@ -110,6 +119,8 @@ for byte.`,
 		&cli.StringFlag{Name: "parent", Usage: "chunk id this replies to"},
 		&cli.StringFlag{Name: "chunk-id", Usage: "chunk id (default: the event id)"},
 		&cli.IntFlag{Name: "chunk-tokens", Value: log.DefaultChunkTokens, Usage: "split documents and tool calls longer than this"},
+		&cli.BoolFlag{Name: "allow-duplicate", Usage: "store it even when a live item of the same session, role and kind has the same text (ignoring case and spacing)"},
+		&cli.StringSliceFlag{Name: "supersedes", Usage: "`ID` of a live item this one replaces as outdated (repeatable)"},
 	},
 	Action: func(c *cli.Context) error {
 		if c.NArg() > 1 {
@@ -162,14 +173,21 @@ for byte.`,
 		}
 		req := ucl.RememberRequest{Content: text, Session: c.String("session"), Role: c.String("role"), Kind: c.String("kind"),
 			Meta: meta, Time: c.String("time"), ID: c.String("id"), Parent: c.String("parent"), ChunkID: c.String("chunk-id"),
-			ChunkTokens: c.Int("chunk-tokens")}
+			ChunkTokens: c.Int("chunk-tokens"), AllowDuplicate: c.Bool("allow-duplicate"), Supersedes: c.StringSlice("supersedes")}
 		return withAPI(c, func(api ucl.API) error {
 			res, err := api.Remember(context.Background(), req)
+			if errors.Is(err, ucl.ErrUnknownItem) {
+				return withHint(err, "--supersedes takes the id of a live item (from `ucl store` or `ucl query`); nothing was written")
+			}
 			if err != nil {
 				return err
 			}
 			if err := printResults(c, res.Results); err != nil {
 				return err
+			}
+			if d := res.Results[0].DuplicateOf; d != "" && !jsonOut(c) {
+				fmt.Fprintf(c.App.ErrWriter, "duplicate of %s (same text, ignoring case and spacing, in the same session, role and kind): nothing stored; --allow-duplicate stores it anyway\n", d)
+				return nil
 			}
 			if res.Document != "" && !jsonOut(c) {
 				fmt.Fprintf(c.App.ErrWriter, "document %s (%d chunks); read it back whole with `ucl get %s`\n", res.Document, len(res.Results), res.Document)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -166,7 +167,11 @@ var sessionCommand = &cli.Command{
 						printf(c, "summary: %s\n", res.Summary.Text)
 					}
 					for _, ch := range res.Chunks {
-						printf(c, "[%s] %s/%s: %s\n", log.FormatTime(ch.Time)[:19], ch.Kind, ch.Role, ch.Content)
+						content := ch.Content
+						if ch.Tool != nil {
+							content = fmt.Sprintf("%s %s [%s] → %s", ch.Tool.Name, ch.Tool.Args, ch.Tool.Status, ch.Content)
+						}
+						printf(c, "[%s] %s/%s: %s\n", log.FormatTime(ch.Time)[:19], ch.Kind, ch.Role, content)
 					}
 					return nil
 				})

@@ -21,9 +21,10 @@ func retrievalFlags() []cli.Flag {
 		&cli.StringFlag{Name: "since", Usage: "only content from this time on (RFC 3339, date or unix ms)"},
 		&cli.StringFlag{Name: "until", Usage: "only content before this time (RFC 3339, date or unix ms)"},
 		&cli.StringFlag{Name: "now", Usage: "reference time for \"yesterday\", \"last week\"… and recency (default: the current time)"},
-		&cli.StringFlag{Name: "origin", Value: "all", Usage: "whose chunks: `own|shared|all` (everything stored locally is own; shared chunks arrive with ucl share pull)"},
+		&cli.StringFlag{Name: "origin", Value: "all", Usage: "whose chunks: `own|shared|all` (shared: what other wallets granted, received with ucl share pull, marked with the grantor's address)"},
 		&cli.StringFlag{Name: "mode", Value: "hybrid", Usage: "retrieval mode: `hybrid|bm25|vector`"},
 		&cli.BoolFlag{Name: "no-time", Usage: "ignore time phrases in TEXT (yesterday, last week, in May 2023)"},
+		&cli.BoolFlag{Name: "include-superseded", Usage: "rank items another item supersedes like any other (default: below the current ones; marked either way)"},
 	}
 }
 
@@ -168,7 +169,7 @@ func queryText(c *cli.Context, example string) (string, error) {
 // requestFromFlags reads the flags retrievalFlags defines.
 func requestFromFlags(c *cli.Context, text string) (ucl.SearchRequest, error) {
 	req := ucl.SearchRequest{Text: text, Kinds: c.StringSlice("kind"), Roles: c.StringSlice("role"), NoTemporal: c.Bool("no-time"),
-		Since: c.String("since"), Until: c.String("until"), Now: c.String("now"), Origin: strings.ToLower(c.String("origin")), Mode: c.String("mode")}
+		IncludeSuperseded: c.Bool("include-superseded"), Since: c.String("since"), Until: c.String("until"), Now: c.String("now"), Origin: strings.ToLower(c.String("origin")), Mode: c.String("mode")}
 	for _, k := range req.Kinds {
 		switch k {
 		case "conversation", "document", "knowledge", "tool_call":
@@ -262,6 +263,12 @@ func printResponse(c *cli.Context, resp *ucl.SearchResult, explain bool) {
 			sess = "-"
 		}
 		printf(c, "%2d. %s  %s  %s  %s  (seq %d, score %.4f)\n", i+1, fmtMS(r.Time), sess, who, r.ChunkID, r.Seq, r.Score)
+		if r.Tool != nil {
+			printf(c, "    tool %s %s [%s]\n", r.Tool.Name, snippet(r.Tool.Args, 120), r.Tool.Status)
+		}
+		if len(r.SupersededBy) > 0 {
+			printf(c, "    superseded by %s\n", strings.Join(r.SupersededBy, ", "))
+		}
 		printf(c, "    %s\n", snippet(r.Content, 240))
 		if r.ChunkParent != "" {
 			printf(c, "    part %d of document %s (`ucl get %s` prints it whole)\n", r.ChunkIndex+1, r.ChunkParent, r.ChunkParent)

@@ -10,7 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-var docFiles = []string{"../../README.md", "../../docs/design.md", "../../docs/mcp.md", "../../docs/serve.md"}
+var docFiles = []string{"../../README.md", "../../docs/design.md", "../../docs/mcp.md", "../../docs/serve.md", "../../docs/sharing.md"}
 
 // The README and docs work from a clone alone: no link or reference leaves
 // the repository, and every relative link names a file in it.

@@ -22,6 +22,7 @@
 //	                                  ucl.AppendRequest (application/json) → ucl.AppendResult
 //	POST   /v1/query                  ucl.SearchRequest → ucl.SearchResult
 //	POST   /v1/context                ucl.ContextRequest → ucl.ContextResult
+//	POST   /v1/index                  ucl.IndexRequest → ucl.IndexResult (the navigable index)
 //	GET    /v1/sessions?limit=N       ucl.SessionsResult
 //	GET    /v1/sessions/{id}?offset=&limit=   ucl.SessionResult
 //	GET    /v1/documents/{id}         ucl.GetItem (a chunk id, or a document's chunk parent)

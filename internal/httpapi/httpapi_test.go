@@ -254,6 +254,11 @@ func TestREST(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(c.Context, "12 percent") || c.Tokens > 300 {
 		t.Fatalf("context: %d %s", resp.StatusCode, b)
 	}
+	resp, b = e.post("/v1/index", ucl.IndexRequest{Query: "cat", Budget: 300, Now: "2024-01-01"})
+	ix := decode[ucl.IndexResult](t, b)
+	if resp.StatusCode != 200 || ix.Matches == 0 || ix.Tokens > 300 || !strings.Contains(ix.Text, "Momo") {
+		t.Fatalf("index: %d %s", resp.StatusCode, b)
+	}
 	resp, b = e.do("GET", "/v1/sessions?limit=1", "", nil)
 	if ss := decode[ucl.SessionsResult](t, b); resp.StatusCode != 200 || len(ss.Sessions) != 1 {
 		t.Fatalf("sessions: %d %s", resp.StatusCode, b)
@@ -293,6 +298,7 @@ func TestREST(t *testing.T) {
 		{"empty query", "POST", "/v1/query", "application/json", `{"text":""}`, 400, "bad_request"},
 		{"bad mode", "POST", "/v1/query", "application/json", `{"text":"x","mode":"psychic"}`, 400, "bad_request"},
 		{"negative budget", "POST", "/v1/context", "application/json", `{"text":"x","budget":-1}`, 400, "bad_request"},
+		{"index budget too small", "POST", "/v1/index", "application/json", `{"budget":10}`, 400, "bad_request"},
 		{"no targets", "POST", "/v1/tombstone", "application/json", `{}`, 400, "bad_request"},
 		{"bad limit", "GET", "/v1/sessions?limit=-2", "", ``, 400, "bad_request"},
 		{"id conflict", "POST", "/v1/store", "application/json", `{"content":"other content","session":"s1","id":"k1"}`, 409, "conflict"},
@@ -558,7 +564,11 @@ func sessionTurns(t *testing.T, e *env, session string) []string {
 	}
 	var out []string
 	for _, c := range res.Chunks {
-		out = append(out, c.Kind.String()+"/"+c.Role+": "+c.Content)
+		content := c.Content
+		if c.Tool != nil { // a tool call: its name, arguments and status, then its result
+			content = fmt.Sprintf("%s %s [%s] %s", c.Tool.Name, c.Tool.Args, c.Tool.Status, c.Content)
+		}
+		out = append(out, c.Kind.String()+"/"+c.Role+": "+content)
 	}
 	return out
 }
@@ -695,10 +705,12 @@ func TestProxyToolCallsStored(t *testing.T) {
 		!strings.Contains(turns[1], `get_weather`) || !strings.Contains(turns[1], `Paris`) {
 		t.Fatalf("turns %q", turns)
 	}
-	// The tool loop resends the same user message: it is stored once.
+	// The tool loop resends the same user message: it is stored once. The
+	// fake upstream answers with the same call id again: a call is known
+	// by its id (its result finds it that way), so it is stored once too.
 	again := chatBody(t, false, "user", "Weather in Paris?")
 	e.do("POST", "/v1/chat/completions", "application/json", again, SessionHeader, "t1")
-	if turns := sessionTurns(t, e, "t1"); len(turns) != 3 || strings.Count(strings.Join(turns, "\n"), "user: Weather in Paris?") != 1 {
+	if turns := sessionTurns(t, e, "t1"); len(turns) != 2 || strings.Count(strings.Join(turns, "\n"), "user: Weather in Paris?") != 1 {
 		t.Fatalf("turns after the resend %q", turns)
 	}
 }
@@ -765,7 +777,7 @@ func TestProxyStreamsChunkByChunk(t *testing.T) {
 	}
 	turns := sessionTurns(t, e, "st")
 	if len(turns) != 4 || turns[2] != "conversation/assistant: "+strings.Join(streamParts, "") ||
-		!strings.Contains(turns[3], `"arguments":"{\"q\":\"sofa\"}"`) || !strings.HasPrefix(turns[3], "tool_call/") {
+		!strings.Contains(turns[3], `{"q":"sofa"} [pending]`) || !strings.HasPrefix(turns[3], "tool_call/") {
 		t.Fatalf("turns %q", turns)
 	}
 	// The bytes are the upstream's.
@@ -975,5 +987,32 @@ func TestProxyBrokenStreamStoresNothing(t *testing.T) {
 	}
 	if n := len(e.api.appendCalls()); n != 0 {
 		t.Fatalf("%d appends after a broken stream", n)
+	}
+}
+
+// A transcript keeps a turn said twice: the proxy records every exchange,
+// duplicates allowed (a store through /v1/store would return duplicate_of).
+func TestProxyRecordsRepeatedTurns(t *testing.T) {
+	up := newUpstream(t, "plain")
+	e := newEnv(t, Options{Upstream: up.srv.URL + "/v1", DefaultSession: "chat"})
+	// The second request carries the history: its "ok" is a new turn (the
+	// proxy's turn ids are by position), with the same text as the first.
+	msgs := []any{map[string]string{"role": "user", "content": "ok"}}
+	for i := 1; i <= 2; i++ {
+		if i == 2 {
+			msgs = append(msgs, map[string]string{"role": "assistant", "content": "The sofa is red, and Momo sleeps there."},
+				map[string]string{"role": "user", "content": "ok"})
+		}
+		b, _ := json.Marshal(map[string]any{"model": "m", "messages": msgs})
+		if resp, body := e.do("POST", "/v1/chat/completions", "application/json", b); resp.StatusCode != 200 {
+			t.Fatalf("%d %s", resp.StatusCode, body)
+		}
+		if turns := sessionTurns(t, e, "chat"); len(turns) != 2*i {
+			t.Fatalf("after exchange %d: %q", i, turns)
+		}
+	}
+	resp, body := e.post("/v1/store", ucl.RememberRequest{Content: "OK", Session: "chat"})
+	if r := decode[ucl.AppendResult](t, body); resp.StatusCode != 200 || r.Results[0].DuplicateOf == "" {
+		t.Fatalf("store of a said turn: %d %s", resp.StatusCode, body)
 	}
 }

@@ -35,6 +35,8 @@ type chatRequest struct {
 type chatMessage struct {
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
+	// ToolCallID is set on a tool message: the result of that call.
+	ToolCallID string `json:"tool_call_id"`
 }
 
 // text returns a message's text: a string content, or the text parts of
@@ -77,6 +79,9 @@ type exchange struct {
 	memory   time.Duration // spent assembling memory
 	store    time.Duration // spent storing the exchange
 	recorded bool
+	// results are the tool messages of the request: the results of calls
+	// an earlier reply made, which complete the stored (pending) calls.
+	results []toolResult
 }
 
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
@@ -113,6 +118,9 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		}
 		if m.Role == "user" && strings.TrimSpace(t) != "" {
 			ex.user, ex.userIdx = t, i
+		}
+		if m.Role == "tool" && m.ToolCallID != "" && strings.TrimSpace(t) != "" {
+			ex.results = append(ex.results, toolResult{callID: m.ToolCallID, text: t})
 		}
 	}
 	if ex.user != "" {
@@ -450,13 +458,16 @@ func (s *Server) record(r *http.Request, ex *exchange, rp *reply) {
 	// The decision to store is taken: a client leaving now must not cut
 	// the append in half (it is atomic anyway) or skip it.
 	t0 := time.Now()
-	_, err = s.api.Append(context.WithoutCancel(r.Context()), ucl.AppendRequest{JSONL: jsonl})
+	// A transcript keeps a turn said twice ("ok", "thanks"): near-duplicate
+	// detection is for memories stored on purpose, not for what was said.
+	_, err = s.api.Append(context.WithoutCancel(r.Context()), ucl.AppendRequest{JSONL: jsonl, AllowDuplicate: true})
 	ex.store = time.Since(t0)
 	if err != nil {
 		s.log.Error("store exchange", "session", ex.session, "err", err)
 		return
 	}
 	ex.recorded = true
+	s.completeToolCalls(context.WithoutCancel(r.Context()), ex)
 }
 
 // userTurnID is the user turn's id: one message of one session stores once.
@@ -487,7 +498,7 @@ func exchangeJSONL(ex *exchange, rp *reply) (string, error) {
 		meta["model"] = ex.model
 	}
 	uid := userTurnID(ex.session, ex.userIdx, ex.user)
-	lines := []line{{Session: ex.session, Role: "user", Kind: "conversation", Content: ex.user, ID: uid, ChunkID: uid, Meta: meta}}
+	lines := []any{line{Session: ex.session, Role: "user", Kind: "conversation", Content: ex.user, ID: uid, ChunkID: uid, Meta: meta}}
 	parent := uid
 	if c := rp.content.String(); strings.TrimSpace(c) != "" {
 		aid := "a-" + xid
@@ -495,12 +506,15 @@ func exchangeJSONL(ex *exchange, rp *reply) (string, error) {
 		parent = aid
 	}
 	for i, tc := range rp.toolCalls {
-		b, err := json.Marshal(tc)
+		tid := fmt.Sprintf("t-%s-%d", xid, i)
+		if tc.ID != "" {
+			tid = toolItemID(ex.session, tc.ID)
+		}
+		l, err := toolCallLine(ex.session, tid, parent, tc, meta)
 		if err != nil {
 			return "", err
 		}
-		tid := fmt.Sprintf("t-%s-%d", xid, i)
-		lines = append(lines, line{Session: ex.session, Role: "assistant", Kind: "tool_call", Content: string(b), ID: tid, ChunkID: tid, Parent: parent, Meta: meta})
+		lines = append(lines, l)
 	}
 	var out bytes.Buffer
 	enc := json.NewEncoder(&out)

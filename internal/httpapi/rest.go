@@ -150,6 +150,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /v1/append", s.appendRoute)
 	m.HandleFunc("POST /v1/query", jsonRoute(s, s.api.Search))
 	m.HandleFunc("POST /v1/context", jsonRoute(s, s.api.Context))
+	m.HandleFunc("POST /v1/index", jsonRoute(s, s.api.Index))
 	m.HandleFunc("POST /v1/tombstone", jsonRoute(s, s.api.Tombstone))
 	m.HandleFunc("GET /v1/sessions", s.sessions)
 	m.HandleFunc("GET /v1/sessions/{id}", s.session)

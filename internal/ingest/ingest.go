@@ -7,7 +7,18 @@
 //	 "content":"…","meta":{"k":"v"},"time":"2023-05-08T13:56:00Z",
 //	 "id":"…","chunk_id":"…","parent":"…"}
 //	{"type":"tombstone","chunks":["…"],"session":"s1","from":"…","to":"…","reason":"…"}
+//	{"type":"tool_call","name":"get_weather","args":{"city":"Berlin"},"result":"22C",
+//	 "status":"ok","parent":"<message id>","session":"s1","role":"tool","time":"…","id":"…"}
 //
+// A store line may carry "supersedes":["<item id>", …] (live items, or
+// items earlier in the same input). A tool_call line is a store of kind
+// tool_call with the tool fields of store body v2: "name" is required,
+// "args" is any JSON value (kept byte for byte), "result" the output
+// (may be absent: the call is stored before its result), "parent" the
+// message that triggered it; a long result is chunked like a document.
+//
+// "allow_duplicate": true on a store line writes it even when its text
+// duplicates a live item (see package ucl); ReadAllFlags reports it.
 // "type" defaults to "store", "kind" to "conversation". "id" is the
 // idempotency key: 32 hex digits are used as the event id as they are; any
 // other string is hashed to one (SHA-256, first 16 bytes), so re-appending a
@@ -70,6 +81,14 @@ type line struct {
 	From        json.RawMessage   `json:"from"`
 	To          json.RawMessage   `json:"to"`
 	Reason      string            `json:"reason"`
+	// AllowDuplicate is read by ReadAllFlags (see there).
+	AllowDuplicate bool     `json:"allow_duplicate"`
+	Supersedes     []string `json:"supersedes"`
+	// tool_call lines
+	Name   string          `json:"name"`
+	Args   json.RawMessage `json:"args"`
+	Result *string         `json:"result"`
+	Status string          `json:"status"`
 }
 
 // Options tune parsing.
@@ -164,7 +183,19 @@ func ParseLine(b []byte, lineNo int, o Options) ([]log.Entry, error) {
 			return nil, fail("id", errors.New("the all-zero id is reserved (it means \"no id\", which would turn idempotency off)"))
 		}
 	}
+	if ln.Type != "tool_call" {
+		for _, f := range [...]struct {
+			name string
+			set  bool
+		}{{"name", ln.Name != ""}, {"args", ln.Args != nil}, {"result", ln.Result != nil}, {"status", ln.Status != ""}} {
+			if f.set {
+				return nil, fail(f.name, errors.New("only a tool_call line has it"))
+			}
+		}
+	}
 	switch ln.Type {
+	case "tool_call":
+		return toolCallEntries(&ln, id, o, fail)
 	case "", "store":
 		if ln.Content == nil || strings.TrimSpace(*ln.Content) == "" {
 			return nil, fail("content", errors.New("missing or empty"))
@@ -183,7 +214,10 @@ func ParseLine(b []byte, lineNo int, o Options) ([]log.Entry, error) {
 			}
 		}
 		s := &log.Store{ChunkID: ln.ChunkID, Kind: kind, Session: ln.Session, Role: ln.Role, Content: *ln.Content,
-			Meta: ln.Meta, Parent: ln.Parent, ChunkParent: ln.ChunkParent, Time: t}
+			Meta: ln.Meta, Parent: ln.Parent, ChunkParent: ln.ChunkParent, Time: t, Supersedes: ln.Supersedes}
+		if err := s.Validate(); err != nil {
+			return nil, fail("", err)
+		}
 		if ln.ChunkIndex != nil {
 			if *ln.ChunkIndex < 0 {
 				return nil, fail("chunk_index", errors.New("negative"))
@@ -210,7 +244,7 @@ func ParseLine(b []byte, lineNo int, o Options) ([]log.Entry, error) {
 	case "share_grant", "share_revoke", "rekey":
 		return nil, fail("type", fmt.Errorf("%s events carry key material and are made by `ucl share` / `ucl keys`, not from JSONL", ln.Type))
 	default:
-		return nil, fail("type", fmt.Errorf("unknown type %q: want store or tombstone", ln.Type))
+		return nil, fail("type", fmt.Errorf("unknown type %q: want store, tool_call or tombstone", ln.Type))
 	}
 }
 
@@ -234,7 +268,11 @@ func replacedRunes(b []byte, ln *line) int {
 	if ln.Content != nil {
 		count(*ln.Content)
 	}
-	for _, s := range []string{ln.Type, ln.ID, ln.Session, ln.Role, ln.Kind, ln.ChunkID, ln.Parent, ln.ChunkParent, ln.Reason} {
+	if ln.Result != nil {
+		count(*ln.Result)
+	}
+	for _, s := range append([]string{ln.Type, ln.ID, ln.Session, ln.Role, ln.Kind, ln.ChunkID, ln.Parent, ln.ChunkParent, ln.Reason,
+		ln.Name, ln.Status, string(ln.Args)}, ln.Supersedes...) {
 		count(s)
 	}
 	for k, v := range ln.Meta {
@@ -322,6 +360,9 @@ func StoreEntries(s *log.Store, id log.ID, chunkTokens int) []log.Entry {
 	}
 	out := make([]log.Entry, len(chunks))
 	for i, c := range chunks {
+		if i > 0 {
+			c.Tool, c.Supersedes = nil, nil // the first chunk carries them
+		}
 		var cid log.ID
 		if !id.IsZero() {
 			cid = EventID(fmt.Sprintf("%s#%d", id, i))
@@ -351,4 +392,38 @@ func ReadAll(r io.Reader, o Options) ([]log.Entry, error) {
 		out = append(out, es...)
 	}
 	return out, nil
+}
+
+// toolCallEntries builds the store body of a tool_call line.
+func toolCallEntries(ln *line, id log.ID, o Options, fail func(string, error) error) ([]log.Entry, error) {
+	if strings.TrimSpace(ln.Name) == "" {
+		return nil, fail("name", errors.New("a tool call needs a name"))
+	}
+	if ln.Content != nil {
+		return nil, fail("content", errors.New("a tool call's output is its \"result\""))
+	}
+	if ln.Kind != "" && ln.Kind != "tool_call" {
+		return nil, fail("kind", errors.New("a tool call is of kind tool_call"))
+	}
+	t, err := rawTime(ln.Time)
+	if err != nil {
+		return nil, fail("time", err)
+	}
+	role := ln.Role
+	if role == "" {
+		role = "tool"
+	}
+	s := &log.Store{ChunkID: ln.ChunkID, Kind: log.KindToolCall, Session: ln.Session, Role: role, Meta: ln.Meta,
+		Parent: ln.Parent, Time: t, Supersedes: ln.Supersedes,
+		Tool: &log.ToolCall{Name: ln.Name, Args: string(ln.Args), Status: ln.Status}}
+	if ln.Result != nil {
+		s.Content = *ln.Result
+	}
+	if ln.ChunkParent != "" || ln.ChunkIndex != nil {
+		return nil, fail("chunk_parent", errors.New("a tool call is chunked by ucl, not by hand"))
+	}
+	if err := s.Validate(); err != nil {
+		return nil, fail("", err)
+	}
+	return StoreEntries(s, id, o.ChunkTokens), nil
 }

@@ -24,13 +24,17 @@
 //	uc_list_sessions  ListSessionsIn → ListSessionsOut
 //	uc_get_document   DocumentIn → DocumentOut      a document reassembled, by id or meta name
 //	uc_period         PeriodIn → PeriodOut          items in a period, newest first, paged
+//	uc_index          IndexIn → IndexOut            a navigable map under a token budget (ucl index)
 //	uc_forget         ForgetIn → ForgetOut          a tombstone (hides; not erasure)
 //	uc_status         StatusIn → StatusOut          log head, projections, mirror
 //
 // Item ids are chunk ids. uc_store chooses the chunk id itself (from the
 // idempotency key when one is given, else at random) so that it can return
 // the id of every chunk it wrote: a single chunk has that id, a chunked
-// whole has id#0, id#1, ... and the whole is addressed by id.
+// whole has id#0, id#1, ... and the whole is addressed by id. A store whose
+// text equals (ignoring case and spacing) a live item of the same session,
+// role and kind writes nothing and returns that item's ids, with
+// duplicate_of set (allow_duplicate stores it anyway).
 //
 // # Errors
 //

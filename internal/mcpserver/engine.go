@@ -17,6 +17,9 @@ type Engine interface {
 	Sessions(ctx context.Context, req ucl.SessionsRequest) (*ucl.SessionsResult, error)
 	Session(ctx context.Context, req ucl.SessionRequest) (*ucl.SessionResult, error)
 	Get(ctx context.Context, req ucl.GetRequest) (*ucl.GetResult, error)
+	Index(ctx context.Context, req ucl.IndexRequest) (*ucl.IndexResult, error)
+	Edit(ctx context.Context, req ucl.EditRequest) (*ucl.EditResult, error)
+	Thread(ctx context.Context, req ucl.ThreadRequest) (*ucl.ThreadResult, error)
 	Status(ctx context.Context, req ucl.StatusRequest) (*ucl.StatusResult, error)
 	ProjectionStatus(ctx context.Context, req ucl.ProjectionStatusRequest) (*ucl.ProjectionsResult, error)
 }

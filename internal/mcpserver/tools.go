@@ -22,11 +22,11 @@ import (
 // Tool descriptions are written for the model that decides when to call
 // the tool: what it is for, when to call it, what comes back.
 const (
-	descStore        = `Remember something: a conversation turn, a fact or decision worth keeping (kind knowledge), a whole document or a tool result (long ones are split into chunks automatically and can be read back whole with uc_get_document). Call it for every turn you want recalled in later sessions, with the session id of the current conversation and the role. Pass parent (the id of the item this replies to) to keep threads, and id as an idempotency key when you might retry. Returns the ids and log sequence numbers written. Stored items are encrypted, append-only and mirrored; use uc_forget to hide one.`
+	descStore        = `Remember something: a conversation turn, a fact or decision worth keeping (kind knowledge), a whole document or a tool result (long ones are split into chunks automatically and can be read back whole with uc_get_document). Call it for every turn you want recalled in later sessions, with the session id of the current conversation and the role. Pass parent (the id of the item this replies to) to keep threads, and id as an idempotency key when you might retry. To record a tool call give tool (name, args, status) with its result as content (content may be empty while the result is pending) and the triggering message as parent. When a fact changed, pass supersedes with the ids of the outdated items: they then rank below the new one and are marked superseded_by. Returns the ids and log sequence numbers written. Stored items are encrypted, append-only and mirrored; use uc_forget to hide one.`
 	descQuery        = `Search memory for items relevant to a question, across all past sessions. Hybrid retrieval (keywords and meaning); time phrases in the query such as "yesterday", "last week" or "in May 2023" become time filters. Filters: sessions, kinds, roles, since/until. Returns ranked hits with id, session, role, kind, time, score and a snippet; is_chunk marks a piece of a larger document (read it with uc_get with_chunks or uc_get_document). Use uc_get to read a hit in full, uc_get_thread for the conversation around it.`
 	descContext      = `Get a ready-to-use context block for the current task: the recent turns of the active session followed by the most relevant memories, packed under a token budget (the same block as the CLI's "ucl context"). Call it at the start of a task or when the user refers to something from before; put the returned context in your working memory. Give the user's message as query and the current session as session.`
-	descGet          = `Read items in full by id (ids from uc_query, uc_store or uc_period). With with_chunks, an id that is one chunk of a larger document or tool result returns every chunk of that whole, in order. An id that does not exist (or was forgotten) is an error naming it.`
-	descThread       = `Get the reply chain around an item: the items it replies to (following parent), the item itself, and the replies to it, up to depth steps each way, in time order. Use it to see the discussion a search hit came from.`
+	descGet          = `Read items in full by id (ids from uc_query, uc_store or uc_period). With with_chunks, an id that is one chunk of a larger document or tool result returns every chunk of that whole, in order. An id that does not exist (or was forgotten) is an error naming it. With history, every version of an edited item (uc_edit) is listed with its time and author.`
+	descThread       = `Get the reply chain around an item: the items it replies to (following parent), the item itself, and the replies to it and the tool calls it triggered, up to depth steps each way, in time order. Use it to see the discussion a search hit came from.`
 	descSession      = `Read one session (a conversation) in order: its items from position from, at most limit (paged; next gives the next page), with the session's time span, counts and title. Use uc_list_sessions to find session ids.`
 	descListSessions = `List sessions (conversations), most recently active first, with their time span, item counts, title and short summary. since keeps only sessions active at or after a time. Use it to orient yourself ("what have we worked on lately?") and then uc_get_session to read one.`
 	descDocument     = `Read a whole stored document (or long tool result) reassembled from its chunks, by its id (the chunk_parent of its chunks, or the id of any chunk) or by its name (the meta name given when it was stored).`
@@ -46,16 +46,28 @@ func (s *server) addTools(srv *mcp.Server) {
 	mcp.AddTool(srv, &mcp.Tool{Name: "uc_list_sessions", Description: descListSessions, Annotations: ro}, s.toolListSessions)
 	mcp.AddTool(srv, &mcp.Tool{Name: "uc_get_document", Description: descDocument, Annotations: ro}, s.toolDocument)
 	mcp.AddTool(srv, &mcp.Tool{Name: "uc_period", Description: descPeriod, Annotations: ro}, s.toolPeriod)
+	mcp.AddTool(srv, &mcp.Tool{Name: "uc_index", Description: descIndex, Annotations: ro}, s.toolIndex)
 	destructive := true
 	mcp.AddTool(srv, &mcp.Tool{Name: "uc_forget", Description: descForget, Annotations: &mcp.ToolAnnotations{DestructiveHint: &destructive}}, s.toolForget)
 	mcp.AddTool(srv, &mcp.Tool{Name: "uc_status", Description: descStatus, Annotations: ro}, s.toolStatus)
+	mcp.AddTool(srv, &mcp.Tool{Name: "uc_edit", Description: descEdit}, s.toolEdit)
 }
 
 // ---- uc_store
 
 func (s *server) toolStore(ctx context.Context, _ *mcp.CallToolRequest, in StoreIn) (*mcp.CallToolResult, StoreOut, error) {
 	var out StoreOut
-	if strings.TrimSpace(in.Content) == "" {
+	if in.Tool != nil {
+		if strings.TrimSpace(in.Tool.Name) == "" {
+			return nil, out, badArg("tool.name", "is empty: a tool call needs a name")
+		}
+		if in.Kind == "" {
+			in.Kind = "tool_call"
+		}
+		if in.Kind != "tool_call" {
+			return nil, out, badArg("kind", "a tool call is of kind tool_call, not %s", in.Kind)
+		}
+	} else if strings.TrimSpace(in.Content) == "" {
 		return nil, out, badArg("content", "is empty: give the text to remember")
 	}
 	if len(in.Content) > maxContentSize {
@@ -98,7 +110,10 @@ func (s *server) toolStore(ctx context.Context, _ *mcp.CallToolRequest, in Store
 		role = "user"
 	}
 	req := ucl.RememberRequest{Content: in.Content, Session: in.Session, Role: role, Kind: kind.String(),
-		Meta: in.Meta, Time: in.Time, ID: in.ID, Parent: in.Parent, ChunkID: chunkID}
+		Meta: in.Meta, Time: in.Time, ID: in.ID, Parent: in.Parent, ChunkID: chunkID, Supersedes: in.Supersedes, AllowDuplicate: in.AllowDuplicate}
+	if req.Tool, err = toolCallOf(in.Tool); err != nil {
+		return nil, out, err
+	}
 	res, err := s.eng.Remember(ctx, req)
 	if err != nil {
 		return nil, out, engineErr("store", err)
@@ -111,14 +126,28 @@ func (s *server) toolStore(ctx context.Context, _ *mcp.CallToolRequest, in Store
 		if len(res.Results) > 1 {
 			out.IDs[i] = fmt.Sprintf("%s#%d", chunkID, i)
 		}
+		if r.DuplicateOf != "" {
+			out.IDs[i] = r.DuplicateOf
+		}
 		out.Seqs[i] = r.Seq
 		out.Existed = out.Existed && r.Existed
 	}
 	if len(res.Results) > 1 {
 		out.Chunked, out.Parent = true, chunkID
+		if res.Document != "" {
+			out.Parent = res.Document
+		}
+	}
+	if d := res.Results[0].DuplicateOf; d != "" {
+		out.DuplicateOf = d
+		if out.Chunked {
+			out.DuplicateOf = out.Parent
+		}
 	}
 	var b strings.Builder
 	switch {
+	case out.DuplicateOf != "":
+		fmt.Fprintf(&b, "already stored: %s has the same text (ignoring case and spacing) in this session, role and kind; nothing new written (allow_duplicate stores it anyway).\n", out.DuplicateOf)
 	case out.Existed:
 		fmt.Fprintf(&b, "already stored (same id and content): nothing new written.\n")
 	case out.Chunked:
@@ -142,7 +171,7 @@ func (s *server) toolQuery(ctx context.Context, _ *mcp.CallToolRequest, in Query
 		return nil, out, err
 	}
 	req := ucl.SearchRequest{Text: in.Query, K: k, Session: in.Active, Sessions: in.Sessions, Kinds: in.Kinds, Roles: in.Roles,
-		Now: s.opts.Now().UTC().Format(time.RFC3339Nano)}
+		Now: s.opts.Now().UTC().Format(time.RFC3339Nano), IncludeSuperseded: in.IncludeSuperseded}
 	if err := checkKinds(in.Kinds); err != nil {
 		return nil, out, err
 	}
@@ -175,9 +204,16 @@ func (s *server) toolQuery(ctx context.Context, _ *mcp.CallToolRequest, in Query
 	}
 	for i, r := range res.Results {
 		h := Hit{ID: r.ChunkID, Session: r.Session, Role: r.Role, Kind: r.Kind, Time: fmtMS(r.Time), Seq: r.Seq,
-			Score: r.Score, Snippet: snippet(r.Content, SnippetRunes), IsChunk: r.ChunkParent != "", ChunkParent: r.ChunkParent}
+			Score: r.Score, Snippet: snippet(r.Content, SnippetRunes), IsChunk: r.ChunkParent != "", ChunkParent: r.ChunkParent,
+			Tool: toolOutOf(r.Tool), SupersededBy: r.SupersededBy}
 		out.Hits = append(out.Hits, h)
 		fmt.Fprintf(&b, "%d. [%s] %s %s%s id=%s score=%.4f", i+1, h.Time, orDash(h.Session), whoOf(h.Role, h.Kind), chunkNote(h.IsChunk), h.ID, h.Score)
+		if h.Tool != nil {
+			fmt.Fprintf(&b, " tool=%s", h.Tool.Name)
+		}
+		if len(h.SupersededBy) > 0 {
+			fmt.Fprintf(&b, " superseded_by=%s", strings.Join(h.SupersededBy, ","))
+		}
 		fmt.Fprintf(&b, "\n   %s\n", h.Snippet)
 	}
 	return textResult(b.String()), out, nil
@@ -275,7 +311,14 @@ func (s *server) toolGet(ctx context.Context, _ *mcp.CallToolRequest, in GetIn) 
 			out.Items = append(out.Items, itemOf(c))
 		}
 	}
-	return textResult(renderItems(out.Items)), out, nil
+	text := renderItems(out.Items)
+	if in.History {
+		if out.History, err = s.histories(ctx, in.IDs); err != nil {
+			return nil, out, err
+		}
+		text += renderHistories(out.History)
+	}
+	return textResult(text), out, nil
 }
 
 // getChunks resolves ids (chunk ids or document ids) to live chunks, in the
@@ -322,72 +365,6 @@ func (s *server) getChunks(ctx context.Context, ids []string) ([]timelines.Chunk
 		return nil, fmt.Errorf("%w: no item with id %s (never stored, or forgotten)", ErrNotFound, quoteList(missing))
 	}
 	return out, nil
-}
-
-// ---- uc_get_thread
-
-func (s *server) toolThread(ctx context.Context, _ *mcp.CallToolRequest, in ThreadIn) (*mcp.CallToolResult, ThreadOut, error) {
-	var out ThreadOut
-	if strings.TrimSpace(in.ID) == "" {
-		return nil, out, badArg("id", "is empty")
-	}
-	depth, err := checkRange("depth", in.Depth, DefaultDepth, MaxDepth)
-	if err != nil {
-		return nil, out, err
-	}
-	anchor, err := s.getChunks(ctx, []string{in.ID})
-	if err != nil {
-		return nil, out, err
-	}
-	thread := map[string]timelines.Chunk{}
-	a := anchor[0]
-	thread[a.ID] = a
-	// Up: follow parent while it is live.
-	for cur, i := a, 0; cur.Parent != "" && i < depth; i++ {
-		res, err := s.eng.Get(ctx, ucl.GetRequest{IDs: []string{cur.Parent}})
-		if err != nil {
-			return nil, out, engineErr("get thread", err)
-		}
-		if len(res.Items) == 0 || !res.Items[0].Found || len(res.Items[0].Chunks) == 0 {
-			break
-		}
-		cur = res.Items[0].Chunks[0]
-		if _, dup := thread[cur.ID]; dup {
-			break // a cycle of parents: stop rather than loop
-		}
-		thread[cur.ID] = cur
-	}
-	// Down: replies live in the anchor's session (a reply names its parent
-	// and is stored in the conversation it continues).
-	if a.Session != "" {
-		sess, err := s.eng.Session(ctx, ucl.SessionRequest{ID: a.Session})
-		if err != nil {
-			return nil, out, engineErr("get thread", err)
-		}
-		frontier := map[string]bool{a.ID: true}
-		for i := 0; i < depth && len(frontier) > 0; i++ {
-			next := map[string]bool{}
-			for _, c := range sess.Chunks {
-				if frontier[c.Parent] {
-					if _, dup := thread[c.ID]; !dup {
-						thread[c.ID] = c
-						next[c.ID] = true
-					}
-				}
-			}
-			frontier = next
-		}
-	}
-	list := make([]timelines.Chunk, 0, len(thread))
-	for _, c := range thread {
-		list = append(list, c)
-	}
-	sortChunks(list)
-	out = ThreadOut{Anchor: a.ID, Items: make([]Item, len(list))}
-	for i, c := range list {
-		out.Items[i] = itemOf(c)
-	}
-	return textResult(renderItems(out.Items)), out, nil
 }
 
 // ---- uc_get_session
@@ -818,7 +795,8 @@ func checkSpan(sinceName, since, untilName, until string) (string, string, error
 
 func itemOf(c timelines.Chunk) Item {
 	return Item{ID: c.ID, Session: c.Session, Role: c.Role, Kind: c.Kind.String(), Time: fmtMS(c.Time), Seq: c.Seq,
-		Content: c.Content, Meta: c.Meta, Parent: c.Parent, ChunkParent: c.ChunkParent, ChunkIndex: c.ChunkIndex}
+		Content: c.Content, Meta: c.Meta, Parent: c.Parent, ChunkParent: c.ChunkParent, ChunkIndex: c.ChunkIndex,
+		Tool: toolOutOf(c.Tool), Supersedes: c.Supersedes, EditedBy: c.EditedBy, Edited: c.Edited}
 }
 
 func sessionInfoOf(si timelines.SessionInfo, summary string) SessionInfo {
@@ -845,6 +823,12 @@ func renderItems(items []Item) string {
 		}
 		if it.ChunkParent != "" {
 			fmt.Fprintf(&b, " chunk %d of %s", it.ChunkIndex, it.ChunkParent)
+		}
+		if it.Tool != nil {
+			fmt.Fprintf(&b, " tool=%s args=%s status=%s", it.Tool.Name, compactJSON(it.Tool.Args), orDash(it.Tool.Status))
+		}
+		if it.Edited {
+			fmt.Fprintf(&b, " edited")
 		}
 		fmt.Fprintf(&b, "\n%s\n\n", it.Content)
 	}

@@ -18,18 +18,26 @@ type Item struct {
 	Parent      string            `json:"parent,omitempty" jsonschema:"id of the item this replies to"`
 	ChunkParent string            `json:"chunk_parent,omitempty" jsonschema:"set when this is one chunk of a larger item: the id of the whole (uc_get_document)"`
 	ChunkIndex  int               `json:"chunk_index,omitempty" jsonschema:"position of this chunk in the whole"`
+	Tool        *ToolOut          `json:"tool,omitempty" jsonschema:"set on a tool call: its name, arguments and status (content is its result)"`
+	Supersedes  []string          `json:"supersedes,omitempty" jsonschema:"ids of the items this one replaced as outdated"`
+	Edited      bool              `json:"edited,omitempty" jsonschema:"true when this is an edited version (uc_get with history lists the earlier ones)"`
+	EditedBy    string            `json:"edited_by,omitempty"`
 }
 
 // StoreIn are the arguments of uc_store.
 type StoreIn struct {
-	Content string            `json:"content" jsonschema:"the text to remember (a turn, a fact, a whole document or tool result: long ones are chunked)"`
-	Session string            `json:"session,omitempty" jsonschema:"session (conversation) id it belongs to"`
-	Role    string            `json:"role,omitempty" jsonschema:"for conversation turns: user, assistant, system or tool"`
-	Kind    string            `json:"kind,omitempty" jsonschema:"conversation (default), document, knowledge or tool_call"`
-	Meta    map[string]string `json:"meta,omitempty" jsonschema:"string key/values kept with it; a document's meta name is how uc_get_document finds it by name"`
-	Parent  string            `json:"parent,omitempty" jsonschema:"id of the item this replies to (builds the thread of uc_get_thread)"`
-	Time    string            `json:"time,omitempty" jsonschema:"when it happened: RFC 3339, a date 2006-01-02 or unix ms (default now)"`
-	ID      string            `json:"id,omitempty" jsonschema:"idempotency key: storing again with the same id and content returns the first result and writes nothing"`
+	Content    string            `json:"content" jsonschema:"the text to remember (a turn, a fact, a whole document or tool result: long ones are chunked)"`
+	Session    string            `json:"session,omitempty" jsonschema:"session (conversation) id it belongs to"`
+	Role       string            `json:"role,omitempty" jsonschema:"for conversation turns: user, assistant, system or tool"`
+	Kind       string            `json:"kind,omitempty" jsonschema:"conversation (default), document, knowledge or tool_call"`
+	Meta       map[string]string `json:"meta,omitempty" jsonschema:"string key/values kept with it; a document's meta name is how uc_get_document finds it by name"`
+	Parent     string            `json:"parent,omitempty" jsonschema:"id of the item this replies to (builds the thread of uc_get_thread)"`
+	Time       string            `json:"time,omitempty" jsonschema:"when it happened: RFC 3339, a date 2006-01-02 or unix ms (default now)"`
+	Tool       *ToolIn           `json:"tool,omitempty" jsonschema:"makes this a tool call (kind tool_call): content is its result, parent the message that triggered it"`
+	Supersedes []string          `json:"supersedes,omitempty" jsonschema:"ids of live items this one replaces as outdated (a fact that changed)"`
+	ID         string            `json:"id,omitempty" jsonschema:"idempotency key: storing again with the same id and content returns the first result and writes nothing"`
+	// AllowDuplicate turns near-duplicate detection off for this call.
+	AllowDuplicate bool `json:"allow_duplicate,omitempty" jsonschema:"store it even when a live item of the same session, role and kind already has this text (ignoring case and spacing); by default that item is returned as duplicate_of and nothing is written"`
 }
 
 // StoreOut is the result of uc_store.
@@ -39,33 +47,39 @@ type StoreOut struct {
 	Chunked bool     `json:"chunked" jsonschema:"whether the content was split into several chunks"`
 	Parent  string   `json:"chunk_parent,omitempty" jsonschema:"id of the whole when chunked"`
 	Existed bool     `json:"existed" jsonschema:"true when the id was already stored with this content (nothing new written)"`
+	// DuplicateOf is set when nothing was written because the same text
+	// is already stored.
+	DuplicateOf string `json:"duplicate_of,omitempty" jsonschema:"set when nothing was written because a live item of the same session, role and kind has the same text (ignoring case and spacing): its id (the whole's id when chunked); ids are then that item's"`
 }
 
 // QueryIn are the arguments of uc_query.
 type QueryIn struct {
-	Query    string   `json:"query" jsonschema:"what to look for; time phrases like yesterday, last week or in May 2023 become filters"`
-	K        int      `json:"k,omitempty" jsonschema:"number of hits, 1 to 200 (default 10)"`
-	Sessions []string `json:"sessions,omitempty" jsonschema:"only these sessions"`
-	Active   string   `json:"active_session,omitempty" jsonschema:"the current session: its items rank a little higher (no filter)"`
-	Kinds    []string `json:"kinds,omitempty" jsonschema:"only these kinds: conversation, document, knowledge, tool_call"`
-	Roles    []string `json:"roles,omitempty" jsonschema:"only these roles"`
-	Since    string   `json:"since,omitempty" jsonschema:"only content from this time on (RFC 3339, date or unix ms)"`
-	Until    string   `json:"until,omitempty" jsonschema:"only content before this time"`
-	Mode     string   `json:"mode,omitempty" jsonschema:"hybrid (default), bm25 or vector"`
+	Query             string   `json:"query" jsonschema:"what to look for; time phrases like yesterday, last week or in May 2023 become filters"`
+	K                 int      `json:"k,omitempty" jsonschema:"number of hits, 1 to 200 (default 10)"`
+	Sessions          []string `json:"sessions,omitempty" jsonschema:"only these sessions"`
+	Active            string   `json:"active_session,omitempty" jsonschema:"the current session: its items rank a little higher (no filter)"`
+	Kinds             []string `json:"kinds,omitempty" jsonschema:"only these kinds: conversation, document, knowledge, tool_call"`
+	Roles             []string `json:"roles,omitempty" jsonschema:"only these roles"`
+	Since             string   `json:"since,omitempty" jsonschema:"only content from this time on (RFC 3339, date or unix ms)"`
+	Until             string   `json:"until,omitempty" jsonschema:"only content before this time"`
+	Mode              string   `json:"mode,omitempty" jsonschema:"hybrid (default), bm25 or vector"`
+	IncludeSuperseded bool     `json:"include_superseded,omitempty" jsonschema:"rank items that a newer item supersedes like any other (default: below the current ones)"`
 }
 
 // Hit is one ranked result of uc_query.
 type Hit struct {
-	ID          string  `json:"id"`
-	Session     string  `json:"session,omitempty"`
-	Role        string  `json:"role,omitempty"`
-	Kind        string  `json:"kind"`
-	Time        string  `json:"time"`
-	Seq         uint64  `json:"seq"`
-	Score       float64 `json:"score"`
-	Snippet     string  `json:"snippet" jsonschema:"the start of the content; uc_get returns it whole"`
-	IsChunk     bool    `json:"is_chunk" jsonschema:"true when the hit is one chunk of a larger item (uc_get with with_chunks, or uc_get_document)"`
-	ChunkParent string  `json:"chunk_parent,omitempty"`
+	ID           string   `json:"id"`
+	Session      string   `json:"session,omitempty"`
+	Role         string   `json:"role,omitempty"`
+	Kind         string   `json:"kind"`
+	Time         string   `json:"time"`
+	Seq          uint64   `json:"seq"`
+	Score        float64  `json:"score"`
+	Snippet      string   `json:"snippet" jsonschema:"the start of the content; uc_get returns it whole"`
+	IsChunk      bool     `json:"is_chunk" jsonschema:"true when the hit is one chunk of a larger item (uc_get with with_chunks, or uc_get_document)"`
+	ChunkParent  string   `json:"chunk_parent,omitempty"`
+	Tool         *ToolOut `json:"tool,omitempty" jsonschema:"set on a tool call"`
+	SupersededBy []string `json:"superseded_by,omitempty" jsonschema:"ids of newer items that replace this one as outdated"`
 }
 
 // QueryOut is the result of uc_query.
@@ -100,11 +114,13 @@ type ContextOut struct {
 type GetIn struct {
 	IDs        []string `json:"ids" jsonschema:"item (chunk) ids, as returned by uc_query or uc_store"`
 	WithChunks bool     `json:"with_chunks,omitempty" jsonschema:"for an id that is a chunk of a larger item, return every chunk of that item in order"`
+	History    bool     `json:"history,omitempty" jsonschema:"also list every version of each item (edits), oldest first, with time and author"`
 }
 
 // GetOut is the result of uc_get.
 type GetOut struct {
-	Items []Item `json:"items"`
+	Items   []Item        `json:"items"`
+	History []ItemHistory `json:"history,omitempty" jsonschema:"with history: the versions of each id asked for"`
 }
 
 // ThreadIn are the arguments of uc_get_thread.

@@ -442,7 +442,7 @@ func (x *Index) Checkpoint() (projections.Checkpoint, error) {
 // fieldHash is SHA-256 over the indexed fields of a store, length-prefixed.
 func fieldHash(s *log.Store) [32]byte {
 	b := make([]byte, 0, len(s.Content)+len(s.Session)+len(s.Role)+len(s.ChunkParent)+40)
-	for _, f := range []string{s.Content, s.Session, s.Kind.String(), s.Role, s.ChunkParent} {
+	for _, f := range []string{s.SearchText(), s.Session, s.Kind.String(), s.Role, s.ChunkParent} {
 		b = binary.AppendUvarint(b, uint64(len(f)))
 		b = append(b, f...)
 	}
@@ -466,6 +466,15 @@ func (x *Index) Apply(ev *log.Event) error {
 		return x.applyStore(b)
 	case *log.Tombstone:
 		return x.applyTombstone(b)
+	case *log.Edit:
+		// The old version's text leaves the index: overwritten chunks are
+		// re-indexed under their id, dropped ones deleted.
+		if len(b.Removes) > 0 {
+			if err := x.applyTombstone(&log.Tombstone{Chunks: b.Removes}); err != nil {
+				return err
+			}
+		}
+		return x.applyStore(&b.Store)
 	}
 	return nil
 }
@@ -477,7 +486,8 @@ func (x *Index) applyStore(s *log.Store) error {
 	// Built directly (no reflection, no composite _all field); the fields
 	// and analyzers are exactly those of newMapping, which queries use.
 	doc := document.NewDocument(s.ChunkID)
-	doc.AddField(document.NewTextFieldCustom(fieldContent, nil, []byte(s.Content), index.IndexField, x.enAnalyzer))
+	// A tool call is found by its name and arguments too.
+	doc.AddField(document.NewTextFieldCustom(fieldContent, nil, []byte(s.SearchText()), index.IndexField, x.enAnalyzer))
 	for _, kv := range [...][2]string{{fieldSession, s.Session}, {fieldKind, s.Kind.String()}, {fieldRole, s.Role}, {fieldChunkParent, s.ChunkParent}} {
 		if kv[1] != "" {
 			doc.AddField(document.NewTextFieldCustom(kv[0], nil, []byte(kv[1]), index.IndexField|index.SkipFreqNorm, x.kwAnalyzer))
@@ -487,7 +497,7 @@ func (x *Index) applyStore(s *log.Store) error {
 	if err := x.batch.IndexAdvanced(doc); err != nil {
 		return fmt.Errorf("index chunk %q: %w", s.ChunkID, err)
 	}
-	m := &docMeta{session: s.Session, time: s.Time, tokens: len(textutil.ContentWords(s.Content)), hash: fieldHash(s)}
+	m := &docMeta{session: s.Session, time: s.Time, tokens: len(textutil.ContentWords(s.SearchText())), hash: fieldHash(s)}
 	x.sideOps[s.ChunkID] = m
 	return x.maybeFlush()
 }

@@ -1,5 +1,5 @@
 // Package projstd assembles ucl's standard projection set — timelines,
-// full-text, L0 summaries and vectors — in one directory, one subdirectory
+// full-text, L0 summaries, vectors and the near-duplicate hashes — in one directory, one subdirectory
 // per projection, driven by one projector. The CLI, snapshots and the
 // Arweave rebuild all open projections through it, so every path builds the
 // same set with the same options and reaches the same digests.
@@ -46,6 +46,7 @@ import (
 
 	"github.com/unlimitedcontext/ucl/internal/fsutil"
 	"github.com/unlimitedcontext/ucl/projections"
+	"github.com/unlimitedcontext/ucl/projections/dedup"
 	"github.com/unlimitedcontext/ucl/projections/fts"
 	"github.com/unlimitedcontext/ucl/projections/summary"
 	"github.com/unlimitedcontext/ucl/projections/timelines"
@@ -70,6 +71,7 @@ type Set struct {
 	FTS       *fts.Index
 	Summary   *summary.Index
 	Vectors   *VectorProjection
+	Dedup     *dedup.Index
 
 	o        Options
 	src      projections.Source
@@ -91,7 +93,7 @@ func (n Notice) String() string {
 }
 
 // Names of the standard projections, in the order they are applied.
-var Names = []string{"timelines", "fts", "summary", "vectors"}
+var Names = []string{"timelines", "fts", "summary", "vectors", "dedup"}
 
 func wanted(only []string, name string) bool {
 	if len(only) == 0 {
@@ -183,6 +185,10 @@ func (s *Set) openNamed(name string, o Options, notify func(Notice)) (projection
 	case "vectors":
 		if s.Vectors, err = openOne(name, sub, func() (*VectorProjection, error) { return OpenVectors(sub, o.Vectors) }, notify); err == nil {
 			return s.Vectors, nil
+		}
+	case "dedup":
+		if s.Dedup, err = openOne(name, sub, func() (*dedup.Index, error) { return dedup.Open(sub) }, notify); err == nil {
+			return s.Dedup, nil
 		}
 	default:
 		return nil, fmt.Errorf("open %q: %w", name, projections.ErrUnknownProjection)
@@ -301,7 +307,7 @@ func damaged(err error) (string, bool) {
 		return name, true
 	}
 	var ae *projections.ApplyError
-	if errors.As(err, &ae) && (errors.Is(err, timelines.ErrCorrupt) || errors.Is(err, summary.ErrCorrupt) || errors.Is(err, fts.ErrCorrupt) || errors.Is(err, errVectorsCorrupt)) {
+	if errors.As(err, &ae) && (errors.Is(err, timelines.ErrCorrupt) || errors.Is(err, summary.ErrCorrupt) || errors.Is(err, fts.ErrCorrupt) || errors.Is(err, dedup.ErrCorrupt) || errors.Is(err, errVectorsCorrupt)) {
 		return ae.Projection, true
 	}
 	return "", false

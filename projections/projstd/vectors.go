@@ -392,7 +392,20 @@ func (v *VectorProjection) Apply(ev *log.Event) error {
 			return err
 		}
 		v.meta[b.ChunkID] = chunkMeta{session: b.Session, time: b.Time, seq: ev.Seq}
-		v.ops = append(v.ops, vecOp{seq: ev.Seq, id: b.ChunkID, content: b.Content})
+		v.ops = append(v.ops, vecOp{seq: ev.Seq, id: b.ChunkID, content: b.SearchText()})
+	case *log.Edit:
+		if err := v.loadMeta(); err != nil {
+			return err
+		}
+		for _, id := range b.Removes {
+			if m, ok := v.meta[id]; ok && m.seq < ev.Seq {
+				delete(v.meta, id)
+				v.ops = append(v.ops, vecOp{seq: ev.Seq, del: true, id: id})
+			}
+		}
+		s := &b.Store
+		v.meta[s.ChunkID] = chunkMeta{session: s.Session, time: s.Time, seq: ev.Seq}
+		v.ops = append(v.ops, vecOp{seq: ev.Seq, id: s.ChunkID, content: s.SearchText()})
 	case *log.Tombstone:
 		if err := v.loadMeta(); err != nil {
 			return err

@@ -86,6 +86,16 @@ type Config struct {
 	// (where every word is in a quarter of all chunks: a worst case for
 	// full-text search). Benchmarks of query latency use it.
 	Vocab int
+	// Conversation adds the conversation model: tool calls with their
+	// tool fields, stores that supersede earlier items, and edit events of
+	// single items and of whole documents (re-chunked, with removes).
+	Conversation bool
+}
+
+// ConvEvents returns n events of the full mix plus the conversation model
+// (Config.Conversation).
+func ConvEvents(seed int64, n int) []*log.Event {
+	return Generate(Config{Seed: seed, N: n, Conversation: true})
 }
 
 // Events returns n events of the full mix (seed-deterministic): about 84%
@@ -207,10 +217,17 @@ func Generate(cfg Config) []*log.Event {
 		ids = append(ids, id)
 		seq++
 	}
+	docParts := map[string]int{} // document id → chunks of its current version
+	lastSeq := map[string]int{}  // item id → seq of its current version's first event
+	var items []string           // ids of single items and documents, for edits and supersedes
 	for seq < cfg.N {
 		x := r.Intn(100)
 		if cfg.StoresOnly || len(stored) < 5 {
 			x = r.Intn(84)
+		}
+		if cfg.Conversation && len(items) > 3 && r.Intn(12) == 0 {
+			editEvents(r, cfg, items, docParts, lastSeq, &seq, add, newID)
+			continue
 		}
 		switch {
 		case x < 84:
@@ -246,6 +263,13 @@ func Generate(cfg Config) []*log.Event {
 				if s.lastUser != "" {
 					st.Parent = s.lastUser
 				}
+				if cfg.Conversation {
+					st.Tool = &log.ToolCall{Name: st.Meta["tool"], Args: fmt.Sprintf(`{"q":%q}`, vocab[r.Intn(len(vocab))]),
+						Status: []string{"ok", "error", "pending"}[r.Intn(3)]}
+					if st.Tool.Status == "pending" {
+						st.Content = ""
+					}
+				}
 			case k < 90:
 				// A document split in parts, emitted as consecutive events
 				// (as many as fit in N).
@@ -261,6 +285,11 @@ func Generate(cfg Config) []*log.Event {
 						Meta: map[string]string{"name": parent + ".md"},
 					}
 					stored = append(stored, d)
+					if i == 0 {
+						lastSeq[parent] = seq + 1
+						items = append(items, parent)
+					}
+					docParts[parent] = i + 1
 					add(d, pid)
 				}
 				continue
@@ -269,6 +298,11 @@ func Generate(cfg Config) []*log.Event {
 				if r.Intn(2) == 0 {
 					st.Session = ""
 				}
+				if cfg.Conversation && len(items) > 0 && r.Intn(2) == 0 {
+					if old := items[r.Intn(len(items))]; old != st.ChunkID {
+						st.Supersedes = []string{old}
+					}
+				}
 			}
 			if r.Intn(50) == 0 && len(stored) > 0 {
 				// Re-store an existing id (overwrite), maybe elsewhere.
@@ -276,6 +310,12 @@ func Generate(cfg Config) []*log.Event {
 				st.Parent = ""
 			}
 			stored = append(stored, st)
+			if _, doc := docParts[st.ChunkID]; !doc {
+				if _, seen := lastSeq[st.ChunkID]; !seen {
+					items = append(items, st.ChunkID)
+				}
+				lastSeq[st.ChunkID] = seq + 1
+			}
 			add(st, id)
 		case x < 92:
 			ts := &log.Tombstone{Reason: []string{"user request", "pii", "duplicate", ""}[r.Intn(4)]}
@@ -325,6 +365,48 @@ func Generate(cfg Config) []*log.Event {
 		panic(fmt.Sprintf("projtest: generated an invalid event: %v", err))
 	}
 	return evs
+}
+
+// editEvents appends the edit of a random earlier item: one event for a
+// single item, a batch of re-chunk events (2 to 4 chunks, the first with
+// the removes) for a document. The new version keeps the session and the
+// content time; an edit after a tombstone is generated too (the engine
+// refuses it, projections must still apply it the same way everywhere).
+func editEvents(r *rand.Rand, cfg Config, items []string, docParts map[string]int, lastSeq map[string]int,
+	seq *int, add func(log.Body, log.ID), newID func() log.ID) {
+	target := items[r.Intn(len(items))]
+	by := []string{"alice", "bob", "mcp", ""}[r.Intn(4)]
+	prev := uint64(lastSeq[target])
+	base := log.Store{Kind: log.KindKnowledge, Session: fmt.Sprintf("sess-%d-%03d", cfg.Seed, 0), Time: BaseTime - 86400000}
+	n, doc := docParts[target]
+	if !doc {
+		st := base
+		st.ChunkID, st.Content = target, "Edited. "+cfg.text(r, 20+r.Intn(20))
+		if r.Intn(2) == 0 {
+			st.Meta = map[string]string{"rev": fmt.Sprint(*seq)}
+		}
+		lastSeq[target] = *seq + 1
+		add(&log.Edit{Target: target, Prev: prev, By: by, Store: st}, newID())
+		return
+	}
+	parts := 1 + r.Intn(3)
+	var removes []string
+	for i := parts; i < n; i++ {
+		removes = append(removes, fmt.Sprintf("%s#%d", target, i))
+	}
+	lastSeq[target] = *seq + 1
+	for i := 0; i < parts && *seq < cfg.N; i++ {
+		st := base
+		st.Kind = log.KindDocument
+		st.ChunkID, st.ChunkParent, st.ChunkIndex = fmt.Sprintf("%s#%d", target, i), target, i
+		st.Content = cfg.text(r, cfg.Words-10+r.Intn(21))
+		ed := &log.Edit{Target: target, By: by, Store: st}
+		if i == 0 {
+			ed.Prev, ed.Removes = prev, removes
+		}
+		add(ed, newID())
+	}
+	docParts[target] = parts
 }
 
 // Chain seals bodies into a valid chain starting at seq 1 (append time
@@ -387,6 +469,15 @@ func Live(evs []*log.Event) map[string]bool {
 		case *log.Store:
 			state[b.ChunkID] = chunk{ev.Seq, b.Session, b.Time}
 			out[b.ChunkID] = true
+		case *log.Edit:
+			for _, id := range b.Removes {
+				if c, ok := state[id]; ok && c.seq < ev.Seq {
+					delete(state, id)
+					out[id] = false
+				}
+			}
+			state[b.Store.ChunkID] = chunk{ev.Seq, b.Store.Session, b.Store.Time}
+			out[b.Store.ChunkID] = true
 		case *log.Tombstone:
 			for id, c := range state {
 				if c.seq < ev.Seq && projections.TombstoneMatches(b, id, c.session, c.time) {

@@ -33,7 +33,9 @@ const SuiteEvents = 500
 func Run(t *testing.T, open func(t *testing.T, dir string) projections.Projection) {
 	seed := int64(20260101)
 	t.Logf("projtest seed %d", seed)
-	evs := Events(seed, SuiteEvents)
+	// The full mix with the conversation model: edits (re-chunks with
+	// removes), tool calls and supersedes must conform like stores.
+	evs := ConvEvents(seed, SuiteEvents)
 
 	fresh := func(t *testing.T) [32]byte {
 		p := open(t, t.TempDir())

@@ -332,6 +332,15 @@ func (x *Index) Apply(ev *log.Event) error {
 		x.markDirty(c)
 	case *log.Tombstone:
 		return x.applyTombstone(b)
+	case *log.Edit:
+		if len(b.Removes) > 0 {
+			if err := x.applyTombstone(&log.Tombstone{Chunks: b.Removes}); err != nil {
+				return err
+			}
+		}
+		c := newChunk(&b.Store)
+		x.ops[c.id] = c
+		x.markDirty(c)
 	}
 	return nil
 }

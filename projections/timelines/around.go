@@ -32,7 +32,7 @@ func (t *Timelines) Around(id string, before, after int) ([]Chunk, error) {
 		if sb == nil {
 			return nil
 		}
-		key := ordKey(c.Time, c.Seq)
+		key := ordKey(c.Time, c.OrderSeq())
 		cur := sb.Cursor()
 		k, _ := cur.Seek(key)
 		if k == nil || !bytes.Equal(k, key) {

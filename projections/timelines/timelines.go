@@ -17,6 +17,10 @@
 //	sessions  "s"+session → JSON SessionInfo              (sessions with id != "")
 //	tombs     seq u64 BE → JSON TombstoneRecord (Removed stored as 0)
 //	removed   tombstone seq u64 BE ‖ chunk id → chunk seq u64 BE  (what each tombstone removed)
+//	links     linkKey(kind, target, source) → ""   (see links.go: replies by parent,
+//	          successors by superseded id; version 3)
+//
+// An edited chunk keeps its place: its ordKey uses Chunk.OrderSeq.
 //
 // ordKey(time, seq) = uint64(time) XOR 1<<63, big-endian ‖ seq big-endian, so
 // byte order is content-time order (negative times included), then seq.
@@ -82,7 +86,7 @@ const Name = "timelines"
 
 // Version is the on-disk format version. Bump it when the stored form or
 // the digest changes; a store of another version is rebuilt.
-const Version = 2
+const Version = 3
 
 // FileName is the bbolt file inside the projection's directory.
 const FileName = "timelines.db"
@@ -91,7 +95,7 @@ const FileName = "timelines.db"
 const TitleMax = 80
 
 // digestTag starts the digest; do not change without bumping Version.
-const digestTag = "ucl/timelines/v2\x00"
+const digestTag = "ucl/timelines/v3\x00"
 
 var (
 	// ErrNotFound is returned when a session or document does not exist.
@@ -111,7 +115,8 @@ var (
 	bSessions = []byte("sessions")
 	bTombs    = []byte("tombs")
 	bRemoved  = []byte("removed")
-	allBkts   = [][]byte{bMeta, bChunks, bOrder, bTime, bParts, bSessions, bTombs, bRemoved}
+	bLinks    = []byte("links")
+	allBkts   = [][]byte{bMeta, bChunks, bOrder, bTime, bParts, bSessions, bTombs, bRemoved, bLinks}
 	kVersion  = []byte("version")
 	kCP       = []byte("cp")
 )
@@ -131,6 +136,16 @@ type Chunk struct {
 	Parent      string            `json:"parent,omitempty"`
 	ChunkParent string            `json:"chunk_parent,omitempty"`
 	ChunkIndex  int               `json:"chunk_index,omitempty"`
+	Tool        *log.ToolCall     `json:"tool,omitempty"`
+	Supersedes  []string          `json:"supersedes,omitempty"`
+	// EditedBy is set on a chunk put in place by an edit (then Seq,
+	// EventID and AppendTime are the edit's).
+	EditedBy string `json:"edited_by,omitempty"`
+	Edited   bool   `json:"edited,omitempty"`
+	// Order is the seq the chunk sorts by among chunks of the same content
+	// time when it is not Seq: an edit keeps the place of the version it
+	// replaces.
+	Order uint64 `json:"order,omitempty"`
 	// Sum is ContentSum as computed when the chunk was applied: a reader
 	// recomputes it to tell an intact record from a damaged one.
 	Sum string `json:"sum"`
@@ -167,6 +182,7 @@ func (c *Chunk) ContentSum() string {
 	str(c.Parent)
 	str(c.ChunkParent)
 	b = binary.BigEndian.AppendUint64(b, uint64(int64(c.ChunkIndex)))
+	b = c.appendConvSum(b)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
@@ -252,6 +268,9 @@ func (t *Timelines) openDB() error {
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
 		if tx.Bucket(bMeta) != nil {
+			if v := tx.Bucket(bMeta).Get(kVersion); len(v) == 4 && binary.LittleEndian.Uint32(v) != Version {
+				return nil // another format: the projector resets it
+			}
 			for _, b := range allBkts {
 				if tx.Bucket(b) == nil {
 					return fmt.Errorf("bucket %s: %w: missing", b, ErrCorrupt)
@@ -378,6 +397,8 @@ func (t *Timelines) Apply(ev *log.Event) error {
 		return t.applyStore(ev, b)
 	case *log.Tombstone:
 		return t.applyTombstone(ev, b)
+	case *log.Edit:
+		return t.applyEdit(ev, b)
 	}
 	return nil
 }
@@ -393,7 +414,13 @@ func (t *Timelines) applyStore(ev *log.Event, s *log.Store) error {
 		ID: s.ChunkID, Seq: ev.Seq, EventID: ev.ID.String(), AppendTime: ev.Time,
 		Time: s.Time, Kind: s.Kind, Session: s.Session, Role: s.Role,
 		Content: s.Content, Meta: s.Meta, Parent: s.Parent,
-		ChunkParent: s.ChunkParent, ChunkIndex: s.ChunkIndex,
+		ChunkParent: s.ChunkParent, ChunkIndex: s.ChunkIndex, Tool: s.Tool, Supersedes: s.Supersedes,
+	}
+	if ed, ok := ev.Body.(*log.Edit); ok {
+		c.Edited, c.EditedBy = true, ed.By
+		if err := t.keepPlace(c); err != nil {
+			return err
+		}
 	}
 	c.Sum = c.ContentSum()
 	delete(t.dels, c.ID)
@@ -628,6 +655,9 @@ func (t *Timelines) flushTx(tx *bolt.Tx) error {
 		if err := index(tx, c); err != nil {
 			return err
 		}
+		if old != nil && old.Content != c.Content {
+			t.scrub = true // an edit: the old text leaves the file
+		}
 		dirty[c.Session] = struct{}{}
 	}
 	tb := tx.Bucket(bTombs)
@@ -662,7 +692,7 @@ func (t *Timelines) flushTx(tx *bolt.Tx) error {
 }
 
 func index(tx *bolt.Tx, c *Chunk) error {
-	ok := ordKey(c.Time, c.Seq)
+	ok := ordKey(c.Time, c.OrderSeq())
 	if err := tx.Bucket(bTime).Put(ok, []byte(c.ID)); err != nil {
 		return fmt.Errorf("index chunk %q by time: %w", c.ID, err)
 	}
@@ -681,11 +711,11 @@ func index(tx *bolt.Tx, c *Chunk) error {
 			return fmt.Errorf("index chunk %q in document: %w", c.ID, err)
 		}
 	}
-	return nil
+	return putLinks(tx, c)
 }
 
 func unindex(tx *bolt.Tx, c *Chunk) error {
-	ok := ordKey(c.Time, c.Seq)
+	ok := ordKey(c.Time, c.OrderSeq())
 	if err := tx.Bucket(bTime).Delete(ok); err != nil {
 		return fmt.Errorf("unindex chunk %q by time: %w", c.ID, err)
 	}
@@ -701,7 +731,7 @@ func unindex(tx *bolt.Tx, c *Chunk) error {
 			return fmt.Errorf("unindex chunk %q in document: %w", c.ID, err)
 		}
 	}
-	return nil
+	return deleteLinks(tx, c)
 }
 
 // recomputeSession rebuilds a session's summary from its order index (and
@@ -872,7 +902,7 @@ func (t *Timelines) Digest() ([32]byte, error) {
 			h.Write(lb[:binary.PutUvarint(lb[:], uint64(len(b)))])
 			h.Write(b)
 		}
-		for i, name := range [][]byte{bSessions, bChunks, bTombs, bRemoved, bTime, bParts} {
+		for i, name := range [][]byte{bSessions, bChunks, bTombs, bRemoved, bTime, bParts, bLinks} {
 			h.Write([]byte{byte(i + 1)})
 			n := 0
 			err := tx.Bucket(name).ForEach(func(k, v []byte) error {
@@ -888,7 +918,7 @@ func (t *Timelines) Digest() ([32]byte, error) {
 		}
 		// The session order indexes (what session listings, recent turns
 		// and context assembly read), sub-bucket by sub-bucket.
-		h.Write([]byte{7})
+		h.Write([]byte{8})
 		n := 0
 		err := tx.Bucket(bOrder).ForEachBucket(func(sk []byte) error {
 			put(sk)

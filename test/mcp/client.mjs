@@ -57,6 +57,9 @@ out.thread = thread.data.items.map((i) => i.id);
 const res = await client.readResource({ uri: `uc://sessions/${session}` });
 out.sessionResource = res.contents[0].text;
 
+const idx = await call("uc_index", { query: "kafka brokers", budget: 500 });
+out.index = { isError: idx.isError, matches: idx.data?.matches, tokens: idx.data?.tokens, text: idx.text };
+
 const forgot = await call("uc_forget", { ids: [a.data.ids[0]], reason: "e2e" });
 out.forget = { isError: forgot.isError, removed: forgot.data.removed, erasure: forgot.data.erasure, text: forgot.text };
 

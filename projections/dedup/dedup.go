@@ -1,0 +1,667 @@
+// Package dedup is the near-duplicate projection: for every live chunk, the
+// SHA-256 of its normalized content, indexed by (session, role, kind,
+// hash), so that a store can find, in one bbolt seek, a live item of the
+// same session, role and kind whose content is the same after
+// normalization.
+//
+// Normalization (Normalize; the rule is frozen: FormatVersion changes with
+// it):
+//
+//  1. the zero-width characters U+200B, U+200C, U+200D, U+2060 and U+FEFF
+//     are dropped;
+//  2. every maximal run of Unicode white space (unicode.IsSpace) becomes
+//     one ASCII space, and leading and trailing white space is dropped;
+//  3. every letter is lowered with unicode.ToLower (simple, one-to-one
+//     case mapping: "Straße" and "STRASSE" stay different).
+//
+// Nothing else is touched: punctuation, digits, accents and Unicode
+// compatibility forms (no NFKC) stay as they are, so two texts that differ
+// in anything a reader could see other than case and spacing never
+// normalize equal.
+//
+// A chunked document is a duplicate of another when both have the same
+// number of chunks and each chunk normalizes equal to the other's chunk at
+// the same index (see Store.Remember in package ucl): the projection keeps
+// every chunk's document (chunk_parent) and index for that.
+//
+// Invariants:
+//   - The state is a pure function of the live chunks (a tombstone removes
+//     what log.Tombstone.Matches targets), so incremental updates and a
+//     rebuild give the same digest.
+//   - Apply only buffers; Commit applies the buffered events in order and
+//     writes the checkpoint in one bbolt transaction. Reads see the last
+//     Commit.
+//   - No content is stored, only hashes; still, a Commit that removed
+//     chunks compacts the file so that the hashes of tombstoned content
+//     (which would confirm a guess of a short text) leave the disk.
+//
+// Storage (bbolt file dedup.db; frozen by testdata/format.golden). Strings
+// are uvarint-length-prefixed (str), integers big-endian:
+//
+//	items  chunk id → kind(1) seq(8) event-id(16) event-hash(32)
+//	                  content-hash(32) time-ms(8) chunk-index(4)
+//	                  str(session) str(role) str(chunk-parent)
+//	keys   str(session) str(role) kind(1) content-hash(32) chunk-id → ∅
+//	docs   str(chunk-parent) chunk-index(4) → chunk id
+//	meta   "version" → "v1", "checkpoint" → JSON checkpoint
+//
+// The digest is SHA-256 over the version and the items, keys and docs
+// buckets in key order (each key and value as str).
+package dedup
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"unicode"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/unlimitedcontext/ucl/log"
+	"github.com/unlimitedcontext/ucl/projections"
+)
+
+// Name is the projection name.
+const Name = "dedup"
+
+// FormatVersion is the stored format and normalization version.
+const FormatVersion = 1
+
+var (
+	// ErrClosed is returned when a method is called after Close.
+	ErrClosed = errors.New("dedup: closed")
+	// ErrCorrupt is returned (wrapped) when a stored record does not decode.
+	ErrCorrupt = errors.New("dedup: corrupt record")
+)
+
+var (
+	bucketItems = []byte("items")
+	bucketKeys  = []byte("keys")
+	bucketDocs  = []byte("docs")
+	bucketMeta  = []byte("meta")
+	allBuckets  = [][]byte{bucketItems, bucketKeys, bucketDocs, bucketMeta}
+	keyCP       = []byte("checkpoint")
+	keyVersion  = []byte("version")
+)
+
+// Normalize applies the normalization rule of the package doc.
+func Normalize(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	space := false
+	for _, r := range s {
+		switch r {
+		case '\u200b', '\u200c', '\u200d', '\u2060', '\ufeff':
+			continue
+		}
+		if unicode.IsSpace(r) {
+			space = b.Len() > 0
+			continue
+		}
+		if space {
+			b.WriteByte(' ')
+			space = false
+		}
+		b.WriteRune(unicode.ToLower(r))
+	}
+	return b.String()
+}
+
+// Hash is the SHA-256 of Normalize(s).
+func Hash(s string) [32]byte { return sha256.Sum256([]byte(Normalize(s))) }
+
+// Item is one live chunk as the projection knows it.
+type Item struct {
+	ChunkID     string   `json:"chunk_id"`
+	Kind        log.Kind `json:"kind"`
+	Seq         uint64   `json:"seq"`
+	ID          log.ID   `json:"id"`
+	Hash        log.Hash `json:"hash"`
+	Content     [32]byte `json:"-"`
+	Time        int64    `json:"time_ms"`
+	ChunkIndex  int      `json:"chunk_index,omitempty"`
+	Session     string   `json:"session,omitempty"`
+	Role        string   `json:"role,omitempty"`
+	ChunkParent string   `json:"chunk_parent,omitempty"`
+}
+
+// Index is the dedup projection.
+type Index struct {
+	mu     sync.RWMutex
+	dir    string
+	db     *bolt.DB
+	cp     projections.Checkpoint
+	ops    []*log.Event
+	closed bool
+}
+
+// Open opens (or creates) the projection in dir. State of another format
+// version is discarded (checkpoint zero).
+func Open(dir string) (*Index, error) {
+	x := &Index{dir: dir}
+	if err := x.open(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+func (x *Index) path() string { return filepath.Join(x.dir, "dedup.db") }
+
+func versionTag() []byte { return []byte(fmt.Sprintf("v%d", FormatVersion)) }
+
+func (x *Index) open() error {
+	if err := os.MkdirAll(x.dir, 0o700); err != nil {
+		return fmt.Errorf("create dedup dir: %w", err)
+	}
+	db, err := bolt.Open(x.path(), 0o600, nil)
+	if err != nil {
+		return fmt.Errorf("open dedup db: %w", err)
+	}
+	if err := projections.CheckBolt(db); err != nil {
+		db.Close()
+		return fmt.Errorf("open dedup db: %w", err)
+	}
+	stale := false
+	if err := db.View(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		stale = meta != nil && !bytes.Equal(meta.Get(keyVersion), versionTag())
+		return nil
+	}); err != nil {
+		db.Close()
+		return fmt.Errorf("open dedup db: %w", err)
+	}
+	if stale {
+		// A new file, not dropped buckets (their pages would keep the old state).
+		db.Close()
+		if err := os.Remove(x.path()); err != nil {
+			return fmt.Errorf("open dedup db: %w", err)
+		}
+		if db, err = bolt.Open(x.path(), 0o600, nil); err != nil {
+			return fmt.Errorf("open dedup db: %w", err)
+		}
+	}
+	x.cp = projections.Checkpoint{}
+	err = db.Update(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if meta != nil {
+			for _, name := range allBuckets {
+				if tx.Bucket(name) == nil {
+					return fmt.Errorf("bucket %s missing: %w", name, ErrCorrupt)
+				}
+			}
+			if b := meta.Get(keyCP); b != nil {
+				if err := json.Unmarshal(b, &x.cp); err != nil {
+					return fmt.Errorf("decode checkpoint: %w", err)
+				}
+			}
+			return nil
+		}
+		for _, name := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		cpb, err := json.Marshal(x.cp)
+		if err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketMeta).Put(keyCP, cpb); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Put(keyVersion, versionTag())
+	})
+	if err != nil {
+		db.Close()
+		return fmt.Errorf("init dedup db: %w", err)
+	}
+	x.db = db
+	x.ops = nil
+	return nil
+}
+
+// Name returns "dedup".
+func (x *Index) Name() string { return Name }
+
+// Version returns FormatVersion.
+func (x *Index) Version() int { return FormatVersion }
+
+// Checkpoint returns the last committed checkpoint.
+func (x *Index) Checkpoint() (projections.Checkpoint, error) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.closed {
+		return projections.Checkpoint{}, ErrClosed
+	}
+	return x.cp, nil
+}
+
+// Apply buffers store, edit and tombstone events until Commit.
+func (x *Index) Apply(ev *log.Event) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return ErrClosed
+	}
+	switch ev.Body.(type) {
+	case *log.Store, *log.Edit, *log.Tombstone:
+		x.ops = append(x.ops, ev)
+	}
+	return nil
+}
+
+func lenPrefix(s string) []byte {
+	b := binary.AppendUvarint(nil, uint64(len(s)))
+	return append(b, s...)
+}
+
+// KeyPrefix is the keys-bucket prefix of (session, role, kind, hash).
+func keyPrefix(session, role string, kind log.Kind, h [32]byte) []byte {
+	b := lenPrefix(session)
+	b = append(b, lenPrefix(role)...)
+	b = append(b, byte(kind))
+	return append(b, h[:]...)
+}
+
+func docKey(parent string, index int) []byte {
+	return binary.BigEndian.AppendUint32(lenPrefix(parent), uint32(index))
+}
+
+func encodeItem(it *Item) []byte {
+	b := []byte{byte(it.Kind)}
+	b = binary.BigEndian.AppendUint64(b, it.Seq)
+	b = append(b, it.ID[:]...)
+	b = append(b, it.Hash[:]...)
+	b = append(b, it.Content[:]...)
+	b = binary.BigEndian.AppendUint64(b, uint64(it.Time))
+	b = binary.BigEndian.AppendUint32(b, uint32(it.ChunkIndex))
+	b = append(b, lenPrefix(it.Session)...)
+	b = append(b, lenPrefix(it.Role)...)
+	return append(b, lenPrefix(it.ChunkParent)...)
+}
+
+func decodeItem(id string, b []byte) (*Item, error) {
+	const fixed = 1 + 8 + 16 + 32 + 32 + 8 + 4
+	bad := fmt.Errorf("item %q: %w", id, ErrCorrupt)
+	if len(b) < fixed {
+		return nil, bad
+	}
+	it := &Item{ChunkID: id, Kind: log.Kind(b[0])}
+	it.Seq = binary.BigEndian.Uint64(b[1:])
+	copy(it.ID[:], b[9:25])
+	copy(it.Hash[:], b[25:57])
+	copy(it.Content[:], b[57:89])
+	it.Time = int64(binary.BigEndian.Uint64(b[89:]))
+	it.ChunkIndex = int(binary.BigEndian.Uint32(b[97:]))
+	rest := b[fixed:]
+	str := func() (string, bool) {
+		n, k := binary.Uvarint(rest)
+		if k <= 0 || uint64(len(rest)-k) < n {
+			return "", false
+		}
+		s := string(rest[k : k+int(n)])
+		rest = rest[k+int(n):]
+		return s, true
+	}
+	var ok1, ok2, ok3 bool
+	it.Session, ok1 = str()
+	it.Role, ok2 = str()
+	it.ChunkParent, ok3 = str()
+	if !ok1 || !ok2 || !ok3 || len(rest) != 0 {
+		return nil, bad
+	}
+	return it, nil
+}
+
+// remove deletes a chunk and its index entries; it reports whether it was there.
+func remove(tx *bolt.Tx, id string) (bool, error) {
+	items := tx.Bucket(bucketItems)
+	raw := items.Get([]byte(id))
+	if raw == nil {
+		return false, nil
+	}
+	it, err := decodeItem(id, raw)
+	if err != nil {
+		return false, err
+	}
+	if err := tx.Bucket(bucketKeys).Delete(append(keyPrefix(it.Session, it.Role, it.Kind, it.Content), id...)); err != nil {
+		return false, err
+	}
+	if it.ChunkParent != "" {
+		dk := docKey(it.ChunkParent, it.ChunkIndex)
+		if string(tx.Bucket(bucketDocs).Get(dk)) == id {
+			if err := tx.Bucket(bucketDocs).Delete(dk); err != nil {
+				return false, err
+			}
+		}
+	}
+	return true, items.Delete([]byte(id))
+}
+
+// removeOlder removes chunk id if it was stored before seq: an edit's
+// removes name the previous version's chunks, never a later one.
+func removeOlder(tx *bolt.Tx, id string, seq uint64) error {
+	raw := tx.Bucket(bucketItems).Get([]byte(id))
+	if raw == nil {
+		return nil
+	}
+	it, err := decodeItem(id, raw)
+	if err != nil {
+		return err
+	}
+	if it.Seq >= seq {
+		return nil
+	}
+	_, err = remove(tx, id)
+	return err
+}
+
+func put(tx *bolt.Tx, ev *log.Event, st *log.Store) error {
+	if _, err := remove(tx, st.ChunkID); err != nil {
+		return err
+	}
+	it := &Item{ChunkID: st.ChunkID, Kind: st.Kind, Seq: ev.Seq, ID: ev.ID, Hash: ev.Hash, Content: Hash(st.Content),
+		Time: st.Time, ChunkIndex: st.ChunkIndex, Session: st.Session, Role: st.Role, ChunkParent: st.ChunkParent}
+	if err := tx.Bucket(bucketItems).Put([]byte(it.ChunkID), encodeItem(it)); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bucketKeys).Put(append(keyPrefix(it.Session, it.Role, it.Kind, it.Content), it.ChunkID...), nil); err != nil {
+		return err
+	}
+	if it.ChunkParent != "" {
+		return tx.Bucket(bucketDocs).Put(docKey(it.ChunkParent, it.ChunkIndex), []byte(it.ChunkID))
+	}
+	return nil
+}
+
+// tombstone removes the chunks t targets; it reports whether any was there.
+func tombstone(tx *bolt.Tx, t *log.Tombstone) (bool, error) {
+	var ids []string
+	ids = append(ids, t.Chunks...)
+	if t.Session != "" || t.From != 0 || t.To != 0 {
+		err := tx.Bucket(bucketItems).ForEach(func(k, v []byte) error {
+			it, err := decodeItem(string(k), v)
+			if err != nil {
+				return err
+			}
+			if projections.TombstoneMatches(t, it.ChunkID, it.Session, it.Time) {
+				ids = append(ids, it.ChunkID)
+			}
+			return nil
+		})
+		if err != nil {
+			return false, err
+		}
+	}
+	any := false
+	for _, id := range ids {
+		ok, err := remove(tx, id)
+		if err != nil {
+			return false, err
+		}
+		any = any || ok
+	}
+	return any, nil
+}
+
+// Commit applies the buffered events and writes cp, in one transaction.
+func (x *Index) Commit(cp projections.Checkpoint) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return ErrClosed
+	}
+	cpb, err := json.Marshal(cp)
+	if err != nil {
+		return fmt.Errorf("encode checkpoint: %w", err)
+	}
+	scrub := false
+	err = projections.Guard(Name, func() error {
+		return x.db.Update(func(tx *bolt.Tx) error {
+			for _, ev := range x.ops {
+				switch b := ev.Body.(type) {
+				case *log.Store:
+					if err := put(tx, ev, b); err != nil {
+						return err
+					}
+				case *log.Edit:
+					// The new version replaces the old one's hash: a later
+					// store is compared with what the item says now.
+					for _, id := range b.Removes {
+						if err := removeOlder(tx, id, ev.Seq); err != nil {
+							return err
+						}
+					}
+					if err := put(tx, ev, &b.Store); err != nil {
+						return err
+					}
+				case *log.Tombstone:
+					hit, err := tombstone(tx, b)
+					if err != nil {
+						return err
+					}
+					scrub = scrub || hit
+				}
+			}
+			return tx.Bucket(bucketMeta).Put(keyCP, cpb)
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("commit dedup: %w", err)
+	}
+	x.ops = nil
+	x.cp = cp
+	if scrub {
+		return x.compact()
+	}
+	return nil
+}
+
+// Compact implements projections.Compacter: the file is rewritten tight
+// after a bulk load (its hashes are random keys: pages split half full).
+func (x *Index) Compact() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return ErrClosed
+	}
+	return x.compact()
+}
+
+func (x *Index) compact() error {
+	if err := x.db.Close(); err != nil {
+		x.closed = true
+		return fmt.Errorf("close dedup db for compaction: %w", err)
+	}
+	err := projections.CompactBolt(x.path(), &bolt.Options{})
+	db, oerr := bolt.Open(x.path(), 0o600, nil)
+	if oerr != nil {
+		x.closed = true
+		return errors.Join(err, fmt.Errorf("reopen dedup db: %w", oerr))
+	}
+	x.db = db
+	return err
+}
+
+func (x *Index) view(fn func(tx *bolt.Tx) error) error {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.closed {
+		return ErrClosed
+	}
+	return projections.Guard(Name, func() error { return x.db.View(fn) })
+}
+
+// Find returns the live chunks of session, role and kind whose content
+// hash is h, in chunk-id order (as of the last Commit).
+func (x *Index) Find(session, role string, kind log.Kind, h [32]byte) ([]Item, error) {
+	var out []Item
+	err := x.view(func(tx *bolt.Tx) error {
+		p := keyPrefix(session, role, kind, h)
+		c := tx.Bucket(bucketKeys).Cursor()
+		items := tx.Bucket(bucketItems)
+		for k, _ := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, _ = c.Next() {
+			id := string(k[len(p):])
+			it, err := decodeItem(id, items.Get([]byte(id)))
+			if err != nil {
+				return err
+			}
+			out = append(out, *it)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Document returns the live chunks of the document parent in index order.
+func (x *Index) Document(parent string) ([]Item, error) {
+	var out []Item
+	err := x.view(func(tx *bolt.Tx) error {
+		p := lenPrefix(parent)
+		c := tx.Bucket(bucketDocs).Cursor()
+		items := tx.Bucket(bucketItems)
+		for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
+			if len(k) != len(p)+4 {
+				continue // a longer parent sharing the prefix bytes cannot: the length is in p
+			}
+			it, err := decodeItem(string(v), items.Get(v))
+			if err != nil {
+				return err
+			}
+			out = append(out, *it)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Each calls fn with every live chunk in chunk-id order.
+func (x *Index) Each(fn func(Item) error) error {
+	return x.view(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketItems).ForEach(func(k, v []byte) error {
+			it, err := decodeItem(string(k), v)
+			if err != nil {
+				return err
+			}
+			return fn(*it)
+		})
+	})
+}
+
+// Digest is SHA-256 over the version and the items, keys and docs buckets
+// in key order.
+func (x *Index) Digest() ([32]byte, error) {
+	h := sha256.New()
+	h.Write(append(versionTag(), '\n'))
+	err := x.view(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{bucketItems, bucketKeys, bucketDocs} {
+			h.Write(lenPrefix(string(name)))
+			if err := tx.Bucket(name).ForEach(func(k, v []byte) error {
+				h.Write(lenPrefix(string(k)))
+				h.Write(lenPrefix(string(v)))
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return [32]byte{}, err
+	}
+	var out [32]byte
+	copy(out[:], h.Sum(nil))
+	return out, nil
+}
+
+// Reset drops all state.
+func (x *Index) Reset() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return ErrClosed
+	}
+	if err := x.db.Close(); err != nil {
+		return fmt.Errorf("close dedup db for reset: %w", err)
+	}
+	if err := os.Remove(x.path()); err != nil && !os.IsNotExist(err) {
+		x.closed = true
+		return fmt.Errorf("remove dedup db: %w", err)
+	}
+	if err := x.open(); err != nil {
+		x.closed = true
+		return err
+	}
+	return nil
+}
+
+// Size is the file size in bytes.
+func (x *Index) Size() int64 {
+	fi, err := os.Stat(x.path())
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// Close drops uncommitted changes and closes the file.
+func (x *Index) Close() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return nil
+	}
+	x.closed = true
+	if err := x.db.Close(); err != nil {
+		return fmt.Errorf("close dedup db: %w", err)
+	}
+	return nil
+}
+
+// Contains reports whether chunk id is live here.
+func (x *Index) Contains(id string) (bool, error) {
+	found := false
+	err := x.view(func(tx *bolt.Tx) error {
+		found = tx.Bucket(bucketItems).Get([]byte(id)) != nil
+		return nil
+	})
+	return found, err
+}
+
+// Count is the number of live chunks.
+func (x *Index) Count() (int, error) {
+	n := 0
+	err := x.view(func(tx *bolt.Tx) error {
+		n = tx.Bucket(bucketItems).Stats().KeyN
+		return nil
+	})
+	return n, err
+}
+
+// Items returns the live chunks with the given ids, in the order given;
+// ids not live here are left out.
+func (x *Index) Items(ids []string) ([]Item, error) {
+	out := make([]Item, 0, len(ids))
+	err := x.view(func(tx *bolt.Tx) error {
+		items := tx.Bucket(bucketItems)
+		for _, id := range ids {
+			v := items.Get([]byte(id))
+			if v == nil {
+				continue
+			}
+			it, err := decodeItem(id, v)
+			if err != nil {
+				return err
+			}
+			out = append(out, *it)
+		}
+		return nil
+	})
+	return out, err
+}

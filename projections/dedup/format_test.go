@@ -1,0 +1,74 @@
+package dedup
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/unlimitedcontext/ucl/log"
+)
+
+func goldenItem() *Item {
+	it := &Item{ChunkID: "doc#1", Kind: log.KindDocument, Seq: 42, Time: 1683554160000, ChunkIndex: 1,
+		Session: "s1", Role: "user", ChunkParent: "doc"}
+	for i := range it.ID {
+		it.ID[i] = byte(i)
+	}
+	for i := range it.Hash {
+		it.Hash[i] = byte(0xa0 + i%16)
+	}
+	it.Content = Hash("Hello  World")
+	return it
+}
+
+// The stored format and the normalization rule are frozen: a change
+// needs a new FormatVersion (and so a rebuild).
+func TestFormatGolden(t *testing.T) {
+	it := goldenItem()
+	var b strings.Builder
+	fmt.Fprintf(&b, "item %x\n", encodeItem(it))
+	fmt.Fprintf(&b, "key %x\n", append(keyPrefix(it.Session, it.Role, it.Kind, it.Content), it.ChunkID...))
+	fmt.Fprintf(&b, "doc %x\n", docKey(it.ChunkParent, it.ChunkIndex))
+	for _, s := range []string{"Hello  World", " \u00a0Tabs\tand\nNEW\u200blines ", "ÉCOLE ﬁne Straße", ""} {
+		fmt.Fprintf(&b, "normalize %q -> %q %x\n", s, Normalize(s), Hash(s))
+	}
+	got := []byte(b.String())
+	path := filepath.Join("testdata", "format.golden")
+	if os.Getenv("UCL_UPDATE_GOLDEN") != "" {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("dedup format changed:\n got %s\nwant %s", got, want)
+	}
+	back, err := decodeItem(it.ChunkID, encodeItem(it))
+	if err != nil || *back != *it {
+		t.Fatalf("round trip: %+v %v", back, err)
+	}
+}
+
+func FuzzDecodeItem(f *testing.F) {
+	enc := encodeItem(goldenItem())
+	f.Add(enc)
+	f.Add(enc[:len(enc)-1])
+	f.Add(append(enc, 0))
+	f.Add([]byte{})
+	f.Add(bytes.Repeat([]byte{0xff}, 120))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		it, err := decodeItem("x", b)
+		if err != nil {
+			return
+		}
+		if !bytes.Equal(encodeItem(it), b) {
+			t.Fatalf("decoded %+v re-encodes differently", it)
+		}
+	})
+}

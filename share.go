@@ -1,0 +1,703 @@
+package ucl
+
+import (
+	"context"
+	"crypto/rsa"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/unlimitedcontext/ucl/arweave"
+	"github.com/unlimitedcontext/ucl/crypto"
+	"github.com/unlimitedcontext/ucl/internal/fsutil"
+	"github.com/unlimitedcontext/ucl/log"
+	"github.com/unlimitedcontext/ucl/projections"
+	"github.com/unlimitedcontext/ucl/projections/timelines"
+)
+
+// Sharing (DESIGN.md §4). A grant is a share_grant event in the grantor's
+// own log: a fresh share key, RSA-OAEP-wrapped to the grantee, and the DEKs
+// of the granted chunks wrapped under it. The grantee cannot read the
+// grantor's log (its bodies are sealed under the grantor's vault key), so
+// Push discloses to the grantee, in signed uploads tagged UC-Grantee (the
+// disclosure format is in the arweave package doc), the DEK of the grant
+// event itself, then of every later tombstone that removes a granted chunk
+// and of the revoke. SharePull (sharepull.go) is the grantee's side.
+//
+// A grant that follows its session (share_grant v2 flag) also covers the
+// chunks stored in the session after it: each push discloses their DEKs
+// under the grant's share key, in the same disclosures, until the revoke.
+// They are not written as follow-up grant events in the log: the grant
+// event records the intent, and the disclosures, signed by the wallet, are
+// the record of what was sent.
+
+var (
+	// ErrBadAddress is returned when a grantee is not an Arweave address
+	// (43 characters of base64url).
+	ErrBadAddress = errors.New("ucl: malformed Arweave address")
+	// ErrNoGranteeKey is returned when no RSA public key is known for a
+	// grantee: the gateway knows no transaction from the address, or the
+	// key given does not hash to it.
+	ErrNoGranteeKey = errors.New("ucl: no known public key for the address")
+	// ErrEmptyScope is returned by ShareGrant when the scope names nothing
+	// or matches no live chunk; nothing is written.
+	ErrEmptyScope = errors.New("ucl: share scope matches no live chunk")
+	// ErrUnknownGrant is returned by ShareRevoke when the id is not an
+	// active grant of this store.
+	ErrUnknownGrant = errors.New("ucl: no active share grant with that id")
+	// ErrShareRejected is returned by SharePull when a grant or the
+	// grantor's log did not verify; the result lists what was rejected and
+	// what else was received.
+	ErrShareRejected = errors.New("ucl: a share failed verification")
+)
+
+// ShareRevokeNote says what a revoke cannot do.
+const ShareRevokeNote = "note: the revoke stops this grant from now on (later tombstones of its chunks are no longer sent); " +
+	"what was already shared stays readable by the recipient, who holds its keys."
+
+// ShareGrantRequest names a grantee and a scope. Scope selectors combine
+// like a tombstone's: chunks and documents are added; a session and a
+// content-time range [Since, Until) select the live chunks matching both.
+type ShareGrantRequest struct {
+	To string `json:"to"` // the grantee's Arweave address
+	// Key is the grantee's public key as a JWK (a wallet file or its public
+	// half: "n" is used). Empty: the key is taken from the gateway (the
+	// owner of any transaction of the address).
+	Key       string   `json:"key,omitempty"`
+	Gateway   string   `json:"gateway,omitempty"`
+	Session   string   `json:"session,omitempty"`
+	Chunks    []string `json:"chunks,omitempty"`
+	Documents []string `json:"documents,omitempty"`
+	Since     string   `json:"since,omitempty"`
+	Until     string   `json:"until,omitempty"`
+	Note      string   `json:"note,omitempty"`
+	// Follow also grants the chunks stored in Session after the grant,
+	// until it is revoked: each push discloses them to the grantee.
+	Follow bool `json:"follow,omitempty"`
+}
+
+// ShareGrantResult is the appended grant.
+type ShareGrantResult struct {
+	Grant    log.ID   `json:"grant"`
+	Seq      uint64   `json:"seq"`
+	Hash     log.Hash `json:"hash"`
+	Grantee  string   `json:"grantee"`
+	KeyFrom  string   `json:"key_from"` // "gateway" or "given"
+	Sessions []string `json:"sessions,omitempty"`
+	Chunks   []string `json:"chunks"`
+	Note     string   `json:"note,omitempty"`
+	Follow   bool     `json:"follow,omitempty"`
+}
+
+// ShareRevokeRequest names a grant to revoke.
+type ShareRevokeRequest struct {
+	Grant  string `json:"grant"` // the grant event id (hex)
+	Reason string `json:"reason,omitempty"`
+}
+
+// ShareRevokeResult is the appended revoke.
+type ShareRevokeResult struct {
+	Seq     uint64   `json:"seq"`
+	ID      log.ID   `json:"id"`
+	Hash    log.Hash `json:"hash"`
+	Grant   log.ID   `json:"grant"`
+	Grantee string   `json:"grantee"`
+	Note    string   `json:"note"`
+}
+
+// ShareListRequest lists grants.
+type ShareListRequest struct{}
+
+// GivenShare is a grant this store made.
+type GivenShare struct {
+	Grant    log.ID   `json:"grant"`
+	Seq      uint64   `json:"seq"`
+	Time     int64    `json:"time_ms"`
+	Grantee  string   `json:"grantee"`
+	Sessions []string `json:"sessions,omitempty"`
+	Chunks   int      `json:"chunks"`
+	Note     string   `json:"note,omitempty"`
+	Follow   bool     `json:"follow,omitempty"`
+	Status   string   `json:"status"` // active or revoked
+	// Followed counts the chunks disclosed since the grant because it
+	// follows its session.
+	Followed int `json:"followed,omitempty"`
+	// Sent: the grant is disclosed to the grantee (its disclosure posted
+	// by a push); false until the next sync.
+	Sent bool `json:"sent"`
+}
+
+// ReceivedShare is a grant another wallet made to this one, as of the
+// last pull.
+type ReceivedShare struct {
+	Grant   log.ID   `json:"grant"`
+	Grantor string   `json:"grantor"`
+	LogID   string   `json:"log_id"`
+	Seq     uint64   `json:"seq"`
+	Time    int64    `json:"time_ms"`
+	Note    string   `json:"note,omitempty"`
+	Follow  bool     `json:"follow,omitempty"`
+	Status  string   `json:"status"` // active or revoked
+	Chunks  []string `json:"chunks"` // granted (or followed) and still live
+	Hidden  []string `json:"hidden,omitempty"`
+	TxIDs   []string `json:"tx_ids"`
+	// Checkpoint says whether the grantor's log was checked against a
+	// checkpoint the grantor anchored.
+	Checkpoint RebuildCheckpoint `json:"checkpoint"`
+}
+
+// ShareListResult lists given and received grants.
+type ShareListResult struct {
+	Given    []GivenShare    `json:"given"`
+	Received []ReceivedShare `json:"received"`
+}
+
+// openEnd stands for "no end" in a scope given only a start.
+const openEnd = 1<<63 - 1
+
+// validAddress reports whether a is an Arweave address: base64url without
+// padding of a 32-byte hash.
+func validAddress(a string) bool {
+	if len(a) != 43 {
+		return false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(a)
+	return err == nil && len(b) == 32
+}
+
+// granteeKey returns the grantee's RSA key: from the JWK given, else from
+// the gateway; either way checked against the address.
+func granteeKey(ctx context.Context, req ShareGrantRequest) (*rsa.PublicKey, string, error) {
+	if req.Key != "" {
+		var jwk struct {
+			N string `json:"n"`
+		}
+		if err := json.Unmarshal([]byte(req.Key), &jwk); err != nil || jwk.N == "" {
+			return nil, "", fmt.Errorf("read grantee key: not a JWK with a modulus: %w", ErrBadRequest)
+		}
+		pk, err := arweave.PublicKeyFromOwner(jwk.N, req.To)
+		if err != nil {
+			return nil, "", fmt.Errorf("grantee key: %v: %w", err, ErrNoGranteeKey)
+		}
+		return pk, "given", nil
+	}
+	cl, err := newClient(req.Gateway, nil)
+	if err != nil {
+		return nil, "", err
+	}
+	info, err := cl.FetchPublicKey(ctx, req.To)
+	switch {
+	case errors.Is(err, arweave.ErrNotFound):
+		return nil, "", fmt.Errorf("%v: %w", err, ErrNoGranteeKey)
+	case errors.Is(err, arweave.ErrOwnerMismatch):
+		return nil, "", fmt.Errorf("%v: %w", err, ErrNoGranteeKey)
+	case err != nil:
+		return nil, "", err
+	}
+	return info.Key, "gateway", nil
+}
+
+// ShareGrant grants the live chunks of a scope to an Arweave address. The
+// grant is mirrored, and disclosed to the grantee, by the next Push.
+func (s *Store) ShareGrant(ctx context.Context, req ShareGrantRequest) (*ShareGrantResult, error) {
+	if err := s.needKeys(); err != nil {
+		return nil, err
+	}
+	if !validAddress(req.To) {
+		return nil, fmt.Errorf("grantee %q: %w", req.To, ErrBadAddress)
+	}
+	ts := &log.Tombstone{Chunks: append([]string(nil), req.Chunks...), Session: req.Session}
+	var err error
+	if ts.From, err = parseTime("since", req.Since); err != nil {
+		return nil, err
+	}
+	if ts.To, err = parseTime("until", req.Until); err != nil {
+		return nil, err
+	}
+	if ts.From != 0 && ts.To == 0 {
+		ts.To = openEnd
+	}
+	if ts.To != 0 && ts.To <= ts.From {
+		return nil, badRequest("bad time range")
+	}
+	if len(ts.Chunks) == 0 && len(req.Documents) == 0 && ts.Session == "" && ts.To == 0 {
+		return nil, fmt.Errorf("grant: %w: no session, chunk, document or time range given", ErrEmptyScope)
+	}
+	if req.Follow && req.Session == "" {
+		return nil, badRequest("following needs a session to follow")
+	}
+	pub, from, err := granteeKey(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	s.lockProj()
+	defer s.projMu.Unlock()
+	set, err := s.caughtUpLocked(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range req.Documents {
+		parts, err := set.Timelines.Document(d)
+		if err != nil && !errors.Is(err, timelines.ErrNotFound) {
+			return nil, err
+		}
+		if len(parts) == 0 {
+			return nil, fmt.Errorf("grant: no live document with chunk parent %q: %w", d, ErrEmptyScope)
+		}
+		for _, p := range parts {
+			ts.Chunks = append(ts.Chunks, p.ID)
+		}
+	}
+	ids, err := set.Timelines.Matches(ts)
+	if err != nil {
+		return nil, err
+	}
+	if len(ids) == 0 {
+		d := *ts
+		if d.To == openEnd {
+			d.From, d.To = 0, 0 // the open end is no date to print
+		}
+		what := describeTargets(&d)
+		if d.From != ts.From {
+			what = strings.TrimPrefix(strings.TrimSpace(what+" and content time from "+req.Since+" on"), "and ")
+		}
+		return nil, fmt.Errorf("grant %s: %w", what, ErrEmptyScope)
+	}
+	shareKey, err := crypto.NewKey()
+	if err != nil {
+		return nil, err
+	}
+	wrapped, err := crypto.WrapShareKey(pub, shareKey)
+	if err != nil {
+		return nil, err
+	}
+	w, err := crypto.NewWrapper(shareKey)
+	if err != nil {
+		return nil, err
+	}
+	g := &log.ShareGrant{Grantee: req.To, ShareKey: wrapped, Chunks: ids, Note: req.Note, OwnKey: shareKey, Follow: req.Follow}
+	if req.Session != "" {
+		g.Sessions = []string{req.Session}
+	}
+	for _, id := range ids {
+		c, ok, err := set.Timelines.Chunk(id)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, fmt.Errorf("grant: chunk %s vanished: %w", id, ErrEmptyScope)
+		}
+		raw, err := s.st.Log.Raw(c.Seq)
+		if err != nil {
+			return nil, err
+		}
+		dek, err := s.dekOf(raw)
+		if err != nil {
+			return nil, err
+		}
+		k := log.WrappedKey{Seq: c.Seq}
+		if err := w.Wrap(k.Wrapped[:], dek); err != nil {
+			return nil, err
+		}
+		clear(dek)
+		g.Keys = append(g.Keys, k)
+	}
+	sort.Slice(g.Keys, func(i, j int) bool { return g.Keys[i].Seq < g.Keys[j].Seq })
+	r, err := s.st.Log.Append(ctx, log.Entry{Body: g})
+	if err != nil {
+		return nil, err
+	}
+	s.notifyAppend()
+	return &ShareGrantResult{Grant: r.ID, Seq: r.Seq, Hash: r.Hash, Grantee: req.To, KeyFrom: from,
+		Sessions: g.Sessions, Chunks: ids, Note: req.Note, Follow: req.Follow}, nil
+}
+
+// grantAt reads the grant with event id id.
+func (s *Store) grantAt(id log.ID) (*log.Event, *log.ShareGrant, error) {
+	seq, ok, err := s.st.Log.Lookup(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !ok {
+		return nil, nil, fmt.Errorf("grant %s: %w", id, ErrUnknownGrant)
+	}
+	raw, err := s.st.Log.Raw(seq)
+	if err != nil {
+		return nil, nil, err
+	}
+	ev, err := s.st.Log.Decrypt(raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	g, ok := ev.Body.(*log.ShareGrant)
+	if !ok {
+		return nil, nil, fmt.Errorf("event %s is a %s, not a grant: %w", id, ev.Type, ErrUnknownGrant)
+	}
+	return ev, g, nil
+}
+
+// ShareRevoke appends a revoke of a grant. What the grantee already
+// received stays readable by it (ShareRevokeNote).
+func (s *Store) ShareRevoke(ctx context.Context, req ShareRevokeRequest) (*ShareRevokeResult, error) {
+	if err := s.needKeys(); err != nil {
+		return nil, err
+	}
+	id, err := log.ParseID(req.Grant)
+	if err != nil {
+		return nil, fmt.Errorf("grant id %q: %w", req.Grant, ErrUnknownGrant)
+	}
+	_, g, err := s.grantAt(id)
+	if err != nil {
+		return nil, err
+	}
+	given, err := s.givenShares(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, gs := range given {
+		if gs.Grant == id && gs.Status == "revoked" {
+			return nil, fmt.Errorf("grant %s is already revoked: %w", id, ErrUnknownGrant)
+		}
+	}
+	r, err := s.st.Log.Append(ctx, log.Entry{Body: &log.ShareRevoke{Grant: id, Grantee: g.Grantee, Reason: req.Reason}})
+	if err != nil {
+		return nil, err
+	}
+	s.notifyAppend()
+	return &ShareRevokeResult{Seq: r.Seq, ID: r.ID, Hash: r.Hash, Grant: id, Grantee: g.Grantee, Note: ShareRevokeNote}, nil
+}
+
+// givenShares scans the log for grants and revokes.
+func (s *Store) givenShares(ctx context.Context) ([]GivenShare, error) {
+	var out []GivenShare
+	at := map[log.ID]int{}
+	// Headers say the type: only grants and revokes are decrypted.
+	err := s.st.Log.Records(ctx, 1, 0, func(r *log.Record) error {
+		if r.Header.Type != log.TypeShareGrant && r.Header.Type != log.TypeShareRevoke {
+			return nil
+		}
+		ev, err := s.st.Log.Decrypt(r.Raw)
+		if err != nil {
+			return err
+		}
+		switch b := ev.Body.(type) {
+		case *log.ShareGrant:
+			at[ev.ID] = len(out)
+			out = append(out, GivenShare{Grant: ev.ID, Seq: ev.Seq, Time: ev.Time, Grantee: b.Grantee,
+				Sessions: b.Sessions, Chunks: len(b.Chunks), Note: b.Note, Follow: b.Follow, Status: "active"})
+		case *log.ShareRevoke:
+			if i, ok := at[b.Grant]; ok {
+				out[i].Status = "revoked"
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	st, err := s.loadSharePush()
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		for _, g := range st.Grants {
+			if g.ID == out[i].Grant && len(g.TxIDs) > 0 {
+				out[i].Sent, out[i].Followed = true, len(g.Followed)
+			}
+		}
+	}
+	return out, nil
+}
+
+// ShareList lists the grants this store made (from its log) and those it
+// received (as of the last SharePull).
+func (s *Store) ShareList(ctx context.Context, req ShareListRequest) (*ShareListResult, error) {
+	if err := s.needKeys(); err != nil {
+		return nil, err
+	}
+	given, err := s.givenShares(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.sharedMu.Lock() // a pull swaps the area under it
+	area, err := loadSharedArea(s.sharedDir())
+	s.sharedMu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	res := &ShareListResult{Given: given, Received: []ReceivedShare{}}
+	if res.Given == nil {
+		res.Given = []GivenShare{}
+	}
+	for _, gl := range area {
+		for _, g := range gl.Grants {
+			res.Received = append(res.Received, g.ReceivedShare)
+		}
+	}
+	return res, nil
+}
+
+// sharePushFile records what Push has disclosed to grantees.
+const sharePushFile = "share-push.json"
+
+// sharePush is the grantor's disclosure bookkeeping. Losing it (a store
+// rebuilt from Arweave) only makes the next push disclose again what was
+// disclosed: the grantee ignores repeats.
+type sharePush struct {
+	Scanned uint64          `json:"scanned"` // events 1..Scanned were looked at
+	Grants  []sharePushItem `json:"grants"`
+}
+
+type sharePushItem struct {
+	ID        log.ID `json:"id"`
+	Seq       uint64 `json:"seq"`
+	Grantee   string `json:"grantee"`
+	Disclosed uint64 `json:"disclosed"` // events up to this seq are dealt with
+	Closed    bool   `json:"closed"`    // revoked, its revoke disclosed
+	Follow    bool   `json:"follow,omitempty"`
+	// Followed are the chunks disclosed because the grant follows its
+	// sessions (their tombstones are disclosed too).
+	Followed []followedChunk `json:"followed,omitempty"`
+	TxIDs    []string        `json:"tx_ids,omitempty"`
+}
+
+func (s *Store) loadSharePush() (*sharePush, error) {
+	st := &sharePush{}
+	b, err := os.ReadFile(s.st.Path(sharePushFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return st, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(b, st); err != nil {
+		// Rescanning costs a repeat disclosure, never a lost one.
+		return &sharePush{}, nil
+	}
+	return st, nil
+}
+
+func (s *Store) saveSharePush(st *sharePush) error {
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	return fsutil.WriteFileAtomic(s.st.Path(sharePushFile), b, 0o600)
+}
+
+// disclose posts, for every grant among events 1..covered, the DEKs its
+// grantee needs and does not have: the grant itself, then tombstones that
+// remove granted chunks and the grant's revoke. Only mirrored events are
+// disclosed (the grantee reads them from the segments). Called by Push
+// under s.mirror.
+func (s *Store) disclose(ctx context.Context, cl *arweave.Client, covered uint64) (int, error) {
+	if s.st.Keys == nil {
+		return 0, nil
+	}
+	st, err := s.loadSharePush()
+	if err != nil {
+		return 0, err
+	}
+	if covered <= st.Scanned {
+		return 0, nil
+	}
+	type found struct {
+		seq  uint64
+		hash log.Hash
+		body log.Body
+	}
+	var later []found // tombstones and revokes after st.Scanned
+	known := map[log.ID]int{}
+	for i, g := range st.Grants {
+		known[g.ID] = i
+	}
+	// Headers say the type: store events are decrypted only while some
+	// grant follows its sessions.
+	following := false
+	for _, g := range st.Grants {
+		following = following || (g.Follow && !g.Closed)
+	}
+	err = s.st.Log.Records(ctx, st.Scanned+1, covered, func(r *log.Record) error {
+		switch r.Header.Type {
+		case log.TypeShareGrant, log.TypeTombstone, log.TypeShareRevoke:
+		case log.TypeStore:
+			if !following {
+				return nil
+			}
+		default:
+			return nil
+		}
+		ev, err := s.st.Log.Decrypt(r.Raw)
+		if err != nil {
+			return err
+		}
+		switch b := ev.Body.(type) {
+		case *log.ShareGrant:
+			if _, ok := known[ev.ID]; !ok {
+				known[ev.ID] = len(st.Grants)
+				st.Grants = append(st.Grants, sharePushItem{ID: ev.ID, Seq: ev.Seq, Grantee: b.Grantee, Follow: b.Follow})
+			}
+			following = following || b.Follow
+			later = append(later, found{ev.Seq, ev.Hash, b})
+		case *log.Tombstone, *log.ShareRevoke:
+			later = append(later, found{ev.Seq, ev.Hash, b})
+		case *log.Store:
+			// What following needs, without the content.
+			t := b.Time
+			if t == 0 {
+				t = ev.Time
+			}
+			later = append(later, found{ev.Seq, ev.Hash, &log.Store{ChunkID: b.ChunkID, Session: b.Session, Time: t}})
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("disclose shares: %w", err)
+	}
+	posted := 0
+	logID := s.st.Meta.LogIDBytes()
+	for i := range st.Grants {
+		it := &st.Grants[i]
+		if it.Closed || it.Disclosed >= covered {
+			continue
+		}
+		gev, g, err := s.grantAt(it.ID)
+		if err != nil {
+			return posted, fmt.Errorf("disclose shares: %w", err)
+		}
+		if len(g.OwnKey) != log.ShareKeySize {
+			// A grant without the grantor's copy of its key cannot be
+			// disclosed; nothing else depends on it.
+			it.Closed = true
+			continue
+		}
+		var chunks []*log.Store // granted chunks, read once a tombstone needs them
+		readChunks := func() error {
+			if chunks != nil {
+				return nil
+			}
+			chunks = []*log.Store{}
+			for _, f := range it.Followed {
+				chunks = append(chunks, &log.Store{ChunkID: f.ID, Session: f.Session, Time: f.Time})
+			}
+			for _, k := range g.Keys {
+				raw, err := s.st.Log.Raw(k.Seq)
+				if err != nil {
+					return err
+				}
+				ev, err := s.st.Log.Decrypt(raw)
+				if err != nil {
+					return err
+				}
+				if sb := ev.Store(); sb != nil {
+					c := *sb
+					if c.Time == 0 {
+						c.Time = ev.Time
+					}
+					chunks = append(chunks, &c)
+				}
+			}
+			return nil
+		}
+		var seqs []uint64
+		var last log.Hash
+		if it.Disclosed < gev.Seq {
+			seqs, last = append(seqs, gev.Seq), gev.Hash
+		}
+		closed := false
+		for _, f := range later {
+			if f.seq <= gev.Seq || f.seq <= it.Disclosed || closed {
+				continue
+			}
+			switch b := f.body.(type) {
+			case *log.Tombstone:
+				if err := readChunks(); err != nil {
+					return posted, fmt.Errorf("disclose shares: %w", err)
+				}
+				for _, c := range chunks {
+					if projections.TombstoneMatches(b, c.ChunkID, c.Session, c.Time) {
+						seqs, last = append(seqs, f.seq), f.hash
+						break
+					}
+				}
+			case *log.ShareRevoke:
+				if b.Grant == it.ID {
+					seqs, last, closed = append(seqs, f.seq), f.hash, true
+				}
+			case *log.Store:
+				if g.Follow && inStrings(g.Sessions, b.Session) {
+					if err := readChunks(); err != nil {
+						return posted, fmt.Errorf("disclose shares: %w", err)
+					}
+					seqs, last = append(seqs, f.seq), f.hash
+					chunks = append(chunks, b)
+					it.Followed = append(it.Followed, followedChunk{ID: b.ChunkID, Session: b.Session, Time: b.Time})
+				}
+			}
+		}
+		if len(seqs) > 0 {
+			w, err := crypto.NewWrapper(g.OwnKey)
+			if err != nil {
+				return posted, err
+			}
+			d := arweave.Disclosure{Grant: it.ID, ShareKey: g.ShareKey}
+			for _, seq := range seqs {
+				raw, err := s.st.Log.Raw(seq)
+				if err != nil {
+					return posted, err
+				}
+				dek, err := s.dekOf(raw)
+				if err != nil {
+					return posted, err
+				}
+				k := arweave.DisclosedKey{Seq: seq}
+				err = w.Wrap(k.Wrapped[:], dek)
+				clear(dek)
+				if err != nil {
+					return posted, err
+				}
+				d.Keys = append(d.Keys, k)
+			}
+			id, err := cl.PostDisclosure(ctx, arweave.DisclosureUpload{LogID: logID, Grantee: it.Grantee, LastHash: last, D: d})
+			if err != nil {
+				return posted, fmt.Errorf("disclose grant %s to %s: %w", it.ID, it.Grantee, err)
+			}
+			posted++
+			it.TxIDs = append(it.TxIDs, id)
+		}
+		it.Disclosed, it.Closed = covered, closed
+		if err := s.saveSharePush(st); err != nil {
+			return posted, err
+		}
+	}
+	st.Scanned = covered
+	return posted, s.saveSharePush(st)
+}
+
+// followedChunk is what tombstone matching needs of a followed chunk.
+type followedChunk struct {
+	ID      string `json:"id"`
+	Session string `json:"session,omitempty"`
+	Time    int64  `json:"time_ms"`
+}
+
+func inStrings(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// dekOf returns the data key of one of this log's events: wrapped in its
+// header, or, once a key rotation wiped that epoch, in the newest rekey
+// event naming it. Every DEK a grant or a disclosure carries comes from
+// here; a shredded event has none (log.ErrShredded).
+func (s *Store) dekOf(raw []byte) ([]byte, error) {
+	return s.st.Log.DEK(raw)
+}
