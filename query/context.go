@@ -248,14 +248,47 @@ func (e *Engine) Assemble(ctx context.Context, req ContextRequest) (*Assembly, e
 		items = append(items, packed{c: c, content: best, trimmed: best != c.Content, from: from})
 		return true
 	}
+	// Retrieval comes before packing the recent turns: a superseded item
+	// is dropped when its successor is anywhere in the context, recent or
+	// retrieved, so both parts must be known first.
+	var turns []timelines.Chunk
 	if req.Session != "" && req.RecentTurns > 0 {
-		turns, err := e.src.Chunks.RecentTurns(req.Session, req.RecentTurns)
-		if err != nil {
+		if turns, err = e.src.Chunks.RecentTurns(req.Session, req.RecentTurns); err != nil {
 			return nil, fmt.Errorf("assemble context: %w", err)
 		}
 		if err := e.checkChunks(turns); err != nil {
 			return nil, fmt.Errorf("assemble context: %w", err)
 		}
+	}
+	var cs []*cand
+	var froms []string
+	if p != nil {
+		a.Temporal = p.temporal
+		if cs, _, err = e.retrieve(ctx, p, p.k); err != nil {
+			return nil, err
+		}
+		if err := e.checkCands(cs); err != nil {
+			return nil, fmt.Errorf("assemble context: %w", err)
+		}
+		if cs, err = e.supersede(cs, p.req.IncludeSuperseded); err != nil {
+			return nil, fmt.Errorf("assemble context: %w", err)
+		}
+	}
+	if turns, cs, err = e.withoutSupersededContext(turns, cs); err != nil {
+		return nil, fmt.Errorf("assemble context: %w", err)
+	}
+	if p != nil {
+		froms = make([]string, len(cs))
+		for i := range cs {
+			froms[i] = e.ownerOf(cs[i].chunk.ID)
+		}
+		if req.Also != nil {
+			if cs, froms, err = req.Also.mergeCands(ctx, req, budget, cs, froms); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if len(turns) > 0 {
 		for i := len(turns) - 1; i >= 0; i-- {
 			within := budget
 			if i < len(turns)-1 && hasText {
@@ -272,27 +305,6 @@ func (e *Engine) Assemble(ctx context.Context, req ContextRequest) (*Assembly, e
 		}
 	}
 	if p != nil {
-		a.Temporal = p.temporal
-		cs, _, err := e.retrieve(ctx, p, p.k)
-		if err != nil {
-			return nil, err
-		}
-		if err := e.checkCands(cs); err != nil {
-			return nil, fmt.Errorf("assemble context: %w", err)
-		}
-		if cs, err = e.supersede(cs, p.req.IncludeSuperseded); err != nil {
-			return nil, fmt.Errorf("assemble context: %w", err)
-		}
-		cs = withoutSupersededPairs(cs)
-		froms := make([]string, len(cs))
-		for i := range cs {
-			froms[i] = e.ownerOf(cs[i].chunk.ID)
-		}
-		if req.Also != nil {
-			if cs, froms, err = req.Also.mergeCands(ctx, req, budget, cs, froms); err != nil {
-				return nil, err
-			}
-		}
 		// Chunks are tried in rank order, but in growing groups: a group
 		// that fits as a whole, each member as fit would first try it
 		// (whole among the first FullChunks, else cut to ChunkTokens),

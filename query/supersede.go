@@ -41,22 +41,50 @@ func (e *Engine) supersede(cs []*cand, include bool) ([]*cand, error) {
 	return cs, nil
 }
 
-// withoutSupersededPairs drops each candidate whose successor is also a
-// candidate: a context never holds a fact next to the fact replacing it.
-func withoutSupersededPairs(cs []*cand) []*cand {
-	items := make(map[string]bool, len(cs))
+// withoutSupersededContext drops, from a context's recent turns and
+// retrieved candidates alike, each item whose successor is also in the
+// context (recent or retrieved): a context never holds a fact next to the
+// fact replacing it, whichever part each came from. The successor stays.
+// Candidates carry their supersededBy already (supersede); the turns'
+// links are read here. Order within both parts is kept.
+func (e *Engine) withoutSupersededContext(turns []timelines.Chunk, cs []*cand) ([]timelines.Chunk, []*cand, error) {
+	var turnBy [][]string
+	if ss, ok := e.src.Chunks.(SupersedeStore); ok && len(turns) > 0 {
+		ptrs := make([]*timelines.Chunk, len(turns))
+		for i := range turns {
+			ptrs[i] = &turns[i]
+		}
+		var err error
+		if turnBy, err = ss.SupersededByEach(ptrs); err != nil {
+			return nil, nil, err
+		}
+	}
+	items := make(map[string]bool, len(turns)+len(cs))
+	for i := range turns {
+		items[turns[i].ItemID()] = true
+	}
 	for _, c := range cs {
 		items[c.chunk.ItemID()] = true
 	}
-	out := cs[:0:0]
-	for _, c := range cs {
-		drop := false
-		for _, s := range c.supersededBy {
-			drop = drop || items[s]
+	present := func(by []string) bool {
+		for _, s := range by {
+			if items[s] {
+				return true
+			}
 		}
-		if !drop {
-			out = append(out, c)
+		return false
+	}
+	outT := turns[:0:0]
+	for i := range turns {
+		if turnBy == nil || !present(turnBy[i]) {
+			outT = append(outT, turns[i])
 		}
 	}
-	return out
+	outC := cs[:0:0]
+	for _, c := range cs {
+		if !present(c.supersededBy) {
+			outC = append(outC, c)
+		}
+	}
+	return outT, outC, nil
 }
