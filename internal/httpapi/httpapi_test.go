@@ -183,6 +183,7 @@ func TestEveryRouteNeedsTheToken(t *testing.T) {
 		{"GET", "/v1/health"}, {"GET", "/v1/status"}, {"POST", "/v1/store"}, {"POST", "/v1/append"},
 		{"POST", "/v1/query"}, {"POST", "/v1/context"}, {"GET", "/v1/sessions"}, {"GET", "/v1/sessions/s1"},
 		{"GET", "/v1/documents/d1"}, {"POST", "/v1/tombstone"}, {"POST", "/v1/chat/completions"},
+		{"POST", "/v1/items/m1/edit"}, {"GET", "/v1/items/m1/thread"},
 		{"GET", "/v1/models"}, {"POST", "/mcp"}, {"GET", "/nope"},
 	}
 	for _, rt := range routes {

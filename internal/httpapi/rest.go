@@ -155,6 +155,8 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/sessions", s.sessions)
 	m.HandleFunc("GET /v1/sessions/{id}", s.session)
 	m.HandleFunc("GET /v1/documents/{id}", s.document)
+	m.HandleFunc("POST /v1/items/{id}/edit", s.edit)
+	m.HandleFunc("GET /v1/items/{id}/thread", s.thread)
 	m.HandleFunc("POST /v1/chat/completions", s.chatCompletions)
 	m.HandleFunc("GET /v1/models", s.models)
 	if s.opts.MCP != nil {
@@ -183,6 +185,16 @@ func methodOf(path string) string {
 	for _, p := range []string{"/v1/sessions/", "/v1/documents/"} {
 		if rest, ok := strings.CutPrefix(path, p); ok && rest != "" && !strings.Contains(rest, "/") {
 			return http.MethodGet
+		}
+	}
+	if rest, ok := strings.CutPrefix(path, "/v1/items/"); ok {
+		if id, verb, ok := strings.Cut(rest, "/"); ok && id != "" {
+			switch verb {
+			case "edit":
+				return http.MethodPost
+			case "thread":
+				return http.MethodGet
+			}
 		}
 	}
 	return ""
@@ -217,9 +229,10 @@ func statusOf(err error) (int, string) {
 	switch {
 	case errors.As(err, &mbe):
 		return http.StatusRequestEntityTooLarge, "too_large"
-	case errors.Is(err, log.ErrIDConflict):
+	case errors.Is(err, log.ErrIDConflict), errors.Is(err, ucl.ErrTombstoned):
 		return http.StatusConflict, "conflict"
-	case errors.Is(err, timelines.ErrNotFound), errors.Is(err, ucl.ErrNoDocument), errors.Is(err, ucl.ErrNoMatch):
+	case errors.Is(err, timelines.ErrNotFound), errors.Is(err, ucl.ErrNoDocument), errors.Is(err, ucl.ErrNoMatch),
+		errors.Is(err, ucl.ErrUnknownItem):
 		return http.StatusNotFound, "not_found"
 	case isBadRequest(err):
 		return http.StatusBadRequest, "bad_request"
@@ -232,7 +245,7 @@ func statusOf(err error) (int, string) {
 func isBadRequest(err error) bool {
 	for _, c := range ucl.ErrorCodes(err) {
 		switch {
-		case c == "bad_request", c == "no_input", c == "no_targets", c == "ingest_bad_input",
+		case c == "bad_request", c == "no_input", c == "no_targets", c == "ingest_bad_input", c == "edit_chunk",
 			strings.HasPrefix(c, "query_") && c != "query_no_source":
 			return true
 		}
@@ -377,4 +390,37 @@ func (s *Server) document(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, res.Items[0])
+}
+
+// edit appends a new version of the item named in the path; the body is
+// the engine's EditRequest, whose id may be left out (it must match the
+// path when given).
+func (s *Server) edit(w http.ResponseWriter, r *http.Request) {
+	b, ok := s.readBody(w, r)
+	if !ok {
+		return
+	}
+	var req ucl.EditRequest
+	if err := decodeStrict(b, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "bad_request", "decode request: "+err.Error(), nil)
+		return
+	}
+	id := r.PathValue("id")
+	if req.ID != "" && req.ID != id {
+		writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("body id %q differs from the path's %q", req.ID, id), nil)
+		return
+	}
+	req.ID = id
+	res, err := s.api.Edit(r.Context(), req)
+	s.answer(w, r, res, err)
+}
+
+func (s *Server) thread(w http.ResponseWriter, r *http.Request) {
+	depth, err := intParam(r, "depth")
+	if err != nil {
+		s.answer(w, r, nil, err)
+		return
+	}
+	res, err := s.api.Thread(r.Context(), ucl.ThreadRequest{ID: r.PathValue("id"), Depth: depth})
+	s.answer(w, r, res, err)
 }
