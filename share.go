@@ -16,7 +16,6 @@ import (
 	"github.com/unlimitedcontext/ucl/internal/fsutil"
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections"
-	"github.com/unlimitedcontext/ucl/projections/timelines"
 )
 
 // Sharing (DESIGN.md §4). A grant is a share_grant event in the grantor's
@@ -240,17 +239,11 @@ func (s *Store) ShareGrant(ctx context.Context, req ShareGrantRequest) (*ShareGr
 	if err != nil {
 		return nil, err
 	}
-	for _, d := range req.Documents {
-		parts, err := set.Timelines.Document(d)
-		if err != nil && !errors.Is(err, timelines.ErrNotFound) {
-			return nil, err
+	if ts.Chunks, err = documentChunks(set, req.Documents, ts.Chunks); err != nil {
+		if errors.Is(err, ErrNoDocument) {
+			return nil, fmt.Errorf("grant: %w: %w", err, ErrEmptyScope)
 		}
-		if len(parts) == 0 {
-			return nil, fmt.Errorf("grant: no live document with chunk parent %q: %w", d, ErrEmptyScope)
-		}
-		for _, p := range parts {
-			ts.Chunks = append(ts.Chunks, p.ID)
-		}
+		return nil, err
 	}
 	ids, err := set.Timelines.Matches(ts)
 	if err != nil {

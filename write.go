@@ -9,6 +9,7 @@ import (
 
 	"github.com/unlimitedcontext/ucl/internal/ingest"
 	"github.com/unlimitedcontext/ucl/log"
+	"github.com/unlimitedcontext/ucl/projections/projstd"
 	"github.com/unlimitedcontext/ucl/projections/timelines"
 )
 
@@ -200,17 +201,8 @@ func (s *Store) Tombstone(ctx context.Context, req TombstoneRequest) (*Tombstone
 	if err != nil {
 		return nil, err
 	}
-	for _, d := range req.Documents {
-		parts, err := set.Timelines.Document(d)
-		if err != nil && !errors.Is(err, timelines.ErrNotFound) {
-			return nil, err
-		}
-		if len(parts) == 0 {
-			return nil, fmt.Errorf("no live document with chunk parent %q: %w", d, ErrNoDocument)
-		}
-		for _, p := range parts {
-			t.Chunks = append(t.Chunks, p.ID)
-		}
+	if t.Chunks, err = documentChunks(set, req.Documents, t.Chunks); err != nil {
+		return nil, err
 	}
 	// A tombstone is permanent: one that hits nothing (a mistyped id or
 	// session) would only clutter the audit trail and hide the mistake.
@@ -249,4 +241,23 @@ func describeTargets(t *log.Tombstone) string {
 		parts = append(parts, fmt.Sprintf("content time [%s, %s)", time.UnixMilli(t.From).UTC().Format(time.RFC3339), time.UnixMilli(t.To).UTC().Format(time.RFC3339)))
 	}
 	return strings.Join(parts, " and ")
+}
+
+// documentChunks appends the live chunk ids of each document (by chunk
+// parent) to ids: tombstones and grants name documents, the log and the
+// projections know chunks. A document with no live chunk is ErrNoDocument.
+func documentChunks(set *projstd.Set, docs, ids []string) ([]string, error) {
+	for _, d := range docs {
+		parts, err := set.Timelines.Document(d)
+		if err != nil && !errors.Is(err, timelines.ErrNotFound) {
+			return nil, err
+		}
+		if len(parts) == 0 {
+			return nil, fmt.Errorf("no live document with chunk parent %q: %w", d, ErrNoDocument)
+		}
+		for _, p := range parts {
+			ids = append(ids, p.ID)
+		}
+	}
+	return ids, nil
 }
