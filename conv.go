@@ -334,12 +334,20 @@ func (s *Store) Thread(ctx context.Context, req ThreadRequest) (*ThreadResult, e
 	if req.Depth < 0 {
 		return nil, badRequest("thread: bad depth %d", req.Depth)
 	}
-	s.lockProj()
-	defer s.projMu.Unlock()
-	set, err := s.caughtUpLocked(ctx, nil)
+	// A thread only reads the timelines: it runs beside other readers.
+	var res *ThreadResult
+	err := s.readProj(ctx, nil, func(set *projstd.Set, _ bool) error {
+		var err error
+		res, err = thread(set, req)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
+	return res, nil
+}
+
+func thread(set *projstd.Set, req ThreadRequest) (*ThreadResult, error) {
 	start, err := item(set, req.ID)
 	if err != nil && !errors.Is(err, ErrEditChunk) {
 		return nil, fmt.Errorf("thread: %w", err)
