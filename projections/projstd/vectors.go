@@ -717,8 +717,10 @@ func (v *VectorProjection) Reset() error {
 	}
 	v.meta, v.ops, v.cp, v.live = map[string]chunkMeta{}, nil, projections.Checkpoint{}, 0
 	v.graphOn, v.graph, v.graphSize, v.sinceGraph = false, 0, 0, 0
-	v.idx, err = vector.NewExact(v.opts.Embedder.Dim())
-	return err
+	// No in-memory index: a rebuild would keep every vector in it for
+	// nothing (the first search scans the file in place, then loads).
+	v.idx = nil
+	return nil
 }
 
 // Close implements projections.Projection.
