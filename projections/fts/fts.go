@@ -227,7 +227,7 @@ func (x *Index) open() error {
 			return fmt.Errorf("remove fts leftovers: %w", err)
 		}
 	}
-	db, err := bolt.Open(x.sidePath(), 0o600, nil)
+	db, err := projections.OpenBolt(x.sidePath(), nil)
 	if err != nil {
 		return fmt.Errorf("open fts side table: %w", err)
 	}
@@ -266,7 +266,7 @@ func (x *Index) open() error {
 		if err := x.wipe(); err != nil {
 			return err
 		}
-		if db, err = bolt.Open(x.sidePath(), 0o600, nil); err != nil {
+		if db, err = projections.OpenBolt(x.sidePath(), nil); err != nil {
 			return fmt.Errorf("open fts side table: %w", err)
 		}
 		sideCP = nil
@@ -802,7 +802,7 @@ func (x *Index) Compact() error {
 		return fmt.Errorf("close fts side table for compaction: %w", err)
 	}
 	err := projections.CompactBolt(x.sidePath(), &bolt.Options{})
-	db, oerr := bolt.Open(x.sidePath(), 0o600, nil)
+	db, oerr := projections.OpenBolt(x.sidePath(), nil)
 	if oerr != nil {
 		x.closed = true
 		return errors.Join(err, fmt.Errorf("reopen fts side table: %w", oerr))

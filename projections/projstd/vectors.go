@@ -180,7 +180,7 @@ func OpenVectors(dir string, o VectorOptions) (*VectorProjection, error) {
 	if err := fsutil.MkdirAllSync(dir, 0o700); err != nil {
 		return nil, err
 	}
-	db, err := bolt.Open(filepath.Join(dir, "vectors.db"), 0o600, vectorBoltOptions)
+	db, err := projections.OpenBolt(filepath.Join(dir, "vectors.db"), vectorBoltOptions)
 	if err != nil {
 		return nil, fmt.Errorf("open vectors db: %w", err)
 	}
@@ -588,7 +588,7 @@ func (v *VectorProjection) reopen(compact bool) error {
 	if compact {
 		err = projections.CompactBolt(path, vectorBoltOptions)
 	}
-	db, oerr := bolt.Open(path, 0o600, vectorBoltOptions)
+	db, oerr := projections.OpenBolt(path, vectorBoltOptions)
 	if oerr != nil {
 		return errors.Join(err, fmt.Errorf("reopen vectors db: %w", oerr))
 	}
