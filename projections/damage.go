@@ -129,7 +129,9 @@ func CompactBolt(path string, opts *bolt.Options) error {
 	if err != nil {
 		return fmt.Errorf("compact %s: %w", filepath.Base(path), err)
 	}
-	if err := bolt.Compact(dst, src, 64<<20); err != nil {
+	// Each transaction holds its pages in memory until it commits, and
+	// the projector compacts several files at once: 8 MB keeps that small.
+	if err := bolt.Compact(dst, src, 8<<20); err != nil {
 		dst.Close()
 		os.Remove(tmp)
 		return fmt.Errorf("compact %s: %w", filepath.Base(path), err)

@@ -310,6 +310,9 @@ func (pr *Projector) catchUpForce(ctx context.Context, src Source, progress func
 	if total == 0 {
 		return nil
 	}
+	if total >= CompactAfter {
+		defer bulkGC()()
+	}
 	// Each projection applies the stream on its own goroutine (they are
 	// independent, and on a multi-core machine the slowest one, not the
 	// sum, sets the pace). The log is read and decrypted once; batches of
