@@ -125,7 +125,7 @@ func CompactBolt(path string, opts *bolt.Options) error {
 	if fi, err := os.Stat(path); err == nil {
 		mapSize = int(fi.Size())
 	}
-	dst, err := bolt.Open(tmp, 0o600, &bolt.Options{NoFreelistSync: opts.NoFreelistSync, FreelistType: opts.FreelistType, NoSync: true, NoGrowSync: true, InitialMmapSize: mapSize})
+	dst, err := bolt.Open(tmp, 0o600, &bolt.Options{NoFreelistSync: opts.NoFreelistSync, FreelistType: opts.FreelistType, NoSync: true, NoGrowSync: true, InitialMmapSize: mapSize, PageSize: src.Info().PageSize})
 	if err != nil {
 		return fmt.Errorf("compact %s: %w", filepath.Base(path), err)
 	}
