@@ -68,7 +68,7 @@ import (
 const Name = "summary"
 
 // FormatVersion is the stored format and extraction version.
-const FormatVersion = 1
+const FormatVersion = 2
 
 // Defaults for Options.
 const (
@@ -99,8 +99,10 @@ var (
 	bucketByDoc     = []byte("by_doc")
 	bucketByTime    = []byte("by_time")
 	bucketSummaries = []byte("summaries")
+	bucketBlocks    = []byte("blocks")
+	bucketStats     = []byte("stats")
 	bucketMeta      = []byte("meta")
-	allBuckets      = [][]byte{bucketChunks, bucketBySession, bucketByDoc, bucketByTime, bucketSummaries, bucketMeta}
+	allBuckets      = [][]byte{bucketChunks, bucketBySession, bucketByDoc, bucketByTime, bucketSummaries, bucketBlocks, bucketStats, bucketMeta}
 	keyCP           = []byte("checkpoint")
 	keyVersion      = []byte("version")
 )
@@ -179,9 +181,9 @@ type Index struct {
 	cp     projections.Checkpoint
 	closed bool
 
-	ops    map[string]*chunk     // chunk changes since Commit; nil = deleted
-	dirty  map[groupKey]struct{} // groups to recompute at Commit
-	search *searchIndex          // over committed session summaries; nil until Search needs it
+	ops    map[string]*chunk // chunk changes since Commit; nil = deleted
+	reread int               // chunks read back to rebuild blocks (tests)
+	search *searchIndex      // over committed session summaries; nil until Search needs it
 }
 
 var _ projections.Projection = (*Index)(nil)
@@ -291,7 +293,6 @@ func (x *Index) open() error {
 		return fmt.Errorf("init summary db: %w", err)
 	}
 	x.ops = map[string]*chunk{}
-	x.dirty = map[groupKey]struct{}{}
 	return nil
 }
 
@@ -312,7 +313,7 @@ func (x *Index) Checkpoint() (projections.Checkpoint, error) {
 }
 
 // Apply buffers ev: a store adds or replaces a chunk, a tombstone removes
-// its targets; both mark the touched groups dirty. Other types are ignored.
+// its targets. Other types are ignored.
 func (x *Index) Apply(ev *log.Event) error {
 	if ev == nil {
 		return nil
@@ -329,7 +330,6 @@ func (x *Index) Apply(ev *log.Event) error {
 		}
 		c := newChunk(b)
 		x.ops[c.id] = c
-		x.markDirty(c)
 	case *log.Tombstone:
 		return x.applyTombstone(b)
 	case *log.Edit:
@@ -340,18 +340,8 @@ func (x *Index) Apply(ev *log.Event) error {
 		}
 		c := newChunk(&b.Store)
 		x.ops[c.id] = c
-		x.markDirty(c)
 	}
 	return nil
-}
-
-func (x *Index) markDirty(c *chunk) {
-	if c.session != "" {
-		x.dirty[groupKey{prefixSession, c.session}] = struct{}{}
-	}
-	if d := c.docID(); d != "" {
-		x.dirty[groupKey{prefixDocument, d}] = struct{}{}
-	}
 }
 
 func (x *Index) applyTombstone(t *log.Tombstone) error {
@@ -366,21 +356,20 @@ func (x *Index) applyTombstone(t *log.Tombstone) error {
 		// Committed chunks unchanged since Commit (session and range
 		// together select their intersection).
 		err := x.view(func(tx *bolt.Tx) error {
-			chunks := tx.Bucket(bucketChunks)
 			if t.Session != "" {
 				prefix := lenPrefix(t.Session)
 				c := tx.Bucket(bucketBySession).Cursor()
 				for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-					id := string(k[len(prefix):])
+					if len(k) < len(prefix)+sortKeyLen {
+						return fmt.Errorf("session index key %q: %w", k, ErrCorrupt)
+					}
+					id := idOfKey(prefix, k)
 					if _, changed := x.ops[id]; changed {
 						continue
 					}
 					if hasRange {
-						ch, err := decodeChunk(id, chunks.Get([]byte(id)))
-						if err != nil {
-							return err
-						}
-						if ch.time < t.From || ch.time >= t.To {
+						tm := int64(binary.BigEndian.Uint64(k[len(prefix):]) ^ (1 << 63))
+						if tm < t.From || tm >= t.To {
 							continue
 						}
 					}
@@ -407,9 +396,6 @@ func (x *Index) applyTombstone(t *log.Tombstone) error {
 		}
 	}
 	for id := range targets {
-		if c := x.ops[id]; c != nil {
-			x.markDirty(c) // committed versions are marked at Commit
-		}
 		x.ops[id] = nil
 	}
 	return nil
@@ -437,6 +423,18 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 	err = x.db.Update(func(tx *bolt.Tx) error {
 		chunks := tx.Bucket(bucketChunks)
 		bySess, byDoc, byTime := tx.Bucket(bucketBySession), tx.Bucket(bucketByDoc), tx.Bucket(bucketByTime)
+		touched := map[groupKey]*groupChange{}
+		touch := func(c *chunk, sign int) {
+			for _, g := range groupsOf(c) {
+				gc := touched[g]
+				if gc == nil {
+					gc = &groupChange{delta: statDelta{}}
+					touched[g] = gc
+				}
+				gc.span(orderKey(g, c))
+				gc.delta.add(c, sign)
+			}
+		}
 		for _, id := range ids {
 			key := []byte(id)
 			if old := chunks.Get(key); old != nil {
@@ -444,7 +442,7 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 				if err != nil {
 					return err
 				}
-				x.markDirty(oc)
+				touch(oc, -1)
 				if err := deleteIndexes(bySess, byDoc, byTime, oc); err != nil {
 					return err
 				}
@@ -463,9 +461,10 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 			if err := putIndexes(bySess, byDoc, byTime, c); err != nil {
 				return err
 			}
+			touch(c, +1)
 		}
-		groups := make([]groupKey, 0, len(x.dirty))
-		for g := range x.dirty {
+		groups := make([]groupKey, 0, len(touched))
+		for g := range touched {
 			groups = append(groups, g)
 		}
 		sort.Slice(groups, func(i, j int) bool {
@@ -474,9 +473,18 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 			}
 			return groups[i].id < groups[j].id
 		})
-		sums := tx.Bucket(bucketSummaries)
+		sums, stats := tx.Bucket(bucketSummaries), tx.Bucket(bucketStats)
 		for _, g := range groups {
-			s, err := x.recompute(tx, g)
+			gc := touched[g]
+			if err := applyStats(stats, g, gc.delta); err != nil {
+				return fmt.Errorf("group %q: %w", g.id, err)
+			}
+			n, err := rebuildBlocks(tx, g, gc.lo, gc.hi, x.opts)
+			x.reread += n
+			if err != nil {
+				return fmt.Errorf("group %q: %w", g.id, err)
+			}
+			s, err := merge(tx, g, x.opts)
 			if err != nil {
 				return err
 			}
@@ -509,7 +517,6 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 		}
 	}
 	clear(x.ops)
-	clear(x.dirty)
 	x.cp = cp
 	if scrub {
 		return x.compact()
@@ -545,73 +552,30 @@ func (x *Index) compact() error {
 	return err
 }
 
-// recompute builds the summary of group g from the chunks in tx; nil when
-// the group has no live chunk.
-func (x *Index) recompute(tx *bolt.Tx, g groupKey) (*Summary, error) {
-	idx := tx.Bucket(bucketBySession)
-	if g.prefix == prefixDocument {
-		idx = tx.Bucket(bucketByDoc)
-	}
-	chunks := tx.Bucket(bucketChunks)
-	prefix := lenPrefix(g.id)
-	var cs []*chunk
-	c := idx.Cursor()
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		id := string(k[len(prefix):])
-		ch, err := decodeChunk(id, chunks.Get([]byte(id)))
-		if err != nil {
-			return nil, err
-		}
-		cs = append(cs, ch)
-	}
-	if len(cs) == 0 {
-		return nil, nil
-	}
-	return build(g, cs, x.opts), nil
+// groupChange is what one Commit changes in a group: the range of index
+// keys touched (old and new positions) and the term statistics delta.
+type groupChange struct {
+	lo, hi []byte
+	delta  statDelta
 }
 
-// build is the summary of one group's chunks (any order).
-func build(g groupKey, cs []*chunk, opts Options) *Summary {
-	sort.Slice(cs, func(i, j int) bool {
-		a, b := cs[i], cs[j]
-		if g.prefix == prefixDocument && a.index != b.index {
-			return a.index < b.index
-		}
-		if a.time != b.time {
-			return a.time < b.time
-		}
-		if a.index != b.index {
-			return a.index < b.index
-		}
-		return a.id < b.id
-	})
-	var sents []sentence
-	s := &Summary{Kind: KindSession, ID: g.id, First: cs[0].time, Last: cs[0].time, Chunks: len(cs)}
-	for _, c := range cs {
-		for _, st := range c.sents {
-			st.pos = len(sents)
-			sents = append(sents, st)
-		}
-		s.First, s.Last = min(s.First, c.time), max(s.Last, c.time)
+func (gc *groupChange) span(k []byte) {
+	if gc.lo == nil || bytes.Compare(k, gc.lo) < 0 {
+		gc.lo = k
 	}
-	if g.prefix == prefixDocument {
-		s.Kind = KindDocument
-		s.Session = cs[0].session
+	if gc.hi == nil || bytes.Compare(k, gc.hi) > 0 {
+		gc.hi = k
 	}
-	ex := summarize(sents, opts.MaxTokens, opts.KeyTerms)
-	s.Text, s.KeyTerms = ex.text, ex.keyTerms
-	s.Tokens = textutil.EstimateTokens(s.Text)
-	return s
 }
 
 func deleteIndexes(bySess, byDoc, byTime *bolt.Bucket, c *chunk) error {
 	if c.session != "" {
-		if err := bySess.Delete(append(lenPrefix(c.session), c.id...)); err != nil {
+		if err := bySess.Delete(orderKey(groupKey{prefixSession, c.session}, c)); err != nil {
 			return err
 		}
 	}
 	if d := c.docID(); d != "" {
-		if err := byDoc.Delete(append(lenPrefix(d), c.id...)); err != nil {
+		if err := byDoc.Delete(orderKey(groupKey{prefixDocument, d}, c)); err != nil {
 			return err
 		}
 	}
@@ -621,12 +585,12 @@ func deleteIndexes(bySess, byDoc, byTime *bolt.Bucket, c *chunk) error {
 
 func putIndexes(bySess, byDoc, byTime *bolt.Bucket, c *chunk) error {
 	if c.session != "" {
-		if err := bySess.Put(append(lenPrefix(c.session), c.id...), nil); err != nil {
+		if err := bySess.Put(orderKey(groupKey{prefixSession, c.session}, c), nil); err != nil {
 			return err
 		}
 	}
 	if d := c.docID(); d != "" {
-		if err := byDoc.Put(append(lenPrefix(d), c.id...), nil); err != nil {
+		if err := byDoc.Put(orderKey(groupKey{prefixDocument, d}, c), nil); err != nil {
 			return err
 		}
 	}
