@@ -11,36 +11,67 @@
 // order (content time, chunk index, chunk id) for a session and (chunk
 // index, content time, chunk id) for a document.
 //
-// Extraction (see summarize): the group's texts are split with
-// textutil.Sentences and textutil.ContentWords; a term weighs count·√(N/df)
-// (df over the group's sentences); a sentence scores the sum of its distinct
-// terms' weights over max(#distinct terms, 8), ×1.15 for the first
-// sentence; the best sentences (ties: earlier first; exact duplicates
-// skipped) are taken greedily while textutil.EstimateTokens of their join
-// stays within Options.MaxTokens, then printed in original order. Key terms
-// are the Options.KeyTerms heaviest terms, ties by word. Only +, ×, ÷ and √
+// Extraction (see summarize): texts are split with textutil.Sentences and
+// textutil.ContentWords; a term weighs count·√(N/df) (df over sentences);
+// a sentence scores the sum of its distinct terms' weights over
+// max(#distinct terms, 8), ×1.15 for the first sentence; the best
+// sentences (ties: earlier first; exact duplicates, case-folded, skipped)
+// are taken greedily while textutil.EstimateTokens of their join stays
+// within Options.MaxTokens, then printed in original order (when none fits,
+// the best one is cut at a word boundary and ends with "…"). Key terms are
+// the Options.KeyTerms heaviest terms, ties by word. Only +, ×, ÷ and √
 // with explicit rounding are used, so summaries are identical across
 // platforms.
 //
+// Blocks (format 2). A group's chunks, in reading order, are cut into
+// blocks: a block starts at the group's first chunk and at every chunk
+// whose id hashes (FNV-1a 32) to 0 modulo 16, so a block holds 16 chunks
+// on average and its extent depends only on the chunks themselves, not on
+// the order they arrived in. A block keeps the candidates of its own
+// extraction (its summary's sentences, or its best sentence when none
+// fits) and its own key terms. The group's summary is the extraction over
+// all blocks' candidates, in reading order, with the weights of the whole
+// group (count, df and N over all its sentences, kept per group and term),
+// the first-sentence bonus only for the group's first sentence; its key
+// terms are the heaviest of the blocks' key terms by those weights. A group
+// of one block gets exactly the extraction of all its sentences.
+//
 // Invariants:
 //   - A summary is a pure function of the live chunks of its group, never of
-//     the update history: incremental updates and a full rebuild give the
-//     same summaries and the same digest.
-//   - Apply only buffers: chunk changes live in memory and touched groups
-//     are marked dirty. Commit writes the chunk changes, recomputes each
-//     dirty group once from the chunks stored here (never from the log),
-//     and writes summaries and checkpoint in one bbolt transaction.
+//     the update history: incremental updates and a full rebuild store the
+//     same records (chunks, indexes, blocks, statistics, summaries) byte for
+//     byte and give the same digest.
+//   - Apply only buffers chunk changes in memory. Commit writes them, and
+//     for each touched group applies the term statistics delta, rebuilds
+//     the blocks the changed keys can reach (from the last block start
+//     before the first changed key to the first block start after the last
+//     one: one block for an appended turn) from the chunks stored here
+//     (never from the log), merges the group's blocks into its summary and
+//     writes the checkpoint, in one bbolt transaction. An appended turn
+//     costs its block plus a pass over the group's block records (1/16 of
+//     its chunks), not a re-extraction of the group.
 //   - Reads (Session, Document, All, Search, Digest) see the last Commit.
 //   - Removed content leaves the file: a Commit that removed chunks
 //     rewrites summary.db with projections.CompactBolt (bbolt keeps freed
 //     pages, with their text, otherwise); Reset and a stale version start a
 //     new file. Open checks the file is not truncated.
 //
-// Storage (bbolt file summary.db): chunks (id → kind, index, time, session,
-// chunk_parent, content), by_session / by_doc / by_time secondary indexes,
-// summaries (1‖session id or 2‖document id → JSON Summary), meta (version,
-// options, checkpoint). The session search index is in memory, built from
-// the stored summaries by the first Search.
+// Storage (bbolt file summary.db):
+//   - chunks: id → kind ‖ uvarint index ‖ time ‖ session ‖ chunk_parent ‖
+//     content (encodeChunk);
+//   - by_session, by_doc: uvarint len ‖ group id ‖ sort key (12 bytes:
+//     time(8, BE, sign bit flipped) ‖ index(4, BE) for sessions, index ‖
+//     time for documents) ‖ chunk id → empty, so a cursor walks a group in
+//     reading order; by_time: time ‖ chunk id → empty;
+//   - blocks: kind byte (1 session, 2 document) ‖ the by_session/by_doc key
+//     of the block's first chunk → encodeBlock;
+//   - stats: kind byte ‖ uvarint len ‖ group id ‖ term → uvarint count ‖
+//     uvarint df;
+//   - summaries: 1‖session id or 2‖document id → JSON Summary;
+//   - meta: version tag, checkpoint.
+//
+// The session search index is in memory, built from the stored summaries
+// by the first Search.
 package summary
 
 import (
@@ -54,7 +85,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 
 	bolt "go.etcd.io/bbolt"
@@ -612,31 +642,16 @@ func timeKey(t int64) [8]byte {
 }
 
 // encodeChunk: kind ‖ uvarint index ‖ time(8, BE) ‖ str session ‖ str
-// chunk_parent ‖ uvarint #sentences ‖ per sentence (uvarint offset in
-// content, uvarint length, str content words joined by " ") ‖ content
-// (rest). Storing the analysis spares re-tokenising a whole session each
-// time it is recomputed.
+// chunk_parent ‖ content (rest). The sentence analysis is not stored: a
+// Commit re-reads only the chunks of the blocks it rebuilds, so splitting
+// them again costs less than keeping a second copy of every text.
 func encodeChunk(c *chunk) []byte {
-	b := make([]byte, 0, 32+len(c.session)+len(c.chunkParent)+2*len(c.content))
+	b := make([]byte, 0, 24+len(c.session)+len(c.chunkParent)+len(c.content))
 	b = append(b, byte(c.kind))
 	b = binary.AppendUvarint(b, uint64(c.index))
 	b = binary.BigEndian.AppendUint64(b, uint64(c.time))
 	b = appendStr(b, c.session)
 	b = appendStr(b, c.chunkParent)
-	b = binary.AppendUvarint(b, uint64(len(c.sents)))
-	cursor := 0
-	for _, st := range c.sents {
-		cursor = min(cursor, len(c.content))
-		off := strings.Index(c.content[cursor:], st.text)
-		if off < 0 { // cannot happen: sentences are substrings, in order
-			off = 0
-		}
-		off += cursor
-		cursor = off + len(st.text)
-		b = binary.AppendUvarint(b, uint64(off))
-		b = binary.AppendUvarint(b, uint64(len(st.text)))
-		b = appendStr(b, strings.Join(st.words, " "))
-	}
 	return append(b, c.content...)
 }
 
@@ -645,7 +660,7 @@ func appendStr(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-// decodeChunk parses a stored chunk record.
+// decodeChunk parses a stored chunk record and analyses its content.
 func decodeChunk(id string, raw []byte) (*chunk, error) {
 	bad := func(what string) (*chunk, error) {
 		return nil, fmt.Errorf("decode chunk %q: %w: %s", id, ErrCorrupt, what)
@@ -689,36 +704,8 @@ func decodeChunk(id string, raw []byte) (*chunk, error) {
 	if c.chunkParent, ok = str(); !ok {
 		return bad("chunk parent")
 	}
-	nSent, ok := uv()
-	if !ok || nSent > uint64(len(rec)-p) {
-		return bad("sentence count")
-	}
-	type span struct{ off, n uint64 }
-	spans := make([]span, nSent)
-	c.sents = make([]sentence, nSent)
-	for i := range c.sents {
-		off, ok1 := uv()
-		n, ok2 := uv()
-		words, ok3 := str()
-		if !ok1 || !ok2 || !ok3 {
-			return bad("sentence")
-		}
-		spans[i] = span{off, n}
-		if words != "" {
-			c.sents[i].words = strings.Split(words, " ")
-		}
-		c.sents[i].pos = i
-	}
 	c.content = rec[p:]
-	var end uint64
-	for i, sp := range spans {
-		// Spans lie inside the content, in order, without overlap.
-		if sp.off < end || sp.off > uint64(len(c.content)) || sp.n > uint64(len(c.content))-sp.off {
-			return bad("sentence span")
-		}
-		end = sp.off + sp.n
-		c.sents[i].text = c.content[sp.off : sp.off+sp.n]
-	}
+	c.sents = split([]string{c.content})
 	return c, nil
 }
 
