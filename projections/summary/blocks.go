@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
-	"sort"
 	"strings"
 
 	bolt "go.etcd.io/bbolt"
@@ -65,8 +64,14 @@ type block struct {
 	chunks, sents int
 	first, last   int64    // content time span
 	session       string   // session of the block's first chunk
-	cands         []cand   // candidate sentences, in reading order
-	terms         []string // candidate key terms
+	cands         []cand     // candidate sentences, in reading order
+	terms         []blockTerm // the block's key terms
+}
+
+// blockTerm is a key term of a block with its count and df there.
+type blockTerm struct {
+	word      string
+	count, df int
 }
 
 // cand is a candidate sentence of a block.
@@ -91,9 +96,12 @@ func newBlock(cs []*chunk, opts Options) *block {
 	}
 	b.sents = len(sents)
 	ex := summarize(sents, opts.MaxTokens, opts.KeyTerms)
-	b.terms = ex.keyTerms
 	if len(sents) == 0 {
 		return b
+	}
+	for _, w := range ex.keyTerms {
+		st := ex.stats[w]
+		b.terms = append(b.terms, blockTerm{w, st.count, st.df})
 	}
 	taken := false
 	for i, ok := range ex.chosen {
@@ -111,7 +119,7 @@ func newBlock(cs []*chunk, opts Options) *block {
 // encodeBlock: uvarint chunks ‖ uvarint sentences ‖ first(8, BE) ‖
 // last(8, BE) ‖ str session ‖ uvarint #candidates ‖ per candidate (uvarint
 // local position, str text, str content words joined by " ") ‖ uvarint
-// #terms ‖ str term….
+// #terms ‖ per term (str term, uvarint count, uvarint df).
 func encodeBlock(b *block) []byte {
 	out := binary.AppendUvarint(nil, uint64(b.chunks))
 	out = binary.AppendUvarint(out, uint64(b.sents))
@@ -126,7 +134,9 @@ func encodeBlock(b *block) []byte {
 	}
 	out = binary.AppendUvarint(out, uint64(len(b.terms)))
 	for _, t := range b.terms {
-		out = appendStr(out, t)
+		out = appendStr(out, t.word)
+		out = binary.AppendUvarint(out, uint64(t.count))
+		out = binary.AppendUvarint(out, uint64(t.df))
 	}
 	return out
 }
@@ -192,94 +202,20 @@ func decodeBlock(raw []byte) (*block, error) {
 	if n, ok = uv(); !ok || n > uint64(len(rec)-p) {
 		return bad("term count")
 	}
-	b.terms = make([]string, n)
+	b.terms = make([]blockTerm, n)
 	for i := range b.terms {
-		if b.terms[i], ok = str(); !ok {
+		w, ok1 := str()
+		c, ok2 := uv()
+		df, ok3 := uv()
+		if !ok1 || !ok2 || !ok3 || df == 0 || df > c || c > 1<<40 {
 			return bad("term")
 		}
+		b.terms[i] = blockTerm{w, int(c), int(df)}
 	}
 	if p != len(rec) {
 		return bad("trailing bytes")
 	}
 	return b, nil
-}
-
-// statsKey is the key of word's statistics in group g.
-func statsKey(g groupKey, word string) []byte {
-	k := append([]byte{g.prefix}, lenPrefix(g.id)...)
-	return append(k, word...)
-}
-
-// statDelta accumulates the change of one group's term statistics.
-type statDelta map[string]*termStat
-
-// add counts c's sentences into d with sign ±1.
-func (d statDelta) add(c *chunk, sign int) {
-	for _, u := range distinctWords(c.sents) {
-		for _, w := range u {
-			st := d[w]
-			if st == nil {
-				st = &termStat{}
-				d[w] = st
-			}
-			st.df += sign
-		}
-	}
-	for _, s := range c.sents {
-		for _, w := range s.words {
-			d[w].count += sign
-		}
-	}
-}
-
-// applyStats writes d into the stats bucket.
-func applyStats(stats *bolt.Bucket, g groupKey, d statDelta) error {
-	words := make([]string, 0, len(d))
-	for w := range d {
-		words = append(words, w)
-	}
-	sort.Strings(words)
-	for _, w := range words {
-		st := d[w]
-		if st.count == 0 && st.df == 0 {
-			continue
-		}
-		key := statsKey(g, w)
-		cur, err := decodeStat(stats.Get(key))
-		if err != nil {
-			return fmt.Errorf("term %q: %w", w, err)
-		}
-		cur.count += st.count
-		cur.df += st.df
-		switch {
-		case cur.count < 0 || cur.df < 0 || (cur.count == 0) != (cur.df == 0):
-			return fmt.Errorf("term %q: %w: negative statistics", w, ErrCorrupt)
-		case cur.count == 0:
-			err = stats.Delete(key)
-		default:
-			err = stats.Put(key, binary.AppendUvarint(binary.AppendUvarint(nil, uint64(cur.count)), uint64(cur.df)))
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// decodeStat parses uvarint count ‖ uvarint df (nil: zero).
-func decodeStat(raw []byte) (termStat, error) {
-	if raw == nil {
-		return termStat{}, nil
-	}
-	c, n := binary.Uvarint(raw)
-	if n <= 0 || c > 1<<40 {
-		return termStat{}, fmt.Errorf("%w: term count", ErrCorrupt)
-	}
-	df, m := binary.Uvarint(raw[n:])
-	if m <= 0 || n+m != len(raw) || df > c || df == 0 {
-		return termStat{}, fmt.Errorf("%w: term df", ErrCorrupt)
-	}
-	return termStat{int(c), int(df)}, nil
 }
 
 // rebuildBlocks recomputes the blocks of group g that the changes between
@@ -364,9 +300,9 @@ func rebuildBlocks(tx *bolt.Tx, g groupKey, lo, hi []byte, opts Options) (int, e
 }
 
 // merge is the summary of group g from its stored blocks; nil when the
-// group has no live chunk. Candidate sentences are rescored with the
-// group's term statistics and selected as in summarize; the key terms are
-// the heaviest of the blocks' candidate terms.
+// group has no live chunk. The blocks' candidate sentences are summarised
+// as one text (weights over the candidates); a key term weighs its counts
+// summed over the blocks that list it, against all the group's sentences.
 func merge(tx *bolt.Tx, g groupKey, opts Options) (*Summary, error) {
 	bp := append([]byte{g.prefix}, lenPrefix(g.id)...)
 	var bs []*block
@@ -389,7 +325,7 @@ func merge(tx *bolt.Tx, g groupKey, opts Options) (*Summary, error) {
 	n := 0
 	var sents []sentence
 	firstIsCand := false
-	termSet := map[string]struct{}{}
+	terms := map[string]*termStat{}
 	for i, b := range bs {
 		s.Chunks += b.chunks
 		n += b.sents
@@ -401,47 +337,25 @@ func merge(tx *bolt.Tx, g groupKey, opts Options) (*Summary, error) {
 			sents = append(sents, sentence{text: cd.text, words: cd.words, pos: len(sents)})
 		}
 		for _, t := range b.terms {
-			termSet[t] = struct{}{}
-		}
-	}
-	stats := tx.Bucket(bucketStats)
-	weights := map[string]float64{}
-	weigh := func(w string) error {
-		if _, ok := weights[w]; ok {
-			return nil
-		}
-		st, err := decodeStat(stats.Get(statsKey(g, w)))
-		if err != nil {
-			return fmt.Errorf("group %q term %q: %w", g.id, w, err)
-		}
-		if st.df == 0 {
-			return fmt.Errorf("group %q term %q: %w: no statistics", g.id, w, ErrCorrupt)
-		}
-		weights[w] = termWeight(st.count, st.df, n)
-		return nil
-	}
-	terms := make([]string, 0, len(termSet))
-	for t := range termSet {
-		if err := weigh(t); err != nil {
-			return nil, err
-		}
-		terms = append(terms, t)
-	}
-	s.KeyTerms = topTerms(terms, weights, opts.KeyTerms)
-	uniq := distinctWords(sents)
-	for _, u := range uniq {
-		for _, w := range u {
-			if err := weigh(w); err != nil {
-				return nil, err
+			st := terms[t.word]
+			if st == nil {
+				st = &termStat{}
+				terms[t.word] = st
 			}
+			st.count += t.count
+			st.df += t.df
 		}
 	}
+	weights := make(map[string]float64, len(terms))
+	words := make([]string, 0, len(terms))
+	for w, st := range terms {
+		weights[w] = termWeight(st.count, st.df, n)
+		words = append(words, w)
+	}
+	s.KeyTerms = topTerms(words, weights, opts.KeyTerms)
 	if len(sents) > 0 {
-		chosen, nChosen, best := pick(sents, uniq, weights, firstIsCand, opts.MaxTokens)
-		s.Text = join(sents, chosen)
-		if nChosen == 0 {
-			s.Text = cut(sents[best].text, opts.MaxTokens)
-		}
+		ex := summarizeFirst(sents, opts.MaxTokens, firstIsCand)
+		s.Text = ex.text
 	}
 	s.Tokens = textutil.EstimateTokens(s.Text)
 	return s, nil

@@ -139,7 +139,7 @@ func randomOps(r *rand.Rand, n int) (bodies []log.Body, live map[string]*log.Sto
 
 // TestIncrementalIsBitForBitRebuild commits after every event of random
 // histories and compares every stored record (chunks, indexes, blocks, term
-// statistics, summaries) with a build from only the surviving chunks,
+// summaries) with a build from only the surviving chunks,
 // stored in shuffled order and committed once.
 func TestIncrementalIsBitForBitRebuild(t *testing.T) {
 	for seed := int64(1); seed <= 4; seed++ {
@@ -251,8 +251,8 @@ func TestAppendReadsOnlyTheLastBlock(t *testing.T) {
 func FuzzDecodeBlock(f *testing.F) {
 	f.Add(encodeBlock(&block{chunks: 3, sents: 4, first: -5, last: 9, session: "s",
 		cands: []cand{{local: 0, text: "Hello there.", words: []string{"hello"}}, {local: 3, text: "Bye."}},
-		terms: []string{"hello", "bye"}}))
-	f.Add(encodeBlock(&block{chunks: 1, terms: []string{}}))
+		terms: []blockTerm{{"hello", 2, 1}, {"bye", 1, 1}}}))
+	f.Add(encodeBlock(&block{chunks: 1}))
 	f.Add([]byte{})
 	f.Add([]byte{1, 1, 0xff})
 	f.Fuzz(func(t *testing.T, raw []byte) {

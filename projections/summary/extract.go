@@ -30,6 +30,10 @@ type extract struct {
 	keyTerms []string
 	chosen   []bool // sentences taken (empty input: nil)
 	best     int    // the best-scoring sentence
+
+	stats   map[string]*termStat
+	weights map[string]float64
+	terms   []string // every term
 }
 
 // split turns texts (in reading order) into sentences with content words.
@@ -53,6 +57,17 @@ func split(texts []string) []sentence {
 // Arithmetic uses only +, ×, ÷ and √, each rounded explicitly, so the result
 // is the same on every platform.
 func summarize(sents []sentence, maxTokens, nTerms int) extract {
+	ex := summarizeFirst(sents, maxTokens, true)
+	ex.keyTerms = []string{}
+	if len(ex.terms) > 0 {
+		ex.keyTerms = topTerms(ex.terms, ex.weights, nTerms)
+	}
+	return ex
+}
+
+// summarizeFirst is summarize without key terms; firstBonus applies to
+// sents[0] only when bonusFirst.
+func summarizeFirst(sents []sentence, maxTokens int, bonusFirst bool) extract {
 	n := len(sents)
 	if n == 0 || maxTokens <= 0 {
 		return extract{keyTerms: []string{}}
@@ -78,14 +93,12 @@ func summarize(sents []sentence, maxTokens, nTerms int) extract {
 		weights[w] = termWeight(st.count, st.df, n)
 		terms = append(terms, w)
 	}
-	chosen, nChosen, best := pick(sents, uniq, weights, true, maxTokens)
-	ex := extract{text: join(sents, chosen), keyTerms: topTerms(terms, weights, nTerms)}
+	chosen, nChosen, best := pick(sents, uniq, weights, bonusFirst, maxTokens)
+	ex := extract{text: join(sents, chosen), chosen: chosen, best: best, stats: stats, weights: weights, terms: terms}
 	if nChosen == 0 {
 		// Not even the best sentence fits: cut it.
 		ex.text = cut(sents[best].text, maxTokens)
 	}
-	ex.chosen = chosen
-	ex.best = best
 	return ex
 }
 

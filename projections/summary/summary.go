@@ -29,23 +29,24 @@
 // on average and its extent depends only on the chunks themselves, not on
 // the order they arrived in. A block keeps the candidates of its own
 // extraction (its summary's sentences, or its best sentence when none
-// fits) and its own key terms. The group's summary is the extraction over
-// all blocks' candidates, in reading order, with the weights of the whole
-// group (count, df and N over all its sentences, kept per group and term),
-// the first-sentence bonus only for the group's first sentence; its key
-// terms are the heaviest of the blocks' key terms by those weights. A group
+// fits) and its own key terms with their count and df in the block. The
+// group's summary is the extraction over all blocks' candidates, in
+// reading order, as one text (weights over the candidates; the
+// first-sentence bonus only for the group's first sentence). Its key terms
+// are the blocks' key terms, each weighing count·√(N/df) with count and df
+// summed over the blocks that list it and N the group's sentences. A group
 // of one block gets exactly the extraction of all its sentences.
 //
 // Invariants:
 //   - A summary is a pure function of the live chunks of its group, never of
 //     the update history: incremental updates and a full rebuild store the
-//     same records (chunks, indexes, blocks, statistics, summaries) byte for
-//     byte and give the same digest.
+//     same records (chunks, indexes, blocks, summaries) byte for byte and
+//     give the same digest.
 //   - Apply only buffers chunk changes in memory. Commit writes them, and
-//     for each touched group applies the term statistics delta, rebuilds
-//     the blocks the changed keys can reach (from the last block start
-//     before the first changed key to the first block start after the last
-//     one: one block for an appended turn) from the chunks stored here
+//     for each touched group rebuilds the blocks the changed keys can
+//     reach (from the last block start before the first changed key to the
+//     first block start after the last one: one block for an appended
+//     turn) from the chunks stored here
 //     (never from the log), merges the group's blocks into its summary and
 //     writes the checkpoint, in one bbolt transaction. An appended turn
 //     costs its block plus a pass over the group's block records (1/16 of
@@ -65,8 +66,6 @@
 //     reading order; by_time: time ‖ chunk id → empty;
 //   - blocks: kind byte (1 session, 2 document) ‖ the by_session/by_doc key
 //     of the block's first chunk → encodeBlock;
-//   - stats: kind byte ‖ uvarint len ‖ group id ‖ term → uvarint count ‖
-//     uvarint df;
 //   - summaries: 1‖session id or 2‖document id → JSON Summary;
 //   - meta: version tag, checkpoint.
 //
@@ -130,9 +129,8 @@ var (
 	bucketByTime    = []byte("by_time")
 	bucketSummaries = []byte("summaries")
 	bucketBlocks    = []byte("blocks")
-	bucketStats     = []byte("stats")
 	bucketMeta      = []byte("meta")
-	allBuckets      = [][]byte{bucketChunks, bucketBySession, bucketByDoc, bucketByTime, bucketSummaries, bucketBlocks, bucketStats, bucketMeta}
+	allBuckets      = [][]byte{bucketChunks, bucketBySession, bucketByDoc, bucketByTime, bucketSummaries, bucketBlocks, bucketMeta}
 	keyCP           = []byte("checkpoint")
 	keyVersion      = []byte("version")
 )
@@ -454,15 +452,14 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 		chunks := tx.Bucket(bucketChunks)
 		bySess, byDoc, byTime := tx.Bucket(bucketBySession), tx.Bucket(bucketByDoc), tx.Bucket(bucketByTime)
 		touched := map[groupKey]*groupChange{}
-		touch := func(c *chunk, sign int) {
+		touch := func(c *chunk) {
 			for _, g := range groupsOf(c) {
 				gc := touched[g]
 				if gc == nil {
-					gc = &groupChange{delta: statDelta{}}
+					gc = &groupChange{}
 					touched[g] = gc
 				}
 				gc.span(orderKey(g, c))
-				gc.delta.add(c, sign)
 			}
 		}
 		for _, id := range ids {
@@ -472,7 +469,7 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 				if err != nil {
 					return err
 				}
-				touch(oc, -1)
+				touch(oc)
 				if err := deleteIndexes(bySess, byDoc, byTime, oc); err != nil {
 					return err
 				}
@@ -491,7 +488,7 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 			if err := putIndexes(bySess, byDoc, byTime, c); err != nil {
 				return err
 			}
-			touch(c, +1)
+			touch(c)
 		}
 		groups := make([]groupKey, 0, len(touched))
 		for g := range touched {
@@ -503,12 +500,9 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 			}
 			return groups[i].id < groups[j].id
 		})
-		sums, stats := tx.Bucket(bucketSummaries), tx.Bucket(bucketStats)
+		sums := tx.Bucket(bucketSummaries)
 		for _, g := range groups {
 			gc := touched[g]
-			if err := applyStats(stats, g, gc.delta); err != nil {
-				return fmt.Errorf("group %q: %w", g.id, err)
-			}
 			n, err := rebuildBlocks(tx, g, gc.lo, gc.hi, x.opts)
 			x.reread += n
 			if err != nil {
@@ -583,11 +577,8 @@ func (x *Index) compact() error {
 }
 
 // groupChange is what one Commit changes in a group: the range of index
-// keys touched (old and new positions) and the term statistics delta.
-type groupChange struct {
-	lo, hi []byte
-	delta  statDelta
-}
+// keys touched (old and new positions).
+type groupChange struct{ lo, hi []byte }
 
 func (gc *groupChange) span(k []byte) {
 	if gc.lo == nil || bytes.Compare(k, gc.lo) < 0 {
