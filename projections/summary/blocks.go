@@ -62,9 +62,9 @@ func idOfKey(gp, k []byte) string { return string(k[len(gp)+sortKeyLen:]) }
 // group's summary without reading its chunks.
 type block struct {
 	chunks, sents int
-	first, last   int64    // content time span
-	session       string   // session of the block's first chunk
-	cands         []cand     // candidate sentences, in reading order
+	first, last   int64       // content time span
+	session       string      // session of the block's first chunk
+	cands         []cand      // candidate sentences, in reading order
 	terms         []blockTerm // the block's key terms
 }
 
