@@ -269,3 +269,26 @@ func FuzzDecodeBlock(f *testing.F) {
 		}
 	})
 }
+
+// TestFormat1FileIsRebuilt opens a summary.db left by format 1 (its
+// version tag) and checks it is discarded: checkpoint zero, nothing kept.
+func TestFormat1FileIsRebuilt(t *testing.T) {
+	dir := t.TempDir()
+	x := openT(t, dir, Options{})
+	applyAll(t, x, chain(t, &log.Store{ChunkID: "a", Kind: log.KindConversation, Session: "S",
+		Time: projtest.BaseTime, Content: "Old format text."}), 0)
+	err := x.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketMeta).Put(keyVersion, []byte("v1/tokens=120/terms=8"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x.Close()
+	y := openT(t, dir, Options{})
+	if cp, _ := y.Checkpoint(); cp.Seq != 0 {
+		t.Fatalf("checkpoint %d after opening a format 1 file, want 0", cp.Seq)
+	}
+	if n, err := y.Count(); err != nil || n != 0 {
+		t.Fatalf("%d chunks kept from a format 1 file (%v)", n, err)
+	}
+}
