@@ -3,6 +3,7 @@ package log
 import (
 	"io"
 	"os"
+	"path/filepath"
 	"sync"
 )
 
@@ -102,4 +103,16 @@ func tailEntries(path string, k uint64) (ents []fileEntry, st tailState, ok bool
 		}
 	}
 	return ents, st, true
+}
+
+// forgetSegments drops what is remembered of the segments in dir: called
+// before files are cut or rewritten.
+func forgetSegments(dir string) {
+	segTails.Lock()
+	defer segTails.Unlock()
+	for path := range segTails.m {
+		if filepath.Dir(path) == filepath.Clean(dir) {
+			delete(segTails.m, path)
+		}
+	}
 }
