@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
-	"strings"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -74,11 +73,11 @@ type blockTerm struct {
 	count, df int
 }
 
-// cand is a candidate sentence of a block.
+// cand is a candidate sentence of a block. Its content words are not
+// stored: merge derives them from the text.
 type cand struct {
 	local int // position among the block's sentences
 	text  string
-	words []string
 }
 
 // newBlock summarises the chunks of one block (in reading order): the
@@ -106,19 +105,19 @@ func newBlock(cs []*chunk, opts Options) *block {
 	taken := false
 	for i, ok := range ex.chosen {
 		if ok {
-			b.cands = append(b.cands, cand{local: i, text: sents[i].text, words: sents[i].words})
+			b.cands = append(b.cands, cand{local: i, text: sents[i].text})
 			taken = true
 		}
 	}
 	if !taken {
-		b.cands = []cand{{local: ex.best, text: sents[ex.best].text, words: sents[ex.best].words}}
+		b.cands = []cand{{local: ex.best, text: sents[ex.best].text}}
 	}
 	return b
 }
 
 // encodeBlock: uvarint chunks ‖ uvarint sentences ‖ first(8, BE) ‖
 // last(8, BE) ‖ str session ‖ uvarint #candidates ‖ per candidate (uvarint
-// local position, str text, str content words joined by " ") ‖ uvarint
+// local position, str text) ‖ uvarint
 // #terms ‖ per term (str term, uvarint count, uvarint df).
 func encodeBlock(b *block) []byte {
 	out := binary.AppendUvarint(nil, uint64(b.chunks))
@@ -130,7 +129,6 @@ func encodeBlock(b *block) []byte {
 	for _, c := range b.cands {
 		out = binary.AppendUvarint(out, uint64(c.local))
 		out = appendStr(out, c.text)
-		out = appendStr(out, strings.Join(c.words, " "))
 	}
 	out = binary.AppendUvarint(out, uint64(len(b.terms)))
 	for _, t := range b.terms {
@@ -190,14 +188,10 @@ func decodeBlock(raw []byte) (*block, error) {
 	for i := range b.cands {
 		local, ok1 := uv()
 		text, ok2 := str()
-		words, ok3 := str()
-		if !ok1 || !ok2 || !ok3 || local >= sents {
+		if !ok1 || !ok2 || local >= sents {
 			return bad("candidate")
 		}
 		b.cands[i] = cand{local: int(local), text: text}
-		if words != "" {
-			b.cands[i].words = strings.Split(words, " ")
-		}
 	}
 	if n, ok = uv(); !ok || n > uint64(len(rec)-p) {
 		return bad("term count")
@@ -334,7 +328,7 @@ func merge(tx *bolt.Tx, g groupKey, opts Options) (*Summary, error) {
 			if i == 0 && cd.local == 0 {
 				firstIsCand = true
 			}
-			sents = append(sents, sentence{text: cd.text, words: cd.words, pos: len(sents)})
+			sents = append(sents, sentence{text: cd.text, words: textutil.ContentWords(cd.text), pos: len(sents)})
 		}
 		for _, t := range b.terms {
 			st := terms[t.word]
