@@ -63,7 +63,8 @@
 //   - by_session, by_doc: uvarint len ‖ group id ‖ sort key (12 bytes:
 //     time(8, BE, sign bit flipped) ‖ index(4, BE) for sessions, index ‖
 //     time for documents) ‖ chunk id → empty, so a cursor walks a group in
-//     reading order; by_time: time ‖ chunk id → empty;
+//     reading order (a tombstone by time range alone scans the chunk
+//     records' times);
 //   - blocks: kind byte (1 session, 2 document) ‖ the by_session/by_doc key
 //     of the block's first chunk → encodeBlock;
 //   - summaries: 1‖session id or 2‖document id → JSON Summary;
@@ -126,11 +127,10 @@ var (
 	bucketChunks    = []byte("chunks")
 	bucketBySession = []byte("by_session")
 	bucketByDoc     = []byte("by_doc")
-	bucketByTime    = []byte("by_time")
 	bucketSummaries = []byte("summaries")
 	bucketBlocks    = []byte("blocks")
 	bucketMeta      = []byte("meta")
-	allBuckets      = [][]byte{bucketChunks, bucketBySession, bucketByDoc, bucketByTime, bucketSummaries, bucketBlocks, bucketMeta}
+	allBuckets      = [][]byte{bucketChunks, bucketBySession, bucketByDoc, bucketSummaries, bucketBlocks, bucketMeta}
 	keyCP           = []byte("checkpoint")
 	keyVersion      = []byte("version")
 )
@@ -405,14 +405,18 @@ func (x *Index) applyTombstone(t *log.Tombstone) error {
 				}
 				return nil
 			}
-			c := tx.Bucket(bucketByTime).Cursor()
-			lo, hi := timeKey(t.From), timeKey(t.To)
-			for k, _ := c.Seek(lo[:]); k != nil && bytes.Compare(k[:8], hi[:]) < 0; k, _ = c.Next() {
-				if _, changed := x.ops[string(k[8:])]; !changed {
-					targets[string(k[8:])] = struct{}{}
+			// A range alone is rare: a scan of the chunk records'
+			// times costs less than a time index kept for it.
+			return tx.Bucket(bucketChunks).ForEach(func(k, v []byte) error {
+				tm, err := chunkTime(string(k), v)
+				if err != nil {
+					return err
 				}
-			}
-			return nil
+				if _, changed := x.ops[string(k)]; !changed && tm >= t.From && tm < t.To {
+					targets[string(k)] = struct{}{}
+				}
+				return nil
+			})
 		})
 		if err != nil {
 			return fmt.Errorf("resolve tombstone: %w", err)
@@ -450,7 +454,7 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 	scrub := false                   // a chunk was removed: compact after the commit
 	err = x.db.Update(func(tx *bolt.Tx) error {
 		chunks := tx.Bucket(bucketChunks)
-		bySess, byDoc, byTime := tx.Bucket(bucketBySession), tx.Bucket(bucketByDoc), tx.Bucket(bucketByTime)
+		bySess, byDoc := tx.Bucket(bucketBySession), tx.Bucket(bucketByDoc)
 		touched := map[groupKey]*groupChange{}
 		touch := func(c *chunk) {
 			for _, g := range groupsOf(c) {
@@ -470,7 +474,7 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 					return err
 				}
 				touch(oc)
-				if err := deleteIndexes(bySess, byDoc, byTime, oc); err != nil {
+				if err := deleteIndexes(bySess, byDoc, oc); err != nil {
 					return err
 				}
 				if err := chunks.Delete(key); err != nil {
@@ -485,7 +489,7 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 			if err := chunks.Put(key, encodeChunk(c)); err != nil {
 				return err
 			}
-			if err := putIndexes(bySess, byDoc, byTime, c); err != nil {
+			if err := putIndexes(bySess, byDoc, c); err != nil {
 				return err
 			}
 			touch(c)
@@ -589,7 +593,7 @@ func (gc *groupChange) span(k []byte) {
 	}
 }
 
-func deleteIndexes(bySess, byDoc, byTime *bolt.Bucket, c *chunk) error {
+func deleteIndexes(bySess, byDoc *bolt.Bucket, c *chunk) error {
 	if c.session != "" {
 		if err := bySess.Delete(orderKey(groupKey{prefixSession, c.session}, c)); err != nil {
 			return err
@@ -600,11 +604,10 @@ func deleteIndexes(bySess, byDoc, byTime *bolt.Bucket, c *chunk) error {
 			return err
 		}
 	}
-	tk := timeKey(c.time)
-	return byTime.Delete(append(tk[:], c.id...))
+	return nil
 }
 
-func putIndexes(bySess, byDoc, byTime *bolt.Bucket, c *chunk) error {
+func putIndexes(bySess, byDoc *bolt.Bucket, c *chunk) error {
 	if c.session != "" {
 		if err := bySess.Put(orderKey(groupKey{prefixSession, c.session}, c), nil); err != nil {
 			return err
@@ -615,8 +618,7 @@ func putIndexes(bySess, byDoc, byTime *bolt.Bucket, c *chunk) error {
 			return err
 		}
 	}
-	tk := timeKey(c.time)
-	return byTime.Put(append(tk[:], c.id...), nil)
+	return nil
 }
 
 // lenPrefix is uvarint(len(s)) ‖ s, the prefix of secondary-index keys.
@@ -649,6 +651,18 @@ func encodeChunk(c *chunk) []byte {
 func appendStr(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)
+}
+
+// chunkTime reads the content time of a stored chunk record.
+func chunkTime(id string, raw []byte) (int64, error) {
+	if len(raw) < 1 {
+		return 0, fmt.Errorf("decode chunk %q: %w: empty record", id, ErrCorrupt)
+	}
+	v, n := binary.Uvarint(raw[1:])
+	if n <= 0 || v > 1<<31 || len(raw) < 1+n+8 {
+		return 0, fmt.Errorf("decode chunk %q: %w: time", id, ErrCorrupt)
+	}
+	return int64(binary.BigEndian.Uint64(raw[1+n:])), nil
 }
 
 // decodeChunk parses a stored chunk record and analyses its content.
