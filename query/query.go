@@ -401,9 +401,11 @@ const (
 // channel's median then gave 0.820 / 0.571 (bm25 mode 0.813 / 0.570),
 // better than both the unweighted query and the plain ratio on each half
 // of the set (conversations 0–1 and 2–3). The hash embedder is a second
-// lexical view of the same words (vector mode finds only 12 evidence turns
-// BM25 misses), so fusion cannot gain much more with it; a semantic
-// embedder (--embedder static) is where the vector channel adds recall.
+// lexical view of the same words (weighted, vector mode finds the
+// evidence of 17 of 582 questions that bm25 mode misses; a perfect fusion
+// of the two top-10 lists would reach hit@10 0.842), so fusion cannot gain
+// much more with it; a semantic embedder (--embedder static) is where the
+// vector channel adds recall.
 const (
 	DefaultNeighbourWeight = 0.5
 	DefaultNeighbourSpan   = 2
