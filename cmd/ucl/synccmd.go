@@ -22,6 +22,7 @@ import (
 	"github.com/unlimitedcontext/ucl"
 	"github.com/unlimitedcontext/ucl/arweave"
 	"github.com/unlimitedcontext/ucl/crypto"
+	"github.com/unlimitedcontext/ucl/internal/mirror"
 )
 
 func syncGatewayFlag() *cli.StringFlag {
@@ -39,11 +40,11 @@ func gatewayHint(err error, again string) string {
 	switch {
 	case errors.Is(err, context.Canceled):
 		return "interrupted; nothing was lost: run `" + again + "` again to resume"
-	case errors.Is(err, arweave.ErrDiverged):
+	case errors.Is(err, mirror.ErrDiverged):
 		return "nothing was uploaded: this log is not the history already on Arweave; to continue the mirrored history, rebuild a new store from it with `ucl rebuild`"
 	case errors.Is(err, ucl.ErrCheckpointDiverged):
 		return "the segments were pushed but no checkpoint was anchored: this log is not the history this wallet already anchored for its id"
-	case errors.Is(err, arweave.ErrMirrorStateCorrupt):
+	case errors.Is(err, mirror.ErrMirrorStateCorrupt):
 		return "the mirror state is derived data: delete it and run `" + again + "` again (it is re-adopted from the gateway)"
 	case errors.Is(err, arweave.ErrUnavailable), errors.Is(err, arweave.ErrTimeout):
 		return "the gateway is unreachable or failing; nothing was lost: run `" + again + "` again to resume (check --gateway / UCL_GATEWAY)"
@@ -246,12 +247,12 @@ func syncStatusAction(c *cli.Context) error {
 }
 
 func rebuildHint(err error) string {
-	var gap *arweave.GapError
-	var rej *arweave.TxRejectedError
+	var gap *mirror.GapError
+	var rej *mirror.TxRejectedError
 	switch {
-	case errors.Is(err, arweave.ErrForked):
+	case errors.Is(err, mirror.ErrForked):
 		return "nothing was written. Two histories were uploaded for the same seqs: pass --branch TX with the transaction whose history to keep"
-	case errors.Is(err, arweave.ErrBranchNotFound):
+	case errors.Is(err, mirror.ErrBranchNotFound):
 		return "nothing was written: --branch must be one of the transactions the fork error named"
 	case errors.Is(err, ucl.ErrCheckpointDiverged):
 		return "nothing was written. The segments on Arweave do not add up to the history the wallet itself anchored in a signed checkpoint: the gateway serves altered or other segments, or the wallet anchored a rewritten history; try another --gateway"
@@ -366,7 +367,7 @@ working and wake the mirror. Gateway errors are reported and retried.`,
 			Flags: []cli.Flag{
 				syncGatewayFlag(),
 				&cli.BoolFlag{Name: "bundle", Usage: "upload ANS-104 bundles of segments instead of one L1 transaction per segment"},
-				&cli.IntFlag{Name: "segment-bytes", Value: arweave.DefaultSegmentBytes, Usage: "maximum segment size in bytes"},
+				&cli.IntFlag{Name: "segment-bytes", Value: mirror.DefaultSegmentBytes, Usage: "maximum segment size in bytes"},
 				&cli.BoolFlag{Name: "watch", Usage: "keep running and push as events arrive (Ctrl-C stops)"},
 				&cli.IntFlag{Name: "every-events", Value: 1000, Usage: "with --watch: push after this many new events"},
 				&cli.DurationFlag{Name: "every", Value: time.Minute, Usage: "with --watch: push pending events at least this often"},
