@@ -94,7 +94,7 @@ func viewOf(c mirror.CheckpointTx) CheckpointView {
 // mirrored them), unless this wallet already anchored that size. The
 // previous checkpoint comes from GraphQL, so a rebuilt store continues the
 // chain; one whose root disagrees with this log is ErrCheckpointDiverged.
-func (s *Store) anchor(ctx context.Context, cl *arweave.Client, w *arweave.Wallet, size uint64) (*CheckpointView, error) {
+func (s *Store) anchor(ctx context.Context, cl mirror.Gateway, w *arweave.Wallet, size uint64) (*CheckpointView, error) {
 	tree, err := s.merkle(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("anchor checkpoint: %w", err)
@@ -466,7 +466,7 @@ type RebuildCheckpoint struct {
 // ErrCheckpointDiverged; one whose transaction does not verify is
 // arweave.ErrTxSignature. A checkpoint the gateway serves only as pending
 // is passed over for an older one.
-func checkRebuilt(ctx context.Context, cl *arweave.Client, owner string, logID [16]byte, tree *log.Tree, head uint64) (RebuildCheckpoint, error) {
+func checkRebuilt(ctx context.Context, cl mirror.Gateway, owner string, logID [16]byte, tree *log.Tree, head uint64) (RebuildCheckpoint, error) {
 	cps, err := mirror.FindCheckpoints(ctx, cl, owner, logID)
 	if err != nil {
 		return RebuildCheckpoint{Reason: err.Error()}, nil

@@ -24,7 +24,7 @@ import (
 // of the granted chunks wrapped under it. The grantee cannot read the
 // grantor's log (its bodies are sealed under the grantor's vault key), so
 // Push discloses to the grantee, in signed uploads tagged UC-Grantee (the
-// disclosure format is in the arweave package doc), the DEK of the grant
+// disclosure format is in the internal/mirror package doc), the DEK of the grant
 // event itself, then of every later tombstone that removes a granted chunk
 // and of the revoke. SharePull (sharepull.go) is the grantee's side.
 //
@@ -488,7 +488,7 @@ func (s *Store) saveSharePush(st *sharePush) error {
 // remove granted chunks and the grant's revoke. Only mirrored events are
 // disclosed (the grantee reads them from the segments). Called by Push
 // under s.mirror.
-func (s *Store) disclose(ctx context.Context, cl *arweave.Client, covered uint64) (int, error) {
+func (s *Store) disclose(ctx context.Context, cl mirror.Gateway, covered uint64) (int, error) {
 	if s.st.Keys == nil {
 		return 0, nil
 	}

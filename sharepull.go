@@ -202,7 +202,7 @@ func verifyChainRecord(prev mirror.Hash, r mirror.Record) error {
 
 // receiveLog verifies one grantor's log and decrypts what its disclosures
 // give this wallet.
-func (s *Store) receiveLog(ctx context.Context, cl *arweave.Client, w *arweave.Wallet, ds []mirror.FoundDisclosure) (*receivedLog, []RejectedShare) {
+func (s *Store) receiveLog(ctx context.Context, cl mirror.Gateway, w *arweave.Wallet, ds []mirror.FoundDisclosure) (*receivedLog, []RejectedShare) {
 	grantor, logID := ds[0].Grantor, ds[0].Meta.LogID
 	var rejected []RejectedShare
 	reject := func(tx string, grant log.ID, err error) {
@@ -350,7 +350,7 @@ func openDisclosed(raw []byte, w *crypto.Wrapper, wk [40]byte) error {
 
 // checkGrantorLog checks the fetched log against the newest checkpoint the
 // grantor anchored (the rebuild's check).
-func (s *Store) checkGrantorLog(ctx context.Context, cl *arweave.Client, grantor string, logID [16]byte, hashes []log.Hash) (RebuildCheckpoint, error) {
+func (s *Store) checkGrantorLog(ctx context.Context, cl mirror.Gateway, grantor string, logID [16]byte, hashes []log.Hash) (RebuildCheckpoint, error) {
 	dir, err := os.MkdirTemp(s.st.Dir, "shared-tree-")
 	if err != nil {
 		return RebuildCheckpoint{}, err
