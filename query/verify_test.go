@@ -3,7 +3,6 @@ package query_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -133,13 +132,13 @@ func editChunk(t *testing.T, dir, id string, edit func(c *timelines.Chunk)) {
 	defer db.Close()
 	err = db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket([]byte("chunks"))
-		var c timelines.Chunk
-		if err := json.Unmarshal(b.Get([]byte(id)), &c); err != nil {
+		c, err := timelines.DecodeChunk(id, b.Get([]byte(id)))
+		if err != nil {
 			return err
 		}
-		edit(&c)
+		edit(c)
 		c.Sum = c.ContentSum()
-		v, err := json.Marshal(&c)
+		v, err := timelines.EncodeChunk(c)
 		if err != nil {
 			return err
 		}

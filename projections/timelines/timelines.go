@@ -9,8 +9,8 @@
 // One bbolt file, timelines.db, in the projection's directory. Buckets:
 //
 //	meta      "version" → uint32 LE (Version), "cp" → seq uint64 LE ‖ hash [32]
-//	chunks    chunk id → JSON Chunk (canonical: encoding/json, fixed field order, sorted meta;
-//	          "sum" is Chunk.ContentSum, so readers can tell a damaged record)
+//	chunks    chunk id → binary Chunk record (record.go; canonical: one encoding per
+//	          chunk; its sum is Chunk.ContentSum, so readers can tell a damaged record)
 //	order     sub-bucket "s"+session → ordKey(time, seq) → indexValue(kind, role, chunk_parent, id)
 //	time      ordKey(time, seq) → chunk id                (every chunk)
 //	parts     uvarint(len(parent)) ‖ parent ‖ index u64 BE ‖ seq u64 BE → chunk id
@@ -56,7 +56,9 @@
 //     length-prefixed, each section tagged and followed by its count; the
 //     checkpoint is not part of it. Same events ⇒ same digest, and an index
 //     entry lost or changed on disk changes it (`project verify` covers
-//     what queries read). Version 2 added the indexes.
+//     what queries read). Version 2 added the indexes; version 4 made the
+//     chunk record binary (a store of an older version is rebuilt: the
+//     projector resets it, and a snapshot of it is refused and rebuilt).
 package timelines
 
 import (
@@ -86,7 +88,7 @@ const Name = "timelines"
 
 // Version is the on-disk format version. Bump it when the stored form or
 // the digest changes; a store of another version is rebuilt.
-const Version = 3
+const Version = 4
 
 // FileName is the bbolt file inside the projection's directory.
 const FileName = "timelines.db"
@@ -95,7 +97,7 @@ const FileName = "timelines.db"
 const TitleMax = 80
 
 // digestTag starts the digest; do not change without bumping Version.
-const digestTag = "ucl/timelines/v3\x00"
+const digestTag = "ucl/timelines/v4\x00"
 
 var (
 	// ErrNotFound is returned when a session or document does not exist.
@@ -564,11 +566,7 @@ func getChunk(tx *bolt.Tx, id string) (*Chunk, error) {
 	if v == nil {
 		return nil, nil
 	}
-	c := new(Chunk)
-	if err := json.Unmarshal(v, c); err != nil {
-		return nil, fmt.Errorf("decode chunk %q: %w: %v", id, ErrCorrupt, err)
-	}
-	return c, nil
+	return decodeChunk(id, v)
 }
 
 // Commit writes everything applied and cp in one transaction.
@@ -645,9 +643,9 @@ func (t *Timelines) flushTx(tx *bolt.Tx) error {
 			}
 			continue
 		}
-		v, err := json.Marshal(c)
+		v, err := encodeChunk(c)
 		if err != nil {
-			return fmt.Errorf("encode chunk %q: %w", id, err)
+			return err
 		}
 		if err := chunks.Put([]byte(id), v); err != nil {
 			return fmt.Errorf("put chunk %q: %w", id, err)
