@@ -2,6 +2,7 @@ package timelines
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
@@ -61,6 +62,9 @@ func (t *Timelines) Around(id string, before, after int) ([]Chunk, error) {
 		cur.Seek(key)
 		return collect(after, cur.Next, &next)
 	})
+	if err == nil {
+		err = errors.Join(t.fill(prev), t.fill(next))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("turns around %q: %w", id, err)
 	}

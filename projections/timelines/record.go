@@ -3,6 +3,7 @@ package timelines
 import (
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"sort"
 
@@ -10,8 +11,10 @@ import (
 )
 
 // The chunk record (value of the "chunks" bucket, key = chunk id), binary
-// since version 4 (JSON before: its field names, hex sums and decimal
-// times were two thirds of the timelines file). Strings are
+// and without the content since version 4 (JSON before, content
+// included: its field names, hex sums and decimal times were two thirds
+// of the file, the content most of the rest). The content is read back
+// from the event at seq (content.go). Strings are
 // uvarint(len) ‖ bytes; every varint is minimal, meta keys are strictly
 // increasing and nothing follows the sum, so a record has exactly one
 // encoding (the digest covers the record bytes):
@@ -22,7 +25,7 @@ import (
 //	append_ms varint
 //	time_ms   varint
 //	kind      u8
-//	session, role, content                       strings
+//	session, role                                strings
 //	meta      uvarint n ‖ n × (key, value)       strings, keys sorted
 //	parent, chunk_parent                         strings
 //	chunk_index varint
@@ -38,7 +41,7 @@ const (
 	recAllBits = recEdited | recSelfID | recTool
 )
 
-// encodeChunk returns c's record. It fails only on a chunk that did not
+// encodeChunk returns c's record (c.Content is not part of it). It fails only on a chunk that did not
 // come from Apply (an event id or sum that is not hex).
 func encodeChunk(c *Chunk) ([]byte, error) {
 	var flags byte
@@ -55,7 +58,7 @@ func encodeChunk(c *Chunk) ([]byte, error) {
 	if err != nil || len(sum) != 32 {
 		return nil, fmt.Errorf("encode chunk %q: sum %q is not 64 hex digits", c.ID, c.Sum)
 	}
-	b := make([]byte, 0, 96+len(c.Session)+len(c.Role)+len(c.Content))
+	b := make([]byte, 0, 96+len(c.Session)+len(c.Role))
 	b = append(b, flags)
 	b = binary.AppendUvarint(b, c.Seq)
 	if flags&recSelfID == 0 {
@@ -74,7 +77,6 @@ func encodeChunk(c *Chunk) ([]byte, error) {
 	}
 	str(c.Session)
 	str(c.Role)
-	str(c.Content)
 	keys := make([]string, 0, len(c.Meta))
 	for k := range c.Meta {
 		keys = append(keys, k)
@@ -180,7 +182,6 @@ func decodeChunk(id string, v []byte) (*Chunk, error) {
 	c.Kind = log.Kind(r.byte())
 	c.Session = r.str()
 	c.Role = r.str()
-	c.Content = r.str()
 	if n := r.uvarint(); n > 0 && n <= uint64(len(r.b))/2 {
 		c.Meta = make(map[string]string, n)
 		prev := ""
@@ -224,3 +225,33 @@ func EncodeChunk(c *Chunk) ([]byte, error) { return encodeChunk(c) }
 
 // DecodeChunk decodes the stored record of chunk id (see EncodeChunk).
 func DecodeChunk(id string, v []byte) (*Chunk, error) { return decodeChunk(id, v) }
+
+// The session record (value of the "sessions" bucket): the id of the
+// chunk its title was taken from, then the SessionInfo as JSON:
+//
+//	uvarint len ‖ title chunk id ‖ JSON SessionInfo
+//
+// A recomputed session keeps its title without reading the content back
+// when the title's chunk has not changed.
+func encodeSession(titleID string, info *SessionInfo) ([]byte, error) {
+	js, err := json.Marshal(info)
+	if err != nil {
+		return nil, err
+	}
+	b := binary.AppendUvarint(nil, uint64(len(titleID)))
+	b = append(b, titleID...)
+	return append(b, js...), nil
+}
+
+func decodeSession(v []byte) (string, SessionInfo, error) {
+	var info SessionInfo
+	r := &recReader{b: v}
+	titleID := r.str()
+	if r.bad {
+		return "", info, fmt.Errorf("decode session record: %w", ErrCorrupt)
+	}
+	if err := json.Unmarshal(r.b, &info); err != nil {
+		return "", info, fmt.Errorf("decode session record: %w: %v", ErrCorrupt, err)
+	}
+	return titleID, info, nil
+}

@@ -9,18 +9,25 @@
 // One bbolt file, timelines.db, in the projection's directory. Buckets:
 //
 //	meta      "version" → uint32 LE (Version), "cp" → seq uint64 LE ‖ hash [32]
-//	chunks    chunk id → binary Chunk record (record.go; canonical: one encoding per
-//	          chunk; its sum is Chunk.ContentSum, so readers can tell a damaged record)
+//	chunks    chunk id → binary Chunk record without the content (record.go; one
+//	          encoding per chunk; its sum is Chunk.ContentSum, content included, so
+//	          readers can tell a damaged record, and the content read back from the log)
 //	order     sub-bucket "s"+session → ordKey(time, seq) → indexValue(kind, role, chunk_parent, id)
 //	time      ordKey(time, seq) → chunk id                (every chunk)
 //	parts     uvarint(len(parent)) ‖ parent ‖ index u64 BE ‖ seq u64 BE → chunk id
-//	sessions  "s"+session → JSON SessionInfo              (sessions with id != "")
+//	sessions  "s"+session → title chunk id ‖ JSON SessionInfo (record.go; id != "")
 //	tombs     seq u64 BE → JSON TombstoneRecord (Removed stored as 0)
 //	removed   tombstone seq u64 BE ‖ chunk id → chunk seq u64 BE  (what each tombstone removed)
 //	links     linkKey(kind, target, source) → ""   (see links.go: replies by parent,
 //	          successors by superseded id; version 3)
 //
 // An edited chunk keeps its place: its ordKey uses Chunk.OrderSeq.
+//
+// Content is not stored (version 4): a chunk's content is the content of
+// the event at Chunk.Seq (the store, or the edit that put this version in
+// place), and reads that return chunks read it back through the
+// projections.EventReader given to Open, in seq order (content.go). The
+// session title is kept in the session record.
 //
 // ordKey(time, seq) = uint64(time) XOR 1<<63, big-endian ‖ seq big-endian, so
 // byte order is content-time order (negative times included), then seq.
@@ -106,6 +113,9 @@ var (
 	ErrCorrupt = errors.New("timelines: corrupt record")
 	// ErrClosed is returned by calls after Close.
 	ErrClosed = errors.New("timelines: closed")
+	// ErrNoEvents is returned when a read needs chunk content and the
+	// timelines were opened without an event reader to take it from.
+	ErrNoEvents = errors.New("timelines: no event reader for chunk content")
 )
 
 var (
@@ -221,10 +231,11 @@ type Timelines struct {
 	mu     sync.Mutex
 	db     *bolt.DB
 	path   string
-	puts   map[string]*Chunk   // pending stores, by chunk id
-	dels   map[string]struct{} // pending removals of committed chunks
-	tombs  []*TombstoneRecord  // pending tombstone records
-	marks  [][]byte            // pending removal marks (keys of bRemoved) and values
+	events projections.EventReader // where content is read back (by seq)
+	puts   map[string]*Chunk       // pending stores, by chunk id
+	dels   map[string]struct{}     // pending removals of committed chunks
+	tombs  []*TombstoneRecord      // pending tombstone records
+	marks  [][]byte                // pending removal marks (keys of bRemoved) and values
 	markV  [][]byte
 	closed bool
 	// scrub is set when a flush deleted chunks: their content is in the
@@ -236,12 +247,16 @@ var _ projections.Projection = (*Timelines)(nil)
 
 // Open opens (creating if needed) the timelines stored in dir. A second
 // Open of the same dir (also from another process) fails after a second.
-func Open(dir string) (*Timelines, error) {
+// Chunk content is not stored: reads take it from events, the event
+// stream the timelines are applied from, by seq (nil: reads that return
+// content fail with ErrNoEvents; applying, counts, sessions and digests
+// work without it).
+func Open(dir string, events projections.EventReader) (*Timelines, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create timelines dir: %w", err)
 	}
 	path := filepath.Join(dir, FileName)
-	t := &Timelines{path: path}
+	t := &Timelines{path: path, events: events}
 	t.clearPending()
 	if err := t.openDB(); err != nil {
 		return nil, err
@@ -653,8 +668,8 @@ func (t *Timelines) flushTx(tx *bolt.Tx) error {
 		if err := index(tx, c); err != nil {
 			return err
 		}
-		if old != nil && old.Content != c.Content {
-			t.scrub = true // an edit: the old text leaves the file
+		if old != nil && old.Seq != c.Seq {
+			t.scrub = true // an edit: the old version (and a title from it) leaves the file
 		}
 		dirty[c.Session] = struct{}{}
 	}
@@ -682,7 +697,7 @@ func (t *Timelines) flushTx(tx *bolt.Tx) error {
 	}
 	sort.Strings(sessions)
 	for _, s := range sessions {
-		if err := recomputeSession(tx, s); err != nil {
+		if err := t.recomputeSession(tx, s); err != nil {
 			return err
 		}
 	}
@@ -734,7 +749,7 @@ func unindex(tx *bolt.Tx, c *Chunk) error {
 
 // recomputeSession rebuilds a session's summary from its order index (and
 // the one chunk its title comes from); an empty session is dropped.
-func recomputeSession(tx *bolt.Tx, id string) error {
+func (t *Timelines) recomputeSession(tx *bolt.Tx, id string) error {
 	key := sessKey(id)
 	order := tx.Bucket(bOrder)
 	sb := order.Bucket(key)
@@ -789,14 +804,26 @@ func recomputeSession(tx *bolt.Tx, id string) error {
 	if titleID == "" {
 		titleID = firstID
 	}
-	tc, err := getChunk(tx, titleID)
-	if err != nil {
-		return err
+	// The title's chunk is pending (its content is at hand), or the one
+	// the stored record's title came from, or read back from its event.
+	if pc, ok := t.puts[titleID]; ok {
+		info.Title = Title(pc.Content)
+	} else if prevID, prev, err := decodeSession(tx.Bucket(bSessions).Get(key)); err == nil && prevID == titleID {
+		info.Title = prev.Title
+	} else {
+		tc, err := getChunk(tx, titleID)
+		if err != nil {
+			return err
+		}
+		if tc != nil {
+			content, err := t.content(tc)
+			if err != nil {
+				return fmt.Errorf("title of session %q: %w", id, err)
+			}
+			info.Title = Title(content)
+		}
 	}
-	if tc != nil {
-		info.Title = Title(tc.Content)
-	}
-	v, err := json.Marshal(&info)
+	v, err := encodeSession(titleID, &info)
 	if err != nil {
 		return fmt.Errorf("encode session %q: %w", id, err)
 	}
@@ -960,9 +987,9 @@ func (t *Timelines) Sessions() ([]SessionInfo, error) {
 	var out []SessionInfo
 	err := t.read(func(tx *bolt.Tx) error {
 		return tx.Bucket(bSessions).ForEach(func(k, v []byte) error {
-			var si SessionInfo
-			if err := json.Unmarshal(v, &si); err != nil {
-				return fmt.Errorf("decode session %q: %w: %v", k, ErrCorrupt, err)
+			_, si, err := decodeSession(v)
+			if err != nil {
+				return fmt.Errorf("session %q: %w", k, err)
 			}
 			out = append(out, si)
 			return nil
@@ -993,6 +1020,18 @@ func (t *Timelines) Session(id string) (SessionInfo, []Chunk, error) {
 // the page's chunks are read, so the last turns of a long session cost
 // what they weigh.
 func (t *Timelines) SessionPage(id string, offset, limit int) (SessionInfo, []Chunk, int, error) {
+	info, chunks, total, err := t.sessionPage(id, offset, limit)
+	if err == nil {
+		err = t.fill(chunks)
+	}
+	if err != nil {
+		return SessionInfo{}, nil, 0, fmt.Errorf("read session: %w", err)
+	}
+	return info, chunks, total, nil
+}
+
+// sessionPage is SessionPage without the chunks' content.
+func (t *Timelines) sessionPage(id string, offset, limit int) (SessionInfo, []Chunk, int, error) {
 	var info SessionInfo
 	var chunks []Chunk
 	total := 0
@@ -1001,8 +1040,9 @@ func (t *Timelines) SessionPage(id string, offset, limit int) (SessionInfo, []Ch
 		if v == nil || id == "" {
 			return fmt.Errorf("session %q: %w", id, ErrNotFound)
 		}
-		if err := json.Unmarshal(v, &info); err != nil {
-			return fmt.Errorf("decode session %q: %w: %v", id, ErrCorrupt, err)
+		var err error
+		if _, info, err = decodeSession(v); err != nil {
+			return fmt.Errorf("session %q: %w", id, err)
 		}
 		sb := tx.Bucket(bOrder).Bucket(sessKey(id))
 		if sb == nil {
@@ -1028,10 +1068,7 @@ func (t *Timelines) SessionPage(id string, offset, limit int) (SessionInfo, []Ch
 		}
 		return nil
 	})
-	if err != nil {
-		return SessionInfo{}, nil, 0, fmt.Errorf("read session: %w", err)
-	}
-	return info, chunks, total, nil
+	return info, chunks, total, err
 }
 
 func chunkFromIndex(tx *bolt.Tx, v []byte) (*Chunk, error) {
@@ -1079,6 +1116,9 @@ func (t *Timelines) RecentTurns(session string, n int) ([]Chunk, error) {
 		}
 		return nil
 	})
+	if err == nil {
+		err = t.fill(out)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("recent turns of %q: %w", session, err)
 	}
@@ -1096,6 +1136,9 @@ func (t *Timelines) Chunk(id string) (Chunk, bool, error) {
 		c, err = getChunk(tx, id)
 		return err
 	})
+	if err == nil && c != nil {
+		c.Content, err = t.content(c)
+	}
 	if err != nil {
 		return Chunk{}, false, fmt.Errorf("read chunk: %w", err)
 	}
@@ -1107,8 +1150,16 @@ func (t *Timelines) Chunk(id string) (Chunk, bool, error) {
 
 // Contains reports whether a live chunk has this id.
 func (t *Timelines) Contains(id string) (bool, error) {
-	_, ok, err := t.Chunk(id)
-	return ok, err
+	ok := false
+	err := t.read(func(tx *bolt.Tx) error {
+		c, err := getChunk(tx, id)
+		ok = c != nil
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("read chunk: %w", err)
+	}
+	return ok, nil
 }
 
 // Count returns the number of live chunks.
@@ -1143,6 +1194,9 @@ func (t *Timelines) Document(parent string) ([]Chunk, error) {
 		}
 		return nil
 	})
+	if err == nil {
+		err = t.fill(out)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read document %q: %w", parent, err)
 	}
@@ -1165,9 +1219,9 @@ type DocumentInfo struct {
 // Documents returns the documents of a session in content-time order of
 // their first part (ties by parent). ErrNotFound if the session is unknown.
 func (t *Timelines) Documents(session string) ([]DocumentInfo, error) {
-	_, chunks, err := t.Session(session)
+	_, chunks, _, err := t.sessionPage(session, 0, 0)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read session: %w", err)
 	}
 	byParent := map[string]*DocumentInfo{}
 	var out []*DocumentInfo
