@@ -29,12 +29,8 @@ func (t *Timelines) Around(id string, before, after int) ([]Chunk, error) {
 		if err != nil || c == nil || c.Session == "" {
 			return err
 		}
-		sb := tx.Bucket(bOrder).Bucket(sessKey(c.Session))
-		if sb == nil {
-			return nil
-		}
 		key := ordKey(c.Time, c.OrderSeq())
-		cur := sb.Cursor()
+		cur := sessionCursor(tx, c.Session)
 		k, _ := cur.Seek(key)
 		if k == nil || !bytes.Equal(k, key) {
 			return fmt.Errorf("chunk %q missing from its session index: %w", id, ErrCorrupt)

@@ -12,7 +12,8 @@
 //	chunks    chunk id → binary Chunk record without the content (record.go; one
 //	          encoding per chunk; its sum is Chunk.ContentSum, content included, so
 //	          readers can tell a damaged record, and the content read back from the log)
-//	order     sub-bucket "s"+session → ordKey(time, seq) → indexValue(kind, role, chunk_parent, id)
+//	order     uvarint(len(session)) ‖ session ‖ ordKey(time, seq) → indexValue(kind, role,
+//	          chunk_parent, id)   (one flat bucket since version 4, see order.go)
 //	time      ordKey(time, seq) → chunk id                (every chunk)
 //	parts     uvarint(len(parent)) ‖ parent ‖ index u64 BE ‖ seq u64 BE → chunk id
 //	sessions  "s"+session → title chunk id ‖ JSON SessionInfo (record.go; id != "")
@@ -56,16 +57,17 @@
 //   - Open checks the file is not truncated (projections.CheckBolt) and that
 //     every bucket exists; a failure is an error (projstd resets and
 //     rebuilds). Reads recover from panics of a damaged file as errors.
-//   - The digest is SHA-256 over digestTag, then every session (key, JSON)
-//     in key order, every chunk (id, JSON) in id order, every tombstone
-//     record in seq order, every removal mark, then the indexes reads use
-//     (time, parts, and each session's order sub-bucket, by key), each item
+//   - The digest is SHA-256 over digestTag, then every session (key,
+//     record) in key order, every chunk (id, record) in id order, every
+//     tombstone record in seq order, every removal mark, then the indexes
+//     reads use (time, parts, links, order, by key), each item
 //     length-prefixed, each section tagged and followed by its count; the
 //     checkpoint is not part of it. Same events ⇒ same digest, and an index
 //     entry lost or changed on disk changes it (`project verify` covers
 //     what queries read). Version 2 added the indexes; version 4 made the
-//     chunk record binary (a store of an older version is rebuilt: the
-//     projector resets it, and a snapshot of it is refused and rebuilt).
+//     chunk record binary without the content, and the order index one
+//     flat bucket (a store of an older version is rebuilt: the projector
+//     resets it, and a snapshot of it is refused and rebuilt).
 package timelines
 
 import (
@@ -529,13 +531,13 @@ func (t *Timelines) Matches(ts *log.Tombstone) ([]string, error) {
 // committedCandidates adds the ids of committed chunks the session and/or
 // range of ts may hit (checked exactly later).
 func committedCandidates(tx *bolt.Tx, ts *log.Tombstone, hasRange bool, cands map[string]struct{}) error {
-	var c *bolt.Cursor
+	var c interface {
+		First() ([]byte, []byte)
+		Next() ([]byte, []byte)
+		Seek([]byte) ([]byte, []byte)
+	}
 	if ts.Session != "" {
-		sb := tx.Bucket(bOrder).Bucket(sessKey(ts.Session))
-		if sb == nil {
-			return nil
-		}
-		c = sb.Cursor()
+		c = sessionCursor(tx, ts.Session)
 	} else {
 		c = tx.Bucket(bTime).Cursor()
 	}
@@ -710,12 +712,8 @@ func index(tx *bolt.Tx, c *Chunk) error {
 		return fmt.Errorf("index chunk %q by time: %w", c.ID, err)
 	}
 	if c.Session != "" {
-		sb, err := tx.Bucket(bOrder).CreateBucketIfNotExists(sessKey(c.Session))
-		if err != nil {
-			return fmt.Errorf("create session bucket %q: %w", c.Session, err)
-		}
 		iv := indexValue{kind: c.Kind, role: c.Role, chunkParent: c.ChunkParent, id: c.ID}
-		if err := sb.Put(ok, iv.encode()); err != nil {
+		if err := tx.Bucket(bOrder).Put(orderKey(c.Session, ok), iv.encode()); err != nil {
 			return fmt.Errorf("index chunk %q in session: %w", c.ID, err)
 		}
 	}
@@ -733,10 +731,8 @@ func unindex(tx *bolt.Tx, c *Chunk) error {
 		return fmt.Errorf("unindex chunk %q by time: %w", c.ID, err)
 	}
 	if c.Session != "" {
-		if sb := tx.Bucket(bOrder).Bucket(sessKey(c.Session)); sb != nil {
-			if err := sb.Delete(ok); err != nil {
-				return fmt.Errorf("unindex chunk %q in session: %w", c.ID, err)
-			}
+		if err := tx.Bucket(bOrder).Delete(orderKey(c.Session, ok)); err != nil {
+			return fmt.Errorf("unindex chunk %q in session: %w", c.ID, err)
 		}
 	}
 	if c.ChunkParent != "" {
@@ -751,13 +747,11 @@ func unindex(tx *bolt.Tx, c *Chunk) error {
 // the one chunk its title comes from); an empty session is dropped.
 func (t *Timelines) recomputeSession(tx *bolt.Tx, id string) error {
 	key := sessKey(id)
-	order := tx.Bucket(bOrder)
-	sb := order.Bucket(key)
 	info := SessionInfo{ID: id, Kinds: map[string]int{}, Roles: map[string]int{}}
 	var firstID, userID string
 	docs := map[string]struct{}{}
-	if sb != nil {
-		c := sb.Cursor()
+	{
+		c := sessionCursor(tx, id)
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			iv, err := decodeIndexValue(v)
 			if err != nil {
@@ -786,11 +780,6 @@ func (t *Timelines) recomputeSession(tx *bolt.Tx, id string) error {
 		}
 	}
 	if info.Chunks == 0 {
-		if sb != nil {
-			if err := order.DeleteBucket(key); err != nil {
-				return fmt.Errorf("drop session bucket %q: %w", id, err)
-			}
-		}
 		if err := tx.Bucket(bSessions).Delete(key); err != nil {
 			return fmt.Errorf("drop session %q: %w", id, err)
 		}
@@ -941,18 +930,15 @@ func (t *Timelines) Digest() ([32]byte, error) {
 			}
 			h.Write(be64(uint64(n)))
 		}
-		// The session order indexes (what session listings, recent turns
-		// and context assembly read), sub-bucket by sub-bucket.
+		// The session order index (what session listings, recent turns
+		// and context assembly read).
 		h.Write([]byte{8})
 		n := 0
-		err := tx.Bucket(bOrder).ForEachBucket(func(sk []byte) error {
-			put(sk)
-			return tx.Bucket(bOrder).Bucket(sk).ForEach(func(k, v []byte) error {
-				put(k)
-				put(v)
-				n++
-				return nil
-			})
+		err := tx.Bucket(bOrder).ForEach(func(k, v []byte) error {
+			put(k)
+			put(v)
+			n++
+			return nil
 		})
 		if err != nil {
 			return err
@@ -1044,11 +1030,7 @@ func (t *Timelines) sessionPage(id string, offset, limit int) (SessionInfo, []Ch
 		if _, info, err = decodeSession(v); err != nil {
 			return fmt.Errorf("session %q: %w", id, err)
 		}
-		sb := tx.Bucket(bOrder).Bucket(sessKey(id))
-		if sb == nil {
-			return nil
-		}
-		cur := sb.Cursor()
+		cur := sessionCursor(tx, id)
 		if offset < 0 {
 			n := 0
 			for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
@@ -1095,11 +1077,7 @@ func (t *Timelines) RecentTurns(session string, n int) ([]Chunk, error) {
 		return nil, nil
 	}
 	err := t.read(func(tx *bolt.Tx) error {
-		sb := tx.Bucket(bOrder).Bucket(sessKey(session))
-		if sb == nil {
-			return nil
-		}
-		c := sb.Cursor()
+		c := sessionCursor(tx, session)
 		for k, v := c.Last(); k != nil && len(out) < n; k, v = c.Prev() {
 			iv, err := decodeIndexValue(v)
 			if err != nil {

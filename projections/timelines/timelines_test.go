@@ -473,9 +473,11 @@ func TestVerifySaysOKWithTurnMissingFromOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = tl.db.Update(func(tx *bolt.Tx) error {
-		sb := tx.Bucket(bOrder).Bucket(sessKey("A"))
-		k, _ := sb.Cursor().Last()
-		return sb.Delete(k)
+		k, _ := sessionCursor(tx, "A").Last()
+		if k == nil {
+			return errors.New("no order entry")
+		}
+		return tx.Bucket(bOrder).Delete(orderKey("A", k))
 	})
 	if err != nil {
 		t.Fatal(err)
