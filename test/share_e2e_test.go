@@ -66,6 +66,7 @@ func mine(t *testing.T, gw *arlocaltest.Gateway) {
 // nothing; forged and altered grants are rejected without touching what B
 // holds; B's shared area does not open under C's wallet.
 func TestShareEndToEnd(t *testing.T) {
+	t.Parallel()
 	gw := arlocaltest.Start(t)
 	url := gw.URL()
 	a, _ := newDevice(t, gw, 0, "")
@@ -359,6 +360,7 @@ func assertNotInDir(t *testing.T, dir string, secrets ...string) {
 // each push, and their tombstones, until it is revoked; a grant without it
 // does not.
 func TestShareFollow(t *testing.T) {
+	t.Parallel()
 	gw := arlocaltest.Start(t)
 	url := gw.URL()
 	a, _ := newDevice(t, gw, 0, "")
@@ -437,6 +439,7 @@ func TestShareFollow(t *testing.T) {
 // A grantor that pushes in bundles: its segments are data items, checked
 // against their own signatures like L1 segments (the rebuild's check).
 func TestShareBundledGrantor(t *testing.T) {
+	t.Parallel()
 	gw := arlocaltest.Start(t)
 	url := gw.URL()
 	a, _ := newDevice(t, gw, 0, "")
@@ -458,6 +461,7 @@ func TestShareBundledGrantor(t *testing.T) {
 // A chunk edited before the grant is shared as it reads now: B gets the
 // new version and never the text the edit replaced.
 func TestShareEditedChunk(t *testing.T) {
+	t.Parallel()
 	gw := arlocaltest.Start(t)
 	url := gw.URL()
 	a, _ := newDevice(t, gw, 0, "")
