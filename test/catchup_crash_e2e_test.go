@@ -52,6 +52,7 @@ func TestCatchUpKilled(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a 12K-turn store")
 	}
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "store")
 	must(t, dir, "", "init", "--durability", "none")
 	must(t, dir, string(benchTurns(12_000, 0)), "append", "-")
