@@ -336,18 +336,9 @@ func (v *VectorProjection) loadIndex() error {
 		v.idx = x
 		return nil
 	}
-	g, err := vector.NewHNSW(v.opts.Embedder.Dim(), v.opts.HNSW)
+	g, err := v.openGraph()
 	if err != nil {
 		return err
-	}
-	if v.graphSize > 0 {
-		data, err := os.ReadFile(filepath.Join(v.dir, "graph.bin"))
-		if err != nil {
-			return fmt.Errorf("read vector graph: %w", err)
-		}
-		if err := g.UnmarshalBinary(data); err != nil {
-			return fmt.Errorf("load vector graph: %w", err)
-		}
 	}
 	err = v.db.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bOps).Cursor()
@@ -612,18 +603,15 @@ func (v *VectorProjection) Flush() error {
 // saveGraph writes graph.bin as of the checkpoint, then drops the
 // operations it covers. The graph is loaded.
 func (v *VectorProjection) saveGraph() error {
-	data, err := v.idx.MarshalBinary()
+	size, err := writeGraph(filepath.Join(v.dir, "graph.bin"), v.idx)
 	if err != nil {
-		return err
-	}
-	if err := fsutil.WriteFileAtomic(filepath.Join(v.dir, "graph.bin"), data, 0o600); err != nil {
 		return fmt.Errorf("save vector graph: %w", err)
 	}
 	seq := v.cp.Seq
 	err = v.db.Update(func(tx *bolt.Tx) error {
 		var g [16]byte
 		binary.BigEndian.PutUint64(g[:], seq)
-		binary.BigEndian.PutUint64(g[8:], uint64(len(data)))
+		binary.BigEndian.PutUint64(g[8:], uint64(size))
 		if err := tx.Bucket(bMeta).Put(kGraph, g[:]); err != nil {
 			return err
 		}
@@ -639,7 +627,7 @@ func (v *VectorProjection) saveGraph() error {
 	if err != nil {
 		return fmt.Errorf("save vector graph: %w", err)
 	}
-	v.graph, v.graphSize, v.sinceGraph = seq, int64(len(data)), 0
+	v.graph, v.graphSize, v.sinceGraph = seq, size, 0
 	return nil
 }
 
@@ -672,6 +660,9 @@ func (v *VectorProjection) embedPending(ctx context.Context) error {
 func (v *VectorProjection) Digest() ([32]byte, error) {
 	idx, err := v.index()
 	if err != nil {
+		return [32]byte{}, err
+	}
+	if err := v.verifyGraph(idx); err != nil {
 		return [32]byte{}, err
 	}
 	d := idx.Digest()
@@ -840,11 +831,7 @@ func (v *VectorProjection) SearchText(ctx context.Context, text string, k int) (
 		if ierr != nil {
 			return nil, ierr
 		}
-		if g, ok := idx.(exactSearcher); ok && idx.Len() < v.opts.ExactBelow {
-			hits, err = g.SearchExact(vs[0], k)
-		} else {
-			hits, err = idx.Search(vs[0], k)
-		}
+		hits, err = v.searchIndex(idx, vs[0], k)
 	}
 	if err != nil {
 		return nil, err
