@@ -111,6 +111,8 @@ type HNSW struct {
 	entry    int32
 	maxLevel int
 
+	trk *deltaTrack // changes since the last save (hnswdelta.go)
+
 	build *scratch // used under the write lock
 	pool  sync.Pool
 }
@@ -148,6 +150,7 @@ func (g *HNSW) reset(m, efC int) {
 	g.base, g.nbase, g.blocks = nil, 0, nil
 	g.ids, g.byID, g.file = nil, map[string]int32{}, nil
 	g.live, g.dead, g.entry, g.maxLevel = 0, 0, -1, -1
+	g.trk = nil
 	g.build = &scratch{}
 }
 
@@ -356,6 +359,7 @@ func (g *HNSW) links(x int32, lc int) []int32 {
 
 // appendLink adds e to x's layer-lc links (the caller ensures room).
 func (g *HNSW) appendLink(x int32, lc int, e int32) {
+	g.trackList(x, lc)
 	s := g.slot(x, lc)
 	s[0]++
 	s[s[0]] = e
@@ -363,6 +367,7 @@ func (g *HNSW) appendLink(x int32, lc int, e int32) {
 
 // setLinks replaces x's layer-lc links with the nodes of sel.
 func (g *HNSW) setLinks(x int32, lc int, sel []item) {
+	g.trackList(x, lc)
 	s := g.slot(x, lc)
 	for j, it := range sel {
 		s[1+j] = it.i
@@ -608,6 +613,7 @@ func (g *HNSW) Delete(id string) error {
 
 func (g *HNSW) deleteLocked(idx int32) {
 	g.touch()
+	g.trackDead(idx)
 	if int(idx) >= g.nbase {
 		delete(g.byID, g.ids[int(idx)-g.nbase])
 		g.ids[int(idx)-g.nbase] = ""
@@ -691,6 +697,9 @@ func (g *HNSW) remap() ([]int32, int) {
 // compactLocked squeezes deleted slots out, preserving order (and so every
 // future decision). Everything moves to the heap.
 func (g *HNSW) compactLocked() {
+	if g.trk != nil {
+		g.trk.broken = true
+	}
 	rm, _ := g.remap()
 	ng := &HNSW{dim: g.dim}
 	ng.reset(g.m, g.efC)

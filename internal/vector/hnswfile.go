@@ -511,6 +511,7 @@ func OpenHNSWFile(path string, opts HNSWOptions) (*HNSW, error) {
 		return nil, err
 	}
 	g.file.unmap = unmap
+	g.trk = &deltaTrack{mark: g.n, lists: map[int64]struct{}{}}
 	runtime.SetFinalizer(g.file, func(f *graphFile) { _ = f.unmap() })
 	return g, nil
 }
@@ -565,6 +566,7 @@ func (g *HNSW) adopt(ng *HNSW) {
 	g.base, g.nbase, g.blocks = ng.base, ng.nbase, ng.blocks
 	g.ids, g.byID, g.file = ng.ids, ng.byID, ng.file
 	g.live, g.dead, g.entry, g.maxLevel, g.build = ng.live, ng.dead, ng.entry, ng.maxLevel, ng.build
+	g.trk = nil
 }
 
 // unmarshalV1 decodes the version-1 format:

@@ -1,23 +1,88 @@
 package projstd
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/unlimitedcontext/ucl/internal/fsutil"
 	"github.com/unlimitedcontext/ucl/internal/vector"
 	"github.com/unlimitedcontext/ucl/projections"
 )
 
-// The seam between the vector projection and its graph file (graph.bin,
-// package vector's format): written streaming, opened by mapping it, so a
-// process that answers one query reads the pages its search visits rather
-// than decoding the whole graph (about 1.7 GB at a million chunks).
+// The seam between the vector projection and its graph files (package
+// vector's formats):
+//
+//   - graph.bin, the whole graph as of some seq: written streaming (never
+//     assembled in memory) and opened by mapping it, so a process that
+//     answers one query reads the pages its search visits rather than
+//     decoding the whole graph (about 1.7 GB at a million chunks).
+//   - graph.delta, records appended after graph.bin (vector.WriteDelta):
+//     every Commit that changed the graph appends one, so opening the graph
+//     applies what changed instead of repeating the inserts' searches.
+//     graph.bin is rewritten (and graph.delta emptied) once the records
+//     reach a quarter of its size, which keeps the bytes written linear in
+//     the graph's growth.
+//
+// The meta bucket's graph record is seq (uint64 BE), graph.bin's size and
+// the valid length of graph.delta (the 16-byte record of earlier versions
+// has no delta). Bytes of graph.delta beyond that length (a crash between
+// the append and the record) are cut off before the next append. The
+// operations after seq, in the ops bucket, are replayed on open.
 
-// openGraph returns the graph as of graph.bin (an empty one before the
-// first save).
+func (v *VectorProjection) decodeGraphRecord(b []byte) error {
+	if len(b) != 16 && len(b) != 24 {
+		return fmt.Errorf("decode graph record: %w", errVectorsCorrupt)
+	}
+	v.graphOn = true
+	v.graph, v.graphSize = binary.BigEndian.Uint64(b), int64(binary.BigEndian.Uint64(b[8:]))
+	v.deltaSize = 0
+	if len(b) == 24 {
+		v.deltaSize = int64(binary.BigEndian.Uint64(b[16:]))
+	}
+	return nil
+}
+
+func (v *VectorProjection) graphRecord(seq uint64, size, delta int64) []byte {
+	var g [24]byte
+	binary.BigEndian.PutUint64(g[:], seq)
+	binary.BigEndian.PutUint64(g[8:], uint64(size))
+	binary.BigEndian.PutUint64(g[16:], uint64(delta))
+	return g[:]
+}
+
+// checkGraphFiles checks the graph files' sizes against the record (their
+// content is checked when the graph is loaded).
+func (v *VectorProjection) checkGraphFiles() error {
+	if v.graphSize > 0 {
+		fi, err := os.Stat(filepath.Join(v.dir, "graph.bin"))
+		if err != nil {
+			return fmt.Errorf("open vector graph: %w", err)
+		}
+		if fi.Size() != v.graphSize {
+			return fmt.Errorf("open vector graph: %d bytes, %d recorded: %w", fi.Size(), v.graphSize, errVectorsCorrupt)
+		}
+	}
+	if v.deltaSize > 0 {
+		fi, err := os.Stat(filepath.Join(v.dir, "graph.delta"))
+		if err != nil {
+			return fmt.Errorf("open vector graph delta: %w", err)
+		}
+		if fi.Size() < v.deltaSize {
+			return fmt.Errorf("open vector graph delta: %d bytes, %d recorded: %w", fi.Size(), v.deltaSize, errVectorsCorrupt)
+		}
+	}
+	return nil
+}
+
+// openGraph returns the graph as of the graph record: graph.bin mapped,
+// with graph.delta's records applied (an empty graph before the first
+// save).
 func (v *VectorProjection) openGraph() (*vector.HNSW, error) {
 	if v.graphSize == 0 {
 		return vector.NewHNSW(v.opts.Embedder.Dim(), v.opts.HNSW)
@@ -26,22 +91,124 @@ func (v *VectorProjection) openGraph() (*vector.HNSW, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load vector graph: %w", err)
 	}
+	if v.deltaSize > 0 {
+		f, err := os.Open(filepath.Join(v.dir, "graph.delta"))
+		if err != nil {
+			return nil, fmt.Errorf("load vector graph delta: %w", err)
+		}
+		data := make([]byte, v.deltaSize)
+		_, err = io.ReadFull(f, data)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("load vector graph delta: %w", err)
+		}
+		if err := g.ApplyDeltas(data); err != nil {
+			return nil, fmt.Errorf("load vector graph delta: %w", err)
+		}
+	}
 	return g, nil
 }
 
-// writeGraph streams idx to path atomically and returns the bytes written.
-func writeGraph(path string, idx vector.Index) (int64, error) {
-	w, ok := idx.(io.WriterTo)
-	if !ok {
-		return 0, fmt.Errorf("write vector graph: %T cannot stream", idx)
+// persistGraph saves the graph's changes since the last save, if any: as a
+// delta record while graph.bin exists and the records stay under a quarter
+// of it, else by rewriting graph.bin, which (unless force) waits until
+// GraphEvery operations, and a quarter of the live vectors, accumulate (the
+// operations are in the database meanwhile). The graph is loaded.
+func (v *VectorProjection) persistGraph(force bool) error {
+	if !v.graphOn || v.sinceGraph == 0 {
+		return nil
 	}
+	g, ok := v.idx.(*vector.HNSW)
+	if !ok {
+		return fmt.Errorf("save vector graph: index is %T", v.idx)
+	}
+	if v.graphSize > 0 && v.deltaSize <= v.graphSize/4 {
+		err := v.appendDelta(g)
+		if !errors.Is(err, vector.ErrNoDelta) {
+			return err
+		}
+	} else if v.graphSize == 0 && !force && v.sinceGraph < max(v.opts.GraphEvery, v.live/4) {
+		return nil
+	}
+	return v.saveGraph(g)
+}
+
+// appendDelta appends the changes since the last save to graph.delta and
+// records them.
+func (v *VectorProjection) appendDelta(g *vector.HNSW) error {
+	f, err := os.OpenFile(filepath.Join(v.dir, "graph.delta"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("save vector graph delta: %w", err)
+	}
+	defer f.Close()
+	if err := f.Truncate(v.deltaSize); err != nil { // a torn record from a crash
+		return fmt.Errorf("save vector graph delta: %w", err)
+	}
+	if _, err := f.Seek(v.deltaSize, io.SeekStart); err != nil {
+		return fmt.Errorf("save vector graph delta: %w", err)
+	}
+	n, err := g.WriteDelta(f)
+	if err != nil {
+		if errors.Is(err, vector.ErrNoDelta) {
+			return err
+		}
+		return fmt.Errorf("save vector graph delta: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("save vector graph delta: %w", err)
+	}
+	return v.recordGraph(v.graphSize, v.deltaSize+n)
+}
+
+// saveGraph writes graph.bin as of the checkpoint, records it, drops the
+// operations it covers and graph.delta, and maps the new file (the heap
+// copy of the graph is released; later saves are deltas against it).
+func (v *VectorProjection) saveGraph(g *vector.HNSW) error {
+	path := filepath.Join(v.dir, "graph.bin")
 	var size int64
 	err := fsutil.WriteAtomic(path, 0o600, func(f io.Writer) error {
-		n, err := w.WriteTo(f)
+		n, err := g.WriteTo(f)
 		size = n
 		return err
 	})
-	return size, err
+	if err != nil {
+		return fmt.Errorf("save vector graph: %w", err)
+	}
+	if err := v.recordGraph(size, 0); err != nil {
+		return err
+	}
+	if err := os.Remove(filepath.Join(v.dir, "graph.delta")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("save vector graph: %w", err)
+	}
+	m, err := vector.OpenHNSWFile(path, v.opts.HNSW)
+	if err != nil {
+		return fmt.Errorf("save vector graph: reopen: %w", err)
+	}
+	v.idx = m
+	return nil
+}
+
+// recordGraph records the graph files as of the checkpoint and drops the
+// operations they cover.
+func (v *VectorProjection) recordGraph(size, delta int64) error {
+	seq := v.cp.Seq
+	err := v.db.Update(func(tx *bolt.Tx) error {
+		if err := tx.Bucket(bMeta).Put(kGraph, v.graphRecord(seq, size, delta)); err != nil {
+			return err
+		}
+		c := tx.Bucket(bOps).Cursor()
+		for k, _ := c.First(); k != nil && binary.BigEndian.Uint64(k) <= seq; k, _ = c.Next() {
+			if err := c.Delete(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("save vector graph: %w", err)
+	}
+	v.graph, v.graphSize, v.deltaSize, v.sinceGraph = seq, size, delta, 0
+	return nil
 }
 
 // verifyGraph checks the whole graph file an index was opened from (the

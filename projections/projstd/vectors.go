@@ -106,6 +106,7 @@ type VectorProjection struct {
 	graphOn    bool   // the graph exists (the live count reached ExactBelow)
 	graph      uint64 // seq graph.bin is current to
 	graphSize  int64  // graph.bin's size, checked at open
+	deltaSize  int64  // bytes of graph.delta applied on top of graph.bin
 	sinceGraph int    // operations logged after graph.bin
 
 	// Loaded on first use. loadMu serialises the first-use decisions of
@@ -243,11 +244,9 @@ func (v *VectorProjection) load() error {
 			v.live = int(binary.BigEndian.Uint64(b))
 		}
 		if b := m.Get(kGraph); b != nil {
-			if len(b) != 16 {
-				return fmt.Errorf("decode graph record: %w", errVectorsCorrupt)
+			if err := v.decodeGraphRecord(b); err != nil {
+				return err
 			}
-			v.graphOn = true
-			v.graph, v.graphSize = binary.BigEndian.Uint64(b), int64(binary.BigEndian.Uint64(b[8:]))
 		}
 		v.sinceGraph = tx.Bucket(bOps).Stats().KeyN
 		return nil
@@ -255,16 +254,7 @@ func (v *VectorProjection) load() error {
 	if err != nil {
 		return fmt.Errorf("open vectors: %w", err)
 	}
-	if v.graphSize > 0 {
-		fi, err := os.Stat(filepath.Join(v.dir, "graph.bin"))
-		if err != nil {
-			return fmt.Errorf("open vector graph: %w", err)
-		}
-		if fi.Size() != v.graphSize {
-			return fmt.Errorf("open vector graph: %d bytes, %d recorded: %w", fi.Size(), v.graphSize, errVectorsCorrupt)
-		}
-	}
-	return nil
+	return v.checkGraphFiles()
 }
 
 // loadMeta reads the live chunks' metadata (what Apply needs to resolve
@@ -552,10 +542,8 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 	v.sinceGraph += logged
 	v.ops = v.ops[:0]
 	v.cp = cp
-	if v.graphOn && v.sinceGraph >= max(v.opts.GraphEvery, v.live/4) {
-		if err := v.saveGraph(); err != nil {
-			return err
-		}
+	if err := v.persistGraph(false); err != nil {
+		return err
 	}
 	if scrub {
 		// Removed chunks' session names and vectors must not stay in
@@ -597,38 +585,7 @@ func (v *VectorProjection) Flush() error {
 	if _, err := v.index(); err != nil {
 		return err
 	}
-	return v.saveGraph()
-}
-
-// saveGraph writes graph.bin as of the checkpoint, then drops the
-// operations it covers. The graph is loaded.
-func (v *VectorProjection) saveGraph() error {
-	size, err := writeGraph(filepath.Join(v.dir, "graph.bin"), v.idx)
-	if err != nil {
-		return fmt.Errorf("save vector graph: %w", err)
-	}
-	seq := v.cp.Seq
-	err = v.db.Update(func(tx *bolt.Tx) error {
-		var g [16]byte
-		binary.BigEndian.PutUint64(g[:], seq)
-		binary.BigEndian.PutUint64(g[8:], uint64(size))
-		if err := tx.Bucket(bMeta).Put(kGraph, g[:]); err != nil {
-			return err
-		}
-		ob := tx.Bucket(bOps)
-		c := ob.Cursor()
-		for k, _ := c.First(); k != nil && binary.BigEndian.Uint64(k) <= seq; k, _ = c.Next() {
-			if err := c.Delete(); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("save vector graph: %w", err)
-	}
-	v.graph, v.graphSize, v.sinceGraph = seq, size, 0
-	return nil
+	return v.persistGraph(true)
 }
 
 func (v *VectorProjection) embedPending(ctx context.Context) error {
@@ -703,11 +660,13 @@ func (v *VectorProjection) Reset() error {
 	if err != nil {
 		return fmt.Errorf("reset vectors: %w", err)
 	}
-	if err := os.Remove(filepath.Join(v.dir, "graph.bin")); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
+	for _, f := range []string{"graph.bin", "graph.delta"} {
+		if err := os.Remove(filepath.Join(v.dir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
 	}
 	v.meta, v.ops, v.cp, v.live = map[string]chunkMeta{}, nil, projections.Checkpoint{}, 0
-	v.graphOn, v.graph, v.graphSize, v.sinceGraph = false, 0, 0, 0
+	v.graphOn, v.graph, v.graphSize, v.deltaSize, v.sinceGraph = false, 0, 0, 0, 0
 	v.idx, err = vector.NewExact(v.opts.Embedder.Dim())
 	return err
 }
@@ -718,7 +677,7 @@ func (v *VectorProjection) Close() error { return v.db.Close() }
 // Size reports the bytes on disk.
 func (v *VectorProjection) Size() int64 {
 	var n int64
-	for _, f := range []string{"vectors.db", "graph.bin"} {
+	for _, f := range []string{"vectors.db", "graph.bin", "graph.delta"} {
 		if fi, err := os.Stat(filepath.Join(v.dir, f)); err == nil {
 			n += fi.Size()
 		}
