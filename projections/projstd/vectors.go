@@ -37,14 +37,13 @@ type VectorOptions struct {
 	// (brute force, the oracle, recall 1); larger ones through the HNSW
 	// graph. Default DefaultExactBelow.
 	ExactBelow int
-	// GraphEvery: the graph file is rewritten once this many operations,
-	// and a quarter of the live vectors, have accumulated since the last
-	// one (default 20000); operations after it are replayed from the
-	// database on open. The quarter keeps a bulk load's rewrites linear in
-	// total (a fixed interval rewrites the whole graph every 20K inserts:
-	// quadratic at a million); the engine writes the graph when it closes
-	// after a bulk catch-up, so the next open still loads instead of
-	// replaying.
+	// GraphEvery: before graph.bin first exists, it is written once this
+	// many operations, and a quarter of the live vectors, have accumulated
+	// (default 20000; until then operations are replayed from the database
+	// on open). After that every Commit appends a delta record
+	// (graph.delta) and graph.bin is rewritten when the records reach a
+	// quarter of its size, which keeps a bulk load's rewrites linear in
+	// total (see vectorgraph.go).
 	GraphEvery int
 }
 
@@ -86,9 +85,10 @@ const vectorsVersion = 2
 // build, a rebuild and a restore give the same graph bytes (the graph is a
 // pure function of its operation sequence, package vector). From then on
 // "ops" logs the graph's operations (add id+vector / delete id) keyed by
-// seq and graph.bin holds the graph as of seq G; opening the graph loads
-// graph.bin and replays the operations after G, and graph.bin is rewritten
-// every GraphEvery operations. The graph stays once started, even if
+// seq, and graph.bin (mapped, never decoded whole) plus graph.delta's
+// records hold the graph as of seq G; opening the graph maps graph.bin,
+// applies the records and replays the operations after G (vectorgraph.go
+// says when each file is written). The graph stays once started, even if
 // deletions bring the count back below the threshold (search is exact
 // there again, through the graph's own vectors).
 //
