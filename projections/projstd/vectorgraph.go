@@ -109,20 +109,26 @@ func (v *VectorProjection) openGraph() (*vector.HNSW, error) {
 	return g, nil
 }
 
-// persistGraph saves the graph's changes since the last save, if any: as a
-// delta record while graph.bin exists and the records stay under a quarter
-// of it, else by rewriting graph.bin, which (unless force) waits until
-// GraphEvery operations, and a quarter of the live vectors, accumulate (the
-// operations are in the database meanwhile). The graph is loaded.
+// persistGraph saves the graph's changes since the last save. On a Commit
+// (not force) that is a delta record while graph.bin exists and the
+// records stay under a quarter of it, else a rewrite of graph.bin, which
+// before the first one waits until GraphEvery operations, and a quarter of
+// the live vectors, accumulate (the operations are in the database
+// meanwhile). Flush (force: the engine closing after a bulk catch-up, a
+// snapshot) rewrites graph.bin whenever records or operations are pending,
+// so the next process maps one file and applies nothing: applying records
+// costs about 6 ms of CPU per MB here (a `ucl query --mode vector` process
+// on 300K chunks: 650 ms of CPU with a 60 MB graph.delta, 270 ms after the
+// rewrite). The graph is loaded.
 func (v *VectorProjection) persistGraph(force bool) error {
-	if !v.graphOn || v.sinceGraph == 0 {
+	if !v.graphOn || (v.sinceGraph == 0 && (!force || v.deltaSize == 0)) {
 		return nil
 	}
 	g, ok := v.idx.(*vector.HNSW)
 	if !ok {
 		return fmt.Errorf("save vector graph: index is %T", v.idx)
 	}
-	if v.graphSize > 0 && v.deltaSize <= v.graphSize/4 {
+	if !force && v.graphSize > 0 && v.deltaSize <= v.graphSize/4 {
 		err := v.appendDelta(g)
 		if !errors.Is(err, vector.ErrNoDelta) {
 			return err

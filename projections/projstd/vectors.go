@@ -579,7 +579,7 @@ func (v *VectorProjection) reopen(compact bool) error {
 // pending since the last one, so the next open (after a snapshot, or a
 // long rebuild) loads instead of replaying. Snapshot creation calls it.
 func (v *VectorProjection) Flush() error {
-	if !v.graphOn || v.sinceGraph == 0 {
+	if !v.graphOn || (v.sinceGraph == 0 && v.deltaSize == 0) {
 		return nil
 	}
 	if _, err := v.index(); err != nil {
