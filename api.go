@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/unlimitedcontext/ucl/arweave"
+	"github.com/unlimitedcontext/ucl/internal/mirror"
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections"
 	"github.com/unlimitedcontext/ucl/projections/summary"
@@ -430,22 +430,22 @@ type VerifyProjectionsResult struct {
 type PushRequest struct {
 	Gateway      string   `json:"gateway,omitempty"`       // default DefaultGateway
 	Bundle       bool     `json:"bundle,omitempty"`        // ANS-104 bundles instead of L1 transactions
-	SegmentBytes int      `json:"segment_bytes,omitempty"` // default arweave.DefaultSegmentBytes
+	SegmentBytes int      `json:"segment_bytes,omitempty"` // default mirror.DefaultSegmentBytes
 	Progress     Progress `json:"-"`
 }
 
 // PushResult is what one push did.
 type PushResult struct {
-	Gateway     string                 `json:"gateway"`
-	Mode        string                 `json:"mode"`
-	HeadSeq     uint64                 `json:"head_seq"`
-	CoveredSeq  uint64                 `json:"covered_seq"`
-	SafeSeq     uint64                 `json:"safe_seq"`
-	Uploaded    int                    `json:"uploaded"`
-	Adopted     int                    `json:"adopted"`
-	Resolved    int                    `json:"resolved"`
-	BytesPosted int64                  `json:"bytes_posted"`
-	Segments    []arweave.SegmentState `json:"segments"` // segments new in the state after this push
+	Gateway     string                `json:"gateway"`
+	Mode        string                `json:"mode"`
+	HeadSeq     uint64                `json:"head_seq"`
+	CoveredSeq  uint64                `json:"covered_seq"`
+	SafeSeq     uint64                `json:"safe_seq"`
+	Uploaded    int                   `json:"uploaded"`
+	Adopted     int                   `json:"adopted"`
+	Resolved    int                   `json:"resolved"`
+	BytesPosted int64                 `json:"bytes_posted"`
+	Segments    []mirror.SegmentState `json:"segments"` // segments new in the state after this push
 	// Checkpoint is the checkpoint anchored for CoveredSeq (by this push
 	// when Anchored, else found already anchored).
 	Checkpoint *CheckpointView `json:"checkpoint,omitempty"`

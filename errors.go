@@ -8,6 +8,7 @@ import (
 	"github.com/unlimitedcontext/ucl/arweave"
 	"github.com/unlimitedcontext/ucl/crypto"
 	"github.com/unlimitedcontext/ucl/internal/ingest"
+	"github.com/unlimitedcontext/ucl/internal/mirror"
 	"github.com/unlimitedcontext/ucl/internal/store"
 	"github.com/unlimitedcontext/ucl/internal/vector"
 	"github.com/unlimitedcontext/ucl/log"
@@ -148,7 +149,7 @@ var errorCodes = []struct {
 	{"unknown_grant", ErrUnknownGrant},
 	{"share_rejected", ErrShareRejected},
 	{"not_for_this_wallet", crypto.ErrNotForThisWallet},
-	{"arweave_disclosure", arweave.ErrDisclosure},
+	{"arweave_disclosure", mirror.ErrDisclosure},
 	{"log_shredded", log.ErrShredded},
 	{"rotation_needs_key", ErrRotationNeedsKey},
 	{"bad_rotate_journal", ErrBadRotateJournal},

@@ -21,6 +21,9 @@ func frontEnd(p string) bool {
 var forbiddenDeps = map[string][]string{
 	"snapshot":        {"internal/store", "arweave"},
 	"internal/vector": {"log", "projections"},
+	// arweave is the transport: the mirror domain sits on top of it.
+	"arweave":         {"internal/mirror", "log", "projections", "internal/store", "snapshot"},
+	"internal/mirror": {"log", "projections", "internal/store", "snapshot"},
 }
 
 // TestLayering asserts the import directions: front ends (cmd/..., the
@@ -66,14 +69,15 @@ func TestLayering(t *testing.T) {
 	for _, imp := range imports[module+"/cmd/ucl"] {
 		switch strings.TrimPrefix(imp, module+"/") {
 		case "internal/store", "internal/ingest", "internal/fsutil", "projections", "projections/timelines",
-			"projections/fts", "projections/summary", "internal/vector":
+			"projections/fts", "projections/summary", "internal/vector", "arweave", "internal/mirror", "internal/snapgw":
 			t.Errorf("cmd/ucl imports %s: that belongs in the engine (package ucl)", imp)
 		}
 	}
 	// Lower packages keep their place: snapshot works on the Env the engine
 	// hands it, never opens a store, and publishes through its Gateway
 	// interface (internal/snapgw adapts the Arweave client); internal/vector knows
-	// nothing of the log.
+	// nothing of the log; arweave is transport only and internal/mirror, the
+	// mirror domain over it, knows nothing of the log package.
 	for p, forbidden := range forbiddenDeps {
 		for _, d := range deps[module+"/"+p] {
 			for _, f := range forbidden {
@@ -92,5 +96,28 @@ func TestLayering(t *testing.T) {
 	}
 	if !found {
 		t.Error("cmd/ucl does not import the engine")
+	}
+	// The engine mirrors through internal/mirror, which reaches Arweave
+	// through its Gateway; only the engine (building the client and
+	// wallet), the mirror, the snapshot adapter and the store (the wallet
+	// file) import the transport.
+	found = false
+	for _, imp := range imports[module] {
+		found = found || imp == module+"/internal/mirror"
+	}
+	if !found {
+		t.Error("the engine does not import internal/mirror")
+	}
+	for p, imps := range imports {
+		for _, imp := range imps {
+			if imp != module+"/arweave" {
+				continue
+			}
+			switch strings.TrimPrefix(strings.TrimPrefix(p, module), "/") {
+			case "", "internal/mirror", "internal/snapgw", "internal/store":
+			default:
+				t.Errorf("%s imports arweave: go through the engine or internal/mirror", p)
+			}
+		}
 	}
 }

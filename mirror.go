@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/unlimitedcontext/ucl/arweave"
+	"github.com/unlimitedcontext/ucl/internal/mirror"
 	"github.com/unlimitedcontext/ucl/internal/store"
 	"github.com/unlimitedcontext/ucl/log"
 )
@@ -37,11 +38,11 @@ func newClient(gateway string, w *arweave.Wallet) (*arweave.Client, error) {
 	return cl, nil
 }
 
-// logSource adapts the log to arweave.RecordSource.
-func logSource(ctx context.Context, l *log.Log) arweave.RecordSource {
-	return func(from uint64, fn func(arweave.Record) error) error {
+// logSource adapts the log to mirror.RecordSource.
+func logSource(ctx context.Context, l *log.Log) mirror.RecordSource {
+	return func(from uint64, fn func(mirror.Record) error) error {
 		return l.Records(ctx, from, 0, func(r *log.Record) error {
-			return fn(arweave.Record{Seq: r.Header.Seq, Raw: r.Raw})
+			return fn(mirror.Record{Seq: r.Header.Seq, Raw: r.Raw})
 		})
 	}
 }
@@ -55,7 +56,7 @@ func logSource(ctx context.Context, l *log.Log) arweave.RecordSource {
 // previous one, unless one of that size is already anchored (see anchor).
 func (s *Store) Push(ctx context.Context, req PushRequest) (*PushResult, error) {
 	if req.SegmentBytes == 0 {
-		req.SegmentBytes = arweave.DefaultSegmentBytes
+		req.SegmentBytes = mirror.DefaultSegmentBytes
 	}
 	if req.SegmentBytes < 1024 || req.SegmentBytes > 64<<20 {
 		return nil, badRequest("bad segment size %d", req.SegmentBytes)
@@ -72,7 +73,7 @@ func (s *Store) Push(ctx context.Context, req PushRequest) (*PushResult, error) 
 	defer s.mirror.Unlock()
 	head, _ := s.st.Log.Head()
 	res := &PushResult{Gateway: cl.Gateway(), Mode: "l1", HeadSeq: head}
-	st, err := arweave.OpenState(s.st.Path(store.MirrorFile))
+	st, err := mirror.OpenState(s.st.Path(store.MirrorFile))
 	if err != nil {
 		return res, err
 	}
@@ -82,14 +83,13 @@ func (s *Store) Push(ctx context.Context, req PushRequest) (*PushResult, error) 
 	if err != nil {
 		return res, err
 	}
-	var up arweave.Uploader = arweave.NewL1Uploader(cl)
 	if req.Bundle {
-		up, res.Mode = arweave.NewBundleUploader(cl), "bundle"
+		res.Mode = "bundle"
 	}
 	prog := req.Progress.stage("sync")
-	sy, err := arweave.NewSyncer(arweave.SyncConfig{
-		LogID: logID, Records: logSource(ctx, s.st.Log), Uploader: up, State: st, SegmentBytes: req.SegmentBytes,
-		Progress: func(sp arweave.SyncProgress) {
+	sy, err := mirror.NewSyncer(mirror.SyncConfig{
+		LogID: logID, Records: logSource(ctx, s.st.Log), Gateway: cl, Uploader: mirror.Uploads(cl, req.Bundle), State: st, SegmentBytes: req.SegmentBytes,
+		Progress: func(sp mirror.SyncProgress) {
 			if prog != nil {
 				prog(sp.CoveredSeq, sp.HeadSeq)
 			}
@@ -106,7 +106,7 @@ func (s *Store) Push(ctx context.Context, req PushRequest) (*PushResult, error) 
 			res.CoveredSeq = sum.CoveredSeq
 		}
 	}
-	res.Segments = []arweave.SegmentState{}
+	res.Segments = []mirror.SegmentState{}
 	after, err := st.Segments(logID)
 	if err != nil && perr == nil {
 		return res, err
@@ -116,7 +116,7 @@ func (s *Store) Push(ctx context.Context, req PushRequest) (*PushResult, error) 
 		old[fmt.Sprint(seg.FirstSeq, seg.LastSeq, seg.TxID)] = true
 	}
 	for _, seg := range after {
-		if !old[fmt.Sprint(seg.FirstSeq, seg.LastSeq, seg.TxID)] && seg.Status != arweave.StatusPosting {
+		if !old[fmt.Sprint(seg.FirstSeq, seg.LastSeq, seg.TxID)] && seg.Status != mirror.StatusPosting {
 			res.Segments = append(res.Segments, seg)
 		}
 	}
@@ -150,7 +150,7 @@ func (s *Store) SyncStatus(ctx context.Context, req SyncStatusRequest) (*SyncSta
 	s.mirror.Lock()
 	defer s.mirror.Unlock()
 	head, _ := s.st.Log.Head()
-	st, err := arweave.OpenState(s.st.Path(store.MirrorFile))
+	st, err := mirror.OpenState(s.st.Path(store.MirrorFile))
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +162,7 @@ func (s *Store) SyncStatus(ctx context.Context, req SyncStatusRequest) (*SyncSta
 		if err != nil {
 			return nil, err
 		}
-		if _, err := arweave.RefreshState(ctx, cl, st, logID); err != nil {
+		if _, err := mirror.RefreshState(ctx, cl, st, logID); err != nil {
 			return nil, err
 		}
 		if in, err := cl.Info(ctx); err == nil {
@@ -181,7 +181,7 @@ func (s *Store) SyncStatus(ctx context.Context, req SyncStatusRequest) (*SyncSta
 	for _, seg := range segs {
 		v := SegmentView{First: seg.FirstSeq, Last: seg.LastSeq, Status: string(seg.Status), TxID: seg.TxID,
 			BundleID: seg.BundleID, Height: seg.Height, Size: seg.Size, Adopted: seg.Adopted}
-		if seg.Status == arweave.StatusConfirmed && height >= seg.Height {
+		if seg.Status == mirror.StatusConfirmed && height >= seg.Height {
 			n := height - seg.Height + 1
 			v.Confirmations = &n
 		}
@@ -269,7 +269,7 @@ func Watch(ctx context.Context, api API, o WatchOptions, report func(WatchReport
 				}
 				lastFlush, failures = time.Now(), 0
 			case errors.Is(err, ErrNoWallet), errors.Is(err, ErrBadWallet), errors.Is(err, ErrBadRequest),
-				errors.Is(err, arweave.ErrDiverged), errors.Is(err, arweave.ErrMirrorStateCorrupt),
+				errors.Is(err, mirror.ErrDiverged), errors.Is(err, mirror.ErrMirrorStateCorrupt),
 				errors.Is(err, ErrCheckpointDiverged):
 				// A retry cannot fix these.
 				return err

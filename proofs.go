@@ -11,6 +11,7 @@ import (
 
 	"github.com/unlimitedcontext/ucl/arweave"
 	"github.com/unlimitedcontext/ucl/crypto"
+	"github.com/unlimitedcontext/ucl/internal/mirror"
 	"github.com/unlimitedcontext/ucl/log"
 )
 
@@ -85,7 +86,7 @@ type CheckpointView struct {
 	Anchored bool `json:"anchored,omitempty"`
 }
 
-func viewOf(c arweave.CheckpointTx) CheckpointView {
+func viewOf(c mirror.CheckpointTx) CheckpointView {
 	return CheckpointView{Size: c.Size, Root: hex.EncodeToString(c.Root), TxID: c.ID, Prev: c.Prev, Height: c.Height, Pending: c.Pending}
 }
 
@@ -93,17 +94,17 @@ func viewOf(c arweave.CheckpointTx) CheckpointView {
 // mirrored them), unless this wallet already anchored that size. The
 // previous checkpoint comes from GraphQL, so a rebuilt store continues the
 // chain; one whose root disagrees with this log is ErrCheckpointDiverged.
-func (s *Store) anchor(ctx context.Context, cl *arweave.Client, w *arweave.Wallet, size uint64) (*CheckpointView, error) {
+func (s *Store) anchor(ctx context.Context, cl mirror.Gateway, w *arweave.Wallet, size uint64) (*CheckpointView, error) {
 	tree, err := s.merkle(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("anchor checkpoint: %w", err)
 	}
 	logID := s.st.Meta.LogIDBytes()
-	cps, err := arweave.FindCheckpoints(ctx, cl, w.Address(), logID)
+	cps, err := mirror.FindCheckpoints(ctx, cl, w.Address(), logID)
 	if err != nil {
 		return nil, fmt.Errorf("anchor checkpoint: %w", err)
 	}
-	var prev *arweave.CheckpointTx
+	var prev *mirror.CheckpointTx
 	for i := range cps {
 		if cps[i].Size <= size {
 			prev = &cps[i]
@@ -145,7 +146,7 @@ func (s *Store) anchor(ctx context.Context, cl *arweave.Client, w *arweave.Walle
 		return nil, fmt.Errorf("anchor checkpoint: %w", err)
 	}
 	data := log.Anchor{Note: note, PrevSize: prevSize, Consistency: cons}.Encode()
-	id, err := arweave.PostCheckpoint(ctx, cl, arweave.CheckpointAnchor{
+	id, err := mirror.PostCheckpoint(ctx, cl, mirror.CheckpointAnchor{
 		LogID: logID, Size: size, Root: root, Prev: prevID, NoteKey: vkey, Data: data})
 	if err != nil {
 		return nil, fmt.Errorf("anchor checkpoint: %w", err)
@@ -176,7 +177,7 @@ func (s *Store) Checkpoints(ctx context.Context, req CheckpointsRequest) (*Check
 	if err != nil {
 		return nil, err
 	}
-	cps, err := arweave.FindCheckpoints(ctx, cl, w.Address(), s.st.Meta.LogIDBytes())
+	cps, err := mirror.FindCheckpoints(ctx, cl, w.Address(), s.st.Meta.LogIDBytes())
 	if err != nil {
 		return nil, err
 	}
@@ -211,11 +212,11 @@ func (s *Store) Prove(ctx context.Context, req ProveRequest) (*log.Proof, error)
 		return nil, err
 	}
 	logID := s.st.Meta.LogIDBytes()
-	cps, err := arweave.FindCheckpoints(ctx, cl, w.Address(), logID)
+	cps, err := mirror.FindCheckpoints(ctx, cl, w.Address(), logID)
 	if err != nil {
 		return nil, fmt.Errorf("prove seq %d: %w", req.Seq, err)
 	}
-	var cp *arweave.CheckpointTx
+	var cp *mirror.CheckpointTx
 	for i := range cps {
 		if cps[i].Size >= req.Seq && cps[i].Size <= head {
 			cp = &cps[i]
@@ -236,7 +237,7 @@ func (s *Store) Prove(ctx context.Context, req ProveRequest) (*log.Proof, error)
 		return nil, fmt.Errorf("prove seq %d: %w: checkpoint %s of %d events has root %x, this log's is %x",
 			req.Seq, ErrCheckpointDiverged, cp.ID, cp.Size, cp.Root, root)
 	}
-	vt, err := arweave.FetchVerifiedTx(ctx, cl, cp.ID, maxCheckpointData)
+	vt, err := cl.FetchVerifiedTx(ctx, cp.ID, maxCheckpointData)
 	if err != nil {
 		return nil, fmt.Errorf("prove seq %d: %w", req.Seq, err)
 	}
@@ -330,9 +331,9 @@ func VerifyProof(ctx context.Context, req VerifyProofRequest) (*VerifyProofResul
 	if err != nil {
 		return nil, err
 	}
-	check := func(id string) (*arweave.VerifiedTx, arweave.CheckpointTx, log.Checkpoint, log.Anchor, error) {
-		var ct arweave.CheckpointTx
-		vt, err := arweave.FetchVerifiedTx(ctx, cl, id, maxCheckpointData)
+	check := func(id string) (*arweave.VerifiedTx, mirror.CheckpointTx, log.Checkpoint, log.Anchor, error) {
+		var ct mirror.CheckpointTx
+		vt, err := cl.FetchVerifiedTx(ctx, id, maxCheckpointData)
 		if err != nil {
 			if errors.Is(err, arweave.ErrTxSignature) {
 				return nil, ct, log.Checkpoint{}, log.Anchor{}, rejected("checkpoint transaction: %w", err)
@@ -342,7 +343,7 @@ func VerifyProof(ctx context.Context, req VerifyProofRequest) (*VerifyProofResul
 		if vt.Owner != p.Owner {
 			return nil, ct, log.Checkpoint{}, log.Anchor{}, rejected("checkpoint transaction %s is signed by %s, not by the proof's owner %s", id, vt.Owner, p.Owner)
 		}
-		if ct, err = arweave.ParseCheckpointTags(lid, vt.Tags); err != nil {
+		if ct, err = mirror.ParseCheckpointTags(lid, vt.Tags); err != nil {
 			return nil, ct, log.Checkpoint{}, log.Anchor{}, rejected("transaction %s: %w", id, err)
 		}
 		if ct.NoteKey != p.NoteKey {
@@ -376,7 +377,7 @@ func VerifyProof(ctx context.Context, req VerifyProofRequest) (*VerifyProofResul
 
 	// Every later checkpoint, in size order, must extend the one before it:
 	// by induction each is consistent with the proof's.
-	cps, err := arweave.FindCheckpoints(ctx, cl, p.Owner, lid)
+	cps, err := mirror.FindCheckpoints(ctx, cl, p.Owner, lid)
 	if err != nil {
 		return nil, fmt.Errorf("verify proof: %w", err)
 	}
@@ -465,8 +466,8 @@ type RebuildCheckpoint struct {
 // ErrCheckpointDiverged; one whose transaction does not verify is
 // arweave.ErrTxSignature. A checkpoint the gateway serves only as pending
 // is passed over for an older one.
-func checkRebuilt(ctx context.Context, cl *arweave.Client, owner string, logID [16]byte, tree *log.Tree, head uint64) (RebuildCheckpoint, error) {
-	cps, err := arweave.FindCheckpoints(ctx, cl, owner, logID)
+func checkRebuilt(ctx context.Context, cl mirror.Gateway, owner string, logID [16]byte, tree *log.Tree, head uint64) (RebuildCheckpoint, error) {
+	cps, err := mirror.FindCheckpoints(ctx, cl, owner, logID)
 	if err != nil {
 		return RebuildCheckpoint{Reason: err.Error()}, nil
 	}
@@ -475,7 +476,7 @@ func checkRebuilt(ctx context.Context, cl *arweave.Client, owner string, logID [
 		if c.Size > head || c.Size == 0 {
 			continue
 		}
-		vt, err := arweave.FetchVerifiedTx(ctx, cl, c.ID, maxCheckpointData)
+		vt, err := cl.FetchVerifiedTx(ctx, c.ID, maxCheckpointData)
 		switch {
 		case errors.Is(err, arweave.ErrTxPending):
 			continue
@@ -487,7 +488,7 @@ func checkRebuilt(ctx context.Context, cl *arweave.Client, owner string, logID [
 		if vt.Owner != owner {
 			return RebuildCheckpoint{}, fmt.Errorf("check checkpoint %s: %w: signed by %s, not %s", c.ID, arweave.ErrTxSignature, vt.Owner, owner)
 		}
-		ct, err := arweave.ParseCheckpointTags(logID, vt.Tags)
+		ct, err := mirror.ParseCheckpointTags(logID, vt.Tags)
 		if err != nil {
 			return RebuildCheckpoint{}, fmt.Errorf("check checkpoint %s: %w", c.ID, err)
 		}

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/unlimitedcontext/ucl/arweave"
 	"github.com/unlimitedcontext/ucl/internal/fsutil"
+	"github.com/unlimitedcontext/ucl/internal/mirror"
 	"github.com/unlimitedcontext/ucl/internal/store"
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections/projstd"
@@ -501,8 +501,8 @@ func (s *Store) Status(ctx context.Context, req StatusRequest) (*StatusResult, e
 		return r, nil
 	}
 	defer s.mirror.Unlock()
-	st, err := arweave.OpenState(path)
-	if errors.Is(err, arweave.ErrMirrorStateCorrupt) {
+	st, err := mirror.OpenState(path)
+	if errors.Is(err, mirror.ErrMirrorStateCorrupt) {
 		r.MirrorText = "state unreadable: " + err.Error()
 		return r, nil
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/unlimitedcontext/ucl/arweave"
 	"github.com/unlimitedcontext/ucl/crypto"
 	"github.com/unlimitedcontext/ucl/internal/fsutil"
+	"github.com/unlimitedcontext/ucl/internal/mirror"
 	"github.com/unlimitedcontext/ucl/internal/snapgw"
 	"github.com/unlimitedcontext/ucl/internal/store"
 	"github.com/unlimitedcontext/ucl/log"
@@ -88,7 +89,7 @@ type RebuildResult struct {
 	// Shredded counts the events whose content a key rotation of the
 	// source shredded: unreadable by design, not damage.
 	Shredded uint64 `json:"shredded"`
-	// PartialErr is the *arweave.GapError or *arweave.TxRejectedError that
+	// PartialErr is the *mirror.GapError or *mirror.TxRejectedError that
 	// stopped a partial rebuild.
 	PartialErr error `json:"-"`
 }
@@ -193,7 +194,7 @@ func Rebuild(ctx context.Context, o RebuildOptions) (*RebuildResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &RebuildResult{Dir: dir, Gateway: cl.Gateway(), LogID: arweave.LogIDHex(logID), Events: out.head, HeadSeq: out.head,
+	res := &RebuildResult{Dir: dir, Gateway: cl.Gateway(), LogID: mirror.LogIDHex(logID), Events: out.head, HeadSeq: out.head,
 		HeadHash: out.hash.String(), Segments: out.res.Segments, PendingSegments: out.res.Pending,
 		Duplicates: out.res.Duplicates, Bytes: out.res.Bytes, Digests: digests, Partial: out.partial != nil,
 		LogSeconds: logSecs, ProjectSeconds: projSecs, Snapshot: snap, PartialErr: out.partial,
@@ -209,7 +210,7 @@ func Rebuild(ctx context.Context, o RebuildOptions) (*RebuildResult, error) {
 
 // rebuildOutcome is what rebuildLog did.
 type rebuildOutcome struct {
-	res        arweave.RebuildResult
+	res        mirror.RebuildResult
 	head       uint64
 	hash       log.Hash
 	partial    error // the *GapError or *TxRejectedError that stopped a partial rebuild
@@ -220,14 +221,14 @@ type rebuildOutcome struct {
 func findLogID(ctx context.Context, cl *arweave.Client, owner string) ([16]byte, error) {
 	var id [16]byte
 	txs, err := cl.FindTxs(ctx, arweave.TxQuery{Owners: []string{owner}, Tags: []arweave.Tag{
-		{Name: arweave.TagAppName, Value: arweave.AppName}, {Name: arweave.TagKind, Value: string(arweave.KindSegment)}}})
+		{Name: mirror.TagAppName, Value: mirror.AppName}, {Name: mirror.TagKind, Value: string(mirror.KindSegment)}}})
 	if err != nil {
 		return id, fmt.Errorf("rebuild: find logs: %w", err)
 	}
 	count := map[[16]byte]int{}
 	last := map[[16]byte]uint64{}
 	for _, t := range txs {
-		m, err := arweave.ParseTags(t.Tags)
+		m, err := mirror.ParseTags(t.Tags)
 		if err != nil || t.Owner != owner {
 			continue
 		}
@@ -245,7 +246,7 @@ func findLogID(ctx context.Context, cl *arweave.Client, owner string) ([16]byte,
 	}
 	var ids []string
 	for k, n := range count {
-		ids = append(ids, fmt.Sprintf("%s (%d segments, up to seq %d)", arweave.LogIDHex(k), n, last[k]))
+		ids = append(ids, fmt.Sprintf("%s (%d segments, up to seq %d)", mirror.LogIDHex(k), n, last[k]))
 	}
 	sort.Strings(ids)
 	return id, fmt.Errorf("rebuild: %w: wallet %s has %s", ErrAmbiguousLog, owner, strings.Join(ids, ", "))
@@ -254,7 +255,7 @@ func findLogID(ctx context.Context, cl *arweave.Client, owner string) ([16]byte,
 // rebuildLog creates a store in dir and fills its log from Arweave.
 func rebuildLog(ctx context.Context, cl *arweave.Client, o RebuildOptions, dir, owner string, logID [16]byte) (rebuildOutcome, error) {
 	var out rebuildOutcome
-	s, err := store.Init(dir, store.InitOptions{Keys: o.Keys, Wallet: o.Wallet, LogID: arweave.LogIDHex(logID)})
+	s, err := store.Init(dir, store.InitOptions{Keys: o.Keys, Wallet: o.Wallet, LogID: mirror.LogIDHex(logID)})
 	if err != nil {
 		return out, err
 	}
@@ -269,9 +270,9 @@ func rebuildLog(ctx context.Context, cl *arweave.Client, o RebuildOptions, dir, 
 		return err
 	}
 	prog := o.Progress.stage("rebuild")
-	res, rerr := arweave.Rebuild(ctx, arweave.RebuildOptions{
-		Client: cl, Owner: owner, LogID: logID, AllowPartial: o.AllowPartial, Branch: o.Branch,
-		VerifyRecord: func(prev arweave.Hash, r arweave.Record) error {
+	res, rerr := mirror.Rebuild(ctx, mirror.RebuildOptions{
+		Gateway: cl, Owner: owner, LogID: logID, AllowPartial: o.AllowPartial, Branch: o.Branch,
+		VerifyRecord: func(prev mirror.Hash, r mirror.Record) error {
 			h, err := log.DecodeHeader(r.Raw)
 			if err != nil {
 				return err
@@ -284,12 +285,12 @@ func rebuildLog(ctx context.Context, cl *arweave.Client, o RebuildOptions, dir, 
 			}
 			return nil
 		},
-		Progress: func(rp arweave.RebuildProgress) {
+		Progress: func(rp mirror.RebuildProgress) {
 			if prog != nil {
 				prog(uint64(rp.Segments), uint64(rp.TotalSegments))
 			}
 		},
-	}, func(r arweave.Record) error {
+	}, func(r mirror.Record) error {
 		batch = append(batch, r.Raw)
 		if len(batch) >= importBatch {
 			return flush()
@@ -303,8 +304,8 @@ func rebuildLog(ctx context.Context, cl *arweave.Client, o RebuildOptions, dir, 
 		}
 	}
 	out.head, out.hash = s.Log.Head()
-	var gap *arweave.GapError
-	var rej *arweave.TxRejectedError
+	var gap *mirror.GapError
+	var rej *mirror.TxRejectedError
 	switch {
 	case rerr == nil:
 	case o.AllowPartial && (errors.As(rerr, &gap) || errors.As(rerr, &rej)):
@@ -313,7 +314,7 @@ func rebuildLog(ctx context.Context, cl *arweave.Client, o RebuildOptions, dir, 
 		return out, rerr
 	}
 	if res.Found == 0 {
-		return out, fmt.Errorf("rebuild: %w of log %s from %s on %s", ErrNoSegments, arweave.LogIDHex(logID), owner, cl.Gateway())
+		return out, fmt.Errorf("rebuild: %w of log %s from %s on %s", ErrNoSegments, mirror.LogIDHex(logID), owner, cl.Gateway())
 	}
 	if out.head != res.LastSeq || (res.LastSeq > 0 && out.hash != log.Hash(res.HeadHash)) {
 		return out, fmt.Errorf("rebuild: wrote up to seq %d, Arweave gave up to %d", out.head, res.LastSeq)
@@ -391,13 +392,12 @@ var errNoUpload = errors.New("ucl: segment not on the gateway (adoption uploads 
 
 // noUploader lets a Syncer adopt what the gateway holds and refuses to
 // upload anything else.
-type noUploader struct{ cl *arweave.Client }
+type noUploader struct{}
 
-func (u noUploader) Sign(context.Context, []arweave.SegmentUpload) (*arweave.SignedUpload, error) {
+func (noUploader) Sign(context.Context, []arweave.Upload) (*arweave.SignedUpload, error) {
 	return nil, errNoUpload
 }
-func (u noUploader) Post(context.Context, *arweave.SignedUpload) (int, error) { return 0, errNoUpload }
-func (u noUploader) Client() *arweave.Client                                  { return u.cl }
+func (noUploader) Post(context.Context, *arweave.SignedUpload) (int, error) { return 0, errNoUpload }
 
 // adoptMirrored records, in the mirror state of a store just rebuilt from
 // Arweave, the segments already there up to head: the same scan a push
@@ -417,13 +417,13 @@ func (s *Store) adoptMirrored(ctx context.Context, gateway string, head uint64) 
 	}
 	s.mirror.Lock()
 	defer s.mirror.Unlock()
-	st, err := arweave.OpenState(s.st.Path(store.MirrorFile))
+	st, err := mirror.OpenState(s.st.Path(store.MirrorFile))
 	if err != nil {
 		return 0, err
 	}
 	defer st.Close()
 	logID := s.st.Meta.LogIDBytes()
-	sy, err := arweave.NewSyncer(arweave.SyncConfig{LogID: logID, Records: logSource(ctx, s.st.Log), Uploader: noUploader{cl}, State: st})
+	sy, err := mirror.NewSyncer(mirror.SyncConfig{LogID: logID, Records: logSource(ctx, s.st.Log), Gateway: cl, Uploader: noUploader{}, State: st})
 	if err != nil {
 		return 0, err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/unlimitedcontext/ucl/arweave"
 	"github.com/unlimitedcontext/ucl/crypto"
 	"github.com/unlimitedcontext/ucl/internal/fsutil"
+	"github.com/unlimitedcontext/ucl/internal/mirror"
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections"
 )
@@ -23,7 +24,7 @@ import (
 // of the granted chunks wrapped under it. The grantee cannot read the
 // grantor's log (its bodies are sealed under the grantor's vault key), so
 // Push discloses to the grantee, in signed uploads tagged UC-Grantee (the
-// disclosure format is in the arweave package doc), the DEK of the grant
+// disclosure format is in the internal/mirror package doc), the DEK of the grant
 // event itself, then of every later tombstone that removes a granted chunk
 // and of the revoke. SharePull (sharepull.go) is the grantee's side.
 //
@@ -487,7 +488,7 @@ func (s *Store) saveSharePush(st *sharePush) error {
 // remove granted chunks and the grant's revoke. Only mirrored events are
 // disclosed (the grantee reads them from the segments). Called by Push
 // under s.mirror.
-func (s *Store) disclose(ctx context.Context, cl *arweave.Client, covered uint64) (int, error) {
+func (s *Store) disclose(ctx context.Context, cl mirror.Gateway, covered uint64) (int, error) {
 	if s.st.Keys == nil {
 		return 0, nil
 	}
@@ -637,7 +638,7 @@ func (s *Store) disclose(ctx context.Context, cl *arweave.Client, covered uint64
 			if err != nil {
 				return posted, err
 			}
-			d := arweave.Disclosure{Grant: it.ID, ShareKey: g.ShareKey}
+			d := mirror.Disclosure{Grant: it.ID, ShareKey: g.ShareKey}
 			for _, seq := range seqs {
 				raw, err := s.st.Log.Raw(seq)
 				if err != nil {
@@ -647,7 +648,7 @@ func (s *Store) disclose(ctx context.Context, cl *arweave.Client, covered uint64
 				if err != nil {
 					return posted, err
 				}
-				k := arweave.DisclosedKey{Seq: seq}
+				k := mirror.DisclosedKey{Seq: seq}
 				err = w.Wrap(k.Wrapped[:], dek)
 				clear(dek)
 				if err != nil {
@@ -655,7 +656,7 @@ func (s *Store) disclose(ctx context.Context, cl *arweave.Client, covered uint64
 				}
 				d.Keys = append(d.Keys, k)
 			}
-			id, err := cl.PostDisclosure(ctx, arweave.DisclosureUpload{LogID: logID, Grantee: it.Grantee, LastHash: last, D: d})
+			id, err := mirror.PostDisclosure(ctx, cl, mirror.DisclosureUpload{LogID: logID, Grantee: it.Grantee, LastHash: last, D: d})
 			if err != nil {
 				return posted, fmt.Errorf("disclose grant %s to %s: %w", it.ID, it.Grantee, err)
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/unlimitedcontext/ucl/arweave"
 	"github.com/unlimitedcontext/ucl/crypto"
+	"github.com/unlimitedcontext/ucl/internal/mirror"
 	"github.com/unlimitedcontext/ucl/log"
 )
 
@@ -196,7 +197,7 @@ func TestShareGrantWrapping(t *testing.T) {
 	if len(rg.Chunks) != 2 || rg.Status != "active" || rg.Note != "n" {
 		t.Fatalf("received: %+v", rg)
 	}
-	if _, err := receiveGrant(rl, res.Grant, bad, w, keys, wb.Address()); !errors.Is(err, arweave.ErrDisclosure) {
+	if _, err := receiveGrant(rl, res.Grant, bad, w, keys, wb.Address()); !errors.Is(err, mirror.ErrDisclosure) {
 		t.Fatalf("grant disclosed with another share key: %v", err)
 	}
 	if _, err := receiveGrant(rl, res.Grant, g.ShareKey, w, keys, wa.Address()); err == nil {

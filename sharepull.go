@@ -15,6 +15,7 @@ import (
 	"github.com/unlimitedcontext/ucl/arweave"
 	"github.com/unlimitedcontext/ucl/crypto"
 	"github.com/unlimitedcontext/ucl/internal/fsutil"
+	"github.com/unlimitedcontext/ucl/internal/mirror"
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections"
 )
@@ -103,7 +104,7 @@ func (s *Store) SharePull(ctx context.Context, req SharePullRequest) (*SharePull
 	if err != nil {
 		return nil, err
 	}
-	found, rejected, err := cl.FetchDisclosures(ctx, w.Address())
+	found, rejected, err := mirror.FetchDisclosures(ctx, cl, w.Address())
 	if err != nil {
 		return nil, fmt.Errorf("pull shares: %w", err)
 	}
@@ -185,7 +186,7 @@ func (s *Store) SharePull(ctx context.Context, req SharePullRequest) (*SharePull
 }
 
 // verifyChainRecord is the rebuild's chain check of one record.
-func verifyChainRecord(prev arweave.Hash, r arweave.Record) error {
+func verifyChainRecord(prev mirror.Hash, r mirror.Record) error {
 	h, err := log.DecodeHeader(r.Raw)
 	if err != nil {
 		return err
@@ -201,7 +202,7 @@ func verifyChainRecord(prev arweave.Hash, r arweave.Record) error {
 
 // receiveLog verifies one grantor's log and decrypts what its disclosures
 // give this wallet.
-func (s *Store) receiveLog(ctx context.Context, cl *arweave.Client, w *arweave.Wallet, ds []arweave.FoundDisclosure) (*receivedLog, []RejectedShare) {
+func (s *Store) receiveLog(ctx context.Context, cl mirror.Gateway, w *arweave.Wallet, ds []mirror.FoundDisclosure) (*receivedLog, []RejectedShare) {
 	grantor, logID := ds[0].Grantor, ds[0].Meta.LogID
 	var rejected []RejectedShare
 	reject := func(tx string, grant log.ID, err error) {
@@ -217,7 +218,7 @@ func (s *Store) receiveLog(ctx context.Context, cl *arweave.Client, w *arweave.W
 		w       *crypto.Wrapper
 		keys    map[uint64][][40]byte // candidates: a forged one fails AES-GCM
 		txs     []string
-		ds      []arweave.FoundDisclosure
+		ds      []mirror.FoundDisclosure
 	}
 	grants := map[log.ID]*grantIn{}
 	var order []*grantIn
@@ -241,7 +242,7 @@ func (s *Store) receiveLog(ctx context.Context, cl *arweave.Client, w *arweave.W
 			grants[id] = gi
 			order = append(order, gi)
 		} else if !bytes.Equal(gi.wrapped, d.D.ShareKey) {
-			reject(d.TxID, id, fmt.Errorf("%w: a second share key for one grant", arweave.ErrDisclosure))
+			reject(d.TxID, id, fmt.Errorf("%w: a second share key for one grant", mirror.ErrDisclosure))
 			continue
 		}
 		gi.ds = append(gi.ds, d)
@@ -260,11 +261,11 @@ func (s *Store) receiveLog(ctx context.Context, cl *arweave.Client, w *arweave.W
 	}
 	// The grantor's log, verified like a rebuild: signatures, owner,
 	// Merkle roots, chain, then the anchored checkpoint.
-	rl := &receivedLog{Grantor: grantor, LogID: arweave.LogIDHex(logID), raws: map[uint64][]byte{}}
+	rl := &receivedLog{Grantor: grantor, LogID: mirror.LogIDHex(logID), raws: map[uint64][]byte{}}
 	var hashes []log.Hash
-	_, err := arweave.Rebuild(ctx, arweave.RebuildOptions{
-		Client: cl, Owner: grantor, LogID: logID, VerifyRecord: verifyChainRecord,
-	}, func(r arweave.Record) error {
+	_, err := mirror.Rebuild(ctx, mirror.RebuildOptions{
+		Gateway: cl, Owner: grantor, LogID: logID, VerifyRecord: verifyChainRecord,
+	}, func(r mirror.Record) error {
 		hashes = append(hashes, log.Hash(r.Hash()))
 		if r.Seq <= maxSeq {
 			rl.raws[r.Seq] = r.Raw
@@ -349,7 +350,7 @@ func openDisclosed(raw []byte, w *crypto.Wrapper, wk [40]byte) error {
 
 // checkGrantorLog checks the fetched log against the newest checkpoint the
 // grantor anchored (the rebuild's check).
-func (s *Store) checkGrantorLog(ctx context.Context, cl *arweave.Client, grantor string, logID [16]byte, hashes []log.Hash) (RebuildCheckpoint, error) {
+func (s *Store) checkGrantorLog(ctx context.Context, cl mirror.Gateway, grantor string, logID [16]byte, hashes []log.Hash) (RebuildCheckpoint, error) {
 	dir, err := os.MkdirTemp(s.st.Dir, "shared-tree-")
 	if err != nil {
 		return RebuildCheckpoint{}, err
@@ -426,7 +427,7 @@ func receiveGrant(rl *receivedLog, id log.ID, wrapped []byte, w *crypto.Wrapper,
 	case g.Grantee != me:
 		return nil, fmt.Errorf("grant %s: addressed to %s, not this wallet", id, g.Grantee)
 	case !bytes.Equal(g.ShareKey, wrapped):
-		return nil, fmt.Errorf("grant %s: %w: the disclosure's share key is not the grant's", id, arweave.ErrDisclosure)
+		return nil, fmt.Errorf("grant %s: %w: the disclosure's share key is not the grant's", id, mirror.ErrDisclosure)
 	}
 	granted := map[string]bool{}
 	for _, c := range g.Chunks {

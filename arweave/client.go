@@ -187,6 +187,14 @@ func (c *Client) Gateway() string { return c.base }
 // Wallet returns the client's wallet (nil if read-only).
 func (c *Client) Wallet() *Wallet { return c.wallet }
 
+// Address returns the address of the client's wallet, "" if read-only.
+func (c *Client) Address() string {
+	if c.wallet == nil {
+		return ""
+	}
+	return c.wallet.Address()
+}
+
 // retryable reports whether a transport error is worth another attempt.
 func retryable(err error) bool {
 	var ne net.Error
@@ -501,8 +509,9 @@ type SignedBundle struct {
 }
 
 // SignBundle signs every item with the client's wallet, packs them into an
-// ANS-104 bundle and signs the L1 transaction carrying it.
-func (c *Client) SignBundle(ctx context.Context, items []BundleItem) (*SignedBundle, error) {
+// ANS-104 bundle and signs the L1 transaction carrying it, tagged
+// Bundle-Format, Bundle-Version and then tags.
+func (c *Client) SignBundle(ctx context.Context, items []BundleItem, tags []Tag) (*SignedBundle, error) {
 	if c.wallet == nil {
 		return nil, ErrNoWallet
 	}
@@ -529,13 +538,10 @@ func (c *Client) SignBundle(ctx context.Context, items []BundleItem) (*SignedBun
 	if err != nil {
 		return nil, fmt.Errorf("sign bundle: %w", err)
 	}
-	tags := []Tag{
+	tx, err := c.SignTx(ctx, b.BundleBinary, append([]Tag{
 		{Name: "Bundle-Format", Value: "binary"},
 		{Name: "Bundle-Version", Value: "2.0.0"},
-		{Name: TagAppName, Value: AppName},
-		{Name: TagAppVersion, Value: AppVersion},
-	}
-	tx, err := c.SignTx(ctx, b.BundleBinary, tags)
+	}, tags...))
 	if err != nil {
 		return nil, err
 	}
@@ -545,8 +551,8 @@ func (c *Client) SignBundle(ctx context.Context, items []BundleItem) (*SignedBun
 // UploadBundle posts items as one ANS-104 bundle and returns the bundle's
 // transaction id and the item ids (in order). Items are signed by the
 // client's wallet, so their owner is the wallet's address.
-func (c *Client) UploadBundle(ctx context.Context, items []BundleItem) (string, []string, error) {
-	sb, err := c.SignBundle(ctx, items)
+func (c *Client) UploadBundle(ctx context.Context, items []BundleItem, tags []Tag) (string, []string, error) {
+	sb, err := c.SignBundle(ctx, items, tags)
 	if err != nil {
 		return "", nil, err
 	}
@@ -878,36 +884,6 @@ func (c *Client) FindTxs(ctx context.Context, q TxQuery) ([]TxInfo, error) {
 		cursors[next] = true
 		after = next
 	}
-}
-
-// FindSegments returns the uploads of kind for logID signed by owner (an
-// address), in gateway order.
-func (c *Client) FindSegments(ctx context.Context, owner string, logID [16]byte, kind Kind) ([]TxInfo, error) {
-	return c.FindSegmentsMax(ctx, owner, logID, kind, 0)
-}
-
-// FindSegmentsMax is FindSegments following at most maxPages pages (0: the
-// client's default).
-func (c *Client) FindSegmentsMax(ctx context.Context, owner string, logID [16]byte, kind Kind, maxPages int) ([]TxInfo, error) {
-	return c.FindTxs(ctx, TxQuery{
-		MaxPages: maxPages,
-		Owners:   []string{owner},
-		Tags: []Tag{
-			{Name: TagAppName, Value: AppName},
-			{Name: TagLogID, Value: LogIDHex(logID)},
-			{Name: TagKind, Value: string(kind)},
-		},
-	})
-}
-
-// FindGrants returns grant uploads addressed to grantee (an address), from
-// any owner.
-func (c *Client) FindGrants(ctx context.Context, grantee string) ([]TxInfo, error) {
-	return c.FindTxs(ctx, TxQuery{Tags: []Tag{
-		{Name: TagAppName, Value: AppName},
-		{Name: TagKind, Value: string(KindGrant)},
-		{Name: TagGrantee, Value: grantee},
-	}})
 }
 
 // FetchPublicKey returns the RSA public key of address as published in the

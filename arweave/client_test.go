@@ -2,7 +2,6 @@ package arweave
 
 import (
 	"bytes"
-	"errors"
 	"testing"
 )
 
@@ -10,14 +9,9 @@ func TestClientUploadFindFetch(t *testing.T) {
 	g := gateway(t)
 	c := fundedClient(t, "", "wallet-a.json", Options{})
 	ctx := testCtx(t)
-	logID := newLogID(t)
-	recs := makeRecords(1, 5, 100)
-	data, err := EncodeSegment(logID, Hash{}, recs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	meta := SegmentMeta{Kind: KindSegment, LogID: logID, FirstSeq: 1, LastSeq: 5, HeadHash: recs[4].Hash()}
-	id, err := c.Upload(ctx, data, meta.Tags())
+	data := bytes.Repeat([]byte("find me "), 60)
+	tags := []Tag{{Name: "App-Name", Value: "ucl-test"}, {Name: "Test-Run", Value: newRunID(t)}}
+	id, err := c.Upload(ctx, data, tags)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +19,7 @@ func TestClientUploadFindFetch(t *testing.T) {
 	if err != nil || st.State != StatePending {
 		t.Fatalf("status before mine = %+v, %v; want pending", st, err)
 	}
-	found, err := c.FindSegments(ctx, c.Wallet().Address(), logID, KindSegment)
+	found, err := c.FindTxs(ctx, TxQuery{Owners: []string{c.Address()}, Tags: tags})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +40,7 @@ func TestClientUploadFindFetch(t *testing.T) {
 	if !bytes.Equal(got, data) {
 		t.Fatalf("fetched %d bytes, differ from uploaded %d", len(got), len(data))
 	}
-	found, err = c.FindSegments(ctx, c.Wallet().Address(), logID, KindSegment)
+	found, err = c.FindTxs(ctx, TxQuery{Owners: []string{c.Address()}, Tags: tags})
 	if err != nil || len(found) != 1 || found[0].Pending || found[0].Height != st.Height {
 		t.Fatalf("found after mine %+v, %v", found, err)
 	}
@@ -72,7 +66,7 @@ func TestUploadOddSizes(t *testing.T) {
 			for i := range data {
 				data[i] = byte(i * 29)
 			}
-			id, err := c.Upload(testCtx(t), data, []Tag{{Name: TagAppName, Value: "ucl-test"}})
+			id, err := c.Upload(testCtx(t), data, []Tag{{Name: "App-Name", Value: "ucl-test"}})
 			if err != nil {
 				t.Fatalf("inline<=%d n=%d: %v", inline, n, err)
 			}
@@ -81,36 +75,5 @@ func TestUploadOddSizes(t *testing.T) {
 				t.Fatalf("inline<=%d n=%d: fetch %v equal=%v", inline, n, err, bytes.Equal(got, data))
 			}
 		}
-	}
-}
-
-func TestFindGrants(t *testing.T) {
-	a := fundedClient(t, "", "wallet-a.json", Options{})
-	b := fundedClient(t, "", "wallet-b.json", Options{})
-	ctx := testCtx(t)
-	m := SegmentMeta{Kind: KindGrant, LogID: newLogID(t), FirstSeq: 7, LastSeq: 7, Grantee: a.Wallet().Address()}
-	id, err := b.Upload(ctx, []byte("wrapped share key"), m.Tags())
-	if err != nil {
-		t.Fatal(err)
-	}
-	found, err := a.FindGrants(ctx, a.Wallet().Address())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var hit *TxInfo
-	for i := range found {
-		if found[i].ID == id {
-			hit = &found[i]
-		}
-	}
-	if hit == nil || hit.Owner != b.Wallet().Address() {
-		t.Fatalf("grant %s not found for grantee (got %d)", id, len(found))
-	}
-	pk, err := a.FetchPublicKey(ctx, b.Wallet().Address())
-	if err != nil || pk.Key.N.Cmp(b.Wallet().PublicKey().N) != 0 {
-		t.Fatalf("grantor key: %v", err)
-	}
-	if _, err := a.FetchPublicKey(ctx, "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("unknown address: %v", err)
 	}
 }

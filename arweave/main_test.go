@@ -89,20 +89,10 @@ func newLogID(t testing.TB) [16]byte {
 	return id
 }
 
-// makeRecords returns n fake raw events for seqs from..from+n-1 of size
-// about size bytes. Raw bytes embed the seq so every record differs.
-func makeRecords(from uint64, n, size int) []Record {
-	recs := make([]Record, n)
-	for i := range recs {
-		seq := from + uint64(i)
-		raw := make([]byte, size)
-		for j := range raw {
-			raw[j] = byte(seq*31 + uint64(j)*7)
-		}
-		copy(raw, fmt.Sprintf("event-%d|", seq))
-		recs[i] = Record{Seq: seq, Raw: raw}
-	}
-	return recs
+// newRunID returns a tag value no earlier test used.
+func newRunID(t testing.TB) string {
+	id := newLogID(t)
+	return fmt.Sprintf("%x", id[:])
 }
 
 func contextWithTimeout(d time.Duration) (context.Context, context.CancelFunc) {

@@ -7,10 +7,11 @@ import (
 	"sync"
 )
 
-// SegmentUpload is one encoded segment (or snapshot, or grant) and what its
-// tags say about it.
-type SegmentUpload struct {
-	Meta SegmentMeta
+// Upload is one piece of data to post and its tags. Name says what it is
+// in errors (the mirror passes "segment 1..40").
+type Upload struct {
+	Name string
+	Tags []Tag
 	Data []byte
 }
 
@@ -28,24 +29,21 @@ type SignedUpload struct {
 	txs      []*SignedTx
 }
 
-// Uploader is the seam between sync and the gateway: it turns segments into
-// posted Arweave transactions. Implementations: L1Uploader (one transaction
+// Uploader turns batches of uploads (the mirror's segments) into posted
+// Arweave transactions. Implementations: L1Uploader (one transaction
 // per segment, the default) and BundleUploader (one ANS-104 bundle per
 // batch).
 type Uploader interface {
 	// Sign prepares segs for posting; the receipts' ids are final.
-	Sign(ctx context.Context, segs []SegmentUpload) (*SignedUpload, error)
+	Sign(ctx context.Context, ups []Upload) (*SignedUpload, error)
 	// Post posts a signed batch. It returns how many leading receipts the
 	// gateway accepted; on a nil error that is all of them.
 	Post(ctx context.Context, s *SignedUpload) (accepted int, err error)
-	// Client returns the gateway client.
-	Client() *Client
 }
 
-// UploadSegments signs and posts segs with u and returns the accepted
-// receipts.
-func UploadSegments(ctx context.Context, u Uploader, segs []SegmentUpload) ([]Receipt, error) {
-	s, err := u.Sign(ctx, segs)
+// UploadAll signs and posts ups with u and returns the accepted receipts.
+func UploadAll(ctx context.Context, u Uploader, ups []Upload) ([]Receipt, error) {
+	s, err := u.Sign(ctx, ups)
 	if err != nil {
 		return nil, err
 	}
@@ -88,11 +86,8 @@ func parallel(n, k int, fn func(i int) error) []error {
 	return errs
 }
 
-// Client implements Uploader.
-func (u *L1Uploader) Client() *Client { return u.C }
-
 // Sign implements Uploader.
-func (u *L1Uploader) Sign(ctx context.Context, segs []SegmentUpload) (*SignedUpload, error) {
+func (u *L1Uploader) Sign(ctx context.Context, segs []Upload) (*SignedUpload, error) {
 	anchor, err := u.C.Anchor(ctx)
 	if err != nil {
 		return nil, err
@@ -100,9 +95,9 @@ func (u *L1Uploader) Sign(ctx context.Context, segs []SegmentUpload) (*SignedUpl
 	out := &SignedUpload{txs: make([]*SignedTx, len(segs)), Receipts: make([]Receipt, len(segs))}
 	errs := parallel(len(segs), u.conc(), func(i int) error {
 		s := segs[i]
-		tx, err := u.C.signTx(ctx, s.Data, s.Meta.Tags(), anchor)
+		tx, err := u.C.signTx(ctx, s.Data, s.Tags, anchor)
 		if err != nil {
-			return fmt.Errorf("sign segment %d..%d: %w", s.Meta.FirstSeq, s.Meta.LastSeq, err)
+			return fmt.Errorf("sign %s: %w", s.Name, err)
 		}
 		out.txs[i] = tx
 		out.Receipts[i] = Receipt{TxID: tx.ID, Size: len(s.Data)}
@@ -149,24 +144,27 @@ func (u *L1Uploader) Post(ctx context.Context, s *SignedUpload) (int, error) {
 }
 
 // BundleUploader posts each batch as one ANS-104 bundle whose items are
-// the segments, signed by the client's wallet.
-type BundleUploader struct{ C *Client }
+// the uploads, signed by the client's wallet. Tags are the bundle
+// transaction's own, after Bundle-Format and Bundle-Version.
+type BundleUploader struct {
+	C    *Client
+	Tags []Tag
+}
 
-// NewBundleUploader returns a bundle uploader.
-func NewBundleUploader(c *Client) *BundleUploader { return &BundleUploader{C: c} }
-
-// Client implements Uploader.
-func (u *BundleUploader) Client() *Client { return u.C }
+// NewBundleUploader returns a bundle uploader whose bundles carry tags.
+func NewBundleUploader(c *Client, tags []Tag) *BundleUploader {
+	return &BundleUploader{C: c, Tags: tags}
+}
 
 // Sign implements Uploader.
-func (u *BundleUploader) Sign(ctx context.Context, segs []SegmentUpload) (*SignedUpload, error) {
+func (u *BundleUploader) Sign(ctx context.Context, segs []Upload) (*SignedUpload, error) {
 	items := make([]BundleItem, len(segs))
 	for i, s := range segs {
-		items[i] = BundleItem{Data: s.Data, Tags: s.Meta.Tags()}
+		items[i] = BundleItem{Data: s.Data, Tags: s.Tags}
 	}
-	sb, err := u.C.SignBundle(ctx, items)
+	sb, err := u.C.SignBundle(ctx, items, u.Tags)
 	if err != nil {
-		return nil, fmt.Errorf("sign bundle of %d segments: %w", len(segs), err)
+		return nil, fmt.Errorf("sign bundle of %d items: %w", len(segs), err)
 	}
 	out := &SignedUpload{txs: []*SignedTx{sb.Tx}}
 	for i, id := range sb.ItemIDs {

@@ -144,31 +144,3 @@ func FuzzParseWallet(f *testing.F) {
 		}
 	})
 }
-
-func FuzzParseTags(f *testing.F) {
-	m := SegmentMeta{Kind: KindGrant, LogID: testLogID, FirstSeq: 2, LastSeq: 5, Grantee: "g"}
-	var vals []string
-	for _, t := range m.Tags() {
-		vals = append(vals, t.Value)
-	}
-	f.Add(strings.Join(vals, "\x00"))
-	f.Fuzz(func(t *testing.T, s string) {
-		parts := strings.Split(s, "\x00")
-		names := []string{TagAppName, TagAppVersion, TagContentType, TagSchemaVersion, TagLogID, TagSeqFirst, TagSeqLast, TagHeadHash, TagKind, TagGrantee}
-		var tags []Tag
-		for i, p := range parts {
-			tags = append(tags, Tag{Name: names[i%len(names)], Value: p})
-		}
-		got, err := ParseTags(tags)
-		if err != nil {
-			if !errors.Is(err, ErrTags) {
-				t.Fatalf("error %v is not ErrTags", err)
-			}
-			return
-		}
-		again, err := ParseTags(got.Tags())
-		if err != nil || again != got {
-			t.Fatalf("re-parse: %+v %v", again, err)
-		}
-	})
-}

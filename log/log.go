@@ -1150,13 +1150,25 @@ func scanFiles(dir string, from, to uint64, fn func(seq uint64, raw []byte) erro
 		if i+1 < len(segs) && segs[i+1].first <= from {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(dir, s.name))
-		if err != nil {
-			return fmt.Errorf("read segment %s: %w", s.name, err)
+		path := filepath.Join(dir, s.name)
+		var ents []fileEntry
+		var st tailState
+		k0, ok := uint64(0), false
+		if from > s.first {
+			k0 = from - s.first
+			ents, st, ok = tailEntries(path, k0)
 		}
-		ents, st := parseSegment(b)
+		if !ok {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return fmt.Errorf("read segment %s: %w", s.name, err)
+			}
+			ents, st = parseSegment(b)
+			k0 = 0
+			rememberEntries(path, ents, st)
+		}
 		for k, e := range ents {
-			seq := s.first + uint64(k)
+			seq := s.first + k0 + uint64(k)
 			if seq < from {
 				continue
 			}
@@ -1172,7 +1184,7 @@ func scanFiles(dir string, from, to uint64, fn func(seq uint64, raw []byte) erro
 				return &CorruptionError{Seq: seq, Segment: s.name, Offset: e.off, Err: err}
 			}
 		}
-		seq := s.first + uint64(len(ents))
+		seq := s.first + k0 + uint64(len(ents))
 		if st.err != nil || (st.torn && (to == 0 || seq <= to)) {
 			e := st.err
 			if e == nil {

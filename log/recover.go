@@ -279,6 +279,7 @@ func (p *cutPlan) apply(dir, corruptDir, reason string) (*RepairReport, error) {
 // removed, that one truncated (removed too when emptied, unless it is the
 // first), and everything fsynced.
 func cutFiles(dir string, segs []segFile, idx int, off int64) error {
+	forgetSegments(dir)
 	for i := len(segs) - 1; i >= idx; i-- {
 		path := filepath.Join(dir, segs[i].name)
 		if i > idx || (off == 0 && i > 0) {

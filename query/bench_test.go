@@ -85,12 +85,24 @@ func reportPercentiles(b *testing.B, ds []time.Duration) {
 func BenchmarkSearch(b *testing.B) {
 	now := time.UnixMilli(projtest.BaseTime).UTC()
 	for _, n := range benchSizes() {
-		for _, mode := range []query.Mode{query.ModeHybrid, query.ModeBM25, query.ModeVector} {
-			b.Run(sizeName(n)+"/"+string(mode), func(b *testing.B) {
+		for _, v := range []struct {
+			name string
+			mode query.Mode
+			opts query.Options
+		}{
+			{"hybrid", query.ModeHybrid, query.Options{}},
+			// The ANN query without IDF word weights: what the weights cost.
+			{"hybrid-plain", query.ModeHybrid, query.Options{PlainVectorQuery: true}},
+			{"bm25", query.ModeBM25, query.Options{}},
+			{"vector", query.ModeVector, query.Options{}},
+		} {
+			mode := v.mode
+			b.Run(sizeName(n)+"/"+v.name, func(b *testing.B) {
 				f := benchFixture(b, n)
-				e := f.engine(query.Options{})
+				e := f.engine(v.opts)
 				ctx := context.Background()
 				ds := make([]time.Duration, 0, b.N)
+				cpu0 := cpuTime()
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
 					t0 := time.Now()
@@ -101,6 +113,9 @@ func BenchmarkSearch(b *testing.B) {
 				}
 				b.StopTimer()
 				reportPercentiles(b, ds)
+				// CPU per query (the whole process: both channels' goroutines
+				// and GC), steadier than wall time on a loaded machine.
+				b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
 			})
 		}
 	}

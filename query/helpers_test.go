@@ -80,6 +80,14 @@ func (v *vecAdapter) SearchText(ctx context.Context, text string, k int) ([]vect
 	return v.idx.Search(v.emb.EmbedOne(text), k)
 }
 
+func (v *vecAdapter) EmbedQuery(ctx context.Context, text string, weight func(string) float64) ([]float32, error) {
+	return v.emb.EmbedWeighted(text, weight), nil
+}
+
+func (v *vecAdapter) SearchVector(ctx context.Context, q []float32, k int) ([]vector.Hit, error) {
+	return v.idx.Search(q, k)
+}
+
 // fixture is a full set of real projections over a stream of events.
 type fixture struct {
 	tl  *timelines.Timelines

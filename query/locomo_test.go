@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,7 +91,11 @@ func loadLocomo(t *testing.T) ([]*fixture, [][]locomoQ) {
 	sessRe := regexp.MustCompile(`^session_(\d+)$`)
 	var fs []*fixture
 	var qss [][]locomoQ
+	keep := locomoConvFilter(t, len(convs))
 	for ci, c := range convs {
+		if !keep[ci] {
+			continue
+		}
 		var keys []int
 		for k := range c.Conversation {
 			if m := sessRe.FindStringSubmatch(k); m != nil {
@@ -144,7 +149,30 @@ func loadLocomo(t *testing.T) ([]*fixture, [][]locomoQ) {
 	return fs, qss
 }
 
+// locomoConvFilter reads UCL_EVAL_CONVS, a comma-separated list of
+// conversation indexes (0-based, in file order), so a change can be tuned
+// on one half of the set and checked on the other. Empty: all.
+func locomoConvFilter(t *testing.T, n int) map[int]bool {
+	keep := map[int]bool{}
+	env := os.Getenv("UCL_EVAL_CONVS")
+	if env == "" {
+		for i := 0; i < n; i++ {
+			keep[i] = true
+		}
+		return keep
+	}
+	for _, f := range strings.Split(env, ",") {
+		i, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || i < 0 || i >= n {
+			t.Fatalf("UCL_EVAL_CONVS: %q is not a conversation index below %d", f, n)
+		}
+		keep[i] = true
+	}
+	return keep
+}
+
 type locomoScore struct {
+	ranks                []int // per question, in order; 0 = not in the top 10
 	n, hit1, hit5, hit10 int
 	mrr                  float64
 	cat                  map[int][2]int
@@ -194,6 +222,7 @@ func scoreLocomo(t *testing.T, fs []*fixture, qss [][]locomoQ, opts query.Option
 					break
 				}
 			}
+			s.ranks = append(s.ranks, rank)
 			c := s.cat[q.cat]
 			c[1]++
 			if rank > 0 {
@@ -243,13 +272,20 @@ func TestLoCoMoDev(t *testing.T) {
 	if os.Getenv("UCL_EVAL_NOCTX") == "" {
 		budgets = []int{1000, 4000}
 	}
+	// UCL_EVAL_OPTS: engine options as JSON (for measuring a variant).
+	var opts query.Options
+	if env := os.Getenv("UCL_EVAL_OPTS"); env != "" {
+		if err := json.Unmarshal([]byte(env), &opts); err != nil {
+			t.Fatalf("UCL_EVAL_OPTS: %v", err)
+		}
+	}
 	res := map[query.Mode]*locomoScore{}
 	for _, m := range []query.Mode{query.ModeHybrid, query.ModeBM25, query.ModeVector} {
 		b := budgets
 		if m != query.ModeHybrid {
 			b = nil
 		}
-		res[m] = scoreLocomo(t, fs, qss, query.Options{}, m, b)
+		res[m] = scoreLocomo(t, fs, qss, opts, m, b)
 		t.Logf("%-7s %s", m, res[m])
 	}
 	// The targets of issue 12, as floors: a ranking change that falls
@@ -260,6 +296,20 @@ func TestLoCoMoDev(t *testing.T) {
 	}
 	if c, ok := h.ctx[4000]; ok && float64(c)/float64(h.n) < 0.85 {
 		t.Errorf("context evidence recall at 4K %.3f: below 0.85", float64(c)/float64(h.n))
+	}
+	if os.Getenv("UCL_EVAL_DIFF") != "" {
+		// Per question, where hybrid and bm25 mode disagree on the rank
+		// of the first evidence turn (0 = not in the top 10).
+		i := 0
+		for ci := range qss {
+			for _, q := range qss[ci] {
+				hr, br, vr := res[query.ModeHybrid].ranks[i], res[query.ModeBM25].ranks[i], res[query.ModeVector].ranks[i]
+				if d := os.Getenv("UCL_EVAL_DIFF"); hr != br || d == "all" || d == fmt.Sprint(q.cat) {
+					t.Logf("diff conv%d c%d hybrid=%d bm25=%d vector=%d %q", ci, q.cat, hr, br, vr, q.q)
+				}
+				i++
+			}
+		}
 	}
 	if os.Getenv("UCL_EVAL_MISSES") != "" {
 		for _, x := range res[query.ModeHybrid].misses {

@@ -27,6 +27,7 @@ import (
 
 	"github.com/unlimitedcontext/ucl/arweave"
 	"github.com/unlimitedcontext/ucl/arweave/arlocaltest"
+	"github.com/unlimitedcontext/ucl/internal/mirror"
 )
 
 // One arlocal serves every subtest of TestArweave (it takes seconds to
@@ -118,13 +119,13 @@ func remoteRanges(t *testing.T, gw *arlocaltest.Gateway, d device) []remoteSeg {
 	if err != nil {
 		t.Fatal(err)
 	}
-	txs, err := cl.FindSegments(context.Background(), d.addr, d.id(), arweave.KindSegment)
+	txs, err := mirror.FindSegments(context.Background(), cl, d.addr, d.id(), mirror.KindSegment, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []remoteSeg
 	for _, tx := range txs {
-		m, err := arweave.ParseTags(tx.Tags)
+		m, err := mirror.ParseTags(tx.Tags)
 		if err != nil {
 			t.Fatalf("tx %s: %v", tx.ID, err)
 		}
@@ -330,7 +331,7 @@ func testNoPlaintext(t *testing.T, gw *arlocaltest.Gateway) {
 		}
 	}
 	cl, _ := arweave.NewClient(gw.URL(), nil, arweave.Options{})
-	txs, err := cl.FindSegments(context.Background(), d.addr, d.id(), arweave.KindSegment)
+	txs, err := mirror.FindSegments(context.Background(), cl, d.addr, d.id(), mirror.KindSegment, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,7 +350,7 @@ func testNoPlaintext(t *testing.T, gw *arlocaltest.Gateway) {
 		}
 		data, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != 200 || len(data) < arweave.SegmentHeaderSize {
+		if resp.StatusCode != 200 || len(data) < mirror.SegmentHeaderSize {
 			t.Fatalf("GET /%s: %d, %d bytes", tx.ID, resp.StatusCode, len(data))
 		}
 		total += len(data)
@@ -695,12 +696,12 @@ func testTampered(t *testing.T, gw *arlocaltest.Gateway) {
 		cl, _ := arweave.NewClient(gw.URL(), w, arweave.Options{})
 		lid := d.id()
 		raw := bytes.Repeat([]byte{7}, 200)
-		data, err := arweave.EncodeSegment(lid, arweave.Hash{}, []arweave.Record{{Seq: 1, Raw: raw}})
+		data, err := mirror.EncodeSegment(lid, mirror.Hash{}, []mirror.Record{{Seq: 1, Raw: raw}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec := arweave.Record{Seq: 1, Raw: raw}
-		meta := arweave.SegmentMeta{Kind: arweave.KindSegment, LogID: lid, FirstSeq: 1, LastSeq: 1, HeadHash: rec.Hash()}
+		rec := mirror.Record{Seq: 1, Raw: raw}
+		meta := mirror.SegmentMeta{Kind: mirror.KindSegment, LogID: lid, FirstSeq: 1, LastSeq: 1, HeadHash: rec.Hash()}
 		id, err := cl.Upload(context.Background(), data, meta.Tags())
 		if err != nil {
 			t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/unlimitedcontext/ucl/arweave"
 	"github.com/unlimitedcontext/ucl/arweave/arlocaltest"
 	"github.com/unlimitedcontext/ucl/crypto"
+	"github.com/unlimitedcontext/ucl/internal/mirror"
 	"github.com/unlimitedcontext/ucl/log"
 )
 
@@ -187,7 +188,7 @@ func TestProofs(t *testing.T) {
 		t.Fatal(err)
 	}
 	root1, _ := hex.DecodeString(cp1["root"].(string))
-	copied, err := arweave.PostCheckpoint(ctx, clB, arweave.CheckpointAnchor{LogID: a.id(), Size: head1, Root: root1,
+	copied, err := mirror.PostCheckpoint(ctx, clB, mirror.CheckpointAnchor{LogID: a.id(), Size: head1, Root: root1,
 		NoteKey: p.NoteKey, Data: log.Anchor{Note: []byte(p.Checkpoint)}.Encode()})
 	if err != nil {
 		t.Fatal(err)
@@ -254,7 +255,7 @@ func TestProofs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	forged, err := arweave.PostCheckpoint(ctx, clA, arweave.CheckpointAnchor{LogID: a.id(), Size: size, Root: froot, Prev: cp2["tx"].(string),
+	forged, err := mirror.PostCheckpoint(ctx, clA, mirror.CheckpointAnchor{LogID: a.id(), Size: size, Root: froot, Prev: cp2["tx"].(string),
 		NoteKey: vkey, Data: log.Anchor{Note: note, PrevSize: head2, Consistency: cons}.Encode()})
 	if err != nil {
 		t.Fatal(err)

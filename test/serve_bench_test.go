@@ -156,7 +156,8 @@ const benchToken = "bench-token-0123456789abcdef"
 // (memory assembly, splice, forwarding, storing the exchange with fsync,
 // relaying the reply): the client's round trip minus the upstream's own
 // time for the same request, over loopback TCP, 200 sequential requests
-// per run. Figures: overhead-p50-ms, overhead-p99-ms.
+// per run after 3 warm-up exchanges. Figures: overhead-p50-ms,
+// overhead-p99-ms, cold-ms (the slowest warm-up exchange).
 func BenchmarkServeProxyOverhead(b *testing.B) {
 	for _, c := range serveCorpora {
 		for _, n := range serveBenchSizes() {
@@ -188,45 +189,58 @@ func benchProxyOverhead(b *testing.B, corpus serveCorpus, n int) {
 		defer hs.Close()
 		r := rand.New(rand.NewSource(2))
 		const perRun = 200
+		// exchange sends one chat request in session i%100 and returns
+		// ucl's overhead on it.
+		exchange := func(id string, i int) time.Duration {
+			body, _ := json.Marshal(map[string]any{"model": "m", "temperature": 0.2, "messages": []any{
+				map[string]string{"role": "system", "content": "You are terse."},
+				map[string]string{"role": "user", "content": corpus.sentence(r, 80)},
+				map[string]string{"role": "assistant", "content": corpus.sentence(r, 80)},
+				map[string]string{"role": "user", "content": corpus.question(r)},
+			}})
+			req, _ := http.NewRequest("POST", hs.URL+"/v1/chat/completions", bytes.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+benchToken)
+			req.Header.Set("X-UCL-Session", fmt.Sprintf("s%03d", i%100))
+			req.Header.Set("X-Bench-Id", id)
+			start := time.Now()
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			total := time.Since(start)
+			if resp.StatusCode != 200 || resp.Header.Get("X-UCL-Context-Tokens") == "0" {
+				b.Fatalf("status %d, context tokens %s", resp.StatusCode, resp.Header.Get("X-UCL-Context-Tokens"))
+			}
+			mu.Lock()
+			ut, ok := upTime[id]
+			mu.Unlock()
+			if !ok {
+				b.Fatal("the upstream did not see the request")
+			}
+			return total - ut
+		}
+		// The first exchanges of a process pay one-time loads (the vector
+		// projection's flat index on the first search, its growth on the
+		// first stored exchange): reported apart as cold-ms, the slowest
+		// of them, so that p99 is the steady state's.
+		var cold time.Duration
+		for i := 0; i < 3; i++ {
+			cold = max(cold, exchange(fmt.Sprintf("warm-%d", i), i))
+		}
 		var over []time.Duration
 		cpu0 := cpuTime()
 		b.ResetTimer()
 		for it := 0; it < b.N; it++ {
 			for i := 0; i < perRun; i++ {
-				id := fmt.Sprintf("%d-%d", it, i)
-				body, _ := json.Marshal(map[string]any{"model": "m", "temperature": 0.2, "messages": []any{
-					map[string]string{"role": "system", "content": "You are terse."},
-					map[string]string{"role": "user", "content": corpus.sentence(r, 80)},
-					map[string]string{"role": "assistant", "content": corpus.sentence(r, 80)},
-					map[string]string{"role": "user", "content": corpus.question(r)},
-				}})
-				req, _ := http.NewRequest("POST", hs.URL+"/v1/chat/completions", bytes.NewReader(body))
-				req.Header.Set("Authorization", "Bearer "+benchToken)
-				req.Header.Set("X-UCL-Session", fmt.Sprintf("s%03d", i%100))
-				req.Header.Set("X-Bench-Id", id)
-				start := time.Now()
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					b.Fatal(err)
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				total := time.Since(start)
-				if resp.StatusCode != 200 || resp.Header.Get("X-UCL-Context-Tokens") == "0" {
-					b.Fatalf("status %d, context tokens %s", resp.StatusCode, resp.Header.Get("X-UCL-Context-Tokens"))
-				}
-				mu.Lock()
-				ut, ok := upTime[id]
-				mu.Unlock()
-				if !ok {
-					b.Fatal("the upstream did not see the request")
-				}
-				over = append(over, total-ut)
+				over = append(over, exchange(fmt.Sprintf("%d-%d", it, i), i))
 			}
 		}
 		b.StopTimer()
 		b.ReportMetric(percentile(over, 0.50), "overhead-p50-ms")
 		b.ReportMetric(percentile(over, 0.99), "overhead-p99-ms")
+		b.ReportMetric(float64(cold.Microseconds())/1000, "cold-ms")
 		// The process's CPU time per request (client, ucl and the fake
 		// upstream together): what a request costs on an idle machine.
 		b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/float64(len(over)), "cpu-ms/req")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/unlimitedcontext/ucl/arweave"
 	"github.com/unlimitedcontext/ucl/arweave/arlocaltest"
+	"github.com/unlimitedcontext/ucl/internal/mirror"
 )
 
 // shareEvents is A's memory: the session granted (alpha), and others that
@@ -276,7 +277,7 @@ func TestShareEndToEnd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		txs, err := cl.FindGrants(ctx, b.addr)
+		txs, err := mirror.FindGrants(ctx, cl, b.addr)
 		if err != nil || len(txs) == 0 {
 			t.Fatalf("find grants: %v %d", err, len(txs))
 		}
@@ -284,7 +285,7 @@ func TestShareEndToEnd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		meta, err := arweave.ParseTags(txs[0].Tags)
+		meta, err := mirror.ParseTags(txs[0].Tags)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,7 +7,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/unlimitedcontext/ucl"
-	"github.com/unlimitedcontext/ucl/arweave"
 	"github.com/unlimitedcontext/ucl/crypto"
 	"github.com/unlimitedcontext/ucl/internal/httpapi"
 	"github.com/unlimitedcontext/ucl/log"
@@ -32,9 +31,9 @@ of generating one. An existing store is never overwritten.`,
 		if err != nil {
 			return usage("use --durability sync, group or none", "%v", err)
 		}
-		var w *arweave.Wallet
+		var w *ucl.Wallet
 		if p := c.String("wallet"); p != "" {
-			if w, err = arweave.LoadWallet(p); err != nil {
+			if w, err = ucl.LoadWallet(p); err != nil {
 				return withHint(err, "--wallet takes an Arweave JWK file")
 			}
 		}

@@ -13,7 +13,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/unlimitedcontext/ucl"
-	"github.com/unlimitedcontext/ucl/arweave"
 )
 
 var auditCheckpointsCommand = &cli.Command{
@@ -120,7 +119,7 @@ the newest ones cannot be caught through one gateway.`,
 		if err != nil {
 			return fmt.Errorf("audit verify-proof: %w", err)
 		}
-		if _, err := arweave.NewClient(c.String("gateway"), nil, arweave.Options{}); err != nil {
+		if err := ucl.CheckGateway(c.String("gateway")); err != nil {
 			return usage("pass an http(s) URL to --gateway (or set UCL_GATEWAY)", "%v", err)
 		}
 		ctx, cancel := signalContext()

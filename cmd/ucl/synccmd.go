@@ -20,7 +20,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/unlimitedcontext/ucl"
-	"github.com/unlimitedcontext/ucl/arweave"
 	"github.com/unlimitedcontext/ucl/crypto"
 )
 
@@ -39,17 +38,17 @@ func gatewayHint(err error, again string) string {
 	switch {
 	case errors.Is(err, context.Canceled):
 		return "interrupted; nothing was lost: run `" + again + "` again to resume"
-	case errors.Is(err, arweave.ErrDiverged):
+	case errors.Is(err, ucl.ErrMirrorDiverged):
 		return "nothing was uploaded: this log is not the history already on Arweave; to continue the mirrored history, rebuild a new store from it with `ucl rebuild`"
 	case errors.Is(err, ucl.ErrCheckpointDiverged):
 		return "the segments were pushed but no checkpoint was anchored: this log is not the history this wallet already anchored for its id"
-	case errors.Is(err, arweave.ErrMirrorStateCorrupt):
+	case errors.Is(err, ucl.ErrMirrorStateCorrupt):
 		return "the mirror state is derived data: delete it and run `" + again + "` again (it is re-adopted from the gateway)"
-	case errors.Is(err, arweave.ErrUnavailable), errors.Is(err, arweave.ErrTimeout):
+	case errors.Is(err, ucl.ErrGatewayUnavailable), errors.Is(err, ucl.ErrGatewayTimeout):
 		return "the gateway is unreachable or failing; nothing was lost: run `" + again + "` again to resume (check --gateway / UCL_GATEWAY)"
-	case errors.Is(err, arweave.ErrRejected):
+	case errors.Is(err, ucl.ErrGatewayRejected):
 		return "the gateway refused the request: check the wallet has funds (`ucl status` shows its address); nothing was lost, run `" + again + "` again afterwards"
-	case errors.Is(err, arweave.ErrGraphQL):
+	case errors.Is(err, ucl.ErrGatewayGraphQL):
 		return "the gateway's GraphQL endpoint failed; try again or another --gateway; nothing was lost"
 	}
 	return "nothing was lost; run `" + again + "` again to resume"
@@ -130,7 +129,7 @@ func pushRequest(c *cli.Context) (ucl.PushRequest, error) {
 	if c.Duration("every") <= 0 {
 		return o, usage("--every takes a positive duration, e.g. 30s or 5m", "bad --every %s", c.Duration("every"))
 	}
-	if _, err := arweave.NewClient(o.Gateway, nil, arweave.Options{}); err != nil {
+	if err := ucl.CheckGateway(o.Gateway); err != nil {
 		return o, usage("pass an http(s) URL to --gateway (or set UCL_GATEWAY)", "%v", err)
 	}
 	return o, nil
@@ -246,16 +245,16 @@ func syncStatusAction(c *cli.Context) error {
 }
 
 func rebuildHint(err error) string {
-	var gap *arweave.GapError
-	var rej *arweave.TxRejectedError
+	var gap *ucl.GapError
+	var rej *ucl.TxRejectedError
 	switch {
-	case errors.Is(err, arweave.ErrForked):
+	case errors.Is(err, ucl.ErrForked):
 		return "nothing was written. Two histories were uploaded for the same seqs: pass --branch TX with the transaction whose history to keep"
-	case errors.Is(err, arweave.ErrBranchNotFound):
+	case errors.Is(err, ucl.ErrBranchNotFound):
 		return "nothing was written: --branch must be one of the transactions the fork error named"
 	case errors.Is(err, ucl.ErrCheckpointDiverged):
 		return "nothing was written. The segments on Arweave do not add up to the history the wallet itself anchored in a signed checkpoint: the gateway serves altered or other segments, or the wallet anchored a rewritten history; try another --gateway"
-	case errors.Is(err, arweave.ErrTxSignature):
+	case errors.Is(err, ucl.ErrTxSignature):
 		return "nothing was written. A checkpoint transaction the gateway serves does not verify (altered, or not this wallet's): try another --gateway"
 	case errors.As(err, &gap):
 		return "nothing was written. The segments may not be indexed yet (wait and retry), or were never uploaded: run `ucl sync push` on a device that has them; or pass --allow-partial to keep the events before the gap"
@@ -282,10 +281,10 @@ func rebuildAction(c *cli.Context) error {
 	if c.String("wallet") == "" || c.String("vault-key") == "" {
 		return usage("a new device needs the source store's wallet.json (--wallet FILE) and vault key (--vault-key FILE, or its recovery code)", "rebuild: --wallet and --vault-key are required")
 	}
-	if _, err := arweave.NewClient(setting(c, "gateway", "arweave.gateway"), nil, arweave.Options{}); err != nil {
+	if err := ucl.CheckGateway(setting(c, "gateway", "arweave.gateway")); err != nil {
 		return usage("pass an http(s) URL to --gateway (or set UCL_GATEWAY)", "%v", err)
 	}
-	w, err := arweave.LoadWallet(c.String("wallet"))
+	w, err := ucl.LoadWallet(c.String("wallet"))
 	if err != nil {
 		return withHint(err, "--wallet takes the Arweave JWK of the source store (its wallet.json)")
 	}
@@ -366,7 +365,7 @@ working and wake the mirror. Gateway errors are reported and retried.`,
 			Flags: []cli.Flag{
 				syncGatewayFlag(),
 				&cli.BoolFlag{Name: "bundle", Usage: "upload ANS-104 bundles of segments instead of one L1 transaction per segment"},
-				&cli.IntFlag{Name: "segment-bytes", Value: arweave.DefaultSegmentBytes, Usage: "maximum segment size in bytes"},
+				&cli.IntFlag{Name: "segment-bytes", Value: ucl.DefaultSegmentBytes, Usage: "maximum segment size in bytes"},
 				&cli.BoolFlag{Name: "watch", Usage: "keep running and push as events arrive (Ctrl-C stops)"},
 				&cli.IntFlag{Name: "every-events", Value: 1000, Usage: "with --watch: push after this many new events"},
 				&cli.DurationFlag{Name: "every", Value: time.Minute, Usage: "with --watch: push pending events at least this often"},

@@ -1,7 +1,7 @@
 // Package snapgw adapts an Arweave client to snapshot.Gateway: the one
 // place where snapshot publishing meets the Arweave transport. The
-// transaction format and ucl's common tags stay in package arweave; the
-// snapshot package sees only the Gateway interface.
+// transaction format stays in package arweave and ucl's common tags in
+// internal/mirror; the snapshot package sees only the Gateway interface.
 package snapgw
 
 import (
@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/unlimitedcontext/ucl/arweave"
+	"github.com/unlimitedcontext/ucl/internal/mirror"
 	"github.com/unlimitedcontext/ucl/snapshot"
 )
 
@@ -35,16 +36,16 @@ type signed struct{ tx *arweave.SignedTx }
 
 func (s signed) TxID() string { return s.tx.ID }
 
-// Sign signs data with the common tags of u (in arweave.SegmentMeta's
+// Sign signs data with the common tags of u (in mirror.SegmentMeta's
 // order, Content-Type and UC-Schema-Version taken from u) followed by
 // u.Tags.
 func (g Gateway) Sign(ctx context.Context, data []byte, u snapshot.Upload) (snapshot.Signed, error) {
-	tags := arweave.SegmentMeta{Kind: arweave.KindSnapshot, LogID: u.LogID, FirstSeq: u.FirstSeq, LastSeq: u.LastSeq, HeadHash: u.HeadHash}.Tags()
+	tags := mirror.SegmentMeta{Kind: mirror.KindSnapshot, LogID: u.LogID, FirstSeq: u.FirstSeq, LastSeq: u.LastSeq, HeadHash: u.HeadHash}.Tags()
 	for i := range tags {
 		switch tags[i].Name {
-		case arweave.TagContentType:
+		case mirror.TagContentType:
 			tags[i].Value = u.ContentType
-		case arweave.TagSchemaVersion:
+		case mirror.TagSchemaVersion:
 			tags[i].Value = u.SchemaVersion
 		}
 	}
@@ -72,7 +73,7 @@ func (g Gateway) Post(ctx context.Context, s snapshot.Signed) error {
 // owner key does not hash to owner, or its common tags do not parse or
 // name another kind or log.
 func (g Gateway) Find(ctx context.Context, owner string, logID [16]byte) ([]snapshot.Found, error) {
-	txs, err := g.c.FindSegments(ctx, owner, logID, arweave.KindSnapshot)
+	txs, err := mirror.FindSegments(ctx, g.c, owner, logID, mirror.KindSnapshot, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -81,8 +82,8 @@ func (g Gateway) Find(ctx context.Context, owner string, logID [16]byte) ([]snap
 		if t.Owner != owner || arweave.VerifyOwner(t.OwnerKey, owner) != nil {
 			continue
 		}
-		meta, err := arweave.ParseTags(t.Tags)
-		if err != nil || meta.Kind != arweave.KindSnapshot || meta.LogID != logID {
+		meta, err := mirror.ParseTags(t.Tags)
+		if err != nil || meta.Kind != mirror.KindSnapshot || meta.LogID != logID {
 			continue
 		}
 		f := snapshot.Found{ID: t.ID, LastSeq: meta.LastSeq, HeadHash: meta.HeadHash, Pending: t.Pending, DataSize: t.DataSize}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/unlimitedcontext/ucl/arweave"
 	"github.com/unlimitedcontext/ucl/arweave/arlocaltest"
+	"github.com/unlimitedcontext/ucl/internal/mirror"
 	"github.com/unlimitedcontext/ucl/snapshot"
 )
 
@@ -83,9 +84,9 @@ func TestConformance(t *testing.T) {
 	other := u
 	other.LogID = otherLog
 	post(ctx, t, ga, []byte("other log"), other)
-	bad := arweave.SegmentMeta{Kind: arweave.KindSnapshot, LogID: logID, FirstSeq: 1, LastSeq: 42, HeadHash: head}.Tags()
+	bad := mirror.SegmentMeta{Kind: mirror.KindSnapshot, LogID: logID, FirstSeq: 1, LastSeq: 42, HeadHash: head}.Tags()
 	for i := range bad {
-		if bad[i].Name == arweave.TagSeqLast {
+		if bad[i].Name == mirror.TagSeqLast {
 			bad[i].Value = "forty-two"
 		}
 	}
@@ -108,8 +109,8 @@ func TestConformance(t *testing.T) {
 		t.Fatalf("found %+v", f)
 	}
 	for _, want := range []snapshot.Tag{
-		{Name: arweave.TagContentType, Value: "application/x-test"}, {Name: arweave.TagSchemaVersion, Value: "7"},
-		{Name: arweave.TagKind, Value: string(arweave.KindSnapshot)}, {Name: arweave.TagSeqFirst, Value: "1"},
+		{Name: mirror.TagContentType, Value: "application/x-test"}, {Name: mirror.TagSchemaVersion, Value: "7"},
+		{Name: mirror.TagKind, Value: string(mirror.KindSnapshot)}, {Name: mirror.TagSeqFirst, Value: "1"},
 		{Name: "UC-Test", Value: "one"}, {Name: "UC-Test-2", Value: "two"},
 	} {
 		if !slices.Contains(f.Tags, want) {

@@ -107,20 +107,56 @@ func fnvAdd(x uint64, s string) uint64 {
 }
 
 // EmbedOne embeds a single text.
-func (h *HashEmbedder) EmbedOne(text string) []float32 {
+func (h *HashEmbedder) EmbedOne(text string) []float32 { return h.embed(text, nil) }
+
+// WeightedEmbedder is an optional Embedder capability: a query vector in
+// which each content word counts weight(word) times its usual weight, so a
+// caller that knows how rare a word is in the store (its IDF) can let the
+// rare words of a question dominate its vector. Chunk vectors are embedded
+// unweighted (Embed); only the query side changes, so stored vectors and
+// digests do not depend on it.
+type WeightedEmbedder interface {
+	// EmbedWeighted embeds text with each content word w (as
+	// textutil.ContentWords returns it) scaled by weight(w) ≥ 0. A nil
+	// weight, or one that returns 1 for every word, gives exactly the
+	// vector of Embed.
+	EmbedWeighted(text string, weight func(word string) float64) []float32
+}
+
+// EmbedWeighted embeds text with word weights (see WeightedEmbedder): a
+// word's feature and its trigrams are scaled by its weight, a pair by the
+// geometric mean of its two words' weights. NaN, infinite or negative
+// weights count as 0.
+func (h *HashEmbedder) EmbedWeighted(text string, weight func(word string) float64) []float32 {
+	return h.embed(text, weight)
+}
+
+func (h *HashEmbedder) embed(text string, weight func(string) float64) []float32 {
 	words := textutil.ContentWords(text)
 	feats := make([]feature, 0, len(words)*10)
 	var prevStem string
+	var prevW float64
 	var rb []int // rune start offsets of the padded word, plus its length
 	for i, w := range words {
 		st := Stem(w)
-		feats = append(feats, feature{mix64(fnvAdd(fnvAdd(fnvOffset, "w:"), st)), 1.0})
+		ww := 1.0
+		if weight != nil {
+			ww = weight(w)
+			if !(ww >= 0) || math.IsInf(ww, 1) {
+				ww = 0
+			}
+		}
+		feats = append(feats, feature{mix64(fnvAdd(fnvAdd(fnvOffset, "w:"), st)), 1.0 * ww})
 		if i > 0 {
 			x := fnvAdd(fnvAdd(fnvOffset, "p:"), prevStem)
 			x = fnvAdd(fnvAdd(x, " "), st)
-			feats = append(feats, feature{mix64(x), 0.5})
+			pw := 0.5
+			if weight != nil {
+				pw = float64(pw * math.Sqrt(prevW*ww))
+			}
+			feats = append(feats, feature{mix64(x), pw})
 		}
-		prevStem = st
+		prevStem, prevW = st, ww
 		pw := "<" + w + ">"
 		rb = rb[:0]
 		for off := range pw {
@@ -129,7 +165,7 @@ func (h *HashEmbedder) EmbedOne(text string) []float32 {
 		rb = append(rb, len(pw))
 		for j := 0; j+3 < len(rb); j++ {
 			x := fnvAdd(fnvAdd(fnvOffset, "c:"), pw[rb[j]:rb[j+3]])
-			feats = append(feats, feature{mix64(x), 0.25})
+			feats = append(feats, feature{mix64(x), float64(0.25 * ww)})
 		}
 	}
 	slices.SortFunc(feats, func(a, b feature) int {

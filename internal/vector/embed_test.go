@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -143,5 +144,51 @@ func TestHashEmbedderRetrieval(t *testing.T) {
 		if len(hits) != 1 || hits[0].ID != idOf(q.want) {
 			t.Errorf("query %q: hits %v, want %s", q.q, hits, idOf(q.want))
 		}
+	}
+}
+
+// EmbedWeighted without weights, or with one weight for every word, is
+// EmbedOne bit for bit (the stored vectors are EmbedOne's, so an engine
+// that weights only its queries changes no digest); a word of weight 0
+// contributes nothing, its pairs included.
+func TestEmbedWeighted(t *testing.T) {
+	h, err := NewHashEmbedder(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const text = "Caroline: I went to the pottery class and painted a sunset"
+	want := h.EmbedOne(text)
+	if got := h.EmbedWeighted(text, nil); !slices.Equal(got, want) {
+		t.Fatal("EmbedWeighted(nil) differs from EmbedOne")
+	}
+	if got := h.EmbedWeighted(text, func(string) float64 { return 2 }); !slices.Equal(got, want) {
+		t.Fatal("a uniform weight changed the normalised vector")
+	}
+	drop := func(w string) float64 {
+		if w == "caroline" {
+			return 0
+		}
+		return 1
+	}
+	if got, want := h.EmbedWeighted("caroline pottery class", drop), h.EmbedOne("pottery class"); !slices.Equal(got, want) {
+		t.Fatal("a word of weight 0 still contributes")
+	}
+	for _, bad := range []float64{0, -1, math.NaN(), math.Inf(1)} {
+		got := h.EmbedWeighted("pottery", func(string) float64 { return bad })
+		for _, x := range got {
+			if x != 0 {
+				t.Fatalf("weight %v: vector not zero", bad)
+			}
+		}
+	}
+	up := h.EmbedWeighted("pottery class", func(w string) float64 {
+		if w == "pottery" {
+			return 3
+		}
+		return 1
+	})
+	p, c := h.EmbedOne("pottery"), h.EmbedOne("class")
+	if dot(up, p) <= dot(up, c) {
+		t.Fatalf("weighting pottery up: cos(pottery) %.3f <= cos(class) %.3f", dot(up, p), dot(up, c))
 	}
 }

@@ -773,7 +773,13 @@ func (v *VectorProjection) SearchText(ctx context.Context, text string, k int) (
 	if err != nil {
 		return nil, fmt.Errorf("embed query: %w", err)
 	}
+	return v.searchVec(vs[0], k)
+}
+
+// searchVec returns the k nearest live chunks of the query vector q.
+func (v *VectorProjection) searchVec(q []float32, k int) ([]vector.Hit, error) {
 	var hits []vector.Hit
+	var err error
 	v.loadMu.Lock()
 	scan := v.idx == nil && !v.graphOn && v.scans == 0
 	var idx vector.Index
@@ -785,12 +791,12 @@ func (v *VectorProjection) SearchText(ctx context.Context, text string, k int) (
 	}
 	v.loadMu.Unlock()
 	if scan {
-		hits, err = v.scan(vs[0], k)
+		hits, err = v.scan(q, k)
 	} else {
 		if ierr != nil {
 			return nil, ierr
 		}
-		hits, err = v.searchIndex(idx, vs[0], k)
+		hits, err = v.searchIndex(idx, q, k)
 	}
 	if err != nil {
 		return nil, err

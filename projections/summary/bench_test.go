@@ -1,9 +1,14 @@
 package summary
 
 import (
+	"fmt"
+	"math/rand"
 	"os"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/unlimitedcontext/ucl/log"
 
 	"github.com/unlimitedcontext/ucl/projections"
 	"github.com/unlimitedcontext/ucl/projections/projtest"
@@ -40,4 +45,63 @@ func BenchmarkSummaryRebuild(b *testing.B) {
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(n)*float64(b.N)/total.Seconds(), "chunks/s")
+}
+
+// BenchmarkAppendExchange appends one exchange (a user turn and an
+// assistant reply) to a session of 1,000 chunks and commits, as the proxy
+// does after each reply; cpu-ms/op is the process CPU time per exchange
+// (bbolt's fsync waits are not CPU).
+func BenchmarkAppendExchange(b *testing.B) {
+	r := rand.New(rand.NewSource(4))
+	t0 := projtest.BaseTime
+	turn := func(i int) *log.Store {
+		return &log.Store{ChunkID: fmt.Sprintf("t%07d", i), Kind: log.KindConversation, Session: "s",
+			Role: "user", Time: t0 + int64(i)*60_000, Content: projtest.TextZipf(r, 50, 30_000)}
+	}
+	var bodies []log.Body
+	for i := 0; i < 1000; i++ {
+		bodies = append(bodies, turn(i))
+	}
+	evs, err := projtest.Chain(bodies...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	x, err := Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer x.Close()
+	applyAll(b, x, evs, 0)
+	next := 1000
+	var ex [][]*log.Event
+	for i := 0; i < b.N; i++ {
+		e, err := projtest.Chain(turn(next), turn(next+1))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ex = append(ex, e)
+		next += 2
+	}
+	cpu0 := cpuTime()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, ev := range ex[i] {
+			if err := x.Apply(ev); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := x.Commit(projections.Checkpoint{Seq: uint64(i + 1)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

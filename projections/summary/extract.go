@@ -28,6 +28,12 @@ type sentence struct {
 type extract struct {
 	text     string
 	keyTerms []string
+	chosen   []bool // sentences taken (empty input: nil)
+	best     int    // the best-scoring sentence
+
+	stats   map[string]*termStat
+	weights map[string]float64
+	terms   []string // every term
 }
 
 // split turns texts (in reading order) into sentences with content words.
@@ -51,64 +57,111 @@ func split(texts []string) []sentence {
 // Arithmetic uses only +, ×, ÷ and √, each rounded explicitly, so the result
 // is the same on every platform.
 func summarize(sents []sentence, maxTokens, nTerms int) extract {
+	ex := summarizeFirst(sents, maxTokens, true)
+	ex.keyTerms = []string{}
+	if len(ex.terms) > 0 {
+		ex.keyTerms = topTerms(ex.terms, ex.weights, nTerms)
+	}
+	return ex
+}
+
+// summarizeFirst is summarize without key terms; firstBonus applies to
+// sents[0] only when bonusFirst.
+func summarizeFirst(sents []sentence, maxTokens int, bonusFirst bool) extract {
 	n := len(sents)
 	if n == 0 || maxTokens <= 0 {
 		return extract{keyTerms: []string{}}
 	}
-	type stat struct {
-		count, df, last int
-		weight          float64
-	}
-	stats := map[string]*stat{}
-	// uniq[i] are the distinct content words of sentence i in first-seen
-	// order (sentences are short: a linear scan beats a map).
-	uniq := make([][]string, n)
+	stats := map[string]*termStat{}
+	uniq := distinctWords(sents)
 	for i, s := range sents {
-		u := make([]string, 0, len(s.words))
 		for _, w := range s.words {
 			st := stats[w]
 			if st == nil {
-				st = &stat{last: -1}
+				st = &termStat{}
 				stats[w] = st
 			}
 			st.count++
-			if st.last != i {
-				st.last = i
-				st.df++
-				u = append(u, w)
+		}
+		for _, w := range uniq[i] {
+			stats[w].df++
+		}
+	}
+	weights := make(map[string]float64, len(stats))
+	terms := make([]string, 0, len(stats))
+	for w, st := range stats {
+		weights[w] = termWeight(st.count, st.df, n)
+		terms = append(terms, w)
+	}
+	chosen, nChosen, best := pick(sents, uniq, weights, bonusFirst, maxTokens)
+	ex := extract{text: join(sents, chosen), chosen: chosen, best: best, stats: stats, weights: weights, terms: terms}
+	if nChosen == 0 {
+		// Not even the best sentence fits: cut it.
+		ex.text = cut(sents[best].text, maxTokens)
+	}
+	return ex
+}
+
+// termStat is a term's occurrences and the number of sentences holding it.
+type termStat struct{ count, df int }
+
+// termWeight is count · √(n / df), rounded explicitly.
+func termWeight(count, df, n int) float64 {
+	ratio := float64(float64(n) / float64(df))
+	return float64(float64(count) * math.Sqrt(ratio))
+}
+
+// distinctWords are the distinct content words of each sentence in
+// first-seen order (sentences are short: a linear scan beats a map).
+func distinctWords(sents []sentence) [][]string {
+	uniq := make([][]string, len(sents))
+	for i, s := range sents {
+		u := make([]string, 0, len(s.words))
+	next:
+		for _, w := range s.words {
+			for _, v := range u {
+				if v == w {
+					continue next
+				}
 			}
+			u = append(u, w)
 		}
 		uniq[i] = u
 	}
-	terms := make([]string, 0, len(stats))
-	for w, st := range stats {
-		ratio := float64(float64(n) / float64(st.df))
-		st.weight = float64(float64(st.count) * math.Sqrt(ratio))
-		terms = append(terms, w)
-	}
+	return uniq
+}
 
-	// Key terms.
+// topTerms sorts terms by weight (ties by word) and keeps the first n.
+func topTerms(terms []string, weights map[string]float64, n int) []string {
 	sort.Slice(terms, func(i, j int) bool {
-		wi, wj := stats[terms[i]].weight, stats[terms[j]].weight
+		wi, wj := weights[terms[i]], weights[terms[j]]
 		if wi != wj {
 			return wi > wj
 		}
 		return terms[i] < terms[j]
 	})
-	if len(terms) > nTerms {
-		terms = terms[:nTerms]
+	if len(terms) > n {
+		terms = terms[:n]
 	}
+	return terms
+}
 
-	// Sentence scores. Sums run in sentence order so that rounding does
-	// not depend on map order.
+// pick scores sents (uniq: their distinct words) with the term weights and
+// takes the best greedily under maxTokens, skipping duplicates. firstBonus
+// applies to sents[0] when bonusFirst. best is the highest-scoring sentence
+// (ties: earlier first).
+func pick(sents []sentence, uniq [][]string, weights map[string]float64, bonusFirst bool, maxTokens int) (chosen []bool, nChosen, best int) {
+	n := len(sents)
+	// Sums run in sentence order so that rounding does not depend on map
+	// order.
 	scores := make([]float64, n)
 	for i, u := range uniq {
 		sum := 0.0
 		for _, w := range u {
-			sum = float64(sum + stats[w].weight)
+			sum = float64(sum + weights[w])
 		}
 		sc := float64(sum / float64(max(len(u), lengthFloor)))
-		if i == 0 {
+		if i == 0 && bonusFirst {
 			sc = float64(sc * firstBonus)
 		}
 		scores[i] = sc
@@ -127,9 +180,9 @@ func summarize(sents []sentence, maxTokens, nTerms int) extract {
 	// Greedy selection under the budget, skipping duplicates. The joined
 	// text's estimate is kept incrementally: bytes and words of sentences
 	// joined by one space add up exactly (sentences carry no outer space).
-	chosen := make([]bool, n)
+	chosen = make([]bool, n)
 	seenText := map[string]struct{}{}
-	nChosen, bytes, words := 0, 0, 0
+	bytes, words := 0, 0
 	for _, i := range order {
 		b := len(sents[i].text)
 		if nChosen > 0 {
@@ -151,12 +204,7 @@ func summarize(sents []sentence, maxTokens, nTerms int) extract {
 		nChosen++
 		bytes, words = bytes+b, words+w
 	}
-	text := join(sents, chosen)
-	if nChosen == 0 {
-		// Not even the best sentence fits: cut it.
-		text = cut(sents[order[0]].text, maxTokens)
-	}
-	return extract{text: text, keyTerms: terms}
+	return chosen, nChosen, order[0]
 }
 
 // estimate is textutil.EstimateTokens from a text's byte and word counts.

@@ -11,36 +11,67 @@
 // order (content time, chunk index, chunk id) for a session and (chunk
 // index, content time, chunk id) for a document.
 //
-// Extraction (see summarize): the group's texts are split with
-// textutil.Sentences and textutil.ContentWords; a term weighs count·√(N/df)
-// (df over the group's sentences); a sentence scores the sum of its distinct
-// terms' weights over max(#distinct terms, 8), ×1.15 for the first
-// sentence; the best sentences (ties: earlier first; exact duplicates
-// skipped) are taken greedily while textutil.EstimateTokens of their join
-// stays within Options.MaxTokens, then printed in original order. Key terms
-// are the Options.KeyTerms heaviest terms, ties by word. Only +, ×, ÷ and √
+// Extraction (see summarize): texts are split with textutil.Sentences and
+// textutil.ContentWords; a term weighs count·√(N/df) (df over sentences);
+// a sentence scores the sum of its distinct terms' weights over
+// max(#distinct terms, 8), ×1.15 for the first sentence; the best
+// sentences (ties: earlier first; exact duplicates, case-folded, skipped)
+// are taken greedily while textutil.EstimateTokens of their join stays
+// within Options.MaxTokens, then printed in original order (when none fits,
+// the best one is cut at a word boundary and ends with "…"). Key terms are
+// the Options.KeyTerms heaviest terms, ties by word. Only +, ×, ÷ and √
 // with explicit rounding are used, so summaries are identical across
 // platforms.
 //
+// Blocks (format 2). A group's chunks, in reading order, are cut into
+// blocks: a block starts at the group's first chunk and at every chunk
+// whose id hashes (FNV-1a 32) to 0 modulo 16, so a block holds 16 chunks
+// on average and its extent depends only on the chunks themselves, not on
+// the order they arrived in. A block keeps the candidates of its own
+// extraction (its summary's sentences, or its best sentence when none
+// fits) and its own key terms with their count and df in the block. The
+// group's summary is the extraction over all blocks' candidates, in
+// reading order, as one text (weights over the candidates; the
+// first-sentence bonus only for the group's first sentence). Its key terms
+// are the blocks' key terms, each weighing count·√(N/df) with count and df
+// summed over the blocks that list it and N the group's sentences. A group
+// of one block gets exactly the extraction of all its sentences.
+//
 // Invariants:
 //   - A summary is a pure function of the live chunks of its group, never of
-//     the update history: incremental updates and a full rebuild give the
-//     same summaries and the same digest.
-//   - Apply only buffers: chunk changes live in memory and touched groups
-//     are marked dirty. Commit writes the chunk changes, recomputes each
-//     dirty group once from the chunks stored here (never from the log),
-//     and writes summaries and checkpoint in one bbolt transaction.
+//     the update history: incremental updates and a full rebuild store the
+//     same records (chunks, indexes, blocks, summaries) byte for byte and
+//     give the same digest.
+//   - Apply only buffers chunk changes in memory. Commit writes them, and
+//     for each touched group rebuilds the blocks the changed keys can
+//     reach (from the last block start before the first changed key to the
+//     first block start after the last one: one block for an appended
+//     turn) from the chunks stored here
+//     (never from the log), merges the group's blocks into its summary and
+//     writes the checkpoint, in one bbolt transaction. An appended turn
+//     costs its block plus a pass over the group's block records (1/16 of
+//     its chunks), not a re-extraction of the group.
 //   - Reads (Session, Document, All, Search, Digest) see the last Commit.
 //   - Removed content leaves the file: a Commit that removed chunks
 //     rewrites summary.db with projections.CompactBolt (bbolt keeps freed
 //     pages, with their text, otherwise); Reset and a stale version start a
 //     new file. Open checks the file is not truncated.
 //
-// Storage (bbolt file summary.db): chunks (id → kind, index, time, session,
-// chunk_parent, content), by_session / by_doc / by_time secondary indexes,
-// summaries (1‖session id or 2‖document id → JSON Summary), meta (version,
-// options, checkpoint). The session search index is in memory, built from
-// the stored summaries by the first Search.
+// Storage (bbolt file summary.db):
+//   - chunks: id → kind ‖ uvarint index ‖ time ‖ session ‖ chunk_parent ‖
+//     content (encodeChunk);
+//   - by_session, by_doc: uvarint len ‖ group id ‖ sort key (12 bytes:
+//     time(8, BE, sign bit flipped) ‖ index(4, BE) for sessions, index ‖
+//     time for documents) ‖ chunk id → empty, so a cursor walks a group in
+//     reading order (a tombstone by time range alone scans the chunk
+//     records' times);
+//   - blocks: kind byte (1 session, 2 document) ‖ the by_session/by_doc key
+//     of the block's first chunk → encodeBlock;
+//   - summaries: 1‖session id or 2‖document id → JSON Summary;
+//   - meta: version tag, checkpoint.
+//
+// The session search index is in memory, built from the stored summaries
+// by the first Search.
 package summary
 
 import (
@@ -54,7 +85,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 
 	bolt "go.etcd.io/bbolt"
@@ -68,7 +98,7 @@ import (
 const Name = "summary"
 
 // FormatVersion is the stored format and extraction version.
-const FormatVersion = 1
+const FormatVersion = 2
 
 // Defaults for Options.
 const (
@@ -97,10 +127,10 @@ var (
 	bucketChunks    = []byte("chunks")
 	bucketBySession = []byte("by_session")
 	bucketByDoc     = []byte("by_doc")
-	bucketByTime    = []byte("by_time")
 	bucketSummaries = []byte("summaries")
+	bucketBlocks    = []byte("blocks")
 	bucketMeta      = []byte("meta")
-	allBuckets      = [][]byte{bucketChunks, bucketBySession, bucketByDoc, bucketByTime, bucketSummaries, bucketMeta}
+	allBuckets      = [][]byte{bucketChunks, bucketBySession, bucketByDoc, bucketSummaries, bucketBlocks, bucketMeta}
 	keyCP           = []byte("checkpoint")
 	keyVersion      = []byte("version")
 )
@@ -179,9 +209,9 @@ type Index struct {
 	cp     projections.Checkpoint
 	closed bool
 
-	ops    map[string]*chunk     // chunk changes since Commit; nil = deleted
-	dirty  map[groupKey]struct{} // groups to recompute at Commit
-	search *searchIndex          // over committed session summaries; nil until Search needs it
+	ops    map[string]*chunk // chunk changes since Commit; nil = deleted
+	reread int               // chunks read back to rebuild blocks (tests)
+	search *searchIndex      // over committed session summaries; nil until Search needs it
 }
 
 var _ projections.Projection = (*Index)(nil)
@@ -291,7 +321,6 @@ func (x *Index) open() error {
 		return fmt.Errorf("init summary db: %w", err)
 	}
 	x.ops = map[string]*chunk{}
-	x.dirty = map[groupKey]struct{}{}
 	return nil
 }
 
@@ -312,7 +341,7 @@ func (x *Index) Checkpoint() (projections.Checkpoint, error) {
 }
 
 // Apply buffers ev: a store adds or replaces a chunk, a tombstone removes
-// its targets; both mark the touched groups dirty. Other types are ignored.
+// its targets. Other types are ignored.
 func (x *Index) Apply(ev *log.Event) error {
 	if ev == nil {
 		return nil
@@ -329,7 +358,6 @@ func (x *Index) Apply(ev *log.Event) error {
 		}
 		c := newChunk(b)
 		x.ops[c.id] = c
-		x.markDirty(c)
 	case *log.Tombstone:
 		return x.applyTombstone(b)
 	case *log.Edit:
@@ -340,18 +368,8 @@ func (x *Index) Apply(ev *log.Event) error {
 		}
 		c := newChunk(&b.Store)
 		x.ops[c.id] = c
-		x.markDirty(c)
 	}
 	return nil
-}
-
-func (x *Index) markDirty(c *chunk) {
-	if c.session != "" {
-		x.dirty[groupKey{prefixSession, c.session}] = struct{}{}
-	}
-	if d := c.docID(); d != "" {
-		x.dirty[groupKey{prefixDocument, d}] = struct{}{}
-	}
 }
 
 func (x *Index) applyTombstone(t *log.Tombstone) error {
@@ -366,21 +384,20 @@ func (x *Index) applyTombstone(t *log.Tombstone) error {
 		// Committed chunks unchanged since Commit (session and range
 		// together select their intersection).
 		err := x.view(func(tx *bolt.Tx) error {
-			chunks := tx.Bucket(bucketChunks)
 			if t.Session != "" {
 				prefix := lenPrefix(t.Session)
 				c := tx.Bucket(bucketBySession).Cursor()
 				for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-					id := string(k[len(prefix):])
+					if len(k) < len(prefix)+sortKeyLen {
+						return fmt.Errorf("session index key %q: %w", k, ErrCorrupt)
+					}
+					id := idOfKey(prefix, k)
 					if _, changed := x.ops[id]; changed {
 						continue
 					}
 					if hasRange {
-						ch, err := decodeChunk(id, chunks.Get([]byte(id)))
-						if err != nil {
-							return err
-						}
-						if ch.time < t.From || ch.time >= t.To {
+						tm := int64(binary.BigEndian.Uint64(k[len(prefix):]) ^ (1 << 63))
+						if tm < t.From || tm >= t.To {
 							continue
 						}
 					}
@@ -388,14 +405,18 @@ func (x *Index) applyTombstone(t *log.Tombstone) error {
 				}
 				return nil
 			}
-			c := tx.Bucket(bucketByTime).Cursor()
-			lo, hi := timeKey(t.From), timeKey(t.To)
-			for k, _ := c.Seek(lo[:]); k != nil && bytes.Compare(k[:8], hi[:]) < 0; k, _ = c.Next() {
-				if _, changed := x.ops[string(k[8:])]; !changed {
-					targets[string(k[8:])] = struct{}{}
+			// A range alone is rare: a scan of the chunk records'
+			// times costs less than a time index kept for it.
+			return tx.Bucket(bucketChunks).ForEach(func(k, v []byte) error {
+				tm, err := chunkTime(string(k), v)
+				if err != nil {
+					return err
 				}
-			}
-			return nil
+				if _, changed := x.ops[string(k)]; !changed && tm >= t.From && tm < t.To {
+					targets[string(k)] = struct{}{}
+				}
+				return nil
+			})
 		})
 		if err != nil {
 			return fmt.Errorf("resolve tombstone: %w", err)
@@ -407,9 +428,6 @@ func (x *Index) applyTombstone(t *log.Tombstone) error {
 		}
 	}
 	for id := range targets {
-		if c := x.ops[id]; c != nil {
-			x.markDirty(c) // committed versions are marked at Commit
-		}
 		x.ops[id] = nil
 	}
 	return nil
@@ -436,7 +454,18 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 	scrub := false                   // a chunk was removed: compact after the commit
 	err = x.db.Update(func(tx *bolt.Tx) error {
 		chunks := tx.Bucket(bucketChunks)
-		bySess, byDoc, byTime := tx.Bucket(bucketBySession), tx.Bucket(bucketByDoc), tx.Bucket(bucketByTime)
+		bySess, byDoc := tx.Bucket(bucketBySession), tx.Bucket(bucketByDoc)
+		touched := map[groupKey]*groupChange{}
+		touch := func(c *chunk) {
+			for _, g := range groupsOf(c) {
+				gc := touched[g]
+				if gc == nil {
+					gc = &groupChange{}
+					touched[g] = gc
+				}
+				gc.span(orderKey(g, c))
+			}
+		}
 		for _, id := range ids {
 			key := []byte(id)
 			if old := chunks.Get(key); old != nil {
@@ -444,8 +473,8 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 				if err != nil {
 					return err
 				}
-				x.markDirty(oc)
-				if err := deleteIndexes(bySess, byDoc, byTime, oc); err != nil {
+				touch(oc)
+				if err := deleteIndexes(bySess, byDoc, oc); err != nil {
 					return err
 				}
 				if err := chunks.Delete(key); err != nil {
@@ -460,12 +489,13 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 			if err := chunks.Put(key, encodeChunk(c)); err != nil {
 				return err
 			}
-			if err := putIndexes(bySess, byDoc, byTime, c); err != nil {
+			if err := putIndexes(bySess, byDoc, c); err != nil {
 				return err
 			}
+			touch(c)
 		}
-		groups := make([]groupKey, 0, len(x.dirty))
-		for g := range x.dirty {
+		groups := make([]groupKey, 0, len(touched))
+		for g := range touched {
 			groups = append(groups, g)
 		}
 		sort.Slice(groups, func(i, j int) bool {
@@ -476,7 +506,13 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 		})
 		sums := tx.Bucket(bucketSummaries)
 		for _, g := range groups {
-			s, err := x.recompute(tx, g)
+			gc := touched[g]
+			n, err := rebuildBlocks(tx, g, gc.lo, gc.hi, x.opts)
+			x.reread += n
+			if err != nil {
+				return fmt.Errorf("group %q: %w", g.id, err)
+			}
+			s, err := merge(tx, g, x.opts)
 			if err != nil {
 				return err
 			}
@@ -509,7 +545,6 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 		}
 	}
 	clear(x.ops)
-	clear(x.dirty)
 	x.cp = cp
 	if scrub {
 		return x.compact()
@@ -545,93 +580,45 @@ func (x *Index) compact() error {
 	return err
 }
 
-// recompute builds the summary of group g from the chunks in tx; nil when
-// the group has no live chunk.
-func (x *Index) recompute(tx *bolt.Tx, g groupKey) (*Summary, error) {
-	idx := tx.Bucket(bucketBySession)
-	if g.prefix == prefixDocument {
-		idx = tx.Bucket(bucketByDoc)
+// groupChange is what one Commit changes in a group: the range of index
+// keys touched (old and new positions).
+type groupChange struct{ lo, hi []byte }
+
+func (gc *groupChange) span(k []byte) {
+	if gc.lo == nil || bytes.Compare(k, gc.lo) < 0 {
+		gc.lo = k
 	}
-	chunks := tx.Bucket(bucketChunks)
-	prefix := lenPrefix(g.id)
-	var cs []*chunk
-	c := idx.Cursor()
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		id := string(k[len(prefix):])
-		ch, err := decodeChunk(id, chunks.Get([]byte(id)))
-		if err != nil {
-			return nil, err
-		}
-		cs = append(cs, ch)
+	if gc.hi == nil || bytes.Compare(k, gc.hi) > 0 {
+		gc.hi = k
 	}
-	if len(cs) == 0 {
-		return nil, nil
-	}
-	return build(g, cs, x.opts), nil
 }
 
-// build is the summary of one group's chunks (any order).
-func build(g groupKey, cs []*chunk, opts Options) *Summary {
-	sort.Slice(cs, func(i, j int) bool {
-		a, b := cs[i], cs[j]
-		if g.prefix == prefixDocument && a.index != b.index {
-			return a.index < b.index
-		}
-		if a.time != b.time {
-			return a.time < b.time
-		}
-		if a.index != b.index {
-			return a.index < b.index
-		}
-		return a.id < b.id
-	})
-	var sents []sentence
-	s := &Summary{Kind: KindSession, ID: g.id, First: cs[0].time, Last: cs[0].time, Chunks: len(cs)}
-	for _, c := range cs {
-		for _, st := range c.sents {
-			st.pos = len(sents)
-			sents = append(sents, st)
-		}
-		s.First, s.Last = min(s.First, c.time), max(s.Last, c.time)
-	}
-	if g.prefix == prefixDocument {
-		s.Kind = KindDocument
-		s.Session = cs[0].session
-	}
-	ex := summarize(sents, opts.MaxTokens, opts.KeyTerms)
-	s.Text, s.KeyTerms = ex.text, ex.keyTerms
-	s.Tokens = textutil.EstimateTokens(s.Text)
-	return s
-}
-
-func deleteIndexes(bySess, byDoc, byTime *bolt.Bucket, c *chunk) error {
+func deleteIndexes(bySess, byDoc *bolt.Bucket, c *chunk) error {
 	if c.session != "" {
-		if err := bySess.Delete(append(lenPrefix(c.session), c.id...)); err != nil {
+		if err := bySess.Delete(orderKey(groupKey{prefixSession, c.session}, c)); err != nil {
 			return err
 		}
 	}
 	if d := c.docID(); d != "" {
-		if err := byDoc.Delete(append(lenPrefix(d), c.id...)); err != nil {
+		if err := byDoc.Delete(orderKey(groupKey{prefixDocument, d}, c)); err != nil {
 			return err
 		}
 	}
-	tk := timeKey(c.time)
-	return byTime.Delete(append(tk[:], c.id...))
+	return nil
 }
 
-func putIndexes(bySess, byDoc, byTime *bolt.Bucket, c *chunk) error {
+func putIndexes(bySess, byDoc *bolt.Bucket, c *chunk) error {
 	if c.session != "" {
-		if err := bySess.Put(append(lenPrefix(c.session), c.id...), nil); err != nil {
+		if err := bySess.Put(orderKey(groupKey{prefixSession, c.session}, c), nil); err != nil {
 			return err
 		}
 	}
 	if d := c.docID(); d != "" {
-		if err := byDoc.Put(append(lenPrefix(d), c.id...), nil); err != nil {
+		if err := byDoc.Put(orderKey(groupKey{prefixDocument, d}, c), nil); err != nil {
 			return err
 		}
 	}
-	tk := timeKey(c.time)
-	return byTime.Put(append(tk[:], c.id...), nil)
+	return nil
 }
 
 // lenPrefix is uvarint(len(s)) ‖ s, the prefix of secondary-index keys.
@@ -648,31 +635,16 @@ func timeKey(t int64) [8]byte {
 }
 
 // encodeChunk: kind ‖ uvarint index ‖ time(8, BE) ‖ str session ‖ str
-// chunk_parent ‖ uvarint #sentences ‖ per sentence (uvarint offset in
-// content, uvarint length, str content words joined by " ") ‖ content
-// (rest). Storing the analysis spares re-tokenising a whole session each
-// time it is recomputed.
+// chunk_parent ‖ content (rest). The sentence analysis is not stored: a
+// Commit re-reads only the chunks of the blocks it rebuilds, so splitting
+// them again costs less than keeping a second copy of every text.
 func encodeChunk(c *chunk) []byte {
-	b := make([]byte, 0, 32+len(c.session)+len(c.chunkParent)+2*len(c.content))
+	b := make([]byte, 0, 24+len(c.session)+len(c.chunkParent)+len(c.content))
 	b = append(b, byte(c.kind))
 	b = binary.AppendUvarint(b, uint64(c.index))
 	b = binary.BigEndian.AppendUint64(b, uint64(c.time))
 	b = appendStr(b, c.session)
 	b = appendStr(b, c.chunkParent)
-	b = binary.AppendUvarint(b, uint64(len(c.sents)))
-	cursor := 0
-	for _, st := range c.sents {
-		cursor = min(cursor, len(c.content))
-		off := strings.Index(c.content[cursor:], st.text)
-		if off < 0 { // cannot happen: sentences are substrings, in order
-			off = 0
-		}
-		off += cursor
-		cursor = off + len(st.text)
-		b = binary.AppendUvarint(b, uint64(off))
-		b = binary.AppendUvarint(b, uint64(len(st.text)))
-		b = appendStr(b, strings.Join(st.words, " "))
-	}
 	return append(b, c.content...)
 }
 
@@ -681,7 +653,19 @@ func appendStr(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-// decodeChunk parses a stored chunk record.
+// chunkTime reads the content time of a stored chunk record.
+func chunkTime(id string, raw []byte) (int64, error) {
+	if len(raw) < 1 {
+		return 0, fmt.Errorf("decode chunk %q: %w: empty record", id, ErrCorrupt)
+	}
+	v, n := binary.Uvarint(raw[1:])
+	if n <= 0 || v > 1<<31 || len(raw) < 1+n+8 {
+		return 0, fmt.Errorf("decode chunk %q: %w: time", id, ErrCorrupt)
+	}
+	return int64(binary.BigEndian.Uint64(raw[1+n:])), nil
+}
+
+// decodeChunk parses a stored chunk record and analyses its content.
 func decodeChunk(id string, raw []byte) (*chunk, error) {
 	bad := func(what string) (*chunk, error) {
 		return nil, fmt.Errorf("decode chunk %q: %w: %s", id, ErrCorrupt, what)
@@ -725,36 +709,8 @@ func decodeChunk(id string, raw []byte) (*chunk, error) {
 	if c.chunkParent, ok = str(); !ok {
 		return bad("chunk parent")
 	}
-	nSent, ok := uv()
-	if !ok || nSent > uint64(len(rec)-p) {
-		return bad("sentence count")
-	}
-	type span struct{ off, n uint64 }
-	spans := make([]span, nSent)
-	c.sents = make([]sentence, nSent)
-	for i := range c.sents {
-		off, ok1 := uv()
-		n, ok2 := uv()
-		words, ok3 := str()
-		if !ok1 || !ok2 || !ok3 {
-			return bad("sentence")
-		}
-		spans[i] = span{off, n}
-		if words != "" {
-			c.sents[i].words = strings.Split(words, " ")
-		}
-		c.sents[i].pos = i
-	}
 	c.content = rec[p:]
-	var end uint64
-	for i, sp := range spans {
-		// Spans lie inside the content, in order, without overlap.
-		if sp.off < end || sp.off > uint64(len(c.content)) || sp.n > uint64(len(c.content))-sp.off {
-			return bad("sentence span")
-		}
-		end = sp.off + sp.n
-		c.sents[i].text = c.content[sp.off : sp.off+sp.n]
-	}
+	c.sents = split([]string{c.content})
 	return c, nil
 }
 

@@ -433,6 +433,9 @@ func TestChunkRecordRoundTrip(t *testing.T) {
 		if len(got.sents) != len(c.sents) || got.content != c.content || got.index != c.index || got.time != c.time {
 			t.Fatalf("round trip differs")
 		}
+		if tm, err := chunkTime("x", encodeChunk(c)); err != nil || tm != c.time {
+			t.Fatalf("chunkTime %d %v, want %d", tm, err, c.time)
+		}
 		for j := range c.sents {
 			if got.sents[j].text != c.sents[j].text || strings.Join(got.sents[j].words, " ") != strings.Join(c.sents[j].words, " ") {
 				t.Fatalf("sentence %d: %q %v vs %q %v", j, got.sents[j].text, got.sents[j].words, c.sents[j].text, c.sents[j].words)

@@ -1,8 +1,9 @@
-package arweave
+package mirror
 
 import (
 	"bytes"
 	"errors"
+	"github.com/unlimitedcontext/ucl/arweave"
 	"io"
 	"net"
 	"net/http"
@@ -135,10 +136,10 @@ func isData(r *http.Request) bool {
 	return r.Method == http.MethodGet && len(strings.Trim(r.URL.Path, "/")) == 43
 }
 
-var fastRetry = Options{RequestTimeout: 2 * time.Second, MaxAttempts: 4, BackoffBase: 10 * time.Millisecond, BackoffMax: 50 * time.Millisecond}
+var fastRetry = arweave.Options{RequestTimeout: 2 * time.Second, MaxAttempts: 4, BackoffBase: 10 * time.Millisecond, BackoffMax: 50 * time.Millisecond}
 
 // uploadTestSegment uploads records 1..n of l as one segment.
-func uploadTestSegment(t *testing.T, c *Client, logID [16]byte, l *memLog) (string, []byte) {
+func uploadTestSegment(t *testing.T, c *arweave.Client, logID [16]byte, l *memLog) (string, []byte) {
 	t.Helper()
 	data, err := EncodeSegment(logID, Hash{}, l.recs)
 	if err != nil {
@@ -201,7 +202,7 @@ func TestL1PostStopsAfterFailure(t *testing.T) {
 	ctx := testCtx(t)
 	logID := newLogID(t)
 	l := newMemLog(40, 100)
-	var segs []SegmentUpload
+	var segs []arweave.Upload
 	prev := Hash{}
 	for i := 0; i < 40; i += 2 {
 		recs := l.recs[i : i+2]
@@ -210,9 +211,9 @@ func TestL1PostStopsAfterFailure(t *testing.T) {
 			t.Fatal(err)
 		}
 		prev = recs[1].Hash()
-		segs = append(segs, SegmentUpload{Meta: SegmentMeta{Kind: KindSegment, LogID: logID, FirstSeq: recs[0].Seq, LastSeq: recs[1].Seq, HeadHash: prev}, Data: data})
+		segs = append(segs, SegmentMeta{Kind: KindSegment, LogID: logID, FirstSeq: recs[0].Seq, LastSeq: recs[1].Seq, HeadHash: prev}.Upload(data))
 	}
-	u := &L1Uploader{C: c, Concurrency: 2}
+	u := &arweave.L1Uploader{C: c, Concurrency: 2}
 	signed, err := u.Sign(ctx, segs)
 	if err != nil {
 		t.Fatal(err)
@@ -222,7 +223,7 @@ func TestL1PostStopsAfterFailure(t *testing.T) {
 		return r.Method == http.MethodPost && r.URL.Path == "/tx" && posts.Add(1) > 3
 	})
 	n, err := u.Post(ctx, signed)
-	if !errors.Is(err, ErrUnavailable) || n < 1 || n > 3 {
+	if !errors.Is(err, arweave.ErrUnavailable) || n < 1 || n > 3 {
 		t.Fatalf("accepted %d, err %v; want 1..3 and ErrUnavailable", n, err)
 	}
 	// Without the stop every one of the 20 posts would be tried (and
@@ -253,15 +254,15 @@ func TestFailuresSurface(t *testing.T) {
 		attempts int
 		text     string
 	}{
-		{"hang", ErrTimeout, 3, "no answer within 200ms"},
-		{"503", ErrUnavailable, 3, "HTTP 503"},
-		{"drop", ErrUnavailable, 3, "EOF"},
-		{"400", ErrRejected, 1, "HTTP 400"},
+		{"hang", arweave.ErrTimeout, 3, "no answer within 200ms"},
+		{"503", arweave.ErrUnavailable, 3, "HTTP 503"},
+		{"drop", arweave.ErrUnavailable, 3, "EOF"},
+		{"400", arweave.ErrRejected, 1, "HTTP 400"},
 	} {
 		t.Run(tc.fault, func(t *testing.T) {
 			p.set(tc.fault, -1, isData)
 			_, err := c.FetchData(ctx, id)
-			var ge *GatewayError
+			var ge *arweave.GatewayError
 			if !errors.Is(err, tc.want) || !errors.As(err, &ge) {
 				t.Fatalf("err = %v, want %v", err, tc.want)
 			}
@@ -284,10 +285,10 @@ func TestFailuresSurface(t *testing.T) {
 		}
 		addr := l.Addr().String()
 		l.Close()
-		c2, _ := NewClient("http://"+addr, nil, opt)
+		c2, _ := arweave.NewClient("http://"+addr, nil, opt)
 		_, err = c2.FetchData(ctx, id)
-		var ge *GatewayError
-		if !errors.Is(err, ErrUnavailable) || !errors.As(err, &ge) || ge.Attempts != opt.MaxAttempts {
+		var ge *arweave.GatewayError
+		if !errors.Is(err, arweave.ErrUnavailable) || !errors.As(err, &ge) || ge.Attempts != opt.MaxAttempts {
 			t.Fatalf("err = %v, want unavailable after %d attempts", err, opt.MaxAttempts)
 		}
 	})
@@ -296,7 +297,7 @@ func TestFailuresSurface(t *testing.T) {
 		defer p.set("", 0, nil)
 		slow := opt
 		slow.RequestTimeout = time.Minute
-		c3, _ := NewClient(p.srv.URL, nil, slow)
+		c3, _ := arweave.NewClient(p.srv.URL, nil, slow)
 		ctx2, cancel := contextWithTimeout(300 * time.Millisecond)
 		defer cancel()
 		start := time.Now()
@@ -350,8 +351,8 @@ func TestAlteredBytesDetected(t *testing.T) {
 // the owner's address.
 func TestRebuildRejectsOtherWallet(t *testing.T) {
 	g := gateway(t)
-	a := fundedClient(t, "", "wallet-a.json", Options{})
-	b := fundedClient(t, "", "wallet-b.json", Options{})
+	a := fundedClient(t, "", "wallet-a.json", arweave.Options{})
+	b := fundedClient(t, "", "wallet-b.json", arweave.Options{})
 	addrA, addrB := a.Wallet().Address(), b.Wallet().Address()
 	ctx := testCtx(t)
 	logID := newLogID(t)
@@ -395,10 +396,10 @@ func TestRebuildRejectsOtherWallet(t *testing.T) {
 					return bytes.ReplaceAll(body, []byte(`"address":"`+addrB+`"`), []byte(`"address":"`+addrA+`"`))
 				}
 			}
-			c, _ := NewClient(p.srv.URL, nil, Options{})
+			c, _ := arweave.NewClient(p.srv.URL, nil, arweave.Options{})
 			_, _, err := rebuildAll(t, c, addrA, logID, RebuildOptions{})
 			var rej *TxRejectedError
-			if !errors.As(err, &rej) || rej.TxID != idB || !errors.Is(err, ErrOwnerMismatch) {
+			if !errors.As(err, &rej) || rej.TxID != idB || !errors.Is(err, arweave.ErrOwnerMismatch) {
 				t.Fatalf("err = %v, want %s rejected for its owner", err, idB)
 			}
 		})

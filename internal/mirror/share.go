@@ -1,10 +1,11 @@
-package arweave
+package mirror
 
 import (
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/unlimitedcontext/ucl/arweave"
 	"sort"
 )
 
@@ -119,7 +120,7 @@ type DisclosureUpload struct {
 
 // PostDisclosure uploads a disclosure signed by the client's wallet and
 // returns its transaction id.
-func (c *Client) PostDisclosure(ctx context.Context, u DisclosureUpload) (string, error) {
+func PostDisclosure(ctx context.Context, c Gateway, u DisclosureUpload) (string, error) {
 	data, err := u.D.Encode()
 	if err != nil {
 		return "", err
@@ -151,14 +152,14 @@ const maxDisclosureBytes = 64 << 20
 // each with its signature verified (FetchVerifiedTx). One that fails a
 // check is returned in rejected with why, not used; the caller reports it.
 // The result is ordered by grantor, log, first seq and tx id.
-func (c *Client) FetchDisclosures(ctx context.Context, grantee string) (found []FoundDisclosure, rejected []TxRejectedError, err error) {
-	txs, err := c.FindGrants(ctx, grantee)
+func FetchDisclosures(ctx context.Context, c Gateway, grantee string) (found []FoundDisclosure, rejected []TxRejectedError, err error) {
+	txs, err := FindGrants(ctx, c, grantee)
 	if err != nil {
 		return nil, nil, fmt.Errorf("find grants: %w", err)
 	}
 	for _, t := range txs {
 		reject := func(e error) { rejected = append(rejected, TxRejectedError{TxID: t.ID, Err: e}) }
-		vt, err := FetchVerifiedTx(ctx, c, t.ID, maxDisclosureBytes)
+		vt, err := c.FetchVerifiedTx(ctx, t.ID, maxDisclosureBytes)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, nil, err
@@ -172,7 +173,7 @@ func (c *Client) FetchDisclosures(ctx context.Context, grantee string) (found []
 			continue
 		}
 		if m.Kind != KindGrant || m.Grantee != grantee {
-			reject(fmt.Errorf("%w: signed tags name another kind or grantee", ErrTags))
+			reject(fmt.Errorf("%w: signed tags name another kind or grantee", arweave.ErrTags))
 			continue
 		}
 		d, err := DecodeDisclosure(vt.Data)

@@ -1,9 +1,10 @@
-package arweave
+package mirror
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/unlimitedcontext/ucl/arweave"
 	"path/filepath"
 	"testing"
 )
@@ -62,9 +63,9 @@ func verifyChain(prev Hash, r Record) error {
 	return nil
 }
 
-func rebuildAll(t *testing.T, c *Client, owner string, logID [16]byte, opt RebuildOptions) ([]Record, RebuildResult, error) {
+func rebuildAll(t *testing.T, c *arweave.Client, owner string, logID [16]byte, opt RebuildOptions) ([]Record, RebuildResult, error) {
 	t.Helper()
-	opt.Client, opt.Owner, opt.LogID = c, owner, logID
+	opt.Gateway, opt.Owner, opt.LogID = c, owner, logID
 	if opt.VerifyRecord == nil {
 		opt.VerifyRecord = verifyChain
 	}
@@ -88,18 +89,18 @@ func sameRecords(t *testing.T, got, want []Record) {
 	}
 }
 
-func newSyncer(t *testing.T, u Uploader, l *memLog, logID [16]byte, st *State, segBytes int) *Syncer {
+func newSyncer(t *testing.T, u arweave.Uploader, l *memLog, logID [16]byte, st *State, segBytes int) *Syncer {
 	t.Helper()
-	s, err := NewSyncer(SyncConfig{LogID: logID, Records: l.source, Uploader: u, State: st, SegmentBytes: segBytes, BatchBytes: 64 << 10})
+	s, err := NewSyncer(SyncConfig{LogID: logID, Records: l.source, Gateway: clientOf(u), Uploader: u, State: st, SegmentBytes: segBytes, BatchBytes: 64 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
 }
 
-func countSegments(t *testing.T, c *Client, logID [16]byte) int {
+func countSegments(t *testing.T, c *arweave.Client, logID [16]byte) int {
 	t.Helper()
-	found, err := c.FindSegments(testCtx(t), c.Wallet().Address(), logID, KindSegment)
+	found, err := FindSegments(testCtx(t), c, c.Wallet().Address(), logID, KindSegment, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,10 +114,10 @@ func TestSyncRebuild(t *testing.T) {
 	for _, mode := range []string{"L1", "bundle"} {
 		t.Run(mode, func(t *testing.T) {
 			g := gateway(t)
-			c := fundedClient(t, "", "wallet-a.json", Options{})
-			var u Uploader = NewL1Uploader(c)
+			c := fundedClient(t, "", "wallet-a.json", arweave.Options{})
+			var u arweave.Uploader = arweave.NewL1Uploader(c)
 			if mode == "bundle" {
-				u = NewBundleUploader(c)
+				u = arweave.NewBundleUploader(c, BundleTags())
 			}
 			ctx := testCtx(t)
 			logID := newLogID(t)
@@ -207,7 +208,7 @@ func TestSyncCrashBeforeBookkeeping(t *testing.T) {
 		loseState bool
 	}{{"state kept postings", false}, {"state lost", true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := fundedClient(t, "", "wallet-a.json", Options{})
+			c := fundedClient(t, "", "wallet-a.json", arweave.Options{})
 			ctx := testCtx(t)
 			logID := newLogID(t)
 			l := newMemLog(400, 300) // several 64 KiB batches of 8 KiB segments
@@ -216,7 +217,7 @@ func TestSyncCrashBeforeBookkeeping(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := newSyncer(t, NewL1Uploader(c), l, logID, st, 8<<10)
+			s := newSyncer(t, arweave.NewL1Uploader(c), l, logID, st, 8<<10)
 			crash := errors.New("simulated crash")
 			s.afterPost = func() error { return crash }
 			if _, err := s.Push(ctx, l.head()); !errors.Is(err, crash) {
@@ -241,7 +242,7 @@ func TestSyncCrashBeforeBookkeeping(t *testing.T) {
 					t.Fatalf("state after crash: %+v, want %d postings", m, uploaded)
 				}
 			}
-			s2 := newSyncer(t, NewL1Uploader(c), l, logID, st2, 8<<10)
+			s2 := newSyncer(t, arweave.NewL1Uploader(c), l, logID, st2, 8<<10)
 			res, err := s2.Push(ctx, l.head())
 			if err != nil {
 				t.Fatal(err)
@@ -276,13 +277,13 @@ func TestSyncCrashBeforeBookkeeping(t *testing.T) {
 // push's GraphQL scan and the rebuild page through `after` cursors.
 func TestSyncManySegmentsPagination(t *testing.T) {
 	g := gateway(t)
-	c := fundedClient(t, "", "wallet-a.json", Options{})
+	c := fundedClient(t, "", "wallet-a.json", arweave.Options{})
 	ctx := testCtx(t)
 	logID := newLogID(t)
 	l := newMemLog(260, 100)
 	st := openTestState(t)
 	// Two records per segment: 130 segments, in bundles of 64 KiB.
-	s := newSyncer(t, NewBundleUploader(c), l, logID, st, 450)
+	s := newSyncer(t, arweave.NewBundleUploader(c, BundleTags()), l, logID, st, 450)
 	res, err := s.Push(ctx, l.head())
 	if err != nil {
 		t.Fatal(err)
@@ -297,7 +298,7 @@ func TestSyncManySegmentsPagination(t *testing.T) {
 		t.Fatalf("GraphQL returned %d of %d segments", n, res.Uploaded)
 	}
 	// A fresh state adopts all of them (scan across pages) and uploads none.
-	s2 := newSyncer(t, NewBundleUploader(c), l, logID, openTestState(t), 450)
+	s2 := newSyncer(t, arweave.NewBundleUploader(c, BundleTags()), l, logID, openTestState(t), 450)
 	res2, err := s2.Push(ctx, l.head())
 	if err != nil || res2.Uploaded != 0 || res2.Adopted != res.Uploaded {
 		t.Fatalf("push with fresh state: %+v %v", res2, err)
@@ -315,7 +316,7 @@ func TestSyncManySegmentsPagination(t *testing.T) {
 // TestRebuildGapAndDuplicates uploads 1..10, a duplicate of it and 21..30
 // (no 11..20): the gap is named; with AllowPartial 1..10 are yielded first.
 func TestRebuildGapAndDuplicates(t *testing.T) {
-	c := fundedClient(t, "", "wallet-a.json", Options{})
+	c := fundedClient(t, "", "wallet-a.json", arweave.Options{})
 	ctx := testCtx(t)
 	logID := newLogID(t)
 	l := newMemLog(40, 50)
@@ -357,7 +358,7 @@ func TestRebuildGapAndDuplicates(t *testing.T) {
 // TestRebuildRejectsBrokenContinuity: a segment whose prev hash does not
 // link to the previous segment is rejected by id.
 func TestRebuildRejectsBrokenContinuity(t *testing.T) {
-	c := fundedClient(t, "", "wallet-a.json", Options{})
+	c := fundedClient(t, "", "wallet-a.json", arweave.Options{})
 	ctx := testCtx(t)
 	logID := newLogID(t)
 	l := newMemLog(20, 50)

@@ -1,10 +1,11 @@
-package arweave
+package mirror
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/unlimitedcontext/ucl/arweave"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -22,8 +23,8 @@ func anchorFor(logID [16]byte, size uint64, prev string, fill byte) CheckpointAn
 func TestCheckpointPostFindVerify(t *testing.T) {
 	g := gateway(t)
 	ctx := testCtx(t)
-	c := fundedClient(t, "", "wallet-a.json", Options{})
-	other := fundedClient(t, "", "wallet-b.json", Options{})
+	c := fundedClient(t, "", "wallet-a.json", arweave.Options{})
+	other := fundedClient(t, "", "wallet-b.json", arweave.Options{})
 	logID := newLogID(t)
 
 	// Posted out of size order: the list is ordered by size all the same.
@@ -64,7 +65,7 @@ func TestCheckpointPostFindVerify(t *testing.T) {
 		t.Fatalf("checkpoint 5: %+v", cps[2])
 	}
 
-	vt, err := FetchVerifiedTx(ctx, c, id5, 1<<16)
+	vt, err := c.FetchVerifiedTx(ctx, id5, 1<<16)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func TestCheckpointPostFindVerify(t *testing.T) {
 func TestFetchVerifiedTxRejectsTampering(t *testing.T) {
 	g := gateway(t)
 	ctx := testCtx(t)
-	c := fundedClient(t, "", "wallet-a.json", Options{})
+	c := fundedClient(t, "", "wallet-a.json", arweave.Options{})
 	other := testWallet(t, "wallet-b.json")
 	logID := newLogID(t)
 	id, err := PostCheckpoint(ctx, c, anchorFor(logID, 7, "", 7))
@@ -137,11 +138,11 @@ func TestFetchVerifiedTxRejectsTampering(t *testing.T) {
 			}
 			srv := httptest.NewServer(rp)
 			defer srv.Close()
-			pc, err := NewClient(srv.URL, nil, Options{})
+			pc, err := arweave.NewClient(srv.URL, nil, arweave.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := FetchVerifiedTx(ctx, pc, id, 1<<16); !errors.Is(err, ErrTxSignature) {
+			if _, err := pc.FetchVerifiedTx(ctx, id, 1<<16); !errors.Is(err, arweave.ErrTxSignature) {
 				t.Fatalf("tampered %s: err = %v, want ErrTxSignature", name, err)
 			}
 		})
@@ -156,12 +157,12 @@ func TestFetchVerifiedTxPending(t *testing.T) {
 		io.WriteString(w, "Pending")
 	}))
 	defer srv.Close()
-	c, err := NewClient(srv.URL, nil, Options{})
+	c, err := arweave.NewClient(srv.URL, nil, arweave.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = FetchVerifiedTx(context.Background(), c, strings.Repeat("A", 43), 1<<16)
-	if !errors.Is(err, ErrTxPending) || errors.Is(err, ErrTxSignature) {
+	_, err = c.FetchVerifiedTx(context.Background(), strings.Repeat("A", 43), 1<<16)
+	if !errors.Is(err, arweave.ErrTxPending) || errors.Is(err, arweave.ErrTxSignature) {
 		t.Fatalf("err = %v, want ErrTxPending", err)
 	}
 }

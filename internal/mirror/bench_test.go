@@ -1,6 +1,7 @@
-package arweave
+package mirror
 
 import (
+	"github.com/unlimitedcontext/ucl/arweave"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -21,12 +22,12 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-func benchUploader(b *testing.B, mode string, ct *countingTransport) Uploader {
-	c := fundedClient(b, "", "wallet-a.json", Options{HTTPClient: &http.Client{Transport: ct}})
+func benchUploader(b *testing.B, mode string, ct *countingTransport) arweave.Uploader {
+	c := fundedClient(b, "", "wallet-a.json", arweave.Options{HTTPClient: &http.Client{Transport: ct}})
 	if mode == "bundle" {
-		return NewBundleUploader(c)
+		return arweave.NewBundleUploader(c, BundleTags())
 	}
-	return NewL1Uploader(c)
+	return arweave.NewL1Uploader(c)
 }
 
 // BenchmarkSyncArlocal pushes 10K ~700 B events to arlocal per iteration.
@@ -46,7 +47,7 @@ func BenchmarkSyncArlocal(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				s, err := NewSyncer(SyncConfig{LogID: newLogID(b), Records: l.source, Uploader: u, State: st})
+				s, err := NewSyncer(SyncConfig{LogID: newLogID(b), Records: l.source, Gateway: clientOf(u), Uploader: u, State: st})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -82,7 +83,7 @@ func BenchmarkFetchArlocal(b *testing.B) {
 			}
 			defer st.Close()
 			logID := newLogID(b)
-			s, err := NewSyncer(SyncConfig{LogID: logID, Records: l.source, Uploader: u, State: st})
+			s, err := NewSyncer(SyncConfig{LogID: logID, Records: l.source, Gateway: clientOf(u), Uploader: u, State: st})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -92,11 +93,11 @@ func BenchmarkFetchArlocal(b *testing.B) {
 			if err := g.Mine(1); err != nil {
 				b.Fatal(err)
 			}
-			c := u.Client()
+			c := clientOf(u)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				var n uint64
-				res, err := Rebuild(testCtx(b), RebuildOptions{Client: c, Owner: c.Wallet().Address(), LogID: logID, VerifyRecord: verifyChain},
+				res, err := Rebuild(testCtx(b), RebuildOptions{Gateway: c, Owner: c.Wallet().Address(), LogID: logID, VerifyRecord: verifyChain},
 					func(r Record) error { n++; return nil })
 				if err != nil || n != benchEvents {
 					b.Fatalf("rebuild: %d records, %v (%+v)", n, err, res)

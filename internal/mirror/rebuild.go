@@ -1,9 +1,10 @@
-package arweave
+package mirror
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/unlimitedcontext/ucl/arweave"
 	"sort"
 	"strings"
 	"time"
@@ -96,9 +97,9 @@ func branchOf(c candidate) Branch {
 
 // RebuildOptions configures Rebuild.
 type RebuildOptions struct {
-	Client *Client
-	Owner  string // wallet address whose segments are trusted
-	LogID  [16]byte
+	Gateway Gateway
+	Owner   string // wallet address whose segments are trusted
+	LogID   [16]byte
 	// From is the first seq wanted (default 1); FromPrevHash is the hash of
 	// event From-1 (zero for From == 1), e.g. a snapshot's head.
 	From         uint64
@@ -145,8 +146,8 @@ func withBudget(ctx context.Context, d time.Duration, what string) (context.Cont
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, d)
 	return ctx, cancel, func(err error) error {
-		if err != nil && ctx.Err() != nil && parent.Err() == nil && !errors.Is(err, ErrTimeout) {
-			return fmt.Errorf("%s: %w: time budget of %s spent: %w", what, ErrTimeout, d, err)
+		if err != nil && ctx.Err() != nil && parent.Err() == nil && !errors.Is(err, arweave.ErrTimeout) {
+			return fmt.Errorf("%s: %w: time budget of %s spent: %w", what, arweave.ErrTimeout, d, err)
 		}
 		return err
 	}
@@ -182,7 +183,7 @@ type RebuildResult struct {
 }
 
 type candidate struct {
-	tx   TxInfo
+	tx   arweave.TxInfo
 	meta SegmentMeta
 }
 
@@ -247,8 +248,8 @@ func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (re
 	if opt.MaxSegmentBytes <= 0 {
 		opt.MaxSegmentBytes = MaxSegmentSize
 	}
-	if opt.Client == nil || opt.Owner == "" {
-		return res, errors.New("rebuild: Client and Owner are required")
+	if opt.Gateway == nil || opt.Owner == "" {
+		return res, errors.New("rebuild: Gateway and Owner are required")
 	}
 	if opt.From == 0 {
 		opt.From = 1
@@ -256,7 +257,7 @@ func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (re
 	if opt.Concurrency <= 0 {
 		opt.Concurrency = 4
 	}
-	txs, err := opt.Client.FindSegmentsMax(ctx, opt.Owner, opt.LogID, KindSegment, opt.MaxPages)
+	txs, err := FindSegments(ctx, opt.Gateway, opt.Owner, opt.LogID, KindSegment, opt.MaxPages)
 	if err != nil {
 		return res, fmt.Errorf("rebuild: %w", err)
 	}
@@ -265,9 +266,9 @@ func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (re
 	seen := map[rangeKey]bool{}
 	for _, t := range txs {
 		if t.Owner != opt.Owner {
-			return res, &TxRejectedError{TxID: t.ID, Err: fmt.Errorf("%w: owner %s, want %s", ErrOwnerMismatch, t.Owner, opt.Owner)}
+			return res, &TxRejectedError{TxID: t.ID, Err: fmt.Errorf("%w: owner %s, want %s", arweave.ErrOwnerMismatch, t.Owner, opt.Owner)}
 		}
-		if err := VerifyOwner(t.OwnerKey, opt.Owner); err != nil {
+		if err := arweave.VerifyOwner(t.OwnerKey, opt.Owner); err != nil {
 			return res, &TxRejectedError{TxID: t.ID, Err: err}
 		}
 		m, err := ParseTags(t.Tags)
@@ -275,7 +276,7 @@ func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (re
 			return res, &TxRejectedError{TxID: t.ID, Err: err}
 		}
 		if m.LogID != opt.LogID || m.Kind != KindSegment {
-			return res, &TxRejectedError{TxID: t.ID, Err: fmt.Errorf("%w: log id or kind differs", ErrTags)}
+			return res, &TxRejectedError{TxID: t.ID, Err: fmt.Errorf("%w: log id or kind differs", arweave.ErrTags)}
 		}
 		if m.LastSeq < opt.From {
 			continue
@@ -388,7 +389,7 @@ func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (re
 				return
 			}
 			go func(i int, c candidate) {
-				d, err := opt.Client.FetchDataLimit(ctx, c.tx.ID, opt.fetchLimit(c))
+				d, err := opt.Gateway.FetchDataLimit(ctx, c.tx.ID, opt.fetchLimit(c))
 				results[i] <- fetched{d, err}
 			}(i, st[0])
 		}
@@ -409,7 +410,7 @@ func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (re
 		for j, c := range step {
 			data, ferr := f.data, f.err
 			if j > 0 { // alternates are fetched only when needed
-				data, ferr = opt.Client.FetchDataLimit(ctx, c.tx.ID, opt.fetchLimit(c))
+				data, ferr = opt.Gateway.FetchDataLimit(ctx, c.tx.ID, opt.fetchLimit(c))
 			}
 			if ferr != nil {
 				if ctx.Err() != nil {
@@ -423,7 +424,7 @@ func Rebuild(ctx context.Context, opt RebuildOptions, fn func(Record) error) (re
 			s, verr := verifySignedSegment(c, data, opt.LogID, next, prevHash)
 			if verr != nil {
 				// One more fetch in case the bytes were damaged in transit.
-				if data2, ferr2 := opt.Client.FetchDataLimit(ctx, c.tx.ID, opt.fetchLimit(c)); ferr2 == nil {
+				if data2, ferr2 := opt.Gateway.FetchDataLimit(ctx, c.tx.ID, opt.fetchLimit(c)); ferr2 == nil {
 					s, verr = verifySignedSegment(c, data2, opt.LogID, next, prevHash)
 					data = data2
 				}
@@ -527,7 +528,7 @@ func coveredBy(bs []Branch, from, to uint64) bool {
 // whether it is a valid segment (a real fork) rather than damaged data or
 // tags that disagree with its bytes (which the chain never needed).
 func confirmFork(ctx context.Context, opt RebuildOptions, c candidate) (bool, error) {
-	data, err := opt.Client.FetchDataLimit(ctx, c.tx.ID, opt.fetchLimit(c))
+	data, err := opt.Gateway.FetchDataLimit(ctx, c.tx.ID, opt.fetchLimit(c))
 	if err != nil {
 		if ctx.Err() != nil {
 			return false, fmt.Errorf("rebuild: %w", err)
@@ -535,7 +536,7 @@ func confirmFork(ctx context.Context, opt RebuildOptions, c candidate) (bool, er
 		return false, fmt.Errorf("rebuild: segment %d..%d (tx %s) contradicts the chain and cannot be fetched to confirm a fork: %w",
 			c.meta.FirstSeq, c.meta.LastSeq, c.tx.ID, err)
 	}
-	if VerifySigned(c.tx, data) != nil {
+	if arweave.VerifySigned(c.tx, data) != nil {
 		return false, nil // not the wallet's: no fork, whatever it says
 	}
 	seg, err := DecodeSegment(data)
@@ -554,7 +555,7 @@ func verifySignedSegment(c candidate, data []byte, logID [16]byte, next uint64, 
 	if err != nil {
 		return nil, err
 	}
-	if err := VerifySigned(c.tx, data); err != nil {
+	if err := arweave.VerifySigned(c.tx, data); err != nil {
 		return nil, err
 	}
 	return seg, nil
@@ -569,9 +570,9 @@ func verifySegment(data []byte, m SegmentMeta, logID [16]byte, next uint64, prev
 	}
 	switch {
 	case seg.LogID != logID:
-		return nil, fmt.Errorf("%w: segment log id differs", ErrTags)
+		return nil, fmt.Errorf("%w: segment log id differs", arweave.ErrTags)
 	case seg.FirstSeq != m.FirstSeq || seg.LastSeq != m.LastSeq || seg.HeadHash != m.HeadHash:
-		return nil, fmt.Errorf("%w: tags say %d..%d, bytes say %d..%d", ErrTags, m.FirstSeq, m.LastSeq, seg.FirstSeq, seg.LastSeq)
+		return nil, fmt.Errorf("%w: tags say %d..%d, bytes say %d..%d", arweave.ErrTags, m.FirstSeq, m.LastSeq, seg.FirstSeq, seg.LastSeq)
 	case seg.FirstSeq > next:
 		return nil, fmt.Errorf("%w: starts at %d, want %d", ErrContinuity, seg.FirstSeq, next)
 	}

@@ -1,7 +1,8 @@
-package arweave
+package mirror
 
 import (
 	"bytes"
+	"github.com/unlimitedcontext/ucl/arweave"
 	"testing"
 	"time"
 )
@@ -22,26 +23,27 @@ func TestUploaderConformance(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		inline int
-		mk     func(*Client) Uploader
+		mk     func(*arweave.Client) arweave.Uploader
 	}{
-		{"L1", 0, func(c *Client) Uploader { return NewL1Uploader(c) }},
-		{"L1-chunked", 1000, func(c *Client) Uploader { return NewL1Uploader(c) }},
-		{"bundle", 0, func(c *Client) Uploader { return NewBundleUploader(c) }},
-		{"bundle-chunked", 1000, func(c *Client) Uploader { return NewBundleUploader(c) }},
+		{"L1", 0, func(c *arweave.Client) arweave.Uploader { return arweave.NewL1Uploader(c) }},
+		{"L1-chunked", 1000, func(c *arweave.Client) arweave.Uploader { return arweave.NewL1Uploader(c) }},
+		{"bundle", 0, func(c *arweave.Client) arweave.Uploader { return arweave.NewBundleUploader(c, BundleTags()) }},
+		{"bundle-chunked", 1000, func(c *arweave.Client) arweave.Uploader { return arweave.NewBundleUploader(c, BundleTags()) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			runUploaderSuite(t, tc.mk(fundedClient(t, "", "wallet-a.json", Options{MaxInlineBytes: tc.inline})))
+			runUploaderSuite(t, tc.mk(fundedClient(t, "", "wallet-a.json", arweave.Options{MaxInlineBytes: tc.inline})))
 		})
 	}
 }
 
-func runUploaderSuite(t *testing.T, u Uploader) {
+func runUploaderSuite(t *testing.T, u arweave.Uploader) {
 	g := gateway(t)
-	c := u.Client()
+	c := clientOf(u)
 	ctx := testCtx(t)
 	logID := newLogID(t)
 	// Three contiguous segments, the middle one larger than a 256 KiB chunk.
-	var ups []SegmentUpload
+	var ups []arweave.Upload
+	var metas []SegmentMeta
 	prev := Hash{}
 	for _, r := range [][3]int{{1, 3, 300}, {4, 400, 700}, {404, 2, 10}} {
 		recs := makeRecords(uint64(r[0]), r[1], r[2])
@@ -50,10 +52,8 @@ func runUploaderSuite(t *testing.T, u Uploader) {
 			t.Fatal(err)
 		}
 		head := recs[len(recs)-1].Hash()
-		ups = append(ups, SegmentUpload{
-			Meta: SegmentMeta{Kind: KindSegment, LogID: logID, FirstSeq: recs[0].Seq, LastSeq: recs[len(recs)-1].Seq, HeadHash: head},
-			Data: data,
-		})
+		m := SegmentMeta{Kind: KindSegment, LogID: logID, FirstSeq: recs[0].Seq, LastSeq: recs[len(recs)-1].Seq, HeadHash: head}
+		ups, metas = append(ups, m.Upload(data)), append(metas, m)
 		prev = head
 	}
 	signed, err := u.Sign(ctx, ups)
@@ -73,7 +73,7 @@ func runUploaderSuite(t *testing.T, u Uploader) {
 			id = r.BundleID
 		}
 		st, err := c.Status(ctx, id)
-		if err != nil || st.State != StatePending {
+		if err != nil || st.State != arweave.StatePending {
 			t.Fatalf("before mining %s: %+v %v; want pending", id, st, err)
 		}
 	}
@@ -82,7 +82,7 @@ func runUploaderSuite(t *testing.T, u Uploader) {
 	// mining before that has finished fails with a UNIQUE constraint, so
 	// wait for the items first.)
 	waitFor(t, func() bool {
-		found, err := c.FindSegments(ctx, c.Wallet().Address(), logID, KindSegment)
+		found, err := FindSegments(ctx, c, c.Address(), logID, KindSegment, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,14 +96,14 @@ func runUploaderSuite(t *testing.T, u Uploader) {
 	if err := g.Mine(1); err != nil {
 		t.Fatal(err)
 	}
-	found, err := c.FindSegments(ctx, c.Wallet().Address(), logID, KindSegment)
+	found, err := FindSegments(ctx, c, c.Address(), logID, KindSegment, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(found) != len(ups) {
 		t.Fatalf("GraphQL found %d segments, want %d", len(found), len(ups))
 	}
-	byID := map[string]TxInfo{}
+	byID := map[string]arweave.TxInfo{}
 	for _, f := range found {
 		byID[f.ID] = f
 	}
@@ -115,15 +115,15 @@ func runUploaderSuite(t *testing.T, u Uploader) {
 		if f.Pending || f.Height <= 0 {
 			t.Fatalf("%s still pending after mining: %+v", r.TxID, f)
 		}
-		if err := VerifyOwner(f.OwnerKey, c.Wallet().Address()); err != nil || f.Owner != c.Wallet().Address() {
+		if err := arweave.VerifyOwner(f.OwnerKey, c.Wallet().Address()); err != nil || f.Owner != c.Wallet().Address() {
 			t.Fatalf("owner of %s: %v", r.TxID, err)
 		}
 		m, err := ParseTags(f.Tags)
-		if err != nil || m != ups[i].Meta {
+		if err != nil || m != metas[i] {
 			t.Fatalf("tags of %s: %+v %v", r.TxID, m, err)
 		}
 		st, err := c.Status(ctx, r.TxID)
-		if err != nil || st.State != StateConfirmed || st.Height != f.Height {
+		if err != nil || st.State != arweave.StateConfirmed || st.Height != f.Height {
 			t.Fatalf("status of %s: %+v %v", r.TxID, st, err)
 		}
 		got, err := c.FetchData(ctx, r.TxID)

@@ -1,4 +1,4 @@
-package arweave
+package mirror
 
 import (
 	"errors"

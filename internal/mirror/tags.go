@@ -1,12 +1,10 @@
-package arweave
+package mirror
 
 import (
 	"encoding/hex"
-	"errors"
 	"fmt"
+	"github.com/unlimitedcontext/ucl/arweave"
 	"strconv"
-
-	"github.com/everFinance/goar/types"
 )
 
 // Tag names and fixed values (DESIGN.md §5). Do not change: readers search
@@ -30,9 +28,6 @@ const (
 	SchemaVersion = "1"
 )
 
-// MaxTagBytes is Arweave's limit on the total size of tag names and values.
-const MaxTagBytes = 2048
-
 // Kind is the value of the UC-Kind tag.
 type Kind string
 
@@ -46,13 +41,6 @@ const (
 // AppVersion is the App-Version tag value; the CLI may set it at start-up.
 var AppVersion = "0.1.0"
 
-// Tag is one Arweave tag (plain strings, not base64).
-type Tag = types.Tag
-
-// ErrTags is returned when an upload's tags are missing, malformed or
-// disagree with its contents.
-var ErrTags = errors.New("arweave: bad ucl tags")
-
 // SegmentMeta is what the tags say about an upload.
 type SegmentMeta struct {
 	Kind     Kind
@@ -64,8 +52,8 @@ type SegmentMeta struct {
 }
 
 // Tags returns the tags for m in a fixed order.
-func (m SegmentMeta) Tags() []Tag {
-	tags := []Tag{
+func (m SegmentMeta) Tags() []arweave.Tag {
+	tags := []arweave.Tag{
 		{Name: TagAppName, Value: AppName},
 		{Name: TagAppVersion, Value: AppVersion},
 		{Name: TagContentType, Value: SegmentContentType},
@@ -77,22 +65,18 @@ func (m SegmentMeta) Tags() []Tag {
 		{Name: TagKind, Value: string(m.Kind)},
 	}
 	if m.Grantee != "" {
-		tags = append(tags, Tag{Name: TagGrantee, Value: m.Grantee})
+		tags = append(tags, arweave.Tag{Name: TagGrantee, Value: m.Grantee})
 	}
 	return tags
 }
 
-// TagBytes returns the byte count Arweave charges against MaxTagBytes.
-func TagBytes(tags []Tag) int {
-	n := 0
-	for _, t := range tags {
-		n += len(t.Name) + len(t.Value)
-	}
-	return n
+// Upload returns data tagged with m, for an arweave.Uploader.
+func (m SegmentMeta) Upload(data []byte) arweave.Upload {
+	return arweave.Upload{Name: fmt.Sprintf("%s %d..%d", m.Kind, m.FirstSeq, m.LastSeq), Tags: m.Tags(), Data: data}
 }
 
 // ParseTags reads SegmentMeta from tags. Unknown tags are ignored.
-func ParseTags(tags []Tag) (SegmentMeta, error) {
+func ParseTags(tags []arweave.Tag) (SegmentMeta, error) {
 	var m SegmentMeta
 	get := map[string]string{}
 	for _, t := range tags {
@@ -101,28 +85,28 @@ func ParseTags(tags []Tag) (SegmentMeta, error) {
 		}
 	}
 	if get[TagAppName] != AppName {
-		return m, fmt.Errorf("parse tags: %w: App-Name %q", ErrTags, get[TagAppName])
+		return m, fmt.Errorf("parse tags: %w: App-Name %q", arweave.ErrTags, get[TagAppName])
 	}
 	m.Kind = Kind(get[TagKind])
 	switch m.Kind {
 	case KindSegment, KindSnapshot, KindGrant:
 	default:
-		return m, fmt.Errorf("parse tags: %w: UC-Kind %q", ErrTags, m.Kind)
+		return m, fmt.Errorf("parse tags: %w: UC-Kind %q", arweave.ErrTags, m.Kind)
 	}
 	id, err := hex.DecodeString(get[TagLogID])
 	if err != nil || len(id) != 16 {
-		return m, fmt.Errorf("parse tags: %w: UC-Log-Id %q", ErrTags, get[TagLogID])
+		return m, fmt.Errorf("parse tags: %w: UC-Log-Id %q", arweave.ErrTags, get[TagLogID])
 	}
 	copy(m.LogID[:], id)
 	if m.FirstSeq, err = strconv.ParseUint(get[TagSeqFirst], 10, 64); err != nil {
-		return m, fmt.Errorf("parse tags: %w: UC-Seq-First %q", ErrTags, get[TagSeqFirst])
+		return m, fmt.Errorf("parse tags: %w: UC-Seq-First %q", arweave.ErrTags, get[TagSeqFirst])
 	}
 	if m.LastSeq, err = strconv.ParseUint(get[TagSeqLast], 10, 64); err != nil || m.LastSeq < m.FirstSeq {
-		return m, fmt.Errorf("parse tags: %w: UC-Seq-Last %q", ErrTags, get[TagSeqLast])
+		return m, fmt.Errorf("parse tags: %w: UC-Seq-Last %q", arweave.ErrTags, get[TagSeqLast])
 	}
 	hh, err := hex.DecodeString(get[TagHeadHash])
 	if err != nil || len(hh) != 32 {
-		return m, fmt.Errorf("parse tags: %w: UC-Head-Hash %q", ErrTags, get[TagHeadHash])
+		return m, fmt.Errorf("parse tags: %w: UC-Head-Hash %q", arweave.ErrTags, get[TagHeadHash])
 	}
 	copy(m.HeadHash[:], hh)
 	m.Grantee = get[TagGrantee]

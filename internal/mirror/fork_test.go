@@ -1,7 +1,8 @@
-package arweave
+package mirror
 
 import (
 	"errors"
+	"github.com/unlimitedcontext/ucl/arweave"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,12 +24,12 @@ func (l *memLog) forkAt(n, k int) *memLog {
 // segments on top of the diverged chain. It must refuse, naming the seq,
 // both hashes and the transaction, and upload nothing.
 func TestSyncPushRefusesLocalLogDivergedFromMirror(t *testing.T) {
-	c := fundedClient(t, "", "wallet-a.json", Options{})
+	c := fundedClient(t, "", "wallet-a.json", arweave.Options{})
 	ctx := testCtx(t)
 	logID := newLogID(t)
 	l := newMemLog(40, 200)
 	st := openTestState(t)
-	if _, err := newSyncer(t, NewL1Uploader(c), l, logID, st, 2<<10).Push(ctx, l.head()); err != nil {
+	if _, err := newSyncer(t, arweave.NewL1Uploader(c), l, logID, st, 2<<10).Push(ctx, l.head()); err != nil {
 		t.Fatal(err)
 	}
 	before := countSegments(t, c, logID)
@@ -39,7 +40,7 @@ func TestSyncPushRefusesLocalLogDivergedFromMirror(t *testing.T) {
 	lastTx := segs[len(segs)-1].TxID
 
 	cut := &memLog{recs: slices.Clone(l.recs[:30])}
-	_, err = newSyncer(t, NewL1Uploader(c), cut, logID, st, 2<<10).Push(ctx, cut.head())
+	_, err = newSyncer(t, arweave.NewL1Uploader(c), cut, logID, st, 2<<10).Push(ctx, cut.head())
 	var de *DivergedError
 	if !errors.As(err, &de) || !errors.Is(err, ErrDiverged) {
 		t.Fatalf("push of a log cut to 30 below mirrored 40: %v, want a DivergedError", err)
@@ -49,7 +50,7 @@ func TestSyncPushRefusesLocalLogDivergedFromMirror(t *testing.T) {
 	}
 
 	grown := l.forkAt(30, 15) // seqs 31..45 reused by new events
-	_, err = newSyncer(t, NewL1Uploader(c), grown, logID, st, 2<<10).Push(ctx, grown.head())
+	_, err = newSyncer(t, arweave.NewL1Uploader(c), grown, logID, st, 2<<10).Push(ctx, grown.head())
 	if !errors.As(err, &de) {
 		t.Fatalf("push of a regrown log: %v, want a DivergedError", err)
 	}
@@ -69,7 +70,7 @@ func TestSyncPushRefusesLocalLogDivergedFromMirror(t *testing.T) {
 // already holds those seqs from the original device; uploading would fork
 // the permanent mirror, so push must refuse and upload nothing.
 func TestSyncPushRefusesRangeAlreadyOnArweaveFromAnotherBranch(t *testing.T) {
-	c := fundedClient(t, "", "wallet-a.json", Options{})
+	c := fundedClient(t, "", "wallet-a.json", arweave.Options{})
 	ctx := testCtx(t)
 	logID := newLogID(t)
 	orig := newMemLog(100, 200)
@@ -82,7 +83,7 @@ func TestSyncPushRefusesRangeAlreadyOnArweaveFromAnotherBranch(t *testing.T) {
 		t.Fatal(err)
 	}
 	part := &memLog{recs: orig.recs[:60]}
-	if _, err := newSyncer(t, NewL1Uploader(c), part, logID, st, 4<<10).Push(ctx, part.head()); err != nil {
+	if _, err := newSyncer(t, arweave.NewL1Uploader(c), part, logID, st, 4<<10).Push(ctx, part.head()); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Close(); err != nil {
@@ -95,7 +96,7 @@ func TestSyncPushRefusesRangeAlreadyOnArweaveFromAnotherBranch(t *testing.T) {
 	if st, err = OpenState(statePath); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := newSyncer(t, NewL1Uploader(c), orig, logID, st, 4<<10).Push(ctx, orig.head()); err != nil {
+	if _, err := newSyncer(t, arweave.NewL1Uploader(c), orig, logID, st, 4<<10).Push(ctx, orig.head()); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()
@@ -124,7 +125,7 @@ func TestSyncPushRefusesRangeAlreadyOnArweaveFromAnotherBranch(t *testing.T) {
 					t.Fatalf("backed-up state covers %d (%v), want 60", sum.CoveredSeq, err)
 				}
 			}
-			_, err := newSyncer(t, NewL1Uploader(c), tc.restore, logID, rst, 4<<10).Push(ctx, tc.restore.head())
+			_, err := newSyncer(t, arweave.NewL1Uploader(c), tc.restore, logID, rst, 4<<10).Push(ctx, tc.restore.head())
 			var de *DivergedError
 			if !errors.As(err, &de) || !errors.Is(err, ErrDiverged) {
 				t.Fatalf("push: %v, want a DivergedError", err)
@@ -144,7 +145,7 @@ func TestSyncPushRefusesRangeAlreadyOnArweaveFromAnotherBranch(t *testing.T) {
 // the longer one; it must name both transactions and refuse, and follow the
 // chosen branch when told.
 func TestRebuildRefusesForkUnlessBranchChosen(t *testing.T) {
-	c := fundedClient(t, "", "wallet-a.json", Options{})
+	c := fundedClient(t, "", "wallet-a.json", arweave.Options{})
 	ctx := testCtx(t)
 	logID := newLogID(t)
 	a := newMemLog(30, 50)

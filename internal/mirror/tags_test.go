@@ -1,7 +1,8 @@
-package arweave
+package mirror
 
 import (
 	"errors"
+	"github.com/unlimitedcontext/ucl/arweave"
 	"math"
 	"strings"
 	"testing"
@@ -20,8 +21,8 @@ func TestTagsRoundTripAndBudget(t *testing.T) {
 		{Kind: KindGrant, LogID: testLogID, FirstSeq: math.MaxUint64, LastSeq: math.MaxUint64, HeadHash: head, Grantee: strings.Repeat("x", 43)},
 	} {
 		tags := m.Tags()
-		if n := TagBytes(tags); n >= MaxTagBytes/2 {
-			t.Fatalf("%s tags take %d bytes; budget is %d (keep well under)", m.Kind, n, MaxTagBytes)
+		if n := arweave.TagBytes(tags); n >= arweave.MaxTagBytes/2 {
+			t.Fatalf("%s tags take %d bytes; budget is %d (keep well under)", m.Kind, n, arweave.MaxTagBytes)
 		}
 		got, err := ParseTags(tags)
 		if err != nil {
@@ -35,8 +36,8 @@ func TestTagsRoundTripAndBudget(t *testing.T) {
 
 func TestParseTagsRejects(t *testing.T) {
 	good := SegmentMeta{Kind: KindSegment, LogID: testLogID, FirstSeq: 3, LastSeq: 9}.Tags()
-	set := func(name, value string) []Tag {
-		out := append([]Tag(nil), good...)
+	set := func(name, value string) []arweave.Tag {
+		out := append([]arweave.Tag(nil), good...)
 		for i := range out {
 			if out[i].Name == name {
 				out[i].Value = value
@@ -46,7 +47,7 @@ func TestParseTagsRejects(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		tags []Tag
+		tags []arweave.Tag
 	}{
 		{"other app", set(TagAppName, "Other")},
 		{"bad kind", set(TagKind, "blob")},
@@ -57,9 +58,37 @@ func TestParseTagsRejects(t *testing.T) {
 		{"none", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := ParseTags(tc.tags); !errors.Is(err, ErrTags) {
+			if _, err := ParseTags(tc.tags); !errors.Is(err, arweave.ErrTags) {
 				t.Fatalf("err = %v, want ErrTags", err)
 			}
 		})
 	}
+}
+
+func FuzzParseTags(f *testing.F) {
+	m := SegmentMeta{Kind: KindGrant, LogID: testLogID, FirstSeq: 2, LastSeq: 5, Grantee: "g"}
+	var vals []string
+	for _, t := range m.Tags() {
+		vals = append(vals, t.Value)
+	}
+	f.Add(strings.Join(vals, "\x00"))
+	f.Fuzz(func(t *testing.T, s string) {
+		parts := strings.Split(s, "\x00")
+		names := []string{TagAppName, TagAppVersion, TagContentType, TagSchemaVersion, TagLogID, TagSeqFirst, TagSeqLast, TagHeadHash, TagKind, TagGrantee}
+		var tags []arweave.Tag
+		for i, p := range parts {
+			tags = append(tags, arweave.Tag{Name: names[i%len(names)], Value: p})
+		}
+		got, err := ParseTags(tags)
+		if err != nil {
+			if !errors.Is(err, arweave.ErrTags) {
+				t.Fatalf("error %v is not ErrTags", err)
+			}
+			return
+		}
+		again, err := ParseTags(got.Tags())
+		if err != nil || again != got {
+			t.Fatalf("re-parse: %+v %v", again, err)
+		}
+	})
 }

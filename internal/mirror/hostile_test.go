@@ -1,10 +1,12 @@
-package arweave
+package mirror
 
 import (
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/unlimitedcontext/ucl/arweave"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -29,7 +31,7 @@ type hostileGateway struct {
 	t    *testing.T
 	srv  *httptest.Server
 	stop chan struct{}
-	w    *Wallet
+	w    *arweave.Wallet
 
 	mu      sync.Mutex
 	pages   string // "segments" (honest), "endless", "cycle", "repeat"
@@ -62,7 +64,7 @@ func (h *hostileGateway) set(pages, data string) {
 
 func fakeID(s string) string {
 	sum := sha256.Sum256([]byte(s))
-	return b64.EncodeToString(sum[:])
+	return base64.RawURLEncoding.EncodeToString(sum[:])
 }
 
 // addSegment encodes recs of l (seqs from..to) as a segment of logID.
@@ -80,7 +82,7 @@ func (h *hostileGateway) addSegment(logID [16]byte, l *memLog, from, to uint64) 
 	m := SegmentMeta{Kind: KindSegment, LogID: logID, FirstSeq: from, LastSeq: to, HeadHash: recs[len(recs)-1].Hash()}
 	// Served as a data item the wallet signed, as the bundle uploader
 	// makes them: Rebuild checks each segment's own signature.
-	is, err := goar.NewItemSigner(h.w.signer)
+	is, err := goar.NewItemSigner(goar.NewSignerByPrivateKey(h.w.PrivateKey()))
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -100,7 +102,7 @@ type gqlNode struct {
 		Address string `json:"address"`
 		Key     string `json:"key"`
 	} `json:"owner"`
-	Tags  []Tag `json:"tags"`
+	Tags  []arweave.Tag `json:"tags"`
 	Block struct {
 		Height int64 `json:"height"`
 	} `json:"block"`
@@ -115,7 +117,7 @@ type gqlEdge struct {
 	Node   gqlNode `json:"node"`
 }
 
-func (h *hostileGateway) node(id string, tags []Tag, size int64) gqlNode {
+func (h *hostileGateway) node(id string, tags []arweave.Tag, size int64) gqlNode {
 	var n gqlNode
 	n.ID, n.Tags, n.Block.Height, n.Data.Size = id, tags, 1, strconv.FormatInt(size, 10)
 	n.Owner.Address, n.Owner.Key = h.w.Address(), h.w.Owner()
@@ -225,7 +227,7 @@ func (h *hostileGateway) graphql(w http.ResponseWriter, r *http.Request) {
 			if mode == "repeat" {
 				id = fakeID(fmt.Sprintf("same-%d", i))
 			}
-			edges = append(edges, gqlEdge{Cursor: fmt.Sprintf("p%d-%d", page, i), Node: h.node(id, []Tag{{Name: TagAppName, Value: AppName}}, 100)})
+			edges = append(edges, gqlEdge{Cursor: fmt.Sprintf("p%d-%d", page, i), Node: h.node(id, []arweave.Tag{{Name: TagAppName, Value: AppName}}, 100)})
 		}
 		if mode == "cycle" {
 			edges[len(edges)-1].Cursor = []string{"even", "odd"}[page%2]
@@ -253,9 +255,9 @@ func (h *hostileGateway) stats() (pages int, written int64) {
 	return h.served, h.written
 }
 
-func (h *hostileGateway) client(t *testing.T, opt Options) *Client {
+func (h *hostileGateway) client(t *testing.T, opt arweave.Options) *arweave.Client {
 	t.Helper()
-	c, err := NewClient(h.srv.URL, h.w, opt)
+	c, err := arweave.NewClient(h.srv.URL, h.w, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +276,7 @@ func allocated(f func()) uint64 {
 }
 
 // hostileOpt: quick retries, a short per-attempt timeout.
-var hostileOpt = Options{RequestTimeout: 300 * time.Millisecond, MaxAttempts: 3, BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond}
+var hostileOpt = arweave.Options{RequestTimeout: 300 * time.Millisecond, MaxAttempts: 3, BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond}
 
 // TestHostileGatewayEndlessPagination: a gateway that always says
 // hasNextPage (fresh cursors and ids, a cycle of cursors, or the same page
@@ -295,11 +297,11 @@ func TestHostileGatewayEndlessPagination(t *testing.T) {
 			h.set(mode, "honest")
 			var err error
 			mem := allocated(func() {
-				_, err = Rebuild(ctx, RebuildOptions{Client: c, Owner: c.Wallet().Address(), LogID: logID}, func(Record) error { return nil })
+				_, err = Rebuild(ctx, RebuildOptions{Gateway: c, Owner: c.Wallet().Address(), LogID: logID}, func(Record) error { return nil })
 			})
 			pages, _ := h.stats()
 			t.Log(err)
-			if !errors.Is(err, ErrPagination) || ctx.Err() != nil {
+			if !errors.Is(err, arweave.ErrPagination) || ctx.Err() != nil {
 				t.Fatalf("rebuild: %v after %d pages, want ErrPagination", err, pages)
 			}
 			// A page of 100 entries costs under 1 MiB to fetch and decode
@@ -311,10 +313,10 @@ func TestHostileGatewayEndlessPagination(t *testing.T) {
 
 			h.set(mode, "honest")
 			l := newMemLog(50, 10)
-			s := newSyncer(t, NewL1Uploader(c), l, logID, openTestState(t), 0)
+			s := newSyncer(t, arweave.NewL1Uploader(c), l, logID, openTestState(t), 0)
 			mem = allocated(func() { _, err = s.Push(ctx, l.head()) })
 			pages, _ = h.stats()
-			if !errors.Is(err, ErrPagination) || ctx.Err() != nil {
+			if !errors.Is(err, arweave.ErrPagination) || ctx.Err() != nil {
 				t.Fatalf("push: %v after %d pages, want ErrPagination", err, pages)
 			}
 			// The push derives its budget from its head (at least 100 pages).
@@ -357,10 +359,10 @@ func TestHostileGatewayHugeBody(t *testing.T) {
 			ctx := testCtx(t)
 			var err error
 			mem := allocated(func() {
-				_, err = Rebuild(ctx, RebuildOptions{Client: c, Owner: c.Wallet().Address(), LogID: logID, MaxSegmentBytes: tc.maxSeg}, func(Record) error { return nil })
+				_, err = Rebuild(ctx, RebuildOptions{Gateway: c, Owner: c.Wallet().Address(), LogID: logID, MaxSegmentBytes: tc.maxSeg}, func(Record) error { return nil })
 			})
 			_, written := h.stats()
-			if !errors.Is(err, ErrTooLarge) || ctx.Err() != nil {
+			if !errors.Is(err, arweave.ErrTooLarge) || ctx.Err() != nil {
 				t.Fatalf("rebuild: %v, want ErrTooLarge", err)
 			}
 			if mem > 32<<20 {
@@ -375,7 +377,7 @@ func TestHostileGatewayHugeBody(t *testing.T) {
 	h.mu.Unlock()
 	h.set("segments", "honest")
 	var got []Record
-	if _, err := Rebuild(testCtx(t), RebuildOptions{Client: c, Owner: c.Wallet().Address(), LogID: logID}, func(r Record) error {
+	if _, err := Rebuild(testCtx(t), RebuildOptions{Gateway: c, Owner: c.Wallet().Address(), LogID: logID}, func(r Record) error {
 		got = append(got, r)
 		return nil
 	}); err != nil {
@@ -396,14 +398,14 @@ func TestHostileGatewaySlowDripAndTruncatedBody(t *testing.T) {
 	id := h.addSegment(logID, l, 1, 200)
 	for _, tc := range []struct {
 		name, mode string
-		opt        Options
+		opt        arweave.Options
 		want       error
 		text       string
 	}{
-		{"drip, per-attempt timeout", "drip", hostileOpt, ErrTimeout, "no answer within 300ms"},
-		{"stall after half, per-attempt timeout", "truncated", hostileOpt, ErrTimeout, "no answer within 300ms"},
-		{"cut mid-body", "truncated-close", hostileOpt, ErrUnavailable, "unexpected EOF"},
-		{"drip, call budget", "drip", Options{RequestTimeout: time.Hour, MaxAttempts: 3, CallTimeout: 400 * time.Millisecond}, ErrTimeout, "call budget of 400ms"},
+		{"drip, per-attempt timeout", "drip", hostileOpt, arweave.ErrTimeout, "no answer within 300ms"},
+		{"stall after half, per-attempt timeout", "truncated", hostileOpt, arweave.ErrTimeout, "no answer within 300ms"},
+		{"cut mid-body", "truncated-close", hostileOpt, arweave.ErrUnavailable, "unexpected EOF"},
+		{"drip, call budget", "drip", arweave.Options{RequestTimeout: time.Hour, MaxAttempts: 3, CallTimeout: 400 * time.Millisecond}, arweave.ErrTimeout, "call budget of 400ms"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h.set("segments", tc.mode)
@@ -411,7 +413,7 @@ func TestHostileGatewaySlowDripAndTruncatedBody(t *testing.T) {
 			ctx := testCtx(t)
 			var err error
 			mem := allocated(func() { _, err = c.FetchData(ctx, id) })
-			var ge *GatewayError
+			var ge *arweave.GatewayError
 			t.Log(err)
 			if !errors.Is(err, tc.want) || !errors.As(err, &ge) || ctx.Err() != nil {
 				t.Fatalf("fetch: %v, want %v from the client's own bound", err, tc.want)
@@ -426,16 +428,16 @@ func TestHostileGatewaySlowDripAndTruncatedBody(t *testing.T) {
 	}
 	t.Run("drip, rebuild budget", func(t *testing.T) {
 		h.set("segments", "drip")
-		c := h.client(t, Options{RequestTimeout: time.Hour, CallTimeout: time.Hour})
+		c := h.client(t, arweave.Options{RequestTimeout: time.Hour, CallTimeout: time.Hour})
 		ctx := testCtx(t)
-		_, err := Rebuild(ctx, RebuildOptions{Client: c, Owner: c.Wallet().Address(), LogID: logID, Timeout: 500 * time.Millisecond}, func(Record) error { return nil })
-		if !errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), "time budget of 500ms") || ctx.Err() != nil {
+		_, err := Rebuild(ctx, RebuildOptions{Gateway: c, Owner: c.Wallet().Address(), LogID: logID, Timeout: 500 * time.Millisecond}, func(Record) error { return nil })
+		if !errors.Is(err, arweave.ErrTimeout) || !strings.Contains(err.Error(), "time budget of 500ms") || ctx.Err() != nil {
 			t.Fatalf("rebuild: %v, want the rebuild's own time budget", err)
 		}
 	})
 	t.Run("drip, push budget", func(t *testing.T) {
 		h.set("segments", "drip")
-		c := h.client(t, Options{RequestTimeout: time.Hour, CallTimeout: time.Hour})
+		c := h.client(t, arweave.Options{RequestTimeout: time.Hour, CallTimeout: time.Hour})
 		ctx := testCtx(t)
 		st := openTestState(t)
 		// A posting left by a crash makes Push ask the gateway first; the
@@ -446,12 +448,12 @@ func TestHostileGatewaySlowDripAndTruncatedBody(t *testing.T) {
 		h.mu.Lock()
 		h.segs = append(h.segs, hostileSeg{id: "tx/" + id + "/status", data: []byte("Pending")})
 		h.mu.Unlock()
-		s, err := NewSyncer(SyncConfig{LogID: logID, Records: l.source, Uploader: NewL1Uploader(c), State: st, Timeout: 500 * time.Millisecond})
+		s, err := NewSyncer(SyncConfig{LogID: logID, Records: l.source, Gateway: c, Uploader: arweave.NewL1Uploader(c), State: st, Timeout: 500 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
 		_, err = s.Push(ctx, l.head())
-		if !errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), "time budget of 500ms") || ctx.Err() != nil {
+		if !errors.Is(err, arweave.ErrTimeout) || !strings.Contains(err.Error(), "time budget of 500ms") || ctx.Err() != nil {
 			t.Fatalf("push: %v, want the push's own time budget", err)
 		}
 	})
@@ -481,7 +483,7 @@ func TestHostileGatewayForkedSegments(t *testing.T) {
 			ctx := testCtx(t)
 			rebuild := func(branch string) ([]Record, RebuildResult, error) {
 				var got []Record
-				res, err := Rebuild(ctx, RebuildOptions{Client: c, Owner: c.Wallet().Address(), LogID: logID, Branch: branch, VerifyRecord: verifyChain},
+				res, err := Rebuild(ctx, RebuildOptions{Gateway: c, Owner: c.Wallet().Address(), LogID: logID, Branch: branch, VerifyRecord: verifyChain},
 					func(r Record) error { got = append(got, r); return nil })
 				return got, res, err
 			}

@@ -1,9 +1,10 @@
-package arweave
+package mirror
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/unlimitedcontext/ucl/arweave"
 	"sort"
 	"time"
 )
@@ -15,9 +16,12 @@ type RecordSource func(from uint64, fn func(Record) error) error
 
 // SyncConfig configures a Syncer.
 type SyncConfig struct {
-	LogID    [16]byte
-	Records  RecordSource
-	Uploader Uploader // NewL1Uploader(c) or NewBundleUploader(c)
+	LogID   [16]byte
+	Records RecordSource
+	// Gateway is where the log is mirrored; its Address signs the segments.
+	Gateway Gateway
+	// Uploader posts batches of segments to Gateway: Uploads(c, bundle).
+	Uploader arweave.Uploader
 	State    *State
 	// SegmentBytes caps a segment (default DefaultSegmentBytes).
 	SegmentBytes int
@@ -57,18 +61,17 @@ type SyncResult struct {
 // package doc). It is not safe for concurrent Push calls.
 type Syncer struct {
 	cfg       SyncConfig
-	c         *Client
+	g         Gateway
 	afterPost func() error // tests only
 }
 
 // NewSyncer validates cfg and returns a Syncer.
 func NewSyncer(cfg SyncConfig) (*Syncer, error) {
-	if cfg.Records == nil || cfg.Uploader == nil || cfg.State == nil {
-		return nil, errors.New("new syncer: Records, Uploader and State are required")
+	if cfg.Records == nil || cfg.Gateway == nil || cfg.Uploader == nil || cfg.State == nil {
+		return nil, errors.New("new syncer: Records, Gateway, Uploader and State are required")
 	}
-	c := cfg.Uploader.Client()
-	if c == nil || c.Wallet() == nil {
-		return nil, fmt.Errorf("new syncer: %w", ErrNoWallet)
+	if cfg.Gateway == nil || cfg.Gateway.Address() == "" {
+		return nil, fmt.Errorf("new syncer: %w", arweave.ErrNoWallet)
 	}
 	if cfg.SegmentBytes <= 0 {
 		cfg.SegmentBytes = DefaultSegmentBytes
@@ -76,7 +79,7 @@ func NewSyncer(cfg SyncConfig) (*Syncer, error) {
 	if cfg.BatchBytes <= 0 {
 		cfg.BatchBytes = 2 << 20
 	}
-	return &Syncer{cfg: cfg, c: c}, nil
+	return &Syncer{cfg: cfg, g: cfg.Gateway}, nil
 }
 
 var errStop = errors.New("stop")
@@ -178,8 +181,8 @@ func (s *Syncer) checkCovered(sum MirrorSummary, head uint64) error {
 // prefix that is not this log's history: its head hash differs from the
 // local event at its last seq, or the local log does not reach it.
 // Uploading the local range then would fork the mirror.
-func (s *Syncer) checkRemote(byFirst map[uint64][]TxInfo, covered, head uint64) error {
-	var beyond []TxInfo
+func (s *Syncer) checkRemote(byFirst map[uint64][]arweave.TxInfo, covered, head uint64) error {
+	var beyond []arweave.TxInfo
 	for _, l := range byFirst {
 		for _, t := range l {
 			if m, err := ParseTags(t.Tags); err == nil && m.LastSeq > covered {
@@ -218,16 +221,16 @@ func (s *Syncer) resolvePostings(ctx context.Context) (int, error) {
 		if seg.Status != StatusPosting {
 			continue
 		}
-		st, err := s.c.Status(ctx, seg.StatusTxID())
+		st, err := s.g.Status(ctx, seg.StatusTxID())
 		if err != nil {
 			return n, fmt.Errorf("resolve posting %d..%d: %w", seg.FirstSeq, seg.LastSeq, err)
 		}
 		switch st.State {
-		case StateNotFound:
+		case arweave.StateNotFound:
 			err = s.cfg.State.Delete(s.cfg.LogID, seg.FirstSeq)
-		case StatePending:
+		case arweave.StatePending:
 			err = s.cfg.State.MarkSubmitted(s.cfg.LogID, seg.FirstSeq)
-		case StateConfirmed:
+		case arweave.StateConfirmed:
 			err = s.cfg.State.MarkConfirmed(s.cfg.LogID, seg.FirstSeq, st.Height)
 		}
 		if err != nil {
@@ -244,19 +247,19 @@ type rangeKey struct {
 }
 
 // remoteSegments lists this wallet's segments of the log on the gateway.
-func (s *Syncer) remoteSegments(ctx context.Context, head uint64) (map[uint64][]TxInfo, map[rangeKey]TxInfo, error) {
+func (s *Syncer) remoteSegments(ctx context.Context, head uint64) (map[uint64][]arweave.TxInfo, map[rangeKey]arweave.TxInfo, error) {
 	pages := s.cfg.MaxPages
 	if pages <= 0 {
 		pages = max(100, 10+2*int(min((head+pageSize-1)/pageSize, 1<<20)))
 	}
-	txs, err := s.c.FindSegmentsMax(ctx, s.c.Wallet().Address(), s.cfg.LogID, KindSegment, pages)
+	txs, err := FindSegments(ctx, s.g, s.g.Address(), s.cfg.LogID, KindSegment, pages)
 	if err != nil {
 		return nil, nil, err
 	}
-	byFirst := map[uint64][]TxInfo{}
-	exact := map[rangeKey]TxInfo{}
+	byFirst := map[uint64][]arweave.TxInfo{}
+	exact := map[rangeKey]arweave.TxInfo{}
 	for _, t := range txs {
-		if t.Owner != s.c.Wallet().Address() || VerifyOwner(t.OwnerKey, t.Owner) != nil {
+		if t.Owner != s.g.Address() || arweave.VerifyOwner(t.OwnerKey, t.Owner) != nil {
 			continue
 		}
 		m, err := ParseTags(t.Tags)
@@ -284,7 +287,7 @@ func (s *Syncer) remoteSegments(ctx context.Context, head uint64) (map[uint64][]
 	return byFirst, exact, nil
 }
 
-func (s *Syncer) adopt(t TxInfo, prev Hash) (SegmentState, error) {
+func (s *Syncer) adopt(t arweave.TxInfo, prev Hash) (SegmentState, error) {
 	m, _ := ParseTags(t.Tags)
 	seg := SegmentState{
 		LogID: s.cfg.LogID, FirstSeq: m.FirstSeq, LastSeq: m.LastSeq,
@@ -450,9 +453,9 @@ func (s *Syncer) dropBeyond(covered uint64) error {
 	return nil
 }
 
-func (s *Syncer) uploadBatch(ctx context.Context, batch []*EncodedSegment, exact map[rangeKey]TxInfo, res *SyncResult) error {
+func (s *Syncer) uploadBatch(ctx context.Context, batch []*EncodedSegment, exact map[rangeKey]arweave.TxInfo, res *SyncResult) error {
 	var todo []*EncodedSegment
-	var ups []SegmentUpload
+	var ups []arweave.Upload
 	for _, seg := range batch {
 		if t, ok := exact[rangeKey{seg.FirstSeq, seg.LastSeq, seg.HeadHash}]; ok {
 			if _, err := s.adopt(t, seg.PrevHash); err != nil {
@@ -466,10 +469,7 @@ func (s *Syncer) uploadBatch(ctx context.Context, batch []*EncodedSegment, exact
 			return fmt.Errorf("upload batch: %w", ErrNotContiguous)
 		}
 		todo = append(todo, seg)
-		ups = append(ups, SegmentUpload{
-			Meta: SegmentMeta{Kind: KindSegment, LogID: s.cfg.LogID, FirstSeq: seg.FirstSeq, LastSeq: seg.LastSeq, HeadHash: seg.HeadHash},
-			Data: seg.Data,
-		})
+		ups = append(ups, SegmentMeta{Kind: KindSegment, LogID: s.cfg.LogID, FirstSeq: seg.FirstSeq, LastSeq: seg.LastSeq, HeadHash: seg.HeadHash}.Upload(seg.Data))
 	}
 	if len(ups) == 0 {
 		return nil
@@ -514,18 +514,18 @@ func (s *Syncer) uploadBatch(ctx context.Context, batch []*EncodedSegment, exact
 // Refresh asks the gateway about every unconfirmed segment and records
 // confirmations. It returns the updated summary.
 func (s *Syncer) Refresh(ctx context.Context) (MirrorSummary, error) {
-	return RefreshState(ctx, s.c, s.cfg.State, s.cfg.LogID)
+	return RefreshState(ctx, s.g, s.cfg.State, s.cfg.LogID)
 }
 
 // RefreshState updates the status of logID's unconfirmed segments in st
 // from the gateway and returns the new summary. Postings the gateway does
 // not know are left alone (Push resolves them).
-func RefreshState(ctx context.Context, c *Client, st *State, logID [16]byte) (MirrorSummary, error) {
+func RefreshState(ctx context.Context, c Gateway, st *State, logID [16]byte) (MirrorSummary, error) {
 	sum, err := st.Summary(logID)
 	if err != nil {
 		return sum, err
 	}
-	cache := map[string]TxStatus{}
+	cache := map[string]arweave.TxStatus{}
 	for _, seg := range sum.Unconfirmed {
 		id := seg.StatusTxID()
 		ts, ok := cache[id]
@@ -536,9 +536,9 @@ func RefreshState(ctx context.Context, c *Client, st *State, logID [16]byte) (Mi
 			cache[id] = ts
 		}
 		switch ts.State {
-		case StateConfirmed:
+		case arweave.StateConfirmed:
 			err = st.MarkConfirmed(logID, seg.FirstSeq, ts.Height)
-		case StatePending:
+		case arweave.StatePending:
 			if seg.Status == StatusPosting {
 				err = st.MarkSubmitted(logID, seg.FirstSeq)
 			}

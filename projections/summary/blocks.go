@@ -1,0 +1,356 @@
+package summary
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/unlimitedcontext/ucl/internal/textutil"
+)
+
+// blockSpread is the expected number of chunks per block: a chunk starts a
+// block when FNV-1a-32 of its id is 0 modulo blockSpread. Part of the
+// format: changing it changes summaries and must bump FormatVersion.
+const blockSpread = 16
+
+// startsBlock reports whether chunk id opens a block.
+func startsBlock(id string) bool {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return h.Sum32()%blockSpread == 0
+}
+
+// sortKeyLen is the length of the order part of a group index key.
+const sortKeyLen = 12
+
+// orderKey is the group index key of c in group g: lenPrefix(group id) ‖
+// sort key ‖ chunk id, so that a cursor walks the group in reading order
+// (sessions: time, index, id; documents: index, time, id).
+func orderKey(g groupKey, c *chunk) []byte {
+	k := lenPrefix(g.id)
+	tk := timeKey(c.time)
+	if g.prefix == prefixDocument {
+		k = binary.BigEndian.AppendUint32(k, uint32(c.index))
+		k = append(k, tk[:]...)
+	} else {
+		k = append(k, tk[:]...)
+		k = binary.BigEndian.AppendUint32(k, uint32(c.index))
+	}
+	return append(k, c.id...)
+}
+
+// groupsOf are the groups c belongs to.
+func groupsOf(c *chunk) []groupKey {
+	var gs []groupKey
+	if c.session != "" {
+		gs = append(gs, groupKey{prefixSession, c.session})
+	}
+	if d := c.docID(); d != "" {
+		gs = append(gs, groupKey{prefixDocument, d})
+	}
+	return gs
+}
+
+// idOfKey is the chunk id at the end of a group index key with prefix gp.
+func idOfKey(gp, k []byte) string { return string(k[len(gp)+sortKeyLen:]) }
+
+// block is the stored digest of one block of a group: enough to merge the
+// group's summary without reading its chunks.
+type block struct {
+	chunks, sents int
+	first, last   int64       // content time span
+	session       string      // session of the block's first chunk
+	cands         []cand      // candidate sentences, in reading order
+	terms         []blockTerm // the block's key terms
+}
+
+// blockTerm is a key term of a block with its count and df there.
+type blockTerm struct {
+	word      string
+	count, df int
+}
+
+// cand is a candidate sentence of a block. Its content words are not
+// stored: merge derives them from the text.
+type cand struct {
+	local int // position among the block's sentences
+	text  string
+}
+
+// newBlock summarises the chunks of one block (in reading order): the
+// candidates are the sentences the block's own summary takes (or its best
+// sentence when none fits), the candidate key terms its own key terms.
+func newBlock(cs []*chunk, opts Options) *block {
+	b := &block{chunks: len(cs), first: cs[0].time, last: cs[0].time, session: cs[0].session}
+	var sents []sentence
+	for _, c := range cs {
+		for _, st := range c.sents {
+			st.pos = len(sents)
+			sents = append(sents, st)
+		}
+		b.first, b.last = min(b.first, c.time), max(b.last, c.time)
+	}
+	b.sents = len(sents)
+	ex := summarize(sents, opts.MaxTokens, opts.KeyTerms)
+	if len(sents) == 0 {
+		return b
+	}
+	for _, w := range ex.keyTerms {
+		st := ex.stats[w]
+		b.terms = append(b.terms, blockTerm{w, st.count, st.df})
+	}
+	taken := false
+	for i, ok := range ex.chosen {
+		if ok {
+			b.cands = append(b.cands, cand{local: i, text: sents[i].text})
+			taken = true
+		}
+	}
+	if !taken {
+		b.cands = []cand{{local: ex.best, text: sents[ex.best].text}}
+	}
+	return b
+}
+
+// encodeBlock: uvarint chunks ‖ uvarint sentences ‖ first(8, BE) ‖
+// last(8, BE) ‖ str session ‖ uvarint #candidates ‖ per candidate (uvarint
+// local position, str text) ‖ uvarint
+// #terms ‖ per term (str term, uvarint count, uvarint df).
+func encodeBlock(b *block) []byte {
+	out := binary.AppendUvarint(nil, uint64(b.chunks))
+	out = binary.AppendUvarint(out, uint64(b.sents))
+	out = binary.BigEndian.AppendUint64(out, uint64(b.first))
+	out = binary.BigEndian.AppendUint64(out, uint64(b.last))
+	out = appendStr(out, b.session)
+	out = binary.AppendUvarint(out, uint64(len(b.cands)))
+	for _, c := range b.cands {
+		out = binary.AppendUvarint(out, uint64(c.local))
+		out = appendStr(out, c.text)
+	}
+	out = binary.AppendUvarint(out, uint64(len(b.terms)))
+	for _, t := range b.terms {
+		out = appendStr(out, t.word)
+		out = binary.AppendUvarint(out, uint64(t.count))
+		out = binary.AppendUvarint(out, uint64(t.df))
+	}
+	return out
+}
+
+// decodeBlock parses a stored block record.
+func decodeBlock(raw []byte) (*block, error) {
+	bad := func(what string) (*block, error) {
+		return nil, fmt.Errorf("decode block: %w: %s", ErrCorrupt, what)
+	}
+	rec := string(raw)
+	p := 0
+	uv := func() (uint64, bool) {
+		v, n := binary.Uvarint(raw[p:])
+		if n <= 0 {
+			return 0, false
+		}
+		p += n
+		return v, true
+	}
+	str := func() (string, bool) {
+		l, ok := uv()
+		if !ok || l > uint64(len(rec)-p) {
+			return "", false
+		}
+		s := rec[p : p+int(l)]
+		p += int(l)
+		return s, true
+	}
+	b := &block{}
+	chunks, ok1 := uv()
+	sents, ok2 := uv()
+	if !ok1 || !ok2 || chunks > 1<<31 || sents > 1<<31 {
+		return bad("counts")
+	}
+	b.chunks, b.sents = int(chunks), int(sents)
+	if len(rec)-p < 16 {
+		return bad("times")
+	}
+	b.first = int64(binary.BigEndian.Uint64(raw[p:]))
+	b.last = int64(binary.BigEndian.Uint64(raw[p+8:]))
+	p += 16
+	var ok bool
+	if b.session, ok = str(); !ok {
+		return bad("session")
+	}
+	n, ok := uv()
+	if !ok || n > uint64(len(rec)-p) {
+		return bad("candidate count")
+	}
+	b.cands = make([]cand, n)
+	for i := range b.cands {
+		local, ok1 := uv()
+		text, ok2 := str()
+		if !ok1 || !ok2 || local >= sents {
+			return bad("candidate")
+		}
+		b.cands[i] = cand{local: int(local), text: text}
+	}
+	if n, ok = uv(); !ok || n > uint64(len(rec)-p) {
+		return bad("term count")
+	}
+	b.terms = make([]blockTerm, n)
+	for i := range b.terms {
+		w, ok1 := str()
+		c, ok2 := uv()
+		df, ok3 := uv()
+		if !ok1 || !ok2 || !ok3 || df == 0 || df > c || c > 1<<40 {
+			return bad("term")
+		}
+		b.terms[i] = blockTerm{w, int(c), int(df)}
+	}
+	if p != len(rec) {
+		return bad("trailing bytes")
+	}
+	return b, nil
+}
+
+// rebuildBlocks recomputes the blocks of group g that the changes between
+// index keys lo and hi (inclusive, both states) can reach: from the last
+// block start before lo to the first block start after hi. Keys outside
+// [lo, hi] are the same before and after the change, so blocks outside
+// that range are unchanged.
+// It returns the number of chunks it read.
+func rebuildBlocks(tx *bolt.Tx, g groupKey, lo, hi []byte, opts Options) (int, error) {
+	idx := tx.Bucket(bucketBySession)
+	if g.prefix == prefixDocument {
+		idx = tx.Bucket(bucketByDoc)
+	}
+	gp := lenPrefix(g.id)
+	c := idx.Cursor()
+	start := gp // group start
+	k, _ := c.Seek(lo)
+	if k == nil {
+		k, _ = c.Last()
+	} else {
+		k, _ = c.Prev()
+	}
+	for ; k != nil && bytes.HasPrefix(k, gp); k, _ = c.Prev() {
+		if startsBlock(idOfKey(gp, k)) {
+			start = append([]byte(nil), k...)
+			break
+		}
+	}
+	var end []byte // nil: group end
+	for k, _ = c.Seek(hi); k != nil && bytes.HasPrefix(k, gp); k, _ = c.Next() {
+		if bytes.Compare(k, hi) > 0 && startsBlock(idOfKey(gp, k)) {
+			end = append([]byte(nil), k...)
+			break
+		}
+	}
+	within := func(k []byte) bool {
+		return k != nil && bytes.HasPrefix(k, gp) && (end == nil || bytes.Compare(k, end) < 0)
+	}
+
+	blocks := tx.Bucket(bucketBlocks)
+	var stale [][]byte
+	bc := blocks.Cursor()
+	for bk, _ := bc.Seek(append([]byte{g.prefix}, start...)); bk != nil && bk[0] == g.prefix && within(bk[1:]); bk, _ = bc.Next() {
+		stale = append(stale, append([]byte(nil), bk...))
+	}
+	for _, bk := range stale {
+		if err := blocks.Delete(bk); err != nil {
+			return 0, err
+		}
+	}
+
+	chunks := tx.Bucket(bucketChunks)
+	var cur []*chunk
+	read := 0
+	var curKey []byte
+	flush := func() error {
+		if len(cur) == 0 {
+			return nil
+		}
+		err := blocks.Put(append([]byte{g.prefix}, curKey...), encodeBlock(newBlock(cur, opts)))
+		cur = cur[:0]
+		return err
+	}
+	for k, _ = c.Seek(start); within(k); k, _ = c.Next() {
+		id := idOfKey(gp, k)
+		if len(cur) > 0 && startsBlock(id) {
+			if err := flush(); err != nil {
+				return read, err
+			}
+		}
+		ch, err := decodeChunk(id, chunks.Get([]byte(id)))
+		if err != nil {
+			return read, err
+		}
+		read++
+		if len(cur) == 0 {
+			curKey = append([]byte(nil), k...)
+		}
+		cur = append(cur, ch)
+	}
+	return read, flush()
+}
+
+// merge is the summary of group g from its stored blocks; nil when the
+// group has no live chunk. The blocks' candidate sentences are summarised
+// as one text (weights over the candidates); a key term weighs its counts
+// summed over the blocks that list it, against all the group's sentences.
+func merge(tx *bolt.Tx, g groupKey, opts Options) (*Summary, error) {
+	bp := append([]byte{g.prefix}, lenPrefix(g.id)...)
+	var bs []*block
+	c := tx.Bucket(bucketBlocks).Cursor()
+	for k, v := c.Seek(bp); k != nil && bytes.HasPrefix(k, bp); k, v = c.Next() {
+		b, err := decodeBlock(v)
+		if err != nil {
+			return nil, fmt.Errorf("group %q: %w", g.id, err)
+		}
+		bs = append(bs, b)
+	}
+	if len(bs) == 0 {
+		return nil, nil
+	}
+	s := &Summary{Kind: KindSession, ID: g.id, First: bs[0].first, Last: bs[0].last}
+	if g.prefix == prefixDocument {
+		s.Kind = KindDocument
+		s.Session = bs[0].session
+	}
+	n := 0
+	var sents []sentence
+	firstIsCand := false
+	terms := map[string]*termStat{}
+	for i, b := range bs {
+		s.Chunks += b.chunks
+		n += b.sents
+		s.First, s.Last = min(s.First, b.first), max(s.Last, b.last)
+		for _, cd := range b.cands {
+			if i == 0 && cd.local == 0 {
+				firstIsCand = true
+			}
+			sents = append(sents, sentence{text: cd.text, words: textutil.ContentWords(cd.text), pos: len(sents)})
+		}
+		for _, t := range b.terms {
+			st := terms[t.word]
+			if st == nil {
+				st = &termStat{}
+				terms[t.word] = st
+			}
+			st.count += t.count
+			st.df += t.df
+		}
+	}
+	weights := make(map[string]float64, len(terms))
+	words := make([]string, 0, len(terms))
+	for w, st := range terms {
+		weights[w] = termWeight(st.count, st.df, n)
+		words = append(words, w)
+	}
+	s.KeyTerms = topTerms(words, weights, opts.KeyTerms)
+	if len(sents) > 0 {
+		ex := summarizeFirst(sents, opts.MaxTokens, firstIsCand)
+		s.Text = ex.text
+	}
+	s.Tokens = textutil.EstimateTokens(s.Text)
+	return s, nil
+}
