@@ -59,8 +59,12 @@ const DefaultExactBelow = 120_000
 
 // vectorsVersion is the vector projection's state format. Version 2
 // keeps one flat copy of every live vector and builds the graph only once
-// the collection reaches ExactBelow (version 1 kept a graph at any size).
-const vectorsVersion = 2
+// the collection reaches ExactBelow (version 1 kept a graph at any size);
+// version 3 stores that copy as 8-bit scalar-quantised values (quant.go)
+// instead of binary16. A store of another version is rebuilt from the log
+// on open (the state tag differs), and a snapshot of another version is
+// refused and rebuilt.
+const vectorsVersion = 3
 
 // VectorProjection embeds every live chunk and indexes it for search.
 //
@@ -68,9 +72,9 @@ const vectorsVersion = 2
 // the number of live vectors and, once the graph exists, the seq and size
 // of graph.bin; "chunks" maps chunk id to what tombstones need (session,
 // time, seq); "vecs" maps chunk id to its vector, scaled to unit length
-// and rounded to binary16 (dim × 2 bytes little-endian, half.go), the one
-// stored copy of the vectors below the graph threshold. The indexes hold
-// exactly these values.
+// and quantised to 8 bits with a per-vector step (4 + dim bytes,
+// quant.go), the one stored copy of the vectors below the graph
+// threshold. The indexes hold exactly these values.
 //
 // Below ExactBelow live vectors, search is exact and no graph exists:
 // catch-up writes vectors and nothing else, and opening reads nothing but
@@ -128,12 +132,12 @@ type chunkMeta struct {
 }
 
 type vecOp struct {
-	seq       uint64
-	del       bool
-	id        string
-	content   string
-	vec       []float32
-	quantized bool // vec is unit length and rounded to binary16 (half.go)
+	seq     uint64
+	del     bool
+	id      string
+	content string
+	vec     []float32
+	rec     []byte // the stored record of vec, once quantised (quant.go)
 }
 
 var (
@@ -426,11 +430,11 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 	}
 	dim := v.opts.Embedder.Dim()
 	for i := range v.ops {
-		if op := &v.ops[i]; !op.del && !op.quantized {
+		if op := &v.ops[i]; !op.del && op.rec == nil {
 			if err := checkVec(op.vec, dim); err != nil {
 				return fmt.Errorf("commit vectors: seq %d: %w", op.seq, err)
 			}
-			op.vec, op.quantized = quantize(op.vec), true
+			op.vec, op.rec = quantize(op.vec)
 		}
 	}
 	live, graphOn, crossed := v.live, v.graphOn, false
@@ -455,7 +459,7 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 				if !existed {
 					live++
 				}
-				if err := vb.Put([]byte(op.id), encodeVec(op.vec)); err != nil {
+				if err := vb.Put([]byte(op.id), op.rec); err != nil {
 					return err
 				}
 				if err := ch.Put([]byte(op.id), encodeMeta(v.meta[op.id])); err != nil {
@@ -814,26 +818,6 @@ func checkVec(vec []float32, dim int) error {
 		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
 			return fmt.Errorf("embedding holds NaN or Inf: %w", vector.ErrInvalidVector)
 		}
-	}
-	return nil
-}
-
-// encodeVec stores a quantized vector as binary16 values, little-endian.
-func encodeVec(vec []float32) []byte {
-	b := make([]byte, 2*len(vec))
-	for i, f := range vec {
-		binary.LittleEndian.PutUint16(b[2*i:], toHalf(f))
-	}
-	return b
-}
-
-func decodeVec(b []byte, dst []float32) error {
-	if len(b) != 2*len(dst) {
-		return fmt.Errorf("decode vector record: %d bytes for %d dimensions: %w", len(b), len(dst), errVectorsCorrupt)
-	}
-	t := halves()
-	for i := range dst {
-		dst[i] = t[binary.LittleEndian.Uint16(b[2*i:])]
 	}
 	return nil
 }
