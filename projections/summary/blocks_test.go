@@ -271,12 +271,18 @@ func FuzzDecodeBlock(f *testing.F) {
 // TestFormat1FileIsRebuilt opens a summary.db left by format 1 (its
 // version tag) and checks it is discarded: checkpoint zero, nothing kept.
 func TestFormat1FileIsRebuilt(t *testing.T) {
+	for _, tag := range []string{"v1/tokens=120/terms=8", "v2/tokens=120/terms=8"} {
+		t.Run(tag, func(t *testing.T) { testOldFormatRebuilt(t, tag) })
+	}
+}
+
+func testOldFormatRebuilt(t *testing.T, tag string) {
 	dir := t.TempDir()
 	x := openT(t, dir, Options{})
 	applyAll(t, x, chain(t, &log.Store{ChunkID: "a", Kind: log.KindConversation, Session: "S",
 		Time: projtest.BaseTime, Content: "Old format text."}), 0)
 	err := x.db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketMeta).Put(keyVersion, []byte("v1/tokens=120/terms=8"))
+		return tx.Bucket(bucketMeta).Put(keyVersion, []byte(tag))
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -68,10 +68,16 @@
 //   - blocks: kind byte (1 session, 2 document) ‖ the by_session/by_doc key
 //     of the block's first chunk → encodeBlock;
 //   - summaries: 1‖session id or 2‖document id → JSON Summary;
-//   - meta: version tag, checkpoint.
+//   - search_docs, search_terms (format 3): the session search index, a
+//     function of the session summaries, updated in the same transaction
+//     for the sessions whose summary changed (only the terms whose
+//     frequency changed are rewritten); see search.go;
+//   - meta: version tag, checkpoint, search_stats.
 //
-// The session search index is in memory, built from the stored summaries
-// by the first Search.
+// Search reads the postings of its words, the lengths of their sessions
+// and the stats, never the summaries: a process's first search costs what
+// its words cost, not a pass over every summary. Format 2 files (search
+// index in memory, rebuilt by each process) are discarded and rebuilt.
 package summary
 
 import (
@@ -98,7 +104,7 @@ import (
 const Name = "summary"
 
 // FormatVersion is the stored format and extraction version.
-const FormatVersion = 2
+const FormatVersion = 3
 
 // Defaults for Options.
 const (
@@ -130,7 +136,7 @@ var (
 	bucketSummaries = []byte("summaries")
 	bucketBlocks    = []byte("blocks")
 	bucketMeta      = []byte("meta")
-	allBuckets      = [][]byte{bucketChunks, bucketBySession, bucketByDoc, bucketSummaries, bucketBlocks, bucketMeta}
+	allBuckets      = [][]byte{bucketChunks, bucketBySession, bucketByDoc, bucketSummaries, bucketBlocks, bucketSearchDocs, bucketSearchTerms, bucketMeta}
 	keyCP           = []byte("checkpoint")
 	keyVersion      = []byte("version")
 )
@@ -211,7 +217,6 @@ type Index struct {
 
 	ops    map[string]*chunk // chunk changes since Commit; nil = deleted
 	reread int               // chunks read back to rebuild blocks (tests)
-	search *searchIndex      // over committed session summaries; nil until Search needs it
 }
 
 var _ projections.Projection = (*Index)(nil)
@@ -312,9 +317,6 @@ func (x *Index) open() error {
 		}
 		return tx.Bucket(bucketMeta).Put(keyVersion, x.versionTag())
 	})
-	// The session search index is built on first use (Search): commands
-	// that never search summaries do not pay for it.
-	x.search = nil
 	if err != nil {
 		db.Close()
 		x.db = nil
@@ -450,8 +452,8 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
-	changed := map[string]*Summary{} // session id -> new summary (nil: gone)
-	scrub := false                   // a chunk was removed: compact after the commit
+	changed := map[string]*searchChange{} // session id -> old and new summary
+	scrub := false                        // a chunk was removed: compact after the commit
 	err = x.db.Update(func(tx *bolt.Tx) error {
 		chunks := tx.Bucket(bucketChunks)
 		bySess, byDoc := tx.Bucket(bucketBySession), tx.Bucket(bucketByDoc)
@@ -517,6 +519,16 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 				return err
 			}
 			key := append([]byte{g.prefix}, g.id...)
+			if g.prefix == prefixSession {
+				sc := &searchChange{new: s}
+				if raw := sums.Get(key); raw != nil {
+					sc.old = &Summary{}
+					if err := decodeSummary(raw, sc.old); err != nil {
+						return fmt.Errorf("summary %q: %w", g.id, err)
+					}
+				}
+				changed[g.id] = sc
+			}
 			if s == nil {
 				if err := sums.Delete(key); err != nil {
 					return err
@@ -530,19 +542,14 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 					return err
 				}
 			}
-			if g.prefix == prefixSession {
-				changed[g.id] = s
-			}
+		}
+		if err := updateSearch(tx, changed); err != nil {
+			return fmt.Errorf("session search index: %w", err)
 		}
 		return tx.Bucket(bucketMeta).Put(keyCP, cpb)
 	})
 	if err != nil {
 		return fmt.Errorf("commit summaries: %w", err)
-	}
-	if x.search != nil {
-		for id, s := range changed {
-			x.search.set(id, s)
-		}
 	}
 	clear(x.ops)
 	x.cp = cp
@@ -869,8 +876,9 @@ func (x *Index) Digest() ([32]byte, error) {
 }
 
 // Search scores sessions for text by BM25 over each committed session
-// summary's text plus its key terms (see searchIndex) and returns the best
-// k, ties by session id. Text without content words gives no hits.
+// summary's text plus its key terms (see search.go) and returns the best
+// k, ties by session id. Text without content words gives no hits. It
+// reads the stored postings of the text's words, not the summaries.
 func (x *Index) Search(ctx context.Context, text string, k int) ([]SessionHit, error) {
 	if k <= 0 {
 		return nil, fmt.Errorf("search summaries: k %d: %w", k, ErrInvalidQuery)
@@ -879,30 +887,21 @@ func (x *Index) Search(ctx context.Context, text string, k int) ([]SessionHit, e
 		return nil, fmt.Errorf("search summaries: %w", err)
 	}
 	x.mu.RLock()
-	si, closed := x.search, x.closed
-	x.mu.RUnlock()
-	if closed {
+	defer x.mu.RUnlock()
+	if x.closed {
 		return nil, ErrClosed
 	}
-	if si == nil {
-		x.mu.Lock()
-		if x.search == nil && !x.closed {
-			s, err := x.loadSearch()
-			if err != nil {
-				x.mu.Unlock()
-				return nil, fmt.Errorf("search summaries: %w", err)
-			}
-			x.search = s
-		}
-		si, closed = x.search, x.closed
-		x.mu.Unlock()
-		if closed {
-			return nil, ErrClosed
-		}
+	words := textutil.ContentWords(text)
+	var hits []SessionHit
+	err := x.view(func(tx *bolt.Tx) error {
+		var err error
+		hits, err = searchStored(tx, words, k)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("search summaries: %w", err)
 	}
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	return si.query(textutil.ContentWords(text), k), nil
+	return hits, nil
 }
 
 // Reset drops all state and sets the checkpoint to zero.
@@ -947,24 +946,6 @@ func (x *Index) Close() error {
 		return fmt.Errorf("close summary db: %w", err)
 	}
 	return nil
-}
-
-// loadSearch rebuilds the in-memory session index from stored summaries.
-func (x *Index) loadSearch() (*searchIndex, error) {
-	si := newSearchIndex()
-	err := x.view(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketSummaries).Cursor()
-		p := []byte{prefixSession}
-		for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
-			var s Summary
-			if err := decodeSummary(v, &s); err != nil {
-				return fmt.Errorf("summary %q: %w", k, err)
-			}
-			si.set(s.ID, &s)
-		}
-		return nil
-	})
-	return si, err
 }
 
 // view runs fn in a read transaction; a panic of a damaged file becomes a
