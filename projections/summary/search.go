@@ -39,6 +39,12 @@ const (
 //     hash (rare: a 32-bit hash), otherwise the hash alone finds it in
 //     search_docs; so a posting costs 3–6 bytes;
 //   - meta search_stats: uvarint session count ‖ uvarint total length.
+//
+// Measured (BenchmarkColdSearch, open + one Search, sessions of 20 turns):
+// 280 → 0.66 CPU ms at 5K sessions, 3,629 → 1.6 at 50K; at 12.5K sessions
+// the index takes 3 MB of pages (2.5% of summary.db). A Commit rewrites
+// the postings lists of the terms whose frequency changed, whole: an
+// appended exchange costs ~0.5 CPU ms more (BenchmarkAppendExchange).
 
 var (
 	bucketSearchDocs  = []byte("search_docs")
