@@ -1,5 +1,5 @@
-// Package dedup is the near-duplicate projection: for every live chunk, the
-// SHA-256 of its normalized content, indexed by (session, role, kind,
+// Package dedup is the near-duplicate projection: for every live chunk, a
+// hash of its normalized content (Hash), indexed by (session, role, kind,
 // hash), so that a store can find, in one bbolt seek, a live item of the
 // same session, role and kind whose content is the same after
 // normalization.
@@ -34,16 +34,32 @@
 //   - No content is stored, only hashes; still, a Commit that removed
 //     chunks compacts the file so that the hashes of tombstoned content
 //     (which would confirm a guess of a short text) leave the disk.
+//   - Nothing the log has is copied (format 2): the id and hash of the
+//     event that stored a chunk are read back from the log by its seq when
+//     a duplicate is reported; session and role are stored once per item,
+//     and the lookup key is a hash of them with the kind and content hash.
+//
+// The content hash is SHA-256 of the normalized text cut to 16 bytes
+// (format 1 kept 32). Two different texts of the same session, role and
+// kind would have to collide for one to be taken for the other: by
+// chance that is about n²/2¹²⁹ for n items (below 10⁻²⁰ at a billion),
+// and on purpose it takes about 2⁶⁴ SHA-256 evaluations by someone who
+// writes both texts to the store, who could as well not store the
+// second: dedup is no security boundary, a false match only costs a
+// write its own text.
 //
 // Storage (bbolt file dedup.db; frozen by testdata/format.golden). Strings
-// are uvarint-length-prefixed (str), integers big-endian:
+// are uvarint-length-prefixed (str), uvarints canonical (shortest):
 //
-//	items  chunk id → kind(1) seq(8) event-id(16) event-hash(32)
-//	                  content-hash(32) time-ms(8) chunk-index(4)
+//	items  chunk id → kind(1) uvarint(seq) content-hash(16)
+//	                  varint(time-ms) uvarint(chunk-index)
 //	                  str(session) str(role) str(chunk-parent)
-//	keys   str(session) str(role) kind(1) content-hash(32) chunk-id → ∅
-//	docs   str(chunk-parent) chunk-index(4) → chunk id
-//	meta   "version" → "v1", "checkpoint" → JSON checkpoint
+//	keys   lookup(16) chunk-id → ∅, lookup = SHA-256(str(session)
+//	       str(role) kind(1) content-hash(16)) cut to 16 bytes; Find
+//	       checks the item's session, role, kind and hash, so a lookup
+//	       collision is no match
+//	docs   str(chunk-parent) chunk-index(4, BE) → chunk id
+//	meta   "version" → "v2", "checkpoint" → JSON checkpoint
 //
 // The digest is SHA-256 over the version and the items, keys and docs
 // buckets in key order (each key and value as str).
@@ -72,7 +88,7 @@ import (
 const Name = "dedup"
 
 // FormatVersion is the stored format and normalization version.
-const FormatVersion = 1
+const FormatVersion = 2
 
 var (
 	// ErrClosed is returned when a method is called after Close.
@@ -114,17 +130,23 @@ func Normalize(s string) string {
 	return b.String()
 }
 
-// Hash is the SHA-256 of Normalize(s).
-func Hash(s string) [32]byte { return sha256.Sum256([]byte(Normalize(s))) }
+// HashLen is the length of a content hash.
+const HashLen = 16
 
-// Item is one live chunk as the projection knows it.
+// Hash is the SHA-256 of Normalize(s), cut to HashLen bytes (see the
+// package doc for why 16 bytes are enough).
+func Hash(s string) [HashLen]byte {
+	sum := sha256.Sum256([]byte(Normalize(s)))
+	return [HashLen]byte(sum[:HashLen])
+}
+
+// Item is one live chunk as the projection knows it. The id and hash of
+// the event at Seq are in the log (log.(*Log).EventAt).
 type Item struct {
-	ChunkID     string   `json:"chunk_id"`
-	Kind        log.Kind `json:"kind"`
-	Seq         uint64   `json:"seq"`
-	ID          log.ID   `json:"id"`
-	Hash        log.Hash `json:"hash"`
-	Content     [32]byte `json:"-"`
+	ChunkID     string        `json:"chunk_id"`
+	Kind        log.Kind      `json:"kind"`
+	Seq         uint64        `json:"seq"`
+	Content     [HashLen]byte `json:"-"`
 	Time        int64    `json:"time_ms"`
 	ChunkIndex  int      `json:"chunk_index,omitempty"`
 	Session     string   `json:"session,omitempty"`
@@ -261,12 +283,18 @@ func lenPrefix(s string) []byte {
 	return append(b, s...)
 }
 
-// KeyPrefix is the keys-bucket prefix of (session, role, kind, hash).
-func keyPrefix(session, role string, kind log.Kind, h [32]byte) []byte {
+// lookupLen is the length of a keys-bucket lookup prefix.
+const lookupLen = 16
+
+// keyPrefix is the keys-bucket prefix of (session, role, kind, hash): a
+// hash of them, so that session and role are stored once, in the item.
+func keyPrefix(session, role string, kind log.Kind, h [HashLen]byte) []byte {
 	b := lenPrefix(session)
 	b = append(b, lenPrefix(role)...)
 	b = append(b, byte(kind))
-	return append(b, h[:]...)
+	b = append(b, h[:]...)
+	sum := sha256.Sum256(b)
+	return sum[:lookupLen]
 }
 
 func docKey(parent string, index int) []byte {
@@ -274,41 +302,58 @@ func docKey(parent string, index int) []byte {
 }
 
 func encodeItem(it *Item) []byte {
-	b := []byte{byte(it.Kind)}
-	b = binary.BigEndian.AppendUint64(b, it.Seq)
-	b = append(b, it.ID[:]...)
-	b = append(b, it.Hash[:]...)
+	b := make([]byte, 0, 40+len(it.Session)+len(it.Role)+len(it.ChunkParent))
+	b = append(b, byte(it.Kind))
+	b = binary.AppendUvarint(b, it.Seq)
 	b = append(b, it.Content[:]...)
-	b = binary.BigEndian.AppendUint64(b, uint64(it.Time))
-	b = binary.BigEndian.AppendUint32(b, uint32(it.ChunkIndex))
+	b = binary.AppendVarint(b, it.Time)
+	b = binary.AppendUvarint(b, uint64(it.ChunkIndex))
 	b = append(b, lenPrefix(it.Session)...)
 	b = append(b, lenPrefix(it.Role)...)
 	return append(b, lenPrefix(it.ChunkParent)...)
 }
 
 func decodeItem(id string, b []byte) (*Item, error) {
-	const fixed = 1 + 8 + 16 + 32 + 32 + 8 + 4
 	bad := fmt.Errorf("item %q: %w", id, ErrCorrupt)
-	if len(b) < fixed {
+	if len(b) < 1 {
 		return nil, bad
 	}
 	it := &Item{ChunkID: id, Kind: log.Kind(b[0])}
-	it.Seq = binary.BigEndian.Uint64(b[1:])
-	copy(it.ID[:], b[9:25])
-	copy(it.Hash[:], b[25:57])
-	copy(it.Content[:], b[57:89])
-	it.Time = int64(binary.BigEndian.Uint64(b[89:]))
-	it.ChunkIndex = int(binary.BigEndian.Uint32(b[97:]))
-	rest := b[fixed:]
+	rest := b[1:]
+	// Only shortest varints: a record decodes to one item and back.
+	uv := func() (uint64, bool) {
+		v, k := binary.Uvarint(rest)
+		if k <= 0 || k != len(binary.AppendUvarint(nil, v)) {
+			return 0, false
+		}
+		rest = rest[k:]
+		return v, true
+	}
 	str := func() (string, bool) {
-		n, k := binary.Uvarint(rest)
-		if k <= 0 || uint64(len(rest)-k) < n {
+		n, ok := uv()
+		if !ok || uint64(len(rest)) < n {
 			return "", false
 		}
-		s := string(rest[k : k+int(n)])
-		rest = rest[k+int(n):]
+		s := string(rest[:n])
+		rest = rest[n:]
 		return s, true
 	}
+	var ok bool
+	if it.Seq, ok = uv(); !ok || len(rest) < HashLen {
+		return nil, bad
+	}
+	copy(it.Content[:], rest)
+	rest = rest[HashLen:]
+	t, k := binary.Varint(rest)
+	if k <= 0 || k != len(binary.AppendVarint(nil, t)) {
+		return nil, bad
+	}
+	it.Time, rest = t, rest[k:]
+	idx, ok := uv()
+	if !ok || idx > 1<<31 {
+		return nil, bad
+	}
+	it.ChunkIndex = int(idx)
 	var ok1, ok2, ok3 bool
 	it.Session, ok1 = str()
 	it.Role, ok2 = str()
@@ -366,7 +411,7 @@ func put(tx *bolt.Tx, ev *log.Event, st *log.Store) error {
 	if _, err := remove(tx, st.ChunkID); err != nil {
 		return err
 	}
-	it := &Item{ChunkID: st.ChunkID, Kind: st.Kind, Seq: ev.Seq, ID: ev.ID, Hash: ev.Hash, Content: Hash(st.Content),
+	it := &Item{ChunkID: st.ChunkID, Kind: st.Kind, Seq: ev.Seq, Content: Hash(st.Content),
 		Time: st.Time, ChunkIndex: st.ChunkIndex, Session: st.Session, Role: st.Role, ChunkParent: st.ChunkParent}
 	if err := tx.Bucket(bucketItems).Put([]byte(it.ChunkID), encodeItem(it)); err != nil {
 		return err
@@ -500,7 +545,7 @@ func (x *Index) view(fn func(tx *bolt.Tx) error) error {
 
 // Find returns the live chunks of session, role and kind whose content
 // hash is h, in chunk-id order (as of the last Commit).
-func (x *Index) Find(session, role string, kind log.Kind, h [32]byte) ([]Item, error) {
+func (x *Index) Find(session, role string, kind log.Kind, h [HashLen]byte) ([]Item, error) {
 	var out []Item
 	err := x.view(func(tx *bolt.Tx) error {
 		p := keyPrefix(session, role, kind, h)
@@ -511,6 +556,9 @@ func (x *Index) Find(session, role string, kind log.Kind, h [32]byte) ([]Item, e
 			it, err := decodeItem(id, items.Get([]byte(id)))
 			if err != nil {
 				return err
+			}
+			if it.Session != session || it.Role != role || it.Kind != kind || it.Content != h {
+				continue // another key with the same lookup hash
 			}
 			out = append(out, *it)
 		}
