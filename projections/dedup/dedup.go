@@ -147,11 +147,11 @@ type Item struct {
 	Kind        log.Kind      `json:"kind"`
 	Seq         uint64        `json:"seq"`
 	Content     [HashLen]byte `json:"-"`
-	Time        int64    `json:"time_ms"`
-	ChunkIndex  int      `json:"chunk_index,omitempty"`
-	Session     string   `json:"session,omitempty"`
-	Role        string   `json:"role,omitempty"`
-	ChunkParent string   `json:"chunk_parent,omitempty"`
+	Time        int64         `json:"time_ms"`
+	ChunkIndex  int           `json:"chunk_index,omitempty"`
+	Session     string        `json:"session,omitempty"`
+	Role        string        `json:"role,omitempty"`
+	ChunkParent string        `json:"chunk_parent,omitempty"`
 }
 
 // Index is the dedup projection.
