@@ -51,14 +51,18 @@
 // Storage (bbolt file dedup.db; frozen by testdata/format.golden). Strings
 // are uvarint-length-prefixed (str), uvarints canonical (shortest):
 //
-//	items  chunk id → kind(1) uvarint(seq) content-hash(16)
+//	items  id(chunk id) → kind(1) uvarint(seq) content-hash(16)
 //	                  varint(time-ms) uvarint(chunk-index)
 //	                  str(session) str(role) str(chunk-parent)
-//	keys   lookup(16) chunk-id → ∅, lookup = SHA-256(str(session)
+//	keys   lookup(16) id(chunk id) → ∅, lookup = SHA-256(str(session)
 //	       str(role) kind(1) content-hash(16)) cut to 16 bytes; Find
 //	       checks the item's session, role, kind and hash, so a lookup
 //	       collision is no match
-//	docs   str(chunk-parent) chunk-index(4, BE) → chunk id
+//	docs   str(chunk-parent) chunk-index(4, BE) → id(chunk id)
+//
+// id(x) is 0 ‖ the 16 bytes of x when x is 32 lowercase hex digits (the
+// log's event ids, which most chunk ids are), else 1 ‖ x.
+//
 //	meta   "version" → "v2", "checkpoint" → JSON checkpoint
 //
 // The digest is SHA-256 over the version and the items, keys and docs
@@ -69,6 +73,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -313,6 +318,47 @@ func encodeItem(it *Item) []byte {
 	return append(b, lenPrefix(it.ChunkParent)...)
 }
 
+// idKey is how a chunk id is stored (in keys and the docs values): an id
+// of 32 lowercase hex digits (an event id, the common case) as 0 ‖ its 16
+// bytes, any other as 1 ‖ the id.
+func idKey(id string) []byte {
+	if len(id) == 2*len(log.ID{}) && isLowerHex(id) {
+		b := make([]byte, 1, 1+len(id)/2)
+		b, _ = hex.AppendDecode(b, []byte(id))
+		return b
+	}
+	return append([]byte{1}, id...)
+}
+
+func isLowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// idOfKey is the chunk id stored as k (idKey).
+func idOfKey(k []byte) (string, bool) {
+	switch {
+	case len(k) == 1+len(log.ID{}) && k[0] == 0:
+		return hex.EncodeToString(k[1:]), true
+	case len(k) >= 1 && k[0] == 1 && !(len(k) == 1+2*len(log.ID{}) && isLowerHex(string(k[1:]))):
+		return string(k[1:]), true
+	}
+	return "", false
+}
+
+// decodeItemAt decodes the item stored under key k.
+func decodeItemAt(k, v []byte) (*Item, error) {
+	id, ok := idOfKey(k)
+	if !ok {
+		return nil, fmt.Errorf("item key %x: %w", k, ErrCorrupt)
+	}
+	return decodeItem(id, v)
+}
+
 func decodeItem(id string, b []byte) (*Item, error) {
 	bad := fmt.Errorf("item %q: %w", id, ErrCorrupt)
 	if len(b) < 1 {
@@ -367,7 +413,7 @@ func decodeItem(id string, b []byte) (*Item, error) {
 // remove deletes a chunk and its index entries; it reports whether it was there.
 func remove(tx *bolt.Tx, id string) (bool, error) {
 	items := tx.Bucket(bucketItems)
-	raw := items.Get([]byte(id))
+	raw := items.Get(idKey(id))
 	if raw == nil {
 		return false, nil
 	}
@@ -375,24 +421,24 @@ func remove(tx *bolt.Tx, id string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if err := tx.Bucket(bucketKeys).Delete(append(keyPrefix(it.Session, it.Role, it.Kind, it.Content), id...)); err != nil {
+	if err := tx.Bucket(bucketKeys).Delete(append(keyPrefix(it.Session, it.Role, it.Kind, it.Content), idKey(id)...)); err != nil {
 		return false, err
 	}
 	if it.ChunkParent != "" {
 		dk := docKey(it.ChunkParent, it.ChunkIndex)
-		if string(tx.Bucket(bucketDocs).Get(dk)) == id {
+		if bytes.Equal(tx.Bucket(bucketDocs).Get(dk), idKey(id)) {
 			if err := tx.Bucket(bucketDocs).Delete(dk); err != nil {
 				return false, err
 			}
 		}
 	}
-	return true, items.Delete([]byte(id))
+	return true, items.Delete(idKey(id))
 }
 
 // removeOlder removes chunk id if it was stored before seq: an edit's
 // removes name the previous version's chunks, never a later one.
 func removeOlder(tx *bolt.Tx, id string, seq uint64) error {
-	raw := tx.Bucket(bucketItems).Get([]byte(id))
+	raw := tx.Bucket(bucketItems).Get(idKey(id))
 	if raw == nil {
 		return nil
 	}
@@ -413,14 +459,14 @@ func put(tx *bolt.Tx, ev *log.Event, st *log.Store) error {
 	}
 	it := &Item{ChunkID: st.ChunkID, Kind: st.Kind, Seq: ev.Seq, Content: Hash(st.Content),
 		Time: st.Time, ChunkIndex: st.ChunkIndex, Session: st.Session, Role: st.Role, ChunkParent: st.ChunkParent}
-	if err := tx.Bucket(bucketItems).Put([]byte(it.ChunkID), encodeItem(it)); err != nil {
+	if err := tx.Bucket(bucketItems).Put(idKey(it.ChunkID), encodeItem(it)); err != nil {
 		return err
 	}
-	if err := tx.Bucket(bucketKeys).Put(append(keyPrefix(it.Session, it.Role, it.Kind, it.Content), it.ChunkID...), nil); err != nil {
+	if err := tx.Bucket(bucketKeys).Put(append(keyPrefix(it.Session, it.Role, it.Kind, it.Content), idKey(it.ChunkID)...), nil); err != nil {
 		return err
 	}
 	if it.ChunkParent != "" {
-		return tx.Bucket(bucketDocs).Put(docKey(it.ChunkParent, it.ChunkIndex), []byte(it.ChunkID))
+		return tx.Bucket(bucketDocs).Put(docKey(it.ChunkParent, it.ChunkIndex), idKey(it.ChunkID))
 	}
 	return nil
 }
@@ -431,7 +477,7 @@ func tombstone(tx *bolt.Tx, t *log.Tombstone) (bool, error) {
 	ids = append(ids, t.Chunks...)
 	if t.Session != "" || t.From != 0 || t.To != 0 {
 		err := tx.Bucket(bucketItems).ForEach(func(k, v []byte) error {
-			it, err := decodeItem(string(k), v)
+			it, err := decodeItemAt(k, v)
 			if err != nil {
 				return err
 			}
@@ -552,8 +598,7 @@ func (x *Index) Find(session, role string, kind log.Kind, h [HashLen]byte) ([]It
 		c := tx.Bucket(bucketKeys).Cursor()
 		items := tx.Bucket(bucketItems)
 		for k, _ := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, _ = c.Next() {
-			id := string(k[len(p):])
-			it, err := decodeItem(id, items.Get([]byte(id)))
+			it, err := decodeItemAt(k[len(p):], items.Get(k[len(p):]))
 			if err != nil {
 				return err
 			}
@@ -578,7 +623,7 @@ func (x *Index) Document(parent string) ([]Item, error) {
 			if len(k) != len(p)+4 {
 				continue // a longer parent sharing the prefix bytes cannot: the length is in p
 			}
-			it, err := decodeItem(string(v), items.Get(v))
+			it, err := decodeItemAt(v, items.Get(v))
 			if err != nil {
 				return err
 			}
@@ -593,7 +638,7 @@ func (x *Index) Document(parent string) ([]Item, error) {
 func (x *Index) Each(fn func(Item) error) error {
 	return x.view(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketItems).ForEach(func(k, v []byte) error {
-			it, err := decodeItem(string(k), v)
+			it, err := decodeItemAt(k, v)
 			if err != nil {
 				return err
 			}
@@ -676,7 +721,7 @@ func (x *Index) Close() error {
 func (x *Index) Contains(id string) (bool, error) {
 	found := false
 	err := x.view(func(tx *bolt.Tx) error {
-		found = tx.Bucket(bucketItems).Get([]byte(id)) != nil
+		found = tx.Bucket(bucketItems).Get(idKey(id)) != nil
 		return nil
 	})
 	return found, err
@@ -699,7 +744,7 @@ func (x *Index) Items(ids []string) ([]Item, error) {
 	err := x.view(func(tx *bolt.Tx) error {
 		items := tx.Bucket(bucketItems)
 		for _, id := range ids {
-			v := items.Get([]byte(id))
+			v := items.Get(idKey(id))
 			if v == nil {
 				continue
 			}
