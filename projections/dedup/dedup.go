@@ -59,11 +59,10 @@
 //	       checks the item's session, role, kind and hash, so a lookup
 //	       collision is no match
 //	docs   str(chunk-parent) chunk-index(4, BE) → id(chunk id)
+//	meta   "version" → "v2", "checkpoint" → JSON checkpoint
 //
 // id(x) is 0 ‖ the 16 bytes of x when x is 32 lowercase hex digits (the
 // log's event ids, which most chunk ids are), else 1 ‖ x.
-//
-//	meta   "version" → "v2", "checkpoint" → JSON checkpoint
 //
 // The digest is SHA-256 over the version and the items, keys and docs
 // buckets in key order (each key and value as str).
