@@ -114,6 +114,7 @@ type Log struct {
 	// rawMu serialises random reads (Raw): the WAL fills its segment cache
 	// under its read lock, which is a data race between two readers.
 	rawMu sync.Mutex
+	idx   *segIndex // random reads by seq without tidwall (segidx.go)
 
 	mu       sync.RWMutex // guards head, headHash, ids, w (swapped by a rollback)
 	head     uint64
@@ -183,7 +184,7 @@ func Open(dir string, opts Options) (*Log, error) {
 	if opts.Warn == nil {
 		opts.Warn = func(msg string) { fmt.Fprintln(os.Stderr, "ucl: "+msg) }
 	}
-	l := &Log{dir: dir, opts: opts, lock: lock, ids: map[ID]uint64{}}
+	l := &Log{dir: dir, opts: opts, lock: lock, ids: map[ID]uint64{}, idx: newSegIndex(dir)}
 	if err := l.open(); err != nil {
 		if l.headf != nil {
 			l.headf.Close()
@@ -457,6 +458,7 @@ func (l *Log) Close() error {
 	l.closed = true
 	l.qmu.Unlock()
 	err := l.w.Close()
+	l.idx.close()
 	if cerr := l.headf.Close(); err == nil {
 		err = cerr
 	}
@@ -685,7 +687,9 @@ func (l *Log) writeWAL(ps []pending) error {
 // reopened on them. Called with commitMu held.
 func (l *Log) rollback(head uint64) error {
 	cerr := l.w.Close()
-	if err := truncateAfter(l.dir, head); err != nil {
+	err := truncateAfter(l.dir, head)
+	l.idx.reset()
+	if err != nil {
 		return err
 	}
 	w, err := wal.Open(l.dir, &wal.Options{
@@ -926,6 +930,9 @@ func (l *Log) Raw(seq uint64) ([]byte, error) {
 	head, _ := l.Head()
 	if seq == 0 || seq > head {
 		return nil, fmt.Errorf("read seq %d: %w (head is %d)", seq, ErrNotFound, head)
+	}
+	if data, ok := l.idx.read(seq); ok {
+		return data[:len(data)-crcSize], nil
 	}
 	l.rawMu.Lock()
 	data, err := l.wal().Read(seq)
@@ -1171,6 +1178,13 @@ func scanFiles(dir string, from, to uint64, fn func(seq uint64, raw []byte) erro
 			ents, st = parseSegment(b)
 			k0 = 0
 			rememberEntries(path, ents, st)
+			if i+1 < len(segs) && st.err == nil && !st.torn && st.goodEnd == int64(len(b)) && len(ents) > 0 {
+				offs := make([]int64, len(ents))
+				for k, e := range ents {
+					offs[k] = e.off
+				}
+				writeSegIndex(dir, s.name, s.first, st.goodEnd, offs)
+			}
 		}
 		for k, e := range ents {
 			seq := s.first + k0 + uint64(k)
