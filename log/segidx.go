@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 )
 
 // Random reads by seq (Raw) go through a per-segment offset index instead
@@ -87,6 +88,11 @@ type segIndex struct {
 	gen   uint64 // bumped by reset; offsets learned under an older gen are dropped
 	segs  []segFile
 	files map[string]*segIdx
+
+	// Counters for tests and benchmarks: segment bytes read by indexed
+	// reads (entries and parses), and whole-segment parses.
+	bytesRead   atomic.Int64
+	wholeParses atomic.Int64
 }
 
 // segIdx is one segment file open for reads.
@@ -208,7 +214,7 @@ func (x *segIndex) readIn(s *segIdx, gen, seq uint64) (data []byte, ok, retry bo
 	k := seq - s.first
 	s.mu.Lock()
 	if s.offs == nil && s.sealed {
-		s.loadSidecar(x.dir)
+		x.bytesRead.Add(s.loadSidecar(x.dir))
 	}
 	if k >= uint64(len(s.offs)) {
 		if !x.extend(s, gen) || k >= uint64(len(s.offs)) {
@@ -222,6 +228,7 @@ func (x *segIndex) readIn(s *segIdx, gen, seq uint64) (data []byte, ok, retry bo
 	}
 	s.mu.Unlock()
 	b := make([]byte, to-from)
+	x.bytesRead.Add(to - from)
 	if _, err := s.f.ReadAt(b, from); err != nil {
 		return nil, false, false // closed under us, or an I/O error: tidwall reports it
 	}
@@ -260,23 +267,25 @@ func (x *segIndex) distrust(s *segIdx) {
 }
 
 // loadSidecar takes s's offsets from its sidecar when it matches the
-// file; a sidecar that does not is removed. Called with s.mu held.
-func (s *segIdx) loadSidecar(dir string) {
+// file; a sidecar that does not is removed. It returns the bytes read.
+// Called with s.mu held.
+func (s *segIdx) loadSidecar(dir string) int64 {
 	path := filepath.Join(dir, s.name+segIdxSuffix)
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return
+		return 0
 	}
 	fi, err := s.f.Stat()
 	if err != nil {
-		return
+		return int64(len(b))
 	}
 	first, size, offs, err := decodeSegIndex(b)
 	if err != nil || first != s.first || size != fi.Size() {
 		os.Remove(path)
-		return
+		return int64(len(b))
 	}
 	s.offs, s.end = offs, size
+	return int64(len(b))
 }
 
 // extend parses s's file from the end of what is known to the end of the
@@ -288,6 +297,10 @@ func (x *segIndex) extend(s *segIdx, gen uint64) bool {
 		return false
 	}
 	b := make([]byte, fi.Size()-s.end)
+	x.bytesRead.Add(int64(len(b)))
+	if s.end == 0 {
+		x.wholeParses.Add(1)
+	}
 	if _, err := s.f.ReadAt(b, s.end); err != nil && err != io.EOF {
 		return false
 	}
