@@ -213,8 +213,12 @@ func (x *segIndex) acquire(seq uint64, relist bool) (*segIdx, uint64, bool) {
 func (x *segIndex) readIn(s *segIdx, gen, seq uint64) (data []byte, ok, retry bool) {
 	k := seq - s.first
 	s.mu.Lock()
-	if s.offs == nil && s.sealed {
-		x.bytesRead.Add(s.loadSidecar(x.dir))
+	if s.offs == nil {
+		if s.sealed {
+			x.bytesRead.Add(s.loadSidecar(x.dir))
+		} else {
+			s.fromTail(x.dir)
+		}
 	}
 	if k >= uint64(len(s.offs)) {
 		if !x.extend(s, gen) || k >= uint64(len(s.offs)) {
@@ -286,6 +290,29 @@ func (s *segIdx) loadSidecar(dir string) int64 {
 	}
 	s.offs, s.end = offs, size
 	return int64(len(b))
+}
+
+// fromTail takes the growing segment's offsets from what a range read
+// remembered of it (segtail.go; Open's tail verification parses the last
+// segment), when they are of this file. Called with s.mu held.
+func (s *segIdx) fromTail(dir string) {
+	path := filepath.Join(dir, s.name)
+	segTails.Lock()
+	so := segTails.m[path]
+	var offs []int64
+	var end int64
+	if so != nil {
+		offs, end = append([]int64(nil), so.offs...), so.end
+	}
+	segTails.Unlock()
+	if so == nil || len(offs) == 0 {
+		return
+	}
+	fi, err := s.f.Stat()
+	if err != nil || !os.SameFile(fi, so.fi) || fi.Size() < end {
+		return
+	}
+	s.offs, s.end = offs, end
 }
 
 // extend parses s's file from the end of what is known to the end of the
