@@ -111,8 +111,9 @@ type Log struct {
 	opts Options
 	w    *wal.Log
 	lock *os.File
-	// rawMu serialises random reads (Raw): the WAL fills its segment cache
-	// under its read lock, which is a data race between two readers.
+	// rawMu serialises the random reads the offset index (idx) cannot
+	// serve: the WAL fills its segment cache under its read lock, which is
+	// a data race between two readers.
 	rawMu sync.Mutex
 	idx   *segIndex // random reads by seq without tidwall (segidx.go)
 
@@ -925,7 +926,9 @@ func DecryptWith(kr *crypto.Keyring, raw []byte) (*Event, error) {
 	return decryptResolved(kr, raw, nil)
 }
 
-// Raw returns the raw bytes (header ‖ body) of one event, CRC-checked.
+// Raw returns the raw bytes (header ‖ body) of one event, CRC-checked. It
+// reads the entry at its offset (segidx.go) and falls back to tidwall's
+// whole-segment read, which reports damage, when the index cannot serve it.
 func (l *Log) Raw(seq uint64) ([]byte, error) {
 	head, _ := l.Head()
 	if seq == 0 || seq > head {

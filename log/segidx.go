@@ -86,6 +86,7 @@ type segIndex struct {
 
 	mu    sync.Mutex
 	gen   uint64 // bumped by reset; offsets learned under an older gen are dropped
+	shut  bool   // the log is closed: reads go to tidwall, which reports it
 	segs  []segFile
 	files map[string]*segIdx
 
@@ -124,7 +125,12 @@ func (x *segIndex) reset() {
 	}
 }
 
-func (x *segIndex) close() { x.reset() }
+func (x *segIndex) close() {
+	x.reset()
+	x.mu.Lock()
+	x.shut = true
+	x.mu.Unlock()
+}
 
 func (x *segIndex) dropLocked(name string, s *segIdx) {
 	delete(x.files, name)
@@ -170,6 +176,9 @@ func (x *segIndex) read(seq uint64) (data []byte, ok bool) {
 func (x *segIndex) acquire(seq uint64, relist bool) (*segIdx, uint64, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if x.shut {
+		return nil, 0, false
+	}
 	if x.segs == nil || relist {
 		segs, err := listSegments(x.dir)
 		if err != nil || len(segs) == 0 {
