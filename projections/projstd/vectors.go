@@ -184,7 +184,7 @@ func OpenVectors(dir string, o VectorOptions) (*VectorProjection, error) {
 	if err := fsutil.MkdirAllSync(dir, 0o700); err != nil {
 		return nil, err
 	}
-	db, err := bolt.Open(filepath.Join(dir, "vectors.db"), 0o600, vectorBoltOptions)
+	db, err := projections.OpenBolt(filepath.Join(dir, "vectors.db"), vectorBoltOptions)
 	if err != nil {
 		return nil, fmt.Errorf("open vectors db: %w", err)
 	}
@@ -592,7 +592,7 @@ func (v *VectorProjection) reopen(compact bool) error {
 	if compact {
 		err = projections.CompactBolt(path, vectorBoltOptions)
 	}
-	db, oerr := bolt.Open(path, 0o600, vectorBoltOptions)
+	db, oerr := projections.OpenBolt(path, vectorBoltOptions)
 	if oerr != nil {
 		return errors.Join(err, fmt.Errorf("reopen vectors db: %w", oerr))
 	}
@@ -721,8 +721,10 @@ func (v *VectorProjection) Reset() error {
 	}
 	v.meta, v.ops, v.cp, v.live = map[string]chunkMeta{}, nil, projections.Checkpoint{}, 0
 	v.graphOn, v.graph, v.graphSize, v.sinceGraph = false, 0, 0, 0
-	v.idx, err = vector.NewExact(v.opts.Embedder.Dim())
-	return err
+	// No in-memory index: a rebuild would keep every vector in it for
+	// nothing (the first search scans the file in place, then loads).
+	v.idx = nil
+	return nil
 }
 
 // Close implements projections.Projection.

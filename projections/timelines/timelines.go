@@ -277,7 +277,7 @@ var boltOptions = &bolt.Options{
 // openDB opens (creating if needed) and checks the bbolt file.
 func (t *Timelines) openDB() error {
 	path := t.path
-	db, err := bolt.Open(path, 0o600, boltOptions)
+	db, err := projections.OpenBolt(path, boltOptions)
 	if err != nil {
 		return fmt.Errorf("open timelines %s: %w", path, err)
 	}
