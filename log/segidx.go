@@ -34,8 +34,10 @@ const segIdxSuffix = ".idx"
 // segIdxFixed is the size of a sidecar without its offsets.
 const segIdxFixed = len(segIdxMagic) + 8 + 8 + 4 + crcSize
 
-// segIdxOpenFiles bounds the segment files kept open for reads.
-const segIdxOpenFiles = 64
+// segIdxOpenFiles bounds the segment files kept open for reads (1M
+// events of 512 bytes are about 90 files of 8 MiB). Offsets stay known
+// when a file is closed. A variable for tests.
+var segIdxOpenFiles = 256
 
 // encodeSegIndex builds the sidecar of a segment file of size bytes whose
 // first entry is seq first; offs are its entries' offsets.
@@ -89,6 +91,7 @@ type segIndex struct {
 	shut  bool   // the log is closed: reads go to tidwall, which reports it
 	segs  []segFile
 	files map[string]*segIdx
+	open  int // files in files with f open
 
 	// Counters for tests and benchmarks: segment bytes read by indexed
 	// reads (entries and parses), and whole-segment parses.
@@ -100,9 +103,9 @@ type segIndex struct {
 type segIdx struct {
 	name   string
 	first  uint64
-	f      *os.File
-	refs   int  // readers using f (guarded by segIndex.mu)
-	gone   bool // evicted or reset: close f when refs drops to 0
+	f      *os.File // nil when closed to bound open files (guarded by segIndex.mu)
+	refs   int      // readers using f (guarded by segIndex.mu)
+	gone   bool     // dropped from files: close f when refs drops to 0
 	sealed bool
 
 	mu   sync.Mutex
@@ -136,7 +139,15 @@ func (x *segIndex) dropLocked(name string, s *segIdx) {
 	delete(x.files, name)
 	s.gone = true
 	if s.refs == 0 {
+		x.closeLocked(s)
+	}
+}
+
+func (x *segIndex) closeLocked(s *segIdx) {
+	if s.f != nil {
 		s.f.Close()
+		s.f = nil
+		x.open--
 	}
 }
 
@@ -145,7 +156,7 @@ func (x *segIndex) release(s *segIdx) {
 	defer x.mu.Unlock()
 	s.refs--
 	if s.gone && s.refs == 0 {
-		s.f.Close()
+		x.closeLocked(s)
 	}
 }
 
@@ -199,20 +210,26 @@ func (x *segIndex) acquire(seq uint64, relist bool) (*segIdx, uint64, bool) {
 	last := i == len(x.segs)-1
 	s := x.files[sf.name]
 	if s == nil {
-		f, err := os.Open(filepath.Join(x.dir, sf.name))
-		if err != nil {
-			return nil, 0, false
-		}
-		if len(x.files) >= segIdxOpenFiles {
-			for name, o := range x.files {
-				x.dropLocked(name, o)
-				if len(x.files) < segIdxOpenFiles/2 {
+		s = &segIdx{name: sf.name, first: sf.first, sealed: !last}
+		x.files[sf.name] = s
+	}
+	if s.f == nil {
+		if x.open >= segIdxOpenFiles {
+			for _, o := range x.files {
+				if o.refs == 0 {
+					x.closeLocked(o)
+				}
+				if x.open < segIdxOpenFiles*3/4 {
 					break
 				}
 			}
 		}
-		s = &segIdx{name: sf.name, first: sf.first, f: f, sealed: !last}
-		x.files[sf.name] = s
+		f, err := os.Open(filepath.Join(x.dir, sf.name))
+		if err != nil {
+			return nil, 0, false
+		}
+		s.f = f
+		x.open++
 	}
 	s.refs++
 	return s, x.gen, last

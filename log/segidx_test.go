@@ -108,8 +108,11 @@ func TestSegIndexReadsMatchWholeReads(t *testing.T) {
 }
 
 // TestSegIndexConcurrentReaders reads at random from many goroutines while
-// an appender grows the log across segments (run with -race).
+// an appender grows the log across segments (run with -race), with few
+// files open at a time so they are closed and reopened under the readers.
 func TestSegIndexConcurrentReaders(t *testing.T) {
+	defer func(n int) { segIdxOpenFiles = n }(segIdxOpenFiles)
+	segIdxOpenFiles = 4
 	dir := filepath.Join(t.TempDir(), "log")
 	l := openT(t, dir, testKeys(t), smallSegs)
 	defer l.Close()
