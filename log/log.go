@@ -827,7 +827,7 @@ func (l *Log) build(e Entry, pr *prepared, seq uint64, prev Hash, batch []pendin
 			return Result{Seq: batch[i].seq, ID: e.ID, Hash: batch[i].hash, Existed: true}, nil, nil
 		}
 		if s, ok := l.lookup(e.ID); ok {
-			data, err := l.wal().Read(s)
+			data, err := l.readEntry(s)
 			if err != nil {
 				return Result{}, nil, fmt.Errorf("read event %d: %w", s, err)
 			}
@@ -934,12 +934,7 @@ func (l *Log) Raw(seq uint64) ([]byte, error) {
 	if seq == 0 || seq > head {
 		return nil, fmt.Errorf("read seq %d: %w (head is %d)", seq, ErrNotFound, head)
 	}
-	if data, ok := l.idx.read(seq); ok {
-		return data[:len(data)-crcSize], nil
-	}
-	l.rawMu.Lock()
-	data, err := l.wal().Read(seq)
-	l.rawMu.Unlock()
+	data, err := l.readEntry(seq)
 	if err != nil {
 		return nil, fmt.Errorf("read seq %d: %w", seq, err)
 	}
@@ -948,6 +943,17 @@ func (l *Log) Raw(seq uint64) ([]byte, error) {
 		return nil, &CorruptionError{Seq: seq, Offset: -1, Err: err}
 	}
 	return raw, nil
+}
+
+// readEntry returns the entry data (raw ‖ crc) of seq: through the offset
+// index (checked), or tidwall's Read (unchecked) when it cannot serve it.
+func (l *Log) readEntry(seq uint64) ([]byte, error) {
+	if data, ok := l.idx.read(seq); ok {
+		return data, nil
+	}
+	l.rawMu.Lock()
+	defer l.rawMu.Unlock()
+	return l.wal().Read(seq)
 }
 
 func (l *Log) wal() *wal.Log {
@@ -1302,7 +1308,7 @@ func (l *Log) Check(es []Entry) error {
 			return fmt.Errorf("check: %w", err)
 		}
 		if s, ok := l.lookup(e.ID); ok {
-			data, err := l.wal().Read(s)
+			data, err := l.readEntry(s)
 			if err != nil {
 				return fmt.Errorf("read event %d: %w", s, err)
 			}
