@@ -37,14 +37,13 @@ type VectorOptions struct {
 	// (brute force, the oracle, recall 1); larger ones through the HNSW
 	// graph. Default DefaultExactBelow.
 	ExactBelow int
-	// GraphEvery: the graph file is rewritten once this many operations,
-	// and a quarter of the live vectors, have accumulated since the last
-	// one (default 20000); operations after it are replayed from the
-	// database on open. The quarter keeps a bulk load's rewrites linear in
-	// total (a fixed interval rewrites the whole graph every 20K inserts:
-	// quadratic at a million); the engine writes the graph when it closes
-	// after a bulk catch-up, so the next open still loads instead of
-	// replaying.
+	// GraphEvery: before graph.bin first exists, it is written once this
+	// many operations, and a quarter of the live vectors, have accumulated
+	// (default 20000; until then operations are replayed from the database
+	// on open). After that every Commit appends a delta record
+	// (graph.delta) and graph.bin is rewritten when the records reach a
+	// quarter of its size, which keeps a bulk load's rewrites linear in
+	// total (see vectorgraph.go).
 	GraphEvery int
 }
 
@@ -90,9 +89,10 @@ const vectorsVersion = 3
 // build, a rebuild and a restore give the same graph bytes (the graph is a
 // pure function of its operation sequence, package vector). From then on
 // "ops" logs the graph's operations (add id+vector / delete id) keyed by
-// seq and graph.bin holds the graph as of seq G; opening the graph loads
-// graph.bin and replays the operations after G, and graph.bin is rewritten
-// every GraphEvery operations. The graph stays once started, even if
+// seq, and graph.bin (mapped, never decoded whole) plus graph.delta's
+// records hold the graph as of seq G; opening the graph maps graph.bin,
+// applies the records and replays the operations after G (vectorgraph.go
+// says when each file is written). The graph stays once started, even if
 // deletions bring the count back below the threshold (search is exact
 // there again, through the graph's own vectors).
 //
@@ -110,6 +110,7 @@ type VectorProjection struct {
 	graphOn    bool   // the graph exists (the live count reached ExactBelow)
 	graph      uint64 // seq graph.bin is current to
 	graphSize  int64  // graph.bin's size, checked at open
+	deltaSize  int64  // bytes of graph.delta applied on top of graph.bin
 	sinceGraph int    // operations logged after graph.bin
 
 	// Loaded on first use. loadMu serialises the first-use decisions of
@@ -247,11 +248,9 @@ func (v *VectorProjection) load() error {
 			v.live = int(binary.BigEndian.Uint64(b))
 		}
 		if b := m.Get(kGraph); b != nil {
-			if len(b) != 16 {
-				return fmt.Errorf("decode graph record: %w", errVectorsCorrupt)
+			if err := v.decodeGraphRecord(b); err != nil {
+				return err
 			}
-			v.graphOn = true
-			v.graph, v.graphSize = binary.BigEndian.Uint64(b), int64(binary.BigEndian.Uint64(b[8:]))
 		}
 		v.sinceGraph = tx.Bucket(bOps).Stats().KeyN
 		return nil
@@ -259,16 +258,7 @@ func (v *VectorProjection) load() error {
 	if err != nil {
 		return fmt.Errorf("open vectors: %w", err)
 	}
-	if v.graphSize > 0 {
-		fi, err := os.Stat(filepath.Join(v.dir, "graph.bin"))
-		if err != nil {
-			return fmt.Errorf("open vector graph: %w", err)
-		}
-		if fi.Size() != v.graphSize {
-			return fmt.Errorf("open vector graph: %d bytes, %d recorded: %w", fi.Size(), v.graphSize, errVectorsCorrupt)
-		}
-	}
-	return nil
+	return v.checkGraphFiles()
 }
 
 // loadMeta reads the live chunks' metadata (what Apply needs to resolve
@@ -340,18 +330,9 @@ func (v *VectorProjection) loadIndex() error {
 		v.idx = x
 		return nil
 	}
-	g, err := vector.NewHNSW(v.opts.Embedder.Dim(), v.opts.HNSW)
+	g, err := v.openGraph()
 	if err != nil {
 		return err
-	}
-	if v.graphSize > 0 {
-		data, err := os.ReadFile(filepath.Join(v.dir, "graph.bin"))
-		if err != nil {
-			return fmt.Errorf("read vector graph: %w", err)
-		}
-		if err := g.UnmarshalBinary(data); err != nil {
-			return fmt.Errorf("load vector graph: %w", err)
-		}
 	}
 	err = v.db.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bOps).Cursor()
@@ -565,10 +546,8 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 	v.sinceGraph += logged
 	v.ops = v.ops[:0]
 	v.cp = cp
-	if v.graphOn && v.sinceGraph >= max(v.opts.GraphEvery, v.live/4) {
-		if err := v.saveGraph(); err != nil {
-			return err
-		}
+	if err := v.persistGraph(false); err != nil {
+		return err
 	}
 	if scrub {
 		// Removed chunks' session names and vectors must not stay in
@@ -604,47 +583,13 @@ func (v *VectorProjection) reopen(compact bool) error {
 // pending since the last one, so the next open (after a snapshot, or a
 // long rebuild) loads instead of replaying. Snapshot creation calls it.
 func (v *VectorProjection) Flush() error {
-	if !v.graphOn || v.sinceGraph == 0 {
+	if !v.graphOn || (v.sinceGraph == 0 && v.deltaSize == 0) {
 		return nil
 	}
 	if _, err := v.index(); err != nil {
 		return err
 	}
-	return v.saveGraph()
-}
-
-// saveGraph writes graph.bin as of the checkpoint, then drops the
-// operations it covers. The graph is loaded.
-func (v *VectorProjection) saveGraph() error {
-	data, err := v.idx.MarshalBinary()
-	if err != nil {
-		return err
-	}
-	if err := fsutil.WriteFileAtomic(filepath.Join(v.dir, "graph.bin"), data, 0o600); err != nil {
-		return fmt.Errorf("save vector graph: %w", err)
-	}
-	seq := v.cp.Seq
-	err = v.db.Update(func(tx *bolt.Tx) error {
-		var g [16]byte
-		binary.BigEndian.PutUint64(g[:], seq)
-		binary.BigEndian.PutUint64(g[8:], uint64(len(data)))
-		if err := tx.Bucket(bMeta).Put(kGraph, g[:]); err != nil {
-			return err
-		}
-		ob := tx.Bucket(bOps)
-		c := ob.Cursor()
-		for k, _ := c.First(); k != nil && binary.BigEndian.Uint64(k) <= seq; k, _ = c.Next() {
-			if err := c.Delete(); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("save vector graph: %w", err)
-	}
-	v.graph, v.graphSize, v.sinceGraph = seq, int64(len(data)), 0
-	return nil
+	return v.persistGraph(true)
 }
 
 func (v *VectorProjection) embedPending(ctx context.Context) error {
@@ -676,6 +621,9 @@ func (v *VectorProjection) embedPending(ctx context.Context) error {
 func (v *VectorProjection) Digest() ([32]byte, error) {
 	idx, err := v.index()
 	if err != nil {
+		return [32]byte{}, err
+	}
+	if err := v.verifyGraph(idx); err != nil {
 		return [32]byte{}, err
 	}
 	d := idx.Digest()
@@ -716,11 +664,13 @@ func (v *VectorProjection) Reset() error {
 	if err != nil {
 		return fmt.Errorf("reset vectors: %w", err)
 	}
-	if err := os.Remove(filepath.Join(v.dir, "graph.bin")); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
+	for _, f := range []string{"graph.bin", "graph.delta"} {
+		if err := os.Remove(filepath.Join(v.dir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
 	}
 	v.meta, v.ops, v.cp, v.live = map[string]chunkMeta{}, nil, projections.Checkpoint{}, 0
-	v.graphOn, v.graph, v.graphSize, v.sinceGraph = false, 0, 0, 0
+	v.graphOn, v.graph, v.graphSize, v.deltaSize, v.sinceGraph = false, 0, 0, 0, 0
 	// No in-memory index: a rebuild would keep every vector in it for
 	// nothing (the first search scans the file in place, then loads).
 	v.idx = nil
@@ -733,7 +683,7 @@ func (v *VectorProjection) Close() error { return v.db.Close() }
 // Size reports the bytes on disk.
 func (v *VectorProjection) Size() int64 {
 	var n int64
-	for _, f := range []string{"vectors.db", "graph.bin"} {
+	for _, f := range []string{"vectors.db", "graph.bin", "graph.delta"} {
 		if fi, err := os.Stat(filepath.Join(v.dir, f)); err == nil {
 			n += fi.Size()
 		}
@@ -852,11 +802,7 @@ func (v *VectorProjection) searchVec(q []float32, k int) ([]vector.Hit, error) {
 		if ierr != nil {
 			return nil, ierr
 		}
-		if g, ok := idx.(exactSearcher); ok && idx.Len() < v.opts.ExactBelow {
-			hits, err = g.SearchExact(q, k)
-		} else {
-			hits, err = idx.Search(q, k)
-		}
+		hits, err = v.searchIndex(idx, q, k)
 	}
 	if err != nil {
 		return nil, err
