@@ -28,6 +28,8 @@ type dupPlan struct {
 // store (item), or an earlier entry of the same input (entry >= 0).
 type dupRef struct {
 	item  *dedup.Item
+	id    log.ID   // of the event at item.Seq (the projection keeps no copy)
+	hash  log.Hash // of the event at item.Seq
 	entry int
 }
 
@@ -129,7 +131,11 @@ func (s *Store) planDuplicates(ctx context.Context, entries []log.Entry, allow [
 		}
 		for i := 0; i < g.n; i++ {
 			it := match[i]
-			p.dup[g.first+i] = &dupRef{item: &it, entry: -1}
+			ev, err := s.st.Log.EventAt(it.Seq)
+			if err != nil {
+				return nil, fmt.Errorf("read duplicated event: %w", err)
+			}
+			p.dup[g.first+i] = &dupRef{item: &it, id: ev.ID, hash: ev.Hash, entry: -1}
 		}
 		if g.n > 1 {
 			p.document = match[0].ChunkParent
@@ -245,8 +251,8 @@ func (p *dupPlan) merge(written []EventResult, entries []log.Entry) []EventResul
 			k++
 		case d.item != nil:
 			it := d.item
-			out[i] = EventResult{Seq: it.Seq, ID: it.ID, Hash: it.Hash, ChunkParent: it.ChunkParent, DuplicateOf: it.ChunkID}
-			if it.ChunkID != it.ID.String() {
+			out[i] = EventResult{Seq: it.Seq, ID: d.id, Hash: d.hash, ChunkParent: it.ChunkParent, DuplicateOf: it.ChunkID}
+			if it.ChunkID != d.id.String() {
 				out[i].ChunkID = it.ChunkID
 			}
 		default:

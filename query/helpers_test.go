@@ -125,7 +125,7 @@ func newFixtureGraph(t testing.TB, dir string, graph bool) *fixture {
 	if f.ft, err = fts.Open(filepath.Join(dir, "fts")); err != nil {
 		t.Fatal(err)
 	}
-	if f.sum, err = summary.Open(filepath.Join(dir, "summary")); err != nil {
+	if f.sum, err = summary.Open(filepath.Join(dir, "summary"), f); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

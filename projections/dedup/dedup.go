@@ -1,5 +1,5 @@
-// Package dedup is the near-duplicate projection: for every live chunk, the
-// SHA-256 of its normalized content, indexed by (session, role, kind,
+// Package dedup is the near-duplicate projection: for every live chunk, a
+// hash of its normalized content (Hash), indexed by (session, role, kind,
 // hash), so that a store can find, in one bbolt seek, a live item of the
 // same session, role and kind whose content is the same after
 // normalization.
@@ -34,16 +34,35 @@
 //   - No content is stored, only hashes; still, a Commit that removed
 //     chunks compacts the file so that the hashes of tombstoned content
 //     (which would confirm a guess of a short text) leave the disk.
+//   - Nothing the log has is copied (format 2): the id and hash of the
+//     event that stored a chunk are read back from the log by its seq when
+//     a duplicate is reported; session and role are stored once per item,
+//     and the lookup key is a hash of them with the kind and content hash.
+//
+// The content hash is SHA-256 of the normalized text cut to 16 bytes
+// (format 1 kept 32). Two different texts of the same session, role and
+// kind would have to collide for one to be taken for the other: by
+// chance that is about n²/2¹²⁹ for n items (below 10⁻²⁰ at a billion),
+// and on purpose it takes about 2⁶⁴ SHA-256 evaluations by someone who
+// writes both texts to the store, who could as well not store the
+// second: dedup is no security boundary, a false match only costs a
+// write its own text.
 //
 // Storage (bbolt file dedup.db; frozen by testdata/format.golden). Strings
-// are uvarint-length-prefixed (str), integers big-endian:
+// are uvarint-length-prefixed (str), uvarints canonical (shortest):
 //
-//	items  chunk id → kind(1) seq(8) event-id(16) event-hash(32)
-//	                  content-hash(32) time-ms(8) chunk-index(4)
+//	items  id(chunk id) → kind(1) uvarint(seq) content-hash(16)
+//	                  varint(time-ms) uvarint(chunk-index)
 //	                  str(session) str(role) str(chunk-parent)
-//	keys   str(session) str(role) kind(1) content-hash(32) chunk-id → ∅
-//	docs   str(chunk-parent) chunk-index(4) → chunk id
-//	meta   "version" → "v1", "checkpoint" → JSON checkpoint
+//	keys   lookup(16) id(chunk id) → ∅, lookup = SHA-256(str(session)
+//	       str(role) kind(1) content-hash(16)) cut to 16 bytes; Find
+//	       checks the item's session, role, kind and hash, so a lookup
+//	       collision is no match
+//	docs   str(chunk-parent) chunk-index(4, BE) → id(chunk id)
+//	meta   "version" → "v2", "checkpoint" → JSON checkpoint
+//
+// id(x) is 0 ‖ the 16 bytes of x when x is 32 lowercase hex digits (the
+// log's event ids, which most chunk ids are), else 1 ‖ x.
 //
 // The digest is SHA-256 over the version and the items, keys and docs
 // buckets in key order (each key and value as str).
@@ -53,6 +72,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -72,7 +92,7 @@ import (
 const Name = "dedup"
 
 // FormatVersion is the stored format and normalization version.
-const FormatVersion = 1
+const FormatVersion = 2
 
 var (
 	// ErrClosed is returned when a method is called after Close.
@@ -114,22 +134,28 @@ func Normalize(s string) string {
 	return b.String()
 }
 
-// Hash is the SHA-256 of Normalize(s).
-func Hash(s string) [32]byte { return sha256.Sum256([]byte(Normalize(s))) }
+// HashLen is the length of a content hash.
+const HashLen = 16
 
-// Item is one live chunk as the projection knows it.
+// Hash is the SHA-256 of Normalize(s), cut to HashLen bytes (see the
+// package doc for why 16 bytes are enough).
+func Hash(s string) [HashLen]byte {
+	sum := sha256.Sum256([]byte(Normalize(s)))
+	return [HashLen]byte(sum[:HashLen])
+}
+
+// Item is one live chunk as the projection knows it. The id and hash of
+// the event at Seq are in the log (log.(*Log).EventAt).
 type Item struct {
-	ChunkID     string   `json:"chunk_id"`
-	Kind        log.Kind `json:"kind"`
-	Seq         uint64   `json:"seq"`
-	ID          log.ID   `json:"id"`
-	Hash        log.Hash `json:"hash"`
-	Content     [32]byte `json:"-"`
-	Time        int64    `json:"time_ms"`
-	ChunkIndex  int      `json:"chunk_index,omitempty"`
-	Session     string   `json:"session,omitempty"`
-	Role        string   `json:"role,omitempty"`
-	ChunkParent string   `json:"chunk_parent,omitempty"`
+	ChunkID     string        `json:"chunk_id"`
+	Kind        log.Kind      `json:"kind"`
+	Seq         uint64        `json:"seq"`
+	Content     [HashLen]byte `json:"-"`
+	Time        int64         `json:"time_ms"`
+	ChunkIndex  int           `json:"chunk_index,omitempty"`
+	Session     string        `json:"session,omitempty"`
+	Role        string        `json:"role,omitempty"`
+	ChunkParent string        `json:"chunk_parent,omitempty"`
 }
 
 // Index is the dedup projection.
@@ -261,12 +287,18 @@ func lenPrefix(s string) []byte {
 	return append(b, s...)
 }
 
-// KeyPrefix is the keys-bucket prefix of (session, role, kind, hash).
-func keyPrefix(session, role string, kind log.Kind, h [32]byte) []byte {
+// lookupLen is the length of a keys-bucket lookup prefix.
+const lookupLen = 16
+
+// keyPrefix is the keys-bucket prefix of (session, role, kind, hash): a
+// hash of them, so that session and role are stored once, in the item.
+func keyPrefix(session, role string, kind log.Kind, h [HashLen]byte) []byte {
 	b := lenPrefix(session)
 	b = append(b, lenPrefix(role)...)
 	b = append(b, byte(kind))
-	return append(b, h[:]...)
+	b = append(b, h[:]...)
+	sum := sha256.Sum256(b)
+	return sum[:lookupLen]
 }
 
 func docKey(parent string, index int) []byte {
@@ -274,41 +306,99 @@ func docKey(parent string, index int) []byte {
 }
 
 func encodeItem(it *Item) []byte {
-	b := []byte{byte(it.Kind)}
-	b = binary.BigEndian.AppendUint64(b, it.Seq)
-	b = append(b, it.ID[:]...)
-	b = append(b, it.Hash[:]...)
+	b := make([]byte, 0, 40+len(it.Session)+len(it.Role)+len(it.ChunkParent))
+	b = append(b, byte(it.Kind))
+	b = binary.AppendUvarint(b, it.Seq)
 	b = append(b, it.Content[:]...)
-	b = binary.BigEndian.AppendUint64(b, uint64(it.Time))
-	b = binary.BigEndian.AppendUint32(b, uint32(it.ChunkIndex))
+	b = binary.AppendVarint(b, it.Time)
+	b = binary.AppendUvarint(b, uint64(it.ChunkIndex))
 	b = append(b, lenPrefix(it.Session)...)
 	b = append(b, lenPrefix(it.Role)...)
 	return append(b, lenPrefix(it.ChunkParent)...)
 }
 
+// idKey is how a chunk id is stored (in keys and the docs values): an id
+// of 32 lowercase hex digits (an event id, the common case) as 0 ‖ its 16
+// bytes, any other as 1 ‖ the id.
+func idKey(id string) []byte {
+	if len(id) == 2*len(log.ID{}) && isLowerHex(id) {
+		b := make([]byte, 1, 1+len(id)/2)
+		b, _ = hex.AppendDecode(b, []byte(id))
+		return b
+	}
+	return append([]byte{1}, id...)
+}
+
+func isLowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// idOfKey is the chunk id stored as k (idKey).
+func idOfKey(k []byte) (string, bool) {
+	switch {
+	case len(k) == 1+len(log.ID{}) && k[0] == 0:
+		return hex.EncodeToString(k[1:]), true
+	case len(k) >= 1 && k[0] == 1 && !(len(k) == 1+2*len(log.ID{}) && isLowerHex(string(k[1:]))):
+		return string(k[1:]), true
+	}
+	return "", false
+}
+
+// decodeItemAt decodes the item stored under key k.
+func decodeItemAt(k, v []byte) (*Item, error) {
+	id, ok := idOfKey(k)
+	if !ok {
+		return nil, fmt.Errorf("item key %x: %w", k, ErrCorrupt)
+	}
+	return decodeItem(id, v)
+}
+
 func decodeItem(id string, b []byte) (*Item, error) {
-	const fixed = 1 + 8 + 16 + 32 + 32 + 8 + 4
 	bad := fmt.Errorf("item %q: %w", id, ErrCorrupt)
-	if len(b) < fixed {
+	if len(b) < 1 {
 		return nil, bad
 	}
 	it := &Item{ChunkID: id, Kind: log.Kind(b[0])}
-	it.Seq = binary.BigEndian.Uint64(b[1:])
-	copy(it.ID[:], b[9:25])
-	copy(it.Hash[:], b[25:57])
-	copy(it.Content[:], b[57:89])
-	it.Time = int64(binary.BigEndian.Uint64(b[89:]))
-	it.ChunkIndex = int(binary.BigEndian.Uint32(b[97:]))
-	rest := b[fixed:]
+	rest := b[1:]
+	// Only shortest varints: a record decodes to one item and back.
+	uv := func() (uint64, bool) {
+		v, k := binary.Uvarint(rest)
+		if k <= 0 || k != len(binary.AppendUvarint(nil, v)) {
+			return 0, false
+		}
+		rest = rest[k:]
+		return v, true
+	}
 	str := func() (string, bool) {
-		n, k := binary.Uvarint(rest)
-		if k <= 0 || uint64(len(rest)-k) < n {
+		n, ok := uv()
+		if !ok || uint64(len(rest)) < n {
 			return "", false
 		}
-		s := string(rest[k : k+int(n)])
-		rest = rest[k+int(n):]
+		s := string(rest[:n])
+		rest = rest[n:]
 		return s, true
 	}
+	var ok bool
+	if it.Seq, ok = uv(); !ok || len(rest) < HashLen {
+		return nil, bad
+	}
+	copy(it.Content[:], rest)
+	rest = rest[HashLen:]
+	t, k := binary.Varint(rest)
+	if k <= 0 || k != len(binary.AppendVarint(nil, t)) {
+		return nil, bad
+	}
+	it.Time, rest = t, rest[k:]
+	idx, ok := uv()
+	if !ok || idx > 1<<31 {
+		return nil, bad
+	}
+	it.ChunkIndex = int(idx)
 	var ok1, ok2, ok3 bool
 	it.Session, ok1 = str()
 	it.Role, ok2 = str()
@@ -322,7 +412,7 @@ func decodeItem(id string, b []byte) (*Item, error) {
 // remove deletes a chunk and its index entries; it reports whether it was there.
 func remove(tx *bolt.Tx, id string) (bool, error) {
 	items := tx.Bucket(bucketItems)
-	raw := items.Get([]byte(id))
+	raw := items.Get(idKey(id))
 	if raw == nil {
 		return false, nil
 	}
@@ -330,24 +420,24 @@ func remove(tx *bolt.Tx, id string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if err := tx.Bucket(bucketKeys).Delete(append(keyPrefix(it.Session, it.Role, it.Kind, it.Content), id...)); err != nil {
+	if err := tx.Bucket(bucketKeys).Delete(append(keyPrefix(it.Session, it.Role, it.Kind, it.Content), idKey(id)...)); err != nil {
 		return false, err
 	}
 	if it.ChunkParent != "" {
 		dk := docKey(it.ChunkParent, it.ChunkIndex)
-		if string(tx.Bucket(bucketDocs).Get(dk)) == id {
+		if bytes.Equal(tx.Bucket(bucketDocs).Get(dk), idKey(id)) {
 			if err := tx.Bucket(bucketDocs).Delete(dk); err != nil {
 				return false, err
 			}
 		}
 	}
-	return true, items.Delete([]byte(id))
+	return true, items.Delete(idKey(id))
 }
 
 // removeOlder removes chunk id if it was stored before seq: an edit's
 // removes name the previous version's chunks, never a later one.
 func removeOlder(tx *bolt.Tx, id string, seq uint64) error {
-	raw := tx.Bucket(bucketItems).Get([]byte(id))
+	raw := tx.Bucket(bucketItems).Get(idKey(id))
 	if raw == nil {
 		return nil
 	}
@@ -366,16 +456,16 @@ func put(tx *bolt.Tx, ev *log.Event, st *log.Store) error {
 	if _, err := remove(tx, st.ChunkID); err != nil {
 		return err
 	}
-	it := &Item{ChunkID: st.ChunkID, Kind: st.Kind, Seq: ev.Seq, ID: ev.ID, Hash: ev.Hash, Content: Hash(st.Content),
+	it := &Item{ChunkID: st.ChunkID, Kind: st.Kind, Seq: ev.Seq, Content: Hash(st.Content),
 		Time: st.Time, ChunkIndex: st.ChunkIndex, Session: st.Session, Role: st.Role, ChunkParent: st.ChunkParent}
-	if err := tx.Bucket(bucketItems).Put([]byte(it.ChunkID), encodeItem(it)); err != nil {
+	if err := tx.Bucket(bucketItems).Put(idKey(it.ChunkID), encodeItem(it)); err != nil {
 		return err
 	}
-	if err := tx.Bucket(bucketKeys).Put(append(keyPrefix(it.Session, it.Role, it.Kind, it.Content), it.ChunkID...), nil); err != nil {
+	if err := tx.Bucket(bucketKeys).Put(append(keyPrefix(it.Session, it.Role, it.Kind, it.Content), idKey(it.ChunkID)...), nil); err != nil {
 		return err
 	}
 	if it.ChunkParent != "" {
-		return tx.Bucket(bucketDocs).Put(docKey(it.ChunkParent, it.ChunkIndex), []byte(it.ChunkID))
+		return tx.Bucket(bucketDocs).Put(docKey(it.ChunkParent, it.ChunkIndex), idKey(it.ChunkID))
 	}
 	return nil
 }
@@ -386,7 +476,7 @@ func tombstone(tx *bolt.Tx, t *log.Tombstone) (bool, error) {
 	ids = append(ids, t.Chunks...)
 	if t.Session != "" || t.From != 0 || t.To != 0 {
 		err := tx.Bucket(bucketItems).ForEach(func(k, v []byte) error {
-			it, err := decodeItem(string(k), v)
+			it, err := decodeItemAt(k, v)
 			if err != nil {
 				return err
 			}
@@ -500,17 +590,19 @@ func (x *Index) view(fn func(tx *bolt.Tx) error) error {
 
 // Find returns the live chunks of session, role and kind whose content
 // hash is h, in chunk-id order (as of the last Commit).
-func (x *Index) Find(session, role string, kind log.Kind, h [32]byte) ([]Item, error) {
+func (x *Index) Find(session, role string, kind log.Kind, h [HashLen]byte) ([]Item, error) {
 	var out []Item
 	err := x.view(func(tx *bolt.Tx) error {
 		p := keyPrefix(session, role, kind, h)
 		c := tx.Bucket(bucketKeys).Cursor()
 		items := tx.Bucket(bucketItems)
 		for k, _ := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, _ = c.Next() {
-			id := string(k[len(p):])
-			it, err := decodeItem(id, items.Get([]byte(id)))
+			it, err := decodeItemAt(k[len(p):], items.Get(k[len(p):]))
 			if err != nil {
 				return err
+			}
+			if it.Session != session || it.Role != role || it.Kind != kind || it.Content != h {
+				continue // another key with the same lookup hash
 			}
 			out = append(out, *it)
 		}
@@ -530,7 +622,7 @@ func (x *Index) Document(parent string) ([]Item, error) {
 			if len(k) != len(p)+4 {
 				continue // a longer parent sharing the prefix bytes cannot: the length is in p
 			}
-			it, err := decodeItem(string(v), items.Get(v))
+			it, err := decodeItemAt(v, items.Get(v))
 			if err != nil {
 				return err
 			}
@@ -545,7 +637,7 @@ func (x *Index) Document(parent string) ([]Item, error) {
 func (x *Index) Each(fn func(Item) error) error {
 	return x.view(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketItems).ForEach(func(k, v []byte) error {
-			it, err := decodeItem(string(k), v)
+			it, err := decodeItemAt(k, v)
 			if err != nil {
 				return err
 			}
@@ -628,7 +720,7 @@ func (x *Index) Close() error {
 func (x *Index) Contains(id string) (bool, error) {
 	found := false
 	err := x.view(func(tx *bolt.Tx) error {
-		found = tx.Bucket(bucketItems).Get([]byte(id)) != nil
+		found = tx.Bucket(bucketItems).Get(idKey(id)) != nil
 		return nil
 	})
 	return found, err
@@ -651,7 +743,7 @@ func (x *Index) Items(ids []string) ([]Item, error) {
 	err := x.view(func(tx *bolt.Tx) error {
 		items := tx.Bucket(bucketItems)
 		for _, id := range ids {
-			v := items.Get([]byte(id))
+			v := items.Get(idKey(id))
 			if v == nil {
 				continue
 			}

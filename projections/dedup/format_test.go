@@ -14,12 +14,6 @@ import (
 func goldenItem() *Item {
 	it := &Item{ChunkID: "doc#1", Kind: log.KindDocument, Seq: 42, Time: 1683554160000, ChunkIndex: 1,
 		Session: "s1", Role: "user", ChunkParent: "doc"}
-	for i := range it.ID {
-		it.ID[i] = byte(i)
-	}
-	for i := range it.Hash {
-		it.Hash[i] = byte(0xa0 + i%16)
-	}
 	it.Content = Hash("Hello  World")
 	return it
 }
@@ -30,7 +24,10 @@ func TestFormatGolden(t *testing.T) {
 	it := goldenItem()
 	var b strings.Builder
 	fmt.Fprintf(&b, "item %x\n", encodeItem(it))
-	fmt.Fprintf(&b, "key %x\n", append(keyPrefix(it.Session, it.Role, it.Kind, it.Content), it.ChunkID...))
+	fmt.Fprintf(&b, "key %x\n", append(keyPrefix(it.Session, it.Role, it.Kind, it.Content), idKey(it.ChunkID)...))
+	for _, id := range []string{"000102030405060708090a0b0c0d0e0f", "000102030405060708090A0B0C0D0E0F", "doc#1", ""} {
+		fmt.Fprintf(&b, "id %q -> %x\n", id, idKey(id))
+	}
 	fmt.Fprintf(&b, "doc %x\n", docKey(it.ChunkParent, it.ChunkIndex))
 	for _, s := range []string{"Hello  World", " \u00a0Tabs\tand\nNEW\u200blines ", "ÉCOLE ﬁne Straße", ""} {
 		fmt.Fprintf(&b, "normalize %q -> %q %x\n", s, Normalize(s), Hash(s))
@@ -62,6 +59,7 @@ func FuzzDecodeItem(f *testing.F) {
 	f.Add(append(enc, 0))
 	f.Add([]byte{})
 	f.Add(bytes.Repeat([]byte{0xff}, 120))
+	f.Add(append([]byte{1, 0x80, 0}, enc[2:]...)) // an overlong seq
 	f.Fuzz(func(t *testing.T, b []byte) {
 		it, err := decodeItem("x", b)
 		if err != nil {
@@ -69,6 +67,23 @@ func FuzzDecodeItem(f *testing.F) {
 		}
 		if !bytes.Equal(encodeItem(it), b) {
 			t.Fatalf("decoded %+v re-encodes differently", it)
+		}
+	})
+}
+
+func FuzzIDKey(f *testing.F) {
+	f.Add(idKey("000102030405060708090a0b0c0d0e0f"))
+	f.Add(idKey("doc#1"))
+	f.Add(append([]byte{1}, "000102030405060708090a0b0c0d0e0f"...)) // must be the short form
+	f.Add([]byte{0, 1})
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, k []byte) {
+		id, ok := idOfKey(k)
+		if !ok {
+			return
+		}
+		if !bytes.Equal(idKey(id), k) {
+			t.Fatalf("key %x decodes to %q, which is stored as %x", k, id, idKey(id))
 		}
 	})
 }

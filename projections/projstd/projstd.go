@@ -179,7 +179,7 @@ func (s *Set) openNamed(name string, o Options, notify func(Notice)) (projection
 			return s.FTS, nil
 		}
 	case "summary":
-		if s.Summary, err = openOne(name, sub, func() (*summary.Index, error) { return summary.Open(sub) }, notify); err == nil {
+		if s.Summary, err = openOne(name, sub, func() (*summary.Index, error) { return summary.Open(sub, s.events()) }, notify); err == nil {
 			return s.Summary, nil
 		}
 	case "vectors":

@@ -44,10 +44,14 @@ func secretLog(t *testing.T) (before, after []*log.Event) {
 	var bodies []log.Body
 	for i := 0; i < 300; i++ {
 		content := fmt.Sprintf("turn %d about ordinary things like lunch and code", i)
+		session := fmt.Sprintf("s%d", i%7)
 		if i == 150 {
+			// A session of its own: its summary quotes it, so the
+			// text is on disk (no projection copies chunk content).
 			content = "my bank pin is hidden in the " + secret + " notebook"
+			session = "secret"
 		}
-		bodies = append(bodies, &log.Store{ChunkID: fmt.Sprintf("c%03d", i), Session: fmt.Sprintf("s%d", i%7), Role: "user", Kind: log.KindConversation, Content: content})
+		bodies = append(bodies, &log.Store{ChunkID: fmt.Sprintf("c%03d", i), Session: session, Role: "user", Kind: log.KindConversation, Content: content})
 	}
 	before, err := projtest.Chain(bodies...)
 	if err != nil {

@@ -33,7 +33,7 @@ func BenchmarkSummaryRebuild(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		dir := b.TempDir()
 		start := time.Now()
-		x, err := Open(dir)
+		x, err := Open(dir, logOf(dir))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -66,7 +66,8 @@ func BenchmarkAppendExchange(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	x, err := Open(b.TempDir())
+	bdir := b.TempDir()
+	x, err := Open(bdir, logOf(bdir))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -86,7 +87,7 @@ func BenchmarkAppendExchange(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for _, ev := range ex[i] {
-			if err := x.Apply(ev); err != nil {
+			if err := (logged{x}).Apply(ev); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -212,13 +212,22 @@ func decodeBlock(raw []byte) (*block, error) {
 	return b, nil
 }
 
-// rebuildBlocks recomputes the blocks of group g that the changes between
-// index keys lo and hi (inclusive, both states) can reach: from the last
-// block start before lo to the first block start after hi. Keys outside
-// [lo, hi] are the same before and after the change, so blocks outside
-// that range are unchanged.
-// It returns the number of chunks it read.
-func rebuildBlocks(tx *bolt.Tx, g groupKey, lo, hi []byte, opts Options) (int, error) {
+// blockPlan is what a Commit rebuilds of one group: the stale block
+// records are deleted, and chunks holds the chunks (in reading order) of
+// each new block, keyed by its first chunk's index key.
+type blockPlan struct {
+	keys   [][]byte
+	chunks [][]*chunk
+}
+
+// planBlocks deletes the blocks of group g that the changes between index
+// keys lo and hi (inclusive, both states) can reach, from the last block
+// start before lo to the first block start after hi, and returns the
+// chunks of their replacements, without content (the caller reads it,
+// for all groups at once, before put). Keys outside [lo, hi] are the same
+// before and after the change, so blocks outside that range are
+// unchanged.
+func planBlocks(tx *bolt.Tx, g groupKey, lo, hi []byte) (*blockPlan, error) {
 	idx := tx.Bucket(bucketBySession)
 	if g.prefix == prefixDocument {
 		idx = tx.Bucket(bucketByDoc)
@@ -257,40 +266,36 @@ func rebuildBlocks(tx *bolt.Tx, g groupKey, lo, hi []byte, opts Options) (int, e
 	}
 	for _, bk := range stale {
 		if err := blocks.Delete(bk); err != nil {
-			return 0, err
+			return nil, err
 		}
 	}
 
 	chunks := tx.Bucket(bucketChunks)
-	var cur []*chunk
-	read := 0
-	var curKey []byte
-	flush := func() error {
-		if len(cur) == 0 {
-			return nil
-		}
-		err := blocks.Put(append([]byte{g.prefix}, curKey...), encodeBlock(newBlock(cur, opts)))
-		cur = cur[:0]
-		return err
-	}
+	p := &blockPlan{}
 	for k, _ = c.Seek(start); within(k); k, _ = c.Next() {
 		id := idOfKey(gp, k)
-		if len(cur) > 0 && startsBlock(id) {
-			if err := flush(); err != nil {
-				return read, err
-			}
+		if len(p.keys) == 0 || startsBlock(id) {
+			p.keys = append(p.keys, append([]byte{g.prefix}, k...))
+			p.chunks = append(p.chunks, nil)
 		}
 		ch, err := decodeChunk(id, chunks.Get([]byte(id)))
 		if err != nil {
-			return read, err
+			return nil, err
 		}
-		read++
-		if len(cur) == 0 {
-			curKey = append([]byte(nil), k...)
-		}
-		cur = append(cur, ch)
+		p.chunks[len(p.chunks)-1] = append(p.chunks[len(p.chunks)-1], ch)
 	}
-	return read, flush()
+	return p, nil
+}
+
+// put writes the planned blocks of group g, their chunks analysed.
+func (p *blockPlan) put(tx *bolt.Tx, g groupKey, opts Options) error {
+	blocks := tx.Bucket(bucketBlocks)
+	for i, cs := range p.chunks {
+		if err := blocks.Put(p.keys[i], encodeBlock(newBlock(cs, opts))); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // merge is the summary of group g from its stored blocks; nil when the

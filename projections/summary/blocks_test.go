@@ -140,28 +140,54 @@ func randomOps(r *rand.Rand, n int) (bodies []log.Body, live map[string]*log.Sto
 
 // TestIncrementalIsBitForBitRebuild commits after every event of random
 // histories and compares every stored record (chunks, indexes, blocks, term
-// summaries) with a build from only the surviving chunks,
-// stored in shuffled order and committed once.
+// summaries) with a build from only the events of the surviving chunks,
+// applied in shuffled order and committed once.
 func TestIncrementalIsBitForBitRebuild(t *testing.T) {
 	for seed := int64(1); seed <= 4; seed++ {
 		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
 			r := rand.New(rand.NewSource(seed))
 			bodies, live := randomOps(r, 300)
-			inc := openT(t, t.TempDir(), Options{})
+			incDir := t.TempDir()
+			inc := openT(t, incDir, Options{})
 			applyAll(t, inc, chain(t, bodies...), 1)
 
-			var stores []log.Body
+			// The rebuild replays, from the same log, the events that
+			// put the surviving chunks in place (so chunk records name
+			// the same seqs), in shuffled order.
+			lg := logOf(incDir)
+			lastEv := map[string]*log.Event{}
+			for seq := uint64(1); seq <= lg.last; seq++ {
+				ev, err := lg.EventAt(seq)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if st := ev.Chunk(); st != nil {
+					lastEv[st.ChunkID] = ev
+				}
+			}
 			ids := make([]string, 0, len(live))
 			for id := range live {
 				ids = append(ids, id)
 			}
 			sort.Strings(ids)
 			r.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
-			for _, id := range ids {
-				stores = append(stores, live[id])
+			full, err := OpenOptions(t.TempDir(), lg, Options{})
+			if err != nil {
+				t.Fatal(err)
 			}
-			full := openT(t, t.TempDir(), Options{})
-			applyAll(t, full, chain(t, stores...), 0)
+			defer full.Close()
+			for _, id := range ids {
+				ev := lastEv[id]
+				if ev == nil || ev.Chunk().Content != live[id].Content {
+					t.Fatalf("live chunk %q: its last event in the log is %v", id, ev)
+				}
+				if err := full.Apply(ev); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := full.Commit(projections.Checkpoint{Seq: lg.last}); err != nil {
+				t.Fatal(err)
+			}
 
 			got, want := dump(t, inc), dump(t, full)
 			if len(want) == 0 {
@@ -202,7 +228,7 @@ func TestSingleBlockIsTheWholeGroupSummary(t *testing.T) {
 		st := &log.Store{ChunkID: id, Kind: log.KindConversation, Session: "S", Time: projtest.BaseTime + int64(i),
 			Content: projtest.Text(r, 80)}
 		bodies = append(bodies, st)
-		sents = append(sents, newChunk(st).sents...)
+		sents = append(sents, newChunk(st, 0).sents...)
 	}
 	x := openT(t, t.TempDir(), Options{})
 	applyAll(t, x, chain(t, bodies...), 2)
@@ -268,31 +294,28 @@ func FuzzDecodeBlock(f *testing.F) {
 	})
 }
 
-// TestFormat1FileIsRebuilt opens a summary.db left by format 1 (its
-// version tag) and checks it is discarded: checkpoint zero, nothing kept.
+// TestFormat1FileIsRebuilt opens a summary.db left by format 1 and by
+// format 2 (chunk records with their content; their version tags) and
+// checks it is discarded: checkpoint zero, nothing kept.
 func TestFormat1FileIsRebuilt(t *testing.T) {
-	for _, tag := range []string{"v1/tokens=120/terms=8", "v2/tokens=120/terms=8"} {
-		t.Run(tag, func(t *testing.T) { testOldFormatRebuilt(t, tag) })
-	}
-}
-
-func testOldFormatRebuilt(t *testing.T, tag string) {
-	dir := t.TempDir()
-	x := openT(t, dir, Options{})
-	applyAll(t, x, chain(t, &log.Store{ChunkID: "a", Kind: log.KindConversation, Session: "S",
-		Time: projtest.BaseTime, Content: "Old format text."}), 0)
-	err := x.db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketMeta).Put(keyVersion, []byte(tag))
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	x.Close()
-	y := openT(t, dir, Options{})
-	if cp, _ := y.Checkpoint(); cp.Seq != 0 {
-		t.Fatalf("checkpoint %d after opening a format 1 file, want 0", cp.Seq)
-	}
-	if n, err := y.Count(); err != nil || n != 0 {
-		t.Fatalf("%d chunks kept from a format 1 file (%v)", n, err)
+	for _, tag := range []string{"v1/tokens=120/terms=8", "v2/tokens=120/terms=8", "v3/tokens=120/terms=8"} {
+		dir := t.TempDir()
+		x := openT(t, dir, Options{})
+		applyAll(t, x, chain(t, &log.Store{ChunkID: "a", Kind: log.KindConversation, Session: "S",
+			Time: projtest.BaseTime, Content: "Old format text."}), 0)
+		err := x.db.Update(func(tx *bolt.Tx) error {
+			return tx.Bucket(bucketMeta).Put(keyVersion, []byte(tag))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		x.Close()
+		y := openT(t, dir, Options{})
+		if cp, _ := y.Checkpoint(); cp.Seq != 0 {
+			t.Fatalf("checkpoint %d after opening a %s file, want 0", cp.Seq, tag)
+		}
+		if n, err := y.Count(); err != nil || n != 0 {
+			t.Fatalf("%d chunks kept from a %s file (%v)", n, tag, err)
+		}
 	}
 }

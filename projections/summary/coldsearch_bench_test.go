@@ -41,7 +41,7 @@ func BenchmarkColdSearch(b *testing.B) {
 	cpu0 := cpuTime()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		x, err := Open(dir)
+		x, err := OpenOptions(dir, logOf(dir), Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -60,11 +60,12 @@ func BenchmarkColdSearch(b *testing.B) {
 }
 
 func buildColdStore(b *testing.B, dir string, sessions int) {
-	x, err := Open(dir)
+	ix, err := OpenOptions(dir, logOf(dir), Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer x.Close()
+	defer ix.Close()
+	x := logged{ix}
 	r := rand.New(rand.NewSource(1))
 	seq := uint64(0)
 	const turns = 20

@@ -6,9 +6,8 @@ import (
 	"math"
 	"math/rand"
 	"sort"
+	"strings"
 	"testing"
-
-	bolt "go.etcd.io/bbolt"
 
 	"github.com/unlimitedcontext/ucl/internal/textutil"
 	"github.com/unlimitedcontext/ucl/log"
@@ -112,7 +111,7 @@ func withHash(t *testing.T, h func(string) uint32, fn func()) {
 // manySessionOps is a random history over many sessions with a Zipf
 // vocabulary (terms shared by some sessions, not all): appends, earlier
 // turns, replacements, tombstones by id, session and range, and edits.
-func manySessionOps(r *rand.Rand, n, sessions int) []log.Body {
+func manySessionOps(r *rand.Rand, n, sessions int) ([]log.Body, map[string]*log.Store) {
 	var bodies []log.Body
 	live := map[string]*log.Store{}
 	var ids []string
@@ -181,7 +180,7 @@ func manySessionOps(r *rand.Rand, n, sessions int) []log.Body {
 			}
 		}
 	}
-	return bodies
+	return bodies, live
 }
 
 // TestStoredSearchMatchesOracle compares the stored index with the
@@ -199,7 +198,8 @@ func TestStoredSearchMatchesOracle(t *testing.T) {
 			t.Run(fmt.Sprintf("%s seed %d", name, seed), func(t *testing.T) {
 				withHash(t, h, func() {
 					r := rand.New(rand.NewSource(seed))
-					evs := chain(t, manySessionOps(r, 700, 30)...)
+					ops, _ := manySessionOps(r, 700, 30)
+					evs := chain(t, ops...)
 					x := openT(t, t.TempDir(), Options{})
 					compared := 0
 					for i := 0; i < len(evs); {
@@ -250,7 +250,7 @@ func TestIncrementalSearchIndexIsRebuild(t *testing.T) {
 	withHash(t, func(id string) uint32 { return fnvHash(id) % 3 }, func() {
 		for seed := int64(1); seed <= 3; seed++ {
 			r := rand.New(rand.NewSource(seed))
-			bodies := manySessionOps(r, 500, 12)
+			bodies, live := manySessionOps(r, 500, 12)
 			inc := openT(t, t.TempDir(), Options{})
 			applyAll(t, inc, chain(t, bodies...), 1)
 			all, err := inc.All()
@@ -258,25 +258,29 @@ func TestIncrementalSearchIndexIsRebuild(t *testing.T) {
 				t.Fatal(err)
 			}
 			// The live chunks, stored once in another order.
+			ids := make([]string, 0, len(live))
+			for id := range live {
+				ids = append(ids, id)
+			}
+			sort.Strings(ids)
 			var stores []log.Body
-			err = inc.view(func(tx *bolt.Tx) error {
-				return tx.Bucket(bucketChunks).ForEach(func(k, v []byte) error {
-					c, err := decodeChunk(string(k), v)
-					if err != nil {
-						return err
-					}
-					stores = append(stores, &log.Store{ChunkID: c.id, Kind: c.kind, ChunkIndex: c.index, Time: c.time,
-						Session: c.session, ChunkParent: c.chunkParent, Content: c.content, Role: "user"})
-					return nil
-				})
-			})
-			if err != nil {
-				t.Fatal(err)
+			for _, id := range ids {
+				stores = append(stores, live[id])
 			}
 			r.Shuffle(len(stores), func(i, j int) { stores[i], stores[j] = stores[j], stores[i] })
 			full := openT(t, t.TempDir(), Options{})
 			applyAll(t, full, chain(t, stores...), 0)
-			got, want := dump(t, inc), dump(t, full)
+			// Chunk records name their event's seq, which differs here:
+			// compare what the search depends on.
+			keep := func(lines []string) (out []string) {
+				for _, l := range lines {
+					if strings.HasPrefix(l, "search_") || strings.HasPrefix(l, "summaries/") {
+						out = append(out, l)
+					}
+				}
+				return out
+			}
+			got, want := keep(dump(t, inc)), keep(dump(t, full))
 			if len(all) == 0 || fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Fatalf("seed %d: incremental and rebuilt stores differ (%d vs %d records)", seed, len(got), len(want))
 			}

@@ -23,7 +23,7 @@
 // with explicit rounding are used, so summaries are identical across
 // platforms.
 //
-// Blocks (format 2). A group's chunks, in reading order, are cut into
+// Blocks (since format 2). A group's chunks, in reading order, are cut into
 // blocks: a block starts at the group's first chunk and at every chunk
 // whose id hashes (FNV-1a 32) to 0 modulo 16, so a block holds 16 chunks
 // on average and its extent depends only on the chunks themselves, not on
@@ -46,11 +46,17 @@
 //     for each touched group rebuilds the blocks the changed keys can
 //     reach (from the last block start before the first changed key to the
 //     first block start after the last one: one block for an appended
-//     turn) from the chunks stored here
-//     (never from the log), merges the group's blocks into its summary and
-//     writes the checkpoint, in one bbolt transaction. An appended turn
-//     costs its block plus a pass over the group's block records (1/16 of
-//     its chunks), not a re-extraction of the group.
+//     turn), merges the group's blocks into its summary and writes the
+//     checkpoint, in one bbolt transaction. An appended turn costs its
+//     block plus a pass over the group's block records (1/16 of its
+//     chunks), not a re-extraction of the group.
+//   - Chunk text is not stored (format 3): a chunk record names the seq of
+//     the event that put the chunk in place (a store or an edit). A Commit
+//     analyses the chunks applied since the last one from their events, and
+//     reads the other chunks of the blocks it rebuilds from the
+//     projections.EventReader given to Open (the log), all touched groups
+//     together, in seq order. An event at that seq that does not hold the
+//     chunk is ErrCorrupt; no reader is ErrNoEvents.
 //   - Reads (Session, Document, All, Search, Digest) see the last Commit.
 //   - Removed content leaves the file: a Commit that removed chunks
 //     rewrites summary.db with projections.CompactBolt (bbolt keeps freed
@@ -58,8 +64,9 @@
 //     new file. Open checks the file is not truncated.
 //
 // Storage (bbolt file summary.db):
-//   - chunks: id → kind ‖ uvarint index ‖ time ‖ session ‖ chunk_parent ‖
-//     content (encodeChunk);
+//   - chunks: id → kind ‖ uvarint index ‖ time(8, BE) ‖ str session ‖ str
+//     chunk_parent ‖ uvarint seq, str = uvarint length ‖ bytes
+//     (encodeChunk; format 2 ended with the content instead of the seq);
 //   - by_session, by_doc: uvarint len ‖ group id ‖ sort key (12 bytes:
 //     time(8, BE, sign bit flipped) ‖ index(4, BE) for sessions, index ‖
 //     time for documents) ‖ chunk id → empty, so a cursor walks a group in
@@ -68,7 +75,7 @@
 //   - blocks: kind byte (1 session, 2 document) ‖ the by_session/by_doc key
 //     of the block's first chunk → encodeBlock;
 //   - summaries: 1‖session id or 2‖document id → JSON Summary;
-//   - search_docs, search_terms (format 3): the session search index, a
+//   - search_docs, search_terms (format 4): the session search index, a
 //     function of the session summaries, updated in the same transaction
 //     for the sessions whose summary changed (only the terms whose
 //     frequency changed are rewritten); see search.go;
@@ -76,8 +83,9 @@
 //
 // Search reads the postings of its words, the lengths of their sessions
 // and the stats, never the summaries: a process's first search costs what
-// its words cost, not a pass over every summary. Format 2 files (search
-// index in memory, rebuilt by each process) are discarded and rebuilt.
+// its words cost, not a pass over every summary. Files of earlier formats
+// (search index in memory, rebuilt by each process) are discarded and
+// rebuilt.
 package summary
 
 import (
@@ -104,7 +112,7 @@ import (
 const Name = "summary"
 
 // FormatVersion is the stored format and extraction version.
-const FormatVersion = 3
+const FormatVersion = 4
 
 // Defaults for Options.
 const (
@@ -127,6 +135,11 @@ var (
 
 	// ErrInvalidQuery is returned by Search for k <= 0.
 	ErrInvalidQuery = errors.New("summary: invalid query")
+
+	// ErrNoEvents is returned (wrapped) by Commit when a block must be
+	// rebuilt from committed chunks and the index was opened without an
+	// event reader to read their content from.
+	ErrNoEvents = errors.New("summary: no event reader for chunk content")
 )
 
 var (
@@ -179,14 +192,14 @@ type chunk struct {
 	time        int64
 	session     string
 	chunkParent string
-	content     string
-	sents       []sentence // analysis of content (pos relative to the chunk)
+	seq         uint64     // the event that put the chunk in place (store or edit)
+	sents       []sentence // analysis of the content (pos relative to the chunk); nil until read
 }
 
-// newChunk builds a chunk from a store body, with its analysis.
-func newChunk(b *log.Store) *chunk {
+// newChunk builds a chunk from a store body at seq, with its analysis.
+func newChunk(b *log.Store, seq uint64) *chunk {
 	return &chunk{id: b.ChunkID, kind: b.Kind, index: b.ChunkIndex, time: b.Time, session: b.Session,
-		chunkParent: b.ChunkParent, content: b.Content, sents: split([]string{b.Content})}
+		chunkParent: b.ChunkParent, seq: seq, sents: split([]string{b.Content})}
 }
 
 // docID is the document group of c, "" for none.
@@ -207,8 +220,9 @@ type groupKey struct {
 
 // Index is the summary projection. It is safe for concurrent use.
 type Index struct {
-	dir  string
-	opts Options
+	dir    string
+	opts   Options
+	events projections.EventReader // where committed chunks' content is read back (by seq)
 
 	mu     sync.RWMutex
 	db     *bolt.DB
@@ -222,18 +236,23 @@ type Index struct {
 var _ projections.Projection = (*Index)(nil)
 
 // Open opens (or creates) the projection in dir with default options.
-func Open(dir string) (*Index, error) { return OpenOptions(dir, Options{}) }
+// events is where a Commit reads back the content of committed chunks
+// whose block it rebuilds (the store's log); without it such a Commit
+// fails with ErrNoEvents.
+func Open(dir string, events projections.EventReader) (*Index, error) {
+	return OpenOptions(dir, events, Options{})
+}
 
 // OpenOptions opens (or creates) the projection in dir. State stored with
 // another format version or other options is discarded (checkpoint zero).
-func OpenOptions(dir string, opts Options) (*Index, error) {
+func OpenOptions(dir string, events projections.EventReader, opts Options) (*Index, error) {
 	if opts.MaxTokens <= 0 {
 		opts.MaxTokens = DefaultMaxTokens
 	}
 	if opts.KeyTerms <= 0 {
 		opts.KeyTerms = DefaultKeyTerms
 	}
-	x := &Index{dir: dir, opts: opts}
+	x := &Index{dir: dir, opts: opts, events: events}
 	if err := x.open(); err != nil {
 		return nil, err
 	}
@@ -358,7 +377,7 @@ func (x *Index) Apply(ev *log.Event) error {
 		if b.ChunkID == "" {
 			return nil
 		}
-		c := newChunk(b)
+		c := newChunk(b, ev.Seq)
 		x.ops[c.id] = c
 	case *log.Tombstone:
 		return x.applyTombstone(b)
@@ -368,7 +387,7 @@ func (x *Index) Apply(ev *log.Event) error {
 				return err
 			}
 		}
-		c := newChunk(&b.Store)
+		c := newChunk(&b.Store, ev.Seq)
 		x.ops[c.id] = c
 	}
 	return nil
@@ -506,12 +525,36 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 			}
 			return groups[i].id < groups[j].id
 		})
-		sums := tx.Bucket(bucketSummaries)
-		for _, g := range groups {
+		// Every touched group's reach first, then the content of all
+		// their chunks in one pass over the log in seq order, then the
+		// blocks and summaries.
+		plans := make([]*blockPlan, len(groups))
+		var need []*chunk
+		for i, g := range groups {
 			gc := touched[g]
-			n, err := rebuildBlocks(tx, g, gc.lo, gc.hi, x.opts)
-			x.reread += n
+			p, err := planBlocks(tx, g, gc.lo, gc.hi)
 			if err != nil {
+				return fmt.Errorf("group %q: %w", g.id, err)
+			}
+			plans[i] = p
+			for _, cs := range p.chunks {
+				for j, c := range cs {
+					if pc := x.ops[c.id]; pc != nil {
+						cs[j] = pc // applied since the last Commit: analysed already
+						continue
+					}
+					need = append(need, c)
+				}
+			}
+		}
+		n, err := x.readContent(need)
+		x.reread += n
+		if err != nil {
+			return err
+		}
+		sums := tx.Bucket(bucketSummaries)
+		for i, g := range groups {
+			if err := plans[i].put(tx, g, x.opts); err != nil {
 				return fmt.Errorf("group %q: %w", g.id, err)
 			}
 			s, err := merge(tx, g, x.opts)
@@ -642,17 +685,17 @@ func timeKey(t int64) [8]byte {
 }
 
 // encodeChunk: kind ‖ uvarint index ‖ time(8, BE) ‖ str session ‖ str
-// chunk_parent ‖ content (rest). The sentence analysis is not stored: a
-// Commit re-reads only the chunks of the blocks it rebuilds, so splitting
-// them again costs less than keeping a second copy of every text.
+// chunk_parent ‖ uvarint seq. Neither the content nor its analysis is
+// stored (format 3): the log keeps the text once, and a Commit reads back
+// by seq only the chunks of the blocks it rebuilds (readContent).
 func encodeChunk(c *chunk) []byte {
-	b := make([]byte, 0, 24+len(c.session)+len(c.chunkParent)+len(c.content))
+	b := make([]byte, 0, 32+len(c.session)+len(c.chunkParent))
 	b = append(b, byte(c.kind))
 	b = binary.AppendUvarint(b, uint64(c.index))
 	b = binary.BigEndian.AppendUint64(b, uint64(c.time))
 	b = appendStr(b, c.session)
 	b = appendStr(b, c.chunkParent)
-	return append(b, c.content...)
+	return binary.AppendUvarint(b, c.seq)
 }
 
 func appendStr(b []byte, s string) []byte {
@@ -672,7 +715,8 @@ func chunkTime(id string, raw []byte) (int64, error) {
 	return int64(binary.BigEndian.Uint64(raw[1+n:])), nil
 }
 
-// decodeChunk parses a stored chunk record and analyses its content.
+// decodeChunk parses a stored chunk record (without its content: see
+// readContent).
 func decodeChunk(id string, raw []byte) (*chunk, error) {
 	bad := func(what string) (*chunk, error) {
 		return nil, fmt.Errorf("decode chunk %q: %w: %s", id, ErrCorrupt, what)
@@ -716,8 +760,12 @@ func decodeChunk(id string, raw []byte) (*chunk, error) {
 	if c.chunkParent, ok = str(); !ok {
 		return bad("chunk parent")
 	}
-	c.content = rec[p:]
-	c.sents = split([]string{c.content})
+	if c.seq, ok = uv(); !ok {
+		return bad("seq")
+	}
+	if p != len(rec) {
+		return bad("trailing bytes")
+	}
 	return c, nil
 }
 

@@ -1,6 +1,7 @@
 package summary
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,7 +18,7 @@ import (
 
 func openT(t testing.TB, dir string, opts Options) *Index {
 	t.Helper()
-	x, err := OpenOptions(dir, opts)
+	x, err := OpenOptions(dir, logOf(dir), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,6 +29,9 @@ func openT(t testing.TB, dir string, opts Options) *Index {
 // applyAll applies evs, committing every `every` events (0: at the end only).
 func applyAll(t testing.TB, p projections.Projection, evs []*log.Event, every int) {
 	t.Helper()
+	if x, ok := p.(*Index); ok {
+		p = logged{x}
+	}
 	for i, ev := range evs {
 		if err := p.Apply(ev); err != nil {
 			t.Fatalf("apply %d: %v", ev.Seq, err)
@@ -74,11 +78,11 @@ func all(t testing.TB, x *Index) []Summary {
 
 func TestConformance(t *testing.T) {
 	projtest.Run(t, func(t *testing.T, dir string) projections.Projection {
-		x, err := Open(dir)
+		x, err := Open(dir, logOf(dir))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return x
+		return logged{x}
 	})
 }
 
@@ -375,7 +379,7 @@ func TestEstimateMatchesTextutil(t *testing.T) {
 func TestBudgetOptionsAndReopen(t *testing.T) {
 	evs := projtest.Events(12, 300)
 	dir := t.TempDir()
-	x, err := OpenOptions(dir, Options{MaxTokens: 30, KeyTerms: 3})
+	x, err := OpenOptions(dir, logOf(dir), Options{MaxTokens: 30, KeyTerms: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,8 +404,8 @@ func TestBudgetOptionsAndReopen(t *testing.T) {
 }
 
 func FuzzDecodeChunk(f *testing.F) {
-	f.Add(encodeChunk(newChunk(&log.Store{ChunkID: "id", Kind: log.KindDocument, ChunkIndex: 3, Time: -7, Session: "s", ChunkParent: "p", Content: "Hello there. Second  sentence!\n\n- item one"})))
-	f.Add(encodeChunk(newChunk(&log.Store{ChunkID: "id", Kind: log.KindConversation, Content: "  "})))
+	f.Add(encodeChunk(newChunk(&log.Store{ChunkID: "id", Kind: log.KindDocument, ChunkIndex: 3, Time: -7, Session: "s", ChunkParent: "p", Content: "Hello there."}, 42)))
+	f.Add(encodeChunk(newChunk(&log.Store{ChunkID: "id", Kind: log.KindConversation, Content: "  "}, 1<<40)))
 	f.Add([]byte{})
 	f.Add([]byte{1, 0xff})
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -410,36 +414,94 @@ func FuzzDecodeChunk(f *testing.F) {
 			return
 		}
 		enc := encodeChunk(c)
-		c2, err := decodeChunk("id", enc)
-		if err != nil {
-			t.Fatalf("re-decode: %v", err)
+		if !bytes.Equal(enc, b) {
+			t.Fatalf("a record decodes but encodes differently: %x -> %x", b, enc)
 		}
-		if c2.content != c.content || c2.session != c.session || c2.time != c.time || len(c2.sents) != len(c.sents) {
-			t.Fatalf("round trip %+v -> %+v", c, c2)
+		c2, err := decodeChunk("id", enc)
+		if err != nil || !reflect.DeepEqual(c, c2) {
+			t.Fatalf("round trip %+v -> %+v (%v)", c, c2, err)
 		}
 	})
 }
 
+// TestChunkRecordRoundTrip checks a chunk record keeps every field but
+// the content (format 3 reads it back from the log by seq).
 func TestChunkRecordRoundTrip(t *testing.T) {
 	r := rand.New(rand.NewSource(8))
 	for i := 0; i < 50; i++ {
 		st := &log.Store{ChunkID: "x", Kind: log.KindDocument, ChunkIndex: i, Time: int64(i) - 20, Session: "s", ChunkParent: "p",
 			Content: projtest.Text(r, 5+r.Intn(80)) + "\n\n1. a list\n- Ünïcode item"}
-		c := newChunk(st)
-		got, err := decodeChunk("x", encodeChunk(c))
+		c := newChunk(st, uint64(i)*1000+7)
+		enc := encodeChunk(c)
+		if strings.Contains(string(enc), st.Content[:20]) {
+			t.Fatal("the chunk record holds its content")
+		}
+		got, err := decodeChunk("x", enc)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(got.sents) != len(c.sents) || got.content != c.content || got.index != c.index || got.time != c.time {
-			t.Fatalf("round trip differs")
+		want := *c
+		want.sents = nil
+		if !reflect.DeepEqual(got, &want) {
+			t.Fatalf("round trip differs:\n%+v\n%+v", got, &want)
 		}
-		if tm, err := chunkTime("x", encodeChunk(c)); err != nil || tm != c.time {
+		if tm, err := chunkTime("x", enc); err != nil || tm != c.time {
 			t.Fatalf("chunkTime %d %v, want %d", tm, err, c.time)
 		}
-		for j := range c.sents {
-			if got.sents[j].text != c.sents[j].text || strings.Join(got.sents[j].words, " ") != strings.Join(c.sents[j].words, " ") {
-				t.Fatalf("sentence %d: %q %v vs %q %v", j, got.sents[j].text, got.sents[j].words, c.sents[j].text, c.sents[j].words)
-			}
+	}
+}
+
+// TestCommitReadsContentFromTheLog checks that rebuilding a block reads
+// its committed chunks' text from the event reader: without one the
+// Commit fails with ErrNoEvents, and a seq that does not hold the chunk
+// is corruption, not a silently wrong summary.
+func TestCommitReadsContentFromTheLog(t *testing.T) {
+	turn := func(id string, i int) *log.Store {
+		return &log.Store{ChunkID: id, Kind: log.KindConversation, Session: "S", Time: projtest.BaseTime + int64(i),
+			Content: fmt.Sprintf("Sentence number %d about apples.", i)}
+	}
+	// Ids in one block, so the second commit re-reads the first chunk.
+	var ids []string
+	for i := 0; len(ids) < 2; i++ {
+		if id := fmt.Sprintf("b%03d", i); !startsBlock(id) {
+			ids = append(ids, id)
 		}
+	}
+	dir := t.TempDir()
+	x, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	evs := chain(t, turn(ids[0], 0), turn(ids[1], 1))
+	if err := x.Apply(evs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Commit(projections.Checkpoint{Seq: 1}); err != nil {
+		t.Fatalf("a commit of pending chunks only needs no log: %v", err)
+	}
+	if err := x.Apply(evs[1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Commit(projections.Checkpoint{Seq: 2}); !errors.Is(err, ErrNoEvents) {
+		t.Fatalf("commit without an event reader: %v, want ErrNoEvents", err)
+	}
+
+	// A log whose seq 1 holds another chunk.
+	wrong := &testLog{m: map[uint64]*log.Event{}}
+	wrong.add(chain(t, turn("other", 0))[0])
+	y := openT(t, t.TempDir(), Options{})
+	y.events = wrong
+	if err := y.Apply(evs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := y.Commit(projections.Checkpoint{Seq: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := y.Apply(evs[1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := y.Commit(projections.Checkpoint{Seq: 2}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("commit with a wrong log: %v, want ErrCorrupt", err)
 	}
 }
