@@ -197,6 +197,20 @@ type ChunkSessioner interface {
 	ChunkSession(id string) (session string, known bool)
 }
 
+// SessionVectorSearcher is an optional VectorQuerier capability (the
+// vector projection has it): an exact top-k of q over the chunks of the
+// given sessions only ("" is the chunks without a session), ranked as
+// SearchVector ranks, ties by chunk id. Under a session filter (the L0
+// pre-filter's or the request's) the ANN channel then costs what the kept
+// sessions hold instead of a scan of every vector, and finds the true top
+// k inside them instead of what survives a filter of an over-fetched
+// list. ok false means the searcher cannot restrict now (the projection:
+// before its exact index is loaded, or once the HNSW graph serves); the
+// engine then searches everything and filters.
+type SessionVectorSearcher interface {
+	SearchVectorIn(ctx context.Context, q []float32, k int, sessions []string) (hits []vector.Hit, ok bool, err error)
+}
+
 // SessionSearcher searches the L0 session summaries (*summary.Index).
 type SessionSearcher interface {
 	Search(ctx context.Context, text string, k int) ([]summary.SessionHit, error)
@@ -817,20 +831,50 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 	// The two channels are independent: the ANN search runs concurrently
 	// with BM25; results are merged in a fixed order (BM25 first), so
 	// output does not depend on which finishes first.
+	//
+	// Under a session filter a SessionVectorSearcher scores only the kept
+	// sessions' vectors (see vectorsIn); the sessions the BM25 candidates
+	// add to the pre-filter's are searched once BM25 is done, and the two
+	// exact top-k lists merged into the top k of the union.
 	type vecResult struct {
-		hits []vector.Hit
-		err  error
+		hits   []vector.Hit
+		q      []float32       // the query vector, when searched in sessions
+		within map[string]bool // the sessions searched, when restricted
+		err    error
 	}
 	var vecCh chan vecResult
+	subFetch := nc // the hits a session-restricted search needs
+	if p.kinds != nil || p.roles != nil || p.since != 0 || p.until != 0 {
+		subFetch = min(4*nc, 4*MaxCandidates) // post-filtered here
+	}
 	if p.mode != ModeBM25 && e.src.Vectors != nil {
 		fetch := nc
 		if sessions != nil || p.kinds != nil || p.roles != nil || p.since != 0 || p.until != 0 {
 			fetch = min(4*nc, 4*MaxCandidates) // post-filtered here
 		}
+		var within map[string]bool
+		if sessions != nil {
+			within = make(map[string]bool, len(sessions))
+			for s := range sessions {
+				within[s] = true
+			}
+		}
 		vecCh = make(chan vecResult, 1)
 		go func() {
+			if within != nil {
+				q, hits, ok, err := e.vectorsIn(ctx, p.text, subFetch, within)
+				if ok || err != nil {
+					vecCh <- vecResult{hits, q, within, err}
+					return
+				}
+				if q != nil { // embedded already: search everything, filter
+					hits, err = e.src.Vectors.(VectorQuerier).SearchVector(ctx, q, fetch)
+					vecCh <- vecResult{hits: hits, err: err}
+					return
+				}
+			}
 			hits, err := e.searchVectors(ctx, p.text, fetch)
-			vecCh <- vecResult{hits, err}
+			vecCh <- vecResult{hits: hits, err: err}
 		}()
 	}
 	if p.mode != ModeVector && e.src.Text != nil {
@@ -872,6 +916,9 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 	if vecCh != nil {
 		vr := <-vecCh
 		hits, err := vr.hits, vr.err
+		if err == nil && vr.within != nil {
+			hits, err = e.moreSessions(ctx, vr.q, subFetch, hits, vr.within, sessions)
+		}
 		var sessionOf ChunkSessioner
 		if cs, ok := e.src.Vectors.(ChunkSessioner); ok && sessions != nil {
 			sessionOf = cs
@@ -941,10 +988,23 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 // 0.651, MRR 0.327 → 0.422). Only the query vector changes: stored
 // vectors and digests do not depend on it.
 func (e *Engine) searchVectors(ctx context.Context, text string, k int) ([]vector.Hit, error) {
+	q, err := e.queryVector(ctx, text)
+	if err != nil {
+		return nil, err
+	}
+	if q == nil {
+		return e.src.Vectors.SearchText(ctx, text, k)
+	}
+	return e.src.Vectors.(VectorQuerier).SearchVector(ctx, q, k)
+}
+
+// queryVector returns the IDF-weighted query vector of text, or nil when
+// the sources cannot build one (or Options.PlainVectorQuery).
+func (e *Engine) queryVector(ctx context.Context, text string) ([]float32, error) {
 	vq, ok := e.src.Vectors.(VectorQuerier)
 	dq, ok2 := e.src.Text.(DocFreqer)
 	if !ok || !ok2 || e.opts.PlainVectorQuery || e.src.Text == nil {
-		return e.src.Vectors.SearchText(ctx, text, k)
+		return nil, nil
 	}
 	words := textutil.ContentWords(text)
 	n, dfs, err := dq.DocFreqs(ctx, words)
@@ -960,7 +1020,7 @@ func (e *Engine) searchVectors(ctx context.Context, text string, k int) ([]vecto
 	if err != nil {
 		return nil, fmt.Errorf("embed query: %w", err)
 	}
-	return vq.SearchVector(ctx, q, k)
+	return q, nil
 }
 
 // count returns the number of live chunks, from the full-text index when
