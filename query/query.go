@@ -26,9 +26,15 @@
 //     text, and as a filter on both channels they dropped evidence whose
 //     turns match the words (LoCoMo dev set with the pre-filter forced on,
 //     20 sessions: hybrid hit@10 0.69 → 0.81, the same as without it).
+//     When the vector source is a SessionVectorSearcher, the ANN channel
+//     scores only the kept sessions' vectors (an exact top k within them;
+//     the BM25 candidates' sessions are searched once BM25 is done and the
+//     two lists merged), so the pre-filter saves the scan of the rest.
 //  4. Candidates: the top Candidates(K) chunks by BM25 (filters pushed into
-//     the full-text index) and by ANN cosine (over-fetched, then filtered
-//     here, because the vector index has no filters).
+//     the full-text index) and by ANN cosine: under a session filter from
+//     the kept sessions only (SessionVectorSearcher), else over-fetched;
+//     other filters are applied here on an over-fetched list, because the
+//     vector index has no filters.
 //  5. Every candidate is looked up in the timelines (ChunkStore): the
 //     timelines are the authority on what is live, so a tombstoned chunk a
 //     lagging index still returns is dropped, and every result carries the
