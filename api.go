@@ -37,6 +37,10 @@ type API interface {
 	// the vault key, its body (withheld when tombstoned), and whether a
 	// tombstone removed it.
 	AuditShow(ctx context.Context, req AuditShowRequest) (*AuditShowResult, error)
+	// AuditVerify scans the whole log (checksums, hash chain and, with
+	// the vault key, every seal) as VerifyLog does; damage is a
+	// *log.CorruptionError returned with the result.
+	AuditVerify(ctx context.Context, req AuditVerifyRequest) (*AuditVerifyResult, error)
 	// Search runs hybrid retrieval over the caught-up projections.
 	Search(ctx context.Context, req SearchRequest) (*SearchResult, error)
 	// Context assembles an LLM context under a token budget.

@@ -167,8 +167,27 @@ func benchSearchSocket(b *testing.B, corpus benchCorpus, n int) {
 }
 
 // BenchmarkOpen measures Open+Close of a store (log only: projections
-// open on first use) as the log grows.
+// open on first use) as the log grows. UCL_BENCH_OPEN=DIR,DIR... measures
+// existing stores instead (e.g. the 1M-event store of test/'s
+// BenchmarkCommands, or one built by `ucl append` alone).
 func BenchmarkOpen(b *testing.B) {
+	if dirs := os.Getenv("UCL_BENCH_OPEN"); dirs != "" {
+		for _, dir := range strings.Split(dirs, ",") {
+			b.Run("store="+filepath.Base(dir), func(b *testing.B) {
+				var head uint64
+				for i := 0; i < b.N; i++ {
+					s, err := Open(dir, Options{})
+					if err != nil {
+						b.Fatal(err)
+					}
+					head, _ = s.Log().Head()
+					s.Close()
+				}
+				b.ReportMetric(float64(head), "events")
+			})
+		}
+		return
+	}
 	for _, n := range benchSizes() {
 		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
 			dir := benchStore(b, benchCorpora[0], n)

@@ -18,7 +18,7 @@
 //	Handler(API) http.Handler                     the JSON API, for other listeners
 //	Watch(ctx, API, WatchOptions, report) error   the mirror loop (woken by appends in the owner)
 //	Rebuild(ctx, RebuildOptions) (*RebuildResult, error)   recover a store from Arweave (its segments recorded as mirrored)
-//	VerifyLog(ctx, dir, Options, Progress)        full log scan (needs the store to itself)
+//	VerifyLog(ctx, dir, Options, Progress)        full log scan: by the owner when one serves, else here (works on a log Open refuses)
 //	LoadVaultKey(dir, Options) / ImportVaultKey(dir, kr) / VaultKeyPath(dir)
 //	VerifyProof(ctx, VerifyProofRequest) (*VerifyProofResult, error)   check a proof file: no store, no key
 //	ValidateJSONL(jsonl, chunkTokens) / ParseTime(s) / ErrorCodes(err) / SocketPath(dir)
@@ -47,6 +47,7 @@
 //	Tombstone(ctx, TombstoneRequest) (*TombstoneResult, error)   documents expanded to chunks; ErrNoMatch if nothing live matches
 //	Replay(ctx, ReplayRequest, fn(json.RawMessage) error) error  tombstoned content withheld unless asked
 //	AuditLog(ctx, AuditLogRequest, fn(AuditEntry) error) error
+//	AuditVerify(ctx, AuditVerifyRequest) (*AuditVerifyResult, error)  full log scan (result and *log.CorruptionError on damage)
 //	Search(ctx, SearchRequest) (*SearchResult, error)            hybrid retrieval (query.Response + TimeFilter note)
 //	Context(ctx, ContextRequest) (*ContextResult, error)         context under a token budget
 //	Sessions(ctx, SessionsRequest) (*SessionsResult, error)
@@ -99,7 +100,7 @@
 // Client's error matches the same sentinels with errors.Is and front ends
 // give the same messages, hints and exit codes either way. Method names
 // are the snake_case of the Go method (append, remember, tombstone,
-// search, context, sessions, session, get, edit, thread, index, dedupe, catch_up, projection_status,
+// audit_show, audit_verify, search, context, sessions, session, get, edit, thread, index, dedupe, catch_up, projection_status,
 // rebuild_projections, verify_projections, push, sync_status, status, checkpoints, prove,
 // share_grant, share_revoke, share_list, share_pull, snapshot_create, snapshot_list, snapshot_verify, snapshot_restore,
 // snapshot_publish, rotate_keys).

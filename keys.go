@@ -1,7 +1,6 @@
 package ucl
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -46,24 +45,6 @@ func ImportVaultKey(dir string, kr *crypto.Keyring) error {
 		return fmt.Errorf("import key: %w", err)
 	}
 	return kr.Save(filepath.Join(dir, store.VaultFile))
-}
-
-// VerifyLog scans the whole log of the store in dir: checksums, hash chain
-// and, with the vault key (when available), every seal. It works on a log
-// that Open refuses and names the first damage as a *log.CorruptionError.
-// It needs the store lock: it cannot run while another process owns the
-// store.
-func VerifyLog(ctx context.Context, dir string, o Options, progress Progress) (log.VerifyReport, bool, error) {
-	kr, err := LoadVaultKey(dir, o)
-	if err != nil {
-		return log.VerifyReport{}, false, err
-	}
-	var p func(seq uint64)
-	if progress != nil {
-		p = func(seq uint64) { progress("verify", seq, 0) }
-	}
-	rep, err := log.VerifyDir(ctx, filepath.Join(dir, store.LogDir), kr, p)
-	return rep, kr != nil, err
 }
 
 // VaultKeyPath returns where the store in dir keeps its vault key.

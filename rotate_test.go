@@ -121,7 +121,7 @@ func TestRotateKeysShreds(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	rep, _, err := VerifyLog(ctx, dir, Options{}, nil)
+	rep, err := VerifyLog(ctx, dir, Options{}, nil)
 	if err != nil || rep.Shredded != 10 {
 		t.Fatalf("verify after rotation: %+v %v", rep, err)
 	}

@@ -47,6 +47,7 @@ func Handler(api API) http.Handler {
 	route(mux, "share_pull", api.SharePull)
 	route(mux, "prove", api.Prove)
 	route(mux, "audit_show", api.AuditShow)
+	route(mux, "audit_verify", api.AuditVerify)
 	route(mux, "snapshot_create", api.SnapshotCreate)
 	route(mux, "snapshot_list", api.SnapshotList)
 	route(mux, "snapshot_verify", api.SnapshotVerify)

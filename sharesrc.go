@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"sort"
+	"sync"
 
 	"github.com/unlimitedcontext/ucl/arweave"
 	"github.com/unlimitedcontext/ucl/crypto"
@@ -33,6 +34,9 @@ type sharedSource struct {
 	items []sharedItem
 	owner map[string]string // chunk id -> grantor
 	priv  *rsa.PrivateKey
+	// mu serialises event: it unwraps share keys on first use, and reads
+	// (EventAt) run side by side.
+	mu sync.Mutex
 }
 
 type sharedItem struct {
@@ -86,7 +90,18 @@ func (s *sharedSource) Events(ctx context.Context, from, to uint64, fn func(*log
 }
 
 // event decrypts item seq as the shared sequence's event seq.
+// EventAt reads one shared event (the timelines read chunk content back
+// through it).
+func (s *sharedSource) EventAt(seq uint64) (*log.Event, error) {
+	if seq == 0 || seq > uint64(len(s.items)) {
+		return nil, fmt.Errorf("shared event %d: %w", seq, log.ErrNotFound)
+	}
+	return s.event(seq)
+}
+
 func (s *sharedSource) event(seq uint64) (*log.Event, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	it := &s.items[seq-1]
 	if it.key.w == nil {
 		sk, err := crypto.UnwrapShareKey(s.priv, it.key.wrapped)

@@ -9,15 +9,30 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/unlimitedcontext/ucl/arweave"
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/query"
 )
 
+// testWallet is one Arweave wallet for the stores of this package's tests
+// (as internal/httpapi does): generating an RSA-4096 key costs seconds of
+// CPU under -race, and no test here needs two stores with distinct
+// wallets from newTestStore (those that do make their own).
+var testWallet = sync.OnceValues(func() (*arweave.Wallet, error) {
+	w, _, err := arweave.GenerateWallet()
+	return w, err
+})
+
 func newTestStore(t *testing.T) *Store {
 	t.Helper()
-	s, err := Init(filepath.Join(t.TempDir(), "store"), InitOptions{})
+	w, err := testWallet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Init(filepath.Join(t.TempDir(), "store"), InitOptions{Wallet: w})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -111,6 +111,9 @@ type Log struct {
 	opts Options
 	w    *wal.Log
 	lock *os.File
+	// rawMu serialises random reads (Raw): the WAL fills its segment cache
+	// under its read lock, which is a data race between two readers.
+	rawMu sync.Mutex
 
 	mu       sync.RWMutex // guards head, headHash, ids, w (swapped by a rollback)
 	head     uint64
@@ -924,7 +927,9 @@ func (l *Log) Raw(seq uint64) ([]byte, error) {
 	if seq == 0 || seq > head {
 		return nil, fmt.Errorf("read seq %d: %w (head is %d)", seq, ErrNotFound, head)
 	}
+	l.rawMu.Lock()
 	data, err := l.wal().Read(seq)
+	l.rawMu.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("read seq %d: %w", seq, err)
 	}

@@ -30,8 +30,6 @@ func VerifyDir(ctx context.Context, dir string, kr *crypto.Keyring, progress fun
 		return VerifyReport{}, err
 	}
 	defer unlock(lock)
-	var rep VerifyReport
-	var prev Hash
 	var rk *Rekeys
 	rekeys := func() (*Rekeys, error) {
 		if rk == nil {
@@ -42,7 +40,28 @@ func VerifyDir(ctx context.Context, dir string, kr *crypto.Keyring, progress fun
 		}
 		return rk, nil
 	}
-	err = scanFiles(dir, 1, 0, func(seq uint64, raw []byte) error {
+	return verifyFiles(ctx, dir, kr, 0, rekeys, progress)
+}
+
+// Verify is VerifyDir for the process that has the log open (it holds the
+// lock VerifyDir would take): the same scan of events 1..head, head as of
+// the call, with the log's keys. Appends may run meanwhile: every event up
+// to that head is complete on disk, and bytes past it are not judged (Open
+// already judged the tail).
+func (l *Log) Verify(ctx context.Context, progress func(seq uint64)) (VerifyReport, error) {
+	head, _ := l.Head()
+	if head == 0 {
+		return VerifyReport{Decrypted: l.opts.Keys != nil}, nil
+	}
+	return verifyFiles(ctx, l.dir, l.opts.Keys, head, l.Rekeys, progress)
+}
+
+// verifyFiles scans the segment files for events 1..to (0: all, a torn
+// tail included) as VerifyDir documents.
+func verifyFiles(ctx context.Context, dir string, kr *crypto.Keyring, to uint64, rekeys func() (*Rekeys, error), progress func(seq uint64)) (VerifyReport, error) {
+	var rep VerifyReport
+	var prev Hash
+	err := scanFiles(dir, 1, to, func(seq uint64, raw []byte) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}

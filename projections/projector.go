@@ -310,6 +310,9 @@ func (pr *Projector) catchUpForce(ctx context.Context, src Source, progress func
 	if total == 0 {
 		return nil
 	}
+	if total >= CompactAfter {
+		defer bulkGC()()
+	}
 	// Each projection applies the stream on its own goroutine (they are
 	// independent, and on a multi-core machine the slowest one, not the
 	// sum, sets the pace). The log is read and decrypted once; batches of
@@ -318,10 +321,15 @@ func (pr *Projector) catchUpForce(ctx context.Context, src Source, progress func
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	const batchSize = 256
+	// Each channel holds a commit's worth of events: a projection busy in
+	// a long Commit (bleve builds its segment there) would otherwise stop
+	// the reader, and with it every other projection, after a few batches.
+	// The events are shared, so the slack costs one commit's events once.
+	depth := pr.opt.CommitEvery/batchSize + 1
 	var wg sync.WaitGroup
 	chans := make([]chan []*log.Event, len(runs))
 	for i, r := range runs {
-		chans[i] = make(chan []*log.Event, 4)
+		chans[i] = make(chan []*log.Event, depth)
 		wg.Add(1)
 		go func(r *run, in <-chan []*log.Event) {
 			defer wg.Done()

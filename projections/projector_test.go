@@ -98,9 +98,9 @@ func newProjector(t *testing.T, src projections.Source, opt projections.Options,
 	return pr
 }
 
-func openTL(t *testing.T, dir string) *timelines.Timelines {
+func openTL(t *testing.T, dir string, events projections.EventReader) *timelines.Timelines {
 	t.Helper()
-	tl, err := timelines.Open(dir)
+	tl, err := timelines.Open(dir, events)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func openTL(t *testing.T, dir string) *timelines.Timelines {
 // oneShot is the timelines digest of evs applied in one pass.
 func oneShot(t *testing.T, evs []*log.Event) [32]byte {
 	t.Helper()
-	tl := openTL(t, t.TempDir())
+	tl := openTL(t, t.TempDir(), projtest.NewMemSource(evs))
 	defer tl.Close()
 	for _, ev := range evs {
 		if err := tl.Apply(ev); err != nil {
@@ -138,7 +138,7 @@ func TestCatchUpIncrementalAndResume(t *testing.T) {
 	src := projtest.NewMemSource(evs[:1000])
 	cs := &countingSource{Source: src}
 	dir := t.TempDir()
-	tl := openTL(t, dir)
+	tl := openTL(t, dir, src)
 	rec := &recorder{name: "rec"}
 	pr := newProjector(t, cs, projections.Options{CommitEvery: 100}, tl, rec)
 
@@ -183,7 +183,7 @@ func TestCatchUpIncrementalAndResume(t *testing.T) {
 	if err := pr.Close(); err != nil {
 		t.Fatal(err)
 	}
-	tl = openTL(t, dir)
+	tl = openTL(t, dir, src)
 	rec.reopen()
 	cs.calls, cs.delivered = 0, 0
 	pr = newProjector(t, cs, projections.Options{}, tl, rec)
@@ -256,8 +256,8 @@ func TestCatchUpRebuildsOffChain(t *testing.T) {
 	// With a real projection: a store that followed another chain ends
 	// at the digest of the new chain.
 	dir := t.TempDir()
-	tl := openTL(t, dir)
 	src := projtest.NewMemSource(other)
+	tl := openTL(t, dir, src)
 	pr := newProjector(t, src, projections.Options{}, tl)
 	defer pr.Close()
 	if err := pr.CatchUp(t.Context(), nil); err != nil {
@@ -326,7 +326,7 @@ func TestApplyErrorAndCancel(t *testing.T) {
 func TestRebuildStatusDigests(t *testing.T) {
 	evs := projtest.Events(9, 400)
 	src := projtest.NewMemSource(evs)
-	tl := openTL(t, t.TempDir())
+	tl := openTL(t, t.TempDir(), src)
 	rec := &recorder{name: "rec"}
 	pr := newProjector(t, src, projections.Options{}, tl, rec)
 	defer pr.Close()
@@ -383,14 +383,14 @@ func TestRebuildStatusDigests(t *testing.T) {
 func TestVerify(t *testing.T) {
 	evs := projtest.Events(10, 400)
 	src := projtest.NewMemSource(evs[:300])
-	tl := openTL(t, t.TempDir())
+	tl := openTL(t, t.TempDir(), src)
 	pr := newProjector(t, src, projections.Options{TempDir: t.TempDir()}, tl)
 	defer pr.Close()
 	if err := pr.CatchUp(t.Context(), nil); err != nil {
 		t.Fatal(err)
 	}
 	build := func(dir string) ([]projections.Projection, error) {
-		tl, err := timelines.Open(dir)
+		tl, err := timelines.Open(dir, src)
 		if err != nil {
 			return nil, err
 		}
@@ -468,7 +468,7 @@ func TestRealLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	tl := openTL(t, dir)
+	tl := openTL(t, dir, l)
 	rec := &recorder{name: "rec"}
 	pr := newProjector(t, l, projections.Options{CommitEvery: 64}, tl, rec)
 	if err := pr.CatchUp(t.Context(), nil); err != nil {
@@ -496,7 +496,7 @@ func TestRealLog(t *testing.T) {
 		t.Fatalf("second catch-up applied %d events from %v (resets %d, commits %v)", len(rec.applied), rec.applied[:1], rec.resets, rec.commits)
 	}
 	mm, err := pr.Verify(t.Context(), func(dir string) ([]projections.Projection, error) {
-		tl, err := timelines.Open(dir)
+		tl, err := timelines.Open(dir, l)
 		return []projections.Projection{tl}, err
 	}, nil)
 	if err != nil {

@@ -2,9 +2,11 @@ package query_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 	"testing"
 
 	"github.com/unlimitedcontext/ucl/crypto"
@@ -124,15 +126,29 @@ type fixture struct {
 	sum *summary.Index
 	vec *vecAdapter
 	evs []*log.Event
+	// bySeq is the log the timelines read content back from.
+	mu    sync.Mutex
+	bySeq map[uint64]*log.Event
+}
+
+// EventAt makes the fixture the timelines' event reader.
+func (f *fixture) EventAt(seq uint64) (*log.Event, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ev, ok := f.bySeq[seq]
+	if !ok {
+		return nil, fmt.Errorf("event %d: %w", seq, log.ErrNotFound)
+	}
+	return ev, nil
 }
 
 func newFixture(t testing.TB, dir string) *fixture { return newFixtureGraph(t, dir, false) }
 
 func newFixtureGraph(t testing.TB, dir string, graph bool) *fixture {
 	t.Helper()
-	f := &fixture{vec: newVecAdapter(t, graph)}
+	f := &fixture{vec: newVecAdapter(t, graph), bySeq: map[uint64]*log.Event{}}
 	var err error
-	if f.tl, err = timelines.Open(filepath.Join(dir, "timelines")); err != nil {
+	if f.tl, err = timelines.Open(filepath.Join(dir, "timelines"), f); err != nil {
 		t.Fatal(err)
 	}
 	if f.ft, err = fts.Open(filepath.Join(dir, "fts")); err != nil {
@@ -164,6 +180,11 @@ func (f *fixture) apply(t testing.TB, evs []*log.Event, only ...string) {
 		}
 		return false
 	}
+	f.mu.Lock()
+	for _, ev := range evs {
+		f.bySeq[ev.Seq] = ev
+	}
+	f.mu.Unlock()
 	type applier interface{ Apply(*log.Event) error }
 	ps := map[string]applier{"timelines": f.tl, "fts": f.ft, "summary": f.sum, "vector": f.vec}
 	for _, ev := range evs {

@@ -822,6 +822,11 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 			return c, nil
 		}
 		ch, ok, err := e.src.Chunks.Chunk(id)
+		if errors.Is(err, timelines.ErrCorrupt) {
+			// A record that does not decode, or names a seq that does not
+			// hold its chunk (the content is read back from there).
+			return nil, e.damaged(fmt.Errorf("look up chunk %q: %w", id, err))
+		}
 		if err != nil {
 			return nil, fmt.Errorf("look up chunk %q: %w", id, err)
 		}

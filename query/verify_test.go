@@ -3,7 +3,6 @@ package query_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -22,8 +21,10 @@ import (
 )
 
 // tamperedLog builds a real encrypted log with a peanut-allergy chunk and
-// its projections, then changes "peanut" to "cashew" in timelines.db (six
-// bytes, no checksum stops it).
+// its projections, then changes the role "user" to "tool" in timelines.db
+// (four bytes a record, no checksum stops it). Since timelines v4 the
+// content itself is not in the file (it is read back from the log by
+// seq), so "peanut" can only be changed in the session title.
 func tamperedLog(t *testing.T) (*log.Log, string) {
 	t.Helper()
 	kr, err := crypto.NewKeyring()
@@ -57,10 +58,14 @@ func tamperedLog(t *testing.T) (*log.Log, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Contains(b, []byte("peanut")) {
-		t.Fatal("fixture: no peanut in timelines.db")
+	if n := bytes.Count(b, []byte("peanut")); n != 1 {
+		t.Fatalf("fixture: %d copies of peanut in timelines.db, want the session title's only", n)
 	}
-	if err := os.WriteFile(path, bytes.ReplaceAll(b, []byte("peanut"), []byte("cashew")), 0o600); err != nil {
+	if !bytes.Contains(b, []byte("user")) {
+		t.Fatal("fixture: no role in timelines.db")
+	}
+	b = bytes.ReplaceAll(b, []byte("peanut"), []byte("cashew"))
+	if err := os.WriteFile(path, bytes.ReplaceAll(b, []byte("user"), []byte("tool")), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return l, dir
@@ -91,8 +96,8 @@ func TestTamperedTimelinesReturnCashewAllergy(t *testing.T) {
 	resp, err := e.Search(context.Background(), query.Request{Text: "peanut allergy", Now: now, Mode: query.ModeBM25})
 	if err == nil {
 		for _, r := range resp.Results {
-			if strings.Contains(r.Content, "cashew") {
-				t.Fatalf("tampered content returned: %q", r.Content)
+			if strings.Contains(r.Content, "cashew") || r.Role == "tool" {
+				t.Fatalf("tampered chunk returned: %+v", r)
 			}
 		}
 		t.Fatal("search over tampered timelines: no error")
@@ -133,13 +138,13 @@ func editChunk(t *testing.T, dir, id string, edit func(c *timelines.Chunk)) {
 	defer db.Close()
 	err = db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket([]byte("chunks"))
-		var c timelines.Chunk
-		if err := json.Unmarshal(b.Get([]byte(id)), &c); err != nil {
+		c, err := timelines.DecodeChunk(id, b.Get([]byte(id)))
+		if err != nil {
 			return err
 		}
-		edit(&c)
+		edit(c)
 		c.Sum = c.ContentSum()
-		v, err := json.Marshal(&c)
+		v, err := timelines.EncodeChunk(c)
 		if err != nil {
 			return err
 		}
@@ -178,11 +183,11 @@ func TestEditedTimelinesWithConsistentSum(t *testing.T) {
 	if err := search(true); err != nil {
 		t.Fatalf("clean timelines: %v", err)
 	}
-	editChunk(t, dir, "a", func(c *timelines.Chunk) { c.Content = "I have a severe cashew allergy." })
+	editChunk(t, dir, "a", func(c *timelines.Chunk) { c.Meta = map[string]string{"allergy": "cashew"} })
 	if err := search(true); !errors.Is(err, projections.ErrDamaged) {
 		t.Fatalf("full check over an edited record: %v", err)
 	}
-	editChunk(t, dir, "a", func(c *timelines.Chunk) { c.Content = "I have a severe peanut allergy."; c.Seq = 2 })
+	editChunk(t, dir, "a", func(c *timelines.Chunk) { c.Meta = nil; c.Seq = 2 })
 	if err := search(false); !errors.Is(err, projections.ErrDamaged) {
 		t.Fatalf("cheap check over a record moved to another seq: %v", err)
 	}

@@ -94,6 +94,19 @@ type pinned struct {
 
 func (b pinned) Head() (uint64, log.Hash) { return b.head, b.hash }
 
+// EventAt reads one event of the pinned range (the timelines read chunk
+// content back through it).
+func (b pinned) EventAt(seq uint64) (*log.Event, error) {
+	r, ok := b.Source.(projections.EventReader)
+	if !ok {
+		return nil, fmt.Errorf("read event %d: the source reads no single events", seq)
+	}
+	if seq > b.head {
+		return nil, fmt.Errorf("read event %d: %w (pinned at %d)", seq, log.ErrNotFound, b.head)
+	}
+	return r.EventAt(seq)
+}
+
 func (b pinned) HashAt(seq uint64) (log.Hash, error) {
 	if seq > b.head {
 		return log.Hash{}, fmt.Errorf("hash at %d: %w", seq, log.ErrNotFound)

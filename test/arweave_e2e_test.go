@@ -30,23 +30,34 @@ import (
 	"github.com/unlimitedcontext/ucl/internal/mirror"
 )
 
-// One arlocal serves every subtest of TestArweave (it takes seconds to
-// start); each subtest uses its own store, so its own wallet and log id.
+// Each subtest has its own arlocal and its own stores (so its own wallets
+// and log ids) and runs in parallel with the others: the subtests mine
+// blocks and read confirmation states, which a shared gateway would mix.
 func TestArweave(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("skipping arlocal end-to-end tests in -short mode")
 	}
-	gw := arlocaltest.Start(t)
-	t.Run("RebuildSecondDevice", func(t *testing.T) { testRebuildSecondDevice(t, gw) })
-	t.Run("NoPlaintext", func(t *testing.T) { testNoPlaintext(t, gw) })
-	t.Run("Bundle", func(t *testing.T) { testBundle(t, gw) })
-	t.Run("GatewayDownMidSync", func(t *testing.T) { testGatewayDown(t, gw) })
-	t.Run("LostMirrorState", func(t *testing.T) { testLostState(t, gw) })
-	t.Run("KilledDuringPush", func(t *testing.T) { testKilledPush(t, gw) })
-	t.Run("TamperedGateway", func(t *testing.T) { testTampered(t, gw) })
-	t.Run("Watch", func(t *testing.T) { testWatch(t, gw) })
-	t.Run("Usage", func(t *testing.T) { testSyncUsage(t, gw) })
-	t.Run("ConvRebuild", func(t *testing.T) { testConvRebuild(t, gw) })
+	for _, st := range []struct {
+		name string
+		fn   func(*testing.T, *arlocaltest.Gateway)
+	}{
+		{"RebuildSecondDevice", testRebuildSecondDevice},
+		{"NoPlaintext", testNoPlaintext},
+		{"Bundle", testBundle},
+		{"GatewayDownMidSync", testGatewayDown},
+		{"LostMirrorState", testLostState},
+		{"KilledDuringPush", testKilledPush},
+		{"TamperedGateway", testTampered},
+		{"Watch", testWatch},
+		{"Usage", testSyncUsage},
+		{"ConvRebuild", testConvRebuild},
+	} {
+		t.Run(st.name, func(t *testing.T) {
+			t.Parallel()
+			st.fn(t, arlocaltest.Start(t))
+		})
+	}
 }
 
 // genEvents returns n JSONL store events over 10 sessions, with a tombstone
@@ -777,7 +788,9 @@ func testWatch(t *testing.T, gw *arlocaltest.Gateway) {
 	}
 	waitCovered := func(head uint64) {
 		t.Helper()
-		deadline := time.Now().Add(45 * time.Second)
+		// A guard against a hang, not a timing assertion: generous for a busy
+		// machine running the other tests in parallel.
+		deadline := time.Now().Add(3 * time.Minute)
 		for time.Now().Before(deadline) {
 			if r := ucl(t, d.dir, "", "sync", "status", "--json"); r.code == 0 {
 				if uint64(jsonDoc(t, r.out)["covered_seq"].(float64)) == head {

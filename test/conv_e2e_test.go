@@ -15,6 +15,7 @@ import (
 // ranking, get --thread both ways with --depth, and every refusal exits
 // non-zero with a clear message and writes nothing.
 func TestConversationModelCLI(t *testing.T) {
+	t.Parallel()
 	dir := newStore(t)
 	must(t, dir, "", "store", "book me a flight to Berlin", "--chunk-id", "q", "-s", "s1", "--time", "2024-01-01T10:00:00Z")
 	must(t, dir, "", "store", "which day?", "--chunk-id", "a", "--parent", "q", "-s", "s1", "--role", "assistant", "--time", "2024-01-01T10:00:01Z")

@@ -59,6 +59,7 @@ var timeField = regexp.MustCompile(`"(time|hash|prev|id|append_ms|created|now_ms
 // A daemon owns a store; commands from other processes attach to it and
 // print exactly what they print on an unowned copy of the same store.
 func TestDaemonAttachedOutputs(t *testing.T) {
+	t.Parallel()
 	dir := newStore(t)
 	must(t, dir, conversation, "append")
 	must(t, dir, "", "store", "--session", "s3", "--kind", "document", "--chunk-tokens", "40", "--time", "2023-05-10T08:00:00Z",
@@ -125,6 +126,7 @@ func TestDaemonAttachedOutputs(t *testing.T) {
 // Many processes at once against one owner: no "store is in use", every
 // write lands once.
 func TestDaemonConcurrentClients(t *testing.T) {
+	t.Parallel()
 	dir := newStore(t)
 	must(t, dir, conversation, "append")
 	d := startDaemon(t, dir)
@@ -181,6 +183,7 @@ func TestDaemonConcurrentClients(t *testing.T) {
 // kill -9 of the owner while clients append: every acknowledged seq is in
 // the log with its id, and the next command takes the store over.
 func TestDaemonKilledMidAppend(t *testing.T) {
+	t.Parallel()
 	dir := newStore(t)
 	d := startDaemon(t, dir)
 	type ack struct {
@@ -257,6 +260,7 @@ func TestDaemonKilledMidAppend(t *testing.T) {
 // sync push from a client is run by the owner and gives the same result
 // as on an unowned copy.
 func TestDaemonSyncPush(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("skipping arlocal end-to-end tests in -short mode")
 	}
@@ -282,6 +286,7 @@ func TestDaemonSyncPush(t *testing.T) {
 // `sync push --watch` attached to a daemon keeps mirroring what other
 // clients append through the same owner.
 func TestDaemonAttachedWatch(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("skipping arlocal end-to-end tests in -short mode")
 	}

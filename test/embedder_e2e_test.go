@@ -31,7 +31,7 @@ func (f *fakeOllama) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case 2:
 		select {
-		case <-time.After(4 * time.Second):
+		case <-time.After(time.Minute): // the client gives up long before
 		case <-r.Context().Done():
 		}
 		return
@@ -65,11 +65,15 @@ func (f *fakeOllama) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // clear error, the log is untouched, and the projection resumes (and reuses
 // cached vectors) once the server is back.
 func TestHTTPEmbedderCLI(t *testing.T) {
+	t.Parallel()
 	f := &fakeOllama{}
 	srv := httptest.NewServer(f)
 	defer srv.Close()
 	dir := newStore(t)
-	emb := []string{"--embedder", "ollama", "--embed-url", srv.URL, "--embed-model", "fake", "--embed-timeout", "2s"}
+	// A generous timeout where the server answers (a busy machine must
+	// not turn a slow answer into a failure); a short one where it hangs.
+	emb := []string{"--embedder", "ollama", "--embed-url", srv.URL, "--embed-model", "fake", "--embed-timeout", "60s"}
+	hang := []string{"--embedder", "ollama", "--embed-url", srv.URL, "--embed-model", "fake", "--embed-timeout", "2s"}
 	must(t, dir, conversation, "append")
 	out := must(t, dir, "", append([]string{"query", "cello teacher", "--json"}, emb...)...)
 	if len(jsonDoc(t, out)["results"].([]any)) == 0 {
@@ -80,7 +84,7 @@ func TestHTTPEmbedderCLI(t *testing.T) {
 	must(t, dir, "", "store", "--session", "s9", "A new note about bows and rosin.")
 	for _, mode := range []int32{1, 2} {
 		f.mode.Store(mode)
-		r := ucl(t, dir, "", append([]string{"project"}, emb...)...)
+		r := ucl(t, dir, "", append([]string{"project"}, hang...)...)
 		if r.code == 0 || !strings.Contains(r.err, "embed") || !strings.Contains(r.err, "log is untouched") {
 			t.Fatalf("mode %d: want a clear embedder error, got %s", mode, r)
 		}

@@ -11,6 +11,7 @@ import (
 // verifies; before the engine it dropped the embedder options, compared
 // against hash-embedder vectors and reported "digests differ: vectors".
 func TestProjectVerifyHTTPEmbedder(t *testing.T) {
+	t.Parallel()
 	f := &fakeOllama{}
 	srv := httptest.NewServer(f)
 	defer srv.Close()

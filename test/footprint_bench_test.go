@@ -268,6 +268,7 @@ func BenchmarkCommands(b *testing.B) {
 // TestWriteBenchTurns writes the benchmark's turns to UCL_BENCH_WRITE (a
 // helper for measuring by hand; skipped otherwise).
 func TestWriteBenchTurns(t *testing.T) {
+	t.Parallel()
 	path := os.Getenv("UCL_BENCH_WRITE")
 	if path == "" {
 		t.Skip("UCL_BENCH_WRITE not set")

@@ -5,17 +5,49 @@ package test
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 )
 
 var uclBin string
 
+// raceExitEnv turns off the race runtime's sleep at exit (atexit_sleep_ms,
+// 1 s by default) in every ucl this package starts: each of the hundreds
+// of commands here would otherwise idle a second after its work. Races
+// are still reported as they happen, and the exit code is still 66 when
+// one was (Go's own race output tests run with the same setting). An
+// explicit GORACE atexit_sleep_ms is kept.
+func raceExitEnv() {
+	if g := os.Getenv("GORACE"); !strings.Contains(g, "atexit_sleep_ms") {
+		os.Setenv("GORACE", strings.TrimSpace(g+" atexit_sleep_ms=0"))
+	}
+}
+
+// e2eParallel is how many tests of this package run at once unless
+// -parallel is given. The tests mostly wait (on processes, arlocal,
+// kill trials), so more of them than GOMAXPROCS keep the cores busy. Each
+// test that calls t.Parallel has its own temp dirs, stores and, where it
+// needs one, its own arlocal on a free port; a test that does not call
+// t.Parallel runs alone, before the parallel ones, as before.
+const e2eParallel = 6
+
 func TestMain(m *testing.M) {
+	// Children inherit it, however a test starts them (ucl, exec.Command
+	// with os.Environ(), node clients that spawn ucl).
+	raceExitEnv()
+	flag.Parse()
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
+	if !explicit {
+		flag.Set("test.parallel", strconv.Itoa(max(e2eParallel, runtime.GOMAXPROCS(0))))
+	}
 	dir, err := os.MkdirTemp("", "ucl-e2e-bin-")
 	if err != nil {
 		panic(err)
@@ -59,6 +91,11 @@ func ucl(t testing.TB, dir, stdin string, args ...string) result {
 		code = ee.ExitCode()
 	} else if err != nil {
 		t.Fatal(err)
+	}
+	// A race in the binary fails the test even where the command is
+	// expected to fail (its exit code alone would not tell).
+	if strings.Contains(e.String(), "WARNING: DATA RACE") {
+		t.Errorf("ucl %s: the race detector reported:\n%s", strings.Join(args, " "), e.String())
 	}
 	return result{o.String(), e.String(), code}
 }

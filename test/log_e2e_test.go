@@ -17,6 +17,7 @@ const conversation = `{"type":"store","session":"s1","role":"user","kind":"conve
 `
 
 func TestInitAppendReplayVerify(t *testing.T) {
+	t.Parallel()
 	dir := newStore(t)
 	if r := ucl(t, dir, "", "init"); r.code == 0 || !strings.Contains(r.err, "already initialized") {
 		t.Fatalf("second init: %s", r)
@@ -60,6 +61,7 @@ func TestInitAppendReplayVerify(t *testing.T) {
 }
 
 func TestIdempotentAppendCLI(t *testing.T) {
+	t.Parallel()
 	dir := newStore(t)
 	first := jsonLines(t, must(t, dir, conversation, "append"))
 	again := jsonLines(t, must(t, dir, conversation, "append"))
@@ -86,6 +88,7 @@ func TestIdempotentAppendCLI(t *testing.T) {
 // A bad line rejects the whole input: the error names the line and the
 // field, and the log is not touched.
 func TestAppendBadLineWritesNothing(t *testing.T) {
+	t.Parallel()
 	dir := newStore(t)
 	must(t, dir, conversation, "append")
 	for _, tc := range []struct{ input, want string }{
@@ -109,6 +112,7 @@ func TestAppendBadLineWritesNothing(t *testing.T) {
 // One flipped byte in a body and one in a header: audit verify names the
 // seq and exits non-zero; other commands refuse to open the damaged log.
 func TestFlippedByteCLI(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		seq    int
@@ -191,6 +195,7 @@ func uvarint(b []byte) (uint64, int) {
 }
 
 func TestWrongVaultKeyWritesNothing(t *testing.T) {
+	t.Parallel()
 	dir := newStore(t)
 	must(t, dir, conversation, "append")
 	other := newStore(t)
@@ -229,6 +234,7 @@ func TestWrongVaultKeyWritesNothing(t *testing.T) {
 
 // While one process holds the store, the CLI is refused with a clear error.
 func TestSecondProcessRefusedCLI(t *testing.T) {
+	t.Parallel()
 	dir := newStore(t)
 	l, err := log.Open(filepath.Join(dir, "log"), log.Options{})
 	if err != nil {
@@ -244,6 +250,7 @@ func TestSecondProcessRefusedCLI(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
+	t.Parallel()
 	dir := newStore(t)
 	for _, tc := range []struct {
 		args []string
@@ -273,6 +280,7 @@ func TestUsageErrors(t *testing.T) {
 // it. Now every command refuses and points to `ucl audit repair`, which cuts
 // only when asked and says exactly what.
 func TestFlippedLengthNeedsExplicitRepairCLI(t *testing.T) {
+	t.Parallel()
 	dir := newStore(t)
 	must(t, dir, conversation, "append")
 	must(t, dir, "", "store", "one more", "--session", "s3")
@@ -313,6 +321,7 @@ func TestFlippedLengthNeedsExplicitRepairCLI(t *testing.T) {
 // Secrets: a mistyped recovery code is never echoed; a corrupt wallet is
 // called corrupt, not missing.
 func TestSecretsAndCorruptWalletCLI(t *testing.T) {
+	t.Parallel()
 	dir := newStore(t)
 	code := strings.TrimSpace(must(t, dir, "", "keys", "export"))
 	if !strings.HasPrefix(code, "UCL1-") {
@@ -346,6 +355,7 @@ func TestSecretsAndCorruptWalletCLI(t *testing.T) {
 // An input larger than one atomic batch used to be written block by block,
 // so an id conflict on its last line left the first 50,000 events behind.
 func TestLargeAppendCheckedBeforeFirstWrite(t *testing.T) {
+	t.Parallel()
 	dir := newStore(t)
 	must(t, dir, `{"content":"the original","id":"late"}`+"\n", "append")
 	var b strings.Builder
@@ -365,6 +375,7 @@ func TestLargeAppendCheckedBeforeFirstWrite(t *testing.T) {
 // audit show: one event's header and body, and a tombstoned event's
 // content withheld with the status that it is hidden, not erased.
 func TestAuditShowCLI(t *testing.T) {
+	t.Parallel()
 	dir := newStore(t)
 	must(t, dir, "", "store", "keep this note", "--session", "a", "--chunk-id", "keep")
 	must(t, dir, "", "store", "forget this note", "--session", "a", "--chunk-id", "gone")

@@ -152,6 +152,7 @@ func checkTSRun(t *testing.T, r tsRun, session string) (q, a, f string) {
 // The official TypeScript SDK spawns the built `ucl mcp` over stdio; then
 // the CLI, from a terminal, sees what the client wrote and forgot.
 func TestMCPTypeScriptClientStdio(t *testing.T) {
+	t.Parallel()
 	dir := newStore(t)
 	r, stderr := runTSClient(t, "ts-stdio", "stdio", uclBin, "mcp", "--dir", dir)
 	q, a, f := checkTSRun(t, r, "ts-stdio")
@@ -172,6 +173,7 @@ func TestMCPTypeScriptClientStdio(t *testing.T) {
 // The same client over streamable HTTP (stateless), through the handler
 // `ucl serve` mounts, with its bearer token.
 func TestMCPTypeScriptClientHTTP(t *testing.T) {
+	t.Parallel()
 	st, err := engine.Init(filepath.Join(t.TempDir(), "store"), engine.InitOptions{Durability: log.None})
 	if err != nil {
 		t.Fatal(err)
@@ -277,6 +279,7 @@ func hitIDs(hits []mcpserver.Hit) []string {
 // owns it, the other and the CLI attach; all see each other's writes; when
 // the owner exits, the other editor takes over and loses nothing.
 func TestMCPTwoEditorsAndTerminal(t *testing.T) {
+	t.Parallel()
 	dir := newStore(t)
 	a := startMCP(t, dir)
 	b := startMCP(t, dir)

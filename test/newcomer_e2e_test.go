@@ -20,6 +20,7 @@ func goroot(t *testing.T) string {
 // A document stored through the CLI comes back byte for byte from
 // `ucl get DOC`, the id `ucl store` printed.
 func TestStoreGetDocumentExactCLI(t *testing.T) {
+	t.Parallel()
 	dir := newStore(t)
 	root := goroot(t)
 	for _, name := range []string{"src/strings/builder.go", "src/net/http/server.go", "src/fmt/doc.go"} {
@@ -71,6 +72,7 @@ func headOfStore(t *testing.T, dir string) float64 {
 
 // A tombstone whose targets match nothing is refused and writes nothing.
 func TestTombstoneOfNothingCLI(t *testing.T) {
+	t.Parallel()
 	dir := newStore(t)
 	must(t, dir, "", "store", "--session", "s1", "The cutover is on Saturday.")
 	head := headOfStore(t, dir)
@@ -103,6 +105,7 @@ func TestTombstoneOfNothingCLI(t *testing.T) {
 // "yesterday". --no-time ignores the phrase. (The filter mode's note, with
 // the count without the filter, is tested in the engine: TestTimeNote.)
 func TestTimePhraseOutsideWindowSaysSoCLI(t *testing.T) {
+	t.Parallel()
 	dir := newStore(t)
 	for i, txt := range []string{"The lasagna recipe needs ricotta.", "Buy ricotta for the lasagna.", "Lasagna night is Friday."} {
 		must(t, dir, "", "store", "--session", "cook", "--time", "2026-10-0"+string(rune('1'+i))+"T12:00:00Z", txt)
@@ -134,6 +137,7 @@ func TestTimePhraseOutsideWindowSaysSoCLI(t *testing.T) {
 // A file is read only with --file; a text argument that names a file is
 // stored as text, with a warning.
 func TestStoreFileFlagCLI(t *testing.T) {
+	t.Parallel()
 	dir := newStore(t)
 	path := filepath.Join(goroot(t), "src/strings/builder.go")
 	want, err := os.ReadFile(path)
@@ -176,6 +180,7 @@ func TestStoreFileFlagCLI(t *testing.T) {
 
 // --vault-key takes a recovery code as well as a file.
 func TestVaultKeyRecoveryCodeCLI(t *testing.T) {
+	t.Parallel()
 	dir := newStore(t)
 	must(t, dir, "", "store", "--session", "s1", "The boat is in dock 4.")
 	code := strings.TrimSpace(must(t, dir, "", "keys", "export"))
@@ -203,6 +208,7 @@ func TestVaultKeyRecoveryCodeCLI(t *testing.T) {
 
 // A push that fails before anything is mirrored says so in words.
 func TestFailedPushNothingMirroredCLI(t *testing.T) {
+	t.Parallel()
 	dir := newStore(t)
 	must(t, dir, "", "store", "one")
 	must(t, dir, "", "store", "two")

@@ -8,6 +8,7 @@ import (
 // Tombstones reach every projection and replay; project verify agrees with
 // a fresh rebuild; sessions list and show read the timelines.
 func TestProjectionsAndTombstoneCLI(t *testing.T) {
+	t.Parallel()
 	dir := newStore(t)
 	must(t, dir, conversation, "append")
 	must(t, dir, "", "store", "--session", "s3", "--time", "2023-07-01T10:00:00Z", "Cello strings should be replaced yearly.")

@@ -45,6 +45,7 @@ func verifyProof(t *testing.T, gw, proof string, extra ...string) result {
 }
 
 func TestProofs(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("skipping arlocal end-to-end tests in -short mode")
 	}

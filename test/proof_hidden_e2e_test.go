@@ -15,6 +15,7 @@ import (
 // later one's signed UC-Prev-Checkpoint link and named; hiding the newest
 // cannot be caught, and the output shows the view it was given.
 func TestProofHiddenCheckpoint(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("skipping arlocal end-to-end tests in -short mode")
 	}

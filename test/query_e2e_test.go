@@ -10,6 +10,7 @@ import (
 
 // Query and context through the binary, on the hand-made eval turns.
 func TestQueryAndContextCLI(t *testing.T) {
+	t.Parallel()
 	dir := newStore(t)
 	turns, err := os.ReadFile("../query/testdata/eval/turns.jsonl")
 	if err != nil {

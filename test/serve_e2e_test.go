@@ -206,6 +206,7 @@ func restGet(t *testing.T, base, token, path string) (int, map[string]any) {
 // OpenAI-compatible server; ucl injects memory, forwards to the fake
 // upstream, streams chunk by chunk and remembers each exchange.
 func TestServeOpenAIClient(t *testing.T) {
+	t.Parallel()
 	openaiClient(t) // skip early without node
 	up := newRecordingUpstream(t)
 	dir := newStore(t)
@@ -325,6 +326,7 @@ func TestServeOpenAIClient(t *testing.T) {
 
 // `ucl config show` reports each value and where it came from.
 func TestConfigShow(t *testing.T) {
+	t.Parallel()
 	dir := newStore(t)
 	if err := os.WriteFile(filepath.Join(dir, "ucl.toml"), []byte("[proxy]\nupstream = \"http://file.example/v1\"\n[retrieval]\nrecency_window = 3\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -372,6 +374,7 @@ func TestConfigShow(t *testing.T) {
 // SIGTERM lets an in-flight proxied request finish, and its exchange is
 // stored before the log closes.
 func TestServeGracefulShutdown(t *testing.T) {
+	t.Parallel()
 	got, release := make(chan struct{}, 1), make(chan struct{})
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
@@ -437,6 +440,7 @@ func TestServeGracefulShutdown(t *testing.T) {
 
 // ucl init creates the serve token, readable by the owner only.
 func TestInitCreatesServeToken(t *testing.T) {
+	t.Parallel()
 	dir := newStore(t)
 	fi, err := os.Stat(filepath.Join(dir, "token"))
 	if err != nil {
@@ -451,6 +455,7 @@ func TestInitCreatesServeToken(t *testing.T) {
 // error naming it, and [index]/[arweave] settings are used unless a flag
 // or the environment overrides them.
 func TestConfigFileAppliesToEveryCommand(t *testing.T) {
+	t.Parallel()
 	dir := newStore(t)
 	must(t, dir, "", "store", "the file decides the embedder", "--session", "c")
 	write := func(s string) {

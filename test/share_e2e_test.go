@@ -67,6 +67,7 @@ func mine(t *testing.T, gw *arlocaltest.Gateway) {
 // nothing; forged and altered grants are rejected without touching what B
 // holds; B's shared area does not open under C's wallet.
 func TestShareEndToEnd(t *testing.T) {
+	t.Parallel()
 	gw := arlocaltest.Start(t)
 	url := gw.URL()
 	a, _ := newDevice(t, gw, 0, "")
@@ -360,6 +361,7 @@ func assertNotInDir(t *testing.T, dir string, secrets ...string) {
 // each push, and their tombstones, until it is revoked; a grant without it
 // does not.
 func TestShareFollow(t *testing.T) {
+	t.Parallel()
 	gw := arlocaltest.Start(t)
 	url := gw.URL()
 	a, _ := newDevice(t, gw, 0, "")
@@ -438,6 +440,7 @@ func TestShareFollow(t *testing.T) {
 // A grantor that pushes in bundles: its segments are data items, checked
 // against their own signatures like L1 segments (the rebuild's check).
 func TestShareBundledGrantor(t *testing.T) {
+	t.Parallel()
 	gw := arlocaltest.Start(t)
 	url := gw.URL()
 	a, _ := newDevice(t, gw, 0, "")
@@ -459,6 +462,7 @@ func TestShareBundledGrantor(t *testing.T) {
 // A chunk edited before the grant is shared as it reads now: B gets the
 // new version and never the text the edit replaced.
 func TestShareEditedChunk(t *testing.T) {
+	t.Parallel()
 	gw := arlocaltest.Start(t)
 	url := gw.URL()
 	a, _ := newDevice(t, gw, 0, "")

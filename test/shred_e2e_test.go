@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -122,6 +123,7 @@ func countShredded(t *testing.T, dir string) (events, tombstones int) {
 // the same digests, and reports the tombstoned ones shredded; the key and
 // recovery code from before the rotation open nothing.
 func TestShredArweave(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("skipping arlocal end-to-end tests in -short mode")
 	}
@@ -256,6 +258,7 @@ func TestShredArweave(t *testing.T) {
 // refused; rotation through a daemon that owns the store works and the
 // daemon keeps serving.
 func TestShredBadInput(t *testing.T) {
+	t.Parallel()
 	dir := newStore(t)
 	in, _ := genEvents(60, "bi")
 	must(t, dir, in, "append", "-")
@@ -310,6 +313,7 @@ func TestShredBadInput(t *testing.T) {
 // back (epoch 1 only, nothing shredded) or finished (epoch 2 only, the
 // tombstoned events shredded).
 func TestShredCrash(t *testing.T) {
+	t.Parallel()
 	tmpl := newStore(t)
 	in, _ := genEvents(120, "cr")
 	must(t, tmpl, in, "append", "-")
@@ -343,57 +347,89 @@ func TestShredCrash(t *testing.T) {
 	for i := 0; i < 8; i++ {
 		ks = append(ks, -1-i)
 	}
-	finished, rolledBack := 0, 0
-	for _, k := range ks {
-		dir := copyDir(t, tmpl)
-		cmd := exec.Command(uclBin, "keys", "rotate", "--yes", "--keys-per-event", per)
-		cmd.Env = append(os.Environ(), "UCL_DIR="+dir, "UCL_VAULT_KEY=", fmt.Sprintf("UCL_TEST_ROTATE_CRASH_AT=%d", max(k, 0)))
+	// The kill delays are drawn here, in order, so the trials can run in
+	// parallel (each on its own copy of the store).
+	delays := make([]time.Duration, len(ks))
+	for i, k := range ks {
 		if k < 0 {
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(time.Duration(rng.Int63n(int64(span) + 1)))
-			cmd.Process.Signal(syscall.SIGKILL)
-			cmd.Wait() // killed, or done before the signal: both are fine
-		} else {
-			out, err := cmd.CombinedOutput()
-			ee, ok := err.(*exec.ExitError)
-			if !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-				t.Fatalf("crash point %d: rotate was not killed (%v): %s", k, err, out)
-			}
+			delays[i] = time.Duration(rng.Int63n(int64(span) + 1))
 		}
-		// Reopening finishes or rolls back.
-		st := ucl(t, dir, "", "status", "--json")
-		if st.code != 0 {
-			t.Fatalf("crash point %d: the store does not reopen: %s", k, st)
+	}
+	var mu sync.Mutex
+	finished, rolledBack := 0, 0
+	t.Run("trials", func(t *testing.T) {
+		for i, k := range ks {
+			t.Run(fmt.Sprintf("%02d-at-%d", i, k), func(t *testing.T) {
+				t.Parallel()
+				done := shredCrashTrial(t, tmpl, per, k, delays[i], live, dead)
+				mu.Lock()
+				defer mu.Unlock()
+				if done {
+					finished++
+				} else {
+					rolledBack++
+				}
+			})
 		}
-		if _, err := os.Stat(filepath.Join(dir, "rotate.journal")); !os.IsNotExist(err) {
-			t.Fatalf("crash point %d: journal left after reopening (%v): %s", k, err, st)
-		}
-		if got := contents(t, dir); fmt.Sprint(got) != fmt.Sprint(live) {
-			t.Fatalf("crash point %d: live content lost: %d of %d chunks", k, len(got), len(live))
-		}
-		keys := vaultKeys(t, dir)
-		ev, _ := countShredded(t, dir)
-		switch {
-		case len(keys) == 1 && keys["1"] != nil && ev == 0:
-			rolledBack++
-			if !strings.Contains(st.err, "rolled back") && k > 1 {
-				t.Fatalf("crash point %d: rolled back silently: %s", k, st)
-			}
-		case len(keys) == 1 && keys["2"] != nil && ev == dead:
-			finished++
-		default:
-			t.Fatalf("crash point %d: epochs %d, %d shredded events (want 0 or %d): %s", k, len(keys), ev, dead, st)
-		}
-		must(t, dir, "", "audit", "verify")
-		// The store works on: a later rotation completes.
-		if r := jsonDoc(t, must(t, dir, "", "keys", "rotate", "--yes", "--json")); r["resumed"] == true {
-			t.Fatalf("crash point %d: a journal survived: %v", k, r)
-		}
+	})
+	if t.Failed() {
+		return
 	}
 	if finished == 0 || rolledBack == 0 {
 		t.Fatalf("%d finished, %d rolled back: the kills missed a side", finished, rolledBack)
 	}
 	t.Logf("%d kills: %d rotations finished on reopen, %d rolled back", len(ks), finished, rolledBack)
+}
+
+// shredCrashTrial runs one kill of TestShredCrash on a copy of tmpl: at
+// step boundary k (k > 0, the process kills itself there) or, for k < 0,
+// by SIGKILL from outside after delay. It checks the store reopens whole
+// and reports whether the rotation finished (else it was rolled back).
+func shredCrashTrial(t *testing.T, tmpl, per string, k int, delay time.Duration, live map[string]string, dead int) (finished bool) {
+	dir := copyDir(t, tmpl)
+	cmd := exec.Command(uclBin, "keys", "rotate", "--yes", "--keys-per-event", per)
+	cmd.Env = append(os.Environ(), "UCL_DIR="+dir, "UCL_VAULT_KEY=", fmt.Sprintf("UCL_TEST_ROTATE_CRASH_AT=%d", max(k, 0)))
+	if k < 0 {
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(delay)
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait() // killed, or done before the signal: both are fine
+	} else {
+		out, err := cmd.CombinedOutput()
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+			t.Fatalf("crash point %d: rotate was not killed (%v): %s", k, err, out)
+		}
+	}
+	// Reopening finishes or rolls back.
+	st := ucl(t, dir, "", "status", "--json")
+	if st.code != 0 {
+		t.Fatalf("crash point %d: the store does not reopen: %s", k, st)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "rotate.journal")); !os.IsNotExist(err) {
+		t.Fatalf("crash point %d: journal left after reopening (%v): %s", k, err, st)
+	}
+	if got := contents(t, dir); fmt.Sprint(got) != fmt.Sprint(live) {
+		t.Fatalf("crash point %d: live content lost: %d of %d chunks", k, len(got), len(live))
+	}
+	keys := vaultKeys(t, dir)
+	ev, _ := countShredded(t, dir)
+	switch {
+	case len(keys) == 1 && keys["1"] != nil && ev == 0:
+		if !strings.Contains(st.err, "rolled back") && k > 1 {
+			t.Fatalf("crash point %d: rolled back silently: %s", k, st)
+		}
+	case len(keys) == 1 && keys["2"] != nil && ev == dead:
+		finished = true
+	default:
+		t.Fatalf("crash point %d: epochs %d, %d shredded events (want 0 or %d): %s", k, len(keys), ev, dead, st)
+	}
+	must(t, dir, "", "audit", "verify")
+	// The store works on: a later rotation completes.
+	if r := jsonDoc(t, must(t, dir, "", "keys", "rotate", "--yes", "--json")); r["resumed"] == true {
+		t.Fatalf("crash point %d: a journal survived: %v", k, r)
+	}
+	return finished
 }

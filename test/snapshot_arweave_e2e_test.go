@@ -14,6 +14,7 @@ import (
 // the events after it, and ends with A's digests and replay. (Refusing a
 // corrupt published snapshot is tested in package snapshot.)
 func TestRebuildThroughSnapshot(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("arlocal end-to-end")
 	}

@@ -21,6 +21,7 @@ func genJSONL(n, offset int) string {
 }
 
 func TestSnapshotCLI(t *testing.T) {
+	t.Parallel()
 	dir := newStore(t)
 	must(t, dir, genJSONL(300, 0), "append")
 	cr := jsonDoc(t, must(t, dir, "", "snapshot", "create", "--json"))

@@ -21,8 +21,8 @@ var auditCommand = &cli.Command{
 			Usage: "scan the whole log: checksums, hash chain and (with the vault key) every seal",
 			Description: `Exits non-zero naming the first damaged seq, its segment file and offset.
 Works without the vault key (chain and checksums only) and on a log that
-other commands refuse to open. It needs the store to itself: stop an owner
-(ucl daemon, sync push --watch) first.`,
+other commands refuse to open. While an owner (ucl daemon, serve, mcp)
+serves the store, the owner runs the scan and this prints its answer.`,
 			Action: auditVerify,
 		},
 		{
@@ -112,10 +112,10 @@ func auditRepair(c *cli.Context) error {
 
 func auditVerify(c *cli.Context) error {
 	p := newProgress(c, "verify", 0)
-	rep, keyed, err := ucl.VerifyLog(context.Background(), storeDir(c), engineOptions(c), func(_ string, done, _ uint64) { p.Set(done, 0) })
+	rep, err := ucl.VerifyLog(context.Background(), storeDir(c), engineOptions(c), func(_ string, done, _ uint64) { p.Set(done, 0) })
 	p.Done()
 	var ce *log.CorruptionError
-	if errors.As(err, &ce) {
+	if errors.As(err, &ce) && rep != nil {
 		what := "damaged"
 		switch {
 		case errors.Is(err, log.ErrChecksum):
@@ -129,7 +129,7 @@ func auditVerify(c *cli.Context) error {
 		case errors.Is(err, log.ErrMalformed), errors.Is(err, log.ErrUnknownType), errors.Is(err, log.ErrUnsupportedVersion):
 			what = "malformed event"
 		default:
-			if keyed {
+			if rep.Decrypted {
 				what = "seal does not verify (body or header changed, or wrong key)"
 			}
 		}
@@ -144,7 +144,7 @@ func auditVerify(c *cli.Context) error {
 		return err
 	}
 	if jsonOut(c) {
-		return printJSON(c, map[string]any{"ok": true, "events": rep.Events, "head_seq": rep.Head, "head_hash": rep.HeadHash.String(),
+		return printJSON(c, map[string]any{"ok": true, "events": rep.Events, "head_seq": rep.HeadSeq, "head_hash": rep.HeadHash.String(),
 			"decrypted": rep.Decrypted, "shredded": rep.Shredded})
 	}
 	how := "checksums and hash chain"
@@ -154,7 +154,7 @@ func auditVerify(c *cli.Context) error {
 			how = fmt.Sprintf("checksums and hash chain, every body decrypted and decoded but %d shredded by key rotations (unreadable by design, not damage)", rep.Shredded)
 		}
 	}
-	printf(c, "ok: %d events verified (%s); head %d %s\n", rep.Events, how, rep.Head, rep.HeadHash)
+	printf(c, "ok: %d events verified (%s); head %d %s\n", rep.Events, how, rep.HeadSeq, rep.HeadHash)
 	return nil
 }
 

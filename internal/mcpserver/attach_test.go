@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/unlimitedcontext/ucl"
-	"github.com/unlimitedcontext/ucl/log"
 )
 
 // Two long-lived front ends on one store: the first owns it, the second
@@ -21,10 +20,7 @@ func TestSharedOwnerAttachTakeover(t *testing.T) {
 	}
 	defer os.RemoveAll(dir)
 	dir = filepath.Join(dir, "s")
-	st, err := ucl.Init(dir, ucl.InitOptions{Durability: log.None})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := initStore(t, dir)
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}

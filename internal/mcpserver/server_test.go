@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/unlimitedcontext/ucl"
+	"github.com/unlimitedcontext/ucl/arweave"
 	"github.com/unlimitedcontext/ucl/log"
 )
 
@@ -48,14 +49,33 @@ type env struct {
 	log   *syncBuf
 }
 
+// testWallet is one Arweave wallet for every store of these tests (as
+// internal/httpapi does): an RSA-4096 key costs seconds of CPU under
+// -race, and no test here talks to a gateway or needs two wallets.
+var testWallet = sync.OnceValues(func() (*arweave.Wallet, error) {
+	w, _, err := arweave.GenerateWallet()
+	return w, err
+})
+
+// initStore creates a store in dir with the tests' wallet.
+func initStore(t *testing.T, dir string) *ucl.Store {
+	t.Helper()
+	w, err := testWallet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := ucl.Init(dir, ucl.InitOptions{Durability: log.None, Wallet: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
 // newEnv opens a real store in a temp dir and connects an SDK client to a
 // server over it through the in-memory transports.
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	st, err := ucl.Init(t.TempDir(), ucl.InitOptions{Durability: log.None})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := initStore(t, t.TempDir())
 	t.Cleanup(func() {
 		if err := st.Close(); err != nil {
 			t.Error(err)
@@ -645,10 +665,7 @@ func TestCallsAreLogged(t *testing.T) {
 }
 
 func TestHTTPHandler(t *testing.T) {
-	st, err := ucl.Init(t.TempDir(), ucl.InitOptions{Durability: log.None})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := initStore(t, t.TempDir())
 	defer st.Close()
 	srv := New(st, Options{Log: &syncBuf{}})
 	if _, err := HTTPHandler(srv, ""); err != ErrNoToken {

@@ -36,14 +36,46 @@
 //     the same bytes as never stopping. Both formats start with an 8-byte
 //     magic and a uint16 version and end with a SHA-256 trailer; they are
 //     documented on Exact and HNSW. Decoders reject anything else with
-//     ErrCorrupt and are fuzzed.
+//     ErrCorrupt and are fuzzed (seeds, including testdata's golden files,
+//     run in go test).
+//
+// # The graph file (HNSW version 2)
+//
+// The HNSW's file is its memory layout: fixed-size sections (levels,
+// vectors, layer-0 link slots, upper-layer link runs, id offsets, ids, the
+// ids' sorted order) at 64-byte boundaries, so:
+//
+//   - WriteTo streams it section by section (memory beyond the graph: the id
+//     order and a 64 KB buffer; MarshalBinary is WriteTo into a buffer);
+//   - OpenHNSWFile maps it copy-on-write and checks the 64-byte header and
+//     the size only. A search reads the pages of the nodes it visits and the
+//     ids of its hits; ids are found by binary search of the sorted table,
+//     so nothing is decoded or indexed at open. Adds and Deletes on a mapped
+//     graph change this process's pages, never the file; new nodes go to
+//     the heap, in blocks of 1024 vectors (no growing copy of the vectors).
+//   - The open is trusted: damage inside the file shows as a failed bounds
+//     check (a panic the vector projection recovers as damage) or as poor
+//     hits; VerifyFile (the projection's digest path) and UnmarshalBinary
+//     check the trailer and every structural rule.
+//   - Version 1 (variable-length records, decoded whole) is still read.
+//
+// Incremental saves (hnswdelta.go): after a file is written and opened,
+// WriteDelta appends one record of what changed since the last save (the
+// nodes added, the slots deleted, the changed link lists of older nodes)
+// and ApplyDeltas replays records onto the mapped file without repeating
+// any search, so a save and an open cost what changed, not the graph. The
+// graph after file + records is the graph of never stopping (same WriteTo
+// bytes); records are checked completely (checksum, ranges, levels, links
+// to live nodes on their layer, the entry point) before one is applied,
+// and FuzzApplyDeltas holds that an accepted record leaves a graph the full
+// decoder accepts.
 //
 // Intended use by the vectors projection: on a chunk event, Embed its text
 // and Add(chunkID, v) (re-adding an identical vector is a no-op, so replay is
 // idempotent); on a tombstone, Delete(chunkID) (unknown ids are a no-op);
-// checkpoint with MarshalBinary written through fsutil.WriteFileAtomic and
-// restore with Load; the projection digest should cover Embedder.Name() and
-// Index.Digest(). Exact is the right index for small stores; HNSW beyond a
+// checkpoint with WriteTo (through fsutil.WriteAtomic) and WriteDelta, and
+// restore with OpenHNSWFile and ApplyDeltas; the projection digest should
+// cover Embedder.Name() and Index.Digest(). Exact is the right index for small stores; HNSW beyond a
 // few tens of thousands of chunks.
 //
 // # HNSW determinism rules
@@ -99,7 +131,10 @@
 //	HNSW build 100K×384                 ~28-47 s, depending on machine load
 //	HNSW search k=10, 100K              ~0.35-0.7 ms (EfSearch 64-200)
 //	Exact search k=10, 100K             ~5.1 ms (2 goroutines)
-//	serialized size                     ~1.6 KB per 384-d vector
+//	serialized size                     ~1.7 KB per 384-d vector (M=16)
+//	mapped graph file, 1M×384 (1.64 GB; a 1M-event store, hash embedder):
+//	  OpenHNSWFile 0.1 ms; one k=10 search at EfSearch 256 11-21 ms of
+//	  CPU, reading 10.6-12.7 MB of the file (TestProbeGraphFile)
 //
 // The build is memory-bound at 100K (vectors are 150 MB): level-0 links sit
 // in one arena and neighbours' vectors are prefetched before scoring.

@@ -3,6 +3,8 @@ package vector
 import (
 	"bytes"
 	"crypto/sha256"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -35,8 +37,15 @@ func seedIndexes(f *testing.F, newIndex func() Index) {
 		}
 		f.Add(b)
 	}
+	if v1, err := os.ReadFile(filepath.Join("testdata", "hnsw-v1.golden")); err == nil {
+		f.Add(v1)
+	}
+	if v2, err := os.ReadFile(filepath.Join("testdata", "hnsw-v2.golden")); err == nil {
+		f.Add(v2)
+	}
 	f.Add([]byte{})
 	f.Add([]byte("UCLVHNSW\x01\x00"))
+	f.Add([]byte("UCLVHNSW\x02\x00"))
 	f.Add([]byte("UCLVEXAC\x01\x00"))
 }
 

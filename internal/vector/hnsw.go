@@ -33,7 +33,7 @@ const maxLevelCap = 15
 
 const (
 	hnswMagic   = "UCLVHNSW"
-	hnswVersion = 1
+	hnswVersion = 2
 	levelZero   = -1 // stored zero vector: kept, never linked, never a hit
 	levelDead   = -2 // deleted slot awaiting compaction
 )
@@ -43,48 +43,82 @@ const (
 // so MarshalBinary's bytes, is a pure function of the sequence of Add and
 // Delete calls. See the package doc for the rules that make it so.
 //
-// Serialized form (little-endian; do not change without bumping the version):
+// Serialized form, version 2 (little-endian; WriteTo streams it, and
+// OpenHNSWFile maps it and searches it in place). Every section starts at a
+// multiple of 64 bytes, zero-padded; n is the number of live nodes, in
+// internal order with deleted slots squeezed out:
 //
-//	magic     "UCLVHNSW"        8 bytes
-//	version   uint16 = 1
-//	dim       uint32
-//	M         uint16
-//	efConstr  uint32
-//	count     uint32            live nodes
-//	entry     uint32            node index of the entry point, 0xFFFFFFFF if none
-//	count × node, in internal order with deleted slots squeezed out:
-//	  id      uvarint length + bytes
-//	  level   uint8             0..15, or 0xFF for a zero vector (not in graph)
-//	  vector  dim × float32     normalised
-//	  for each layer 0..level: n uvarint, then n × uvarint neighbour index
-//	sha256    32 bytes over everything above
+//	header (64 bytes)
+//	  magic     "UCLVHNSW"      8 bytes
+//	  version   uint16 = 2
+//	  reserved  uint16 = 0
+//	  dim       uint32
+//	  M         uint32
+//	  efConstr  uint32
+//	  n         uint32
+//	  entry     uint32          node of the entry point, 0xFFFFFFFF if none
+//	  upWords   uint32          length of the upper-links section, in words
+//	  reserved  uint32 = 0
+//	  idBytes   uint64          length of the id section
+//	  reserved  16 zero bytes
+//	levels    n × int8          0..15, or -1 (0xFF) for a zero vector
+//	vectors   n × dim × float32 normalised
+//	layer 0   n × (2M+1) × uint32: count, links, zeros to 2M
+//	upperOff  (n+1) × uint32    node i's upper lists are words
+//	                            upperOff[i]..upperOff[i+1] of the next section
+//	upper     upWords × uint32  per node with level L ≥ 1, for layers 1..L:
+//	                            count, links, zeros to M
+//	idOff     (n+1) × uint64    node i's id is bytes idOff[i]..idOff[i+1]
+//	ids       idBytes bytes
+//	sorted    n × uint32        the nodes in ascending id (byte) order
+//	sha256    32 bytes over everything above, at the next multiple of 64
 //
-// Squeezing deleted slots preserves the relative order of live nodes, and
-// every tie-break uses that order, so unmarshal-then-continue builds the same
-// graph as never having marshalled.
+// Version 1 (variable-length, decoded whole) is still read; see
+// unmarshalV1. Squeezing deleted slots preserves the relative order of live
+// nodes, and every tie-break uses that order, so load-then-continue builds
+// the same graph as never having stopped.
 type HNSW struct {
-	mu   sync.RWMutex
-	dim  int
-	m    int
-	m0   int
-	efC  int
-	efS  int
-	ids  []string
-	vecs []float32 // len(ids)*dim
-	lvl  []int8
+	mu  sync.RWMutex
+	dim int
+	m   int
+	m0  int
+	efC int
+	efS int
+	n   int    // slots: live, zero-vector and deleted nodes
+	lvl []int8 // per slot
+	// Vectors: slots below nbase live in base (the mapped graph file);
+	// later ones in fixed blocks of vecBlock vectors, so growing never
+	// copies the vectors already held.
+	base   []float32
+	nbase  int
+	blocks [][]float32
 	// Level-0 links live in one arena so following a link costs one cache
 	// miss: node x owns l0[x*(m0+1):(x+1)*(m0+1)], a count then the links.
-	l0   []int32
-	up   [][][]int32 // up[x][lc-1] = links of x on layer lc >= 1
+	l0 []int32
+	// Upper-layer links: node x owns upa[uo[x]:uo[x+1]], level(x) runs of
+	// M+1 words (a count then the links) for layers 1..level(x).
+	uo  []int32
+	upa []int32
+	// ids: slots below nbase are read from the file (file.id), later ones
+	// from ids[slot-nbase]. byID maps the ids of slots >= nbase; the
+	// file's live ids are found through its sorted table.
+	ids  []string
 	byID map[string]int32
+	file *graphFile
+	live int
 	dead int
 	// entry is the lowest-index node among those of the highest level, or -1.
 	entry    int32
 	maxLevel int
 
+	trk *deltaTrack // changes since the last save (hnswdelta.go)
+
 	build *scratch // used under the write lock
 	pool  sync.Pool
 }
+
+// vecBlock is the number of vectors per heap block.
+const vecBlock = 1024
 
 // NewHNSW returns an empty HNSW index for vectors of dimension dim.
 func NewHNSW(dim int, opts HNSWOptions) (*HNSW, error) {
@@ -112,9 +146,11 @@ func NewHNSW(dim int, opts HNSWOptions) (*HNSW, error) {
 
 func (g *HNSW) reset(m, efC int) {
 	g.m, g.m0, g.efC = m, 2*m, efC
-	g.ids, g.vecs, g.lvl, g.l0, g.up = nil, nil, nil, nil, nil
-	g.byID = map[string]int32{}
-	g.dead, g.entry, g.maxLevel = 0, -1, -1
+	g.n, g.lvl, g.l0, g.uo, g.upa = 0, nil, nil, []int32{0}, nil
+	g.base, g.nbase, g.blocks = nil, 0, nil
+	g.ids, g.byID, g.file = nil, map[string]int32{}, nil
+	g.live, g.dead, g.entry, g.maxLevel = 0, 0, -1, -1
+	g.trk = nil
 	g.build = &scratch{}
 }
 
@@ -140,7 +176,7 @@ func (g *HNSW) Dim() int {
 func (g *HNSW) Len() int {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	return len(g.byID)
+	return g.live
 }
 
 // levelFor derives a node's level from its id alone: P(level >= l) = M^-l,
@@ -175,7 +211,43 @@ func mix64(x uint64) uint64 {
 }
 
 func (g *HNSW) vec(i int32) []float32 {
-	return g.vecs[int(i)*g.dim : (int(i)+1)*g.dim]
+	if int(i) < g.nbase {
+		return g.base[int(i)*g.dim : (int(i)+1)*g.dim]
+	}
+	j := int(i) - g.nbase
+	o := (j % vecBlock) * g.dim
+	return g.blocks[j/vecBlock][o : o+g.dim]
+}
+
+// appendVec stores v in a new slot's place (the caller appends the slot).
+func (g *HNSW) appendVec(v []float32) {
+	j := g.n - g.nbase
+	if j%vecBlock == 0 {
+		g.blocks = append(g.blocks, make([]float32, 0, vecBlock*g.dim))
+	}
+	b := &g.blocks[j/vecBlock]
+	*b = append(*b, v...)
+}
+
+// id returns slot i's id ("" for a deleted slot above the file).
+func (g *HNSW) id(i int32) string {
+	if int(i) < g.nbase {
+		return g.file.id(i)
+	}
+	return g.ids[int(i)-g.nbase]
+}
+
+// lookup returns the slot holding id.
+func (g *HNSW) lookup(id string) (int32, bool) {
+	if x, ok := g.byID[id]; ok {
+		return x, true
+	}
+	if g.file != nil {
+		if x, ok := g.file.find(id); ok && int(x) < g.nbase && g.lvl[x] != levelDead {
+			return x, true
+		}
+	}
+	return 0, false
 }
 
 // Add stores a normalised copy of v under id, replacing any previous vector.
@@ -189,7 +261,7 @@ func (g *HNSW) Add(id string, v []float32) error {
 	if err != nil {
 		return fmt.Errorf("add vector %q: %w", id, err)
 	}
-	if old, ok := g.byID[id]; ok {
+	if old, ok := g.lookup(id); ok {
 		if equalBits(g.vec(old), nv) {
 			return nil
 		}
@@ -224,27 +296,23 @@ func closer(a, b item) bool {
 }
 
 func (g *HNSW) insertLocked(id string, q []float32, zero bool) {
-	idx := int32(len(g.ids))
+	g.touch()
+	idx := int32(g.n)
+	g.appendVec(q)
 	g.ids = append(g.ids, id)
-	g.vecs = append(g.vecs, q...)
 	g.byID[id] = idx
+	g.n++
+	g.live++
+	g.l0 = append(g.l0, make([]int32, g.m0+1)...)
 	if zero {
 		g.lvl = append(g.lvl, levelZero)
-		g.l0 = append(g.l0, make([]int32, g.m0+1)...)
-		g.up = append(g.up, nil)
+		g.uo = append(g.uo, g.uo[len(g.uo)-1])
 		return
 	}
 	l := levelFor(id, g.m)
 	g.lvl = append(g.lvl, int8(l))
-	g.l0 = append(g.l0, make([]int32, g.m0+1)...)
-	var up [][]int32
-	if l > 0 {
-		up = make([][]int32, l)
-		for i := range up {
-			up[i] = make([]int32, 0, g.m+1)
-		}
-	}
-	g.up = append(g.up, up)
+	g.upa = append(g.upa, make([]int32, l*(g.m+1))...)
+	g.uo = append(g.uo, int32(len(g.upa)))
 	if g.entry < 0 {
 		g.entry, g.maxLevel = idx, l
 		return
@@ -273,52 +341,38 @@ func (g *HNSW) insertLocked(id string, q []float32, zero bool) {
 	}
 }
 
-// links returns x's neighbours on layer lc (a view; do not append to it).
-func (g *HNSW) links(x int32, lc int) []int32 {
+// slot returns x's layer-lc list: a count, then room for mmax(lc) links.
+func (g *HNSW) slot(x int32, lc int) []int32 {
 	if lc == 0 {
 		b := int(x) * (g.m0 + 1)
-		return g.l0[b+1 : b+1+int(g.l0[b])]
+		return g.l0[b : b+g.m0+1]
 	}
-	return g.up[x][lc-1]
+	b := int(g.uo[x]) + (lc-1)*(g.m+1)
+	return g.upa[b : b+g.m+1]
+}
+
+// links returns x's neighbours on layer lc (a view; do not append to it).
+func (g *HNSW) links(x int32, lc int) []int32 {
+	s := g.slot(x, lc)
+	return s[1 : 1+s[0]]
 }
 
 // appendLink adds e to x's layer-lc links (the caller ensures room).
 func (g *HNSW) appendLink(x int32, lc int, e int32) {
-	if lc == 0 {
-		b := int(x) * (g.m0 + 1)
-		g.l0[b]++
-		g.l0[b+int(g.l0[b])] = e
-		return
-	}
-	g.up[x][lc-1] = append(g.up[x][lc-1], e)
+	g.trackList(x, lc)
+	s := g.slot(x, lc)
+	s[0]++
+	s[s[0]] = e
 }
 
 // setLinks replaces x's layer-lc links with the nodes of sel.
 func (g *HNSW) setLinks(x int32, lc int, sel []item) {
-	if lc == 0 {
-		b := int(x) * (g.m0 + 1)
-		for j, it := range sel {
-			g.l0[b+1+j] = it.i
-		}
-		g.l0[b] = int32(len(sel))
-		return
+	g.trackList(x, lc)
+	s := g.slot(x, lc)
+	for j, it := range sel {
+		s[1+j] = it.i
 	}
-	list := g.up[x][lc-1][:0]
-	for _, it := range sel {
-		list = append(list, it.i)
-	}
-	g.up[x][lc-1] = list
-}
-
-// setLinkIDs replaces x's layer-lc links with ids (len <= mmax(lc)).
-func (g *HNSW) setLinkIDs(x int32, lc int, ids []int32) {
-	if lc == 0 {
-		b := int(x) * (g.m0 + 1)
-		copy(g.l0[b+1:], ids)
-		g.l0[b] = int32(len(ids))
-		return
-	}
-	g.up[x][lc-1] = append(g.up[x][lc-1][:0], ids...)
+	s[0] = int32(len(sel))
 }
 
 func (g *HNSW) mmax(lc int) int {
@@ -415,7 +469,7 @@ func (sc *scratch) next(n int) {
 // searchLayer is Algorithm 2: best-first search of layer lc from eps,
 // returning up to ef closest nodes (unsorted, in sc.res).
 func (g *HNSW) searchLayer(q []float32, eps []item, ef, lc int, sc *scratch) []item {
-	sc.next(len(g.ids))
+	sc.next(g.n)
 	cand, res := sc.cand[:0], sc.res[:0]
 	for _, e := range eps {
 		sc.visited[e.i] = sc.gen
@@ -436,7 +490,7 @@ func (g *HNSW) searchLayer(q []float32, eps []item, ef, lc int, sc *scratch) []i
 		// neighbours up front overlaps their cache misses.
 		for _, e := range links {
 			if sc.visited[e] != sc.gen {
-				prefetch(&g.vecs[int(e)*g.dim], g.dim)
+				prefetch(&g.vec(e)[0], g.dim)
 			}
 		}
 		for _, e := range links {
@@ -546,22 +600,27 @@ func sortItems(x []item) {
 func (g *HNSW) Delete(id string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	idx, ok := g.byID[id]
+	idx, ok := g.lookup(id)
 	if !ok {
 		return nil
 	}
 	g.deleteLocked(idx)
-	if g.dead > 1024 && g.dead > len(g.byID) {
+	if g.dead > 1024 && g.dead > g.live {
 		g.compactLocked()
 	}
 	return nil
 }
 
 func (g *HNSW) deleteLocked(idx int32) {
-	delete(g.byID, g.ids[idx])
+	g.touch()
+	g.trackDead(idx)
+	if int(idx) >= g.nbase {
+		delete(g.byID, g.ids[int(idx)-g.nbase])
+		g.ids[int(idx)-g.nbase] = ""
+	}
 	l := int(g.lvl[idx])
 	g.lvl[idx] = levelDead
-	g.ids[idx] = ""
+	g.live--
 	g.dead++
 	for lc := 0; lc <= l; lc++ {
 		dn := g.links(idx, lc)
@@ -583,8 +642,9 @@ func (g *HNSW) deleteLocked(idx int32) {
 			g.repair(int32(x), idx, dn, lc)
 		}
 	}
-	g.l0[int(idx)*(g.m0+1)] = 0
-	g.up[idx] = nil
+	for lc := 0; lc <= l; lc++ {
+		g.slot(idx, lc)[0] = 0
+	}
 	clear(g.vec(idx))
 	if g.entry == idx {
 		g.entry, g.maxLevel = -1, -1
@@ -600,7 +660,7 @@ func (g *HNSW) deleteLocked(idx int32) {
 func (g *HNSW) repair(x, del int32, dn []int32, lc int) {
 	base := g.vec(x)
 	sc := g.build
-	sc.next(len(g.ids))
+	sc.next(g.n)
 	sc.visited[x], sc.visited[del] = sc.gen, sc.gen
 	cands := sc.cands[:0]
 	for _, src := range [2][]int32{g.links(x, lc), dn} {
@@ -621,7 +681,7 @@ func (g *HNSW) repair(x, del int32, dn []int32, lc int) {
 // remap returns old index -> new index with deleted slots squeezed out
 // (order preserved), and the live count.
 func (g *HNSW) remap() ([]int32, int) {
-	rm := make([]int32, len(g.ids))
+	rm := make([]int32, g.n)
 	n := int32(0)
 	for i, lv := range g.lvl {
 		if lv == levelDead {
@@ -635,38 +695,44 @@ func (g *HNSW) remap() ([]int32, int) {
 }
 
 // compactLocked squeezes deleted slots out, preserving order (and so every
-// future decision).
+// future decision). Everything moves to the heap.
 func (g *HNSW) compactLocked() {
-	rm, n := g.remap()
-	ids := make([]string, 0, n)
-	vecs := make([]float32, 0, n*g.dim)
-	lvl := make([]int8, 0, n)
-	l0 := make([]int32, 0, n*(g.m0+1))
-	up := make([][][]int32, 0, n)
-	for i := range g.ids {
+	if g.trk != nil {
+		g.trk.broken = true
+	}
+	rm, _ := g.remap()
+	ng := &HNSW{dim: g.dim}
+	ng.reset(g.m, g.efC)
+	for i := 0; i < g.n; i++ {
 		if rm[i] < 0 {
 			continue
 		}
-		ids = append(ids, g.ids[i])
-		vecs = append(vecs, g.vec(int32(i))...)
-		lvl = append(lvl, g.lvl[i])
-		slot := g.l0[i*(g.m0+1) : (i+1)*(g.m0+1)]
-		for j := 1; j <= int(slot[0]); j++ {
-			slot[j] = rm[slot[j]]
-		}
-		l0 = append(l0, slot...)
-		for _, list := range g.up[i] {
-			for j, e := range list {
-				list[j] = rm[e]
+		x := int32(i)
+		id := g.id(x)
+		ng.appendVec(g.vec(x))
+		ng.ids = append(ng.ids, id)
+		ng.byID[id] = rm[i]
+		ng.n++
+		ng.lvl = append(ng.lvl, g.lvl[i])
+		ng.l0 = append(ng.l0, make([]int32, g.m0+1)...)
+		l := max(int(g.lvl[i]), -1)
+		ng.upa = append(ng.upa, make([]int32, max(l, 0)*(g.m+1))...)
+		ng.uo = append(ng.uo, int32(len(ng.upa)))
+		for lc := 0; lc <= l; lc++ {
+			s, d := g.slot(x, lc), ng.slot(rm[i], lc)
+			d[0] = s[0]
+			for j := 1; j <= int(s[0]); j++ {
+				d[j] = rm[s[j]]
 			}
 		}
-		up = append(up, g.up[i])
-		g.byID[g.ids[i]] = rm[i]
 	}
 	if g.entry >= 0 {
 		g.entry = rm[g.entry]
 	}
-	g.ids, g.vecs, g.lvl, g.l0, g.up, g.dead = ids, vecs, lvl, l0, up, 0
+	g.n, g.lvl, g.l0, g.uo, g.upa = ng.n, ng.lvl, ng.l0, ng.uo, ng.upa
+	g.base, g.nbase, g.blocks = nil, 0, ng.blocks
+	g.ids, g.byID, g.file = ng.ids, ng.byID, nil
+	g.dead = 0
 }
 
 // Search returns the k most similar stored vectors to q (Algorithm 5:
@@ -696,7 +762,7 @@ func (g *HNSW) Search(q []float32, k int) ([]Hit, error) {
 	w := g.searchLayer(nq, []item{ep}, max(g.efS, k), 0, sc)
 	hits := make([]Hit, len(w))
 	for i, it := range w {
-		hits[i] = Hit{ID: g.ids[it.i], Score: it.s}
+		hits[i] = Hit{ID: g.id(it.i), Score: it.s}
 	}
 	sortHits(hits)
 	if len(hits) > k {
@@ -709,168 +775,16 @@ func (g *HNSW) Search(q []float32, k int) ([]Hit, error) {
 func (g *HNSW) Digest() [32]byte {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	ids := make([]string, 0, len(g.byID))
-	for id := range g.byID {
-		ids = append(ids, id)
-	}
-	return ContentDigest(g.dim, ids, func(id string) []float32 { return g.vec(g.byID[id]) })
-}
-
-// MarshalBinary encodes the graph in the documented form.
-func (g *HNSW) MarshalBinary() ([]byte, error) {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	rm, n := g.remap()
-	e := &encoder{b: make([]byte, 0, 40+n*(4*g.dim+2*g.m+24))}
-	e.b = append(e.b, hnswMagic...)
-	e.u16(hnswVersion)
-	e.u32(uint32(g.dim))
-	e.u16(uint16(g.m))
-	e.u32(uint32(g.efC))
-	e.u32(uint32(n))
-	if g.entry < 0 {
-		e.u32(math.MaxUint32)
-	} else {
-		e.u32(uint32(rm[g.entry]))
-	}
-	for i := range g.ids {
-		if rm[i] < 0 {
-			continue
-		}
-		e.str(g.ids[i])
-		e.u8(uint8(g.lvl[i]))
-		e.vec(g.vec(int32(i)))
-		for lc := 0; lc <= int(g.lvl[i]); lc++ {
-			list := g.links(int32(i), lc)
-			e.uvarint(uint64(len(list)))
-			for _, x := range list {
-				e.uvarint(uint64(rm[x]))
-			}
+	ids := make([]string, 0, g.live)
+	at := make(map[string]int32, g.live)
+	for i := 0; i < g.n; i++ {
+		if g.lvl[i] != levelDead {
+			id := g.id(int32(i))
+			ids = append(ids, id)
+			at[id] = int32(i)
 		}
 	}
-	return e.seal(), nil
-}
-
-// UnmarshalBinary replaces the index with data's graph, keeping this
-// index's EfSearch. On error the index is unchanged.
-func (g *HNSW) UnmarshalBinary(data []byte) error {
-	d, err := openSealed(data, hnswMagic, hnswVersion)
-	if err != nil {
-		return err
-	}
-	dim := int(d.u32("dim"))
-	m := int(d.u16("M"))
-	efC := int(d.u32("efConstruction"))
-	n := int(d.u32("count"))
-	entry := d.u32("entry")
-	if d.err != nil {
-		return d.err
-	}
-	switch {
-	case dim <= 0 || dim > MaxDim, m < 2 || m > 1024, efC < 1 || efC > 1<<20:
-		return fmt.Errorf("decode index: bad parameters dim=%d M=%d ef=%d: %w", dim, m, efC, ErrCorrupt)
-	case n > len(d.b)/(1+1+1+4*dim):
-		return fmt.Errorf("decode index: count %d exceeds data: %w", n, ErrCorrupt)
-	case entry != math.MaxUint32 && entry >= uint32(n):
-		return fmt.Errorf("decode index: entry %d out of range: %w", entry, ErrCorrupt)
-	}
-	ng := &HNSW{dim: dim}
-	ng.reset(m, efC)
-	ng.ids = make([]string, n)
-	ng.vecs = make([]float32, n*dim)
-	ng.lvl = make([]int8, n)
-	ng.l0 = make([]int32, n*(ng.m0+1))
-	ng.up = make([][][]int32, n)
-	for i := 0; i < n; i++ {
-		id := d.str("id")
-		lv := int(int8(d.u8("level")))
-		if d.err != nil {
-			return d.err
-		}
-		if checkID(id) != nil {
-			return fmt.Errorf("decode index: node %d has invalid id: %w", i, ErrCorrupt)
-		}
-		if _, dup := ng.byID[id]; dup {
-			return fmt.Errorf("decode index: duplicate id %q: %w", id, ErrCorrupt)
-		}
-		if lv < levelZero || lv > maxLevelCap || (lv >= 0 && lv != levelFor(id, m)) {
-			return fmt.Errorf("decode index: node %d level %d invalid: %w", i, lv, ErrCorrupt)
-		}
-		ng.ids[i], ng.lvl[i], ng.byID[id] = id, int8(lv), int32(i)
-		v := ng.vec(int32(i))
-		d.vec(v)
-		if d.err != nil {
-			return d.err
-		}
-		if !checkStoredVector(v) || (lv == levelZero) != isZero(v) {
-			return fmt.Errorf("decode index: node %d vector invalid: %w", i, ErrCorrupt)
-		}
-		if lv < 0 {
-			continue
-		}
-		if lv > 0 {
-			ng.up[i] = make([][]int32, lv)
-		}
-		for lc := 0; lc <= lv; lc++ {
-			k := d.uvarint("link count")
-			if d.err != nil {
-				return d.err
-			}
-			if k > uint64(ng.mmax(lc)) {
-				return fmt.Errorf("decode index: node %d layer %d has %d links: %w", i, lc, k, ErrCorrupt)
-			}
-			list := make([]int32, k, ng.mmax(lc)+1)
-			for j := range list {
-				x := d.uvarint("link")
-				if d.err != nil {
-					return d.err
-				}
-				if x >= uint64(n) || x == uint64(i) {
-					return fmt.Errorf("decode index: node %d link %d out of range: %w", i, x, ErrCorrupt)
-				}
-				list[j] = int32(x)
-			}
-			if lc == 0 {
-				ng.setLinkIDs(int32(i), 0, list)
-			} else {
-				ng.up[i][lc-1] = list
-			}
-		}
-	}
-	if err := d.end(); err != nil {
-		return err
-	}
-	// Links must point at nodes present on that layer; the entry must be
-	// the lowest-index node of the highest level.
-	for i := range ng.lvl {
-		for lc := 0; lc <= int(ng.lvl[i]); lc++ {
-			for _, x := range ng.links(int32(i), lc) {
-				if int(ng.lvl[x]) < lc {
-					return fmt.Errorf("decode index: node %d links to %d above its level: %w", i, x, ErrCorrupt)
-				}
-			}
-		}
-	}
-	want, wantLevel := int32(-1), -1
-	for i, lv := range ng.lvl {
-		if int(lv) > wantLevel {
-			want, wantLevel = int32(i), int(lv)
-		}
-	}
-	got := int32(-1)
-	if entry != math.MaxUint32 {
-		got = int32(entry)
-	}
-	if got != want {
-		return fmt.Errorf("decode index: entry %d, want %d: %w", got, want, ErrCorrupt)
-	}
-	ng.entry, ng.maxLevel = want, wantLevel
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.dim, g.m, g.m0, g.efC = ng.dim, ng.m, ng.m0, ng.efC
-	g.ids, g.vecs, g.lvl, g.l0, g.up, g.byID = ng.ids, ng.vecs, ng.lvl, ng.l0, ng.up, ng.byID
-	g.dead, g.entry, g.maxLevel, g.build = 0, ng.entry, ng.maxLevel, ng.build
-	return nil
+	return ContentDigest(g.dim, ids, func(id string) []float32 { return g.vec(at[id]) })
 }
 
 var _ Index = (*HNSW)(nil)

@@ -18,10 +18,10 @@ func (g *HNSW) SearchExact(q []float32, k int) ([]Hit, error) {
 	if zero {
 		return nil, nil
 	}
-	return scanTopK(len(g.ids), k, func(i int) (string, float32, bool) {
+	return scanTopK(g.n, k, func(i int) (string, float32, bool) {
 		if g.lvl[i] < 0 { // zero vector or deleted slot
 			return "", 0, false
 		}
-		return g.ids[i], dot(nq, g.vecs[i*g.dim:(i+1)*g.dim]), true
+		return g.id(int32(i)), dot(nq, g.vec(int32(i))), true
 	}), nil
 }

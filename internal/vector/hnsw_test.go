@@ -84,10 +84,11 @@ func TestHNSWDeterminism(t *testing.T) {
 	x := mustExact(t, 32)
 	for i := len(vs) - 1; i >= 0; i-- {
 		id := idOf(i)
-		if _, ok := a.byID[id]; !ok {
+		if _, ok := a.lookup(id); !ok {
 			continue
 		}
-		v := a.vec(a.byID[id])
+		j, _ := a.lookup(id)
+		v := a.vec(j)
 		if err := e.Add(id, vs[(i+1)%len(vs)]); err != nil { // wrong first, replaced below
 			t.Fatal(err)
 		}
@@ -104,7 +105,7 @@ func TestHNSWDeterminism(t *testing.T) {
 	xb, _ := x.MarshalBinary()
 	x2 := mustExact(t, 32)
 	for i := 0; i < len(vs); i++ { // ascending this time
-		if j, ok := a.byID[idOf(i)]; ok {
+		if j, ok := a.lookup(idOf(i)); ok {
 			if err := x2.Add(idOf(i), a.vec(j)); err != nil {
 				t.Fatal(err)
 			}
@@ -192,7 +193,7 @@ func TestHNSWDeleteEntryPoint(t *testing.T) {
 	// Delete entry points repeatedly; each time the new entry must be the
 	// lowest-index node of the highest remaining level.
 	for round := 0; round < 50 && g.entry >= 0; round++ {
-		id := g.ids[g.entry]
+		id := g.id(g.entry)
 		if err := g.Delete(id); err != nil {
 			t.Fatal(err)
 		}

@@ -5,7 +5,10 @@
 //
 //	index/    the bleve scorch index. Doc id = chunk id. Indexed, not stored:
 //	          content (English analyzer "en"), session, kind, role,
-//	          chunk_parent (keyword), time (numeric, content time in unix ms).
+//	          chunk_parent (keyword). Time is not in the index (a numeric
+//	          field is 16 prefix terms per document, a third of the indexing
+//	          CPU): time filters take their ids from side.db's "by_time".
+//	          Indexes built before kept a numeric "time" field; it is unused.
 //	          Scoring model BM25. Internal key "ucl/checkpoint" holds the
 //	          checkpoint JSON, written in the same batch as the last documents
 //	          of a Commit (bleve batches are atomic and, with unsafe_batch off,
@@ -103,7 +106,7 @@ const FormatVersion = 2
 
 // DefaultBatchSize is the number of queued operations after which Apply
 // executes the pending batch.
-const DefaultBatchSize = 4096
+const DefaultBatchSize = 10000
 
 var (
 	// ErrClosed is returned when a method is called after Close.
@@ -224,7 +227,7 @@ func (x *Index) open() error {
 			return fmt.Errorf("remove fts leftovers: %w", err)
 		}
 	}
-	db, err := bolt.Open(x.sidePath(), 0o600, nil)
+	db, err := projections.OpenBolt(x.sidePath(), nil)
 	if err != nil {
 		return fmt.Errorf("open fts side table: %w", err)
 	}
@@ -263,7 +266,7 @@ func (x *Index) open() error {
 		if err := x.wipe(); err != nil {
 			return err
 		}
-		if db, err = bolt.Open(x.sidePath(), 0o600, nil); err != nil {
+		if db, err = projections.OpenBolt(x.sidePath(), nil); err != nil {
 			return fmt.Errorf("open fts side table: %w", err)
 		}
 		sideCP = nil
@@ -493,7 +496,6 @@ func (x *Index) applyStore(s *log.Store) error {
 			doc.AddField(document.NewTextFieldCustom(kv[0], nil, []byte(kv[1]), index.IndexField|index.SkipFreqNorm, x.kwAnalyzer))
 		}
 	}
-	doc.AddField(document.NewNumericFieldWithIndexingOptions(fieldTime, nil, float64(s.Time), index.IndexField))
 	if err := x.batch.IndexAdvanced(doc); err != nil {
 		return fmt.Errorf("index chunk %q: %w", s.ChunkID, err)
 	}
@@ -800,7 +802,7 @@ func (x *Index) Compact() error {
 		return fmt.Errorf("close fts side table for compaction: %w", err)
 	}
 	err := projections.CompactBolt(x.sidePath(), &bolt.Options{})
-	db, oerr := bolt.Open(x.sidePath(), 0o600, nil)
+	db, oerr := projections.OpenBolt(x.sidePath(), nil)
 	if oerr != nil {
 		x.closed = true
 		return errors.Join(err, fmt.Errorf("reopen fts side table: %w", oerr))
@@ -1093,28 +1095,23 @@ func (x *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 		}
 		filters = append(filters, bleve.NewDisjunctionQuery(ors...))
 	}
-	if q.Since != 0 || q.Until != 0 {
-		var lo, hi *float64
-		if q.Since != 0 {
-			v := float64(q.Since)
-			lo = &v
-		}
-		if q.Until != 0 {
-			v := float64(q.Until)
-			hi = &v
-		}
-		incl, excl := true, false
-		rq := bleve.NewNumericRangeInclusiveQuery(lo, hi, &incl, &excl)
-		rq.SetField(fieldTime)
-		filters = append(filters, rq)
-	}
-	if len(filters) > 0 {
-		bq.AddFilter(bleve.NewConjunctionQuery(filters...))
-	}
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	if x.closed {
 		return nil, ErrClosed
+	}
+	if q.Since != 0 || q.Until != 0 {
+		ids, err := x.idsInTime(q.Since, q.Until)
+		if err != nil {
+			return nil, fmt.Errorf("search fts: %w", err)
+		}
+		if len(ids) == 0 {
+			return []Hit{}, nil
+		}
+		filters = append(filters, bleve.NewDocIDQuery(ids))
+	}
+	if len(filters) > 0 {
+		bq.AddFilter(bleve.NewConjunctionQuery(filters...))
 	}
 	// BM25 statistics from the side table, a pure function of the live set
 	// (bleve's own use the term dictionary, which depends on segment layout).
@@ -1161,6 +1158,41 @@ func (x *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 		return hits[i].ChunkID < hits[j].ChunkID
 	})
 	return hits, nil
+}
+
+// idsInTime returns the chunks whose content time is in [since, until)
+// (0: unbounded on that side): the committed ones from "by_time", and
+// those changed since the last Commit by their pending state (an executed
+// batch may hold them already). A chunk whose old and new times straddle
+// the range is kept: the index holds one of the two versions, and the
+// filter only narrows what the text query matched.
+func (x *Index) idsInTime(since, until int64) ([]string, error) {
+	in := func(t int64) bool { return (since == 0 || t >= since) && (until == 0 || t < until) }
+	var ids []string
+	err := x.view(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketByTime).Cursor()
+		var k []byte
+		if since != 0 {
+			lo := timeKey(since)
+			k, _ = c.Seek(lo[:])
+		} else {
+			k, _ = c.First()
+		}
+		hi := timeKey(until)
+		for ; k != nil && len(k) >= 8 && (until == 0 || bytes.Compare(k[:8], hi[:]) < 0); k, _ = c.Next() {
+			ids = append(ids, string(k[8:]))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read time index: %w", err)
+	}
+	for id, m := range x.sideOps {
+		if m != nil && in(m.time) {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
 }
 
 // view runs fn in a read transaction of the side table; a panic of a

@@ -67,7 +67,7 @@ func BenchmarkRebuildAll(b *testing.B) {
 			}
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				ps, err := Builder(Options{})(filepath.Join(b.TempDir(), "p"))
+				ps, err := Builder(l, Options{})(filepath.Join(b.TempDir(), "p"))
 				if err != nil {
 					b.Fatal(err)
 				}

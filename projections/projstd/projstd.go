@@ -171,7 +171,7 @@ func (s *Set) openNamed(name string, o Options, notify func(Notice)) (projection
 	var err error
 	switch name {
 	case "timelines":
-		if s.Timelines, err = openOne(name, sub, func() (*timelines.Timelines, error) { return timelines.Open(sub) }, notify); err == nil {
+		if s.Timelines, err = openOne(name, sub, func() (*timelines.Timelines, error) { return timelines.Open(sub, s.events()) }, notify); err == nil {
 			return s.Timelines, nil
 		}
 	case "fts":
@@ -196,9 +196,17 @@ func (s *Set) openNamed(name string, o Options, notify func(Notice)) (projection
 	return nil, fmt.Errorf("open %s: %w", name, err)
 }
 
-// build opens the projections (not the projector) in dir.
-func build(dir string, o Options, notify func(Notice)) (*Set, []projections.Projection, error) {
-	s := &Set{Dir: dir, o: o}
+// events is where the timelines read chunk content back: the source,
+// when it reads events by seq (the log, a snapshot's pinned log, the
+// shared area all do).
+func (s *Set) events() projections.EventReader {
+	r, _ := s.src.(projections.EventReader)
+	return r
+}
+
+// build opens the projections (not the projector) in dir, fed by src.
+func build(dir string, src projections.Source, o Options, notify func(Notice)) (*Set, []projections.Projection, error) {
+	s := &Set{Dir: dir, o: o, src: src}
 	var ps []projections.Projection
 	fail := func(err error) (*Set, []projections.Projection, error) {
 		for _, p := range ps {
@@ -228,11 +236,11 @@ func build(dir string, o Options, notify func(Notice)) (*Set, []projections.Proj
 // are reset (see the package doc and TakeNotices).
 func Open(dir string, src projections.Source, o Options) (*Set, error) {
 	var notices []Notice
-	s, ps, err := build(dir, o, func(n Notice) { notices = append(notices, n) })
+	s, ps, err := build(dir, src, o, func(n Notice) { notices = append(notices, n) })
 	if err != nil {
 		return nil, err
 	}
-	s.src, s.notices = src, notices
+	s.notices = notices
 	if s.Projector, err = projections.NewProjector(src, ps, o.Projector); err != nil {
 		for _, p := range ps {
 			p.Close()
@@ -242,10 +250,11 @@ func Open(dir string, src projections.Source, o Options) (*Set, error) {
 	return s, nil
 }
 
-// Builder returns a constructor of fresh projections for Projector.Verify.
-func Builder(o Options) func(dir string) ([]projections.Projection, error) {
+// Builder returns a constructor of fresh projections fed by src, for
+// Projector.Verify.
+func Builder(src projections.Source, o Options) func(dir string) ([]projections.Projection, error) {
 	return func(dir string) ([]projections.Projection, error) {
-		_, ps, err := build(dir, o, func(Notice) {})
+		_, ps, err := build(dir, src, o, func(Notice) {})
 		return ps, err
 	}
 }
@@ -384,5 +393,5 @@ func (s *Set) Verify(ctx context.Context, progress func(done, total uint64)) ([]
 	if err := s.CatchUp(ctx, nil); err != nil {
 		return nil, err
 	}
-	return s.Projector.Verify(ctx, Builder(s.o), progress)
+	return s.Projector.Verify(ctx, Builder(s.src, s.o), progress)
 }

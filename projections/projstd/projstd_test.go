@@ -3,6 +3,7 @@ package projstd
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -38,6 +39,7 @@ func (v *VectorProjection) Contains(id string) (bool, error) {
 // at the same operation whichever commit it falls in.
 func TestVectorGraphBytesDeterministic(t *testing.T) {
 	evs := projtest.Events(7, 1500)
+	deltas := 0 // commits after which graph.delta held records
 	build := func(graphEvery, commitEvery int, reopen bool) []byte {
 		dir := t.TempDir()
 		o := VectorOptions{GraphEvery: graphEvery, ExactBelow: 300}
@@ -52,6 +54,9 @@ func TestVectorGraphBytesDeterministic(t *testing.T) {
 			if (i+1)%commitEvery == 0 || i == len(evs)-1 {
 				if err := v.Commit(projections.Checkpoint{Seq: ev.Seq, Hash: ev.Hash}); err != nil {
 					t.Fatal(err)
+				}
+				if fi, err := os.Stat(filepath.Join(dir, "graph.delta")); err == nil && fi.Size() > 0 {
+					deltas++
 				}
 				if reopen {
 					v.Close()
@@ -77,8 +82,14 @@ func TestVectorGraphBytesDeterministic(t *testing.T) {
 	}
 	a := build(100000, 100000, false)
 	for _, tc := range []struct{ graph, commit int }{{40, 7}, {1000, 250}, {3, 1}} {
+		deltas = 0
 		if b := build(tc.graph, tc.commit, true); !bytes.Equal(a, b) {
 			t.Fatalf("graph bytes differ (graphEvery %d, commitEvery %d)", tc.graph, tc.commit)
+		}
+		// Once graph.bin exists, commits append deltas (opened, with
+		// reopen, from graph.bin + graph.delta).
+		if tc.commit < 1000 && deltas == 0 {
+			t.Fatalf("graphEvery %d, commitEvery %d: no commit saved a delta", tc.graph, tc.commit)
 		}
 	}
 }

@@ -37,14 +37,13 @@ type VectorOptions struct {
 	// (brute force, the oracle, recall 1); larger ones through the HNSW
 	// graph. Default DefaultExactBelow.
 	ExactBelow int
-	// GraphEvery: the graph file is rewritten once this many operations,
-	// and a quarter of the live vectors, have accumulated since the last
-	// one (default 20000); operations after it are replayed from the
-	// database on open. The quarter keeps a bulk load's rewrites linear in
-	// total (a fixed interval rewrites the whole graph every 20K inserts:
-	// quadratic at a million); the engine writes the graph when it closes
-	// after a bulk catch-up, so the next open still loads instead of
-	// replaying.
+	// GraphEvery: before graph.bin first exists, it is written once this
+	// many operations, and a quarter of the live vectors, have accumulated
+	// (default 20000; until then operations are replayed from the database
+	// on open). After that every Commit appends a delta record
+	// (graph.delta) and graph.bin is rewritten when the records reach a
+	// quarter of its size, which keeps a bulk load's rewrites linear in
+	// total (see vectorgraph.go).
 	GraphEvery int
 }
 
@@ -60,8 +59,12 @@ const DefaultExactBelow = 120_000
 
 // vectorsVersion is the vector projection's state format. Version 2
 // keeps one flat copy of every live vector and builds the graph only once
-// the collection reaches ExactBelow (version 1 kept a graph at any size).
-const vectorsVersion = 2
+// the collection reaches ExactBelow (version 1 kept a graph at any size);
+// version 3 stores that copy as 8-bit scalar-quantised values (quant.go)
+// instead of binary16. A store of another version is rebuilt from the log
+// on open (the state tag differs), and a snapshot of another version is
+// refused and rebuilt.
+const vectorsVersion = 3
 
 // VectorProjection embeds every live chunk and indexes it for search.
 //
@@ -69,9 +72,9 @@ const vectorsVersion = 2
 // the number of live vectors and, once the graph exists, the seq and size
 // of graph.bin; "chunks" maps chunk id to what tombstones need (session,
 // time, seq); "vecs" maps chunk id to its vector, scaled to unit length
-// and rounded to binary16 (dim × 2 bytes little-endian, half.go), the one
-// stored copy of the vectors below the graph threshold. The indexes hold
-// exactly these values.
+// and quantised to 8 bits with a per-vector step (4 + dim bytes,
+// quant.go), the one stored copy of the vectors below the graph
+// threshold. The indexes hold exactly these values.
 //
 // Below ExactBelow live vectors, search is exact and no graph exists:
 // catch-up writes vectors and nothing else, and opening reads nothing but
@@ -86,9 +89,10 @@ const vectorsVersion = 2
 // build, a rebuild and a restore give the same graph bytes (the graph is a
 // pure function of its operation sequence, package vector). From then on
 // "ops" logs the graph's operations (add id+vector / delete id) keyed by
-// seq and graph.bin holds the graph as of seq G; opening the graph loads
-// graph.bin and replays the operations after G, and graph.bin is rewritten
-// every GraphEvery operations. The graph stays once started, even if
+// seq, and graph.bin (mapped, never decoded whole) plus graph.delta's
+// records hold the graph as of seq G; opening the graph maps graph.bin,
+// applies the records and replays the operations after G (vectorgraph.go
+// says when each file is written). The graph stays once started, even if
 // deletions bring the count back below the threshold (search is exact
 // there again, through the graph's own vectors).
 //
@@ -106,6 +110,7 @@ type VectorProjection struct {
 	graphOn    bool   // the graph exists (the live count reached ExactBelow)
 	graph      uint64 // seq graph.bin is current to
 	graphSize  int64  // graph.bin's size, checked at open
+	deltaSize  int64  // bytes of graph.delta applied on top of graph.bin
 	sinceGraph int    // operations logged after graph.bin
 
 	// Loaded on first use. loadMu serialises the first-use decisions of
@@ -129,12 +134,12 @@ type chunkMeta struct {
 }
 
 type vecOp struct {
-	seq       uint64
-	del       bool
-	id        string
-	content   string
-	vec       []float32
-	quantized bool // vec is unit length and rounded to binary16 (half.go)
+	seq     uint64
+	del     bool
+	id      string
+	content string
+	vec     []float32
+	rec     []byte // the stored record of vec, once quantised (quant.go)
 }
 
 var (
@@ -182,7 +187,7 @@ func OpenVectors(dir string, o VectorOptions) (*VectorProjection, error) {
 	if err := fsutil.MkdirAllSync(dir, 0o700); err != nil {
 		return nil, err
 	}
-	db, err := bolt.Open(filepath.Join(dir, "vectors.db"), 0o600, vectorBoltOptions)
+	db, err := projections.OpenBolt(filepath.Join(dir, "vectors.db"), vectorBoltOptions)
 	if err != nil {
 		return nil, fmt.Errorf("open vectors db: %w", err)
 	}
@@ -245,11 +250,9 @@ func (v *VectorProjection) load() error {
 			v.live = int(binary.BigEndian.Uint64(b))
 		}
 		if b := m.Get(kGraph); b != nil {
-			if len(b) != 16 {
-				return fmt.Errorf("decode graph record: %w", errVectorsCorrupt)
+			if err := v.decodeGraphRecord(b); err != nil {
+				return err
 			}
-			v.graphOn = true
-			v.graph, v.graphSize = binary.BigEndian.Uint64(b), int64(binary.BigEndian.Uint64(b[8:]))
 		}
 		v.sinceGraph = tx.Bucket(bOps).Stats().KeyN
 		return nil
@@ -257,16 +260,7 @@ func (v *VectorProjection) load() error {
 	if err != nil {
 		return fmt.Errorf("open vectors: %w", err)
 	}
-	if v.graphSize > 0 {
-		fi, err := os.Stat(filepath.Join(v.dir, "graph.bin"))
-		if err != nil {
-			return fmt.Errorf("open vector graph: %w", err)
-		}
-		if fi.Size() != v.graphSize {
-			return fmt.Errorf("open vector graph: %d bytes, %d recorded: %w", fi.Size(), v.graphSize, errVectorsCorrupt)
-		}
-	}
-	return nil
+	return v.checkGraphFiles()
 }
 
 // loadMeta reads the live chunks' metadata (what Apply needs to resolve
@@ -338,18 +332,9 @@ func (v *VectorProjection) loadIndex() error {
 		v.idx = x
 		return nil
 	}
-	g, err := vector.NewHNSW(v.opts.Embedder.Dim(), v.opts.HNSW)
+	g, err := v.openGraph()
 	if err != nil {
 		return err
-	}
-	if v.graphSize > 0 {
-		data, err := os.ReadFile(filepath.Join(v.dir, "graph.bin"))
-		if err != nil {
-			return fmt.Errorf("read vector graph: %w", err)
-		}
-		if err := g.UnmarshalBinary(data); err != nil {
-			return fmt.Errorf("load vector graph: %w", err)
-		}
 	}
 	err = v.db.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bOps).Cursor()
@@ -447,11 +432,11 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 	}
 	dim := v.opts.Embedder.Dim()
 	for i := range v.ops {
-		if op := &v.ops[i]; !op.del && !op.quantized {
+		if op := &v.ops[i]; !op.del && op.rec == nil {
 			if err := checkVec(op.vec, dim); err != nil {
 				return fmt.Errorf("commit vectors: seq %d: %w", op.seq, err)
 			}
-			op.vec, op.quantized = quantize(op.vec), true
+			op.vec, op.rec = quantize(op.vec)
 		}
 	}
 	live, graphOn, crossed := v.live, v.graphOn, false
@@ -476,7 +461,7 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 				if !existed {
 					live++
 				}
-				if err := vb.Put([]byte(op.id), encodeVec(op.vec)); err != nil {
+				if err := vb.Put([]byte(op.id), op.rec); err != nil {
 					return err
 				}
 				if err := ch.Put([]byte(op.id), encodeMeta(v.meta[op.id])); err != nil {
@@ -563,10 +548,8 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 	v.sinceGraph += logged
 	v.ops = v.ops[:0]
 	v.cp = cp
-	if v.graphOn && v.sinceGraph >= max(v.opts.GraphEvery, v.live/4) {
-		if err := v.saveGraph(); err != nil {
-			return err
-		}
+	if err := v.persistGraph(false); err != nil {
+		return err
 	}
 	if scrub {
 		// Removed chunks' session names and vectors must not stay in
@@ -590,7 +573,7 @@ func (v *VectorProjection) reopen(compact bool) error {
 	if compact {
 		err = projections.CompactBolt(path, vectorBoltOptions)
 	}
-	db, oerr := bolt.Open(path, 0o600, vectorBoltOptions)
+	db, oerr := projections.OpenBolt(path, vectorBoltOptions)
 	if oerr != nil {
 		return errors.Join(err, fmt.Errorf("reopen vectors db: %w", oerr))
 	}
@@ -602,47 +585,13 @@ func (v *VectorProjection) reopen(compact bool) error {
 // pending since the last one, so the next open (after a snapshot, or a
 // long rebuild) loads instead of replaying. Snapshot creation calls it.
 func (v *VectorProjection) Flush() error {
-	if !v.graphOn || v.sinceGraph == 0 {
+	if !v.graphOn || (v.sinceGraph == 0 && v.deltaSize == 0) {
 		return nil
 	}
 	if _, err := v.index(); err != nil {
 		return err
 	}
-	return v.saveGraph()
-}
-
-// saveGraph writes graph.bin as of the checkpoint, then drops the
-// operations it covers. The graph is loaded.
-func (v *VectorProjection) saveGraph() error {
-	data, err := v.idx.MarshalBinary()
-	if err != nil {
-		return err
-	}
-	if err := fsutil.WriteFileAtomic(filepath.Join(v.dir, "graph.bin"), data, 0o600); err != nil {
-		return fmt.Errorf("save vector graph: %w", err)
-	}
-	seq := v.cp.Seq
-	err = v.db.Update(func(tx *bolt.Tx) error {
-		var g [16]byte
-		binary.BigEndian.PutUint64(g[:], seq)
-		binary.BigEndian.PutUint64(g[8:], uint64(len(data)))
-		if err := tx.Bucket(bMeta).Put(kGraph, g[:]); err != nil {
-			return err
-		}
-		ob := tx.Bucket(bOps)
-		c := ob.Cursor()
-		for k, _ := c.First(); k != nil && binary.BigEndian.Uint64(k) <= seq; k, _ = c.Next() {
-			if err := c.Delete(); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("save vector graph: %w", err)
-	}
-	v.graph, v.graphSize, v.sinceGraph = seq, int64(len(data)), 0
-	return nil
+	return v.persistGraph(true)
 }
 
 func (v *VectorProjection) embedPending(ctx context.Context) error {
@@ -674,6 +623,9 @@ func (v *VectorProjection) embedPending(ctx context.Context) error {
 func (v *VectorProjection) Digest() ([32]byte, error) {
 	idx, err := v.index()
 	if err != nil {
+		return [32]byte{}, err
+	}
+	if err := v.verifyGraph(idx); err != nil {
 		return [32]byte{}, err
 	}
 	d := idx.Digest()
@@ -714,14 +666,18 @@ func (v *VectorProjection) Reset() error {
 	if err != nil {
 		return fmt.Errorf("reset vectors: %w", err)
 	}
-	if err := os.Remove(filepath.Join(v.dir, "graph.bin")); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
+	for _, f := range []string{"graph.bin", "graph.delta"} {
+		if err := os.Remove(filepath.Join(v.dir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
 	}
 	v.meta, v.ops, v.cp, v.live = map[string]chunkMeta{}, nil, projections.Checkpoint{}, 0
 	v.bySession = nil
-	v.graphOn, v.graph, v.graphSize, v.sinceGraph = false, 0, 0, 0
-	v.idx, err = vector.NewExact(v.opts.Embedder.Dim())
-	return err
+	v.graphOn, v.graph, v.graphSize, v.deltaSize, v.sinceGraph = false, 0, 0, 0, 0
+	// No in-memory index: a rebuild would keep every vector in it for
+	// nothing (the first search scans the file in place, then loads).
+	v.idx = nil
+	return nil
 }
 
 // Close implements projections.Projection.
@@ -730,7 +686,7 @@ func (v *VectorProjection) Close() error { return v.db.Close() }
 // Size reports the bytes on disk.
 func (v *VectorProjection) Size() int64 {
 	var n int64
-	for _, f := range []string{"vectors.db", "graph.bin"} {
+	for _, f := range []string{"vectors.db", "graph.bin", "graph.delta"} {
 		if fi, err := os.Stat(filepath.Join(v.dir, f)); err == nil {
 			n += fi.Size()
 		}
@@ -849,11 +805,7 @@ func (v *VectorProjection) searchVec(q []float32, k int) ([]vector.Hit, error) {
 		if ierr != nil {
 			return nil, ierr
 		}
-		if g, ok := idx.(exactSearcher); ok && idx.Len() < v.opts.ExactBelow {
-			hits, err = g.SearchExact(q, k)
-		} else {
-			hits, err = idx.Search(q, k)
-		}
+		hits, err = v.searchIndex(idx, q, k)
 	}
 	if err != nil {
 		return nil, err
@@ -871,26 +823,6 @@ func checkVec(vec []float32, dim int) error {
 		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
 			return fmt.Errorf("embedding holds NaN or Inf: %w", vector.ErrInvalidVector)
 		}
-	}
-	return nil
-}
-
-// encodeVec stores a quantized vector as binary16 values, little-endian.
-func encodeVec(vec []float32) []byte {
-	b := make([]byte, 2*len(vec))
-	for i, f := range vec {
-		binary.LittleEndian.PutUint16(b[2*i:], toHalf(f))
-	}
-	return b
-}
-
-func decodeVec(b []byte, dst []float32) error {
-	if len(b) != 2*len(dst) {
-		return fmt.Errorf("decode vector record: %d bytes for %d dimensions: %w", len(b), len(dst), errVectorsCorrupt)
-	}
-	t := halves()
-	for i := range dst {
-		dst[i] = t[binary.LittleEndian.Uint16(b[2*i:])]
 	}
 	return nil
 }

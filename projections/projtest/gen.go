@@ -563,3 +563,14 @@ func (m *MemSource) Events(ctx context.Context, from, to uint64, fn func(*log.Ev
 	}
 	return ctx.Err()
 }
+
+// EventAt returns the event at seq, log.ErrNotFound outside 1..head (it
+// makes MemSource a projections.EventReader).
+func (m *MemSource) EventAt(seq uint64) (*log.Event, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if seq == 0 || seq > uint64(len(m.evs)) {
+		return nil, fmt.Errorf("event %d: %w", seq, log.ErrNotFound)
+	}
+	return m.evs[seq-1], nil
+}

@@ -260,7 +260,7 @@ func (x *Index) open() error {
 	if err := os.MkdirAll(x.dir, 0o700); err != nil {
 		return fmt.Errorf("create summary dir: %w", err)
 	}
-	db, err := bolt.Open(x.path(), 0o600, nil)
+	db, err := projections.OpenBolt(x.path(), nil)
 	if err != nil {
 		return fmt.Errorf("open summary db: %w", err)
 	}
@@ -274,7 +274,7 @@ func (x *Index) open() error {
 		if err := os.Remove(x.path()); err != nil {
 			return fmt.Errorf("open summary db: %w", err)
 		}
-		if db, err = bolt.Open(x.path(), 0o600, nil); err != nil {
+		if db, err = projections.OpenBolt(x.path(), nil); err != nil {
 			return fmt.Errorf("open summary db: %w", err)
 		}
 	}
@@ -571,7 +571,7 @@ func (x *Index) compact() error {
 		return fmt.Errorf("close summary db for compaction: %w", err)
 	}
 	err := projections.CompactBolt(x.path(), &bolt.Options{})
-	db, oerr := bolt.Open(x.path(), 0o600, nil)
+	db, oerr := projections.OpenBolt(x.path(), nil)
 	if oerr != nil {
 		x.closed = true
 		return errors.Join(err, fmt.Errorf("reopen summary db: %w", oerr))

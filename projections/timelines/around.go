@@ -2,6 +2,7 @@ package timelines
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
@@ -28,12 +29,8 @@ func (t *Timelines) Around(id string, before, after int) ([]Chunk, error) {
 		if err != nil || c == nil || c.Session == "" {
 			return err
 		}
-		sb := tx.Bucket(bOrder).Bucket(sessKey(c.Session))
-		if sb == nil {
-			return nil
-		}
 		key := ordKey(c.Time, c.OrderSeq())
-		cur := sb.Cursor()
+		cur := sessionCursor(tx, c.Session)
 		k, _ := cur.Seek(key)
 		if k == nil || !bytes.Equal(k, key) {
 			return fmt.Errorf("chunk %q missing from its session index: %w", id, ErrCorrupt)
@@ -61,6 +58,9 @@ func (t *Timelines) Around(id string, before, after int) ([]Chunk, error) {
 		cur.Seek(key)
 		return collect(after, cur.Next, &next)
 	})
+	if err == nil {
+		err = errors.Join(t.fill(prev), t.fill(next))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("turns around %q: %w", id, err)
 	}

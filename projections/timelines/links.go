@@ -171,6 +171,9 @@ func (t *Timelines) linked(kind byte, target string) ([]Chunk, error) {
 		}
 		return nil
 	})
+	if err == nil {
+		err = t.fill(out)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read links of %q: %w", target, err)
 	}

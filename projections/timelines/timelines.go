@@ -9,18 +9,26 @@
 // One bbolt file, timelines.db, in the projection's directory. Buckets:
 //
 //	meta      "version" → uint32 LE (Version), "cp" → seq uint64 LE ‖ hash [32]
-//	chunks    chunk id → JSON Chunk (canonical: encoding/json, fixed field order, sorted meta;
-//	          "sum" is Chunk.ContentSum, so readers can tell a damaged record)
-//	order     sub-bucket "s"+session → ordKey(time, seq) → indexValue(kind, role, chunk_parent, id)
+//	chunks    chunk id → binary Chunk record without the content (record.go; one
+//	          encoding per chunk; its sum is Chunk.ContentSum, content included, so
+//	          readers can tell a damaged record, and the content read back from the log)
+//	order     uvarint(len(session)) ‖ session ‖ ordKey(time, seq) → indexValue(kind, role,
+//	          chunk_parent, id)   (one flat bucket since version 4, see order.go)
 //	time      ordKey(time, seq) → chunk id                (every chunk)
 //	parts     uvarint(len(parent)) ‖ parent ‖ index u64 BE ‖ seq u64 BE → chunk id
-//	sessions  "s"+session → JSON SessionInfo              (sessions with id != "")
+//	sessions  "s"+session → title chunk id ‖ JSON SessionInfo (record.go; id != "")
 //	tombs     seq u64 BE → JSON TombstoneRecord (Removed stored as 0)
 //	removed   tombstone seq u64 BE ‖ chunk id → chunk seq u64 BE  (what each tombstone removed)
 //	links     linkKey(kind, target, source) → ""   (see links.go: replies by parent,
 //	          successors by superseded id; version 3)
 //
 // An edited chunk keeps its place: its ordKey uses Chunk.OrderSeq.
+//
+// Content is not stored (version 4): a chunk's content is the content of
+// the event at Chunk.Seq (the store, or the edit that put this version in
+// place), and reads that return chunks read it back through the
+// projections.EventReader given to Open, in seq order (content.go). The
+// session title is kept in the session record.
 //
 // ordKey(time, seq) = uint64(time) XOR 1<<63, big-endian ‖ seq big-endian, so
 // byte order is content-time order (negative times included), then seq.
@@ -49,14 +57,17 @@
 //   - Open checks the file is not truncated (projections.CheckBolt) and that
 //     every bucket exists; a failure is an error (projstd resets and
 //     rebuilds). Reads recover from panics of a damaged file as errors.
-//   - The digest is SHA-256 over digestTag, then every session (key, JSON)
-//     in key order, every chunk (id, JSON) in id order, every tombstone
-//     record in seq order, every removal mark, then the indexes reads use
-//     (time, parts, and each session's order sub-bucket, by key), each item
+//   - The digest is SHA-256 over digestTag, then every session (key,
+//     record) in key order, every chunk (id, record) in id order, every
+//     tombstone record in seq order, every removal mark, then the indexes
+//     reads use (time, parts, links, order, by key), each item
 //     length-prefixed, each section tagged and followed by its count; the
 //     checkpoint is not part of it. Same events ⇒ same digest, and an index
 //     entry lost or changed on disk changes it (`project verify` covers
-//     what queries read). Version 2 added the indexes.
+//     what queries read). Version 2 added the indexes; version 4 made the
+//     chunk record binary without the content, and the order index one
+//     flat bucket (a store of an older version is rebuilt: the projector
+//     resets it, and a snapshot of it is refused and rebuilt).
 package timelines
 
 import (
@@ -86,7 +97,7 @@ const Name = "timelines"
 
 // Version is the on-disk format version. Bump it when the stored form or
 // the digest changes; a store of another version is rebuilt.
-const Version = 3
+const Version = 4
 
 // FileName is the bbolt file inside the projection's directory.
 const FileName = "timelines.db"
@@ -95,7 +106,7 @@ const FileName = "timelines.db"
 const TitleMax = 80
 
 // digestTag starts the digest; do not change without bumping Version.
-const digestTag = "ucl/timelines/v3\x00"
+const digestTag = "ucl/timelines/v4\x00"
 
 var (
 	// ErrNotFound is returned when a session or document does not exist.
@@ -104,6 +115,9 @@ var (
 	ErrCorrupt = errors.New("timelines: corrupt record")
 	// ErrClosed is returned by calls after Close.
 	ErrClosed = errors.New("timelines: closed")
+	// ErrNoEvents is returned when a read needs chunk content and the
+	// timelines were opened without an event reader to take it from.
+	ErrNoEvents = errors.New("timelines: no event reader for chunk content")
 )
 
 var (
@@ -219,10 +233,11 @@ type Timelines struct {
 	mu     sync.Mutex
 	db     *bolt.DB
 	path   string
-	puts   map[string]*Chunk   // pending stores, by chunk id
-	dels   map[string]struct{} // pending removals of committed chunks
-	tombs  []*TombstoneRecord  // pending tombstone records
-	marks  [][]byte            // pending removal marks (keys of bRemoved) and values
+	events projections.EventReader // where content is read back (by seq)
+	puts   map[string]*Chunk       // pending stores, by chunk id
+	dels   map[string]struct{}     // pending removals of committed chunks
+	tombs  []*TombstoneRecord      // pending tombstone records
+	marks  [][]byte                // pending removal marks (keys of bRemoved) and values
 	markV  [][]byte
 	closed bool
 	// scrub is set when a flush deleted chunks: their content is in the
@@ -234,12 +249,16 @@ var _ projections.Projection = (*Timelines)(nil)
 
 // Open opens (creating if needed) the timelines stored in dir. A second
 // Open of the same dir (also from another process) fails after a second.
-func Open(dir string) (*Timelines, error) {
+// Chunk content is not stored: reads take it from events, the event
+// stream the timelines are applied from, by seq (nil: reads that return
+// content fail with ErrNoEvents; applying, counts, sessions and digests
+// work without it).
+func Open(dir string, events projections.EventReader) (*Timelines, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create timelines dir: %w", err)
 	}
 	path := filepath.Join(dir, FileName)
-	t := &Timelines{path: path}
+	t := &Timelines{path: path, events: events}
 	t.clearPending()
 	if err := t.openDB(); err != nil {
 		return nil, err
@@ -258,7 +277,7 @@ var boltOptions = &bolt.Options{
 // openDB opens (creating if needed) and checks the bbolt file.
 func (t *Timelines) openDB() error {
 	path := t.path
-	db, err := bolt.Open(path, 0o600, boltOptions)
+	db, err := projections.OpenBolt(path, boltOptions)
 	if err != nil {
 		return fmt.Errorf("open timelines %s: %w", path, err)
 	}
@@ -512,13 +531,13 @@ func (t *Timelines) Matches(ts *log.Tombstone) ([]string, error) {
 // committedCandidates adds the ids of committed chunks the session and/or
 // range of ts may hit (checked exactly later).
 func committedCandidates(tx *bolt.Tx, ts *log.Tombstone, hasRange bool, cands map[string]struct{}) error {
-	var c *bolt.Cursor
+	var c interface {
+		First() ([]byte, []byte)
+		Next() ([]byte, []byte)
+		Seek([]byte) ([]byte, []byte)
+	}
 	if ts.Session != "" {
-		sb := tx.Bucket(bOrder).Bucket(sessKey(ts.Session))
-		if sb == nil {
-			return nil
-		}
-		c = sb.Cursor()
+		c = sessionCursor(tx, ts.Session)
 	} else {
 		c = tx.Bucket(bTime).Cursor()
 	}
@@ -564,11 +583,7 @@ func getChunk(tx *bolt.Tx, id string) (*Chunk, error) {
 	if v == nil {
 		return nil, nil
 	}
-	c := new(Chunk)
-	if err := json.Unmarshal(v, c); err != nil {
-		return nil, fmt.Errorf("decode chunk %q: %w: %v", id, ErrCorrupt, err)
-	}
-	return c, nil
+	return decodeChunk(id, v)
 }
 
 // Commit writes everything applied and cp in one transaction.
@@ -645,9 +660,9 @@ func (t *Timelines) flushTx(tx *bolt.Tx) error {
 			}
 			continue
 		}
-		v, err := json.Marshal(c)
+		v, err := encodeChunk(c)
 		if err != nil {
-			return fmt.Errorf("encode chunk %q: %w", id, err)
+			return err
 		}
 		if err := chunks.Put([]byte(id), v); err != nil {
 			return fmt.Errorf("put chunk %q: %w", id, err)
@@ -655,8 +670,8 @@ func (t *Timelines) flushTx(tx *bolt.Tx) error {
 		if err := index(tx, c); err != nil {
 			return err
 		}
-		if old != nil && old.Content != c.Content {
-			t.scrub = true // an edit: the old text leaves the file
+		if old != nil && old.Seq != c.Seq {
+			t.scrub = true // an edit: the old version (and a title from it) leaves the file
 		}
 		dirty[c.Session] = struct{}{}
 	}
@@ -684,7 +699,7 @@ func (t *Timelines) flushTx(tx *bolt.Tx) error {
 	}
 	sort.Strings(sessions)
 	for _, s := range sessions {
-		if err := recomputeSession(tx, s); err != nil {
+		if err := t.recomputeSession(tx, s); err != nil {
 			return err
 		}
 	}
@@ -697,12 +712,8 @@ func index(tx *bolt.Tx, c *Chunk) error {
 		return fmt.Errorf("index chunk %q by time: %w", c.ID, err)
 	}
 	if c.Session != "" {
-		sb, err := tx.Bucket(bOrder).CreateBucketIfNotExists(sessKey(c.Session))
-		if err != nil {
-			return fmt.Errorf("create session bucket %q: %w", c.Session, err)
-		}
 		iv := indexValue{kind: c.Kind, role: c.Role, chunkParent: c.ChunkParent, id: c.ID}
-		if err := sb.Put(ok, iv.encode()); err != nil {
+		if err := tx.Bucket(bOrder).Put(orderKey(c.Session, ok), iv.encode()); err != nil {
 			return fmt.Errorf("index chunk %q in session: %w", c.ID, err)
 		}
 	}
@@ -720,10 +731,8 @@ func unindex(tx *bolt.Tx, c *Chunk) error {
 		return fmt.Errorf("unindex chunk %q by time: %w", c.ID, err)
 	}
 	if c.Session != "" {
-		if sb := tx.Bucket(bOrder).Bucket(sessKey(c.Session)); sb != nil {
-			if err := sb.Delete(ok); err != nil {
-				return fmt.Errorf("unindex chunk %q in session: %w", c.ID, err)
-			}
+		if err := tx.Bucket(bOrder).Delete(orderKey(c.Session, ok)); err != nil {
+			return fmt.Errorf("unindex chunk %q in session: %w", c.ID, err)
 		}
 	}
 	if c.ChunkParent != "" {
@@ -736,15 +745,13 @@ func unindex(tx *bolt.Tx, c *Chunk) error {
 
 // recomputeSession rebuilds a session's summary from its order index (and
 // the one chunk its title comes from); an empty session is dropped.
-func recomputeSession(tx *bolt.Tx, id string) error {
+func (t *Timelines) recomputeSession(tx *bolt.Tx, id string) error {
 	key := sessKey(id)
-	order := tx.Bucket(bOrder)
-	sb := order.Bucket(key)
 	info := SessionInfo{ID: id, Kinds: map[string]int{}, Roles: map[string]int{}}
 	var firstID, userID string
 	docs := map[string]struct{}{}
-	if sb != nil {
-		c := sb.Cursor()
+	{
+		c := sessionCursor(tx, id)
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			iv, err := decodeIndexValue(v)
 			if err != nil {
@@ -773,11 +780,6 @@ func recomputeSession(tx *bolt.Tx, id string) error {
 		}
 	}
 	if info.Chunks == 0 {
-		if sb != nil {
-			if err := order.DeleteBucket(key); err != nil {
-				return fmt.Errorf("drop session bucket %q: %w", id, err)
-			}
-		}
 		if err := tx.Bucket(bSessions).Delete(key); err != nil {
 			return fmt.Errorf("drop session %q: %w", id, err)
 		}
@@ -791,14 +793,26 @@ func recomputeSession(tx *bolt.Tx, id string) error {
 	if titleID == "" {
 		titleID = firstID
 	}
-	tc, err := getChunk(tx, titleID)
-	if err != nil {
-		return err
+	// The title's chunk is pending (its content is at hand), or the one
+	// the stored record's title came from, or read back from its event.
+	if pc, ok := t.puts[titleID]; ok {
+		info.Title = Title(pc.Content)
+	} else if prevID, prev, err := decodeSession(tx.Bucket(bSessions).Get(key)); err == nil && prevID == titleID {
+		info.Title = prev.Title
+	} else {
+		tc, err := getChunk(tx, titleID)
+		if err != nil {
+			return err
+		}
+		if tc != nil {
+			content, err := t.content(tc)
+			if err != nil {
+				return fmt.Errorf("title of session %q: %w", id, err)
+			}
+			info.Title = Title(content)
+		}
 	}
-	if tc != nil {
-		info.Title = Title(tc.Content)
-	}
-	v, err := json.Marshal(&info)
+	v, err := encodeSession(titleID, &info)
 	if err != nil {
 		return fmt.Errorf("encode session %q: %w", id, err)
 	}
@@ -916,18 +930,15 @@ func (t *Timelines) Digest() ([32]byte, error) {
 			}
 			h.Write(be64(uint64(n)))
 		}
-		// The session order indexes (what session listings, recent turns
-		// and context assembly read), sub-bucket by sub-bucket.
+		// The session order index (what session listings, recent turns
+		// and context assembly read).
 		h.Write([]byte{8})
 		n := 0
-		err := tx.Bucket(bOrder).ForEachBucket(func(sk []byte) error {
-			put(sk)
-			return tx.Bucket(bOrder).Bucket(sk).ForEach(func(k, v []byte) error {
-				put(k)
-				put(v)
-				n++
-				return nil
-			})
+		err := tx.Bucket(bOrder).ForEach(func(k, v []byte) error {
+			put(k)
+			put(v)
+			n++
+			return nil
 		})
 		if err != nil {
 			return err
@@ -962,9 +973,9 @@ func (t *Timelines) Sessions() ([]SessionInfo, error) {
 	var out []SessionInfo
 	err := t.read(func(tx *bolt.Tx) error {
 		return tx.Bucket(bSessions).ForEach(func(k, v []byte) error {
-			var si SessionInfo
-			if err := json.Unmarshal(v, &si); err != nil {
-				return fmt.Errorf("decode session %q: %w: %v", k, ErrCorrupt, err)
+			_, si, err := decodeSession(v)
+			if err != nil {
+				return fmt.Errorf("session %q: %w", k, err)
 			}
 			out = append(out, si)
 			return nil
@@ -995,6 +1006,18 @@ func (t *Timelines) Session(id string) (SessionInfo, []Chunk, error) {
 // the page's chunks are read, so the last turns of a long session cost
 // what they weigh.
 func (t *Timelines) SessionPage(id string, offset, limit int) (SessionInfo, []Chunk, int, error) {
+	info, chunks, total, err := t.sessionPage(id, offset, limit)
+	if err == nil {
+		err = t.fill(chunks)
+	}
+	if err != nil {
+		return SessionInfo{}, nil, 0, fmt.Errorf("read session: %w", err)
+	}
+	return info, chunks, total, nil
+}
+
+// sessionPage is SessionPage without the chunks' content.
+func (t *Timelines) sessionPage(id string, offset, limit int) (SessionInfo, []Chunk, int, error) {
 	var info SessionInfo
 	var chunks []Chunk
 	total := 0
@@ -1003,14 +1026,11 @@ func (t *Timelines) SessionPage(id string, offset, limit int) (SessionInfo, []Ch
 		if v == nil || id == "" {
 			return fmt.Errorf("session %q: %w", id, ErrNotFound)
 		}
-		if err := json.Unmarshal(v, &info); err != nil {
-			return fmt.Errorf("decode session %q: %w: %v", id, ErrCorrupt, err)
+		var err error
+		if _, info, err = decodeSession(v); err != nil {
+			return fmt.Errorf("session %q: %w", id, err)
 		}
-		sb := tx.Bucket(bOrder).Bucket(sessKey(id))
-		if sb == nil {
-			return nil
-		}
-		cur := sb.Cursor()
+		cur := sessionCursor(tx, id)
 		if offset < 0 {
 			n := 0
 			for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
@@ -1030,10 +1050,7 @@ func (t *Timelines) SessionPage(id string, offset, limit int) (SessionInfo, []Ch
 		}
 		return nil
 	})
-	if err != nil {
-		return SessionInfo{}, nil, 0, fmt.Errorf("read session: %w", err)
-	}
-	return info, chunks, total, nil
+	return info, chunks, total, err
 }
 
 func chunkFromIndex(tx *bolt.Tx, v []byte) (*Chunk, error) {
@@ -1060,11 +1077,7 @@ func (t *Timelines) RecentTurns(session string, n int) ([]Chunk, error) {
 		return nil, nil
 	}
 	err := t.read(func(tx *bolt.Tx) error {
-		sb := tx.Bucket(bOrder).Bucket(sessKey(session))
-		if sb == nil {
-			return nil
-		}
-		c := sb.Cursor()
+		c := sessionCursor(tx, session)
 		for k, v := c.Last(); k != nil && len(out) < n; k, v = c.Prev() {
 			iv, err := decodeIndexValue(v)
 			if err != nil {
@@ -1081,6 +1094,9 @@ func (t *Timelines) RecentTurns(session string, n int) ([]Chunk, error) {
 		}
 		return nil
 	})
+	if err == nil {
+		err = t.fill(out)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("recent turns of %q: %w", session, err)
 	}
@@ -1098,6 +1114,9 @@ func (t *Timelines) Chunk(id string) (Chunk, bool, error) {
 		c, err = getChunk(tx, id)
 		return err
 	})
+	if err == nil && c != nil {
+		c.Content, err = t.content(c)
+	}
 	if err != nil {
 		return Chunk{}, false, fmt.Errorf("read chunk: %w", err)
 	}
@@ -1109,8 +1128,16 @@ func (t *Timelines) Chunk(id string) (Chunk, bool, error) {
 
 // Contains reports whether a live chunk has this id.
 func (t *Timelines) Contains(id string) (bool, error) {
-	_, ok, err := t.Chunk(id)
-	return ok, err
+	ok := false
+	err := t.read(func(tx *bolt.Tx) error {
+		c, err := getChunk(tx, id)
+		ok = c != nil
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("read chunk: %w", err)
+	}
+	return ok, nil
 }
 
 // Count returns the number of live chunks.
@@ -1145,6 +1172,9 @@ func (t *Timelines) Document(parent string) ([]Chunk, error) {
 		}
 		return nil
 	})
+	if err == nil {
+		err = t.fill(out)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read document %q: %w", parent, err)
 	}
@@ -1167,9 +1197,9 @@ type DocumentInfo struct {
 // Documents returns the documents of a session in content-time order of
 // their first part (ties by parent). ErrNotFound if the session is unknown.
 func (t *Timelines) Documents(session string) ([]DocumentInfo, error) {
-	_, chunks, err := t.Session(session)
+	_, chunks, _, err := t.sessionPage(session, 0, 0)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read session: %w", err)
 	}
 	byParent := map[string]*DocumentInfo{}
 	var out []*DocumentInfo

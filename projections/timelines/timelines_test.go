@@ -6,6 +6,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -15,23 +16,76 @@ import (
 	"github.com/unlimitedcontext/ucl/projections/projtest"
 )
 
+// testEvents stands in for the log the timelines read content from: the
+// events applied to the timelines of one directory, by seq.
+type testEvents struct {
+	mu sync.Mutex
+	m  map[uint64]*log.Event
+}
+
+func (e *testEvents) add(ev *log.Event) {
+	e.mu.Lock()
+	e.m[ev.Seq] = ev
+	e.mu.Unlock()
+}
+
+func (e *testEvents) EventAt(seq uint64) (*log.Event, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ev, ok := e.m[seq]
+	if !ok {
+		return nil, fmt.Errorf("event %d: %w", seq, log.ErrNotFound)
+	}
+	return ev, nil
+}
+
+var (
+	eventsMu  sync.Mutex
+	eventsDir = map[string]*testEvents{}
+)
+
+// eventsOf returns the events applied in dir (reopening a directory
+// keeps them, as the log stays when projections are reopened).
+func eventsOf(dir string) *testEvents {
+	eventsMu.Lock()
+	defer eventsMu.Unlock()
+	e := eventsDir[dir]
+	if e == nil {
+		e = &testEvents{m: map[uint64]*log.Event{}}
+		eventsDir[dir] = e
+	}
+	return e
+}
+
 func open(t testing.TB, dir string) *Timelines {
 	t.Helper()
-	tl, err := Open(dir)
+	tl, err := Open(dir, eventsOf(dir))
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
 	return tl
 }
 
+// apply records ev as the log would hold it, then applies it.
+func apply(tl *Timelines, ev *log.Event) error {
+	tl.events.(*testEvents).add(ev)
+	return tl.Apply(ev)
+}
+
+// recording is the timelines as the conformance suite drives them: every
+// applied event is recorded for content reads.
+type recording struct{ *Timelines }
+
+func (r recording) Apply(ev *log.Event) error { return apply(r.Timelines, ev) }
+
 func TestConformance(t *testing.T) {
-	projtest.Run(t, func(t *testing.T, dir string) projections.Projection { return open(t, dir) })
+	projtest.Run(t, func(t *testing.T, dir string) projections.Projection { return recording{open(t, dir)} })
 }
 
 func applyCommit(t testing.TB, tl *Timelines, evs []*log.Event) {
 	t.Helper()
 	for _, ev := range evs {
-		if err := tl.Apply(ev); err != nil {
+		if err := apply(tl, ev); err != nil {
 			t.Fatalf("apply %d: %v", ev.Seq, err)
 		}
 	}
@@ -156,7 +210,7 @@ func TestTombstoneRecordsAndSessionUpdate(t *testing.T) {
 	defer tl.Close()
 	// Apply without commit: reads must see pending changes.
 	for _, ev := range evs {
-		if err := tl.Apply(ev); err != nil {
+		if err := apply(tl, ev); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -211,7 +265,7 @@ func TestSecondOpenFails(t *testing.T) {
 	dir := t.TempDir()
 	tl := open(t, dir)
 	defer tl.Close()
-	if _, err := Open(dir); err == nil {
+	if _, err := Open(dir, nil); err == nil {
 		t.Fatal("second open succeeded")
 	}
 }
@@ -337,8 +391,13 @@ func BenchmarkTimelinesRebuild(b *testing.B) {
 // with -race).
 func TestConcurrentReadsDuringCatchUp(t *testing.T) {
 	evs := projtest.Events(12, 1500)
-	tl := open(t, t.TempDir())
-	pr, err := projections.NewProjector(projtest.NewMemSource(evs), []projections.Projection{tl}, projections.Options{CommitEvery: 200})
+	src := projtest.NewMemSource(evs)
+	tl, err := Open(t.TempDir(), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tl.Close()
+	pr, err := projections.NewProjector(src, []projections.Projection{tl}, projections.Options{CommitEvery: 200})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,9 +473,11 @@ func TestVerifySaysOKWithTurnMissingFromOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = tl.db.Update(func(tx *bolt.Tx) error {
-		sb := tx.Bucket(bOrder).Bucket(sessKey("A"))
-		k, _ := sb.Cursor().Last()
-		return sb.Delete(k)
+		k, _ := sessionCursor(tx, "A").Last()
+		if k == nil {
+			return errors.New("no order entry")
+		}
+		return tx.Bucket(bOrder).Delete(orderKey("A", k))
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,53 @@
+package fts
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/unlimitedcontext/ucl/log"
+)
+
+// Time filters come from the side table and the pending changes, not from
+// the index: a batch executed before its Commit (full batch) is filtered
+// by the same times as a committed one, a re-stored chunk by its new time,
+// and times before 1970 (negative) order correctly.
+func TestTimeFilterBeforeAndAfterCommit(t *testing.T) {
+	const t0 = 1_700_000_000_000
+	var e evs
+	e.store("c1", "s1", "user", log.KindConversation, -5000, "gateway in the old days")
+	e.store("c2", "s1", "user", log.KindConversation, t0, "gateway up")
+	e.store("c3", "s1", "user", log.KindConversation, t0+1000, "gateway down")
+	e.store("c4", "s1", "user", log.KindConversation, t0+2000, "gateway again")
+	e.store("c2", "s1", "user", log.KindConversation, t0+3000, "gateway moved later")
+	x := openT(t, t.TempDir(), Options{BatchSize: 1}) // every Apply executes its batch
+	for _, ev := range e.out {
+		if err := x.Apply(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name string
+		q    Query
+		want []string
+	}{
+		{"until before 1970", Query{Until: 0 - 1}, []string{"c1"}},
+		{"since", Query{Since: t0 + 1000}, []string{"c2", "c3", "c4"}},
+		{"until exclusive", Query{Until: t0 + 1000}, []string{"c1"}},
+		{"window", Query{Since: t0 + 500, Until: t0 + 2001}, []string{"c3", "c4"}},
+		{"empty window", Query{Since: t0 + 5000, Until: t0 + 6000}, nil},
+	}
+	check := func(stage string) {
+		for _, tc := range tests {
+			q := tc.q
+			q.Text = "gateway"
+			if got := find(t, x, q); !reflect.DeepEqual(sorted(got), sorted(tc.want)) {
+				t.Errorf("%s, %s: got %v, want %v", stage, tc.name, got, tc.want)
+			}
+		}
+	}
+	check("before commit")
+	if err := x.Commit(cpOf(e.out[len(e.out)-1])); err != nil {
+		t.Fatal(err)
+	}
+	check("after commit")
+}
