@@ -111,6 +111,9 @@ func (v *vecAdapter) SearchVectorIn(ctx context.Context, q []float32, k int, ses
 			ids = append(ids, id)
 		}
 	}
+	if len(ids) > x.Len()/4 { // as the projection: a large share is cheaper scanned
+		return nil, false, nil
+	}
 	hits, err := x.SearchIn(q, k, ids)
 	return hits, true, err
 }

@@ -27,9 +27,10 @@
 //     turns match the words (LoCoMo dev set with the pre-filter forced on,
 //     20 sessions: hybrid hit@10 0.69 → 0.81, the same as without it).
 //     When the vector source is a SessionVectorSearcher, the ANN channel
-//     scores only the kept sessions' vectors (an exact top k within them;
-//     the BM25 candidates' sessions are searched once BM25 is done and the
-//     two lists merged), so the pre-filter saves the scan of the rest.
+//     scores only the kept sessions' vectors (an exact top k within them,
+//     searched once BM25 has added its candidates' sessions; declined when
+//     they hold over a quarter of the store), so the pre-filter saves the
+//     scan of the rest.
 //  4. Candidates: the top Candidates(K) chunks by BM25 (filters pushed into
 //     the full-text index) and by ANN cosine: under a session filter from
 //     the kept sessions only (SessionVectorSearcher), else over-fetched;
@@ -844,49 +845,39 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 	// output does not depend on which finishes first.
 	//
 	// Under a session filter a SessionVectorSearcher scores only the kept
-	// sessions' vectors (see vectorsIn); the sessions the BM25 candidates
-	// add to the pre-filter's are searched once BM25 is done, and the two
-	// exact top-k lists merged into the top k of the union.
-	type vecResult struct {
-		hits   []vector.Hit
-		q      []float32       // the query vector, when searched in sessions
-		within map[string]bool // the sessions searched, when restricted
-		err    error
-	}
+	// sessions' vectors (see vectorsIn).
 	var vecCh chan vecResult
 	subFetch := nc // the hits a session-restricted search needs
 	if p.kinds != nil || p.roles != nil || p.since != 0 || p.until != 0 {
 		subFetch = min(4*nc, 4*MaxCandidates) // post-filtered here
 	}
+	// With the pre-filter and a SessionVectorSearcher, the ANN search
+	// waits for BM25, whose candidates' sessions join the kept ones: one
+	// search over all kept sessions, which the searcher may decline when
+	// they hold a large share of the store (then everything is searched
+	// and filtered, as without it).
+	_, canIn := e.src.Vectors.(SessionVectorSearcher)
+	deferVec := pre != nil && p.mode != ModeVector && canIn && e.src.Text != nil
+	var launchVec func()
 	if p.mode != ModeBM25 && e.src.Vectors != nil {
 		fetch := nc
 		if sessions != nil || p.kinds != nil || p.roles != nil || p.since != 0 || p.until != 0 {
 			fetch = min(4*nc, 4*MaxCandidates) // post-filtered here
 		}
-		var within map[string]bool
-		if sessions != nil {
-			within = make(map[string]bool, len(sessions))
-			for s := range sessions {
-				within[s] = true
-			}
-		}
 		vecCh = make(chan vecResult, 1)
-		go func() {
-			if within != nil {
-				q, hits, ok, err := e.vectorsIn(ctx, p.text, subFetch, within)
-				if ok || err != nil {
-					vecCh <- vecResult{hits, q, within, err}
-					return
-				}
-				if q != nil { // embedded already: search everything, filter
-					hits, err = e.src.Vectors.(VectorQuerier).SearchVector(ctx, q, fetch)
-					vecCh <- vecResult{hits: hits, err: err}
-					return
+		launchVec = func() {
+			var within map[string]bool
+			if sessions != nil {
+				within = make(map[string]bool, len(sessions))
+				for s := range sessions {
+					within[s] = true
 				}
 			}
-			hits, err := e.searchVectors(ctx, p.text, fetch)
-			vecCh <- vecResult{hits: hits, err: err}
-		}()
+			go e.runVec(ctx, p.text, fetch, subFetch, within, vecCh)
+		}
+		if !deferVec {
+			launchVec()
+		}
 	}
 	if p.mode != ModeVector && e.src.Text != nil {
 		// User filters go into the index; the pre-filter's sessions are
@@ -925,11 +916,11 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 		}
 	}
 	if vecCh != nil {
+		if deferVec {
+			launchVec()
+		}
 		vr := <-vecCh
 		hits, err := vr.hits, vr.err
-		if err == nil && vr.within != nil {
-			hits, err = e.moreSessions(ctx, vr.q, subFetch, hits, vr.within, sessions)
-		}
 		var sessionOf ChunkSessioner
 		if cs, ok := e.src.Vectors.(ChunkSessioner); ok && sessions != nil {
 			sessionOf = cs

@@ -30,49 +30,6 @@ func (e *Engine) vectorsIn(ctx context.Context, text string, k int, within map[s
 	return q, hits, ok, nil
 }
 
-// moreSessions extends a session-restricted ANN result to the sessions of
-// now that were not searched (the pre-filter's BM25 candidates' sessions,
-// known only once BM25 is done): the top k over the union of disjoint
-// session sets is the top k of the two exact lists merged, ranked as the
-// searcher ranks (score desc, then chunk id).
-func (e *Engine) moreSessions(ctx context.Context, q []float32, k int, hits []vector.Hit, searched, now map[string]bool) ([]vector.Hit, error) {
-	var extra []string
-	for s := range now {
-		if !searched[s] {
-			extra = append(extra, s)
-		}
-	}
-	if len(extra) == 0 {
-		return hits, nil
-	}
-	sort.Strings(extra)
-	more, ok, err := e.src.Vectors.(SessionVectorSearcher).SearchVectorIn(ctx, q, k, extra)
-	if err != nil {
-		return nil, fmt.Errorf("search vectors in sessions: %w", err)
-	}
-	if !ok {
-		// It could restrict a moment ago; a searcher that changes its mind
-		// leaves the channel to the kept sessions it did search.
-		return hits, nil
-	}
-	out := append(append(make([]vector.Hit, 0, len(hits)+len(more)), hits...), more...)
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Score != out[j].Score {
-			return out[i].Score > out[j].Score
-		}
-		return out[i].ID < out[j].ID
-	})
-	n := 0
-	for i, h := range out {
-		if i > 0 && h.ID == out[n-1].ID {
-			continue
-		}
-		out[n] = h
-		n++
-	}
-	return out[:min(n, k)], nil
-}
-
 // keysOf returns the keys of m, sorted ("" included).
 func keysOf(m map[string]bool) []string {
 	out := make([]string, 0, len(m))
@@ -81,4 +38,30 @@ func keysOf(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// vecResult is what the ANN channel's goroutine hands back.
+type vecResult struct {
+	hits []vector.Hit
+	err  error
+}
+
+// runVec runs the ANN channel: within the sessions of within when it is
+// set and the searcher can (k hits), else over everything (fetch hits,
+// filtered by the caller).
+func (e *Engine) runVec(ctx context.Context, text string, fetch, k int, within map[string]bool, out chan<- vecResult) {
+	if within != nil {
+		q, hits, ok, err := e.vectorsIn(ctx, text, k, within)
+		if ok || err != nil {
+			out <- vecResult{hits, err}
+			return
+		}
+		if q != nil { // embedded already: search everything, filter
+			hits, err = e.src.Vectors.(VectorQuerier).SearchVector(ctx, q, fetch)
+			out <- vecResult{hits: hits, err: err}
+			return
+		}
+	}
+	hits, err := e.searchVectors(ctx, text, fetch)
+	out <- vecResult{hits: hits, err: err}
 }
