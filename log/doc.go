@@ -126,6 +126,32 @@
 // without its own fsync: a crash can leave it older than the segments, never
 // newer (under durability none, where nothing is fsynced, it is a hint).
 //
+// # Segment offset index
+//
+// A read of one event by seq (Raw, EventAt) reads just that entry, at its
+// offset, instead of loading the segment file holding it. A sealed segment
+// (one that has a successor) keeps its entries' offsets beside it in
+// <segment name>.idx, written (temporary file, then rename, no fsync) the
+// first time the whole segment is parsed cleanly, by a read or a range
+// read, and reused by later processes:
+//
+//	"UCLSIDX\x01" (8; the last byte is the format version)
+//	first    u64   seq of the segment's first entry (its file name)
+//	size     u64   size of the segment file in bytes
+//	count    u32   number of entries, > 0
+//	offset   u32   × count: where each entry's length prefix starts;
+//	               0 first, strictly increasing, each < size
+//	crc      u32   CRC-32C of all the preceding bytes
+//
+// All integers are little-endian. The file is derived: a sidecar that does
+// not decode, names another first seq or file size, or sends a read to
+// bytes that are not the entry (length prefix not spanning exactly to the
+// next offset, bad CRC, another seq in the header) is deleted and rebuilt
+// from the segment, and that read is served as before, with the same
+// errors. Cutting a segment (repair, rollback) deletes its sidecar first.
+// Segments of 4 GiB or more get none. The last, growing segment's offsets
+// are kept in memory only, extended by parsing the bytes appended since.
+//
 // # Valid tail and repair
 //
 // An append is acknowledged only after its fsync (durability "sync" and

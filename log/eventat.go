@@ -5,8 +5,8 @@ import "fmt"
 // EventAt returns the decrypted event at seq: the raw bytes (CRC-checked)
 // and the seal, as Raw and Decrypt check them. Projections that keep a
 // reference by seq instead of a copy of the content (the timelines) read
-// it back here. The WAL keeps the last segments read in memory, so reads
-// in seq order load each segment once.
+// it back here. A read reads that one entry (the offset index, segidx.go),
+// and concurrent reads do not wait for each other.
 func (l *Log) EventAt(seq uint64) (*Event, error) {
 	raw, err := l.Raw(seq)
 	if err != nil {

@@ -111,9 +111,11 @@ type Log struct {
 	opts Options
 	w    *wal.Log
 	lock *os.File
-	// rawMu serialises random reads (Raw): the WAL fills its segment cache
-	// under its read lock, which is a data race between two readers.
+	// rawMu serialises the random reads the offset index (idx) cannot
+	// serve: the WAL fills its segment cache under its read lock, which is
+	// a data race between two readers.
 	rawMu sync.Mutex
+	idx   *segIndex // random reads by seq without tidwall (segidx.go)
 
 	mu       sync.RWMutex // guards head, headHash, ids, w (swapped by a rollback)
 	head     uint64
@@ -183,7 +185,7 @@ func Open(dir string, opts Options) (*Log, error) {
 	if opts.Warn == nil {
 		opts.Warn = func(msg string) { fmt.Fprintln(os.Stderr, "ucl: "+msg) }
 	}
-	l := &Log{dir: dir, opts: opts, lock: lock, ids: map[ID]uint64{}}
+	l := &Log{dir: dir, opts: opts, lock: lock, ids: map[ID]uint64{}, idx: newSegIndex(dir)}
 	if err := l.open(); err != nil {
 		if l.headf != nil {
 			l.headf.Close()
@@ -457,6 +459,7 @@ func (l *Log) Close() error {
 	l.closed = true
 	l.qmu.Unlock()
 	err := l.w.Close()
+	l.idx.close()
 	if cerr := l.headf.Close(); err == nil {
 		err = cerr
 	}
@@ -685,7 +688,9 @@ func (l *Log) writeWAL(ps []pending) error {
 // reopened on them. Called with commitMu held.
 func (l *Log) rollback(head uint64) error {
 	cerr := l.w.Close()
-	if err := truncateAfter(l.dir, head); err != nil {
+	err := truncateAfter(l.dir, head)
+	l.idx.reset()
+	if err != nil {
 		return err
 	}
 	w, err := wal.Open(l.dir, &wal.Options{
@@ -822,7 +827,7 @@ func (l *Log) build(e Entry, pr *prepared, seq uint64, prev Hash, batch []pendin
 			return Result{Seq: batch[i].seq, ID: e.ID, Hash: batch[i].hash, Existed: true}, nil, nil
 		}
 		if s, ok := l.lookup(e.ID); ok {
-			data, err := l.wal().Read(s)
+			data, err := l.readEntry(s)
 			if err != nil {
 				return Result{}, nil, fmt.Errorf("read event %d: %w", s, err)
 			}
@@ -921,15 +926,15 @@ func DecryptWith(kr *crypto.Keyring, raw []byte) (*Event, error) {
 	return decryptResolved(kr, raw, nil)
 }
 
-// Raw returns the raw bytes (header ‖ body) of one event, CRC-checked.
+// Raw returns the raw bytes (header ‖ body) of one event, CRC-checked. It
+// reads the entry at its offset (segidx.go) and falls back to tidwall's
+// whole-segment read, which reports damage, when the index cannot serve it.
 func (l *Log) Raw(seq uint64) ([]byte, error) {
 	head, _ := l.Head()
 	if seq == 0 || seq > head {
 		return nil, fmt.Errorf("read seq %d: %w (head is %d)", seq, ErrNotFound, head)
 	}
-	l.rawMu.Lock()
-	data, err := l.wal().Read(seq)
-	l.rawMu.Unlock()
+	data, err := l.readEntry(seq)
 	if err != nil {
 		return nil, fmt.Errorf("read seq %d: %w", seq, err)
 	}
@@ -938,6 +943,17 @@ func (l *Log) Raw(seq uint64) ([]byte, error) {
 		return nil, &CorruptionError{Seq: seq, Offset: -1, Err: err}
 	}
 	return raw, nil
+}
+
+// readEntry returns the entry data (raw ‖ crc) of seq: through the offset
+// index (checked), or tidwall's Read (unchecked) when it cannot serve it.
+func (l *Log) readEntry(seq uint64) ([]byte, error) {
+	if data, ok := l.idx.read(seq); ok {
+		return data, nil
+	}
+	l.rawMu.Lock()
+	defer l.rawMu.Unlock()
+	return l.wal().Read(seq)
 }
 
 func (l *Log) wal() *wal.Log {
@@ -1171,6 +1187,13 @@ func scanFiles(dir string, from, to uint64, fn func(seq uint64, raw []byte) erro
 			ents, st = parseSegment(b)
 			k0 = 0
 			rememberEntries(path, ents, st)
+			if i+1 < len(segs) && st.err == nil && !st.torn && st.goodEnd == int64(len(b)) && len(ents) > 0 {
+				offs := make([]int64, len(ents))
+				for k, e := range ents {
+					offs[k] = e.off
+				}
+				writeSegIndex(dir, s.name, s.first, st.goodEnd, offs)
+			}
 		}
 		for k, e := range ents {
 			seq := s.first + k0 + uint64(k)
@@ -1285,7 +1308,7 @@ func (l *Log) Check(es []Entry) error {
 			return fmt.Errorf("check: %w", err)
 		}
 		if s, ok := l.lookup(e.ID); ok {
-			data, err := l.wal().Read(s)
+			data, err := l.readEntry(s)
 			if err != nil {
 				return fmt.Errorf("read event %d: %w", s, err)
 			}

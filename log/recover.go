@@ -280,6 +280,9 @@ func (p *cutPlan) apply(dir, corruptDir, reason string) (*RepairReport, error) {
 // first), and everything fsynced.
 func cutFiles(dir string, segs []segFile, idx int, off int64) error {
 	forgetSegments(dir)
+	if err := removeSegIndexes(dir, segs[idx:]); err != nil {
+		return err
+	}
 	for i := len(segs) - 1; i >= idx; i-- {
 		path := filepath.Join(dir, segs[i].name)
 		if i > idx || (off == 0 && i > 0) {
