@@ -27,6 +27,9 @@ type vecAdapter struct {
 	emb  *vector.HashEmbedder
 	idx  vector.Index
 	info map[string]vecInfo
+	// bySession: live ids per session, as the projection keeps them for
+	// SearchVectorIn.
+	bySession map[string]map[string]bool
 }
 
 type vecInfo struct {
@@ -52,13 +55,20 @@ func newVecAdapter(t testing.TB, graph bool) *vecAdapter {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &vecAdapter{emb: emb, idx: idx, info: map[string]vecInfo{}}
+	return &vecAdapter{emb: emb, idx: idx, info: map[string]vecInfo{}, bySession: map[string]map[string]bool{}}
 }
 
 func (v *vecAdapter) Apply(ev *log.Event) error {
 	switch b := ev.Body.(type) {
 	case *log.Store:
+		if old, ok := v.info[b.ChunkID]; ok {
+			delete(v.bySession[old.session], b.ChunkID)
+		}
 		v.info[b.ChunkID] = vecInfo{ev.Seq, b.Session, b.Time}
+		if v.bySession[b.Session] == nil {
+			v.bySession[b.Session] = map[string]bool{}
+		}
+		v.bySession[b.Session][b.ChunkID] = true
 		return v.idx.Add(b.ChunkID, v.emb.EmbedOne(b.Content))
 	case *log.Tombstone:
 		var gone []string
@@ -69,6 +79,7 @@ func (v *vecAdapter) Apply(ev *log.Event) error {
 		}
 		sort.Strings(gone)
 		for _, id := range gone {
+			delete(v.bySession[v.info[id].session], id)
 			delete(v.info, id)
 			if err := v.idx.Delete(id); err != nil {
 				return err
@@ -84,6 +95,27 @@ func (v *vecAdapter) SearchText(ctx context.Context, text string, k int) ([]vect
 
 func (v *vecAdapter) EmbedQuery(ctx context.Context, text string, weight func(string) float64) ([]float32, error) {
 	return v.emb.EmbedWeighted(text, weight), nil
+}
+
+// SearchVectorIn is the projection's session-restricted exact search
+// (query.SessionVectorSearcher); like the projection it declines once the
+// graph serves.
+func (v *vecAdapter) SearchVectorIn(ctx context.Context, q []float32, k int, sessions []string) ([]vector.Hit, bool, error) {
+	x, ok := v.idx.(*vector.Exact)
+	if !ok {
+		return nil, false, nil
+	}
+	var ids []string
+	for _, s := range sessions {
+		for id := range v.bySession[s] {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) > x.Len()/4 { // as the projection: a large share is cheaper scanned
+		return nil, false, nil
+	}
+	hits, err := x.SearchIn(q, k, ids)
+	return hits, true, err
 }
 
 func (v *vecAdapter) SearchVector(ctx context.Context, q []float32, k int) ([]vector.Hit, error) {

@@ -28,9 +28,16 @@
 //     text, and as a filter on both channels they dropped evidence whose
 //     turns match the words (LoCoMo dev set with the pre-filter forced on,
 //     20 sessions: hybrid hit@10 0.69 → 0.81, the same as without it).
+//     When the vector source is a SessionVectorSearcher, the ANN channel
+//     scores only the kept sessions' vectors (an exact top k within them,
+//     searched once BM25 has added its candidates' sessions; declined when
+//     they hold over a quarter of the store), so the pre-filter saves the
+//     scan of the rest.
 //  4. Candidates: the top Candidates(K) chunks by BM25 (filters pushed into
-//     the full-text index) and by ANN cosine (over-fetched, then filtered
-//     here, because the vector index has no filters).
+//     the full-text index) and by ANN cosine: under a session filter from
+//     the kept sessions only (SessionVectorSearcher), else over-fetched;
+//     other filters are applied here on an over-fetched list, because the
+//     vector index has no filters.
 //  5. Every candidate is looked up in the timelines (ChunkStore): the
 //     timelines are the authority on what is live, so a tombstoned chunk a
 //     lagging index still returns is dropped, and every result carries the
@@ -197,6 +204,20 @@ type DocFreqer interface {
 // the chunk store only costs a lookup.
 type ChunkSessioner interface {
 	ChunkSession(id string) (session string, known bool)
+}
+
+// SessionVectorSearcher is an optional VectorQuerier capability (the
+// vector projection has it): an exact top-k of q over the chunks of the
+// given sessions only ("" is the chunks without a session), ranked as
+// SearchVector ranks, ties by chunk id. Under a session filter (the L0
+// pre-filter's or the request's) the ANN channel then costs what the kept
+// sessions hold instead of a scan of every vector, and finds the true top
+// k inside them instead of what survives a filter of an over-fetched
+// list. ok false means the searcher cannot restrict now (the projection:
+// before its exact index is loaded, or once the HNSW graph serves); the
+// engine then searches everything and filters.
+type SessionVectorSearcher interface {
+	SearchVectorIn(ctx context.Context, q []float32, k int, sessions []string) (hits []vector.Hit, ok bool, err error)
 }
 
 // SessionSearcher searches the L0 session summaries (*summary.Index).
@@ -828,21 +849,41 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 	// The two channels are independent: the ANN search runs concurrently
 	// with BM25; results are merged in a fixed order (BM25 first), so
 	// output does not depend on which finishes first.
-	type vecResult struct {
-		hits []vector.Hit
-		err  error
-	}
+	//
+	// Under a session filter a SessionVectorSearcher scores only the kept
+	// sessions' vectors (see vectorsIn).
 	var vecCh chan vecResult
+	subFetch := nc // the hits a session-restricted search needs
+	if p.kinds != nil || p.roles != nil || p.since != 0 || p.until != 0 {
+		subFetch = min(4*nc, 4*MaxCandidates) // post-filtered here
+	}
+	// With the pre-filter and a SessionVectorSearcher, the ANN search
+	// waits for BM25, whose candidates' sessions join the kept ones: one
+	// search over all kept sessions, which the searcher may decline when
+	// they hold a large share of the store (then everything is searched
+	// and filtered, as without it).
+	_, canIn := e.src.Vectors.(SessionVectorSearcher)
+	deferVec := pre != nil && p.mode != ModeVector && canIn && e.src.Text != nil
+	var launchVec func()
 	if p.mode != ModeBM25 && e.src.Vectors != nil {
 		fetch := nc
 		if sessions != nil || p.kinds != nil || p.roles != nil || p.since != 0 || p.until != 0 {
 			fetch = min(4*nc, 4*MaxCandidates) // post-filtered here
 		}
 		vecCh = make(chan vecResult, 1)
-		go func() {
-			hits, err := e.searchVectors(ctx, p.text, fetch)
-			vecCh <- vecResult{hits, err}
-		}()
+		launchVec = func() {
+			var within map[string]bool
+			if sessions != nil {
+				within = make(map[string]bool, len(sessions))
+				for s := range sessions {
+					within[s] = true
+				}
+			}
+			go e.runVec(ctx, p.text, fetch, subFetch, within, vecCh)
+		}
+		if !deferVec {
+			launchVec()
+		}
 	}
 	if p.mode != ModeVector && e.src.Text != nil {
 		// User filters go into the index; the pre-filter's sessions are
@@ -881,6 +922,9 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 		}
 	}
 	if vecCh != nil {
+		if deferVec {
+			launchVec()
+		}
 		vr := <-vecCh
 		hits, err := vr.hits, vr.err
 		var sessionOf ChunkSessioner
@@ -952,10 +996,23 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 // 0.651, MRR 0.327 → 0.422). Only the query vector changes: stored
 // vectors and digests do not depend on it.
 func (e *Engine) searchVectors(ctx context.Context, text string, k int) ([]vector.Hit, error) {
+	q, err := e.queryVector(ctx, text)
+	if err != nil {
+		return nil, err
+	}
+	if q == nil {
+		return e.src.Vectors.SearchText(ctx, text, k)
+	}
+	return e.src.Vectors.(VectorQuerier).SearchVector(ctx, q, k)
+}
+
+// queryVector returns the IDF-weighted query vector of text, or nil when
+// the sources cannot build one (or Options.PlainVectorQuery).
+func (e *Engine) queryVector(ctx context.Context, text string) ([]float32, error) {
 	vq, ok := e.src.Vectors.(VectorQuerier)
 	dq, ok2 := e.src.Text.(DocFreqer)
 	if !ok || !ok2 || e.opts.PlainVectorQuery || e.src.Text == nil {
-		return e.src.Vectors.SearchText(ctx, text, k)
+		return nil, nil
 	}
 	words := textutil.ContentWords(text)
 	n, dfs, err := dq.DocFreqs(ctx, words)
@@ -971,7 +1028,7 @@ func (e *Engine) searchVectors(ctx context.Context, text string, k int) ([]vecto
 	if err != nil {
 		return nil, fmt.Errorf("embed query: %w", err)
 	}
-	return vq.SearchVector(ctx, q, k)
+	return q, nil
 }
 
 // count returns the number of live chunks, from the full-text index when

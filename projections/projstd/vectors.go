@@ -119,7 +119,9 @@ type VectorProjection struct {
 	loadMu sync.Mutex
 	scans  int                  // searches answered by scanning vecs in place
 	meta   map[string]chunkMeta // live chunks (Apply)
-	idx    vector.Index         // *vector.Exact, or *vector.HNSW once graphOn
+	// bySession: meta by session, built on first SearchVectorIn
+	bySession sessionChunks
+	idx       vector.Index // *vector.Exact, or *vector.HNSW once graphOn
 
 	// pending, since the last Commit, in apply order
 	ops []vecOp
@@ -376,7 +378,7 @@ func (v *VectorProjection) Apply(ev *log.Event) error {
 		if err := v.loadMeta(); err != nil {
 			return err
 		}
-		v.meta[b.ChunkID] = chunkMeta{session: b.Session, time: b.Time, seq: ev.Seq}
+		v.setMeta(b.ChunkID, chunkMeta{session: b.Session, time: b.Time, seq: ev.Seq})
 		v.ops = append(v.ops, vecOp{seq: ev.Seq, id: b.ChunkID, content: b.SearchText()})
 	case *log.Edit:
 		if err := v.loadMeta(); err != nil {
@@ -384,12 +386,12 @@ func (v *VectorProjection) Apply(ev *log.Event) error {
 		}
 		for _, id := range b.Removes {
 			if m, ok := v.meta[id]; ok && m.seq < ev.Seq {
-				delete(v.meta, id)
+				v.delMeta(id)
 				v.ops = append(v.ops, vecOp{seq: ev.Seq, del: true, id: id})
 			}
 		}
 		s := &b.Store
-		v.meta[s.ChunkID] = chunkMeta{session: s.Session, time: s.Time, seq: ev.Seq}
+		v.setMeta(s.ChunkID, chunkMeta{session: s.Session, time: s.Time, seq: ev.Seq})
 		v.ops = append(v.ops, vecOp{seq: ev.Seq, id: s.ChunkID, content: s.SearchText()})
 	case *log.Tombstone:
 		if err := v.loadMeta(); err != nil {
@@ -403,7 +405,7 @@ func (v *VectorProjection) Apply(ev *log.Event) error {
 		}
 		sort.Strings(ids)
 		for _, id := range ids {
-			delete(v.meta, id)
+			v.delMeta(id)
 			v.ops = append(v.ops, vecOp{seq: ev.Seq, del: true, id: id})
 		}
 	}
@@ -670,6 +672,7 @@ func (v *VectorProjection) Reset() error {
 		}
 	}
 	v.meta, v.ops, v.cp, v.live = map[string]chunkMeta{}, nil, projections.Checkpoint{}, 0
+	v.bySession = nil
 	v.graphOn, v.graph, v.graphSize, v.deltaSize, v.sinceGraph = false, 0, 0, 0, 0
 	// No in-memory index: a rebuild would keep every vector in it for
 	// nothing (the first search scans the file in place, then loads).

@@ -1,0 +1,171 @@
+package projstd
+
+import (
+	"context"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/unlimitedcontext/ucl/internal/vector"
+)
+
+// sessionChunks is the projection's in-memory view of which live chunks
+// each session holds (chunks without a session under ""), kept beside
+// meta so a session-restricted search finds its chunks without a walk
+// over every live chunk.
+type sessionChunks map[string]*idSet
+
+// idSet is a set of ids with O(1) add and remove and a slice to read.
+type idSet struct {
+	ids []string
+	at  map[string]int
+}
+
+func (s sessionChunks) add(session, id string) {
+	set := s[session]
+	if set == nil {
+		set = &idSet{at: map[string]int{}}
+		s[session] = set
+	}
+	if _, ok := set.at[id]; ok {
+		return
+	}
+	set.at[id] = len(set.ids)
+	set.ids = append(set.ids, id)
+}
+
+func (s sessionChunks) remove(session, id string) {
+	set := s[session]
+	if set == nil {
+		return
+	}
+	i, ok := set.at[id]
+	if !ok {
+		return
+	}
+	last := len(set.ids) - 1
+	set.ids[i] = set.ids[last]
+	set.at[set.ids[i]] = i
+	set.ids = set.ids[:last]
+	delete(set.at, id)
+	if len(set.ids) == 0 {
+		delete(s, session)
+	}
+}
+
+// setMeta records a live chunk (Apply), keeping the session view current
+// once it exists.
+func (v *VectorProjection) setMeta(id string, m chunkMeta) {
+	if v.bySession != nil {
+		if old, ok := v.meta[id]; ok {
+			v.bySession.remove(old.session, id)
+		}
+		v.bySession.add(m.session, id)
+	}
+	v.meta[id] = m
+}
+
+// delMeta forgets a chunk (Apply).
+func (v *VectorProjection) delMeta(id string) {
+	if v.bySession != nil {
+		if old, ok := v.meta[id]; ok {
+			v.bySession.remove(old.session, id)
+		}
+	}
+	delete(v.meta, id)
+}
+
+// sessionView returns the session view, building it on first use from
+// meta, or from the stored chunk records when Apply has not loaded meta
+// (a process that only reads: meta is not loaded here, because
+// ChunkSession reads it beside searches). Caller holds loadMu; Apply,
+// which updates the view, never runs beside a search.
+func (v *VectorProjection) sessionView() (sessionChunks, error) {
+	if v.bySession != nil {
+		return v.bySession, nil
+	}
+	s := sessionChunks{}
+	if v.meta != nil {
+		for id, m := range v.meta {
+			s.add(m.session, id)
+		}
+	} else {
+		err := v.db.View(func(tx *bolt.Tx) error {
+			return tx.Bucket(bChunks).ForEach(func(k, val []byte) error {
+				cm, err := decodeMeta(val)
+				if err != nil {
+					return err
+				}
+				s.add(cm.session, string(k))
+				return nil
+			})
+		})
+		if err != nil {
+			return nil, fmt.Errorf("load vector chunks: %w", err)
+		}
+	}
+	v.bySession = s
+	return s, nil
+}
+
+// subsetMaxShare: a subset search costs an id lookup and a read out of
+// order per vector, about three times a vector of the full scan (query
+// benchmark at 100K chunks in 200 sessions: kept sessions holding a third
+// of the store cost more than the scan); above a quarter of the store it
+// declines.
+const subsetMaxShare = 4
+
+// SearchVectorIn returns the k nearest live chunks of q among the chunks
+// of sessions ("" is the chunks without a session): an exact top-k over
+// that subset, ranked as SearchVector ranks (cosine, ties by id), so the
+// hits are the true top k within the sessions and cost what the subset
+// costs (query.SessionVectorSearcher: the L0 pre-filter keeps a few
+// sessions of a large store).
+//
+// ok is false, and the caller searches everything and filters, when the
+// sessions hold more than 1/subsetMaxShare of the live vectors, or the
+// subset cannot be scored from memory: before the exact index is loaded
+// (the first search of a process scans the stored vectors in place, see
+// SearchText) and once the HNSW graph holds the vectors. A graph search
+// costs about the same whatever the store's size, and restricting it to
+// sessions would need a filtered graph walk that loses recall when the
+// sessions are a small share of the graph.
+func (v *VectorProjection) SearchVectorIn(ctx context.Context, q []float32, k int, sessions []string) (hits []vector.Hit, ok bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, fmt.Errorf("search vectors: %w", err)
+	}
+	if len(q) != v.opts.Embedder.Dim() {
+		return nil, false, fmt.Errorf("search vectors: %d dimensions, want %d: %w", len(q), v.opts.Embedder.Dim(), vector.ErrDimension)
+	}
+	v.loadMu.Lock()
+	if v.graphOn || v.idx == nil {
+		v.loadMu.Unlock()
+		return nil, false, nil
+	}
+	x, isExact := v.idx.(*vector.Exact)
+	if !isExact {
+		v.loadMu.Unlock()
+		return nil, false, nil
+	}
+	view, err := v.sessionView()
+	var ids []string
+	if err == nil {
+		for _, s := range sessions {
+			if set := view[s]; set != nil {
+				ids = append(ids, set.ids...)
+			}
+		}
+	}
+	v.loadMu.Unlock()
+	if err != nil {
+		return nil, false, err
+	}
+	if len(ids) > x.Len()/subsetMaxShare {
+		return nil, false, nil
+	}
+	hits, err = x.SearchIn(q, k, ids)
+	if err != nil {
+		return nil, false, err
+	}
+	return hits, true, nil
+}
