@@ -61,10 +61,12 @@ const DefaultExactBelow = 120_000
 // keeps one flat copy of every live vector and builds the graph only once
 // the collection reaches ExactBelow (version 1 kept a graph at any size);
 // version 3 stores that copy as 8-bit scalar-quantised values (quant.go)
-// instead of binary16. A store of another version is rebuilt from the log
+// instead of binary16; version 4 keys "chunks" and "vecs" by the chunk
+// id's 16 bytes when it is 32 lowercase hex digits (vectorkey.go). A
+// store of another version is rebuilt from the log
 // on open (the state tag differs), and a snapshot of another version is
 // refused and rebuilt.
-const vectorsVersion = 3
+const vectorsVersion = 4
 
 // VectorProjection embeds every live chunk and indexes it for search.
 //
@@ -74,7 +76,9 @@ const vectorsVersion = 3
 // time, seq); "vecs" maps chunk id to its vector, scaled to unit length
 // and quantised to 8 bits with a per-vector step (4 + dim bytes,
 // quant.go), the one stored copy of the vectors below the graph
-// threshold. The indexes hold exactly these values.
+// threshold. The indexes hold exactly these values. Both buckets key a
+// chunk id as vecKey does: tag 0 and the 16 bytes of a 32-lowercase-hex
+// id, else tag 1 and the id's bytes; no other key is valid.
 //
 // Below ExactBelow live vectors, search is exact and no graph exists:
 // catch-up writes vectors and nothing else, and opening reads nothing but
@@ -272,11 +276,15 @@ func (v *VectorProjection) loadMeta() error {
 	meta := map[string]chunkMeta{}
 	err := v.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bChunks).ForEach(func(k, val []byte) error {
+			id, ok := idOfVecKey(k)
+			if !ok {
+				return fmt.Errorf("chunk key %x: %w", k, errVectorsCorrupt)
+			}
 			cm, err := decodeMeta(val)
 			if err != nil {
 				return err
 			}
-			meta[string(k)] = cm
+			meta[id] = cm
 			return nil
 		})
 	})
@@ -320,10 +328,14 @@ func (v *VectorProjection) loadIndex() error {
 		err = v.db.View(func(tx *bolt.Tx) error {
 			vec := make([]float32, v.opts.Embedder.Dim())
 			return tx.Bucket(bVecs).ForEach(func(k, val []byte) error {
+				id, ok := idOfVecKey(k)
+				if !ok {
+					return fmt.Errorf("vector key %x: %w", k, errVectorsCorrupt)
+				}
 				if err := decodeVec(val, vec); err != nil {
 					return err
 				}
-				return x.Add(string(k), vec)
+				return x.Add(id, vec)
 			})
 		})
 		if err != nil {
@@ -446,25 +458,25 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 		ch, vb, ob := tx.Bucket(bChunks), tx.Bucket(bVecs), tx.Bucket(bOps)
 		var graphOps []vecOp
 		for _, op := range v.ops {
-			existed := vb.Get([]byte(op.id)) != nil
+			existed := vb.Get(vecKey(op.id)) != nil
 			if op.del {
 				if existed {
 					live--
 				}
-				if err := vb.Delete([]byte(op.id)); err != nil {
+				if err := vb.Delete(vecKey(op.id)); err != nil {
 					return err
 				}
-				if err := ch.Delete([]byte(op.id)); err != nil {
+				if err := ch.Delete(vecKey(op.id)); err != nil {
 					return err
 				}
 			} else {
 				if !existed {
 					live++
 				}
-				if err := vb.Put([]byte(op.id), op.rec); err != nil {
+				if err := vb.Put(vecKey(op.id), op.rec); err != nil {
 					return err
 				}
-				if err := ch.Put([]byte(op.id), encodeMeta(v.meta[op.id])); err != nil {
+				if err := ch.Put(vecKey(op.id), encodeMeta(v.meta[op.id])); err != nil {
 					return err
 				}
 			}
@@ -475,13 +487,22 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 				// The graph starts here: every live vector, in id order.
 				graphOn, crossed = true, true
 				c := vb.Cursor()
+				start := len(graphOps)
 				for k, val := c.First(); k != nil; k, val = c.Next() {
+					id, ok := idOfVecKey(k)
+					if !ok {
+						return fmt.Errorf("vector key %x: %w", k, errVectorsCorrupt)
+					}
 					vec := make([]float32, dim)
 					if err := decodeVec(val, vec); err != nil {
 						return err
 					}
-					graphOps = append(graphOps, vecOp{seq: op.seq, id: string(k), vec: vec})
+					graphOps = append(graphOps, vecOp{seq: op.seq, id: id, vec: vec})
 				}
+				// Key order is id order only within a key tag
+				// (vectorkey.go); the graph's bytes follow insertion order.
+				tail := graphOps[start:]
+				sort.Slice(tail, func(i, j int) bool { return tail[i].id < tail[j].id })
 			}
 		}
 		if len(graphOps) > 0 {
@@ -742,10 +763,14 @@ func (v *VectorProjection) scan(q []float32, k int) ([]vector.Hit, error) {
 			hits, err = vector.ScanSearch(q, dim, k, func(fn func(string, []float32) error) error {
 				vec := make([]float32, dim)
 				return tx.Bucket(bVecs).ForEach(func(key, val []byte) error {
+					id, ok := idOfVecKey(key)
+					if !ok {
+						return fmt.Errorf("vector key %x: %w", key, errVectorsCorrupt)
+					}
 					if err := decodeVec(val, vec); err != nil {
 						return err
 					}
-					return fn(string(key), vec)
+					return fn(id, vec)
 				})
 			})
 			return err

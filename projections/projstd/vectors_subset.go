@@ -92,11 +92,15 @@ func (v *VectorProjection) sessionView() (sessionChunks, error) {
 	} else {
 		err := v.db.View(func(tx *bolt.Tx) error {
 			return tx.Bucket(bChunks).ForEach(func(k, val []byte) error {
+				id, ok := idOfVecKey(k)
+				if !ok {
+					return fmt.Errorf("chunk key %x: %w", k, errVectorsCorrupt)
+				}
 				cm, err := decodeMeta(val)
 				if err != nil {
 					return err
 				}
-				s.add(cm.session, string(k))
+				s.add(cm.session, id)
 				return nil
 			})
 		})
