@@ -138,7 +138,7 @@ func editChunk(t *testing.T, dir, id string, edit func(c *timelines.Chunk)) {
 	defer db.Close()
 	err = db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket([]byte("chunks"))
-		c, err := timelines.DecodeChunk(id, b.Get([]byte(id)))
+		c, err := timelines.DecodeChunk(id, b.Get(timelines.ChunkKey(id)))
 		if err != nil {
 			return err
 		}
@@ -148,7 +148,7 @@ func editChunk(t *testing.T, dir, id string, edit func(c *timelines.Chunk)) {
 		if err != nil {
 			return err
 		}
-		return b.Put([]byte(id), v)
+		return b.Put(timelines.ChunkKey(id), v)
 	})
 	if err != nil {
 		t.Fatal(err)

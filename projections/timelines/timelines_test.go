@@ -305,6 +305,7 @@ func TestIndexValueRoundTrip(t *testing.T) {
 func FuzzDecodeIndexValue(f *testing.F) {
 	f.Add(indexValue{kind: 1, role: "user", id: "a"}.encode())
 	f.Add(indexValue{kind: 2, chunkParent: "d", id: "d#0"}.encode())
+	f.Add(indexValue{kind: 1, role: "assistant", id: "0123456789abcdef0123456789abcdef"}.encode())
 	f.Add([]byte{1, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		iv, err := decodeIndexValue(b)
