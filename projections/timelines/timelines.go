@@ -25,7 +25,7 @@
 // idKey (ids.go, version 5) stores a chunk id of 32 lowercase hex digits as
 // 0 ‖ its 16 bytes, any other id as 1 ‖ id: half the bytes for the ids
 // the log assigns, wherever the chunks, time, parts and order buckets
-// hold a chunk id.
+// hold a chunk id, and for both ids of a link key.
 //
 // An edited chunk keeps its place: its ordKey uses Chunk.OrderSeq.
 //
