@@ -1340,7 +1340,10 @@ func partKey(parent string, index int, seq uint64) []byte {
 // indexValue is the value of a session order entry: enough to summarise a
 // session without loading its chunks.
 //
-//	kind u8 ‖ uvarint len ‖ role ‖ uvarint len ‖ chunk_parent ‖ idKey(id) (rest)
+//	kind u8 ‖ role ‖ uvarint len ‖ chunk_parent ‖ idKey(id) (rest)
+//
+// role is one byte 1+i for indexRoles[i] (version 5: the role was most of
+// the value after the id), else 0 ‖ uvarint len ‖ role.
 type indexValue struct {
 	kind        log.Kind
 	role        string
@@ -1351,11 +1354,29 @@ type indexValue struct {
 func (iv indexValue) encode() []byte {
 	b := make([]byte, 0, 4+len(iv.role)+len(iv.chunkParent)+len(iv.id))
 	b = append(b, byte(iv.kind))
-	b = binary.AppendUvarint(b, uint64(len(iv.role)))
-	b = append(b, iv.role...)
+	if r := roleCode(iv.role); r != 0 {
+		b = append(b, r)
+	} else {
+		b = append(b, 0)
+		b = binary.AppendUvarint(b, uint64(len(iv.role)))
+		b = append(b, iv.role...)
+	}
 	b = binary.AppendUvarint(b, uint64(len(iv.chunkParent)))
 	b = append(b, iv.chunkParent...)
 	return append(b, idKey(iv.id)...)
+}
+
+// indexRoles are the roles an order index value names by one byte; append
+// only (the byte is 1 + the index).
+var indexRoles = []string{"user", "assistant", "system", "tool"}
+
+func roleCode(role string) byte {
+	for i, r := range indexRoles {
+		if r == role {
+			return byte(i + 1)
+		}
+	}
+	return 0
 }
 
 func decodeIndexValue(b []byte) (indexValue, error) {
@@ -1375,7 +1396,16 @@ func decodeIndexValue(b []byte) (indexValue, error) {
 		return s, true
 	}
 	var ok1, ok2 bool
-	iv.role, ok1 = str()
+	switch {
+	case len(b) == 0:
+	case b[0] == 0:
+		b = b[1:]
+		iv.role, ok1 = str()
+		ok1 = ok1 && roleCode(iv.role) == 0 // one encoding per value
+	case int(b[0]) <= len(indexRoles):
+		iv.role, ok1 = indexRoles[b[0]-1], true
+		b = b[1:]
+	}
 	if ok1 {
 		iv.chunkParent, ok2 = str()
 	}
