@@ -9,68 +9,40 @@ import (
 	"github.com/unlimitedcontext/ucl/projections/projtest"
 )
 
-// TestBucketSizes logs the key+value bytes per bucket of a generated store
-// (run with -v to see where the file's bytes go).
-func TestBucketSizes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("measurement")
-	}
+// BenchmarkBucketBytes reports the key+value bytes per chunk of each
+// bucket of a generated store: where the file's bytes go, to pick what to
+// shrink next (`go test -run '^$' -bench BucketBytes ./projections/timelines/`).
+func BenchmarkBucketBytes(b *testing.B) {
 	evs := projtest.StoreEvents(1, 2000)
-	tl := open(t, t.TempDir())
-	pr, err := projections.NewProjector(projtest.NewMemSource(evs), []projections.Projection{tl}, projections.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pr.Close()
-	if err := pr.CatchUp(t.Context(), nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := tl.flush(); err != nil {
-		t.Fatal(err)
-	}
-	err = tl.db.View(func(tx *bolt.Tx) error {
-		for _, name := range allBkts {
-			var k, v, n int
-			if err := tx.Bucket(name).ForEach(func(kk, vv []byte) error {
-				k, v, n = k+len(kk), v+len(vv), n+1
-				return nil
-			}); err != nil {
-				return err
-			}
-			t.Logf("%-9s n=%6d keys=%8d values=%8d", name, n, k, v)
+	for i := 0; i < b.N; i++ {
+		tl := open(b, b.TempDir())
+		pr, err := projections.NewProjector(projtest.NewMemSource(evs), []projections.Projection{tl}, projections.Options{})
+		if err != nil {
+			b.Fatal(err)
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-func TestSampleRecord(t *testing.T) {
-	if testing.Short() {
-		t.Skip("measurement")
-	}
-	evs := projtest.StoreEvents(1, 50)
-	tl := open(t, t.TempDir())
-	pr, err := projections.NewProjector(projtest.NewMemSource(evs), []projections.Projection{tl}, projections.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pr.Close()
-	if err := pr.CatchUp(t.Context(), nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := tl.flush(); err != nil {
-		t.Fatal(err)
-	}
-	_ = tl.db.View(func(tx *bolt.Tx) error {
-		i := 0
-		return tx.Bucket(bChunks).ForEach(func(k, v []byte) error {
-			if i++; i < 4 {
-				c, _ := decodeChunk(string(k), v)
-				t.Logf("%s %d %+v", k, len(v), *c)
+		if err := pr.CatchUp(b.Context(), nil); err != nil {
+			b.Fatal(err)
+		}
+		if err := tl.flush(); err != nil {
+			b.Fatal(err)
+		}
+		err = tl.db.View(func(tx *bolt.Tx) error {
+			chunks := tx.Bucket(bChunks).Stats().KeyN
+			for _, name := range allBkts {
+				n := 0
+				if err := tx.Bucket(name).ForEach(func(k, v []byte) error {
+					n += len(k) + len(v)
+					return nil
+				}); err != nil {
+					return err
+				}
+				b.ReportMetric(float64(n)/float64(chunks), string(name)+"-B/chunk")
 			}
 			return nil
 		})
-	})
+		pr.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
 }
