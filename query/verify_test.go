@@ -61,9 +61,12 @@ func tamperedLog(t *testing.T) (*log.Log, string) {
 	if n := bytes.Count(b, []byte("peanut")); n != 1 {
 		t.Fatalf("fixture: %d copies of peanut in timelines.db, want the session title's only", n)
 	}
-	if !bytes.Contains(b, []byte("user")) {
+	// Chunk records name the role by a one-byte code after the session
+	// (timelines format 5): "s1" then 1 (user); 4 is tool.
+	if !bytes.Contains(b, []byte("\x02s1\x01")) {
 		t.Fatal("fixture: no role in timelines.db")
 	}
+	b = bytes.ReplaceAll(b, []byte("\x02s1\x01"), []byte("\x02s1\x04"))
 	b = bytes.ReplaceAll(b, []byte("peanut"), []byte("cashew"))
 	if err := os.WriteFile(path, bytes.ReplaceAll(b, []byte("user"), []byte("tool")), 0o600); err != nil {
 		t.Fatal(err)
@@ -138,7 +141,7 @@ func editChunk(t *testing.T, dir, id string, edit func(c *timelines.Chunk)) {
 	defer db.Close()
 	err = db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket([]byte("chunks"))
-		c, err := timelines.DecodeChunk(id, b.Get([]byte(id)))
+		c, err := timelines.DecodeChunk(id, b.Get(timelines.ChunkKey(id)))
 		if err != nil {
 			return err
 		}
@@ -148,7 +151,7 @@ func editChunk(t *testing.T, dir, id string, edit func(c *timelines.Chunk)) {
 		if err != nil {
 			return err
 		}
-		return b.Put([]byte(id), v)
+		return b.Put(timelines.ChunkKey(id), v)
 	})
 	if err != nil {
 		t.Fatal(err)

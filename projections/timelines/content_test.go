@@ -118,7 +118,7 @@ func TestContentWithoutEventsOrWrongSeq(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		return tx.Bucket(bChunks).Put([]byte("a1"), v)
+		return tx.Bucket(bChunks).Put(idKey("a1"), v)
 	})
 	if err != nil {
 		t.Fatal(err)

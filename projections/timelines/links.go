@@ -14,22 +14,24 @@ import (
 
 // Link kinds in the links bucket. A link key is
 //
-//	kind byte ‖ uvarint(len(target)) ‖ target ‖ source chunk id
+//	kind byte ‖ uvarint(len(idKey(target))) ‖ idKey(target) ‖ idKey(source chunk id)
 //
-// so the links to one target are one prefix scan.
+// so the links to one target are one prefix scan (ids as idKey since
+// version 5: a target is a chunk or event id, hex as a rule).
 const (
 	linkReply      = 'p' // target: a chunk's parent (reply-to); source: the reply
 	linkSupersedes = 's' // target: a superseded item id; source: the successor's chunk
 )
 
 func linkPrefix(kind byte, target string) []byte {
+	t := idKey(target)
 	b := []byte{kind}
-	b = binary.AppendUvarint(b, uint64(len(target)))
-	return append(b, target...)
+	b = binary.AppendUvarint(b, uint64(len(t)))
+	return append(b, t...)
 }
 
 func linkKey(kind byte, target, source string) []byte {
-	return append(linkPrefix(kind, target), source...)
+	return append(linkPrefix(kind, target), idKey(source)...)
 }
 
 func (c *Chunk) links() [][]byte {
@@ -160,7 +162,11 @@ func (t *Timelines) linked(kind byte, target string) ([]Chunk, error) {
 		prefix := linkPrefix(kind, target)
 		cur := tx.Bucket(bLinks).Cursor()
 		for k, _ := cur.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = cur.Next() {
-			c, err := getChunk(tx, string(k[len(prefix):]))
+			id, ok := idOfKey(k[len(prefix):])
+			if !ok {
+				return fmt.Errorf("link key %x: %w", k, ErrCorrupt)
+			}
+			c, err := getChunk(tx, id)
 			if err != nil {
 				return err
 			}
@@ -224,7 +230,11 @@ func (t *Timelines) SupersededByEach(cs []*Chunk) ([][]string, error) {
 			for _, target := range targets {
 				prefix := linkPrefix(linkSupersedes, target)
 				for k, _ := cur.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = cur.Next() {
-					s, err := getChunk(tx, string(k[len(prefix):]))
+					id, ok := idOfKey(k[len(prefix):])
+					if !ok {
+						return fmt.Errorf("link key %x: %w", k, ErrCorrupt)
+					}
+					s, err := getChunk(tx, id)
 					if err != nil {
 						return err
 					}

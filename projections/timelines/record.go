@@ -25,7 +25,8 @@ import (
 //	append_ms varint
 //	time_ms   varint
 //	kind      u8
-//	session, role                                strings
+//	session                                      string
+//	role      u8 1+i for indexRoles[i] (version 5), else 0 ‖ string
 //	meta      uvarint n ‖ n × (key, value)       strings, keys sorted
 //	parent, chunk_parent                         strings
 //	chunk_index varint
@@ -76,7 +77,12 @@ func encodeChunk(c *Chunk) ([]byte, error) {
 		b = append(b, s...)
 	}
 	str(c.Session)
-	str(c.Role)
+	if r := roleCode(c.Role); r != 0 {
+		b = append(b, r)
+	} else {
+		b = append(b, 0)
+		str(c.Role)
+	}
 	keys := make([]string, 0, len(c.Meta))
 	for k := range c.Meta {
 		keys = append(keys, k)
@@ -181,7 +187,17 @@ func decodeChunk(id string, v []byte) (*Chunk, error) {
 	c.Time = r.varint()
 	c.Kind = log.Kind(r.byte())
 	c.Session = r.str()
-	c.Role = r.str()
+	switch code := r.byte(); {
+	case code == 0:
+		c.Role = r.str()
+		if roleCode(c.Role) != 0 {
+			r.bad = true // would have been encoded by its code
+		}
+	case int(code) <= len(indexRoles):
+		c.Role = indexRoles[code-1]
+	default:
+		r.bad = true
+	}
 	if n := r.uvarint(); n > 0 && n <= uint64(len(r.b))/2 {
 		c.Meta = make(map[string]string, n)
 		prev := ""

@@ -25,7 +25,11 @@ func goldenChunks() []*Chunk {
 	self := &Chunk{ID: "0018d5e3c1b9302c4116781332bbb525", Seq: 1, EventID: "0018d5e3c1b9302c4116781332bbb525",
 		AppendTime: 1, Time: 2, Kind: log.KindConversation, Session: "r0-c0-s1", Role: "user", Content: "Caroline: Hey Mel!"}
 	self.Sum = self.ContentSum()
-	return []*Chunk{full, self}
+	// A role without a one-byte code is spelled out.
+	other := &Chunk{ID: "c-1-10", Seq: 10, EventID: "facdca425e2dbb1f63d92aa987eccf13",
+		AppendTime: 3, Time: 4, Kind: log.KindConversation, Session: "s2", Role: "narrator", Content: "once"}
+	other.Sum = other.ContentSum()
+	return []*Chunk{full, self, other}
 }
 
 // The chunk record is frozen: a change needs a new Version (and so a

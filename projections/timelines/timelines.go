@@ -9,18 +9,23 @@
 // One bbolt file, timelines.db, in the projection's directory. Buckets:
 //
 //	meta      "version" → uint32 LE (Version), "cp" → seq uint64 LE ‖ hash [32]
-//	chunks    chunk id → binary Chunk record without the content (record.go; one
+//	chunks    idKey(chunk id) → binary Chunk record without the content (record.go; one
 //	          encoding per chunk; its sum is Chunk.ContentSum, content included, so
 //	          readers can tell a damaged record, and the content read back from the log)
 //	order     uvarint(len(session)) ‖ session ‖ ordKey(time, seq) → indexValue(kind, role,
 //	          chunk_parent, id)   (one flat bucket since version 4, see order.go)
-//	time      ordKey(time, seq) → chunk id                (every chunk)
-//	parts     uvarint(len(parent)) ‖ parent ‖ index u64 BE ‖ seq u64 BE → chunk id
+//	time      ordKey(time, seq) → idKey(chunk id)         (every chunk)
+//	parts     uvarint(len(parent)) ‖ parent ‖ index u64 BE ‖ seq u64 BE → idKey(chunk id)
 //	sessions  "s"+session → title chunk id ‖ JSON SessionInfo (record.go; id != "")
 //	tombs     seq u64 BE → JSON TombstoneRecord (Removed stored as 0)
 //	removed   tombstone seq u64 BE ‖ chunk id → chunk seq u64 BE  (what each tombstone removed)
 //	links     linkKey(kind, target, source) → ""   (see links.go: replies by parent,
 //	          successors by superseded id; version 3)
+//
+// idKey (ids.go, version 5) stores a chunk id of 32 lowercase hex digits as
+// 0 ‖ its 16 bytes, any other id as 1 ‖ id: half the bytes for the ids
+// the log assigns, wherever the chunks, time, parts and order buckets
+// hold a chunk id, and for both ids of a link key.
 //
 // An edited chunk keeps its place: its ordKey uses Chunk.OrderSeq.
 //
@@ -66,7 +71,7 @@
 //     entry lost or changed on disk changes it (`project verify` covers
 //     what queries read). Version 2 added the indexes; version 4 made the
 //     chunk record binary without the content, and the order index one
-//     flat bucket (a store of an older version is rebuilt: the projector
+//     flat bucket; version 5 stores chunk ids as idKey (a store of an older version is rebuilt: the projector
 //     resets it, and a snapshot of it is refused and rebuilt).
 package timelines
 
@@ -97,7 +102,7 @@ const Name = "timelines"
 
 // Version is the on-disk format version. Bump it when the stored form or
 // the digest changes; a store of another version is rebuilt.
-const Version = 4
+const Version = 5
 
 // FileName is the bbolt file inside the projection's directory.
 const FileName = "timelines.db"
@@ -106,7 +111,7 @@ const FileName = "timelines.db"
 const TitleMax = 80
 
 // digestTag starts the digest; do not change without bumping Version.
-const digestTag = "ucl/timelines/v4\x00"
+const digestTag = "ucl/timelines/v5\x00"
 
 var (
 	// ErrNotFound is returned when a session or document does not exist.
@@ -551,13 +556,16 @@ func committedCandidates(tx *bolt.Tx, ts *log.Tombstone, hasRange bool, cands ma
 		if hasRange && keyTime(k) >= ts.To {
 			break
 		}
-		id := string(v)
+		id, ok := idOfKey(v)
 		if ts.Session != "" {
 			iv, err := decodeIndexValue(v)
 			if err != nil {
 				return err
 			}
-			id = iv.id
+			id, ok = iv.id, true
+		}
+		if !ok {
+			return fmt.Errorf("time index value %x: %w", v, ErrCorrupt)
 		}
 		cands[id] = struct{}{}
 	}
@@ -579,7 +587,7 @@ func getChunk(tx *bolt.Tx, id string) (*Chunk, error) {
 	if id == "" {
 		return nil, nil
 	}
-	v := tx.Bucket(bChunks).Get([]byte(id))
+	v := tx.Bucket(bChunks).Get(idKey(id))
 	if v == nil {
 		return nil, nil
 	}
@@ -653,7 +661,7 @@ func (t *Timelines) flushTx(tx *bolt.Tx) error {
 		c, put := t.puts[id]
 		if !put {
 			if old != nil {
-				if err := chunks.Delete([]byte(id)); err != nil {
+				if err := chunks.Delete(idKey(id)); err != nil {
 					return fmt.Errorf("delete chunk %q: %w", id, err)
 				}
 				t.scrub = true
@@ -664,7 +672,7 @@ func (t *Timelines) flushTx(tx *bolt.Tx) error {
 		if err != nil {
 			return err
 		}
-		if err := chunks.Put([]byte(id), v); err != nil {
+		if err := chunks.Put(idKey(id), v); err != nil {
 			return fmt.Errorf("put chunk %q: %w", id, err)
 		}
 		if err := index(tx, c); err != nil {
@@ -708,7 +716,7 @@ func (t *Timelines) flushTx(tx *bolt.Tx) error {
 
 func index(tx *bolt.Tx, c *Chunk) error {
 	ok := ordKey(c.Time, c.OrderSeq())
-	if err := tx.Bucket(bTime).Put(ok, []byte(c.ID)); err != nil {
+	if err := tx.Bucket(bTime).Put(ok, idKey(c.ID)); err != nil {
 		return fmt.Errorf("index chunk %q by time: %w", c.ID, err)
 	}
 	if c.Session != "" {
@@ -718,7 +726,7 @@ func index(tx *bolt.Tx, c *Chunk) error {
 		}
 	}
 	if c.ChunkParent != "" {
-		if err := tx.Bucket(bParts).Put(partKey(c.ChunkParent, c.ChunkIndex, c.Seq), []byte(c.ID)); err != nil {
+		if err := tx.Bucket(bParts).Put(partKey(c.ChunkParent, c.ChunkIndex, c.Seq), idKey(c.ID)); err != nil {
 			return fmt.Errorf("index chunk %q in document: %w", c.ID, err)
 		}
 	}
@@ -1161,12 +1169,16 @@ func (t *Timelines) Document(parent string) ([]Chunk, error) {
 		prefix := partPrefix(parent)
 		c := tx.Bucket(bParts).Cursor()
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			ch, err := getChunk(tx, string(v))
+			id, ok := idOfKey(v)
+			if !ok {
+				return fmt.Errorf("document index value %x: %w", v, ErrCorrupt)
+			}
+			ch, err := getChunk(tx, id)
 			if err != nil {
 				return err
 			}
 			if ch == nil {
-				return fmt.Errorf("document index names missing chunk %q: %w", v, ErrCorrupt)
+				return fmt.Errorf("document index names missing chunk %q: %w", id, ErrCorrupt)
 			}
 			out = append(out, *ch)
 		}
@@ -1328,7 +1340,10 @@ func partKey(parent string, index int, seq uint64) []byte {
 // indexValue is the value of a session order entry: enough to summarise a
 // session without loading its chunks.
 //
-//	kind u8 ‖ uvarint len ‖ role ‖ uvarint len ‖ chunk_parent ‖ id (rest)
+//	kind u8 ‖ role ‖ uvarint len ‖ chunk_parent ‖ idKey(id) (rest)
+//
+// role is one byte 1+i for indexRoles[i] (version 5: the role was most of
+// the value after the id), else 0 ‖ uvarint len ‖ role.
 type indexValue struct {
 	kind        log.Kind
 	role        string
@@ -1337,13 +1352,31 @@ type indexValue struct {
 }
 
 func (iv indexValue) encode() []byte {
-	b := make([]byte, 0, 3+len(iv.role)+len(iv.chunkParent)+len(iv.id))
+	b := make([]byte, 0, 4+len(iv.role)+len(iv.chunkParent)+len(iv.id))
 	b = append(b, byte(iv.kind))
-	b = binary.AppendUvarint(b, uint64(len(iv.role)))
-	b = append(b, iv.role...)
+	if r := roleCode(iv.role); r != 0 {
+		b = append(b, r)
+	} else {
+		b = append(b, 0)
+		b = binary.AppendUvarint(b, uint64(len(iv.role)))
+		b = append(b, iv.role...)
+	}
 	b = binary.AppendUvarint(b, uint64(len(iv.chunkParent)))
 	b = append(b, iv.chunkParent...)
-	return append(b, iv.id...)
+	return append(b, idKey(iv.id)...)
+}
+
+// indexRoles are the roles an order index value names by one byte; append
+// only (the byte is 1 + the index).
+var indexRoles = []string{"user", "assistant", "system", "tool"}
+
+func roleCode(role string) byte {
+	for i, r := range indexRoles {
+		if r == role {
+			return byte(i + 1)
+		}
+	}
+	return 0
 }
 
 func decodeIndexValue(b []byte) (indexValue, error) {
@@ -1363,13 +1396,25 @@ func decodeIndexValue(b []byte) (indexValue, error) {
 		return s, true
 	}
 	var ok1, ok2 bool
-	iv.role, ok1 = str()
+	switch {
+	case len(b) == 0:
+	case b[0] == 0:
+		b = b[1:]
+		iv.role, ok1 = str()
+		ok1 = ok1 && roleCode(iv.role) == 0 // one encoding per value
+	case int(b[0]) <= len(indexRoles):
+		iv.role, ok1 = indexRoles[b[0]-1], true
+		b = b[1:]
+	}
 	if ok1 {
 		iv.chunkParent, ok2 = str()
 	}
-	if !ok1 || !ok2 || len(b) == 0 {
+	var ok3 bool
+	if ok1 && ok2 {
+		iv.id, ok3 = idOfKey(b)
+	}
+	if !ok3 {
 		return indexValue{}, fmt.Errorf("decode index value: %w", ErrCorrupt)
 	}
-	iv.id = string(b)
 	return iv, nil
 }

@@ -289,13 +289,18 @@ func TestIndexValueRoundTrip(t *testing.T) {
 		{kind: log.KindConversation, role: "user", id: "x"},
 		{kind: log.KindDocument, chunkParent: "doc\x00with nul", id: "doc#1"},
 		{kind: 9, role: strings.Repeat("r", 300), chunkParent: "p", id: "id"},
+		{kind: log.KindConversation, role: "assistant", id: "0123456789abcdef0123456789abcdef"},
+		{kind: log.KindConversation, role: "tool", id: "t"},
 	} {
 		got, err := decodeIndexValue(iv.encode())
 		if err != nil || got != iv {
 			t.Errorf("round trip %+v = %+v, %v", iv, got, err)
 		}
 	}
-	for _, bad := range [][]byte{nil, {1}, {1, 5, 'a'}, {1, 0, 0}, {1, 0xff}} {
+	for _, bad := range [][]byte{nil, {1}, {1, 5, 'a'}, {1, 0, 0}, {1, 0xff},
+		append([]byte{1, 0, 4}, "user\x00\x01a"...), // a coded role spelled out
+		{1, 5, 0, 1, 'a'}, // role code past indexRoles
+	} {
 		if _, err := decodeIndexValue(bad); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("decode %x: %v, want ErrCorrupt", bad, err)
 		}
@@ -305,7 +310,9 @@ func TestIndexValueRoundTrip(t *testing.T) {
 func FuzzDecodeIndexValue(f *testing.F) {
 	f.Add(indexValue{kind: 1, role: "user", id: "a"}.encode())
 	f.Add(indexValue{kind: 2, chunkParent: "d", id: "d#0"}.encode())
+	f.Add(indexValue{kind: 1, role: "assistant", id: "0123456789abcdef0123456789abcdef"}.encode())
 	f.Add([]byte{1, 0xff, 0xff, 0xff})
+	f.Add(append([]byte{1, 0, 4}, "user\x00\x01a"...)) // a known role spelled out: refused
 	f.Fuzz(func(t *testing.T, b []byte) {
 		iv, err := decodeIndexValue(b)
 		if err != nil {
