@@ -72,7 +72,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -317,41 +316,9 @@ func encodeItem(it *Item) []byte {
 	return append(b, lenPrefix(it.ChunkParent)...)
 }
 
-// idKey is how a chunk id is stored (in keys and the docs values): an id
-// of 32 lowercase hex digits (an event id, the common case) as 0 ‖ its 16
-// bytes, any other as 1 ‖ the id.
-func idKey(id string) []byte {
-	if len(id) == 2*len(log.ID{}) && isLowerHex(id) {
-		b := make([]byte, 1, 1+len(id)/2)
-		b, _ = hex.AppendDecode(b, []byte(id))
-		return b
-	}
-	return append([]byte{1}, id...)
-}
-
-func isLowerHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
-
-// idOfKey is the chunk id stored as k (idKey).
-func idOfKey(k []byte) (string, bool) {
-	switch {
-	case len(k) == 1+len(log.ID{}) && k[0] == 0:
-		return hex.EncodeToString(k[1:]), true
-	case len(k) >= 1 && k[0] == 1 && !(len(k) == 1+2*len(log.ID{}) && isLowerHex(string(k[1:]))):
-		return string(k[1:]), true
-	}
-	return "", false
-}
-
 // decodeItemAt decodes the item stored under key k.
 func decodeItemAt(k, v []byte) (*Item, error) {
-	id, ok := idOfKey(k)
+	id, ok := projections.IDOfKey(k)
 	if !ok {
 		return nil, fmt.Errorf("item key %x: %w", k, ErrCorrupt)
 	}
@@ -412,7 +379,7 @@ func decodeItem(id string, b []byte) (*Item, error) {
 // remove deletes a chunk and its index entries; it reports whether it was there.
 func remove(tx *bolt.Tx, id string) (bool, error) {
 	items := tx.Bucket(bucketItems)
-	raw := items.Get(idKey(id))
+	raw := items.Get(projections.IDKey(id))
 	if raw == nil {
 		return false, nil
 	}
@@ -420,24 +387,24 @@ func remove(tx *bolt.Tx, id string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if err := tx.Bucket(bucketKeys).Delete(append(keyPrefix(it.Session, it.Role, it.Kind, it.Content), idKey(id)...)); err != nil {
+	if err := tx.Bucket(bucketKeys).Delete(append(keyPrefix(it.Session, it.Role, it.Kind, it.Content), projections.IDKey(id)...)); err != nil {
 		return false, err
 	}
 	if it.ChunkParent != "" {
 		dk := docKey(it.ChunkParent, it.ChunkIndex)
-		if bytes.Equal(tx.Bucket(bucketDocs).Get(dk), idKey(id)) {
+		if bytes.Equal(tx.Bucket(bucketDocs).Get(dk), projections.IDKey(id)) {
 			if err := tx.Bucket(bucketDocs).Delete(dk); err != nil {
 				return false, err
 			}
 		}
 	}
-	return true, items.Delete(idKey(id))
+	return true, items.Delete(projections.IDKey(id))
 }
 
 // removeOlder removes chunk id if it was stored before seq: an edit's
 // removes name the previous version's chunks, never a later one.
 func removeOlder(tx *bolt.Tx, id string, seq uint64) error {
-	raw := tx.Bucket(bucketItems).Get(idKey(id))
+	raw := tx.Bucket(bucketItems).Get(projections.IDKey(id))
 	if raw == nil {
 		return nil
 	}
@@ -458,14 +425,14 @@ func put(tx *bolt.Tx, ev *log.Event, st *log.Store) error {
 	}
 	it := &Item{ChunkID: st.ChunkID, Kind: st.Kind, Seq: ev.Seq, Content: Hash(st.Content),
 		Time: st.Time, ChunkIndex: st.ChunkIndex, Session: st.Session, Role: st.Role, ChunkParent: st.ChunkParent}
-	if err := tx.Bucket(bucketItems).Put(idKey(it.ChunkID), encodeItem(it)); err != nil {
+	if err := tx.Bucket(bucketItems).Put(projections.IDKey(it.ChunkID), encodeItem(it)); err != nil {
 		return err
 	}
-	if err := tx.Bucket(bucketKeys).Put(append(keyPrefix(it.Session, it.Role, it.Kind, it.Content), idKey(it.ChunkID)...), nil); err != nil {
+	if err := tx.Bucket(bucketKeys).Put(append(keyPrefix(it.Session, it.Role, it.Kind, it.Content), projections.IDKey(it.ChunkID)...), nil); err != nil {
 		return err
 	}
 	if it.ChunkParent != "" {
-		return tx.Bucket(bucketDocs).Put(docKey(it.ChunkParent, it.ChunkIndex), idKey(it.ChunkID))
+		return tx.Bucket(bucketDocs).Put(docKey(it.ChunkParent, it.ChunkIndex), projections.IDKey(it.ChunkID))
 	}
 	return nil
 }
@@ -720,7 +687,7 @@ func (x *Index) Close() error {
 func (x *Index) Contains(id string) (bool, error) {
 	found := false
 	err := x.view(func(tx *bolt.Tx) error {
-		found = tx.Bucket(bucketItems).Get(idKey(id)) != nil
+		found = tx.Bucket(bucketItems).Get(projections.IDKey(id)) != nil
 		return nil
 	})
 	return found, err
@@ -743,7 +710,7 @@ func (x *Index) Items(ids []string) ([]Item, error) {
 	err := x.view(func(tx *bolt.Tx) error {
 		items := tx.Bucket(bucketItems)
 		for _, id := range ids {
-			v := items.Get(idKey(id))
+			v := items.Get(projections.IDKey(id))
 			if v == nil {
 				continue
 			}

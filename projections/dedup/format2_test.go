@@ -32,7 +32,7 @@ func TestLookupCollisionIsNoMatch(t *testing.T) {
 	}
 	h := Hash("I like tea")
 	err = x.db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketKeys).Put(append(keyPrefix("s1", "user", log.KindConversation, h), idKey("z")...), nil)
+		return tx.Bucket(bucketKeys).Put(append(keyPrefix("s1", "user", log.KindConversation, h), projections.IDKey("z")...), nil)
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package dedup
 import (
 	"bytes"
 	"fmt"
+	"github.com/unlimitedcontext/ucl/projections"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,9 +25,9 @@ func TestFormatGolden(t *testing.T) {
 	it := goldenItem()
 	var b strings.Builder
 	fmt.Fprintf(&b, "item %x\n", encodeItem(it))
-	fmt.Fprintf(&b, "key %x\n", append(keyPrefix(it.Session, it.Role, it.Kind, it.Content), idKey(it.ChunkID)...))
+	fmt.Fprintf(&b, "key %x\n", append(keyPrefix(it.Session, it.Role, it.Kind, it.Content), projections.IDKey(it.ChunkID)...))
 	for _, id := range []string{"000102030405060708090a0b0c0d0e0f", "000102030405060708090A0B0C0D0E0F", "doc#1", ""} {
-		fmt.Fprintf(&b, "id %q -> %x\n", id, idKey(id))
+		fmt.Fprintf(&b, "id %q -> %x\n", id, projections.IDKey(id))
 	}
 	fmt.Fprintf(&b, "doc %x\n", docKey(it.ChunkParent, it.ChunkIndex))
 	for _, s := range []string{"Hello  World", " \u00a0Tabs\tand\nNEW\u200blines ", "ÉCOLE ﬁne Straße", ""} {
@@ -72,18 +73,18 @@ func FuzzDecodeItem(f *testing.F) {
 }
 
 func FuzzIDKey(f *testing.F) {
-	f.Add(idKey("000102030405060708090a0b0c0d0e0f"))
-	f.Add(idKey("doc#1"))
+	f.Add(projections.IDKey("000102030405060708090a0b0c0d0e0f"))
+	f.Add(projections.IDKey("doc#1"))
 	f.Add(append([]byte{1}, "000102030405060708090a0b0c0d0e0f"...)) // must be the short form
 	f.Add([]byte{0, 1})
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, k []byte) {
-		id, ok := idOfKey(k)
+		id, ok := projections.IDOfKey(k)
 		if !ok {
 			return
 		}
-		if !bytes.Equal(idKey(id), k) {
-			t.Fatalf("key %x decodes to %q, which is stored as %x", k, id, idKey(id))
+		if !bytes.Equal(projections.IDKey(id), k) {
+			t.Fatalf("key %x decodes to %q, which is stored as %x", k, id, projections.IDKey(id))
 		}
 	})
 }

@@ -2,6 +2,7 @@ package projstd
 
 import (
 	"bytes"
+	"github.com/unlimitedcontext/ucl/projections"
 	"sort"
 	"testing"
 
@@ -47,7 +48,7 @@ func TestVectorGraphStartsInIDOrder(t *testing.T) {
 	var keyOrder []string
 	err = a.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bVecs).ForEach(func(k, val []byte) error {
-			id, ok := idOfVecKey(k)
+			id, ok := projections.IDOfKey(k)
 			if !ok {
 				t.Fatalf("key %x", k)
 			}

@@ -3,6 +3,7 @@ package projstd
 import (
 	"bytes"
 	"encoding/hex"
+	"github.com/unlimitedcontext/ucl/projections"
 	"sort"
 	"strings"
 	"testing"
@@ -22,17 +23,17 @@ func TestVecKey(t *testing.T) {
 		{"", 1, 1},
 		{"chunk-1", 1, 8},
 	} {
-		k := vecKey(tc.id)
+		k := projections.IDKey(tc.id)
 		if k[0] != tc.tag || len(k) != tc.size {
-			t.Fatalf("vecKey(%q) = %x, want tag %d and %d bytes", tc.id, k, tc.tag, tc.size)
+			t.Fatalf("projections.IDKey(%q) = %x, want tag %d and %d bytes", tc.id, k, tc.tag, tc.size)
 		}
-		if id, ok := idOfVecKey(k); !ok || id != tc.id {
-			t.Fatalf("idOfVecKey(vecKey(%q)) = %q, %v", tc.id, id, ok)
+		if id, ok := projections.IDOfKey(k); !ok || id != tc.id {
+			t.Fatalf("projections.IDOfKey(projections.IDKey(%q)) = %q, %v", tc.id, id, ok)
 		}
 	}
 	for _, k := range [][]byte{nil, {0}, {2, 'a'}, append([]byte{0}, make([]byte, 15)...), append([]byte{1}, hexID...)} {
-		if id, ok := idOfVecKey(k); ok {
-			t.Fatalf("idOfVecKey(%x) = %q, want a refusal", k, id)
+		if id, ok := projections.IDOfKey(k); ok {
+			t.Fatalf("projections.IDOfKey(%x) = %q, want a refusal", k, id)
 		}
 	}
 }
@@ -49,10 +50,12 @@ func TestVecKeyOrder(t *testing.T) {
 		ids = append(ids, hex.EncodeToString(b), "c"+hex.EncodeToString(b[:3]))
 	}
 	byKey := append([]string(nil), ids...)
-	sort.Slice(byKey, func(i, j int) bool { return bytes.Compare(vecKey(byKey[i]), vecKey(byKey[j])) < 0 })
+	sort.Slice(byKey, func(i, j int) bool {
+		return bytes.Compare(projections.IDKey(byKey[i]), projections.IDKey(byKey[j])) < 0
+	})
 	var hexes, others []string
 	for _, id := range byKey {
-		if vecKey(id)[0] == 0 {
+		if projections.IDKey(id)[0] == 0 {
 			hexes = append(hexes, id)
 		} else {
 			others = append(others, id)
@@ -72,11 +75,11 @@ func FuzzVecKey(f *testing.F) {
 	f.Add([]byte{2})
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, k []byte) {
-		if id, ok := idOfVecKey(k); ok && !bytes.Equal(vecKey(id), k) {
-			t.Fatalf("key %x decodes to %q, which encodes to %x", k, id, vecKey(id))
+		if id, ok := projections.IDOfKey(k); ok && !bytes.Equal(projections.IDKey(id), k) {
+			t.Fatalf("key %x decodes to %q, which encodes to %x", k, id, projections.IDKey(id))
 		}
 		id := string(k)
-		if got, ok := idOfVecKey(vecKey(id)); !ok || got != id {
+		if got, ok := projections.IDOfKey(projections.IDKey(id)); !ok || got != id {
 			t.Fatalf("id %q: round trip gives %q, %v", id, got, ok)
 		}
 	})

@@ -276,7 +276,7 @@ func (v *VectorProjection) loadMeta() error {
 	meta := map[string]chunkMeta{}
 	err := v.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bChunks).ForEach(func(k, val []byte) error {
-			id, ok := idOfVecKey(k)
+			id, ok := projections.IDOfKey(k)
 			if !ok {
 				return fmt.Errorf("chunk key %x: %w", k, errVectorsCorrupt)
 			}
@@ -328,7 +328,7 @@ func (v *VectorProjection) loadIndex() error {
 		err = v.db.View(func(tx *bolt.Tx) error {
 			vec := make([]float32, v.opts.Embedder.Dim())
 			return tx.Bucket(bVecs).ForEach(func(k, val []byte) error {
-				id, ok := idOfVecKey(k)
+				id, ok := projections.IDOfKey(k)
 				if !ok {
 					return fmt.Errorf("vector key %x: %w", k, errVectorsCorrupt)
 				}
@@ -458,25 +458,25 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 		ch, vb, ob := tx.Bucket(bChunks), tx.Bucket(bVecs), tx.Bucket(bOps)
 		var graphOps []vecOp
 		for _, op := range v.ops {
-			existed := vb.Get(vecKey(op.id)) != nil
+			existed := vb.Get(projections.IDKey(op.id)) != nil
 			if op.del {
 				if existed {
 					live--
 				}
-				if err := vb.Delete(vecKey(op.id)); err != nil {
+				if err := vb.Delete(projections.IDKey(op.id)); err != nil {
 					return err
 				}
-				if err := ch.Delete(vecKey(op.id)); err != nil {
+				if err := ch.Delete(projections.IDKey(op.id)); err != nil {
 					return err
 				}
 			} else {
 				if !existed {
 					live++
 				}
-				if err := vb.Put(vecKey(op.id), op.rec); err != nil {
+				if err := vb.Put(projections.IDKey(op.id), op.rec); err != nil {
 					return err
 				}
-				if err := ch.Put(vecKey(op.id), encodeMeta(v.meta[op.id])); err != nil {
+				if err := ch.Put(projections.IDKey(op.id), encodeMeta(v.meta[op.id])); err != nil {
 					return err
 				}
 			}
@@ -489,7 +489,7 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 				c := vb.Cursor()
 				start := len(graphOps)
 				for k, val := c.First(); k != nil; k, val = c.Next() {
-					id, ok := idOfVecKey(k)
+					id, ok := projections.IDOfKey(k)
 					if !ok {
 						return fmt.Errorf("vector key %x: %w", k, errVectorsCorrupt)
 					}
@@ -763,7 +763,7 @@ func (v *VectorProjection) scan(q []float32, k int) ([]vector.Hit, error) {
 			hits, err = vector.ScanSearch(q, dim, k, func(fn func(string, []float32) error) error {
 				vec := make([]float32, dim)
 				return tx.Bucket(bVecs).ForEach(func(key, val []byte) error {
-					id, ok := idOfVecKey(key)
+					id, ok := projections.IDOfKey(key)
 					if !ok {
 						return fmt.Errorf("vector key %x: %w", key, errVectorsCorrupt)
 					}

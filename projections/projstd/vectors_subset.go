@@ -3,6 +3,7 @@ package projstd
 import (
 	"context"
 	"fmt"
+	"github.com/unlimitedcontext/ucl/projections"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -92,7 +93,7 @@ func (v *VectorProjection) sessionView() (sessionChunks, error) {
 	} else {
 		err := v.db.View(func(tx *bolt.Tx) error {
 			return tx.Bucket(bChunks).ForEach(func(k, val []byte) error {
-				id, ok := idOfVecKey(k)
+				id, ok := projections.IDOfKey(k)
 				if !ok {
 					return fmt.Errorf("chunk key %x: %w", k, errVectorsCorrupt)
 				}

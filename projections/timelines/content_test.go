@@ -3,6 +3,7 @@ package timelines
 import (
 	"bytes"
 	"errors"
+	"github.com/unlimitedcontext/ucl/projections"
 	"os"
 	"path/filepath"
 	"testing"
@@ -118,7 +119,7 @@ func TestContentWithoutEventsOrWrongSeq(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		return tx.Bucket(bChunks).Put(idKey("a1"), v)
+		return tx.Bucket(bChunks).Put(projections.IDKey("a1"), v)
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"github.com/unlimitedcontext/ucl/projections"
 	"sort"
 	"strings"
 
@@ -14,7 +15,7 @@ import (
 
 // Link kinds in the links bucket. A link key is
 //
-//	kind byte ‖ uvarint(len(idKey(target))) ‖ idKey(target) ‖ idKey(source chunk id)
+//	kind byte ‖ uvarint(len(projections.IDKey(target))) ‖ projections.IDKey(target) ‖ projections.IDKey(source chunk id)
 //
 // so the links to one target are one prefix scan (ids as idKey since
 // version 5: a target is a chunk or event id, hex as a rule).
@@ -24,14 +25,14 @@ const (
 )
 
 func linkPrefix(kind byte, target string) []byte {
-	t := idKey(target)
+	t := projections.IDKey(target)
 	b := []byte{kind}
 	b = binary.AppendUvarint(b, uint64(len(t)))
 	return append(b, t...)
 }
 
 func linkKey(kind byte, target, source string) []byte {
-	return append(linkPrefix(kind, target), idKey(source)...)
+	return append(linkPrefix(kind, target), projections.IDKey(source)...)
 }
 
 func (c *Chunk) links() [][]byte {
@@ -162,7 +163,7 @@ func (t *Timelines) linked(kind byte, target string) ([]Chunk, error) {
 		prefix := linkPrefix(kind, target)
 		cur := tx.Bucket(bLinks).Cursor()
 		for k, _ := cur.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = cur.Next() {
-			id, ok := idOfKey(k[len(prefix):])
+			id, ok := projections.IDOfKey(k[len(prefix):])
 			if !ok {
 				return fmt.Errorf("link key %x: %w", k, ErrCorrupt)
 			}
@@ -230,7 +231,7 @@ func (t *Timelines) SupersededByEach(cs []*Chunk) ([][]string, error) {
 			for _, target := range targets {
 				prefix := linkPrefix(linkSupersedes, target)
 				for k, _ := cur.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = cur.Next() {
-					id, ok := idOfKey(k[len(prefix):])
+					id, ok := projections.IDOfKey(k[len(prefix):])
 					if !ok {
 						return fmt.Errorf("link key %x: %w", k, ErrCorrupt)
 					}

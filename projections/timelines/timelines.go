@@ -9,13 +9,13 @@
 // One bbolt file, timelines.db, in the projection's directory. Buckets:
 //
 //	meta      "version" → uint32 LE (Version), "cp" → seq uint64 LE ‖ hash [32]
-//	chunks    idKey(chunk id) → binary Chunk record without the content (record.go; one
+//	chunks    projections.IDKey(chunk id) → binary Chunk record without the content (record.go; one
 //	          encoding per chunk; its sum is Chunk.ContentSum, content included, so
 //	          readers can tell a damaged record, and the content read back from the log)
 //	order     uvarint(len(session)) ‖ session ‖ ordKey(time, seq) → indexValue(kind, role,
 //	          chunk_parent, id)   (one flat bucket since version 4, see order.go)
-//	time      ordKey(time, seq) → idKey(chunk id)         (every chunk)
-//	parts     uvarint(len(parent)) ‖ parent ‖ index u64 BE ‖ seq u64 BE → idKey(chunk id)
+//	time      ordKey(time, seq) → projections.IDKey(chunk id)         (every chunk)
+//	parts     uvarint(len(parent)) ‖ parent ‖ index u64 BE ‖ seq u64 BE → projections.IDKey(chunk id)
 //	sessions  "s"+session → title chunk id ‖ JSON SessionInfo (record.go; id != "")
 //	tombs     seq u64 BE → JSON TombstoneRecord (Removed stored as 0)
 //	removed   tombstone seq u64 BE ‖ chunk id → chunk seq u64 BE  (what each tombstone removed)
@@ -556,7 +556,7 @@ func committedCandidates(tx *bolt.Tx, ts *log.Tombstone, hasRange bool, cands ma
 		if hasRange && keyTime(k) >= ts.To {
 			break
 		}
-		id, ok := idOfKey(v)
+		id, ok := projections.IDOfKey(v)
 		if ts.Session != "" {
 			iv, err := decodeIndexValue(v)
 			if err != nil {
@@ -587,7 +587,7 @@ func getChunk(tx *bolt.Tx, id string) (*Chunk, error) {
 	if id == "" {
 		return nil, nil
 	}
-	v := tx.Bucket(bChunks).Get(idKey(id))
+	v := tx.Bucket(bChunks).Get(projections.IDKey(id))
 	if v == nil {
 		return nil, nil
 	}
@@ -661,7 +661,7 @@ func (t *Timelines) flushTx(tx *bolt.Tx) error {
 		c, put := t.puts[id]
 		if !put {
 			if old != nil {
-				if err := chunks.Delete(idKey(id)); err != nil {
+				if err := chunks.Delete(projections.IDKey(id)); err != nil {
 					return fmt.Errorf("delete chunk %q: %w", id, err)
 				}
 				t.scrub = true
@@ -672,7 +672,7 @@ func (t *Timelines) flushTx(tx *bolt.Tx) error {
 		if err != nil {
 			return err
 		}
-		if err := chunks.Put(idKey(id), v); err != nil {
+		if err := chunks.Put(projections.IDKey(id), v); err != nil {
 			return fmt.Errorf("put chunk %q: %w", id, err)
 		}
 		if err := index(tx, c); err != nil {
@@ -716,7 +716,7 @@ func (t *Timelines) flushTx(tx *bolt.Tx) error {
 
 func index(tx *bolt.Tx, c *Chunk) error {
 	ok := ordKey(c.Time, c.OrderSeq())
-	if err := tx.Bucket(bTime).Put(ok, idKey(c.ID)); err != nil {
+	if err := tx.Bucket(bTime).Put(ok, projections.IDKey(c.ID)); err != nil {
 		return fmt.Errorf("index chunk %q by time: %w", c.ID, err)
 	}
 	if c.Session != "" {
@@ -726,7 +726,7 @@ func index(tx *bolt.Tx, c *Chunk) error {
 		}
 	}
 	if c.ChunkParent != "" {
-		if err := tx.Bucket(bParts).Put(partKey(c.ChunkParent, c.ChunkIndex, c.Seq), idKey(c.ID)); err != nil {
+		if err := tx.Bucket(bParts).Put(partKey(c.ChunkParent, c.ChunkIndex, c.Seq), projections.IDKey(c.ID)); err != nil {
 			return fmt.Errorf("index chunk %q in document: %w", c.ID, err)
 		}
 	}
@@ -1169,7 +1169,7 @@ func (t *Timelines) Document(parent string) ([]Chunk, error) {
 		prefix := partPrefix(parent)
 		c := tx.Bucket(bParts).Cursor()
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			id, ok := idOfKey(v)
+			id, ok := projections.IDOfKey(v)
 			if !ok {
 				return fmt.Errorf("document index value %x: %w", v, ErrCorrupt)
 			}
@@ -1340,7 +1340,7 @@ func partKey(parent string, index int, seq uint64) []byte {
 // indexValue is the value of a session order entry: enough to summarise a
 // session without loading its chunks.
 //
-//	kind u8 ‖ role ‖ uvarint len ‖ chunk_parent ‖ idKey(id) (rest)
+//	kind u8 ‖ role ‖ uvarint len ‖ chunk_parent ‖ projections.IDKey(id) (rest)
 //
 // role is one byte 1+i for indexRoles[i] (version 5: the role was most of
 // the value after the id), else 0 ‖ uvarint len ‖ role.
@@ -1363,7 +1363,7 @@ func (iv indexValue) encode() []byte {
 	}
 	b = binary.AppendUvarint(b, uint64(len(iv.chunkParent)))
 	b = append(b, iv.chunkParent...)
-	return append(b, idKey(iv.id)...)
+	return append(b, projections.IDKey(iv.id)...)
 }
 
 // indexRoles are the roles an order index value names by one byte; append
@@ -1411,7 +1411,7 @@ func decodeIndexValue(b []byte) (indexValue, error) {
 	}
 	var ok3 bool
 	if ok1 && ok2 {
-		iv.id, ok3 = idOfKey(b)
+		iv.id, ok3 = projections.IDOfKey(b)
 	}
 	if !ok3 {
 		return indexValue{}, fmt.Errorf("decode index value: %w", ErrCorrupt)
