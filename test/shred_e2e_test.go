@@ -163,11 +163,15 @@ func TestShredArweave(t *testing.T) {
 	if hits := filesHolding(t, a.dir, keyNeedles(old)); len(hits) == 0 {
 		t.Fatal("the old key is in no file before the rotation: the walk is blind")
 	}
+	// Projections keep no copy of chunk text any more (it is read from the
+	// sealed log by seq); session summaries still quote some live turns, so
+	// the walk must find at least one of them in plaintext.
+	var liveNeedles [][]byte
 	for _, c := range live {
-		if hits := filesHolding(t, a.dir, [][]byte{[]byte(c)}); len(hits) == 0 {
-			t.Fatalf("live text %q is in no file: the walk is blind", c)
-		}
-		break
+		liveNeedles = append(liveNeedles, []byte(c))
+	}
+	if hits := filesHolding(t, a.dir, liveNeedles); len(hits) == 0 {
+		t.Fatalf("none of %d live texts is in any file: the walk is blind", len(live))
 	}
 
 	r := jsonDoc(t, must(t, a.dir, "", "keys", "rotate", "--yes", "--json"))
