@@ -742,6 +742,8 @@ type cand struct {
 	words map[string]bool // for MMR
 	// supersededBy: live items replacing this one (see supersede.go).
 	supersededBy []string
+	// bare: chunk.Content is not read yet (lazy.go)
+	bare bool
 }
 
 // Search runs a retrieval request.
@@ -822,13 +824,21 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 		}
 	}
 	nc := candidates(k)
+	bare, _ := e.src.Chunks.(BareChunkStore)
 	byID := map[string]*cand{}
 	var order []*cand
 	get := func(id string, sessions map[string]bool) (*cand, error) {
 		if c, ok := byID[id]; ok {
 			return c, nil
 		}
-		ch, ok, err := e.src.Chunks.Chunk(id)
+		var ch timelines.Chunk
+		var ok bool
+		var err error
+		if bare != nil {
+			ch, ok, err = bare.ChunkBare(id)
+		} else {
+			ch, ok, err = e.src.Chunks.Chunk(id)
+		}
 		if errors.Is(err, timelines.ErrCorrupt) {
 			// A record that does not decode, or names a seq that does not
 			// hold its chunk (the content is read back from there).
@@ -841,7 +851,7 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 			byID[id] = nil // tombstoned (or filtered): never returned
 			return nil, nil
 		}
-		c := &cand{chunk: ch}
+		c := &cand{chunk: ch, bare: bare != nil}
 		byID[id] = c
 		order = append(order, c)
 		return c, nil
@@ -967,7 +977,7 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 			byID[ch.ID] = nil
 			return nil
 		}
-		c := &cand{chunk: ch}
+		c := &cand{chunk: ch, bare: bare != nil}
 		byID[ch.ID] = c
 		order = append(order, c)
 		return c
@@ -976,6 +986,15 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 		return nil, nil, err
 	}
 	e.score(p, order)
+	if bare != nil {
+		n := k
+		if e.opts.MMRLambda > 0 {
+			n = 3 * k // mmr's pool, whose words it reads
+		}
+		if err := e.settle(order, n); err != nil {
+			return nil, nil, err
+		}
+	}
 	sort.SliceStable(order, func(i, j int) bool { return better(order[i], order[j]) })
 	if e.opts.MMRLambda > 0 && len(order) > 1 {
 		order = e.mmr(order, k)
@@ -1148,11 +1167,22 @@ func (e *Engine) neighbours(cs []*cand, adopt func(timelines.Chunk) *cand) error
 		return top[i].chunk.ID < top[j].chunk.ID
 	})
 	top = top[:min(len(top), o.NeighbourFrom)]
+	around := as.Around
+	if bs, ok := e.src.Chunks.(BareChunkStore); ok {
+		// The sources' content tells questions (ReplyWeight); their
+		// neighbours' is read only if they can rank (settle).
+		around = bs.AroundBare
+		if o.ReplyWeight > 0 {
+			if err := e.fill(top); err != nil {
+				return err
+			}
+		}
+	}
 	for _, c := range top {
 		if c.chunk.Session == "" || c.chunk.Kind != log.KindConversation || c.ex.RRF <= 0 {
 			continue
 		}
-		ns, err := as.Around(c.chunk.ID, o.NeighbourSpan, o.NeighbourSpan)
+		ns, err := around(c.chunk.ID, o.NeighbourSpan, o.NeighbourSpan)
 		if errors.Is(err, timelines.ErrCorrupt) {
 			// The session indexes disagree with the record: the projection
 			// is damaged, not the request.
@@ -1226,11 +1256,6 @@ func (e *Engine) score(p *plan, cs []*cand) {
 		if best > 0 {
 			ex.SessionSc = sessScore[c.chunk.Session] / best
 		}
-		own := ex.RRF
-		if o.QuestionDamp > 0 && isQuestion(c.chunk.Content) {
-			own *= o.QuestionDamp
-		}
-		rel := own + ex.Neighbour + o.SessionWeight*ex.SessionSc
 		age := float64(max(now-c.chunk.Time, 0))
 		ex.Recency = 1 + o.RecencyWeight*math.Exp2(-age/hl)
 		ex.Affinity = 1
@@ -1241,8 +1266,24 @@ func (e *Engine) score(p *plan, cs []*cand) {
 		if p.boost && (p.window[0] == 0 || c.chunk.Time >= p.window[0]) && (p.window[1] == 0 || c.chunk.Time < p.window[1]) {
 			ex.Temporal = 1 + o.TemporalBoost
 		}
-		ex.Final = rel * ex.Recency * ex.Affinity * ex.Temporal
+		e.final(c)
 	}
+}
+
+// final sets ex.Final from the other terms. A bare candidate (lazy.go)
+// counts as no question: an upper bound until settle reads it.
+func (e *Engine) final(c *cand) {
+	o, ex := e.opts, &c.ex
+	own := ex.RRF
+	switch {
+	case o.QuestionDamp <= 0:
+	case c.bare:
+		own = max(own, own*o.QuestionDamp) // QuestionDamp ≤ 1
+	case isQuestion(c.chunk.Content):
+		own *= o.QuestionDamp
+	}
+	rel := own + ex.Neighbour + o.SessionWeight*ex.SessionSc
+	ex.Final = rel * ex.Recency * ex.Affinity * ex.Temporal
 }
 
 // mmr re-ranks cs (sorted best first) by maximal marginal relevance and

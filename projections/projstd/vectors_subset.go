@@ -154,9 +154,22 @@ func (v *VectorProjection) SearchVectorIn(ctx context.Context, q []float32, k in
 	}
 	view, err := v.sessionView()
 	var ids []string
+	declined := false
 	if err == nil {
+		// Counted first: a declined subset (most of the store) is not
+		// copied (at 100K chunks the copy cost 0.4 ms a query).
+		n := 0
 		for _, s := range sessions {
 			if set := view[s]; set != nil {
+				n += len(set.ids)
+			}
+		}
+		declined = n > x.Len()/subsetMaxShare
+		if !declined {
+			ids = make([]string, 0, n)
+		}
+		for _, s := range sessions {
+			if set := view[s]; set != nil && !declined {
 				ids = append(ids, set.ids...)
 			}
 		}
@@ -165,7 +178,7 @@ func (v *VectorProjection) SearchVectorIn(ctx context.Context, q []float32, k in
 	if err != nil {
 		return nil, false, err
 	}
-	if len(ids) > x.Len()/subsetMaxShare {
+	if declined {
 		return nil, false, nil
 	}
 	hits, err = x.SearchIn(q, k, ids)
