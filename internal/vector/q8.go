@@ -1,7 +1,6 @@
 package vector
 
 import (
-	"math"
 	"sync"
 )
 
@@ -9,12 +8,12 @@ import (
 // memory traffic, which is what bounds a scan of 100K×384 floats), then
 // re-ranks a few candidates by the float dot product:
 //
-//   - every stored (normalised) vector also keeps codes c[i] = round(v[i]/s)
-//     in [-127, 127] with its own step s = max|v[i]|/127 (float64);
+//   - every stored (normalised) vector also keeps codes in [-127, 127]
+//     with its own step s = m/127, m = max|v[i]| (float64): c[i] = v[i]
+//     × (127/m) rounded half away from zero (roundClamp);
 //   - the query is coded the same way on 16 bits, c[i] in [-32767, 32767]
-//     with step max|q[i]|/32767: its rounding error is 1/258 of an 8-bit
-//     code's, so the approximate score's error is the stored vector's
-//     alone;
+//     with step m/32767: its rounding error is 1/258 of an 8-bit code's,
+//     so the approximate score's error is the stored vector's alone;
 //   - approx = float32(float64(Σ cq[i]·cv[i]) · sq · sv), the sum in exact
 //     integer arithmetic (int64; the AVX2 kernel's int32 lanes cannot
 //     overflow for dim ≤ q8AsmMaxDim), so every platform computes the same
@@ -39,34 +38,55 @@ func rerank(k int) int { return max(2*k, k+32) }
 
 // quantizeVec writes the 8-bit codes of v into c and returns the step.
 func quantizeVec(v []float32, c []int8) float64 {
-	var m float64
-	for _, x := range v {
-		m = max(m, math.Abs(float64(x)))
-	}
+	m := maxAbs(v)
 	if m == 0 {
 		clear(c)
 		return 0
 	}
 	s := m / 127
+	inv := 127 / m // a multiply per component, not a division
 	for i, x := range v {
-		c[i] = int8(max(-127, min(127, math.Round(float64(x)/s))))
+		c[i] = int8(roundClamp(float64(x)*inv, 127))
 	}
 	return s
+}
+
+// maxAbs returns max |v[i]| (v holds no NaN: the indexes refuse them).
+func maxAbs(v []float32) float64 {
+	var m float32
+	for _, x := range v {
+		if x < 0 {
+			x = -x
+		}
+		if x > m {
+			m = x
+		}
+	}
+	return float64(m)
+}
+
+// roundClamp rounds f half away from zero (as ⌊|f| + ½⌋ with f's sign)
+// and clamps it to [-lim, lim]: integer operations, not math.Round and
+// the float min and max, which cost several times the multiply at every
+// component of every vector loaded.
+func roundClamp(f float64, lim int) int {
+	if f >= 0 {
+		return min(int(f+0.5), lim)
+	}
+	return -min(int(-f+0.5), lim)
 }
 
 // quantizeQuery returns the 16-bit codes of q and their step.
 func quantizeQuery(q []float32) ([]int16, float64) {
 	c := make([]int16, len(q))
-	var m float64
-	for _, x := range q {
-		m = max(m, math.Abs(float64(x)))
-	}
+	m := maxAbs(q)
 	if m == 0 {
 		return c, 0
 	}
 	s := m / 32767
+	inv := 32767 / m
 	for i, x := range q {
-		c[i] = int16(max(-32767, min(32767, math.Round(float64(x)/s))))
+		c[i] = int16(roundClamp(float64(x)*inv, 32767))
 	}
 	return c, s
 }

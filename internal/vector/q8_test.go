@@ -180,3 +180,11 @@ func BenchmarkExactScan100K(b *testing.B) {
 		}
 	})
 }
+
+func BenchmarkQuantizeVec384(b *testing.B) {
+	v := uniformData(1, 1, 384)[0]
+	c := make([]int8, 384)
+	for i := 0; i < b.N; i++ {
+		quantizeVec(v, c)
+	}
+}
