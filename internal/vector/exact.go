@@ -11,9 +11,11 @@ import (
 // because the ranking is a total order).
 const exactParallelMin = 16384
 
-// Exact is a brute-force Index: every search scans every vector. It is the
-// oracle for HNSW in tests and the right choice for small collections
-// (top-10 over 100K×384 takes a few milliseconds on two cores).
+// Exact is a brute-force Index: every search scans every vector (their
+// 8-bit codes, then re-ranks the best by the float vectors: q8.go). It is
+// the oracle for HNSW in tests and the right choice for small collections
+// (top-10 over 100K×384 takes a few milliseconds on two cores). Beside the
+// float32 vectors it holds a byte per dimension of codes.
 //
 // Serialized form (little-endian; do not change without bumping the version):
 //
