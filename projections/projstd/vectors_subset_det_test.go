@@ -44,19 +44,65 @@ func annIn(t *testing.T, v *VectorProjection, q []float32, k, fetch int, session
 
 // A session-filtered vector search answers the same whichever path serves
 // it: the first search of a freshly opened projection (vectors scanned in
-// place), the second, one after the index is loaded, and the projection
-// that built the store (meta and session view kept by Apply). Before the
-// fix the first two declined and filtered the full top fetch, which drops
-// the sessions' chunks ranked below it store-wide, while the loaded index
-// answered the exact top k within the sessions: an attached client and a
-// process that opened the store printed different results.
+// place), the second, one after the index is loaded, the projection that
+// built the store (meta and session view kept by Apply, index updated by
+// Commit) and a reopened one with a warm index. Before the fix a fresh
+// projection's first two searches declined and filtered the full top
+// fetch, which drops the sessions' chunks ranked below it store-wide,
+// while the loaded index answered the exact top k within the sessions: an
+// attached client and a process that opened the store printed different
+// results.
 func TestVectorsSessionSearchSameOnEveryPath(t *testing.T) {
+	subset, declined := sessionSearchPaths(t, VectorOptions{})
+	if subset == 0 || declined == 0 {
+		t.Fatalf("%d subset searches, %d declined: both paths must be compared", subset, declined)
+	}
+}
+
+// Above ExactBelow the graph serves, and every process declines the
+// subset search: the graph the builder keeps in memory and the one a
+// process opens (graph.bin, its delta records and the operations after
+// them) answer the same.
+func TestVectorsSessionSearchSameOnGraph(t *testing.T) {
+	subset, _ := sessionSearchPaths(t, VectorOptions{ExactBelow: 1000, GraphEvery: 300})
+	if subset != 0 {
+		t.Fatalf("%d subset searches on the graph", subset)
+	}
+}
+
+// sessionSearchPaths runs random session-filtered searches through every
+// path and fails if any two answers differ, or if a subset search differs
+// from the exact top k within the sessions. It returns how many searches
+// the warm projection served from the subset and how many it declined.
+func sessionSearchPaths(t *testing.T, o VectorOptions) (subset, declined int) {
 	dir := t.TempDir()
-	built, err := OpenVectors(dir, VectorOptions{})
+	built, err := OpenVectors(dir, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	applyCommit(t, built, projtest.Generate(projtest.Config{Seed: 21, N: 3000, Vocab: 3000}))
+	defer func() { built.Close() }()
+	evs := projtest.Generate(projtest.Config{Seed: 21, N: 3000, Vocab: 3000})
+	// In three commits, searched between them: the builder's session
+	// view and index are updated in place, as a long-running owner's.
+	ctx := context.Background()
+	for i, cut := range []int{1000, 2000, len(evs)} {
+		applyCommit(t, built, evs[[]int{0, 1000, 2000}[i]:cut])
+		q, err := built.EmbedQuery(ctx, "cello practice", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := 0; j < 2; j++ {
+			if _, _, err := built.SearchVectorIn(ctx, q, 10, []string{""}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := built.SearchVector(ctx, q, 10); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if o.ExactBelow != 0 && !built.graphOn {
+		t.Fatalf("%d live, ExactBelow %d: no graph", built.live, o.ExactBelow)
+	}
 	sessionOf := liveSessions(t, built)
 	var names []string
 	seen := map[string]bool{}
@@ -70,20 +116,16 @@ func TestVectorsSessionSearchSameOnEveryPath(t *testing.T) {
 	if len(names) < 8 {
 		t.Fatalf("only %d sessions", len(names))
 	}
-	if err := built.Close(); err != nil {
-		t.Fatal(err)
-	}
 	type trial struct {
 		q   []float32
 		set []string
 		k   int
 		got [][]vector.Hit
 	}
-	ctx := context.Background()
 	r := rand.New(rand.NewSource(4))
 	var trials []*trial
 	for i := 0; i < 40; i++ {
-		q, err := (&VectorProjection{opts: built.opts}).EmbedQuery(ctx, projtest.QueryText(r), nil)
+		q, err := built.EmbedQuery(ctx, projtest.QueryText(r), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,12 +140,16 @@ func TestVectorsSessionSearchSameOnEveryPath(t *testing.T) {
 		if i%4 == 0 {
 			tr.set = append(tr.set, "", tr.set[0], "no-such-session")
 		}
+		tr.got = append(tr.got, annIn(t, built, tr.q, tr.k, 4*tr.k, tr.set, sessionOf))
 		trials = append(trials, tr)
+	}
+	if err := built.Close(); err != nil {
+		t.Fatal(err)
 	}
 	// A process that opens the store: one projection per trial, so each
 	// trial's first search is a process's first.
 	for _, tr := range trials {
-		fresh, err := OpenVectors(dir, VectorOptions{})
+		fresh, err := OpenVectors(dir, o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,45 +163,47 @@ func TestVectorsSessionSearchSameOnEveryPath(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The owner: meta loaded as Apply loads it, the index warm.
-	owner, err := OpenVectors(dir, VectorOptions{})
+	// Reopened with meta loaded as Apply loads it and the index warm.
+	warm, err := OpenVectors(dir, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer owner.Close()
-	if err := owner.loadMeta(); err != nil {
+	defer warm.Close()
+	if o.ExactBelow != 0 && warm.graphSize == 0 {
+		t.Fatal("graph.bin not written: opening the graph replays operations only")
+	}
+	if err := warm.loadMeta(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := owner.Index(); err != nil {
+	if _, err := warm.Index(); err != nil {
 		t.Fatal(err)
 	}
-	differs, declined, subset := 0, 0, 0
+	differs, hits := 0, 0
 	for n, tr := range trials {
-		got := append(tr.got, annIn(t, owner, tr.q, tr.k, 4*tr.k, tr.set, sessionOf))
-		if len(got[0]) == 0 {
-			t.Fatalf("trial %d: no hits", n)
-		}
+		got := append(tr.got, annIn(t, warm, tr.q, tr.k, 4*tr.k, tr.set, sessionOf))
+		hits += len(got[0])
 		for i := 1; i < len(got); i++ {
 			if !reflect.DeepEqual(got[0], got[i]) {
-				t.Fatalf("trial %d sessions %v k %d: search %d differs from the first:\n%s\n%s",
+				t.Fatalf("trial %d sessions %v k %d: search %d differs from the builder's:\n%s\n%s",
 					n, tr.set, tr.k, i, fmt.Sprint(got[0]), fmt.Sprint(got[i]))
 			}
 		}
-		if _, ok, err := owner.SearchVectorIn(ctx, tr.q, tr.k, tr.set); err != nil {
+		if _, ok, err := warm.SearchVectorIn(ctx, tr.q, tr.k, tr.set); err != nil {
 			t.Fatal(err)
 		} else if ok {
 			subset++
-			if want := subsetOracle(t, owner, tr.q, tr.k, tr.set, sessionOf); !reflect.DeepEqual(got[0], want) {
+			if want := subsetOracle(t, warm, tr.q, tr.k, tr.set, sessionOf); !reflect.DeepEqual(got[0], want) {
 				differs++
 			}
 		} else {
 			declined++
 		}
 	}
-	if subset == 0 || declined == 0 {
-		t.Fatalf("%d subset searches, %d declined: both paths must be compared", subset, declined)
+	if hits == 0 {
+		t.Fatal("no hits: nothing compared")
 	}
 	if differs != 0 {
 		t.Fatalf("%d subset searches differ from the exact top k within the sessions", differs)
 	}
+	return subset, declined
 }
