@@ -213,9 +213,12 @@ type ChunkSessioner interface {
 // pre-filter's or the request's) the ANN channel then costs what the kept
 // sessions hold instead of a scan of every vector, and finds the true top
 // k inside them instead of what survives a filter of an over-fetched
-// list. ok false means the searcher cannot restrict now (the projection:
-// before its exact index is loaded, or once the HNSW graph serves); the
-// engine then searches everything and filters.
+// list. ok false means the searcher does not restrict (the projection:
+// when the sessions hold over a quarter of the store, or once the HNSW
+// graph serves); the engine then searches everything and filters. Whether
+// it declines, and what it returns, must depend only on the stored
+// vectors and the arguments, never on what the searcher has loaded: an
+// attached client and a process that opens the store answer the same.
 type SessionVectorSearcher interface {
 	SearchVectorIn(ctx context.Context, q []float32, k int, sessions []string) (hits []vector.Hit, ok bool, err error)
 }
