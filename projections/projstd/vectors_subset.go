@@ -2,6 +2,7 @@ package projstd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/unlimitedcontext/ucl/internal/vector"
@@ -175,7 +176,7 @@ func (v *VectorProjection) SearchVectorIn(ctx context.Context, q []float32, k in
 				n += len(set.ids)
 			}
 		}
-		declined = n > x.Len()/subsetMaxShare
+		declined = n > v.live/subsetMaxShare
 		if !declined {
 			ids = make([]string, 0, n)
 			for s := range in {
@@ -199,33 +200,37 @@ func (v *VectorProjection) SearchVectorIn(ctx context.Context, q []float32, k in
 	return hits, true, nil
 }
 
+// errSubsetDeclined stops scanIn's pass once the sessions hold more than
+// the share SearchVectorIn takes.
+var errSubsetDeclined = errors.New("session subset declined")
+
 // scanIn is SearchVectorIn before the index is loaded: one pass over the
-// stored values that counts them and scores the vectors of the sessions in
-// in (vector.ScanSearch scores as the index's SearchIn does: the same
-// hits). The share test is the loaded path's, on the same counts. When it
-// declines, the caller's full search may still scan in place.
+// stored values that scores the vectors of the sessions in in and skips
+// the others before decoding them (vector.ScanSearch scores as the
+// index's SearchIn does: the same hits). The share test is the loaded
+// path's, on the same counts (the committed live count, which is what the
+// loaded index holds); the pass stops as soon as it fails, and the
+// caller's full search may then scan in place.
 func (v *VectorProjection) scanIn(q []float32, k int, in map[string]bool) ([]vector.Hit, bool, error) {
-	total, n := 0, 0
+	most, n := v.live/subsetMaxShare, 0
 	hits, err := v.scanWhere(q, k, func(meta []byte) (bool, error) {
 		_, _, session, err := splitMeta(meta)
-		if err != nil {
+		if err != nil || !in[string(session)] {
 			return false, err
 		}
-		total++
-		if !in[string(session)] {
-			return false, nil
+		if n++; n > most {
+			return false, errSubsetDeclined
 		}
-		n++
 		return true, nil
 	})
-	if err != nil {
-		return nil, false, err
-	}
-	if n > total/subsetMaxShare {
+	if errors.Is(err, errSubsetDeclined) {
 		v.loadMu.Lock()
 		v.scans--
 		v.loadMu.Unlock()
 		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
 	}
 	return hits, true, nil
 }
