@@ -4,11 +4,16 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"testing"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/unlimitedcontext/ucl/internal/vector"
+	"github.com/unlimitedcontext/ucl/projections"
 	"github.com/unlimitedcontext/ucl/projections/projtest"
 )
 
@@ -206,4 +211,45 @@ func sessionSearchPaths(t *testing.T, o VectorOptions) (subset, declined int) {
 		t.Fatalf("%d subset searches differ from the exact top k within the sessions", differs)
 	}
 	return subset, declined
+}
+
+// A stored chunk record that does not decode, met by the first session
+// search's scan in place, is damage (the engine rebuilds the projection),
+// whether or not its session is searched: the scan reads every record's.
+func TestVectorsSessionScanCorruptRecordIsDamage(t *testing.T) {
+	dir := t.TempDir()
+	v, err := OpenVectors(dir, VectorOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyCommit(t, v, projtest.Events(3, 200))
+	dim := v.opts.Embedder.Dim()
+	err = v.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bVecs)
+		k, val := b.Cursor().First()
+		bad := append(append([]byte(nil), val[:4+dim]...), 0x80) // a varint cut short
+		return b.Put(append([]byte(nil), k...), bad)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Close(); err != nil {
+		t.Fatal(err)
+	}
+	v, err = OpenVectors(dir, VectorOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	q, err := v.EmbedQuery(context.Background(), "cello", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ok, err := v.SearchVectorIn(context.Background(), q, 10, []string{"no-such-session"})
+	if _, damaged := projections.Damaged(err); !damaged || ok {
+		t.Fatalf("corrupt record: ok %v err %v, want damage", ok, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, projections.DamageMarker)); err != nil {
+		t.Fatalf("not flagged for a rebuild: %v", err)
+	}
 }
