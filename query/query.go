@@ -442,6 +442,26 @@ const (
 // it was not kept; nor were session scores counted from BM25's terms
 // alone (open-domain +1 question, hit@5 −2 questions) or from each
 // channel's own session ranking (hit@1 −1, hit@5 −2).
+//
+// Also measured and not kept (chosen on conversations 0–1, checked on
+// 2–3). A confidence gate, ANN weight × max(0, 1 − c/T) with c = (b₁ −
+// b₅)/b₁ over BM25's scores (T 0.4–0.6, peak weight 0.15–0.3; or c from
+// b₁₀, T 0.75), is the one family that put hybrid at or above bm25 mode on
+// every figure of ../shared/eval/run on both halves (e.g. T 0.5, peak
+// 0.3: hit@1/5/10 0.467 / 0.727 / 0.814, MRR 0.572, against bm25 mode's
+// 0.464 / 0.727 / 0.813 / 0.570), but it does so by switching the vector
+// channel off for 72% of questions: hybrid hit@10 fell 0.820 → 0.814,
+// context recall at 1K 0.878 → 0.873 and hand-made MRR 0.632 → 0.630.
+// Keeping BM25's top 1–5 when it is confident and the fused order below
+// it, or the gated top 5 over the fused tail (hit@1 0.467, hit@10 0.820,
+// MRR 0.5725), still loses open-domain 11 to 12. Session scores from
+// sessions both channels found change nothing here (every session with an
+// ANN-only candidate also has a BM25 one); capping a session's ANN part at
+// λ × its BM25 part (λ 0.25–1) and a multiplicative ANN term (BM25 × (1 +
+// m·ANN)) lost hit@1 and hit@5. In the hash embedder, heavier trigrams or
+// added 4-grams raise vector mode (3+4-grams: hit@10 0.651 → 0.674, MRR
+// 0.422 → 0.438) but not hybrid on the halves: the ties it breaks move
+// both ways.
 const (
 	DefaultNeighbourWeight = 0.5
 	DefaultNeighbourSpan   = 2
