@@ -2,7 +2,9 @@ package vector
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -75,8 +77,12 @@ func TestQ8MatchesFloat(t *testing.T) {
 	}
 	sets["hash"] = hv
 	var q8 [][]float32
+	codes := map[string][][]int8{}
 	for _, v := range hv {
 		q8 = append(q8, quantized8(v))
+		c := make([]int8, dim)
+		quantizeVec(v, c)
+		codes["hash-8bit"] = append(codes["hash-8bit"], c)
 	}
 	sets["hash-8bit"] = q8
 	for name, vs := range sets {
@@ -112,19 +118,27 @@ func TestQ8MatchesFloat(t *testing.T) {
 					t.Fatalf("%s k=%d query %d: SearchIn differs from the float scan of the subset", name, k, qi)
 				}
 				if qi%10 == 0 {
-					sc, err := ScanSearch(q, dim, k, func(fn func(string, []float32) error) error {
-						for i, v := range vs[:n] {
-							if err := fn(fmt.Sprintf("id%06d", i), v); err != nil {
-								return err
+					// With the stored codes (the projection's scan) and
+					// without them: both must answer as the float scan.
+					for _, withCodes := range []bool{false, true} {
+						sc, err := ScanSearch(q, dim, k, func(fn func(string, []float32, []int8) error) error {
+							for i, v := range vs[:n] {
+								var c []int8
+								if withCodes && codes[name] != nil {
+									c = codes[name][i]
+								}
+								if err := fn(fmt.Sprintf("id%06d", i), v, c); err != nil {
+									return err
+								}
 							}
+							return nil
+						})
+						if err != nil {
+							t.Fatal(err)
 						}
-						return nil
-					})
-					if err != nil {
-						t.Fatal(err)
-					}
-					if !sameHits(sc, want) {
-						t.Fatalf("%s k=%d query %d: ScanSearch differs from the float scan", name, k, qi)
+						if !sameHits(sc, want) {
+							t.Fatalf("%s k=%d query %d (codes %v): ScanSearch differs from the float scan", name, k, qi, withCodes)
+						}
 					}
 				}
 			}
@@ -186,5 +200,53 @@ func BenchmarkQuantizeVec384(b *testing.B) {
 	c := make([]int8, 384)
 	for i := 0; i < b.N; i++ {
 		quantizeVec(v, c)
+	}
+}
+
+// TestStoredCodesAreTheCoding: for full-range codes c (some |c[i]| = 127)
+// and any step, the vector c·step, normalised as the indexes normalise it,
+// codes back to c with the step storedStep computes, which is what lets
+// ScanSearch use a projection's stored codes instead of re-coding.
+func TestStoredCodesAreTheCoding(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, dim := range []int{3, 64, 384} {
+		c := make([]int8, dim)
+		v := make([]float32, dim)
+		nvBuf := make([]float32, dim)
+		got := make([]int8, dim)
+		for trial := 0; trial < 3000; trial++ {
+			spread := 1 + r.IntN(127)
+			for i := range c {
+				c[i] = int8(r.IntN(2*spread+1) - spread)
+			}
+			j := r.IntN(dim)
+			c[j] = 127
+			if r.IntN(2) == 0 {
+				c[j] = -127
+			}
+			// Steps as the projection makes them (max component of a unit
+			// vector over 127) and far outside that range.
+			step := float32(math.Ldexp(1+r.Float64(), -7-r.IntN(4)))
+			if trial%10 == 0 {
+				step = float32(math.Ldexp(1+r.Float64(), r.IntN(60)-30))
+			}
+			for i := range c {
+				v[i] = float32(c[i]) * step
+			}
+			nv, zero, err := normalizedInto(nvBuf, v, dim)
+			if err != nil || zero {
+				t.Fatalf("normalise: %v %v", err, zero)
+			}
+			want := quantizeVec(nv, got)
+			if !slices.Equal(got, c) {
+				t.Fatalf("dim %d step %g: codes %v, want %v", dim, step, got, c)
+			}
+			if k := storedMax(c, dim); k < 0 || storedStep(nv, k) != want {
+				t.Fatalf("dim %d step %g: storedStep %v, want %v", dim, step, storedStep(nv, max(k, 0)), want)
+			}
+		}
+	}
+	if storedMax([]int8{1, -128, 127}, 3) != -1 || storedMax([]int8{1, 2, 126}, 3) != -1 || storedMax([]int8{127}, 2) != -1 {
+		t.Fatal("storedMax accepted codes that are not a full-range coding")
 	}
 }

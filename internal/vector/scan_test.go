@@ -36,11 +36,11 @@ func TestScanSearchMatchesExact(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := ScanSearch(q, dim, k, func(fn func(string, []float32) error) error {
+			got, err := ScanSearch(q, dim, k, func(fn func(string, []float32, []int8) error) error {
 				buf := make([]float32, dim)
 				for i, v := range vecs {
 					copy(buf, v)
-					if err := fn(ids[i], buf); err != nil {
+					if err := fn(ids[i], buf, nil); err != nil {
 						return err
 					}
 				}

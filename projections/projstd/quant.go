@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"unsafe"
 )
 
 // Vectors are stored as 8-bit scalar-quantised values (vector format v3):
@@ -75,4 +76,13 @@ func decodeVec(b []byte, dst []float32) error {
 		dst[i] = float32(int8(b[4+i])) * step
 	}
 	return nil
+}
+
+// recCodes returns a stored record's codes as int8s, in place (no copy:
+// the slice is valid only as long as the record's bytes are).
+func recCodes(b []byte) []int8 {
+	if len(b) <= 4 {
+		return nil
+	}
+	return unsafe.Slice((*int8)(unsafe.Pointer(&b[4])), len(b)-4)
 }

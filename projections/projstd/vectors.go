@@ -754,7 +754,7 @@ func (v *VectorProjection) scanWhere(q []float32, k int, keep func(meta []byte) 
 	err := projections.Guard("vectors", func() error {
 		return v.db.View(func(tx *bolt.Tx) error {
 			var err error
-			hits, err = vector.ScanSearch(q, dim, k, func(fn func(string, []float32) error) error {
+			hits, err = vector.ScanSearch(q, dim, k, func(fn func(string, []float32, []int8) error) error {
 				vec := make([]float32, dim)
 				return tx.Bucket(bVecs).ForEach(func(key, val []byte) error {
 					id, ok := projections.IDOfKey(key)
@@ -770,10 +770,14 @@ func (v *VectorProjection) scanWhere(q []float32, k int, keep func(meta []byte) 
 							return err
 						}
 					}
-					if err := decodeVecRecord(val, vec); err != nil {
+					rec, _, err := splitValue(val, dim)
+					if err != nil {
 						return err
 					}
-					return fn(id, vec)
+					if err := decodeVec(rec, vec); err != nil {
+						return err
+					}
+					return fn(id, vec, recCodes(rec))
 				})
 			})
 			return err
