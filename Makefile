@@ -14,7 +14,7 @@ NPM_FLAGS ?= --no-audit --no-fund --loglevel=http
 GATEWAY_PORT ?= 1984
 MINE_EVERY ?= 5
 
-.PHONY: all build install gateway test test-short race demo bench bench-100k fuzz arlocal mcp-client openai-client vet clean eval
+.PHONY: all build install gateway test test-short race demo bench bench-100k bench-1m fuzz arlocal mcp-client openai-client vet clean eval
 
 all: build
 
@@ -95,6 +95,16 @@ bench:
 
 bench-100k:
 	UCL_BENCH_100K=1 $(MAKE) bench
+
+# Issue 9's figure: a `ucl query` process (no owner) on 1M-event stores of
+# ~300-byte contents built with durability none, one per corpus ("locomo":
+# a bigram model of LoCoMo's turns; "words100": 100 words, each query term
+# in a third of the chunks). Building takes 10-50 minutes and ~9 GB per
+# store on 2 cores, so the stores are kept in BENCH_1M_DIR and reused;
+# UCL_BENCH_CORPUS=locomo picks one.
+BENCH_1M_DIR ?= $(CURDIR)/.bench-1m
+bench-1m:
+	UCL_BENCH_1M=1 UCL_BENCH_1M_DIR=$(BENCH_1M_DIR) $(GO) test -run '^$$' -bench 'BenchmarkCommands/events=1M' -benchtime 1x -timeout 0 -v ./test/
 
 fuzz:
 	@for pkg in $$($(GO) list ./...); do \
