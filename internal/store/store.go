@@ -77,8 +77,8 @@ func (m Meta) LogIDBytes() [16]byte {
 
 // Store is an open store.
 type Store struct {
-	Dir    string
-	Meta   Meta
+	Dir  string
+	Meta Meta
 	Keys *crypto.Keyring // nil when opened without the vault key
 	Log  *log.Log
 	// Tidied lists the staging leftovers of an earlier crash that Open
