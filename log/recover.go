@@ -144,6 +144,9 @@ func planTailCut(dir string) (*cutPlan, error) {
 		return nil, fmt.Errorf("read last segment: %w", err)
 	}
 	ents, st := parseSegment(b)
+	// Open's verification of the tail then reads from the head mark on
+	// instead of reading and checking the whole file again.
+	rememberEntries(filepath.Join(dir, lastName), ents, st)
 	next := segs[idx].first + uint64(len(ents))
 	if st.err != nil {
 		return nil, &CorruptionError{Seq: next, Segment: lastName, Offset: st.goodEnd, Err: st.err}
