@@ -169,8 +169,13 @@ type Index struct {
 	dir  string
 	opts Options
 
-	mu     sync.RWMutex
-	idx    bleve.Index
+	mu  sync.RWMutex
+	idx bleve.Index
+	// ro: idx was opened read-only, as every stored index is: scorch
+	// opened for writing starts its persister and merger and rewrites its
+	// root database at open, which a process that only searches does not
+	// need. The first change reopens it for writing (writable).
+	ro     bool
 	db     *bolt.DB
 	cp     projections.Checkpoint
 	closed bool
@@ -237,7 +242,9 @@ func (x *Index) open() error {
 	}
 	var sideCP *projections.Checkpoint
 	stale := false
-	err = db.Update(func(tx *bolt.Tx) error {
+	// A read: a process that only searches writes nothing (a no-op bbolt
+	// commit still writes and syncs two pages).
+	err = db.View(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if meta != nil {
 			if v := meta.Get(keyVersion); v == nil || string(v) != fmt.Sprint(FormatVersion) {
@@ -278,12 +285,12 @@ func (x *Index) open() error {
 			return err
 		}
 	} else {
-		idx, err := bleve.OpenUsing(x.indexPath(), nil)
+		idx, err := bleve.OpenUsing(x.indexPath(), map[string]interface{}{"read_only": true})
 		if err != nil {
 			db.Close()
 			return fmt.Errorf("open bleve index: %w", err)
 		}
-		x.idx = idx
+		x.idx, x.ro = idx, true
 		x.cp = *sideCP
 		b, err := idx.GetInternal(internalCP)
 		if err != nil {
@@ -323,13 +330,37 @@ func (x *Index) open() error {
 	return nil
 }
 
+// writable reopens an index opened read-only for writing, before its
+// first change: nothing is queued in x.batch yet (every path that queues
+// calls this first), so a new batch of the reopened index replaces it.
+func (x *Index) writable() error {
+	if !x.ro {
+		return nil
+	}
+	err := x.idx.Close()
+	x.idx = nil
+	if err == nil {
+		x.idx, err = bleve.OpenUsing(x.indexPath(), nil)
+	}
+	if err != nil {
+		x.closed = true
+		if cerr := x.closeAll(); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+		return fmt.Errorf("reopen bleve index for writing: %w", err)
+	}
+	x.ro = false
+	x.batch = x.idx.NewBatch()
+	return nil
+}
+
 // create makes a fresh empty index and side table with checkpoint zero.
 func (x *Index) create() error {
 	idx, err := bleve.NewUsing(x.indexPath(), newMapping(), scorch.Name, scorch.Name, nil)
 	if err != nil {
 		return fmt.Errorf("create bleve index: %w", err)
 	}
-	x.idx = idx
+	x.idx, x.ro = idx, false
 	x.cp = projections.Checkpoint{}
 	x.nDocs, x.nWords = 0, 0
 	cpb, _ := json.Marshal(x.cp)
@@ -463,6 +494,9 @@ func (x *Index) Apply(ev *log.Event) error {
 	defer x.mu.Unlock()
 	if x.closed {
 		return ErrClosed
+	}
+	if err := x.writable(); err != nil {
+		return err
 	}
 	switch b := ev.Body.(type) {
 	case *log.Store:
@@ -636,6 +670,9 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 	defer x.mu.Unlock()
 	if x.closed {
 		return ErrClosed
+	}
+	if err := x.writable(); err != nil {
+		return err
 	}
 	cpb, err := json.Marshal(cp)
 	if err != nil {
