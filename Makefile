@@ -97,6 +97,7 @@ bench:
 	$(GO) test -run "^$$" -bench . -skip RotateKeys -benchtime $(QUERY_BENCHTIME) -timeout 60m .
 	$(GO) test -run "^$$" -bench RotateKeys -benchtime $(BENCHTIME) -timeout 60m .
 	$(GO) test -run "^$$" -bench . -benchtime $(BENCHTIME) -timeout 60m ./projections/... ./arweave/ ./snapshot/ ./test/
+	@echo "== not run: the 1M-event \`ucl query\` process figure (issue 9). Opt in with make bench-1m (builds two 1M-event stores once into BENCH_1M_DIR, 10-50 min each, then reuses them)"
 
 bench-100k:
 	UCL_BENCH_100K=1 $(MAKE) bench

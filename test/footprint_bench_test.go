@@ -200,8 +200,13 @@ func BenchmarkCommands(b *testing.B) {
 	}
 	sizes := []size{{"turns=10K", 10_000, 0, ""}, {"turns=50K", 50_000, 0, ""}}
 	if os.Getenv("UCL_BENCH_1M") != "" {
+		// UCL_BENCH_1M_N overrides the size (a quick check of the wiring).
+		n, name := 1_000_000, "1M"
+		if v, err := strconv.Atoi(os.Getenv("UCL_BENCH_1M_N")); err == nil && v > 0 {
+			n, name = v, strconv.Itoa(v)
+		}
 		for _, c := range strings.Split(bench1MCorpora(), ",") {
-			sizes = append(sizes, size{"events=1M/corpus=" + c, 1_000_000, 300, c})
+			sizes = append(sizes, size{"events=" + name + "/corpus=" + c, n, 300, c})
 		}
 	}
 	for _, sz := range sizes {
