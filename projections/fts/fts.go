@@ -1162,40 +1162,62 @@ func (x *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 			},
 		})
 	}
-	// Fast path: the top K+1 by score alone (no per-hit id lookups). When
-	// the K-th and (K+1)-th scores differ the top-K set is exact and only
-	// needs ordering by (score, id); a tie at the boundary falls back to a
-	// search sorted by score then id, which loads every candidate's id.
-	req := bleve.NewSearchRequestOptions(bq, q.K+1, 0, false)
+	// The top K by (score desc, id asc). bleve orders equal scores by its
+	// own document numbers, so a top-K by score alone is the answer only
+	// when no document left out scores the K-th score. The top n by score
+	// holds every document scoring at least the K-th score when fewer than
+	// n match or its n-th score is lower: ordering those by (score, id)
+	// and keeping K is then exact, and only the n returned ids are loaded.
+	// Ties at the boundary are the common case (short turns sharing the
+	// query's words score the same), so n starts at a few times K and
+	// grows; past tieWindowMax the search sorted by score then id serves,
+	// which loads the id of every candidate (it served every query before:
+	// at 250K chunks, 32 of a 46 ms search).
 	var res *bleve.SearchResult
-	err := projections.Guard(Name, func() error {
-		var err error
-		res, err = x.idx.SearchInContext(ctx, req)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("search fts: %w", err)
+	search := func(req *bleve.SearchRequest) error {
+		return projections.Guard(Name, func() error {
+			var err error
+			res, err = x.idx.SearchInContext(ctx, req)
+			return err
+		})
 	}
-	if len(res.Hits) > q.K && res.Hits[q.K].Score == res.Hits[q.K-1].Score {
-		req = bleve.NewSearchRequestOptions(bq, q.K, 0, false)
+	complete := false
+	for n := tieWindowStart * (q.K + 1); n <= tieWindowMax; n *= tieWindowGrowth {
+		if err := search(bleve.NewSearchRequestOptions(bq, n, 0, false)); err != nil {
+			return nil, fmt.Errorf("search fts: %w", err)
+		}
+		if len(res.Hits) < n || res.Hits[n-1].Score < res.Hits[q.K-1].Score {
+			complete = true
+			break
+		}
+	}
+	if !complete {
+		req := bleve.NewSearchRequestOptions(bq, q.K, 0, false)
 		req.SortBy([]string{"-_score", "_id"})
-		if res, err = x.idx.SearchInContext(ctx, req); err != nil {
+		if err := search(req); err != nil {
 			return nil, fmt.Errorf("search fts: %w", err)
 		}
 	}
-	n := min(len(res.Hits), q.K)
-	hits := make([]Hit, n)
-	for i, h := range res.Hits[:n] {
-		hits[i] = Hit{ChunkID: h.ID, Score: h.Score}
+	all := make([]Hit, len(res.Hits))
+	for i, h := range res.Hits {
+		all[i] = Hit{ChunkID: h.ID, Score: h.Score}
 	}
-	sort.Slice(hits, func(i, j int) bool {
-		if hits[i].Score != hits[j].Score {
-			return hits[i].Score > hits[j].Score
+	sort.Slice(all, func(i, j int) bool {
+		if all[i].Score != all[j].Score {
+			return all[i].Score > all[j].Score
 		}
-		return hits[i].ChunkID < hits[j].ChunkID
+		return all[i].ChunkID < all[j].ChunkID
 	})
-	return hits, nil
+	return all[:min(len(all), q.K)], nil
 }
+
+// The windows of Search's top-n searches: n = tieWindowStart×(K+1),
+// growing tieWindowGrowth times while at most tieWindowMax.
+const (
+	tieWindowStart  = 4
+	tieWindowGrowth = 8
+	tieWindowMax    = 4096
+)
 
 // idsInTime returns the chunks whose content time is in [since, until)
 // (0: unbounded on that side): the committed ones from "by_time", and
