@@ -285,6 +285,13 @@ func (x *Index) open() error {
 			return err
 		}
 	} else {
+		// Read-only, scorch does not load root.bolt's free list, which is
+		// what made a truncated file fail to open for writing: check its
+		// size as the other databases are checked.
+		if err := checkRootBolt(filepath.Join(x.indexPath(), "store", "root.bolt")); err != nil {
+			db.Close()
+			return fmt.Errorf("open bleve index: %w", err)
+		}
 		idx, err := bleve.OpenUsing(x.indexPath(), map[string]interface{}{"read_only": true})
 		if err != nil {
 			db.Close()
@@ -328,6 +335,16 @@ func (x *Index) open() error {
 	}
 	x.resetPending()
 	return nil
+}
+
+// checkRootBolt opens scorch's root database read-only and checks that
+// the file holds every page its meta page counts (projections.CheckBolt).
+func checkRootBolt(path string) error {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	return errors.Join(projections.CheckBolt(db), db.Close())
 }
 
 // writable reopens an index opened read-only for writing, before its
