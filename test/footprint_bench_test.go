@@ -253,7 +253,7 @@ func BenchmarkCommands(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			in, err := strconv.ParseFloat(string(raw), 64)
+			in, err := strconv.ParseFloat(strings.TrimSpace(string(raw)), 64)
 			if err != nil {
 				b.Fatalf("%s: %v", benchBuiltMark, err)
 			}
