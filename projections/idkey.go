@@ -7,7 +7,8 @@ import (
 )
 
 // IDKey is how a projection stores a chunk id in its bbolt keys and
-// values (dedup format 2, timelines format 5, vectors format 4):
+// values (dedup format 2, timelines format 5, vectors format 4, fts format
+// 3, summary format 5):
 //
 //	0 ‖ [16]  an id of 32 lowercase hex digits (a log.ID, the common case):
 //	          17 bytes instead of 33

@@ -2,6 +2,7 @@ package query_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -20,7 +21,7 @@ func TestLoCoMoShow(t *testing.T) {
 	}
 	fs, qss := loadLocomo(t)
 	for ci, f := range fs {
-		e := f.engine(query.Options{})
+		e := f.engine(showOpts(t))
 		for _, q := range qss[ci] {
 			if !strings.Contains(q.q, sub) {
 				continue
@@ -44,4 +45,14 @@ func TestLoCoMoShow(t *testing.T) {
 			}
 		}
 	}
+}
+
+func showOpts(t *testing.T) query.Options {
+	var opts query.Options
+	if env := os.Getenv("UCL_EVAL_OPTS"); env != "" {
+		if err := json.Unmarshal([]byte(env), &opts); err != nil {
+			t.Fatalf("UCL_EVAL_OPTS: %v", err)
+		}
+	}
+	return opts
 }

@@ -173,6 +173,7 @@ func locomoConvFilter(t *testing.T, n int) map[int]bool {
 
 type locomoScore struct {
 	ranks                []int // per question, in order; 0 = not in the top 10
+	cats                 []int // per question, its category
 	n, hit1, hit5, hit10 int
 	mrr                  float64
 	cat                  map[int][2]int
@@ -223,6 +224,7 @@ func scoreLocomo(t *testing.T, fs []*fixture, qss [][]locomoQ, opts query.Option
 				}
 			}
 			s.ranks = append(s.ranks, rank)
+			s.cats = append(s.cats, q.cat)
 			c := s.cat[q.cat]
 			c[1]++
 			if rank > 0 {
@@ -297,6 +299,13 @@ func TestLoCoMoDev(t *testing.T) {
 	if c, ok := h.ctx[4000]; ok && float64(c)/float64(h.n) < 0.85 {
 		t.Errorf("context evidence recall at 4K %.3f: below 0.85", float64(c)/float64(h.n))
 	}
+	if os.Getenv("UCL_EVAL_CATS") != "" {
+		// Every metric per category and mode, as counts, so a comparison
+		// of hybrid against each channel can be read off exactly.
+		for _, m := range []query.Mode{query.ModeHybrid, query.ModeBM25, query.ModeVector} {
+			t.Logf("%-7s %s", m, perCategory(res[m]))
+		}
+	}
 	if os.Getenv("UCL_EVAL_DIFF") != "" {
 		// Per question, where hybrid and bm25 mode disagree on the rank
 		// of the first evidence turn (0 = not in the top 10).
@@ -316,4 +325,40 @@ func TestLoCoMoDev(t *testing.T) {
 			t.Logf("miss %s", x)
 		}
 	}
+}
+
+// perCategory renders hit@1/5/10 (counts) and MRR of each category.
+func perCategory(s *locomoScore) string {
+	type agg struct {
+		n, h1, h5, h10 int
+		mrr            float64
+	}
+	by := map[int]*agg{}
+	var cats []int
+	for i, r := range s.ranks {
+		a := by[s.cats[i]]
+		if a == nil {
+			a = &agg{}
+			by[s.cats[i]] = a
+			cats = append(cats, s.cats[i])
+		}
+		a.n++
+		if r > 0 {
+			a.h10++
+			a.mrr += 1 / float64(r)
+			if r <= 5 {
+				a.h5++
+			}
+			if r == 1 {
+				a.h1++
+			}
+		}
+	}
+	sort.Ints(cats)
+	var out []string
+	for _, c := range cats {
+		a := by[c]
+		out = append(out, fmt.Sprintf("c%d[n=%d h1=%d h5=%d h10=%d mrr=%.3f]", c, a.n, a.h1, a.h5, a.h10, a.mrr/float64(a.n)))
+	}
+	return strings.Join(out, " ")
 }

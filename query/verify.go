@@ -29,8 +29,8 @@ type EventReader interface {
 // turns and ranked chunks) is checked on the way out, in two steps:
 //
 //   - always (no I/O, about a microsecond a chunk): the timelines record
-//     carries Chunk.Sum, the SHA-256 of all its fields computed when the
-//     event was applied; it is recomputed from the fields returned (Sum
+//     carries Chunk.Sum, SHA-256 of all its fields cut to 16 bytes, computed
+//     when the event was applied; it is recomputed from the fields returned (Sum
 //     covers the seq and event id too). When the log's id index is in
 //     memory (a process that has appended with ids; a fresh process opens
 //     the log without reading its history, see log.Open), it must also

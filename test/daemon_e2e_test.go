@@ -92,6 +92,7 @@ func TestDaemonAttachedOutputs(t *testing.T) {
 		{"session", "list"},
 		{"session", "list", "--json"},
 		{"session", "show", "s1", "--json"},
+		{"session", "show", "s1", "--last", "2"},
 		{"replay"},
 		{"replay", "--raw", "--from", "2"},
 		{"audit", "log"},

@@ -23,8 +23,8 @@ func TestRebuildThroughSnapshot(t *testing.T) {
 	must(t, a.dir, "", "snapshot", "create")
 	// Many parts: the text summarises them, --json (the same snapshot,
 	// already there) lists every one.
-	out := must(t, a.dir, "", "snapshot", "push", "--gateway", gw.URL(), "--part-size", "65536")
-	js := jsonDoc(t, must(t, a.dir, "", "snapshot", "push", "--gateway", gw.URL(), "--part-size", "65536", "--json"))
+	out := must(t, a.dir, "", "snapshot", "push", "--gateway", gw.URL(), "--part-size", "32768")
+	js := jsonDoc(t, must(t, a.dir, "", "snapshot", "push", "--gateway", gw.URL(), "--part-size", "32768", "--json"))
 	parts := js["tx_ids"].([]any)
 	if len(parts) <= 3 || strings.Count(out, "\n") > 3 || !strings.Contains(out, "--json lists every transaction id") ||
 		!strings.Contains(out, parts[0].(string)) || strings.Contains(out, parts[1].(string)) {

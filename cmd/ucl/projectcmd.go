@@ -148,13 +148,19 @@ var sessionCommand = &cli.Command{
 			Name:      "show",
 			Usage:     "a session's turns, tool calls and documents in order, with its summary",
 			ArgsUsage: "ID",
+			Flags: []cli.Flag{
+				&cli.IntFlag{Name: "last", Usage: "only the session's last `N` chunks (its most recent turns)"},
+			},
 			Action: func(c *cli.Context) error {
 				if c.NArg() != 1 {
 					return usage("ucl session show ID (see `ucl session list`)", "want one session id")
 				}
+				if c.Int("last") < 0 {
+					return usage("ucl session show --last N ID", "--last wants a positive count")
+				}
 				return withAPI(c, func(api ucl.API) error {
 					prog, done := stagedProgress(c)
-					res, err := api.Session(context.Background(), ucl.SessionRequest{ID: c.Args().First(), Progress: prog})
+					res, err := api.Session(context.Background(), ucl.SessionRequest{ID: c.Args().First(), Last: c.Int("last"), Progress: prog})
 					done()
 					if err != nil {
 						return withHint(err, "see `ucl session list` for the session ids")
@@ -163,6 +169,9 @@ var sessionCommand = &cli.Command{
 						return printJSON(c, res)
 					}
 					printf(c, "session %s: %s\n", res.Session.ID, res.Session.Title)
+					if len(res.Chunks) < res.Total {
+						printf(c, "(the last %d of %d chunks)\n", len(res.Chunks), res.Total)
+					}
 					if res.Summary.Text != "" {
 						printf(c, "summary: %s\n", res.Summary.Text)
 					}

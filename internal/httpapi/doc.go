@@ -24,7 +24,8 @@
 //	POST   /v1/context                ucl.ContextRequest → ucl.ContextResult
 //	POST   /v1/index                  ucl.IndexRequest → ucl.IndexResult (the navigable index)
 //	GET    /v1/sessions?limit=N       ucl.SessionsResult
-//	GET    /v1/sessions/{id}?offset=&limit=   ucl.SessionResult
+//	GET    /v1/sessions/{id}?offset=&limit=  ucl.SessionResult (or ?last=N:
+//	                                  the session's last N chunks)
 //	GET    /v1/documents/{id}         ucl.GetItem (a chunk id, or a document's chunk parent)
 //	POST   /v1/tombstone              ucl.TombstoneRequest → ucl.TombstoneResult
 //	POST   /v1/chat/completions       the proxy (see below)

@@ -268,6 +268,10 @@ func TestREST(t *testing.T) {
 	if s := decode[ucl.SessionResult](t, b); resp.StatusCode != 200 || s.Total != 2 || len(s.Chunks) != 1 || s.Chunks[0].Role != "assistant" {
 		t.Fatalf("session: %d %s", resp.StatusCode, b)
 	}
+	resp, b = e.do("GET", "/v1/sessions/s1?last=1", "", nil)
+	if s := decode[ucl.SessionResult](t, b); resp.StatusCode != 200 || s.Total != 2 || len(s.Chunks) != 1 || s.Chunks[0].Role != "assistant" {
+		t.Fatalf("session last=1: %d %s", resp.StatusCode, b)
+	}
 	resp, b = e.do("GET", "/v1/documents/doc1-0", "", nil)
 	if d := decode[ucl.GetItem](t, b); resp.StatusCode != 200 || !d.Found || len(d.Chunks) != 1 {
 		t.Fatalf("document: %d %s", resp.StatusCode, b)
@@ -302,6 +306,7 @@ func TestREST(t *testing.T) {
 		{"index budget too small", "POST", "/v1/index", "application/json", `{"budget":10}`, 400, "bad_request"},
 		{"no targets", "POST", "/v1/tombstone", "application/json", `{}`, 400, "bad_request"},
 		{"bad limit", "GET", "/v1/sessions?limit=-2", "", ``, 400, "bad_request"},
+		{"last with offset", "GET", "/v1/sessions/s1?last=1&offset=1", "", ``, 400, "bad_request"},
 		{"id conflict", "POST", "/v1/store", "application/json", `{"content":"other content","session":"s1","id":"k1"}`, 409, "conflict"},
 		{"no session", "GET", "/v1/sessions/nope", "", ``, 404, "not_found"},
 		{"no document", "GET", "/v1/documents/nope", "", ``, 404, "not_found"},

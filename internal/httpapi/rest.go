@@ -374,7 +374,12 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) {
 		s.answer(w, r, nil, err)
 		return
 	}
-	res, err := s.api.Session(r.Context(), ucl.SessionRequest{ID: r.PathValue("id"), Offset: offset, Limit: limit})
+	last, err := intParam(r, "last")
+	if err != nil {
+		s.answer(w, r, nil, err)
+		return
+	}
+	res, err := s.api.Session(r.Context(), ucl.SessionRequest{ID: r.PathValue("id"), Offset: offset, Limit: limit, Last: last})
 	s.answer(w, r, res, err)
 }
 

@@ -447,6 +447,15 @@ func TestSession(t *testing.T) {
 	if len(p2.Items) != n-2 || p2.Next != 0 || p2.Items[0].ID != all.Items[2].ID {
 		t.Fatalf("page 2: %d items, next %d", len(p2.Items), p2.Next)
 	}
+	last, text := ok[SessionOut](e, "uc_get_session", SessionIn{Session: "s1", Last: 2})
+	if len(last.Items) != 2 || last.Next != 0 || last.Items[0].ID != all.Items[n-2].ID || last.Items[1].ID != all.Items[n-1].ID {
+		t.Fatalf("last 2: %d items, next %d", len(last.Items), last.Next)
+	}
+	if !strings.Contains(text, fmt.Sprintf("(from=%d)", n-2)) {
+		t.Errorf("last 2 does not say where it starts: %s", text)
+	}
+	e.fails("uc_get_session", SessionIn{Session: "s1", Last: 2, From: 1}, "last: cannot be combined with from or limit")
+	e.fails("uc_get_session", SessionIn{Session: "s1", Last: 501}, "last: must be 1 to 500")
 	e.fails("uc_get_session", SessionIn{Session: "nope"}, `no session "nope"`)
 	e.fails("uc_get_session", SessionIn{}, "session: is empty")
 	e.fails("uc_get_session", SessionIn{Session: "s1", Limit: 501}, "limit: must be 1 to 500")

@@ -377,13 +377,31 @@ func (s *server) toolSession(ctx context.Context, _ *mcp.CallToolRequest, in Ses
 	if in.From < 0 {
 		return nil, out, badArg("from", "must be 0 or more, got %d", in.From)
 	}
-	limit, err := checkRange("limit", in.Limit, DefaultLimit, MaxLimit)
-	if err != nil {
-		return nil, out, err
+	req := ucl.SessionRequest{ID: in.Session, Offset: in.From}
+	if in.Last != 0 {
+		if in.From != 0 || in.Limit != 0 {
+			return nil, out, badArg("last", "cannot be combined with from or limit: last=%d asks for the most recent items", in.Last)
+		}
+		last, err := checkRange("last", in.Last, DefaultLimit, MaxLimit)
+		if err != nil {
+			return nil, out, err
+		}
+		req.Last = last
+	} else {
+		limit, err := checkRange("limit", in.Limit, DefaultLimit, MaxLimit)
+		if err != nil {
+			return nil, out, err
+		}
+		req.Limit = limit
 	}
-	res, err := s.eng.Session(ctx, ucl.SessionRequest{ID: in.Session, Offset: in.From, Limit: limit})
+	res, err := s.eng.Session(ctx, req)
 	if err != nil {
 		return nil, out, sessionErr("session", in.Session, err)
+	}
+	if req.Last > 0 {
+		// The page ends at the session's end; report where it starts
+		// so that paging backwards (from, limit) can continue.
+		in.From = res.Total - len(res.Chunks)
 	}
 	out.Session = sessionInfoOf(res.Session, res.Summary.Text)
 	out.Items = make([]Item, len(res.Chunks))
@@ -397,6 +415,9 @@ func (s *server) toolSession(ctx context.Context, _ *mcp.CallToolRequest, in Ses
 	fmt.Fprintf(&b, "session %s: %d items, %s to %s. %s\n", out.Session.ID, res.Total, out.Session.First, out.Session.Last, out.Session.Title)
 	if in.From >= res.Total && res.Total > 0 {
 		fmt.Fprintf(&b, "from %d is past the end.\n", in.From)
+	}
+	if req.Last > 0 && in.From > 0 {
+		fmt.Fprintf(&b, "the last %d items (from=%d); earlier ones: call again with from and limit.\n", len(res.Chunks), in.From)
 	}
 	b.WriteString(renderItems(out.Items))
 	if out.Next > 0 {

@@ -140,6 +140,7 @@ type SessionIn struct {
 	Session string `json:"session" jsonschema:"session id"`
 	From    int    `json:"from,omitempty" jsonschema:"index of the first item to return (paging; 0 is the start)"`
 	Limit   int    `json:"limit,omitempty" jsonschema:"most items to return, 1 to 500 (default 50)"`
+	Last    int    `json:"last,omitempty" jsonschema:"return the session's last N items (its most recent turns), 1 to 500; not with from or limit"`
 }
 
 // SessionOut is the result of uc_get_session.

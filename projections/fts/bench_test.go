@@ -109,3 +109,23 @@ func splitWords(s string) []string {
 	}
 	return out
 }
+
+// BenchmarkTombstoneSession resolves a tombstone by session over N
+// committed chunks: without a session index (format 3) it is one pass
+// over the side table's records.
+func BenchmarkTombstoneSession(b *testing.B) {
+	n := benchN()
+	evs := projtest.StoreEvents(1, n)
+	x := build(b, b.TempDir(), evs)
+	defer x.Close()
+	session := evs[len(evs)/2].Store().Session
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := x.applyTombstone(&log.Tombstone{Session: session}); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		x.resetPending() // a fresh batch and no pending changes for the next round
+		b.StartTimer()
+	}
+}

@@ -108,7 +108,11 @@ func randomEvents(seed int64, n int) []*log.Event {
 	for i := 0; i < n; i++ {
 		switch x := r.Intn(100); {
 		case x < 85 || len(stored) == 0:
+			// Both stored key forms (projections.IDKey): hex ids and others.
 			id := fmt.Sprintf("c%05d", r.Intn(n))
+			if k := r.Intn(n); k%2 == 0 {
+				id = fmt.Sprintf("%032x", k)
+			}
 			words := make([]byte, 0, 200)
 			for j := 0; j < 5+r.Intn(30); j++ {
 				words = append(words, vocab[r.Intn(len(vocab))]...)

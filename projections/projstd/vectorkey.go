@@ -1,7 +1,7 @@
 package projstd
 
-// The "chunks" and "vecs" buckets are keyed by projections.IDKey (format
-// 4): half the key bytes for the usual hex chunk ids, which matter at one
-// key per chunk in two buckets. Key order is id order only within each
-// stored form, so a reader that needs id order sorts what it decoded (see
-// Apply's graph start).
+// The "vecs" bucket is keyed by projections.IDKey (format 4; format 5
+// dropped the "chunks" bucket, whose records now follow the vectors):
+// half the key bytes for the usual hex chunk ids, at one key per chunk.
+// Key order is id order only within each stored form, so a reader that
+// needs id order sorts what it decoded (see Apply's graph start).

@@ -53,7 +53,7 @@ func TestVectorGraphStartsInIDOrder(t *testing.T) {
 				t.Fatalf("key %x", k)
 			}
 			vec := make([]float32, a.opts.Embedder.Dim())
-			if err := decodeVec(val, vec); err != nil {
+			if err := decodeVecRecord(val, vec); err != nil {
 				return err
 			}
 			recs = append(recs, rec{id, vec})

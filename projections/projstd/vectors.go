@@ -62,22 +62,25 @@ const DefaultExactBelow = 120_000
 // the collection reaches ExactBelow (version 1 kept a graph at any size);
 // version 3 stores that copy as 8-bit scalar-quantised values (quant.go)
 // instead of binary16; version 4 keys "chunks" and "vecs" by the chunk
-// id's 16 bytes when it is 32 lowercase hex digits (vectorkey.go). A
+// id's 16 bytes when it is 32 lowercase hex digits (vectorkey.go); version
+// 5 drops "chunks": its record follows the vector in "vecs" (one key and
+// one bbolt element a chunk instead of two, a tenth of the file). A
 // store of another version is rebuilt from the log
 // on open (the state tag differs), and a snapshot of another version is
 // refused and rebuilt.
-const vectorsVersion = 4
+const vectorsVersion = 5
 
 // VectorProjection embeds every live chunk and indexes it for search.
 //
 // State (vectors.db, bbolt): "meta" holds the version tag, the checkpoint,
 // the number of live vectors and, once the graph exists, the seq and size
-// of graph.bin; "chunks" maps chunk id to what tombstones need (session,
-// time, seq); "vecs" maps chunk id to its vector, scaled to unit length
+// of graph.bin; "vecs" maps chunk id to its vector, scaled to unit length
 // and quantised to 8 bits with a per-vector step (4 + dim bytes,
 // quant.go), the one stored copy of the vectors below the graph
-// threshold. The indexes hold exactly these values. Both buckets key a
-// chunk id as vecKey does: tag 0 and the 16 bytes of a 32-lowercase-hex
+// threshold, followed by what tombstones and session filters need
+// (encodeMeta: varint time ‖ uvarint seq ‖ session, to the end). The
+// indexes hold exactly these vector values. The bucket keys a chunk id as
+// projections.IDKey does: tag 0 and the 16 bytes of a 32-lowercase-hex
 // id, else tag 1 and the id's bytes; no other key is valid.
 //
 // Below ExactBelow live vectors, search is exact and no graph exists:
@@ -148,14 +151,13 @@ type vecOp struct {
 
 var (
 	bMeta   = []byte("meta")
-	bChunks = []byte("chunks")
 	bVecs   = []byte("vecs")
 	bOps    = []byte("ops")
 	kCP     = []byte("checkpoint")
 	kVer    = []byte("version")
 	kGraph  = []byte("graph")
 	kLive   = []byte("live")
-	buckets = [][]byte{bMeta, bChunks, bVecs, bOps}
+	buckets = [][]byte{bMeta, bVecs, bOps}
 )
 
 // The freelist is synced: with NoFreelistSync, bbolt rebuilds it at open
@@ -291,19 +293,8 @@ func (v *VectorProjection) loadMeta() error {
 		return nil
 	}
 	meta := map[string]chunkMeta{}
-	err := v.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bChunks).ForEach(func(k, val []byte) error {
-			id, ok := projections.IDOfKey(k)
-			if !ok {
-				return fmt.Errorf("chunk key %x: %w", k, errVectorsCorrupt)
-			}
-			cm, err := decodeMeta(val)
-			if err != nil {
-				return err
-			}
-			meta[id] = cm
-			return nil
-		})
+	err := v.forEachMeta(func(id string, cm chunkMeta) {
+		meta[id] = cm
 	})
 	if err != nil {
 		return fmt.Errorf("load vector chunks: %w", err)
@@ -349,7 +340,7 @@ func (v *VectorProjection) loadIndex() error {
 				if !ok {
 					return fmt.Errorf("vector key %x: %w", k, errVectorsCorrupt)
 				}
-				if err := decodeVec(val, vec); err != nil {
+				if err := decodeVecRecord(val, vec); err != nil {
 					return err
 				}
 				return x.Add(id, vec)
@@ -472,7 +463,7 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 	var logged int
 	var newIdx vector.Index
 	err := v.db.Update(func(tx *bolt.Tx) error {
-		ch, vb, ob := tx.Bucket(bChunks), tx.Bucket(bVecs), tx.Bucket(bOps)
+		vb, ob := tx.Bucket(bVecs), tx.Bucket(bOps)
 		var graphOps []vecOp
 		for _, op := range v.ops {
 			existed := vb.Get(projections.IDKey(op.id)) != nil
@@ -483,17 +474,11 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 				if err := vb.Delete(projections.IDKey(op.id)); err != nil {
 					return err
 				}
-				if err := ch.Delete(projections.IDKey(op.id)); err != nil {
-					return err
-				}
 			} else {
 				if !existed {
 					live++
 				}
-				if err := vb.Put(projections.IDKey(op.id), op.rec); err != nil {
-					return err
-				}
-				if err := ch.Put(projections.IDKey(op.id), encodeMeta(v.meta[op.id])); err != nil {
+				if err := vb.Put(projections.IDKey(op.id), appendMeta(op.rec, v.meta[op.id])); err != nil {
 					return err
 				}
 			}
@@ -511,7 +496,7 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 						return fmt.Errorf("vector key %x: %w", k, errVectorsCorrupt)
 					}
 					vec := make([]float32, dim)
-					if err := decodeVec(val, vec); err != nil {
+					if err := decodeVecRecord(val, vec); err != nil {
 						return err
 					}
 					graphOps = append(graphOps, vecOp{seq: op.seq, id: id, vec: vec})
@@ -784,7 +769,7 @@ func (v *VectorProjection) scan(q []float32, k int) ([]vector.Hit, error) {
 					if !ok {
 						return fmt.Errorf("vector key %x: %w", key, errVectorsCorrupt)
 					}
-					if err := decodeVec(val, vec); err != nil {
+					if err := decodeVecRecord(val, vec); err != nil {
 						return err
 					}
 					return fn(id, vec)
@@ -869,18 +854,71 @@ func checkVec(vec []float32, dim int) error {
 	return nil
 }
 
-func encodeMeta(m chunkMeta) []byte {
-	b := make([]byte, 0, 24+len(m.session))
-	b = binary.BigEndian.AppendUint64(b, uint64(m.time))
-	b = binary.BigEndian.AppendUint64(b, m.seq)
+// appendMeta returns the stored value of a chunk: its vector record rec
+// (quant.go) ‖ varint time ‖ uvarint seq ‖ session (to the end). The
+// varints are minimal, so a value has one encoding.
+func appendMeta(rec []byte, m chunkMeta) []byte {
+	b := make([]byte, 0, len(rec)+2*binary.MaxVarintLen64+len(m.session))
+	b = append(b, rec...)
+	b = binary.AppendVarint(b, m.time)
+	b = binary.AppendUvarint(b, m.seq)
 	return append(b, m.session...)
 }
 
-func decodeMeta(b []byte) (chunkMeta, error) {
-	if len(b) < 16 {
-		return chunkMeta{}, fmt.Errorf("decode chunk record: %w", errVectorsCorrupt)
+// splitValue cuts a stored value into the vector record of dim
+// dimensions and the chunk record after it.
+func splitValue(b []byte, dim int) (rec, meta []byte, err error) {
+	if len(b) < 4+dim {
+		return nil, nil, fmt.Errorf("decode vector record: %d bytes for %d dimensions: %w", len(b), dim, errVectorsCorrupt)
 	}
-	return chunkMeta{time: int64(binary.BigEndian.Uint64(b)), seq: binary.BigEndian.Uint64(b[8:]), session: string(b[16:])}, nil
+	return b[:4+dim], b[4+dim:], nil
+}
+
+// decodeVecRecord decodes the vector of a stored value into dst (len dim).
+func decodeVecRecord(b []byte, dst []float32) error {
+	rec, _, err := splitValue(b, len(dst))
+	if err != nil {
+		return err
+	}
+	return decodeVec(rec, dst)
+}
+
+// decodeMeta parses the chunk record that follows a vector (appendMeta).
+func decodeMeta(b []byte) (chunkMeta, error) {
+	bad := fmt.Errorf("decode chunk record: %w", errVectorsCorrupt)
+	t, n := binary.Varint(b)
+	if n <= 0 || n != len(binary.AppendVarint(nil, t)) {
+		return chunkMeta{}, bad
+	}
+	seq, m := binary.Uvarint(b[n:])
+	if m <= 0 || m != len(binary.AppendUvarint(nil, seq)) {
+		return chunkMeta{}, bad
+	}
+	return chunkMeta{time: t, seq: seq, session: string(b[n+m:])}, nil
+}
+
+// forEachMeta calls fn with every stored chunk's id and record, in key
+// order.
+func (v *VectorProjection) forEachMeta(fn func(id string, cm chunkMeta)) error {
+	dim := v.opts.Embedder.Dim()
+	return v.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bVecs).ForEach(func(k, val []byte) error {
+			id, ok := projections.IDOfKey(k)
+			if !ok {
+				return fmt.Errorf("vector key %x: %w", k, errVectorsCorrupt)
+			}
+			_, raw, err := splitValue(val, dim)
+			if err != nil {
+				return err
+			}
+			cm, err := decodeMeta(raw)
+			if err != nil {
+				return err
+			}
+			fn(id, cm)
+			return nil
+		})
+	})
 }
 
 func encodeOp(op vecOp) []byte {

@@ -3,9 +3,6 @@ package projstd
 import (
 	"context"
 	"fmt"
-	"github.com/unlimitedcontext/ucl/projections"
-
-	bolt "go.etcd.io/bbolt"
 
 	"github.com/unlimitedcontext/ucl/internal/vector"
 )
@@ -91,19 +88,8 @@ func (v *VectorProjection) sessionView() (sessionChunks, error) {
 			s.add(m.session, id)
 		}
 	} else {
-		err := v.db.View(func(tx *bolt.Tx) error {
-			return tx.Bucket(bChunks).ForEach(func(k, val []byte) error {
-				id, ok := projections.IDOfKey(k)
-				if !ok {
-					return fmt.Errorf("chunk key %x: %w", k, errVectorsCorrupt)
-				}
-				cm, err := decodeMeta(val)
-				if err != nil {
-					return err
-				}
-				s.add(cm.session, id)
-				return nil
-			})
+		err := v.forEachMeta(func(id string, cm chunkMeta) {
+			s.add(cm.session, id)
 		})
 		if err != nil {
 			return nil, fmt.Errorf("load vector chunks: %w", err)

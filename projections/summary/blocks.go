@@ -9,6 +9,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/unlimitedcontext/ucl/internal/textutil"
+	"github.com/unlimitedcontext/ucl/projections"
 )
 
 // blockSpread is the expected number of chunks per block: a chunk starts a
@@ -27,8 +28,9 @@ func startsBlock(id string) bool {
 const sortKeyLen = 12
 
 // orderKey is the group index key of c in group g: lenPrefix(group id) ‖
-// sort key ‖ chunk id, so that a cursor walks the group in reading order
-// (sessions: time, index, id; documents: index, time, id).
+// sort key ‖ projections.IDKey(chunk id), so that a cursor walks the group
+// in reading order (sessions: time, index, id; documents: index, time, id;
+// ids compare by their stored key).
 func orderKey(g groupKey, c *chunk) []byte {
 	k := lenPrefix(g.id)
 	tk := timeKey(c.time)
@@ -39,7 +41,7 @@ func orderKey(g groupKey, c *chunk) []byte {
 		k = append(k, tk[:]...)
 		k = binary.BigEndian.AppendUint32(k, uint32(c.index))
 	}
-	return append(k, c.id...)
+	return append(k, projections.IDKey(c.id)...)
 }
 
 // groupsOf are the groups c belongs to.
@@ -55,7 +57,21 @@ func groupsOf(c *chunk) []groupKey {
 }
 
 // idOfKey is the chunk id at the end of a group index key with prefix gp.
-func idOfKey(gp, k []byte) string { return string(k[len(gp)+sortKeyLen:]) }
+func idOfKey(gp, k []byte) (string, error) {
+	if len(k) >= len(gp)+sortKeyLen {
+		if id, ok := projections.IDOfKey(k[len(gp)+sortKeyLen:]); ok {
+			return id, nil
+		}
+	}
+	return "", fmt.Errorf("group index key %x: %w", k, ErrCorrupt)
+}
+
+// startsBlockAt reports whether the chunk of group index key k (prefix
+// gp) opens a block.
+func startsBlockAt(gp, k []byte) (bool, error) {
+	id, err := idOfKey(gp, k)
+	return err == nil && startsBlock(id), err
+}
 
 // block is the stored digest of one block of a group: enough to merge the
 // group's summary without reading its chunks.
@@ -242,14 +258,25 @@ func planBlocks(tx *bolt.Tx, g groupKey, lo, hi []byte) (*blockPlan, error) {
 		k, _ = c.Prev()
 	}
 	for ; k != nil && bytes.HasPrefix(k, gp); k, _ = c.Prev() {
-		if startsBlock(idOfKey(gp, k)) {
+		starts, err := startsBlockAt(gp, k)
+		if err != nil {
+			return nil, err
+		}
+		if starts {
 			start = append([]byte(nil), k...)
 			break
 		}
 	}
 	var end []byte // nil: group end
 	for k, _ = c.Seek(hi); k != nil && bytes.HasPrefix(k, gp); k, _ = c.Next() {
-		if bytes.Compare(k, hi) > 0 && startsBlock(idOfKey(gp, k)) {
+		if bytes.Compare(k, hi) <= 0 {
+			continue
+		}
+		starts, err := startsBlockAt(gp, k)
+		if err != nil {
+			return nil, err
+		}
+		if starts {
 			end = append([]byte(nil), k...)
 			break
 		}
@@ -273,12 +300,15 @@ func planBlocks(tx *bolt.Tx, g groupKey, lo, hi []byte) (*blockPlan, error) {
 	chunks := tx.Bucket(bucketChunks)
 	p := &blockPlan{}
 	for k, _ = c.Seek(start); within(k); k, _ = c.Next() {
-		id := idOfKey(gp, k)
+		id, err := idOfKey(gp, k)
+		if err != nil {
+			return nil, err
+		}
 		if len(p.keys) == 0 || startsBlock(id) {
 			p.keys = append(p.keys, append([]byte{g.prefix}, k...))
 			p.chunks = append(p.chunks, nil)
 		}
-		ch, err := decodeChunk(id, chunks.Get([]byte(id)))
+		ch, err := decodeChunk(id, chunks.Get(projections.IDKey(id)))
 		if err != nil {
 			return nil, err
 		}

@@ -57,6 +57,9 @@ func randomOps(r *rand.Rand, n int) (bodies []log.Body, live map[string]*log.Sto
 		st := &log.Store{ChunkID: fmt.Sprintf("c%04d", next), Kind: log.KindConversation,
 			Session: sessions[r.Intn(len(sessions))], Role: "user", Time: now,
 			Content: projtest.Text(r, 3+r.Intn(60))}
+		if next%3 == 0 { // both stored key forms (projections.IDKey)
+			st.ChunkID = fmt.Sprintf("%032x", next)
+		}
 		switch p := r.Intn(20); {
 		case p == 0: // an earlier turn: lands inside the session
 			st.Time = projtest.BaseTime + r.Int63n(now-projtest.BaseTime+1)

@@ -9,7 +9,9 @@
 // document id is its chunk_parent when set, else its own chunk id when its
 // kind is document; other chunks belong to no document. Chunks are read in
 // order (content time, chunk index, chunk id) for a session and (chunk
-// index, content time, chunk id) for a document.
+// index, content time, chunk id) for a document, chunk ids compared as
+// their stored keys (projections.IDKey: ids of 32 lowercase hex digits
+// first, in order, then the others in order).
 //
 // Extraction (see summarize): texts are split with textutil.Sentences and
 // textutil.ContentWords; a term weighs count·√(N/df) (df over sentences);
@@ -64,12 +66,14 @@
 //     new file. Open checks the file is not truncated.
 //
 // Storage (bbolt file summary.db):
-//   - chunks: id → kind ‖ uvarint index ‖ time(8, BE) ‖ str session ‖ str
-//     chunk_parent ‖ uvarint seq, str = uvarint length ‖ bytes
+//   - chunks: IDKey(id) → kind ‖ uvarint index ‖ time(8, BE) ‖ str session
+//     ‖ str chunk_parent ‖ uvarint seq, str = uvarint length ‖ bytes
 //     (encodeChunk; format 2 ended with the content instead of the seq);
 //   - by_session, by_doc: uvarint len ‖ group id ‖ sort key (12 bytes:
 //     time(8, BE, sign bit flipped) ‖ index(4, BE) for sessions, index ‖
-//     time for documents) ‖ chunk id → empty, so a cursor walks a group in
+//     time for documents) ‖ IDKey(chunk id) → empty (format 5; before, the
+//     id as is: 17 bytes instead of 33 for a hex id, in both the chunk
+//     records and the index, a tenth of the file), so a cursor walks a group in
 //     reading order (a tombstone by time range alone scans the chunk
 //     records' times);
 //   - blocks: kind byte (1 session, 2 document) ‖ the by_session/by_doc key
@@ -112,7 +116,7 @@ import (
 const Name = "summary"
 
 // FormatVersion is the stored format and extraction version.
-const FormatVersion = 4
+const FormatVersion = 5
 
 // Defaults for Options.
 const (
@@ -420,10 +424,10 @@ func (x *Index) applyTombstone(t *log.Tombstone) error {
 				prefix := lenPrefix(t.Session)
 				c := tx.Bucket(bucketBySession).Cursor()
 				for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-					if len(k) < len(prefix)+sortKeyLen {
-						return fmt.Errorf("session index key %q: %w", k, ErrCorrupt)
+					id, err := idOfKey(prefix, k)
+					if err != nil {
+						return err
 					}
-					id := idOfKey(prefix, k)
 					if _, changed := x.ops[id]; changed {
 						continue
 					}
@@ -440,12 +444,16 @@ func (x *Index) applyTombstone(t *log.Tombstone) error {
 			// A range alone is rare: a scan of the chunk records'
 			// times costs less than a time index kept for it.
 			return tx.Bucket(bucketChunks).ForEach(func(k, v []byte) error {
-				tm, err := chunkTime(string(k), v)
+				id, ok := projections.IDOfKey(k)
+				if !ok {
+					return fmt.Errorf("chunk key %x: %w", k, ErrCorrupt)
+				}
+				tm, err := chunkTime(id, v)
 				if err != nil {
 					return err
 				}
-				if _, changed := x.ops[string(k)]; !changed && tm >= t.From && tm < t.To {
-					targets[string(k)] = struct{}{}
+				if _, changed := x.ops[id]; !changed && tm >= t.From && tm < t.To {
+					targets[id] = struct{}{}
 				}
 				return nil
 			})
@@ -499,7 +507,7 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 			}
 		}
 		for _, id := range ids {
-			key := []byte(id)
+			key := projections.IDKey(id)
 			if old := chunks.Get(key); old != nil {
 				oc, err := decodeChunk(id, old)
 				if err != nil {
@@ -864,7 +872,7 @@ func (x *Index) Count() (int, error) {
 		chunks := tx.Bucket(bucketChunks)
 		n = chunks.Stats().KeyN
 		for id, c := range x.ops {
-			was := chunks.Get([]byte(id)) != nil
+			was := chunks.Get(projections.IDKey(id)) != nil
 			switch {
 			case was && c == nil:
 				n--
@@ -893,7 +901,7 @@ func (x *Index) Contains(id string) (bool, error) {
 	}
 	var found bool
 	err := x.view(func(tx *bolt.Tx) error {
-		found = tx.Bucket(bucketChunks).Get([]byte(id)) != nil
+		found = tx.Bucket(bucketChunks).Get(projections.IDKey(id)) != nil
 		return nil
 	})
 	return found, err

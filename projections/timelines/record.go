@@ -34,7 +34,7 @@ import (
 //	supersedes uvarint n ‖ n × string
 //	edited_by string
 //	order     uvarint
-//	sum       [32]  Chunk.Sum
+//	sum       [16]  Chunk.Sum (32 bytes before version 6)
 const (
 	recEdited  = 1
 	recSelfID  = 2
@@ -56,8 +56,8 @@ func encodeChunk(c *Chunk) ([]byte, error) {
 		flags |= recTool
 	}
 	sum, err := hex.DecodeString(c.Sum)
-	if err != nil || len(sum) != 32 {
-		return nil, fmt.Errorf("encode chunk %q: sum %q is not 64 hex digits", c.ID, c.Sum)
+	if err != nil || len(sum) != sumSize {
+		return nil, fmt.Errorf("encode chunk %q: sum %q is not %d hex digits", c.ID, c.Sum, 2*sumSize)
 	}
 	b := make([]byte, 0, 96+len(c.Session)+len(c.Role))
 	b = append(b, flags)
@@ -227,7 +227,7 @@ func decodeChunk(id string, v []byte) (*Chunk, error) {
 	}
 	c.EditedBy = r.str()
 	c.Order = r.uvarint()
-	c.Sum = hex.EncodeToString(r.bytes(32))
+	c.Sum = hex.EncodeToString(r.bytes(sumSize))
 	if r.bad || len(r.b) != 0 {
 		return nil, fmt.Errorf("decode chunk %q: %w", id, ErrCorrupt)
 	}

@@ -71,7 +71,8 @@
 //     entry lost or changed on disk changes it (`project verify` covers
 //     what queries read). Version 2 added the indexes; version 4 made the
 //     chunk record binary without the content, and the order index one
-//     flat bucket; version 5 stores chunk ids as idKey (a store of an older version is rebuilt: the projector
+//     flat bucket; version 5 stores chunk ids as idKey; version 6 keeps 16
+//     bytes of the chunk sum, not 32 (a store of an older version is rebuilt: the projector
 //     resets it, and a snapshot of it is refused and rebuilt).
 package timelines
 
@@ -102,7 +103,7 @@ const Name = "timelines"
 
 // Version is the on-disk format version. Bump it when the stored form or
 // the digest changes; a store of another version is rebuilt.
-const Version = 5
+const Version = 6
 
 // FileName is the bbolt file inside the projection's directory.
 const FileName = "timelines.db"
@@ -111,7 +112,7 @@ const FileName = "timelines.db"
 const TitleMax = 80
 
 // digestTag starts the digest; do not change without bumping Version.
-const digestTag = "ucl/timelines/v5\x00"
+const digestTag = "ucl/timelines/v6\x00"
 
 var (
 	// ErrNotFound is returned when a session or document does not exist.
@@ -170,8 +171,15 @@ type Chunk struct {
 	Sum string `json:"sum"`
 }
 
-// ContentSum is the hex SHA-256 over every field of c but Sum, in a fixed
-// length-prefixed encoding (meta by sorted key).
+// sumSize is how many bytes of SHA-256 a chunk's sum keeps (version 6;
+// 32 before). The sum tells a damaged or hand-edited record from an
+// intact one, not a forger who recomputes it (see query/verify.go), so
+// 128 bits are plenty; 16 bytes less a chunk was a twentieth of the file.
+const sumSize = 16
+
+// ContentSum is the hex of the first sumSize bytes of SHA-256 over every
+// field of c but Sum, in a fixed length-prefixed encoding (meta by sorted
+// key).
 func (c *Chunk) ContentSum() string {
 	var b []byte
 	str := func(s string) {
@@ -203,7 +211,7 @@ func (c *Chunk) ContentSum() string {
 	b = binary.BigEndian.AppendUint64(b, uint64(int64(c.ChunkIndex)))
 	b = c.appendConvSum(b)
 	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	return hex.EncodeToString(sum[:sumSize])
 }
 
 // SessionInfo summarises one session (live chunks only).
