@@ -213,9 +213,12 @@ type ChunkSessioner interface {
 // pre-filter's or the request's) the ANN channel then costs what the kept
 // sessions hold instead of a scan of every vector, and finds the true top
 // k inside them instead of what survives a filter of an over-fetched
-// list. ok false means the searcher cannot restrict now (the projection:
-// before its exact index is loaded, or once the HNSW graph serves); the
-// engine then searches everything and filters.
+// list. ok false means the searcher does not restrict (the projection:
+// when the sessions hold over a quarter of the store, or once the HNSW
+// graph serves); the engine then searches everything and filters. Whether
+// it declines, and what it returns, must depend only on the stored
+// vectors and the arguments, never on what the searcher has loaded: an
+// attached client and a process that opens the store answer the same.
 type SessionVectorSearcher interface {
 	SearchVectorIn(ctx context.Context, q []float32, k int, sessions []string) (hits []vector.Hit, ok bool, err error)
 }
@@ -439,6 +442,26 @@ const (
 // it was not kept; nor were session scores counted from BM25's terms
 // alone (open-domain +1 question, hit@5 −2 questions) or from each
 // channel's own session ranking (hit@1 −1, hit@5 −2).
+//
+// Also measured and not kept (chosen on conversations 0–1, checked on
+// 2–3). A confidence gate, ANN weight × max(0, 1 − c/T) with c = (b₁ −
+// b₅)/b₁ over BM25's scores (T 0.4–0.6, peak weight 0.15–0.3; or c from
+// b₁₀, T 0.75), is the one family that put hybrid at or above bm25 mode on
+// every figure of ../shared/eval/run on both halves (e.g. T 0.5, peak
+// 0.3: hit@1/5/10 0.467 / 0.727 / 0.814, MRR 0.572, against bm25 mode's
+// 0.464 / 0.727 / 0.813 / 0.570), but it does so by switching the vector
+// channel off for 72% of questions: hybrid hit@10 fell 0.820 → 0.814,
+// context recall at 1K 0.878 → 0.873 and hand-made MRR 0.632 → 0.630.
+// Keeping BM25's top 1–5 when it is confident and the fused order below
+// it, or the gated top 5 over the fused tail (hit@1 0.467, hit@10 0.820,
+// MRR 0.5725), still loses open-domain 11 to 12. Session scores from
+// sessions both channels found change nothing here (every session with an
+// ANN-only candidate also has a BM25 one); capping a session's ANN part at
+// λ × its BM25 part (λ 0.25–1) and a multiplicative ANN term (BM25 × (1 +
+// m·ANN)) lost hit@1 and hit@5. In the hash embedder, heavier trigrams or
+// added 4-grams raise vector mode (3+4-grams: hit@10 0.651 → 0.674, MRR
+// 0.422 → 0.438) but not hybrid on the halves: the ties it breaks move
+// both ways.
 const (
 	DefaultNeighbourWeight = 0.5
 	DefaultNeighbourSpan   = 2
@@ -752,6 +775,8 @@ type cand struct {
 	words map[string]bool // for MMR
 	// supersededBy: live items replacing this one (see supersede.go).
 	supersededBy []string
+	// bare: chunk.Content is not read yet (lazy.go)
+	bare bool
 }
 
 // Search runs a retrieval request.
@@ -832,13 +857,21 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 		}
 	}
 	nc := candidates(k)
+	bare, _ := e.src.Chunks.(BareChunkStore)
 	byID := map[string]*cand{}
 	var order []*cand
 	get := func(id string, sessions map[string]bool) (*cand, error) {
 		if c, ok := byID[id]; ok {
 			return c, nil
 		}
-		ch, ok, err := e.src.Chunks.Chunk(id)
+		var ch timelines.Chunk
+		var ok bool
+		var err error
+		if bare != nil {
+			ch, ok, err = bare.ChunkBare(id)
+		} else {
+			ch, ok, err = e.src.Chunks.Chunk(id)
+		}
 		if errors.Is(err, timelines.ErrCorrupt) {
 			// A record that does not decode, or names a seq that does not
 			// hold its chunk (the content is read back from there).
@@ -851,7 +884,7 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 			byID[id] = nil // tombstoned (or filtered): never returned
 			return nil, nil
 		}
-		c := &cand{chunk: ch}
+		c := &cand{chunk: ch, bare: bare != nil}
 		byID[id] = c
 		order = append(order, c)
 		return c, nil
@@ -977,7 +1010,7 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 			byID[ch.ID] = nil
 			return nil
 		}
-		c := &cand{chunk: ch}
+		c := &cand{chunk: ch, bare: bare != nil}
 		byID[ch.ID] = c
 		order = append(order, c)
 		return c
@@ -986,6 +1019,15 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 		return nil, nil, err
 	}
 	e.score(p, order)
+	if bare != nil {
+		n := k
+		if e.opts.MMRLambda > 0 {
+			n = 3 * k // mmr's pool, whose words it reads
+		}
+		if err := e.settle(order, n); err != nil {
+			return nil, nil, err
+		}
+	}
 	sort.SliceStable(order, func(i, j int) bool { return better(order[i], order[j]) })
 	if e.opts.MMRLambda > 0 && len(order) > 1 {
 		order = e.mmr(order, k)
@@ -1158,11 +1200,22 @@ func (e *Engine) neighbours(cs []*cand, adopt func(timelines.Chunk) *cand) error
 		return top[i].chunk.ID < top[j].chunk.ID
 	})
 	top = top[:min(len(top), o.NeighbourFrom)]
+	around := as.Around
+	if bs, ok := e.src.Chunks.(BareChunkStore); ok {
+		// The sources' content tells questions (ReplyWeight); their
+		// neighbours' is read only if they can rank (settle).
+		around = bs.AroundBare
+		if o.ReplyWeight > 0 {
+			if err := e.fill(top); err != nil {
+				return err
+			}
+		}
+	}
 	for _, c := range top {
 		if c.chunk.Session == "" || c.chunk.Kind != log.KindConversation || c.ex.RRF <= 0 {
 			continue
 		}
-		ns, err := as.Around(c.chunk.ID, o.NeighbourSpan, o.NeighbourSpan)
+		ns, err := around(c.chunk.ID, o.NeighbourSpan, o.NeighbourSpan)
 		if errors.Is(err, timelines.ErrCorrupt) {
 			// The session indexes disagree with the record: the projection
 			// is damaged, not the request.
@@ -1236,11 +1289,6 @@ func (e *Engine) score(p *plan, cs []*cand) {
 		if best > 0 {
 			ex.SessionSc = sessScore[c.chunk.Session] / best
 		}
-		own := ex.RRF
-		if o.QuestionDamp > 0 && isQuestion(c.chunk.Content) {
-			own *= o.QuestionDamp
-		}
-		rel := own + ex.Neighbour + o.SessionWeight*ex.SessionSc
 		age := float64(max(now-c.chunk.Time, 0))
 		ex.Recency = 1 + o.RecencyWeight*math.Exp2(-age/hl)
 		ex.Affinity = 1
@@ -1251,8 +1299,24 @@ func (e *Engine) score(p *plan, cs []*cand) {
 		if p.boost && (p.window[0] == 0 || c.chunk.Time >= p.window[0]) && (p.window[1] == 0 || c.chunk.Time < p.window[1]) {
 			ex.Temporal = 1 + o.TemporalBoost
 		}
-		ex.Final = rel * ex.Recency * ex.Affinity * ex.Temporal
+		e.final(c)
 	}
+}
+
+// final sets ex.Final from the other terms. A bare candidate (lazy.go)
+// counts as no question: an upper bound until settle reads it.
+func (e *Engine) final(c *cand) {
+	o, ex := e.opts, &c.ex
+	own := ex.RRF
+	switch {
+	case o.QuestionDamp <= 0:
+	case c.bare:
+		own = max(own, own*o.QuestionDamp) // QuestionDamp ≤ 1
+	case isQuestion(c.chunk.Content):
+		own *= o.QuestionDamp
+	}
+	rel := own + ex.Neighbour + o.SessionWeight*ex.SessionSc
+	ex.Final = rel * ex.Recency * ex.Affinity * ex.Temporal
 }
 
 // mmr re-ranks cs (sorted best first) by maximal marginal relevance and

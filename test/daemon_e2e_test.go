@@ -87,6 +87,10 @@ func TestDaemonAttachedOutputs(t *testing.T) {
 		{"query", "cello teacher", "--now", "2023-06-01T00:00:00Z"},
 		{"query", "cello teacher", "--now", "2023-06-01T00:00:00Z", "--json", "--explain"},
 		{"query", "database rollback", "--now", "2023-06-01T00:00:00Z", "--mode", "bm25", "--json"},
+		// Session-filtered: the daemon's index is loaded by now (the
+		// subset search in memory), the unowned process scans in place.
+		{"query", "teacher cello", "--session", "s2", "--session", "s1", "--now", "2023-06-01T00:00:00Z", "--json", "--explain"},
+		{"query", "rollback", "--session", "s2", "--mode", "vector", "--now", "2023-06-01T00:00:00Z"},
 		{"context", "what about the cutover", "--now", "2023-06-01T00:00:00Z", "--budget", "300"},
 		{"context", "cello", "--session", "s1", "--format", "json", "--json", "--now", "2023-06-01T00:00:00Z"},
 		{"session", "list"},

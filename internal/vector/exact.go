@@ -11,9 +11,11 @@ import (
 // because the ranking is a total order).
 const exactParallelMin = 16384
 
-// Exact is a brute-force Index: every search scans every vector. It is the
-// oracle for HNSW in tests and the right choice for small collections
-// (top-10 over 100K×384 takes a few milliseconds on two cores).
+// Exact is a brute-force Index: every search scans every vector (their
+// 8-bit codes, then re-ranks the best by the float vectors: q8.go). It is
+// the oracle for HNSW in tests and the right choice for small collections
+// (top-10 over 100K×384 takes a few milliseconds on two cores). Beside the
+// float32 vectors it holds a byte per dimension of codes.
 //
 // Serialized form (little-endian; do not change without bumping the version):
 //
@@ -33,6 +35,10 @@ type Exact struct {
 	vecs []float32 // len(ids)*dim
 	zero []bool
 	pos  map[string]int
+	// codes and steps: each vector's 8-bit codes (len(ids)*dim) and step,
+	// what Search scans (q8.go)
+	codes []int8
+	steps []float64
 }
 
 const (
@@ -57,6 +63,8 @@ func (x *Exact) Reserve(n int) {
 	x.ids = append(make([]string, 0, len(x.ids)+n), x.ids...)
 	x.vecs = append(make([]float32, 0, (len(x.ids)+n)*x.dim), x.vecs...)
 	x.zero = append(make([]bool, 0, len(x.ids)+n), x.zero...)
+	x.codes = append(make([]int8, 0, (len(x.ids)+n)*x.dim), x.codes...)
+	x.steps = append(make([]float64, 0, len(x.ids)+n), x.steps...)
 }
 
 // Dim returns the vector dimension.
@@ -87,12 +95,15 @@ func (x *Exact) Add(id string, v []float32) error {
 	if p, ok := x.pos[id]; ok {
 		copy(x.vecs[p*x.dim:(p+1)*x.dim], nv)
 		x.zero[p] = zero
+		x.steps[p] = quantizeVec(nv, x.codes[p*x.dim:(p+1)*x.dim])
 		return nil
 	}
 	x.pos[id] = len(x.ids)
 	x.ids = append(x.ids, id)
 	x.vecs = append(x.vecs, nv...)
 	x.zero = append(x.zero, zero)
+	x.codes = append(x.codes, make([]int8, x.dim)...)
+	x.steps = append(x.steps, quantizeVec(nv, x.codes[len(x.codes)-x.dim:]))
 	return nil
 }
 
@@ -109,16 +120,21 @@ func (x *Exact) Delete(id string) error {
 		x.ids[p] = x.ids[last]
 		x.zero[p] = x.zero[last]
 		copy(x.vecs[p*x.dim:(p+1)*x.dim], x.vecs[last*x.dim:])
+		copy(x.codes[p*x.dim:(p+1)*x.dim], x.codes[last*x.dim:])
+		x.steps[p] = x.steps[last]
 		x.pos[x.ids[p]] = p
 	}
 	x.ids = x.ids[:last]
 	x.zero = x.zero[:last]
 	x.vecs = x.vecs[:last*x.dim]
+	x.codes = x.codes[:last*x.dim]
+	x.steps = x.steps[:last]
 	delete(x.pos, id)
 	return nil
 }
 
-// Search returns the k most similar stored vectors to q.
+// Search returns the k most similar stored vectors to q: the k best by
+// float score among the rerank(k) best approximations (q8.go).
 func (x *Exact) Search(q []float32, k int) ([]Hit, error) {
 	if k <= 0 {
 		return nil, fmt.Errorf("search: k=%d: %w", k, ErrInvalidK)
@@ -132,12 +148,43 @@ func (x *Exact) Search(q []float32, k int) ([]Hit, error) {
 	if zero {
 		return nil, nil
 	}
-	return scanTopK(len(x.ids), k, func(i int) (string, float32, bool) {
-		if x.zero[i] {
-			return "", 0, false
+	return x.searchQ8(nq, k, nil), nil
+}
+
+// searchQ8 scans the positions in pos (every position when pos is nil)
+// by their codes and re-ranks the best approximations by the float dot
+// product. Caller holds mu.
+func (x *Exact) searchQ8(nq []float32, k int, pos []int) []Hit {
+	cq, qs := quantizeQuery(nq)
+	dim := x.dim
+	n := len(x.ids)
+	if pos != nil {
+		n = len(pos)
+	}
+	// One loop with no call but the kernel's per vector: at 100K vectors
+	// a closure call per vector costs a tenth of the scan.
+	scan := func(lo, hi int, t *topR) {
+		for i := lo; i < hi; i++ {
+			p := i
+			if pos != nil {
+				p = pos[i]
+			}
+			if x.zero[p] {
+				continue
+			}
+			s := approx(dotQ8(cq, x.codes[p*dim:(p+1)*dim]), qs, x.steps[p])
+			if t.admits(s) {
+				t.offer(q8Cand{id: x.ids[p], s: s, pos: p})
+			}
 		}
-		return x.ids[i], dot(nq, x.vecs[i*x.dim:(i+1)*x.dim]), true
-	}), nil
+	}
+	cands := scanTopR(n, rerank(k), scan)
+	t := &topK{k: k}
+	for _, c := range cands {
+		t.offer(c.id, dot(nq, x.vecs[c.pos*dim:(c.pos+1)*dim]))
+	}
+	sortHits(t.h)
+	return t.h
 }
 
 // vector returns the stored vector of id (nil if absent). Caller holds mu.
@@ -193,7 +240,7 @@ func (x *Exact) UnmarshalBinary(data []byte) error {
 		return d.err
 	}
 	nx := &Exact{dim: dim, pos: make(map[string]int, n), ids: make([]string, 0, n),
-		vecs: make([]float32, n*dim), zero: make([]bool, n)}
+		vecs: make([]float32, n*dim), zero: make([]bool, n), codes: make([]int8, n*dim), steps: make([]float64, n)}
 	prev := ""
 	for i := 0; i < n; i++ {
 		id := d.str("id")
@@ -213,6 +260,7 @@ func (x *Exact) UnmarshalBinary(data []byte) error {
 			return fmt.Errorf("decode index: vector %d not normalised: %w", i, ErrCorrupt)
 		}
 		nx.zero[i] = isZero(v)
+		nx.steps[i] = quantizeVec(v, nx.codes[i*dim:(i+1)*dim])
 		nx.pos[id] = i
 		nx.ids = append(nx.ids, id)
 	}
@@ -222,6 +270,7 @@ func (x *Exact) UnmarshalBinary(data []byte) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.dim, x.ids, x.vecs, x.zero, x.pos = nx.dim, nx.ids, nx.vecs, nx.zero, nx.pos
+	x.codes, x.steps = nx.codes, nx.steps
 	return nil
 }
 

@@ -43,11 +43,5 @@ func (x *Exact) SearchIn(q []float32, k int, ids []string) ([]Hit, error) {
 			bs &= bs - 1
 		}
 	}
-	return scanTopK(len(pos), k, func(i int) (string, float32, bool) {
-		p := pos[i]
-		if x.zero[p] {
-			return "", 0, false
-		}
-		return x.ids[p], dot(nq, x.vecs[p*x.dim:(p+1)*x.dim]), true
-	}), nil
+	return x.searchQ8(nq, k, pos), nil
 }

@@ -23,7 +23,9 @@ import (
 // error under 0.4% of the largest component) for 4 bytes. Measured recall@10
 // of exact search over these values against exact float32 search is in
 // quant_test.go (TestQuantizedRecall); there is no float copy to rescore
-// with, by design. The in-memory indexes hold exactly the decoded values,
+// with, by design. (The exact index scans 8-bit codes of its own, coded
+// from these values the same way, and re-ranks by these values: package
+// vector's q8.go. Its answers are those of a float scan of these values.) The in-memory indexes hold exactly the decoded values,
 // so the digest and every search are the same whichever path built the
 // projection; the value is a single float32 multiply, so every platform
 // decodes the same bits.

@@ -2,6 +2,7 @@ package projstd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/unlimitedcontext/ucl/internal/vector"
@@ -114,13 +115,20 @@ const subsetMaxShare = 4
 // sessions of a large store).
 //
 // ok is false, and the caller searches everything and filters, when the
-// sessions hold more than 1/subsetMaxShare of the live vectors, or the
-// subset cannot be scored from memory: before the exact index is loaded
-// (the first search of a process scans the stored vectors in place, see
-// SearchText) and once the HNSW graph holds the vectors. A graph search
-// costs about the same whatever the store's size, and restricting it to
-// sessions would need a filtered graph walk that loses recall when the
-// sessions are a small share of the graph.
+// sessions hold more than 1/subsetMaxShare of the live vectors, or once
+// the HNSW graph holds the vectors. A graph search costs about the same
+// whatever the store's size, and restricting it to sessions would need a
+// filtered graph walk that loses recall when the sessions are a small
+// share of the graph.
+//
+// Whether it declines, and the hits it returns, are functions of the
+// stored vectors and the request alone, never of what this process has
+// loaded: a process's first search scans the stored vectors in place
+// (as SearchText's does), skipping other sessions' records, and returns
+// what the loaded index's subset search returns. An attached client and a
+// process that opens the store itself then print the same results (before
+// this, the first search declined and filtered the full top k, which drops
+// the subset's chunks ranked below it store-wide).
 func (v *VectorProjection) SearchVectorIn(ctx context.Context, q []float32, k int, sessions []string) (hits []vector.Hit, ok bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, fmt.Errorf("search vectors: %w", err)
@@ -128,22 +136,53 @@ func (v *VectorProjection) SearchVectorIn(ctx context.Context, q []float32, k in
 	if len(q) != v.opts.Embedder.Dim() {
 		return nil, false, fmt.Errorf("search vectors: %d dimensions, want %d: %w", len(q), v.opts.Embedder.Dim(), vector.ErrDimension)
 	}
+	if k <= 0 {
+		return nil, false, fmt.Errorf("search vectors: k=%d: %w", k, vector.ErrInvalidK)
+	}
+	// A session named twice counts once, in the share as in the hits.
+	in := make(map[string]bool, len(sessions))
+	for _, s := range sessions {
+		in[s] = true
+	}
 	v.loadMu.Lock()
-	if v.graphOn || v.idx == nil {
+	if v.graphOn {
 		v.loadMu.Unlock()
 		return nil, false, nil
 	}
-	x, isExact := v.idx.(*vector.Exact)
+	if v.idx == nil && v.scans == 0 {
+		v.scans++
+		v.loadMu.Unlock()
+		return v.scanIn(q, k, in)
+	}
+	idx, err := v.index()
+	if err != nil {
+		v.loadMu.Unlock()
+		return nil, false, err
+	}
+	x, isExact := idx.(*vector.Exact)
 	if !isExact {
 		v.loadMu.Unlock()
 		return nil, false, nil
 	}
 	view, err := v.sessionView()
 	var ids []string
+	declined := false
 	if err == nil {
-		for _, s := range sessions {
+		// Counted first: a declined subset (most of the store) is not
+		// copied (at 100K chunks the copy cost 0.4 ms a query).
+		n := 0
+		for s := range in {
 			if set := view[s]; set != nil {
-				ids = append(ids, set.ids...)
+				n += len(set.ids)
+			}
+		}
+		declined = n > v.live/subsetMaxShare
+		if !declined {
+			ids = make([]string, 0, n)
+			for s := range in {
+				if set := view[s]; set != nil {
+					ids = append(ids, set.ids...)
+				}
 			}
 		}
 	}
@@ -151,10 +190,45 @@ func (v *VectorProjection) SearchVectorIn(ctx context.Context, q []float32, k in
 	if err != nil {
 		return nil, false, err
 	}
-	if len(ids) > x.Len()/subsetMaxShare {
+	if declined {
 		return nil, false, nil
 	}
 	hits, err = x.SearchIn(q, k, ids)
+	if err != nil {
+		return nil, false, err
+	}
+	return hits, true, nil
+}
+
+// errSubsetDeclined stops scanIn's pass once the sessions hold more than
+// the share SearchVectorIn takes.
+var errSubsetDeclined = errors.New("session subset declined")
+
+// scanIn is SearchVectorIn before the index is loaded: one pass over the
+// stored values that scores the vectors of the sessions in in and skips
+// the others before decoding them (vector.ScanSearch scores as the
+// index's SearchIn does: the same hits). The share test is the loaded
+// path's, on the same counts (the committed live count, which is what the
+// loaded index holds); the pass stops as soon as it fails, and the
+// caller's full search may then scan in place.
+func (v *VectorProjection) scanIn(q []float32, k int, in map[string]bool) ([]vector.Hit, bool, error) {
+	most, n := v.live/subsetMaxShare, 0
+	hits, err := v.scanWhere(q, k, func(meta []byte) (bool, error) {
+		_, _, session, err := splitMeta(meta)
+		if err != nil || !in[string(session)] {
+			return false, err
+		}
+		if n++; n > most {
+			return false, errSubsetDeclined
+		}
+		return true, nil
+	})
+	if errors.Is(err, errSubsetDeclined) {
+		v.loadMu.Lock()
+		v.scans--
+		v.loadMu.Unlock()
+		return nil, false, nil
+	}
 	if err != nil {
 		return nil, false, err
 	}

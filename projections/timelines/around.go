@@ -20,6 +20,10 @@ import (
 // the answer is often the reply to the turn that matches the words. It
 // costs one cursor seek per call, whatever the session's length.
 func (t *Timelines) Around(id string, before, after int) ([]Chunk, error) {
+	return t.around(id, before, after, true)
+}
+
+func (t *Timelines) around(id string, before, after int, content bool) ([]Chunk, error) {
 	if before <= 0 && after <= 0 {
 		return nil, nil
 	}
@@ -58,7 +62,7 @@ func (t *Timelines) Around(id string, before, after int) ([]Chunk, error) {
 		cur.Seek(key)
 		return collect(after, cur.Next, &next)
 	})
-	if err == nil {
+	if err == nil && content {
 		err = errors.Join(t.fill(prev), t.fill(next))
 	}
 	if err != nil {
