@@ -14,16 +14,21 @@ NPM_FLAGS ?= --no-audit --no-fund --loglevel=http
 GATEWAY_PORT ?= 1984
 MINE_EVERY ?= 5
 
-.PHONY: all build install gateway test test-short race demo bench bench-100k fuzz arlocal mcp-client openai-client vet clean eval
+.PHONY: all build install gateway test test-short race demo bench bench-100k bench-1m fuzz arlocal mcp-client openai-client vet clean eval
 
 all: build
 
+# CGO_ENABLED=0: the only C in ucl is go-ethereum's secp256k1 (reached
+# through goar, never called by ucl), whose init builds a signing context
+# in every process: ~8 ms of CPU and 10-20 ms of wall time per command
+# (`ucl --version`: 11 -> 4 ms CPU). Without cgo go-ethereum uses its pure-Go
+# curve instead. The race detector needs cgo: `make test` keeps it.
 build:
-	$(GO) build -o $(BIN) ./cmd/ucl
+	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/ucl
 
 # ucl on your PATH: go install puts it in $GOBIN, else $GOPATH/bin.
 install:
-	$(GO) install ./cmd/ucl
+	CGO_ENABLED=0 $(GO) install ./cmd/ucl
 	@gobin=$$($(GO) env GOBIN); [ -n "$$gobin" ] || gobin=$$($(GO) env GOPATH)/bin; \
 	  echo "installed $$gobin/ucl"; \
 	  case ":$$PATH:" in *":$$gobin:"*) ;; *) echo "add it to your PATH: export PATH=\"$$gobin:\$$PATH\"";; esac
@@ -92,9 +97,20 @@ bench:
 	$(GO) test -run "^$$" -bench . -skip RotateKeys -benchtime $(QUERY_BENCHTIME) -timeout 60m .
 	$(GO) test -run "^$$" -bench RotateKeys -benchtime $(BENCHTIME) -timeout 60m .
 	$(GO) test -run "^$$" -bench . -benchtime $(BENCHTIME) -timeout 60m ./projections/... ./arweave/ ./snapshot/ ./test/
+	@echo "== not run: the 1M-event \`ucl query\` process figure (issue 9). Opt in with make bench-1m (builds two 1M-event stores once into BENCH_1M_DIR, 10-50 min each, then reuses them)"
 
 bench-100k:
 	UCL_BENCH_100K=1 $(MAKE) bench
+
+# Issue 9's figure: a `ucl query` process (no owner) on 1M-event stores of
+# ~300-byte contents built with durability none, one per corpus ("locomo":
+# a bigram model of LoCoMo's turns; "words100": 100 words, each query term
+# in a third of the chunks). Building takes 10-50 minutes and ~9 GB per
+# store on 2 cores, so the stores are kept in BENCH_1M_DIR and reused;
+# UCL_BENCH_CORPUS=locomo picks one.
+BENCH_1M_DIR ?= $(CURDIR)/.bench-1m
+bench-1m:
+	UCL_BENCH_1M=1 UCL_BENCH_1M_DIR=$(BENCH_1M_DIR) $(GO) test -run '^$$' -bench 'BenchmarkCommands/events=1M' -benchtime 1x -timeout 0 -v ./test/
 
 fuzz:
 	@for pkg in $$($(GO) list ./...); do \

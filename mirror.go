@@ -14,13 +14,14 @@ import (
 
 // wallet returns the store's wallet.
 func (s *Store) wallet() (*arweave.Wallet, error) {
-	if s.st.WalletErr != nil {
-		return nil, fmt.Errorf("sync: %w: %v", ErrBadWallet, s.st.WalletErr)
+	w, err := s.st.Wallet()
+	if err != nil {
+		return nil, fmt.Errorf("sync: %w: %v", ErrBadWallet, err)
 	}
-	if s.st.Wallet == nil {
+	if w == nil {
 		return nil, fmt.Errorf("sync: %w (%s)", ErrNoWallet, s.st.Path(store.WalletFile))
 	}
-	return s.st.Wallet, nil
+	return w, nil
 }
 
 func gatewayOr(g string) string {

@@ -145,8 +145,9 @@
 //
 // All integers are little-endian. The file is derived: a sidecar that does
 // not decode, names another first seq or file size, or sends a read to
-// bytes that are not the entry (length prefix not spanning exactly to the
-// next offset, bad CRC, another seq in the header) is deleted and rebuilt
+// bytes that are not the entry (offsets not increasing or past the file,
+// length prefix not spanning exactly to the next offset, bad CRC, another
+// seq in the header) is deleted and rebuilt
 // from the segment, and that read is served as before, with the same
 // errors. Cutting a segment (repair, rollback) deletes its sidecar first.
 // Segments of 4 GiB or more get none. The last, growing segment's offsets

@@ -220,13 +220,53 @@ func (l *Log) open() error {
 		l.repaired = rep
 		l.opts.Warn(rep.String())
 	}
-	n, prev, err := l.verifyTail(mark, haveMark)
+	n, prev, headRaw, err := l.verifyTail(mark, haveMark)
 	if err != nil {
 		return fmt.Errorf("open log: %w", err)
 	}
 	if n < minHead {
 		return fmt.Errorf("open log: %w", &CorruptionError{Seq: n + 1, Offset: -1,
 			Err: fmt.Errorf("%w: the log ends at seq %d, and seq %d was acknowledged", ErrLost, n, minHead)})
+	}
+	l.head, l.headHash = n, prev
+	if n > 0 && l.opts.Keys != nil {
+		if err := l.checkKey(n, headRaw); err != nil {
+			return err
+		}
+	}
+	// tidwall's log is opened on first use (wal): opening it reads the
+	// whole last segment (up to 8 MiB), which a process that only reads
+	// through the offset index never needs. An empty log opens it now,
+	// creating the first file.
+	if n == 0 {
+		if _, err := l.wal(); err != nil {
+			return fmt.Errorf("open log: %w", err)
+		}
+	}
+	l.segBytes = l.lastSegmentSize()
+	if l.headf, err = os.OpenFile(filepath.Join(l.dir, headMarkFile), os.O_CREATE|os.O_RDWR, 0o600); err != nil {
+		return errors.Join(fmt.Errorf("open log: %w", err), l.closeWAL())
+	}
+	if err := l.writeHeadMark(); err != nil {
+		return errors.Join(fmt.Errorf("open log: %w", err), l.closeWAL())
+	}
+	return syncDir(l.dir) // tidwall may have created the first file
+}
+
+// wal returns tidwall's log, opening it on first use and checking that it
+// ends where Open's verification did (no write happens before it is open,
+// so the head is still that).
+func (l *Log) wal() (*wal.Log, error) {
+	l.mu.RLock()
+	w := l.w
+	l.mu.RUnlock()
+	if w != nil {
+		return w, nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.w != nil {
+		return l.w, nil
 	}
 	w, err := wal.Open(l.dir, &wal.Options{
 		NoSync:           l.opts.Durability == None,
@@ -237,31 +277,27 @@ func (l *Log) open() error {
 		FilePerms:        0o600,
 	})
 	if err != nil {
-		return fmt.Errorf("open log: open wal: %w", err)
+		return nil, fmt.Errorf("open wal: %w", err)
 	}
 	last, err := w.LastIndex()
-	if err != nil || last != n {
+	if err != nil || last != l.head {
 		w.Close()
-		return fmt.Errorf("open log: wal has %d entries, verified %d: %v", last, n, err)
+		return nil, fmt.Errorf("open wal: wal has %d entries, verified %d: %v", last, l.head, err)
 	}
 	l.w = w
-	l.head, l.headHash = n, prev
-	if n > 0 && l.opts.Keys != nil {
-		if err := l.checkKey(n); err != nil {
-			w.Close()
-			return err
-		}
+	return w, nil
+}
+
+// closeWAL closes tidwall's log if it was opened.
+func (l *Log) closeWAL() error {
+	l.mu.Lock()
+	w := l.w
+	l.w = nil
+	l.mu.Unlock()
+	if w == nil {
+		return nil
 	}
-	l.segBytes = l.lastSegmentSize()
-	if l.headf, err = os.OpenFile(filepath.Join(l.dir, headMarkFile), os.O_CREATE|os.O_RDWR, 0o600); err != nil {
-		w.Close()
-		return fmt.Errorf("open log: %w", err)
-	}
-	if err := l.writeHeadMark(); err != nil {
-		w.Close()
-		return fmt.Errorf("open log: %w", err)
-	}
-	return syncDir(l.dir) // tidwall may have created the first file
+	return w.Close()
 }
 
 // verifyTail checks the log from its head mark on (or, without a usable
@@ -269,10 +305,11 @@ func (l *Log) open() error {
 // still be the one acknowledged. So Open reads the newest segment or two,
 // not the history; reads verify every hash they touch, and VerifyDir
 // checks everything.
-func (l *Log) verifyTail(mark headMark, haveMark bool) (uint64, Hash, error) {
+func (l *Log) verifyTail(mark headMark, haveMark bool) (uint64, Hash, []byte, error) {
 	if haveMark && mark.Seq > 0 {
 		var n uint64
 		var prev Hash
+		var last []byte
 		found := false
 		err := scanFiles(l.dir, mark.Seq, 0, func(seq uint64, raw []byte) error {
 			if seq == mark.Seq {
@@ -280,45 +317,46 @@ func (l *Log) verifyTail(mark headMark, haveMark bool) (uint64, Hash, error) {
 				if h != mark.Hash {
 					return fmt.Errorf("%w: seq %d is not the event this log acknowledged (hash %s, acknowledged %s)", ErrLost, seq, short(h), short(mark.Hash))
 				}
-				found, n, prev = true, seq, h
+				found, n, prev, last = true, seq, h, raw
 				return nil
 			}
 			r, err := verifyRaw(seq, raw, prev)
 			if err != nil {
 				return err
 			}
-			n, prev = seq, r.Hash
+			n, prev, last = seq, r.Hash, raw
 			return nil
 		})
 		switch {
 		case err != nil && mark.Durable:
-			return 0, Hash{}, err
+			return 0, Hash{}, nil, err
 		case err == nil && found:
-			return n, prev, nil
+			return n, prev, bytes.Clone(last), nil
 		case mark.Durable:
-			return 0, Hash{}, nil // shorter than the mark: the caller refuses
+			return 0, Hash{}, nil, nil // shorter than the mark: the caller refuses
 		}
 		// A mark written without fsync may be ahead of what the disk kept.
 		l.opts.Warn(fmt.Sprintf("log: head mark seq %d (written with durability none) is not on disk; verifying the whole log", mark.Seq))
 	}
 	var n uint64
 	var prev Hash
+	var last []byte
 	ids := map[ID]uint64{}
 	err := scanFiles(l.dir, 1, 0, func(seq uint64, raw []byte) error {
 		r, err := verifyRaw(seq, raw, prev)
 		if err != nil {
 			return err
 		}
-		prev, n = r.Hash, seq
+		prev, n, last = r.Hash, seq, raw
 		ids[r.Header.ID] = seq
 		return nil
 	})
 	if err != nil {
-		return 0, Hash{}, err
+		return 0, Hash{}, nil, err
 	}
 	l.ids = ids
 	l.idsLoaded.Store(true)
-	return n, prev, nil
+	return n, prev, bytes.Clone(last), nil
 }
 
 // ensureIDs builds the id index on first use: one pass over the headers of
@@ -380,11 +418,7 @@ func (l *Log) writeHeadMark() error {
 
 // checkKey makes sure the keyring can unwrap the newest event's data key, so
 // a wrong vault key is refused before anything is written with it.
-func (l *Log) checkKey(seq uint64) error {
-	data, err := l.w.Read(seq)
-	if err != nil {
-		return fmt.Errorf("open log: read seq %d: %w", seq, err)
-	}
+func (l *Log) checkKey(seq uint64, data []byte) error {
 	h, err := DecodeHeader(data)
 	if err != nil {
 		return fmt.Errorf("open log: %w", err)
@@ -458,7 +492,7 @@ func (l *Log) Close() error {
 	}
 	l.closed = true
 	l.qmu.Unlock()
-	err := l.w.Close()
+	err := l.closeWAL()
 	l.idx.close()
 	if cerr := l.headf.Close(); err == nil {
 		err = cerr
@@ -680,14 +714,18 @@ func (l *Log) writeWAL(ps []pending) error {
 	for _, p := range ps {
 		wb.Write(p.seq, p.data)
 	}
-	return l.w.WriteBatch(wb)
+	w, err := l.wal()
+	if err != nil {
+		return err
+	}
+	return w.WriteBatch(wb)
 }
 
 // rollback undoes a failed write: tidwall's state is unknown after an
 // error, so it is closed, the files are cut back to seq head, and tidwall
 // reopened on them. Called with commitMu held.
 func (l *Log) rollback(head uint64) error {
-	cerr := l.w.Close()
+	cerr := l.closeWAL()
 	err := truncateAfter(l.dir, head)
 	l.idx.reset()
 	if err != nil {
@@ -953,13 +991,11 @@ func (l *Log) readEntry(seq uint64) ([]byte, error) {
 	}
 	l.rawMu.Lock()
 	defer l.rawMu.Unlock()
-	return l.wal().Read(seq)
-}
-
-func (l *Log) wal() *wal.Log {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	return l.w
+	w, err := l.wal()
+	if err != nil {
+		return nil, err
+	}
+	return w.Read(seq)
 }
 
 // HashAt returns the hash of event seq.

@@ -137,13 +137,25 @@ func planTailCut(dir string) (*cutPlan, error) {
 	if err != nil || len(segs) == 0 {
 		return nil, err
 	}
-	idx := len(segs) - 1
-	lastName := segs[idx].name
-	b, err := os.ReadFile(filepath.Join(dir, lastName))
+	b, release, err := readMapped(filepath.Join(dir, segs[len(segs)-1].name))
 	if err != nil {
 		return nil, fmt.Errorf("read last segment: %w", err)
 	}
+	p, err := planTailCutFrom(dir, segs, b)
+	if rerr := release(); rerr != nil && err == nil {
+		return nil, fmt.Errorf("release last segment: %w", rerr)
+	}
+	return p, err
+}
+
+// planTailCutFrom is planTailCut given the bytes b of the last segment.
+func planTailCutFrom(dir string, segs []segFile, b []byte) (*cutPlan, error) {
+	idx := len(segs) - 1
+	lastName := segs[idx].name
 	ents, st := parseSegment(b)
+	// Open's verification of the tail then reads from the head mark on
+	// instead of reading and checking the whole file again.
+	rememberEntries(filepath.Join(dir, lastName), ents, st)
 	next := segs[idx].first + uint64(len(ents))
 	if st.err != nil {
 		return nil, &CorruptionError{Seq: next, Segment: lastName, Offset: st.goodEnd, Err: st.err}
@@ -187,10 +199,11 @@ func planTailCut(dir string) (*cutPlan, error) {
 			p.reason = "unfinished write batch"
 		}
 		idx--
-		b, err = os.ReadFile(filepath.Join(dir, segs[idx].name))
+		prev, err := os.ReadFile(filepath.Join(dir, segs[idx].name))
 		if err != nil {
 			return nil, fmt.Errorf("read segment %s: %w", segs[idx].name, err)
 		}
+		b = prev
 		ents, st = parseSegment(b)
 		if st.err != nil || st.torn {
 			e := st.err

@@ -114,8 +114,12 @@ func BenchmarkEventAtRandom(b *testing.B) {
 
 // tidwallEventAt is EventAt as it was before the offset index.
 func tidwallEventAt(l *Log, seq uint64) (*Event, error) {
+	w, err := l.wal()
+	if err != nil {
+		return nil, err
+	}
 	l.rawMu.Lock()
-	data, err := l.wal().Read(seq)
+	data, err := w.Read(seq)
 	l.rawMu.Unlock()
 	if err != nil {
 		return nil, err

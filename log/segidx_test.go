@@ -194,12 +194,18 @@ func TestSegIndexBadSidecars(t *testing.T) {
 		t.Fatalf("sidecar %v %d %v", err, first, offs)
 	}
 	skipped := append(append([]int64{}, offs[:1]...), offs[2:]...) // entry 1 -> entry 2's bytes
+	// Entries 1 and 2 swapped, checksum good: a read of entry 1 would span
+	// backwards (the table is read in place, not decoded and checked).
+	swapped := append([]int64{}, offs...)
+	swapped[1], swapped[2] = swapped[2], swapped[1]
 	cases := map[string][]byte{
 		"torn":          good[:len(good)/2],
 		"flipped":       append(append([]byte{}, good[:20]...), append([]byte{good[20] ^ 1}, good[21:]...)...),
 		"other size":    encodeSegIndex(first, size+1, offs),
 		"other first":   encodeSegIndex(first+1, size, offs),
 		"wrong entries": encodeSegIndex(first, size, skipped),
+		"out of order":  encodeSegIndex(first, size, swapped),
+		"past the file": encodeSegIndex(first, size, append(append([]int64{}, offs[:len(offs)-1]...), size+8)),
 	}
 	for name, side := range cases {
 		t.Run(name, func(t *testing.T) {

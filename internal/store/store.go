@@ -24,6 +24,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/unlimitedcontext/ucl/arweave"
@@ -51,7 +52,7 @@ var (
 	// ErrWrongVaultKey is returned when the vault key given does not belong
 	// to the store.
 	ErrWrongVaultKey = errors.New("store: vault key does not belong to this store")
-	// ErrCorruptWallet is returned (in Store.WalletErr) when the wallet file
+	// ErrCorruptWallet is returned (by Store.Wallet) when the wallet file
 	// exists but is not a readable wallet.
 	ErrCorruptWallet = errors.New("store: wallet file is corrupt")
 )
@@ -76,17 +77,35 @@ func (m Meta) LogIDBytes() [16]byte {
 
 // Store is an open store.
 type Store struct {
-	Dir    string
-	Meta   Meta
-	Keys   *crypto.Keyring // nil when opened without the vault key
-	Wallet *arweave.Wallet // nil when the store has no wallet file or it is unreadable
-	// WalletErr says why a wallet file that exists could not be loaded.
-	WalletErr error
-	Log       *log.Log
+	Dir  string
+	Meta Meta
+	Keys *crypto.Keyring // nil when opened without the vault key
+	Log  *log.Log
 	// Tidied lists the staging leftovers of an earlier crash that Open
 	// removed (see Tidy); TidyErr is why some could not be removed.
 	Tidied  []string
 	TidyErr error
+
+	// The wallet is loaded on first use (Wallet): parsing and checking
+	// an RSA-4096 key costs ~10 ms of CPU, and most commands never sign.
+	walletOnce sync.Once
+	wallet     *arweave.Wallet
+	walletErr  error
+}
+
+// Wallet returns the store's Arweave wallet, loading it on the first
+// call: nil and a nil error when the store has no wallet file, an error
+// wrapping ErrCorruptWallet when the file does not load.
+func (s *Store) Wallet() (*arweave.Wallet, error) {
+	s.walletOnce.Do(func() {
+		switch w, err := arweave.LoadWallet(filepath.Join(s.Dir, WalletFile)); {
+		case err == nil:
+			s.wallet = w
+		case !errors.Is(err, fs.ErrNotExist):
+			s.walletErr = fmt.Errorf("%w: %v", ErrCorruptWallet, err)
+		}
+	})
+	return s.wallet, s.walletErr
 }
 
 // InitOptions configure Init.
@@ -242,13 +261,6 @@ func Open(dir string, o OpenOptions) (*Store, error) {
 		if s.Keys, err = LoadKeys(dir, m, o); err != nil {
 			return nil, err
 		}
-	}
-	switch w, err := arweave.LoadWallet(filepath.Join(dir, WalletFile)); {
-	case err == nil:
-		s.Wallet = w
-	case !errors.Is(err, fs.ErrNotExist):
-		// Only the commands that sign need the wallet; they report this.
-		s.WalletErr = fmt.Errorf("%w: %v", ErrCorruptWallet, err)
 	}
 	d, err := log.ParseDurability(m.Durability)
 	if err != nil {

@@ -18,7 +18,11 @@ func TestInitOpenAndKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Meta.LogID) != 32 || s.Wallet == nil || s.Keys == nil {
+	w, err := s.Wallet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Meta.LogID) != 32 || w == nil || s.Keys == nil {
 		t.Fatalf("meta %+v", s.Meta)
 	}
 	for _, f := range []string{VaultFile, WalletFile, MetaFile} {
@@ -44,7 +48,7 @@ func TestInitOpenAndKeys(t *testing.T) {
 		t.Fatalf("empty dir: %v", err)
 	}
 	// A rebuilt store keeps its source's log id.
-	s2, err := Init(filepath.Join(t.TempDir(), "r"), InitOptions{LogID: s.Meta.LogID, Keys: other, Wallet: s.Wallet})
+	s2, err := Init(filepath.Join(t.TempDir(), "r"), InitOptions{LogID: s.Meta.LogID, Keys: other, Wallet: w})
 	if err != nil || s2.Meta.LogID != s.Meta.LogID {
 		t.Fatalf("init with log id: %v", err)
 	}

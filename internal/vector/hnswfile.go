@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -240,6 +242,12 @@ type graphFile struct {
 	sorted  []int32
 	written bool // the graph has changed pages of data
 	unmap   func() error
+	// f is the mapped file (nil when its bytes were read into memory) and
+	// vecOff where its vectors start: the first searches of a process read
+	// vectors with pread (see coldSearches).
+	f        *os.File
+	vecOff   int64
+	searches atomic.Int32
 }
 
 func (f *graphFile) id(i int32) string { return string(f.ids[f.idOff[i]:f.idOff[i+1]]) }
@@ -360,7 +368,7 @@ func fromImage(data []byte, efS int) (*HNSW, error) {
 	}
 	g := &HNSW{dim: dim, efS: efS}
 	g.reset(m, efC)
-	f := &graphFile{data: data}
+	f := &graphFile{data: data, vecOff: lay.vecs}
 	f.idOff = castU64(data, lay.idOff, n+1)
 	f.ids = data[lay.ids : lay.ids+int64(idBytes) : lay.ids+int64(idBytes)]
 	f.sorted = castI32(data, lay.sorted, n)
@@ -486,7 +494,7 @@ func OpenHNSWFile(path string, opts HNSWOptions) (*HNSW, error) {
 	if opts.EfSearch < 1 {
 		return nil, fmt.Errorf("open graph: ef search %d: %w", opts.EfSearch, ErrInvalidOptions)
 	}
-	data, unmap, err := mapFile(path)
+	data, file, unmap, err := mapFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("open graph: %w", err)
 	}
@@ -510,7 +518,7 @@ func OpenHNSWFile(path string, opts HNSWOptions) (*HNSW, error) {
 		}
 		return nil, err
 	}
-	g.file.unmap = unmap
+	g.file.unmap, g.file.f = unmap, file
 	g.trk = &deltaTrack{mark: g.n, lists: map[int64]struct{}{}}
 	runtime.SetFinalizer(g.file, func(f *graphFile) { _ = f.unmap() })
 	return g, nil

@@ -5,7 +5,7 @@ package vector
 import "os"
 
 // mapFile reads path: this system has no mmap here.
-func mapFile(path string) ([]byte, func() error, error) {
+func mapFile(path string) ([]byte, *os.File, func() error, error) {
 	b, err := os.ReadFile(path)
-	return b, func() error { return nil }, err
+	return b, nil, func() error { return nil }, err
 }

@@ -213,7 +213,11 @@ func (x *Index) open() error {
 		}
 	}
 	x.cp = projections.Checkpoint{}
-	err = db.Update(func(tx *bolt.Tx) error {
+	// Checked in a read transaction, written only when new: a process
+	// that only reads writes nothing (a no-op bbolt commit still writes
+	// and syncs two pages).
+	fresh := false
+	err = db.View(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if meta != nil {
 			for _, name := range allBuckets {
@@ -228,20 +232,12 @@ func (x *Index) open() error {
 			}
 			return nil
 		}
-		for _, name := range allBuckets {
-			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
-				return err
-			}
-		}
-		cpb, err := json.Marshal(x.cp)
-		if err != nil {
-			return err
-		}
-		if err := tx.Bucket(bucketMeta).Put(keyCP, cpb); err != nil {
-			return err
-		}
-		return tx.Bucket(bucketMeta).Put(keyVersion, versionTag())
+		fresh = true
+		return nil
 	})
+	if err == nil && fresh {
+		err = db.Update(x.initBuckets)
+	}
 	if err != nil {
 		db.Close()
 		return fmt.Errorf("init dedup db: %w", err)
@@ -249,6 +245,23 @@ func (x *Index) open() error {
 	x.db = db
 	x.ops = nil
 	return nil
+}
+
+// initBuckets creates a new database's buckets, checkpoint and version.
+func (x *Index) initBuckets(tx *bolt.Tx) error {
+	for _, name := range allBuckets {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return err
+		}
+	}
+	cpb, err := json.Marshal(x.cp)
+	if err != nil {
+		return err
+	}
+	if err := tx.Bucket(bucketMeta).Put(keyCP, cpb); err != nil {
+		return err
+	}
+	return tx.Bucket(bucketMeta).Put(keyVersion, versionTag())
 }
 
 // Name returns "dedup".

@@ -227,21 +227,38 @@ func (v *VectorProjection) stateTag() []byte {
 // load reads the meta bucket and checks graph.bin's size (its content is
 // checked when the graph is loaded).
 func (v *VectorProjection) load() error {
-	var stale bool
-	err := v.db.Update(func(tx *bolt.Tx) error {
+	var stale, fresh bool
+	// Checked in a read transaction, written only when new: a process that
+	// only reads writes nothing (a no-op bbolt commit still writes and
+	// syncs two pages).
+	err := v.db.View(func(tx *bolt.Tx) error {
 		for _, b := range buckets {
-			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-				return err
+			if tx.Bucket(b) == nil {
+				fresh = true
+				return nil
 			}
 		}
-		m := tx.Bucket(bMeta)
-		ver := m.Get(kVer)
-		if ver == nil {
-			return m.Put(kVer, v.stateTag())
-		}
-		stale = !bytes.Equal(ver, v.stateTag())
+		ver := tx.Bucket(bMeta).Get(kVer)
+		fresh = ver == nil
+		stale = ver != nil && !bytes.Equal(ver, v.stateTag())
 		return nil
 	})
+	if err == nil && fresh {
+		err = v.db.Update(func(tx *bolt.Tx) error {
+			for _, b := range buckets {
+				if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+					return err
+				}
+			}
+			m := tx.Bucket(bMeta)
+			ver := m.Get(kVer)
+			if ver == nil {
+				return m.Put(kVer, v.stateTag())
+			}
+			stale = !bytes.Equal(ver, v.stateTag())
+			return nil
+		})
+	}
 	if err != nil {
 		return fmt.Errorf("open vectors: %w", err)
 	}

@@ -313,33 +313,25 @@ func (x *Index) open() error {
 		x.db = nil
 		return fmt.Errorf("open summary db: %w", err)
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
+	// Checked in a read transaction, written only when new or stale: a
+	// process that only reads writes nothing (a no-op bbolt commit still
+	// writes and syncs two pages).
+	current := false
+	err = db.View(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if meta != nil && bytes.Equal(meta.Get(keyVersion), x.versionTag()) {
+			current = true
 			if b := meta.Get(keyCP); b != nil {
 				if err := json.Unmarshal(b, &x.cp); err != nil {
 					return fmt.Errorf("decode checkpoint: %w", err)
 				}
 			}
-			return nil
 		}
-		// New, or another version: start over.
-		for _, name := range allBuckets {
-			if tx.Bucket(name) != nil {
-				if err := tx.DeleteBucket(name); err != nil {
-					return err
-				}
-			}
-			if _, err := tx.CreateBucket(name); err != nil {
-				return err
-			}
-		}
-		cpb, _ := json.Marshal(x.cp)
-		if err := tx.Bucket(bucketMeta).Put(keyCP, cpb); err != nil {
-			return err
-		}
-		return tx.Bucket(bucketMeta).Put(keyVersion, x.versionTag())
+		return nil
 	})
+	if err == nil && !current {
+		err = db.Update(x.initDB)
+	}
 	if err != nil {
 		db.Close()
 		x.db = nil
@@ -347,6 +339,25 @@ func (x *Index) open() error {
 	}
 	x.ops = map[string]*chunk{}
 	return nil
+}
+
+// initDB starts the database over: a new one, or one of another version.
+func (x *Index) initDB(tx *bolt.Tx) error {
+	for _, name := range allBuckets {
+		if tx.Bucket(name) != nil {
+			if err := tx.DeleteBucket(name); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.CreateBucket(name); err != nil {
+			return err
+		}
+	}
+	cpb, _ := json.Marshal(x.cp)
+	if err := tx.Bucket(bucketMeta).Put(keyCP, cpb); err != nil {
+		return err
+	}
+	return tx.Bucket(bucketMeta).Put(keyVersion, x.versionTag())
 }
 
 // Name returns "summary".

@@ -298,7 +298,11 @@ func (t *Timelines) openDB() error {
 		db.Close()
 		return fmt.Errorf("open timelines: %w", err)
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
+	// Checked in a read transaction, written only when new: a process
+	// that only reads writes nothing (a no-op bbolt commit still writes
+	// and syncs two pages).
+	fresh := false
+	err = db.View(func(tx *bolt.Tx) error {
 		if tx.Bucket(bMeta) != nil {
 			if v := tx.Bucket(bMeta).Get(kVersion); len(v) == 4 && binary.LittleEndian.Uint32(v) != Version {
 				return nil // another format: the projector resets it
@@ -310,8 +314,12 @@ func (t *Timelines) openDB() error {
 			}
 			return nil
 		}
-		return initBuckets(tx)
+		fresh = true
+		return nil
 	})
+	if err == nil && fresh {
+		err = db.Update(initBuckets)
+	}
 	if err != nil {
 		db.Close()
 		return fmt.Errorf("init timelines %s: %w", path, err)
