@@ -160,69 +160,51 @@ func decodeBlock(raw []byte) (*block, error) {
 	bad := func(what string) (*block, error) {
 		return nil, fmt.Errorf("decode block: %w: %s", ErrCorrupt, what)
 	}
-	rec := string(raw)
-	p := 0
-	uv := func() (uint64, bool) {
-		v, n := binary.Uvarint(raw[p:])
-		if n <= 0 {
-			return 0, false
-		}
-		p += n
-		return v, true
-	}
-	str := func() (string, bool) {
-		l, ok := uv()
-		if !ok || l > uint64(len(rec)-p) {
-			return "", false
-		}
-		s := rec[p : p+int(l)]
-		p += int(l)
-		return s, true
-	}
+	r := newFieldReader(raw, 0)
 	b := &block{}
-	chunks, ok1 := uv()
-	sents, ok2 := uv()
+	chunks, ok1 := r.uvarint()
+	sents, ok2 := r.uvarint()
 	if !ok1 || !ok2 || chunks > 1<<31 || sents > 1<<31 {
 		return bad("counts")
 	}
 	b.chunks, b.sents = int(chunks), int(sents)
-	if len(rec)-p < 16 {
+	if r.left() < 16 {
 		return bad("times")
 	}
-	b.first = int64(binary.BigEndian.Uint64(raw[p:]))
-	b.last = int64(binary.BigEndian.Uint64(raw[p+8:]))
-	p += 16
+	b.first = int64(binary.BigEndian.Uint64(raw[r.p:]))
+	b.last = int64(binary.BigEndian.Uint64(raw[r.p+8:]))
+	r.p += 16
 	var ok bool
-	if b.session, ok = str(); !ok {
+	if b.session, ok = r.str(); !ok {
 		return bad("session")
 	}
-	n, ok := uv()
-	if !ok || n > uint64(len(rec)-p) {
+	n, ok := r.uvarint()
+	if !ok || n > uint64(r.left()) {
 		return bad("candidate count")
 	}
 	b.cands = make([]cand, n)
 	for i := range b.cands {
-		local, ok1 := uv()
-		text, ok2 := str()
+		local, ok1 := r.uvarint()
+		text, ok2 := r.str()
 		if !ok1 || !ok2 || local >= sents {
 			return bad("candidate")
 		}
 		b.cands[i] = cand{local: int(local), text: text}
 	}
-	if n, ok = uv(); !ok || n > uint64(len(rec)-p) {
+	if n, ok = r.uvarint(); !ok || n > uint64(r.left()) {
 		return bad("term count")
 	}
 	b.terms = make([]blockTerm, n)
 	for i := range b.terms {
-		w, ok1 := str()
-		c, ok2 := uv()
-		df, ok3 := uv()
+		w, ok1 := r.str()
+		c, ok2 := r.uvarint()
+		df, ok3 := r.uvarint()
 		if !ok1 || !ok2 || !ok3 || df == 0 || df > c || c > 1<<40 {
 			return bad("term")
 		}
 		b.terms[i] = blockTerm{w, int(c), int(df)}
 	}
-	if p != len(rec) {
+	if r.left() != 0 {
 		return bad("trailing bytes")
 	}
 	return b, nil

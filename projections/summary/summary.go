@@ -743,46 +743,28 @@ func decodeChunk(id string, raw []byte) (*chunk, error) {
 	if len(raw) < 1 {
 		return bad("empty record")
 	}
-	rec := string(raw) // one copy; every field below is a substring of it
-	c := &chunk{id: id, kind: log.Kind(rec[0])}
-	p := 1
-	uv := func() (uint64, bool) {
-		v, n := binary.Uvarint(raw[p:])
-		if n <= 0 {
-			return 0, false
-		}
-		p += n
-		return v, true
-	}
-	str := func() (string, bool) {
-		l, ok := uv()
-		if !ok || l > uint64(len(rec)-p) {
-			return "", false
-		}
-		s := rec[p : p+int(l)]
-		p += int(l)
-		return s, true
-	}
-	v, ok := uv()
+	c := &chunk{id: id, kind: log.Kind(raw[0])}
+	r := newFieldReader(raw, 1)
+	v, ok := r.uvarint()
 	if !ok || v > 1<<31 {
 		return bad("chunk index")
 	}
 	c.index = int(v)
-	if len(rec)-p < 8 {
+	if r.left() < 8 {
 		return bad("time")
 	}
-	c.time = int64(binary.BigEndian.Uint64(raw[p:]))
-	p += 8
-	if c.session, ok = str(); !ok {
+	c.time = int64(binary.BigEndian.Uint64(raw[r.p:]))
+	r.p += 8
+	if c.session, ok = r.str(); !ok {
 		return bad("session")
 	}
-	if c.chunkParent, ok = str(); !ok {
+	if c.chunkParent, ok = r.str(); !ok {
 		return bad("chunk parent")
 	}
-	if c.seq, ok = uv(); !ok {
+	if c.seq, ok = r.uvarint(); !ok {
 		return bad("seq")
 	}
-	if p != len(rec) {
+	if r.left() != 0 {
 		return bad("trailing bytes")
 	}
 	return c, nil
@@ -1019,4 +1001,39 @@ func (x *Index) Close() error {
 // *projections.DamagedError.
 func (x *Index) view(fn func(tx *bolt.Tx) error) error {
 	return projections.Guard(Name, func() error { return x.db.View(fn) })
+}
+
+// fieldReader reads the varint and length-prefixed fields of a stored
+// record (decodeChunk, decodeBlock). It copies the record once, so every
+// string field it returns is a substring of that copy, not an allocation.
+type fieldReader struct {
+	raw []byte
+	rec string
+	p   int
+}
+
+func newFieldReader(raw []byte, p int) *fieldReader {
+	return &fieldReader{raw: raw, rec: string(raw), p: p}
+}
+
+// left is the number of bytes not read yet.
+func (r *fieldReader) left() int { return len(r.rec) - r.p }
+
+func (r *fieldReader) uvarint() (uint64, bool) {
+	v, n := binary.Uvarint(r.raw[r.p:])
+	if n <= 0 {
+		return 0, false
+	}
+	r.p += n
+	return v, true
+}
+
+func (r *fieldReader) str() (string, bool) {
+	l, ok := r.uvarint()
+	if !ok || l > uint64(r.left()) {
+		return "", false
+	}
+	s := r.rec[r.p : r.p+int(l)]
+	r.p += int(l)
+	return s, true
 }
