@@ -453,26 +453,42 @@ func (s *Syncer) dropBeyond(covered uint64) error {
 	return nil
 }
 
+// uploadBatch posts a batch of consecutive segments. A segment the gateway
+// already holds (posted by an earlier push whose answer was lost) is
+// adopted where it stands, and the segments before it are posted first:
+// the covered prefix grows in seq order, and the segments posted together
+// are always contiguous, wherever in the batch an adopted one falls.
 func (s *Syncer) uploadBatch(ctx context.Context, batch []*EncodedSegment, exact map[rangeKey]arweave.TxInfo, res *SyncResult) error {
-	var todo []*EncodedSegment
-	var ups []arweave.Upload
-	for _, seg := range batch {
-		if t, ok := exact[rangeKey{seg.FirstSeq, seg.LastSeq, seg.HeadHash}]; ok {
-			if _, err := s.adopt(t, seg.PrevHash); err != nil {
-				return err
-			}
-			res.Adopted++
-			res.CoveredSeq = seg.LastSeq
+	start := 0
+	for i, seg := range batch {
+		t, ok := exact[rangeKey{seg.FirstSeq, seg.LastSeq, seg.HeadHash}]
+		if !ok {
 			continue
 		}
-		if len(todo) > 0 && todo[len(todo)-1].LastSeq+1 != seg.FirstSeq {
+		if err := s.postRun(ctx, batch[start:i], res); err != nil {
+			return err
+		}
+		start = i + 1
+		if _, err := s.adopt(t, seg.PrevHash); err != nil {
+			return err
+		}
+		res.Adopted++
+		res.CoveredSeq = seg.LastSeq
+	}
+	return s.postRun(ctx, batch[start:], res)
+}
+
+// postRun signs, records and posts a run of contiguous segments.
+func (s *Syncer) postRun(ctx context.Context, todo []*EncodedSegment, res *SyncResult) error {
+	if len(todo) == 0 {
+		return nil
+	}
+	ups := make([]arweave.Upload, len(todo))
+	for i, seg := range todo {
+		if i > 0 && todo[i-1].LastSeq+1 != seg.FirstSeq {
 			return fmt.Errorf("upload batch: %w", ErrNotContiguous)
 		}
-		todo = append(todo, seg)
-		ups = append(ups, SegmentMeta{Kind: KindSegment, LogID: s.cfg.LogID, FirstSeq: seg.FirstSeq, LastSeq: seg.LastSeq, HeadHash: seg.HeadHash}.Upload(seg.Data))
-	}
-	if len(ups) == 0 {
-		return nil
+		ups[i] = SegmentMeta{Kind: KindSegment, LogID: s.cfg.LogID, FirstSeq: seg.FirstSeq, LastSeq: seg.LastSeq, HeadHash: seg.HeadHash}.Upload(seg.Data)
 	}
 	signed, err := s.cfg.Uploader.Sign(ctx, ups)
 	if err != nil {

@@ -378,3 +378,54 @@ func TestRebuildRejectsBrokenContinuity(t *testing.T) {
 		t.Fatalf("err = %v, want %s rejected for continuity", err, id2)
 	}
 }
+
+// TestSyncAdoptsMidBatch: the gateway already holds one segment from the
+// middle of what the next push sends as one batch (an earlier push posted
+// it and lost the answer, and the state is gone). The push posts the
+// segments before it, adopts it and posts the rest: every range on the
+// gateway once, the covered prefix in order, a rebuild exact. Adopting
+// only at a batch's start used to fail here with "records not contiguous".
+func TestSyncAdoptsMidBatch(t *testing.T) {
+	c := fundedClient(t, "", "wallet-a.json", arweave.Options{})
+	ctx := testCtx(t)
+	logID := newLogID(t)
+	l := newMemLog(400, 300) // 8 KiB segments, batches of 64 KiB
+	seger := NewSegmenter(logID, Hash{}, 8<<10)
+	var segs []*EncodedSegment
+	for _, r := range l.recs {
+		seg, err := seger.Add(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seg != nil {
+			segs = append(segs, seg)
+		}
+	}
+	if len(segs) < 6 {
+		t.Fatalf("only %d segments: the test needs a batch with one in its middle", len(segs))
+	}
+	mid := segs[2]
+	meta := SegmentMeta{Kind: KindSegment, LogID: logID, FirstSeq: mid.FirstSeq, LastSeq: mid.LastSeq, HeadHash: mid.HeadHash}
+	if _, err := arweave.UploadAll(ctx, arweave.NewL1Uploader(c), []arweave.Upload{meta.Upload(mid.Data)}); err != nil {
+		t.Fatal(err)
+	}
+	s := newSyncer(t, arweave.NewL1Uploader(c), l, logID, openTestState(t), 8<<10)
+	res, err := s.Push(ctx, l.head())
+	if err != nil {
+		t.Fatalf("push: %v", err)
+	}
+	if res.Adopted != 1 || res.CoveredSeq != l.head() {
+		t.Fatalf("push: %+v, want segment %d..%d adopted and everything covered", res, mid.FirstSeq, mid.LastSeq)
+	}
+	if total := countSegments(t, c, logID); total != res.Uploaded+1 {
+		t.Fatalf("%d segments on the gateway, want %d uploaded + 1 adopted: a range was posted twice", total, res.Uploaded)
+	}
+	got, rres, err := rebuildAll(t, c, c.Wallet().Address(), logID, RebuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameRecords(t, got, l.recs)
+	if rres.Duplicates != 0 {
+		t.Fatalf("rebuild dropped %d duplicates", rres.Duplicates)
+	}
+}
