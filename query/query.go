@@ -223,6 +223,15 @@ type SessionVectorSearcher interface {
 	SearchVectorIn(ctx context.Context, q []float32, k int, sessions []string) (hits []vector.Hit, ok bool, err error)
 }
 
+// SubsetDecliner is the optional side of a SessionVectorSearcher that
+// knows it declines every session subset (the projection, once its HNSW
+// graph serves). The ANN search then need not wait for BM25's sessions:
+// it searches everything whatever the sessions, so it runs concurrently
+// with BM25 and answers the same.
+type SubsetDecliner interface {
+	DeclinesSubsets() bool
+}
+
 // SessionSearcher searches the L0 session summaries (*summary.Index).
 type SessionSearcher interface {
 	Search(ctx context.Context, text string, k int) ([]summary.SessionHit, error)
@@ -906,6 +915,9 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 	// they hold a large share of the store (then everything is searched
 	// and filtered, as without it).
 	_, canIn := e.src.Vectors.(SessionVectorSearcher)
+	if d, ok := e.src.Vectors.(SubsetDecliner); ok && d.DeclinesSubsets() {
+		canIn = false
+	}
 	deferVec := pre != nil && p.mode != ModeVector && canIn && e.src.Text != nil
 	var launchVec func()
 	if p.mode != ModeBM25 && e.src.Vectors != nil {

@@ -234,3 +234,12 @@ func (v *VectorProjection) scanIn(q []float32, k int, in map[string]bool) ([]vec
 	}
 	return hits, true, nil
 }
+
+// DeclinesSubsets reports whether SearchVectorIn declines every session
+// subset: it does once the graph serves, which depends only on the stored
+// vectors (the live count reached ExactBelow), never on what is loaded.
+func (v *VectorProjection) DeclinesSubsets() bool {
+	v.loadMu.Lock()
+	defer v.loadMu.Unlock()
+	return v.graphOn
+}
