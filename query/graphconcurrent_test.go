@@ -3,13 +3,10 @@ package query_test
 import (
 	"context"
 	"math/rand"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
 
-	"github.com/unlimitedcontext/ucl/crypto"
-	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections/projstd"
 	"github.com/unlimitedcontext/ucl/projections/projtest"
 	"github.com/unlimitedcontext/ucl/query"
@@ -27,31 +24,9 @@ func (waitingVectors) DeclinesSubsets() bool { return false }
 // concurrently with BM25 instead of after it. The responses must be the
 // ones of the deferred search, request for request.
 func TestGraphANNConcurrentWithBM25SameAnswer(t *testing.T) {
-	kr, err := crypto.NewKeyring()
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := log.Open(filepath.Join(t.TempDir(), "log"), log.Options{Keys: kr, Durability: log.None})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	ctx := context.Background()
-	var batch []log.Entry
-	for _, ev := range projtest.Generate(projtest.Config{Seed: 22, N: 3000, Vocab: 3000}) {
-		batch = append(batch, log.Entry{ID: ev.ID, Time: ev.Time, Body: ev.Body})
-	}
-	if _, err := l.AppendBatch(ctx, batch); err != nil {
-		t.Fatal(err)
-	}
-	set, err := projstd.Open(filepath.Join(t.TempDir(), "projections"), l, projstd.Options{Vectors: projstd.VectorOptions{ExactBelow: 500}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, set, _ := generatedSet(t, 22, projstd.Options{Vectors: projstd.VectorOptions{ExactBelow: 500}})
 	defer set.Close()
-	if err := set.CatchUp(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
+	ctx := context.Background()
 	if !set.Vectors.DeclinesSubsets() {
 		t.Fatal("the graph does not serve: the test needs the live count above ExactBelow")
 	}

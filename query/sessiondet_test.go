@@ -25,31 +25,8 @@ import (
 // subset and filtered a full top k, the owner searched the subset: the
 // ANN channels, and so the results, differed.
 func TestSessionFilteredQuerySameInFreshAndWarmProcess(t *testing.T) {
-	kr, err := crypto.NewKeyring()
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := log.Open(filepath.Join(t.TempDir(), "log"), log.Options{Keys: kr, Durability: log.None})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l, set, dir := generatedSet(t, 21, projstd.Options{})
 	ctx := context.Background()
-	var batch []log.Entry
-	for _, ev := range projtest.Generate(projtest.Config{Seed: 21, N: 3000, Vocab: 3000}) {
-		batch = append(batch, log.Entry{ID: ev.ID, Time: ev.Time, Body: ev.Body})
-	}
-	if _, err := l.AppendBatch(ctx, batch); err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(t.TempDir(), "projections")
-	set, err := projstd.Open(dir, l, projstd.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := set.CatchUp(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
 	infos, err := set.Timelines.Sessions()
 	if err != nil {
 		t.Fatal(err)
@@ -112,4 +89,37 @@ func TestSessionFilteredQuerySameInFreshAndWarmProcess(t *testing.T) {
 	if filtered < len(reqs)/2 {
 		t.Fatalf("only %d of %d requests were session-filtered with results", filtered, len(reqs))
 	}
+}
+
+// generatedSet appends 3,000 generated events (seed) to a new encrypted
+// log and catches up the standard projections over it, opened with o
+// from dir. The caller closes the set; the log closes with the test.
+func generatedSet(t *testing.T, seed int64, o projstd.Options) (l *log.Log, set *projstd.Set, dir string) {
+	t.Helper()
+	kr, err := crypto.NewKeyring()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err = log.Open(filepath.Join(t.TempDir(), "log"), log.Options{Keys: kr, Durability: log.None})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	var batch []log.Entry
+	for _, ev := range projtest.Generate(projtest.Config{Seed: seed, N: 3000, Vocab: 3000}) {
+		batch = append(batch, log.Entry{ID: ev.ID, Time: ev.Time, Body: ev.Body})
+	}
+	ctx := context.Background()
+	if _, err := l.AppendBatch(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	dir = filepath.Join(t.TempDir(), "projections")
+	if set, err = projstd.Open(dir, l, o); err != nil {
+		t.Fatal(err)
+	}
+	if err := set.CatchUp(ctx, nil); err != nil {
+		set.Close()
+		t.Fatal(err)
+	}
+	return l, set, dir
 }
