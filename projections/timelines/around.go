@@ -2,12 +2,12 @@ package timelines
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/unlimitedcontext/ucl/log"
+	"github.com/unlimitedcontext/ucl/projections"
 )
 
 // Around returns the conversation turns next to chunk id in its session's
@@ -27,48 +27,80 @@ func (t *Timelines) around(id string, before, after int, content bool) ([]Chunk,
 	if before <= 0 && after <= 0 {
 		return nil, nil
 	}
-	var prev, next []Chunk
-	err := t.read(func(tx *bolt.Tx) error {
-		c, err := getChunk(tx, id)
-		if err != nil || c == nil || c.Session == "" {
+	var list []*Chunk
+	err := projections.Guard(Name, func() error {
+		s, err := t.snapshot()
+		if err != nil {
 			return err
 		}
-		key := ordKey(c.Time, c.OrderSeq())
-		cur := sessionCursor(tx, c.Session)
-		k, _ := cur.Seek(key)
-		if k == nil || !bytes.Equal(k, key) {
-			return fmt.Errorf("chunk %q missing from its session index: %w", id, ErrCorrupt)
-		}
-		collect := func(n int, step func() ([]byte, []byte), out *[]Chunk) error {
-			for k, v := step(); k != nil && len(*out) < n; k, v = step() {
-				iv, err := decodeIndexValue(v)
-				if err != nil {
-					return err
-				}
-				if iv.kind != log.KindConversation {
-					continue
-				}
-				ch, err := chunkFromIndex(tx, v)
-				if err != nil {
-					return err
-				}
-				*out = append(*out, *ch)
-			}
+		key := aroundKey{id: id, before: before, after: after}
+		if l, ok := t.cache.aroundList(s.gen, key); ok {
+			list = l
 			return nil
 		}
-		if err := collect(before, cur.Prev, &prev); err != nil {
+		return s.db.View(func(tx *bolt.Tx) error {
+			var err error
+			list, err = t.aroundTx(tx, s, id, before, after)
+			if err == nil && s.at(tx) {
+				t.cache.putAround(s.gen, key, list)
+			}
 			return err
-		}
-		cur.Seek(key)
-		return collect(after, cur.Next, &next)
+		})
 	})
+	out := make([]Chunk, len(list))
+	for i, c := range list {
+		out[i] = *c
+	}
 	if err == nil && content {
-		err = errors.Join(t.fill(prev), t.fill(next))
+		err = t.fill(out)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("turns around %q: %w", id, err)
 	}
-	out := make([]Chunk, 0, len(prev)+len(next))
+	return out, nil
+}
+
+// aroundTx returns the turns around id, oldest first.
+func (t *Timelines) aroundTx(tx *bolt.Tx, s snap, id string, before, after int) ([]*Chunk, error) {
+	c, err := t.cachedChunk(tx, s, id)
+	if err != nil || c == nil || c.Session == "" {
+		return nil, err
+	}
+	key := ordKey(c.Time, c.OrderSeq())
+	cur := sessionCursor(tx, c.Session)
+	k, _ := cur.Seek(key)
+	if k == nil || !bytes.Equal(k, key) {
+		return nil, fmt.Errorf("chunk %q missing from its session index: %w", id, ErrCorrupt)
+	}
+	var prev, next []*Chunk
+	collect := func(n int, step func() ([]byte, []byte), out *[]*Chunk) error {
+		for k, v := step(); k != nil && len(*out) < n; k, v = step() {
+			iv, err := decodeIndexValue(v)
+			if err != nil {
+				return err
+			}
+			if iv.kind != log.KindConversation {
+				continue
+			}
+			ch, err := t.cachedChunk(tx, s, iv.id)
+			if err != nil {
+				return err
+			}
+			if ch == nil {
+				return fmt.Errorf("index names missing chunk %q: %w", iv.id, ErrCorrupt)
+			}
+			*out = append(*out, ch)
+		}
+		return nil
+	}
+	if err := collect(before, cur.Prev, &prev); err != nil {
+		return nil, err
+	}
+	cur.Seek(key)
+	if err := collect(after, cur.Next, &next); err != nil {
+		return nil, err
+	}
+	out := make([]*Chunk, 0, len(prev)+len(next))
 	for i := len(prev) - 1; i >= 0; i-- {
 		out = append(out, prev[i])
 	}

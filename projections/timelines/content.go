@@ -40,6 +40,10 @@ func (t *Timelines) content(c *Chunk) (string, error) {
 	if t.events == nil {
 		return "", ErrNoEvents
 	}
+	gen := t.cache.current()
+	if s, ok := t.cache.contentOf(gen, c.Seq, c.ID); ok {
+		return s, nil
+	}
 	ev, err := t.events.EventAt(c.Seq)
 	if err != nil {
 		return "", fmt.Errorf("read content of chunk %q at seq %d: %w", c.ID, c.Seq, err)
@@ -48,5 +52,6 @@ func (t *Timelines) content(c *Chunk) (string, error) {
 	if s == nil || s.ChunkID != c.ID {
 		return "", fmt.Errorf("chunk %q names seq %d, which does not hold it: %w", c.ID, c.Seq, ErrCorrupt)
 	}
+	t.cache.putContent(gen, c.Seq, c.ID, s.Content)
 	return s.Content, nil
 }

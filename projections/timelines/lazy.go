@@ -5,6 +5,8 @@ import (
 	"sort"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/unlimitedcontext/ucl/projections"
 )
 
 // Reads without content. A chunk's content is in the log, encrypted (see
@@ -13,13 +15,24 @@ import (
 // hundred candidates and returns ten, and most candidates' ranking needs
 // no content, so it looks them up bare and fills the few it needs.
 
-// ChunkBare is Chunk without Content (Sum still names it).
+// ChunkBare is Chunk without Content (Sum still names it). The returned
+// chunk's Meta, Tool and Supersedes may be shared with later calls (see
+// cache.go): do not modify them.
 func (t *Timelines) ChunkBare(id string) (Chunk, bool, error) {
 	var c *Chunk
-	err := t.read(func(tx *bolt.Tx) error {
-		var err error
-		c, err = getChunk(tx, id)
-		return err
+	err := projections.Guard(Name, func() error {
+		s, err := t.snapshot()
+		if err != nil {
+			return err
+		}
+		if cc, ok := t.cache.chunk(s.gen, id); ok {
+			c = cc
+			return nil
+		}
+		return s.db.View(func(tx *bolt.Tx) error {
+			c, err = t.cachedChunk(tx, s, id)
+			return err
+		})
 	})
 	if err != nil {
 		return Chunk{}, false, fmt.Errorf("read chunk: %w", err)
@@ -30,7 +43,8 @@ func (t *Timelines) ChunkBare(id string) (Chunk, bool, error) {
 	return *c, true, nil
 }
 
-// AroundBare is Around without Content.
+// AroundBare is Around without Content. As with ChunkBare, the chunks'
+// Meta, Tool and Supersedes may be shared: do not modify them.
 func (t *Timelines) AroundBare(id string, before, after int) ([]Chunk, error) {
 	return t.around(id, before, after, false)
 }

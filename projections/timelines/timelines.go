@@ -256,6 +256,11 @@ type Timelines struct {
 	// scrub is set when a flush deleted chunks: their content is in the
 	// file's free pages until the next compaction (at Commit or Close).
 	scrub bool
+	// gen names the state of the file, txid its bbolt txid (-1: unknown);
+	// both change with it, under mu (see cache.go).
+	gen   uint64
+	txid  int
+	cache readCache
 }
 
 var _ projections.Projection = (*Timelines)(nil)
@@ -302,7 +307,9 @@ func (t *Timelines) openDB() error {
 	// that only reads writes nothing (a no-op bbolt commit still writes
 	// and syncs two pages).
 	fresh := false
+	txid := -1
 	err = db.View(func(tx *bolt.Tx) error {
+		txid = tx.ID()
 		if tx.Bucket(bMeta) != nil {
 			if v := tx.Bucket(bMeta).Get(kVersion); len(v) == 4 && binary.LittleEndian.Uint32(v) != Version {
 				return nil // another format: the projector resets it
@@ -318,13 +325,17 @@ func (t *Timelines) openDB() error {
 		return nil
 	})
 	if err == nil && fresh {
-		err = db.Update(initBuckets)
+		err = db.Update(func(tx *bolt.Tx) error {
+			txid = tx.ID()
+			return initBuckets(tx)
+		})
 	}
 	if err != nil {
 		db.Close()
 		return fmt.Errorf("init timelines %s: %w", path, err)
 	}
 	t.db = db
+	t.setState(txid)
 	return nil
 }
 
@@ -617,7 +628,7 @@ func (t *Timelines) Commit(cp projections.Checkpoint) error {
 	if t.closed {
 		return ErrClosed
 	}
-	err := t.db.Update(func(tx *bolt.Tx) error {
+	err := t.update(func(tx *bolt.Tx) error {
 		if err := t.flushTx(tx); err != nil {
 			return err
 		}
@@ -645,7 +656,7 @@ func (t *Timelines) flush() error {
 	if len(t.puts) == 0 && len(t.dels) == 0 && len(t.tombs) == 0 && len(t.marks) == 0 {
 		return nil
 	}
-	if err := t.db.Update(t.flushTx); err != nil {
+	if err := t.update(t.flushTx); err != nil {
 		return fmt.Errorf("flush timelines: %w", err)
 	}
 	t.clearPending()
@@ -980,14 +991,11 @@ func (t *Timelines) Digest() ([32]byte, error) {
 // wait for them before they touch the file).
 func (t *Timelines) read(fn func(tx *bolt.Tx) error) error {
 	return projections.Guard(Name, func() error {
-		t.mu.Lock()
-		if err := t.flush(); err != nil {
-			t.mu.Unlock()
+		s, err := t.snapshot()
+		if err != nil {
 			return err
 		}
-		db := t.db
-		t.mu.Unlock()
-		return db.View(fn)
+		return s.db.View(fn)
 	})
 }
 

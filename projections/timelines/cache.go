@@ -1,0 +1,237 @@
+package timelines
+
+import (
+	"sync"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// A read cache for a long-running process (ucl serve, the daemon): a query
+// looks up a few hundred chunk records and the turns around thirty of
+// them, and in a server most of them were looked up by an earlier query.
+// Each lookup is a bbolt seek and a record decode (about a third of a
+// warm query's CPU at 100K chunks).
+//
+// The cache holds decoded bare records (ChunkBare) and neighbour lists
+// (AroundBare) of ONE state of the file, named by gen: every change of the
+// file (Commit, a read's flush, Reset, a compaction's reopen) moves gen
+// and empties the cache, under t.mu, before anyone can read the new
+// state. A reader takes gen and the bbolt txid of that state together
+// under t.mu (snapshot); it uses the cache only if the cache is at its
+// gen, and fills it only from a transaction whose ID is that txid, that
+// is, one that reads exactly that state (a commit may land between the
+// snapshot and the transaction's start). So an entry is never older or
+// newer than the state its reader sees.
+//
+// It also holds chunk content read back from the log (content.go): the
+// event at a seq never changes, but a tombstone's commit empties the cache
+// like any change, so removed text does not outlive its removal here.
+//
+// It is filled lazily, by the lookups themselves: a one-shot process pays
+// a map insert per lookup and no warm-up. It is bounded by entry count
+// (cacheChunks records, cacheAroundChunks chunks over all lists), a few
+// megabytes; when full, an arbitrary entry leaves.
+//
+// Entries are shared: a returned Chunk's Meta, Tool and Supersedes are
+// the cache's, and callers must not modify them (the query engine reads
+// them only).
+
+const (
+	cacheChunks       = 1 << 15
+	cacheAroundChunks = 1 << 15
+	cacheContentBytes = 8 << 20
+)
+
+// snap is the state a reader reads: the file, its gen and its bbolt txid
+// (-1: unknown, the cache is not filled).
+type snap struct {
+	db   *bolt.DB
+	gen  uint64
+	txid int
+}
+
+// at reports whether tx reads exactly the state of s.
+func (s snap) at(tx *bolt.Tx) bool { return s.txid >= 0 && tx.ID() == s.txid }
+
+type aroundKey struct {
+	id            string
+	before, after int
+}
+
+type readCache struct {
+	off     bool // tests: read every time, as without the cache
+	mu      sync.RWMutex
+	gen     uint64
+	chunks  map[string]*Chunk // nil: no such chunk
+	around  map[aroundKey][]*Chunk
+	nAround int // chunks over all of around's lists
+	// content by seq (with the chunk id the event holds)
+	content  map[uint64]cachedContent
+	nContent int // bytes over all of content
+}
+
+type cachedContent struct{ id, s string }
+
+// reset empties the cache for the state gen.
+func (rc *readCache) reset(gen uint64) {
+	rc.mu.Lock()
+	rc.gen = gen
+	rc.chunks = nil
+	rc.around = nil
+	rc.nAround = 0
+	rc.content = nil
+	rc.nContent = 0
+	rc.mu.Unlock()
+}
+
+// current returns the gen the cache is at.
+func (rc *readCache) current() uint64 {
+	rc.mu.RLock()
+	defer rc.mu.RUnlock()
+	return rc.gen
+}
+
+func (rc *readCache) contentOf(gen, seq uint64, id string) (string, bool) {
+	rc.mu.RLock()
+	defer rc.mu.RUnlock()
+	if rc.off || rc.gen != gen {
+		return "", false
+	}
+	cc, ok := rc.content[seq]
+	return cc.s, ok && cc.id == id
+}
+
+// putContent keeps the content of the chunk id at seq, read while the
+// cache was at gen (not after a reset: the chunk may be gone).
+func (rc *readCache) putContent(gen, seq uint64, id, s string) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.off || rc.gen != gen || len(s) > cacheContentBytes {
+		return
+	}
+	if rc.content == nil {
+		rc.content = make(map[uint64]cachedContent)
+	}
+	if old, ok := rc.content[seq]; ok {
+		rc.nContent -= len(old.s)
+		delete(rc.content, seq)
+	}
+	for k, v := range rc.content {
+		if rc.nContent+len(s) <= cacheContentBytes {
+			break
+		}
+		rc.nContent -= len(v.s)
+		delete(rc.content, k)
+	}
+	rc.content[seq] = cachedContent{id: id, s: s}
+	rc.nContent += len(s)
+}
+
+func (rc *readCache) chunk(gen uint64, id string) (*Chunk, bool) {
+	rc.mu.RLock()
+	defer rc.mu.RUnlock()
+	if rc.off || rc.gen != gen {
+		return nil, false
+	}
+	c, ok := rc.chunks[id]
+	return c, ok
+}
+
+func (rc *readCache) putChunk(gen uint64, id string, c *Chunk) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.off || rc.gen != gen {
+		return
+	}
+	if rc.chunks == nil {
+		rc.chunks = make(map[string]*Chunk)
+	}
+	if _, ok := rc.chunks[id]; !ok && len(rc.chunks) >= cacheChunks {
+		for k := range rc.chunks {
+			delete(rc.chunks, k)
+			break
+		}
+	}
+	rc.chunks[id] = c
+}
+
+func (rc *readCache) aroundList(gen uint64, k aroundKey) ([]*Chunk, bool) {
+	rc.mu.RLock()
+	defer rc.mu.RUnlock()
+	if rc.off || rc.gen != gen {
+		return nil, false
+	}
+	l, ok := rc.around[k]
+	return l, ok
+}
+
+func (rc *readCache) putAround(gen uint64, k aroundKey, l []*Chunk) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.off || rc.gen != gen || len(l) > cacheAroundChunks {
+		return
+	}
+	if rc.around == nil {
+		rc.around = make(map[aroundKey][]*Chunk)
+	}
+	if old, ok := rc.around[k]; ok {
+		rc.nAround -= len(old)
+		delete(rc.around, k)
+	}
+	for ek, el := range rc.around {
+		if rc.nAround+len(l) <= cacheAroundChunks && len(rc.around) < cacheAroundChunks {
+			break
+		}
+		rc.nAround -= len(el)
+		delete(rc.around, ek)
+	}
+	rc.around[k] = l
+	rc.nAround += len(l)
+}
+
+// setState records that the file is now at bbolt txid (-1: unknown) and
+// empties the cache. The caller holds t.mu.
+func (t *Timelines) setState(txid int) {
+	t.gen++
+	t.txid = txid
+	t.cache.reset(t.gen)
+}
+
+// update runs fn in a write transaction and moves the state. The caller
+// holds t.mu.
+func (t *Timelines) update(fn func(tx *bolt.Tx) error) error {
+	txid := -1
+	err := t.db.Update(func(tx *bolt.Tx) error {
+		txid = tx.ID()
+		return fn(tx)
+	})
+	if err != nil {
+		// Rolled back, but a failed commit may have written part of its
+		// pages: trust no txid until the next change.
+		txid = -1
+	}
+	t.setState(txid)
+	return err
+}
+
+// snapshot flushes pending writes and returns the state readers then see.
+func (t *Timelines) snapshot() (snap, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := t.flush(); err != nil {
+		return snap{}, err
+	}
+	return snap{db: t.db, gen: t.gen, txid: t.txid}, nil
+}
+
+// cachedChunk is getChunk through the cache, in a transaction of s.
+func (t *Timelines) cachedChunk(tx *bolt.Tx, s snap, id string) (*Chunk, error) {
+	if c, ok := t.cache.chunk(s.gen, id); ok {
+		return c, nil
+	}
+	c, err := getChunk(tx, id)
+	if err == nil && s.at(tx) {
+		t.cache.putChunk(s.gen, id, c)
+	}
+	return c, err
+}
