@@ -914,10 +914,14 @@ func decodeMeta(b []byte) (chunkMeta, error) {
 	return chunkMeta{time: t, seq: seq, session: string(session)}, nil
 }
 
+// errChunkRecord is made once: splitMeta runs for every stored vector
+// when the index loads, and for every record a scan in place filters.
+var errChunkRecord = fmt.Errorf("decode chunk record: %w", errVectorsCorrupt)
+
 // splitMeta parses a chunk record without copying its session (the
 // session filter of a scan in place tests every record's).
 func splitMeta(b []byte) (t int64, seq uint64, session []byte, err error) {
-	bad := fmt.Errorf("decode chunk record: %w", errVectorsCorrupt)
+	bad := errChunkRecord
 	t, n := binary.Varint(b)
 	if n <= 0 || n != len(binary.AppendVarint(nil, t)) {
 		return 0, 0, nil, bad
