@@ -110,18 +110,18 @@ func (rc *readCache) putContent(gen, seq uint64, id, s string) {
 		return
 	}
 	if rc.content == nil {
-		rc.content = make(map[uint64]cachedContent)
+		rc.content = make(map[uint64]cachedContent, 256)
 	}
 	if old, ok := rc.content[seq]; ok {
 		rc.nContent -= len(old.s)
 		delete(rc.content, seq)
 	}
-	for k, v := range rc.content {
-		if rc.nContent+len(s) <= cacheContentBytes {
+	for rc.nContent+len(s) > cacheContentBytes {
+		for k, v := range rc.content {
+			rc.nContent -= len(v.s)
+			delete(rc.content, k)
 			break
 		}
-		rc.nContent -= len(v.s)
-		delete(rc.content, k)
 	}
 	rc.content[seq] = cachedContent{id: id, s: s}
 	rc.nContent += len(s)
@@ -144,7 +144,7 @@ func (rc *readCache) putChunk(gen uint64, id string, c *Chunk) {
 		return
 	}
 	if rc.chunks == nil {
-		rc.chunks = make(map[string]*Chunk)
+		rc.chunks = make(map[string]*Chunk, 1024)
 	}
 	if _, ok := rc.chunks[id]; !ok && len(rc.chunks) >= cacheChunks {
 		for k := range rc.chunks {
@@ -172,18 +172,18 @@ func (rc *readCache) putAround(gen uint64, k aroundKey, l []*Chunk) {
 		return
 	}
 	if rc.around == nil {
-		rc.around = make(map[aroundKey][]*Chunk)
+		rc.around = make(map[aroundKey][]*Chunk, 256)
 	}
 	if old, ok := rc.around[k]; ok {
 		rc.nAround -= len(old)
 		delete(rc.around, k)
 	}
-	for ek, el := range rc.around {
-		if rc.nAround+len(l) <= cacheAroundChunks && len(rc.around) < cacheAroundChunks {
+	for rc.nAround+len(l) > cacheAroundChunks || len(rc.around) >= cacheAroundChunks {
+		for ek, el := range rc.around {
+			rc.nAround -= len(el)
+			delete(rc.around, ek)
 			break
 		}
-		rc.nAround -= len(el)
-		delete(rc.around, ek)
 	}
 	rc.around[k] = l
 	rc.nAround += len(l)

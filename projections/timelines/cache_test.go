@@ -291,3 +291,108 @@ func TestReadCacheConcurrentCommits(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// BenchmarkChunkBare: lookups of distinct ids (every one a miss: the
+// cache's cost on a first read) and of a repeated working set, with the
+// cache and without.
+func BenchmarkChunkBare(b *testing.B) {
+	const n = 40_000
+	bodies := make([]log.Body, n)
+	for i := range bodies {
+		bodies[i] = conv(fmt.Sprintf("c%06d", i), fmt.Sprintf("s%03d", i%100), "user", int64(1000*(i+1)), "text")
+	}
+	evs, err := projtest.Chain(bodies...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tl := open(b, b.TempDir())
+	defer tl.Close()
+	applyCommit(b, tl, evs)
+	for _, off := range []bool{false, true} {
+		b.Run(fmt.Sprintf("distinct/cache=%v", !off), func(b *testing.B) {
+			tl.cache.off = off
+			for i := 0; i < b.N; i++ {
+				if i%n == 0 {
+					s, err := tl.snapshot()
+					if err != nil {
+						b.Fatal(err)
+					}
+					tl.cache.reset(s.gen)
+				}
+				if _, ok, err := tl.ChunkBare(fmt.Sprintf("c%06d", i%n)); err != nil || !ok {
+					b.Fatal(ok, err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("around-distinct/cache=%v", !off), func(b *testing.B) {
+			tl.cache.off = off
+			for i := 0; i < b.N; i++ {
+				if i%n == 0 {
+					s, err := tl.snapshot()
+					if err != nil {
+						b.Fatal(err)
+					}
+					tl.cache.reset(s.gen)
+				}
+				if _, err := tl.AroundBare(fmt.Sprintf("c%06d", i%n), 2, 2); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("repeated/cache=%v", !off), func(b *testing.B) {
+			tl.cache.off = off
+			for i := 0; i < b.N; i++ {
+				if _, ok, err := tl.ChunkBare(fmt.Sprintf("c%06d", i%2000)); err != nil || !ok {
+					b.Fatal(ok, err)
+				}
+			}
+		})
+	}
+}
+
+// The cache stays within its bounds however much is put in it, and an
+// entry put last is there.
+func TestReadCacheBounded(t *testing.T) {
+	var rc readCache
+	rc.reset(1)
+	c := &Chunk{ID: "x"}
+	for i := 0; i < cacheChunks+500; i++ {
+		rc.putChunk(1, fmt.Sprint(i), c)
+		rc.putAround(1, aroundKey{id: fmt.Sprint(i), before: 2, after: 2}, []*Chunk{c, c, c})
+		rc.putContent(1, uint64(i), "x", strings.Repeat("y", 600))
+	}
+	if len(rc.chunks) > cacheChunks {
+		t.Errorf("%d chunks cached, bound %d", len(rc.chunks), cacheChunks)
+	}
+	n := 0
+	for _, l := range rc.around {
+		n += len(l)
+	}
+	if n != rc.nAround || n > cacheAroundChunks || len(rc.around) > cacheAroundChunks {
+		t.Errorf("%d neighbour lists of %d chunks (counted %d), bound %d", len(rc.around), n, rc.nAround, cacheAroundChunks)
+	}
+	n = 0
+	for _, cc := range rc.content {
+		n += len(cc.s)
+	}
+	if n != rc.nContent || n > cacheContentBytes {
+		t.Errorf("%d content bytes cached (counted %d), bound %d", n, rc.nContent, cacheContentBytes)
+	}
+	last := cacheChunks + 499
+	if _, ok := rc.chunk(1, fmt.Sprint(last)); !ok {
+		t.Error("the last chunk put is not cached")
+	}
+	if _, ok := rc.aroundList(1, aroundKey{id: fmt.Sprint(last), before: 2, after: 2}); !ok {
+		t.Error("the last neighbour list put is not cached")
+	}
+	if _, ok := rc.contentOf(1, uint64(last), "x"); !ok {
+		t.Error("the last content put is not cached")
+	}
+	if _, ok := rc.contentOf(1, uint64(last), "other"); ok {
+		t.Error("content cached for one chunk id answered for another")
+	}
+	rc.putChunk(0, "stale", c) // a reader of an older state
+	if _, ok := rc.chunk(1, "stale"); ok {
+		t.Error("an entry put for another gen is served")
+	}
+}
