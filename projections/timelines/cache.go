@@ -28,9 +28,12 @@ import (
 // like any change, so removed text does not outlive its removal here.
 //
 // It is filled lazily, by the lookups themselves: a one-shot process pays
-// a map insert per lookup and no warm-up. It is bounded by entry count
-// (cacheChunks records, cacheAroundChunks chunks over all lists), a few
-// megabytes; when full, an arbitrary entry leaves.
+// a map insert per lookup (about 0.3 µs on a 2 µs miss) and no warm-up.
+// It is bounded by entry count: cacheChunks records, cacheAroundChunks
+// chunks over all lists (mostly the same records) and cacheContentBytes
+// of content; when full, an arbitrary entry leaves. Full, it held 10 MB
+// of records and lists (measured: 32K chunks with one meta key), plus
+// the content.
 //
 // Entries are shared: a returned Chunk's Meta, Tool and Supersedes are
 // the cache's, and callers must not modify them (the query engine reads
