@@ -36,6 +36,7 @@ type vecInfo struct {
 	seq     uint64
 	session string
 	time    int64
+	vec     []float32 // as embedded (ScoreVectors)
 }
 
 // newVecAdapter uses the exact index (the oracle) for tests, or with
@@ -64,12 +65,13 @@ func (v *vecAdapter) Apply(ev *log.Event) error {
 		if old, ok := v.info[b.ChunkID]; ok {
 			delete(v.bySession[old.session], b.ChunkID)
 		}
-		v.info[b.ChunkID] = vecInfo{ev.Seq, b.Session, b.Time}
+		vec := v.emb.EmbedOne(b.Content)
+		v.info[b.ChunkID] = vecInfo{ev.Seq, b.Session, b.Time, vec}
 		if v.bySession[b.Session] == nil {
 			v.bySession[b.Session] = map[string]bool{}
 		}
 		v.bySession[b.Session][b.ChunkID] = true
-		return v.idx.Add(b.ChunkID, v.emb.EmbedOne(b.Content))
+		return v.idx.Add(b.ChunkID, vec)
 	case *log.Tombstone:
 		var gone []string
 		for id, in := range v.info {
@@ -120,6 +122,22 @@ func (v *vecAdapter) SearchVectorIn(ctx context.Context, q []float32, k int, ses
 
 func (v *vecAdapter) SearchVector(ctx context.Context, q []float32, k int) ([]vector.Hit, error) {
 	return v.idx.Search(q, k)
+}
+
+// ScoreVectors is the projection's (query.VectorScorer).
+func (v *vecAdapter) ScoreVectors(ctx context.Context, q []float32, ids []string) ([]vector.Hit, error) {
+	return vector.ScoreEach(q, v.emb.Dim(), func(fn func(string, []float32) error) error {
+		seen := map[string]bool{}
+		for _, id := range ids {
+			if in, ok := v.info[id]; ok && !seen[id] {
+				seen[id] = true
+				if err := fn(id, in.vec); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
 }
 
 // fixture is a full set of real projections over a stream of events.

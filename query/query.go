@@ -21,18 +21,19 @@
 //     Sessions filter is given and a SessionSearcher is configured, the
 //     vector channel's candidates are restricted to the top
 //     Options.PrefilterSessions sessions by summary search, the active
-//     session, chunks without a session, and the sessions of BM25's
-//     candidates (Response.Prefilter lists them; nil in bm25 mode, where
-//     it never restricted anything). BM25's own candidates are not
+//     session and chunks without a session (Response.Prefilter lists the
+//     sessions; nil in bm25 mode, where it never restricted anything),
+//     plus BM25's candidates themselves. BM25's own candidates are not
 //     restricted: the summaries are a coarser lexical view of the same
 //     text, and as a filter on both channels they dropped evidence whose
 //     turns match the words (LoCoMo dev set with the pre-filter forced on,
-//     20 sessions: hybrid hit@10 0.69 → 0.81, the same as without it).
-//     When the vector source is a SessionVectorSearcher, the ANN channel
-//     scores only the kept sessions' vectors (an exact top k within them,
-//     searched once BM25 has added its candidates' sessions; declined when
-//     they hold over a quarter of the store), so the pre-filter saves the
-//     scan of the rest.
+//     20 sessions: hybrid hit@10 0.69 → 0.81, the same as without it);
+//     their sessions are kept for the neighbour step (7). When the vector
+//     source is a SessionVectorSearcher, the ANN channel scores only the
+//     kept sessions' vectors (an exact top k within them, searched
+//     concurrently with BM25; declined when they hold over a quarter of
+//     the store), and BM25's candidates outside them are scored one by
+//     one (VectorScorer), so the pre-filter saves the scan of the rest.
 //  4. Candidates: the top Candidates(K) chunks by BM25 (filters pushed into
 //     the full-text index) and by ANN cosine: under a session filter from
 //     the kept sessions only (SessionVectorSearcher), else over-fetched;
@@ -52,7 +53,7 @@
 //     candidates: only vector matches better than the channel's typical
 //     one move BM25's ranking. With FusionRRF, Σ w_c / (RRFK + rank_c).
 //     The ANN query weights each word by its IDF in the store when the
-//     sources can count words (see Engine.searchVectors).
+//     sources can count words (see Engine.queryVector).
 //  7. Conversation-aware terms, when the ChunkStore is an AroundStore
 //     (*timelines.Timelines is): the NeighbourFrom best candidates pass
 //     NeighbourWeight · relevance / 2^(d−1) to the conversation turns at
@@ -182,7 +183,7 @@ type VectorSearcher interface {
 // VectorQuerier is an optional VectorSearcher capability (the vector
 // projection has it): a query vector built from weighted words, and a
 // search by vector, so the engine can weight a question's words by their
-// IDF in the store (see Engine.searchVectors).
+// IDF in the store (see Engine.queryVector).
 type VectorQuerier interface {
 	EmbedQuery(ctx context.Context, text string, weight func(word string) float64) ([]float32, error)
 	SearchVector(ctx context.Context, q []float32, k int) ([]vector.Hit, error)
@@ -221,6 +222,18 @@ type ChunkSessioner interface {
 // attached client and a process that opens the store answer the same.
 type SessionVectorSearcher interface {
 	SearchVectorIn(ctx context.Context, q []float32, k int, sessions []string) (hits []vector.Hit, ok bool, err error)
+}
+
+// VectorScorer is an optional VectorQuerier capability (the vector
+// projection has it): the chunks ids scored against q exactly as
+// SearchVector and SearchVectorIn score them, ranked, ties by chunk id;
+// ids it does not hold give no hit. Under the L0 pre-filter the ANN channel
+// searches the kept sessions only, and BM25's candidates outside them are
+// scored with it: the channel then ranks the kept sessions' chunks and
+// BM25's candidates, whatever sessions those fall in, without waiting for
+// BM25 and without searching the candidates' whole sessions.
+type VectorScorer interface {
+	ScoreVectors(ctx context.Context, q []float32, ids []string) ([]vector.Hit, error)
 }
 
 // SubsetDecliner is the optional side of a SessionVectorSearcher that
@@ -330,7 +343,7 @@ type Options struct {
 	PrefilterSessions int
 	// PlainVectorQuery embeds the ANN channel's query without word
 	// weights (by default each word counts its IDF when the sources can
-	// tell it; see Engine.searchVectors).
+	// tell it; see Engine.queryVector).
 	PlainVectorQuery bool
 	// Tokenizer counts context tokens (default EstimateTokenizer).
 	Tokenizer Tokenizer
@@ -903,42 +916,40 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 	// output does not depend on which finishes first.
 	//
 	// Under a session filter a SessionVectorSearcher scores only the kept
-	// sessions' vectors (see vectorsIn).
+	// sessions' vectors (see vectorsIn). Under the pre-filter those are
+	// the sessions it keeps (scope); BM25's candidates outside them are
+	// scored afterwards (VectorScorer), so the ANN channel ranks the kept
+	// sessions' chunks and BM25's candidates. It used to search the whole
+	// sessions of BM25's candidates too, after BM25: with few large
+	// sessions (100K chunks in 100) that was most of the store, a full
+	// scan a query (REST benchmark, 16 clients: 4.8 ms CPU a query, 2.6
+	// without it).
+	var scope map[string]bool
+	if pre != nil {
+		scope = make(map[string]bool, len(sessions))
+		for s := range sessions {
+			scope[s] = true
+		}
+	}
 	var vecCh chan vecResult
 	subFetch := nc // the hits a session-restricted search needs
 	if p.kinds != nil || p.roles != nil || p.since != 0 || p.until != 0 {
 		subFetch = min(4*nc, 4*MaxCandidates) // post-filtered here
 	}
-	// With the pre-filter and a SessionVectorSearcher, the ANN search
-	// waits for BM25, whose candidates' sessions join the kept ones: one
-	// search over all kept sessions, which the searcher may decline when
-	// they hold a large share of the store (then everything is searched
-	// and filtered, as without it).
-	_, canIn := e.src.Vectors.(SessionVectorSearcher)
-	if d, ok := e.src.Vectors.(SubsetDecliner); ok && d.DeclinesSubsets() {
-		canIn = false
-	}
-	deferVec := pre != nil && p.mode != ModeVector && canIn && e.src.Text != nil
-	var launchVec func()
 	if p.mode != ModeBM25 && e.src.Vectors != nil {
 		fetch := nc
 		if sessions != nil || p.kinds != nil || p.roles != nil || p.since != 0 || p.until != 0 {
 			fetch = min(4*nc, 4*MaxCandidates) // post-filtered here
 		}
 		vecCh = make(chan vecResult, 1)
-		launchVec = func() {
-			var within map[string]bool
-			if sessions != nil {
-				within = make(map[string]bool, len(sessions))
-				for s := range sessions {
-					within[s] = true
-				}
+		var within map[string]bool
+		if sessions != nil {
+			within = make(map[string]bool, len(sessions))
+			for s := range sessions {
+				within[s] = true
 			}
-			go e.runVec(ctx, p.text, fetch, subFetch, within, vecCh)
 		}
-		if !deferVec {
-			launchVec()
-		}
+		go e.runVec(ctx, p.text, fetch, subFetch, within, vecCh)
 	}
 	if p.mode != ModeVector && e.src.Text != nil {
 		// User filters go into the index; the pre-filter's sessions are
@@ -977,17 +988,31 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 		}
 	}
 	if vecCh != nil {
-		if deferVec {
-			launchVec()
-		}
 		vr := <-vecCh
 		hits, err := vr.hits, vr.err
+		if err != nil {
+			return nil, nil, fmt.Errorf("vector search: %w", err)
+		}
+		// inScope: whether the ANN channel ranks chunk id of session sess:
+		// every chunk the filters admit, and under the pre-filter only
+		// those of the kept sessions and BM25's candidates.
+		inScope := func(id, sess string) bool {
+			if scope == nil || scope[sess] {
+				return true
+			}
+			c := byID[id]
+			return c != nil && c.ex.BM25Rank != 0
+		}
+		if scope != nil {
+			extra, err := e.scoreOutside(ctx, vr.q, order, scope)
+			if err != nil {
+				return nil, nil, err
+			}
+			hits = mergeHits(hits, extra)
+		}
 		var sessionOf ChunkSessioner
 		if cs, ok := e.src.Vectors.(ChunkSessioner); ok && sessions != nil {
 			sessionOf = cs
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("vector search: %w", err)
 		}
 		rank := 0
 		for _, h := range hits {
@@ -998,7 +1023,7 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 				continue
 			}
 			if sessionOf != nil {
-				if sess, known := sessionOf.ChunkSession(h.ID); known && !sessions[sess] {
+				if sess, known := sessionOf.ChunkSession(h.ID); known && (!sessions[sess] || !inScope(h.ID, sess)) {
 					continue // get would look it up to find what admits rejects
 				}
 			}
@@ -1006,7 +1031,7 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 			if err != nil {
 				return nil, nil, err
 			}
-			if c == nil || c.ex.ANNRank != 0 {
+			if c == nil || c.ex.ANNRank != 0 || !inScope(h.ID, c.chunk.Session) {
 				continue
 			}
 			rank++
@@ -1050,7 +1075,9 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 	return order, pre, nil
 }
 
-// searchVectors runs the ANN channel. When the full-text index can count
+// queryVector returns the IDF-weighted query vector of text, or nil when
+// the sources cannot build one (or Options.PlainVectorQuery; the searcher
+// then embeds the text itself). When the full-text index can count
 // documents per word and the vector searcher can weight a query's words,
 // each word counts its IDF in the store (BM25's: ln(1 + (N − df + ½)/(df
 // + ½))): the hash embedder otherwise gives every word the same weight,
@@ -1059,19 +1086,6 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 // question is about (LoCoMo dev set, in process: vector hit@10 0.519 →
 // 0.651, MRR 0.327 → 0.422). Only the query vector changes: stored
 // vectors and digests do not depend on it.
-func (e *Engine) searchVectors(ctx context.Context, text string, k int) ([]vector.Hit, error) {
-	q, err := e.queryVector(ctx, text)
-	if err != nil {
-		return nil, err
-	}
-	if q == nil {
-		return e.src.Vectors.SearchText(ctx, text, k)
-	}
-	return e.src.Vectors.(VectorQuerier).SearchVector(ctx, q, k)
-}
-
-// queryVector returns the IDF-weighted query vector of text, or nil when
-// the sources cannot build one (or Options.PlainVectorQuery).
 func (e *Engine) queryVector(ctx context.Context, text string) ([]float32, error) {
 	vq, ok := e.src.Vectors.(VectorQuerier)
 	dq, ok2 := e.src.Text.(DocFreqer)

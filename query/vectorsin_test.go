@@ -14,11 +14,20 @@ import (
 	"github.com/unlimitedcontext/ucl/query"
 )
 
-// spyVec records the sessions each session-restricted search asked for.
+// spyVec records the sessions each session-restricted search asked for
+// and the chunks it was asked to score.
 type spyVec struct {
 	*vecAdapter
-	asked map[string]bool
-	calls int
+	asked  map[string]bool
+	scored map[string]bool
+	calls  int
+}
+
+func (s *spyVec) ScoreVectors(ctx context.Context, q []float32, ids []string) ([]vector.Hit, error) {
+	for _, id := range ids {
+		s.scored[id] = true
+	}
+	return s.vecAdapter.ScoreVectors(ctx, q, ids)
 }
 
 func (s *spyVec) SearchVectorIn(ctx context.Context, q []float32, k int, sessions []string) ([]vector.Hit, bool, error) {
@@ -29,19 +38,20 @@ func (s *spyVec) SearchVectorIn(ctx context.Context, q []float32, k int, session
 	return s.vecAdapter.SearchVectorIn(ctx, q, k, sessions)
 }
 
-// keptVec is the oracle: a searcher without SearchVectorIn whose every
-// search is the exact ranking of all live vectors cut to the kept
-// sessions, so the engine's post-filter sees the true top k of the kept
-// sessions.
+// keptVec is the oracle: a searcher without SearchVectorIn or
+// ScoreVectors whose every search is the exact ranking of all live
+// vectors cut to the kept sessions and the chunks scored one by one, so
+// the engine's post-filter sees the true top k of those.
 type keptVec struct {
-	v    *vecAdapter
-	keep map[string]bool
+	v       *vecAdapter
+	keep    map[string]bool
+	keepIDs map[string]bool
 }
 
 func (o *keptVec) cut(hits []vector.Hit, k int) []vector.Hit {
 	var out []vector.Hit
 	for _, h := range hits {
-		if in, ok := o.v.info[h.ID]; ok && o.keep[in.session] && len(out) < k {
+		if in, ok := o.v.info[h.ID]; ok && (o.keep[in.session] || o.keepIDs[h.ID]) && len(out) < k {
 			out = append(out, h)
 		}
 	}
@@ -63,10 +73,11 @@ func (o *keptVec) SearchVector(ctx context.Context, q []float32, k int) ([]vecto
 }
 
 // TestSessionVectorsInIsExactWithinSessions: under a session filter (the
-// request's, or the L0 pre-filter's with BM25's sessions added after) the
-// engine's responses equal those of an oracle whose ANN channel is the
-// exact ranking cut to the sessions that were searched, over a stream
-// with tombstones; with an unknown session nothing comes back.
+// request's, or the L0 pre-filter's, with BM25's candidates outside its
+// sessions scored one by one) the engine's responses equal those of an
+// oracle whose ANN channel is the exact ranking cut to the sessions that
+// were searched and the chunks that were scored, over a stream with
+// tombstones; with an unknown session nothing comes back.
 func TestSessionVectorsInIsExactWithinSessions(t *testing.T) {
 	f := newFixture(t, t.TempDir())
 	f.apply(t, projtest.Generate(projtest.Config{Seed: 5, N: 3000, Vocab: 3000}))
@@ -94,7 +105,7 @@ func TestSessionVectorsInIsExactWithinSessions(t *testing.T) {
 		if i%3 == 0 {
 			req.Sessions = []string{infos[r.Intn(len(infos))].ID, infos[r.Intn(len(infos))].ID}
 		} // else the pre-filter picks the sessions
-		spy := &spyVec{vecAdapter: f.vec, asked: map[string]bool{}}
+		spy := &spyVec{vecAdapter: f.vec, asked: map[string]bool{}, scored: map[string]bool{}}
 		a, err := query.New(query.Sources{Chunks: f.tl, Text: f.ft, Vectors: spy, Sessions: f.sum}, opts).Search(ctx, req)
 		if err != nil {
 			t.Fatal(err)
@@ -105,10 +116,16 @@ func TestSessionVectorsInIsExactWithinSessions(t *testing.T) {
 		if spy.calls == 0 {
 			t.Fatalf("%+v: no session-restricted search", req)
 		}
-		if req.Sessions == nil && len(spy.asked) > len(a.Prefilter)+1 {
-			merged++ // BM25's sessions joined the searched ones
+		if len(spy.asked) > len(a.Prefilter)+2 {
+			t.Fatalf("%+v: searched %d sessions, the pre-filter kept %d", req, len(spy.asked), len(a.Prefilter))
 		}
-		oracle := &keptVec{v: f.vec, keep: spy.asked}
+		for id := range spy.scored {
+			if in := f.vec.info[id]; spy.asked[in.session] {
+				t.Fatalf("%+v: %s scored one by one, but its session was searched", req, id)
+			}
+			merged++ // a BM25 candidate outside the kept sessions
+		}
+		oracle := &keptVec{v: f.vec, keep: spy.asked, keepIDs: spy.scored}
 		b, err := query.New(query.Sources{Chunks: f.tl, Text: f.ft, Vectors: oracle, Sessions: f.sum}, opts).Search(ctx, req)
 		if err != nil {
 			t.Fatal(err)
@@ -124,7 +141,7 @@ func TestSessionVectorsInIsExactWithinSessions(t *testing.T) {
 		results += len(a.Results)
 	}
 	if results == 0 || merged == 0 {
-		t.Fatalf("nothing compared: %d results, %d searches that added BM25's sessions", results, merged)
+		t.Fatalf("nothing compared: %d results, %d candidates scored outside the kept sessions", results, merged)
 	}
 	resp, err := query.New(query.Sources{Chunks: f.tl, Text: f.ft, Vectors: f.vec}, opts).Search(ctx,
 		query.Request{Text: projtest.QueryText(r), K: 10, Now: now, Mode: query.ModeVector, Sessions: []string{"no-such-session"}})

@@ -28,4 +28,9 @@ var (
 	// ErrCorrupt is returned (wrapped) by UnmarshalBinary when the input is
 	// not a well-formed serialized index of the expected kind and version.
 	ErrCorrupt = errors.New("vector: corrupt serialized index")
+
+	// ErrStalePositions is returned by Exact.SearchPositions when the
+	// index has added or deleted a vector since the positions were read
+	// (Exact.Positions): they may name other vectors now.
+	ErrStalePositions = errors.New("vector: positions read before the index changed")
 )

@@ -39,6 +39,10 @@ type Exact struct {
 	// what Search scans (q8.go)
 	codes []int8
 	steps []float64
+	// layout counts the changes that move or drop a position (a new id,
+	// a delete, a load): positions read under one layout stay valid while
+	// it lasts (Positions, SearchPositions).
+	layout uint64
 }
 
 const (
@@ -98,6 +102,7 @@ func (x *Exact) Add(id string, v []float32) error {
 		x.steps[p] = quantizeVec(nv, x.codes[p*x.dim:(p+1)*x.dim])
 		return nil
 	}
+	x.layout++
 	x.pos[id] = len(x.ids)
 	x.ids = append(x.ids, id)
 	x.vecs = append(x.vecs, nv...)
@@ -115,6 +120,7 @@ func (x *Exact) Delete(id string) error {
 	if !ok {
 		return nil
 	}
+	x.layout++
 	last := len(x.ids) - 1
 	if p != last {
 		x.ids[p] = x.ids[last]
@@ -270,6 +276,7 @@ func (x *Exact) UnmarshalBinary(data []byte) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.dim, x.ids, x.vecs, x.zero, x.pos = nx.dim, nx.ids, nx.vecs, nx.zero, nx.pos
+	x.layout++
 	x.codes, x.steps = nx.codes, nx.steps
 	return nil
 }

@@ -1,6 +1,7 @@
 package vector
 
 import (
+	"errors"
 	"math/rand"
 	"reflect"
 	"sort"
@@ -124,5 +125,81 @@ func itoaTest(i int) string {
 		if i == 0 {
 			return string(b)
 		}
+	}
+}
+
+// SearchPositions over position lists from Positions equals SearchIn over
+// their ids, split into lists in any way; once the index adds or deletes
+// a vector, the old positions are refused, and a replaced vector (same
+// position) keeps them valid.
+func TestExactSearchPositionsEqualsSearchIn(t *testing.T) {
+	const dim = 16
+	r := rand.New(rand.NewSource(8))
+	x, err := NewExact(dim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vec := func() []float32 {
+		v := make([]float32, dim)
+		for i := range v {
+			v[i] = float32(r.NormFloat64())
+		}
+		return v
+	}
+	var all []string
+	for i := 0; i < 20000; i++ {
+		id := "p" + itoaTest(i)
+		if err := x.Add(id, vec()); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, id)
+	}
+	var a, b []string
+	for i, id := range all {
+		switch i % 7 {
+		case 0:
+			a = append(a, id)
+		case 3:
+			b = append(b, id)
+		}
+	}
+	b = append(b, a[5], "unknown") // a repeat across lists, an unknown id
+	pa, la := x.Positions(a)
+	pb, lb := x.Positions(b)
+	if la != lb || la != x.Layout() || len(pa) != len(a) || len(pb) != len(b)-1 {
+		t.Fatalf("layouts %d %d %d, %d and %d positions", la, lb, x.Layout(), len(pa), len(pb))
+	}
+	for _, k := range []int{1, 10, 200, 5000} {
+		q := vec()
+		got, err := x.SearchPositions(q, k, [][]int32{pa, pb}, la)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := x.SearchIn(q, k, append(append([]string(nil), a...), b...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) == 0 || !reflect.DeepEqual(got, want) {
+			t.Fatalf("k=%d: %d hits by positions, %d by ids (or differ)", k, len(got), len(want))
+		}
+	}
+	if err := x.Add(all[3], vec()); err != nil { // replaced in place
+		t.Fatal(err)
+	}
+	if _, err := x.SearchPositions(vec(), 10, [][]int32{pa}, la); err != nil {
+		t.Fatalf("after a replacement: %v", err)
+	}
+	if err := x.Delete(all[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := x.SearchPositions(vec(), 10, [][]int32{pa}, la); !errors.Is(err, ErrStalePositions) {
+		t.Fatalf("after a delete: %v, want ErrStalePositions", err)
+	}
+	pa, la = x.Positions(a)
+	if err := x.Add("new", vec()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := x.SearchPositions(vec(), 10, [][]int32{pa}, la); !errors.Is(err, ErrStalePositions) {
+		t.Fatalf("after an add: %v, want ErrStalePositions", err)
 	}
 }

@@ -18,6 +18,12 @@ type sessionChunks map[string]*idSet
 type idSet struct {
 	ids []string
 	at  map[string]int
+	// pos: the ids' positions in the loaded exact index under its layout
+	// posLayout, kept between searches (vector.Exact.Positions); posOK
+	// false once the set changes.
+	pos       []int32
+	posLayout uint64
+	posOK     bool
 }
 
 func (s sessionChunks) add(session, id string) {
@@ -31,6 +37,7 @@ func (s sessionChunks) add(session, id string) {
 	}
 	set.at[id] = len(set.ids)
 	set.ids = append(set.ids, id)
+	set.posOK = false
 }
 
 func (s sessionChunks) remove(session, id string) {
@@ -46,6 +53,7 @@ func (s sessionChunks) remove(session, id string) {
 	set.ids[i] = set.ids[last]
 	set.at[set.ids[i]] = i
 	set.ids = set.ids[:last]
+	set.posOK = false
 	delete(set.at, id)
 	if len(set.ids) == 0 {
 		delete(s, session)
@@ -165,11 +173,12 @@ func (v *VectorProjection) SearchVectorIn(ctx context.Context, q []float32, k in
 		return nil, false, nil
 	}
 	view, err := v.sessionView()
-	var ids []string
+	var lists [][]int32
+	var layout uint64
 	declined := false
 	if err == nil {
-		// Counted first: a declined subset (most of the store) is not
-		// copied (at 100K chunks the copy cost 0.4 ms a query).
+		// Counted first: a declined subset (most of the store) costs
+		// nothing more.
 		n := 0
 		for s := range in {
 			if set := view[s]; set != nil {
@@ -178,12 +187,7 @@ func (v *VectorProjection) SearchVectorIn(ctx context.Context, q []float32, k in
 		}
 		declined = n > v.live/subsetMaxShare
 		if !declined {
-			ids = make([]string, 0, n)
-			for s := range in {
-				if set := view[s]; set != nil {
-					ids = append(ids, set.ids...)
-				}
-			}
+			lists, layout = sessionPositions(x, view, in)
 		}
 	}
 	v.loadMu.Unlock()
@@ -193,11 +197,34 @@ func (v *VectorProjection) SearchVectorIn(ctx context.Context, q []float32, k in
 	if declined {
 		return nil, false, nil
 	}
-	hits, err = x.SearchIn(q, k, ids)
+	hits, err = x.SearchPositions(q, k, lists, layout)
 	if err != nil {
 		return nil, false, err
 	}
 	return hits, true, nil
+}
+
+// sessionPositions returns the positions of the chunks of the sessions in
+// in, from each session's kept list while the index's layout lasts
+// (re-read from the ids otherwise), and that layout. Caller holds loadMu
+// (the lists are written here); Apply and Commit, which change the index
+// and the sets, never run beside a search, so the layout read here is the
+// one SearchPositions meets.
+func sessionPositions(x *vector.Exact, view sessionChunks, in map[string]bool) ([][]int32, uint64) {
+	layout := x.Layout()
+	var lists [][]int32
+	for s := range in {
+		set := view[s]
+		if set == nil {
+			continue
+		}
+		if !set.posOK || set.posLayout != layout {
+			set.pos, set.posLayout = x.Positions(set.ids)
+			set.posOK = true
+		}
+		lists = append(lists, set.pos)
+	}
+	return lists, layout
 }
 
 // errSubsetDeclined stops scanIn's pass once the sessions hold more than
