@@ -165,8 +165,13 @@ func (c *CachedEmbedder) Name() string { return c.inner.Name() }
 // Dim returns the inner embedder's Dim.
 func (c *CachedEmbedder) Dim() int { return c.inner.Dim() }
 
-// Embed implements Embedder.
+// Embed implements Embedder. A cancelled context fails even when every
+// text is cached, as the inner embedder would: a caller that cancels
+// sees the same error whatever the cache holds.
 func (c *CachedEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("embed texts: %w", err)
+	}
 	name, dim := c.inner.Name(), c.inner.Dim()
 	keys := make([][32]byte, len(texts))
 	for i, t := range texts {
