@@ -13,19 +13,26 @@ import (
 // warm query's CPU at 100K chunks).
 //
 // The cache holds decoded bare records (ChunkBare) and neighbour lists
-// (AroundBare) of ONE state of the file, named by gen: every change of the
-// file (Commit, a read's flush, Reset, a compaction's reopen) moves gen
-// and empties the cache, under t.mu, before anyone can read the new
-// state. A reader takes gen and the bbolt txid of that state together
-// under t.mu (snapshot); it uses the cache only if the cache is at its
-// gen, and fills it only from a transaction whose ID is that txid, that
-// is, one that reads exactly that state (a commit may land between the
-// snapshot and the transaction's start). So an entry is never older or
-// newer than the state its reader sees.
+// (AroundBare) valid for ONE state of the file, named by gen. Every change
+// of the file moves gen under t.mu, before anyone can read the new state,
+// and drops what the change may have made wrong: a flush or Commit drops
+// the records of the chunk ids it put or deleted (only flushTx writes
+// chunk records, and only those of t.puts and t.dels) and every
+// neighbour list (a list depends on its session's order index and its
+// turns' records; rebuilding one is a cursor walk over records that stay
+// cached); Reset, a compaction's reopen and a failed write drop
+// everything. A reader takes gen and the bbolt txid of that state
+// together under t.mu (snapshot); it uses the cache only if the cache is
+// at its gen, and fills it only from a transaction whose ID is that txid,
+// that is, one that reads exactly that state (a commit may land between
+// the snapshot and the transaction's start). So an entry is never older
+// or newer than the state its reader sees, and an append to one session
+// leaves the rest of the cache warm.
 //
-// It also holds chunk content read back from the log (content.go): the
-// event at a seq never changes, but a tombstone's commit empties the cache
-// like any change, so removed text does not outlive its removal here.
+// It also holds chunk content read back from the log (content.go), by
+// chunk id with the seq it was read at: the event at a seq never changes,
+// and the commit that removes or edits a chunk drops its content here, so
+// removed text does not outlive its removal.
 //
 // It is filled lazily, by the lookups themselves: a one-shot process pays
 // a map insert per lookup (about 0.3 µs on a 2 µs miss) and no warm-up.
@@ -68,12 +75,15 @@ type readCache struct {
 	chunks  map[string]*Chunk // nil: no such chunk
 	around  map[aroundKey][]*Chunk
 	nAround int // chunks over all of around's lists
-	// content by seq (with the chunk id the event holds)
-	content  map[uint64]cachedContent
+	// content by chunk id (with the seq it was read at)
+	content  map[string]cachedContent
 	nContent int // bytes over all of content
 }
 
-type cachedContent struct{ id, s string }
+type cachedContent struct {
+	seq uint64
+	s   string
+}
 
 // reset empties the cache for the state gen.
 func (rc *readCache) reset(gen uint64) {
@@ -84,6 +94,23 @@ func (rc *readCache) reset(gen uint64) {
 	rc.nAround = 0
 	rc.content = nil
 	rc.nContent = 0
+	rc.mu.Unlock()
+}
+
+// advance moves the cache to the state gen that a flush of the chunk ids
+// changed made (see above).
+func (rc *readCache) advance(gen uint64, changed []string) {
+	rc.mu.Lock()
+	rc.gen = gen
+	for _, id := range changed {
+		delete(rc.chunks, id)
+		if cc, ok := rc.content[id]; ok {
+			rc.nContent -= len(cc.s)
+			delete(rc.content, id)
+		}
+	}
+	rc.around = nil
+	rc.nAround = 0
 	rc.mu.Unlock()
 }
 
@@ -100,8 +127,8 @@ func (rc *readCache) contentOf(gen, seq uint64, id string) (string, bool) {
 	if rc.off || rc.gen != gen {
 		return "", false
 	}
-	cc, ok := rc.content[seq]
-	return cc.s, ok && cc.id == id
+	cc, ok := rc.content[id]
+	return cc.s, ok && cc.seq == seq
 }
 
 // putContent keeps the content of the chunk id at seq, read while the
@@ -113,11 +140,11 @@ func (rc *readCache) putContent(gen, seq uint64, id, s string) {
 		return
 	}
 	if rc.content == nil {
-		rc.content = make(map[uint64]cachedContent, 256)
+		rc.content = make(map[string]cachedContent, 256)
 	}
-	if old, ok := rc.content[seq]; ok {
+	if old, ok := rc.content[id]; ok {
 		rc.nContent -= len(old.s)
-		delete(rc.content, seq)
+		delete(rc.content, id)
 	}
 	for rc.nContent+len(s) > cacheContentBytes {
 		for k, v := range rc.content {
@@ -126,7 +153,7 @@ func (rc *readCache) putContent(gen, seq uint64, id, s string) {
 			break
 		}
 	}
-	rc.content[seq] = cachedContent{id: id, s: s}
+	rc.content[id] = cachedContent{seq: seq, s: s}
 	rc.nContent += len(s)
 }
 
@@ -200,9 +227,16 @@ func (t *Timelines) setState(txid int) {
 	t.cache.reset(t.gen)
 }
 
-// update runs fn in a write transaction and moves the state. The caller
-// holds t.mu.
+// update runs fn, a write of the pending changes (flushTx), in a write
+// transaction and moves the state. The caller holds t.mu.
 func (t *Timelines) update(fn func(tx *bolt.Tx) error) error {
+	changed := make([]string, 0, len(t.puts)+len(t.dels))
+	for id := range t.puts {
+		changed = append(changed, id)
+	}
+	for id := range t.dels {
+		changed = append(changed, id)
+	}
 	txid := -1
 	err := t.db.Update(func(tx *bolt.Tx) error {
 		txid = tx.ID()
@@ -210,11 +244,14 @@ func (t *Timelines) update(fn func(tx *bolt.Tx) error) error {
 	})
 	if err != nil {
 		// Rolled back, but a failed commit may have written part of its
-		// pages: trust no txid until the next change.
-		txid = -1
+		// pages: trust no txid until the next change, and nothing cached.
+		t.setState(-1)
+		return err
 	}
-	t.setState(txid)
-	return err
+	t.gen++
+	t.txid = txid
+	t.cache.advance(t.gen, changed)
+	return nil
 }
 
 // snapshot flushes pending writes and returns the state readers then see.

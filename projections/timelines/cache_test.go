@@ -196,6 +196,14 @@ func TestReadCacheSeesEveryChange(t *testing.T) {
 	}
 
 	applyCommit(t, tl, evs[3:4]) // append a4
+	// The records the append did not change stay cached; the neighbour
+	// lists are dropped.
+	if _, ok := tl.cache.chunks["a1"]; !ok {
+		t.Error("the append dropped a1's cached record")
+	}
+	if tl.cache.around != nil {
+		t.Error("the append kept the neighbour lists")
+	}
 	if got := around("a3"); got != "a2,a4" {
 		t.Fatalf("around a3 after the append = %q", got)
 	}
@@ -206,6 +214,9 @@ func TestReadCacheSeesEveryChange(t *testing.T) {
 	}
 	if _, ok := bare("a3"); ok {
 		t.Fatal("a3 found after its tombstone")
+	}
+	if _, ok := tl.cache.content["a3"]; ok {
+		t.Error("the text of the tombstoned a3 is still cached")
 	}
 	if got := around("a2"); got != "a1,a4" {
 		t.Fatalf("around a2 after the tombstone = %q", got)
@@ -359,7 +370,7 @@ func TestReadCacheBounded(t *testing.T) {
 	for i := 0; i < cacheChunks+500; i++ {
 		rc.putChunk(1, fmt.Sprint(i), c)
 		rc.putAround(1, aroundKey{id: fmt.Sprint(i), before: 2, after: 2}, []*Chunk{c, c, c})
-		rc.putContent(1, uint64(i), "x", strings.Repeat("y", 600))
+		rc.putContent(1, uint64(i), fmt.Sprint(i), strings.Repeat("y", 600))
 	}
 	if len(rc.chunks) > cacheChunks {
 		t.Errorf("%d chunks cached, bound %d", len(rc.chunks), cacheChunks)
@@ -385,11 +396,14 @@ func TestReadCacheBounded(t *testing.T) {
 	if _, ok := rc.aroundList(1, aroundKey{id: fmt.Sprint(last), before: 2, after: 2}); !ok {
 		t.Error("the last neighbour list put is not cached")
 	}
-	if _, ok := rc.contentOf(1, uint64(last), "x"); !ok {
+	if _, ok := rc.contentOf(1, uint64(last), fmt.Sprint(last)); !ok {
 		t.Error("the last content put is not cached")
 	}
 	if _, ok := rc.contentOf(1, uint64(last), "other"); ok {
 		t.Error("content cached for one chunk id answered for another")
+	}
+	if _, ok := rc.contentOf(1, uint64(last)+1, fmt.Sprint(last)); ok {
+		t.Error("content cached for one seq answered for another")
 	}
 	rc.putChunk(0, "stale", c) // a reader of an older state
 	if _, ok := rc.chunk(1, "stale"); ok {
