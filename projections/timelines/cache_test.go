@@ -307,8 +307,8 @@ func TestReadCacheConcurrentCommits(t *testing.T) {
 // cache's cost on a first read) and of a repeated working set, with the
 // cache and without.
 func BenchmarkChunkBare(b *testing.B) {
-	const n = 40_000
-	bodies := make([]log.Body, n)
+	const n, extra = 40_000, 20_000 // extra: turns appended by repeated-appends
+	bodies := make([]log.Body, n+extra)
 	for i := range bodies {
 		bodies[i] = conv(fmt.Sprintf("c%06d", i), fmt.Sprintf("s%03d", i%100), "user", int64(1000*(i+1)), "text")
 	}
@@ -318,7 +318,8 @@ func BenchmarkChunkBare(b *testing.B) {
 	}
 	tl := open(b, b.TempDir())
 	defer tl.Close()
-	applyCommit(b, tl, evs)
+	applyCommit(b, tl, evs[:n])
+	next := n
 	for _, off := range []bool{false, true} {
 		b.Run(fmt.Sprintf("distinct/cache=%v", !off), func(b *testing.B) {
 			tl.cache.off = off
@@ -347,6 +348,25 @@ func BenchmarkChunkBare(b *testing.B) {
 				}
 				if _, err := tl.AroundBare(fmt.Sprintf("c%06d", i%n), 2, 2); err != nil {
 					b.Fatal(err)
+				}
+			}
+		})
+		// One commit (a new turn) every 100 lookups, as a server that
+		// stores exchanges between queries: the records stay cached.
+		b.Run(fmt.Sprintf("repeated-appends/cache=%v", !off), func(b *testing.B) {
+			tl.cache.off = off
+			for i := 0; i < b.N; i++ {
+				if i%100 == 99 && next < len(evs) {
+					if err := apply(tl, evs[next]); err != nil {
+						b.Fatal(err)
+					}
+					if err := tl.Commit(projections.Checkpoint{Seq: evs[next].Seq, Hash: evs[next].Hash}); err != nil {
+						b.Fatal(err)
+					}
+					next++
+				}
+				if _, ok, err := tl.ChunkBare(fmt.Sprintf("c%06d", i%2000)); err != nil || !ok {
+					b.Fatal(ok, err)
 				}
 			}
 		})
