@@ -59,6 +59,11 @@
 //     that deleted chunks rewrites the file with projections.CompactBolt;
 //     Reset creates a new file instead of dropping buckets. Tombstoned text
 //     is therefore in no projection file, and in no later snapshot.
+//   - ChunkBare, AroundBare and content reads go through a bounded read
+//     cache of decoded records, neighbour lists and content (cache.go),
+//     valid for one state of the file: each flush or Commit drops what it
+//     may have changed, Reset and reopening drop everything. Its entries
+//     are shared, read-only.
 //   - Open checks the file is not truncated (projections.CheckBolt) and that
 //     every bucket exists; a failure is an error (projstd resets and
 //     rebuilds). Reads recover from panics of a damaged file as errors.
