@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -428,5 +429,48 @@ func TestReadCacheBounded(t *testing.T) {
 	rc.putChunk(0, "stale", c) // a reader of an older state
 	if _, ok := rc.chunk(1, "stale"); ok {
 		t.Error("an entry put for another gen is served")
+	}
+}
+
+// BenchmarkReadCacheFull fills the cache to its record and neighbour-list
+// bounds from a store of realistic records (32-hex ids, sessions of 25
+// turns) and reports what it then holds on the heap (cache-MB, content
+// excluded: that is bounded by bytes). A size the package doc quotes.
+func BenchmarkReadCacheFull(b *testing.B) {
+	n := cacheChunks + cacheChunks/8
+	bodies := make([]log.Body, n)
+	for i := range bodies {
+		bodies[i] = conv(fmt.Sprintf("%032x", i*7919+1), fmt.Sprintf("session-%05d", i/25), []string{"user", "assistant"}[i%2], int64(60_000*(i+1)), "text")
+	}
+	evs, err := projtest.Chain(bodies...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tl := open(b, b.TempDir())
+	defer tl.Close()
+	applyCommit(b, tl, evs)
+	for it := 0; it < b.N; it++ {
+		s, err := tl.snapshot()
+		if err != nil {
+			b.Fatal(err)
+		}
+		tl.cache.reset(s.gen)
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for i := 0; i < n; i++ {
+			id := fmt.Sprintf("%032x", i*7919+1)
+			if _, ok, err := tl.ChunkBare(id); err != nil || !ok {
+				b.Fatal(ok, err)
+			}
+			if _, err := tl.AroundBare(id, 2, 2); err != nil {
+				b.Fatal(err)
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(int64(after.HeapInuse)-int64(before.HeapInuse))/(1<<20), "cache-MB")
+		b.ReportMetric(float64(len(tl.cache.chunks)), "records")
+		b.ReportMetric(float64(tl.cache.nAround), "list-chunks")
 	}
 }
