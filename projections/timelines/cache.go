@@ -23,16 +23,21 @@ import (
 // cached); Reset, a compaction's reopen and a failed write drop
 // everything. A reader takes gen and the bbolt txid of that state
 // together under t.mu (snapshot); it uses the cache only if the cache is
-// at its gen, and fills it only from a transaction whose ID is that txid,
-// that is, one that reads exactly that state (a commit may land between
-// the snapshot and the transaction's start). So an entry is never older
-// or newer than the state its reader sees, and an append to one session
-// leaves the rest of the cache warm.
+// at its gen, and inside a transaction (a neighbour walk) reads or fills
+// it only if the transaction's ID is that txid, that is, if it reads
+// exactly that state (a commit may land between the snapshot and the
+// transaction's start, and bbolt commits before the cache moves: entries
+// of the older gen must not mix into a walk of the newer state). So an
+// entry is never older or newer than the state its reader sees, and an
+// append to one session leaves the rest of the cache warm.
 //
 // It also holds chunk content read back from the log (content.go), by
-// chunk id with the seq it was read at: the event at a seq never changes,
-// and the commit that removes or edits a chunk drops its content here, so
-// removed text does not outlive its removal.
+// chunk id with the seq it was read at: the event at a seq never changes
+// while the timelines are open (a key rotation that shreds events closes
+// them), and the commit that removes or edits a chunk drops its content
+// here. Content is kept only beside its chunk's cached record at that seq
+// (putContent), since the reader may have looked the chunk up before such
+// a commit; so removed text does not outlive its removal.
 //
 // It is filled lazily, by the lookups themselves: a one-shot process pays
 // a map insert per lookup (about 0.3 µs on a 2 µs miss) and no warm-up.
@@ -135,11 +140,21 @@ func (rc *readCache) contentOf(gen, seq uint64, id string) (string, bool) {
 }
 
 // putContent keeps the content of the chunk id at seq, read while the
-// cache was at gen (not after a reset: the chunk may be gone).
+// cache was at gen (not after a reset: the chunk may be gone), if the
+// cache holds id's record at that seq. The caller may have looked the
+// chunk up in an older state (content is read after the lookup, outside
+// its transaction): without the record check, the text of a chunk a
+// commit removed in between would be cached under the state without it,
+// where the commit's drop no longer reaches it. A cached record at the
+// cache's gen is live in that state (a commit drops the records of the
+// ids it changes together with their content, under mu).
 func (rc *readCache) putContent(gen, seq uint64, id, s string) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	if rc.off || rc.gen != gen || len(s) > cacheContentBytes {
+		return
+	}
+	if c := rc.chunks[id]; c == nil || c.Seq != seq {
 		return
 	}
 	if rc.content == nil {
@@ -251,6 +266,9 @@ func (t *Timelines) update(fn func(tx *bolt.Tx) error) error {
 		t.setState(-1)
 		return err
 	}
+	if t.afterWrite != nil {
+		t.afterWrite()
+	}
 	t.gen++
 	t.txid = txid
 	t.cache.advance(t.gen, changed)
@@ -267,13 +285,21 @@ func (t *Timelines) snapshot() (snap, error) {
 	return snap{db: t.db, gen: t.gen, txid: t.txid}, nil
 }
 
-// cachedChunk is getChunk through the cache, in a transaction of s.
+// cachedChunk is getChunk through the cache, in a transaction of s. A
+// transaction that does not read s's state (a commit landed between the
+// snapshot and its start) bypasses the cache both ways: entries of s's
+// gen may still be there (the cache moves after bbolt's commit), and
+// mixing them into a walk of the newer state's indexes gives chunks the
+// index no longer names, or "missing" ones it now names (ErrCorrupt).
 func (t *Timelines) cachedChunk(tx *bolt.Tx, s snap, id string) (*Chunk, error) {
-	if c, ok := t.cache.chunk(s.gen, id); ok {
-		return c, nil
+	at := s.at(tx)
+	if at {
+		if c, ok := t.cache.chunk(s.gen, id); ok {
+			return c, nil
+		}
 	}
 	c, err := getChunk(tx, id)
-	if err == nil && s.at(tx) {
+	if err == nil && at {
 		t.cache.putChunk(s.gen, id, c)
 	}
 	return c, err

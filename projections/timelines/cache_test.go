@@ -389,7 +389,8 @@ func TestReadCacheBounded(t *testing.T) {
 	rc.reset(1)
 	c := &Chunk{ID: "x"}
 	for i := 0; i < cacheChunks+500; i++ {
-		rc.putChunk(1, fmt.Sprint(i), c)
+		// content is kept only beside its chunk's record at that seq
+		rc.putChunk(1, fmt.Sprint(i), &Chunk{ID: fmt.Sprint(i), Seq: uint64(i)})
 		rc.putAround(1, aroundKey{id: fmt.Sprint(i), before: 2, after: 2}, []*Chunk{c, c, c})
 		rc.putContent(1, uint64(i), fmt.Sprint(i), strings.Repeat("y", 600))
 	}

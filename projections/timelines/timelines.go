@@ -266,6 +266,10 @@ type Timelines struct {
 	gen   uint64
 	txid  int
 	cache readCache
+	// afterWrite (tests) runs between a write's bbolt commit and the
+	// cache's move to the new state: the window a reader's transaction
+	// may start in.
+	afterWrite func()
 }
 
 var _ projections.Projection = (*Timelines)(nil)
