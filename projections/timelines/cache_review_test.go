@@ -7,6 +7,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/unlimitedcontext/ucl/log"
+	"github.com/unlimitedcontext/ucl/projections"
 )
 
 // A reader whose snapshot is older than the transaction it reads in (a
@@ -111,5 +112,74 @@ func TestReadCacheNoContentAfterTombstone(t *testing.T) {
 	}
 	if cc, ok := tl.cache.content["a1"]; !ok || cc.s != "one" {
 		t.Fatal("a1's content was not cached")
+	}
+}
+
+// A commit that fails halfway (here: the new session title's content
+// cannot be read back from the log) rolls back; the cache must not
+// answer from what it held before for the state after the retry, nor
+// keep the removed chunk's text. The reads between the failure and the
+// retry flush the pending tombstone again, and fail the same way.
+func TestReadCacheFailedCommit(t *testing.T) {
+	evs := chain(t,
+		conv("a1", "A", "user", 1000, "secret one"),
+		conv("a2", "A", "user", 2000, "two"),
+		conv("a3", "A", "assistant", 3000, "three"),
+		&log.Tombstone{Chunks: []string{"a1"}},
+	)
+	dir := t.TempDir()
+	tl := open(t, dir)
+	defer tl.Close()
+	applyCommit(t, tl, evs[:3])
+	// Warm: a1's record, content and neighbours, a2's neighbours.
+	c1, ok, err := tl.ChunkBare("a1")
+	if err != nil || !ok {
+		t.Fatal(err)
+	}
+	if err := tl.FillContent([]*Chunk{&c1}); err != nil || c1.Content != "secret one" {
+		t.Fatalf("a1: %q %v", c1.Content, err)
+	}
+	if cs, err := tl.Around("a2", 1, 1); err != nil || chunkIDs(cs) != "a1@1,a3@3" {
+		t.Fatalf("around a2: %s %v", chunkIDs(cs), err)
+	}
+	if _, ok := tl.cache.content["a1"]; !ok {
+		t.Fatal("a1's content was not cached (the test needs it)")
+	}
+	// The title moves to a2 when a1 goes; a2's event is unreadable.
+	ev2 := evs[1]
+	ev := eventsOf(dir)
+	ev.mu.Lock()
+	delete(ev.m, ev2.Seq)
+	ev.mu.Unlock()
+	if err := apply(tl, evs[3]); err != nil {
+		t.Fatal(err)
+	}
+	last := evs[3]
+	if err := tl.Commit(projections.Checkpoint{Seq: last.Seq, Hash: last.Hash}); err == nil {
+		t.Fatal("the commit did not fail (the test needs it to)")
+	}
+	if _, ok := tl.cache.content["a1"]; ok {
+		t.Error("a1's text is cached after the failed commit of its tombstone")
+	}
+	if _, _, err := tl.ChunkBare("a1"); err == nil {
+		t.Error("a read after the failed commit did not fail (it flushes the same pending tombstone)")
+	}
+	ev.add(ev2)
+	if err := tl.Commit(projections.Checkpoint{Seq: last.Seq, Hash: last.Hash}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the second from the cache
+		if _, ok, err := tl.ChunkBare("a1"); err != nil || ok {
+			t.Fatalf("a1 after its tombstone's retried commit: %v %v", ok, err)
+		}
+		if cs, err := tl.Around("a2", 1, 1); err != nil || chunkIDs(cs) != "a3@3" {
+			t.Fatalf("around a2 after the tombstone: %s %v", chunkIDs(cs), err)
+		}
+	}
+	if _, ok := tl.cache.content["a1"]; ok {
+		t.Error("a1's text is cached after its tombstone")
+	}
+	if ss, err := tl.Sessions(); err != nil || len(ss) != 1 || ss[0].Title != "two" {
+		t.Fatalf("sessions: %+v %v", ss, err)
 	}
 }
