@@ -20,7 +20,7 @@ import (
 // chunk records, and only those of t.puts and t.dels) and every
 // neighbour list (a list depends on its session's order index and its
 // turns' records; rebuilding one is a cursor walk over records that stay
-// cached); Reset, a compaction's reopen and a failed write drop
+// cached); Reset, a compaction's reopen, a failed write and Close drop
 // everything. A reader takes gen and the bbolt txid of that state
 // together under t.mu (snapshot); it uses the cache only if the cache is
 // at its gen, and inside a transaction (a neighbour walk) reads or fills

@@ -183,3 +183,31 @@ func TestReadCacheFailedCommit(t *testing.T) {
 		t.Fatalf("sessions: %+v %v", ss, err)
 	}
 }
+
+// Closing the file drops the cache: a closed timelines (kept referenced
+// after a store closed its projection set, say for a key rotation) holds
+// no chunk text in memory, and answers no content from it.
+func TestReadCacheDroppedOnClose(t *testing.T) {
+	evs := chain(t, conv("a1", "A", "user", 1000, "one"), conv("a2", "A", "assistant", 2000, "two"))
+	tl := open(t, t.TempDir())
+	applyCommit(t, tl, evs)
+	c, ok, err := tl.ChunkBare("a1")
+	if err != nil || !ok {
+		t.Fatal(err)
+	}
+	if err := tl.FillContent([]*Chunk{&c}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tl.AroundBare("a1", 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	if tl.cache.chunks == nil || tl.cache.content == nil || tl.cache.around == nil {
+		t.Fatal("the cache was not filled (the test needs it)")
+	}
+	if err := tl.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if tl.cache.chunks != nil || tl.cache.content != nil || tl.cache.around != nil {
+		t.Fatal("the cache outlives Close")
+	}
+}

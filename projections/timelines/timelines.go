@@ -362,6 +362,7 @@ func (t *Timelines) Compact() error {
 // compact rewrites the file without its free pages, so the content of
 // removed chunks leaves the disk (see the package doc).
 func (t *Timelines) compact() error {
+	t.setState(-1) // also when the file fails to reopen
 	if err := t.db.Close(); err != nil {
 		t.closed = true
 		return fmt.Errorf("close timelines for compaction: %w", err)
@@ -896,6 +897,7 @@ func (t *Timelines) Reset() error {
 		return ErrClosed
 	}
 	t.clearPending()
+	t.setState(-1) // also when the new file fails to open
 	// A new file, not dropped buckets: dropped pages would keep every
 	// chunk's content (tombstoned ones included) in the free pages.
 	if err := t.db.Close(); err != nil {
@@ -922,6 +924,7 @@ func (t *Timelines) Close() error {
 		return nil
 	}
 	t.clearPending()
+	t.setState(-1) // no text stays in memory
 	if t.scrub {
 		// Removals flushed by a read but never committed: their content
 		// must not stay in the free pages.
