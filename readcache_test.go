@@ -12,8 +12,9 @@ import (
 // answers exactly what a store opened fresh on the same directory answers
 // (the determinism rule: same log + query + now => same output), after
 // each kind of change behind the caches: an edit, a tombstone by id, by
-// session and by time range, an append next to cached neighbours, and a
-// key rotation that shreds the tombstoned events. No answer of the warm
+// session and by time range, an append next to cached neighbours, a
+// snapshot restore into the running store, and a key rotation that
+// shreds the tombstoned events. No answer of the warm
 // store holds the text of a tombstoned chunk.
 func TestReadCacheWarmMatchesFresh(t *testing.T) {
 	ctx := context.Background()
@@ -109,6 +110,22 @@ func TestReadCacheWarmMatchesFresh(t *testing.T) {
 			t.Fatal(err)
 		}
 		gone = append(gone, "kiwi21 about", "kiwi22 about")
+	})
+	// A snapshot taken before a tombstone, restored into the running
+	// store after it: the projections are swapped and the tombstone
+	// replayed from the log.
+	step("a snapshot restore", func(s *Store) {
+		if _, err := s.SnapshotCreate(ctx, SnapshotCreateRequest{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Tombstone(ctx, TombstoneRequest{Chunks: []string{"c04"}}); err != nil {
+			t.Fatal(err)
+		}
+		gone = append(gone, "kiwi04 about")
+		answers(s)
+		if _, err := s.SnapshotRestore(ctx, SnapshotRestoreRequest{NoFallback: true}); err != nil {
+			t.Fatal(err)
+		}
 	})
 	step("a key rotation", func(s *Store) {
 		if _, err := s.RotateKeys(ctx, RotateKeysRequest{}); err != nil {
