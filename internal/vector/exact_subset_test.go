@@ -134,25 +134,12 @@ func itoaTest(i int) string {
 // position) keeps them valid.
 func TestExactSearchPositionsEqualsSearchIn(t *testing.T) {
 	const dim = 16
-	r := rand.New(rand.NewSource(8))
-	x, err := NewExact(dim)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vec := func() []float32 {
-		v := make([]float32, dim)
-		for i := range v {
-			v[i] = float32(r.NormFloat64())
-		}
-		return v
-	}
+	x := mustExact(t, dim)
+	addAll(t, x, uniformData(8, 20000, dim))
+	more := uniformData(9, 8, dim) // queries and replacements
 	var all []string
 	for i := 0; i < 20000; i++ {
-		id := "p" + itoaTest(i)
-		if err := x.Add(id, vec()); err != nil {
-			t.Fatal(err)
-		}
-		all = append(all, id)
+		all = append(all, idOf(i))
 	}
 	var a, b []string
 	for i, id := range all {
@@ -169,8 +156,8 @@ func TestExactSearchPositionsEqualsSearchIn(t *testing.T) {
 	if la != lb || la != x.Layout() || len(pa) != len(a) || len(pb) != len(b)-1 {
 		t.Fatalf("layouts %d %d %d, %d and %d positions", la, lb, x.Layout(), len(pa), len(pb))
 	}
-	for _, k := range []int{1, 10, 200, 5000} {
-		q := vec()
+	for j, k := range []int{1, 10, 200, 5000} {
+		q := more[j]
 		got, err := x.SearchPositions(q, k, [][]int32{pa, pb}, la)
 		if err != nil {
 			t.Fatal(err)
@@ -183,23 +170,23 @@ func TestExactSearchPositionsEqualsSearchIn(t *testing.T) {
 			t.Fatalf("k=%d: %d hits by positions, %d by ids (or differ)", k, len(got), len(want))
 		}
 	}
-	if err := x.Add(all[3], vec()); err != nil { // replaced in place
+	if err := x.Add(all[3], more[4]); err != nil { // replaced in place
 		t.Fatal(err)
 	}
-	if _, err := x.SearchPositions(vec(), 10, [][]int32{pa}, la); err != nil {
+	if _, err := x.SearchPositions(more[5], 10, [][]int32{pa}, la); err != nil {
 		t.Fatalf("after a replacement: %v", err)
 	}
 	if err := x.Delete(all[0]); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := x.SearchPositions(vec(), 10, [][]int32{pa}, la); !errors.Is(err, ErrStalePositions) {
+	if _, err := x.SearchPositions(more[5], 10, [][]int32{pa}, la); !errors.Is(err, ErrStalePositions) {
 		t.Fatalf("after a delete: %v, want ErrStalePositions", err)
 	}
 	pa, la = x.Positions(a)
-	if err := x.Add("new", vec()); err != nil {
+	if err := x.Add("new", more[6]); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := x.SearchPositions(vec(), 10, [][]int32{pa}, la); !errors.Is(err, ErrStalePositions) {
+	if _, err := x.SearchPositions(more[7], 10, [][]int32{pa}, la); !errors.Is(err, ErrStalePositions) {
 		t.Fatalf("after an add: %v, want ErrStalePositions", err)
 	}
 }

@@ -800,19 +800,26 @@ func (v *VectorProjection) scanWhere(q []float32, k int, keep func(meta []byte) 
 			return err
 		})
 	})
-	if err == nil {
-		return hits, nil
+	if err != nil {
+		return nil, v.readDamage(err)
 	}
+	return hits, nil
+}
+
+// readDamage turns the error of a read of the stored vectors into damage
+// when the state did not decode (errVectorsCorrupt, or a guarded panic),
+// and flags the projection for a rebuild; other errors pass unchanged.
+func (v *VectorProjection) readDamage(err error) error {
 	if _, ok := projections.Damaged(err); !ok {
 		if !errors.Is(err, errVectorsCorrupt) {
-			return nil, err
+			return err
 		}
 		err = &projections.DamagedError{Projection: "vectors", Err: err}
 	}
 	if merr := projections.MarkDamaged(v.dir, err.Error()); merr != nil {
 		err = errors.Join(err, merr)
 	}
-	return nil, err
+	return err
 }
 
 // exactSearcher is the exact scan of the graph's own vectors.

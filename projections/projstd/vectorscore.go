@@ -2,7 +2,6 @@ package projstd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
@@ -60,17 +59,8 @@ func (v *VectorProjection) ScoreVectors(ctx context.Context, q []float32, ids []
 			return err
 		})
 	})
-	if err == nil {
-		return hits, nil
+	if err != nil {
+		return nil, v.readDamage(err)
 	}
-	if _, ok := projections.Damaged(err); !ok {
-		if !errors.Is(err, errVectorsCorrupt) {
-			return nil, err
-		}
-		err = &projections.DamagedError{Projection: "vectors", Err: err}
-	}
-	if merr := projections.MarkDamaged(v.dir, err.Error()); merr != nil {
-		err = errors.Join(err, merr)
-	}
-	return nil, err
+	return hits, nil
 }
