@@ -882,7 +882,12 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 	bare, _ := e.src.Chunks.(BareChunkStore)
 	byID := map[string]*cand{}
 	var order []*cand
-	get := func(id string, sessions map[string]bool) (*cand, error) {
+	// get returns id's candidate, looking the chunk up the first time:
+	// nil when it is gone or the filters (sessions) reject it, which is
+	// remembered. A chunk that scope rejects (nil: none) is not made a
+	// candidate, and nothing is remembered: it may still come in through
+	// another channel or as a neighbour.
+	get := func(id string, sessions map[string]bool, scope func(*timelines.Chunk) bool) (*cand, error) {
 		if c, ok := byID[id]; ok {
 			return c, nil
 		}
@@ -904,6 +909,9 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 		}
 		if !ok || !p.admits(&ch, sessions) {
 			byID[id] = nil // tombstoned (or filtered): never returned
+			return nil, nil
+		}
+		if scope != nil && !scope(&ch) {
 			return nil, nil
 		}
 		c := &cand{chunk: ch, bare: bare != nil}
@@ -974,7 +982,7 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 			// words match (LoCoMo dev set, pre-filter forced on, 20
 			// sessions: hit@10 0.69 as a filter on both channels).
 			// Their sessions join the kept ones.
-			c, err := get(h.ChunkID, p.sessions)
+			c, err := get(h.ChunkID, p.sessions, nil)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -996,7 +1004,8 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 		}
 		// inScope: whether the ANN channel ranks chunk id of session sess:
 		// every chunk the filters admit, and under the pre-filter only
-		// those of the kept sessions and BM25's candidates.
+		// those of the kept sessions and BM25's candidates (which get
+		// finds among the candidates before it asks this).
 		inScope := func(id, sess string) bool {
 			if scope == nil || scope[sess] {
 				return true
@@ -1004,6 +1013,7 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 			c := byID[id]
 			return c != nil && c.ex.BM25Rank != 0
 		}
+		inScopeChunk := func(ch *timelines.Chunk) bool { return inScope(ch.ID, ch.Session) }
 		if scope != nil {
 			extra, err := e.scoreOutside(ctx, vr.q, order, scope)
 			if err != nil {
@@ -1028,11 +1038,11 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 					continue // get would look it up to find what admits rejects
 				}
 			}
-			c, err := get(h.ID, sessions)
+			c, err := get(h.ID, sessions, inScopeChunk)
 			if err != nil {
 				return nil, nil, err
 			}
-			if c == nil || c.ex.ANNRank != 0 || !inScope(h.ID, c.chunk.Session) {
+			if c == nil || c.ex.ANNRank != 0 {
 				continue
 			}
 			rank++
