@@ -41,7 +41,6 @@ func TestChunkSessionerKeepsResults(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := rand.New(rand.NewSource(8))
-	ctx := context.Background()
 	results := 0
 	for i := 0; i < 60; i++ {
 		req := query.Request{Text: projtest.QueryText(r), K: 10, Now: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}
@@ -51,17 +50,7 @@ func TestChunkSessionerKeepsResults(t *testing.T) {
 		case 1:
 			req.Sessions = []string{infos[r.Intn(len(infos))].ID, infos[r.Intn(len(infos))].ID}
 		} // case 2: the pre-filter picks the sessions
-		a, err := plain.Search(ctx, req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := fast.Search(ctx, req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(a, b) {
-			t.Fatalf("%+v: responses differ:\n%s\n%s", req, fmt.Sprint(a.Results), fmt.Sprint(b.Results))
-		}
+		a := sameResponse(t, plain, fast, req)
 		results += len(a.Results)
 	}
 	if with.asked == 0 || results == 0 {
@@ -114,24 +103,13 @@ func TestChunkSessionerKeepsResultsOnFullSearch(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := rand.New(rand.NewSource(10))
-	ctx := context.Background()
 	results, prefiltered := 0, 0
 	for i := 0; i < 60; i++ {
 		// An active session: the pre-filter keeps it even when the
 		// summaries match nothing.
 		req := query.Request{Text: projtest.QueryText(r), K: 10, Now: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC), Explain: true,
 			Session: infos[r.Intn(len(infos))].ID}
-		a, err := plain.Search(ctx, req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := fast.Search(ctx, req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(a, b) {
-			t.Fatalf("%q: responses differ:\n%s\n%s", req.Text, fmt.Sprint(a.Results), fmt.Sprint(b.Results))
-		}
+		a := sameResponse(t, plain, fast, req)
 		if a.Prefilter != nil {
 			prefiltered++
 		}
@@ -140,4 +118,22 @@ func TestChunkSessionerKeepsResultsOnFullSearch(t *testing.T) {
 	if prefiltered == 0 || results == 0 {
 		t.Fatalf("nothing compared: %d pre-filtered searches, %d results", prefiltered, results)
 	}
+}
+
+// sameResponse runs req on both engines, fails the test when their
+// responses differ, and returns the first one.
+func sameResponse(t *testing.T, x, y *query.Engine, req query.Request) *query.Response {
+	t.Helper()
+	a, err := x.Search(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := y.Search(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(a, b) {
+		t.Fatalf("%+v: responses differ:\n%s\n%s", req, fmt.Sprint(a.Results), fmt.Sprint(b.Results))
+	}
+	return a
 }
