@@ -47,11 +47,12 @@
 //     score_c / best_c over the channels c that returned the chunk, where
 //     best_c is the channel's best score among the candidates and w_c is
 //     Options.ScoreWeights (BM25 1, ANN 0.15: the built-in hash embedder is
-//     a weaker, noisier lexical signal than BM25). When both channels
-//     returned candidates, the ANN term is (score − median) / (best −
-//     median), clamped at 0, the median taken over the channel's
-//     candidates: only vector matches better than the channel's typical
-//     one move BM25's ranking. With FusionRRF, Σ w_c / (RRFK + rank_c).
+//     a weaker, noisier lexical signal than BM25); a channel that alone
+//     returned candidates (vector mode, or no word matched) counts
+//     w_c = 1. When both channels returned candidates, the ANN term is
+//     (score − median) / (best − median), clamped at 0, the median taken
+//     over the channel's candidates: only vector matches better than the
+//     channel's typical one move BM25's ranking. With FusionRRF, Σ w_c / (RRFK + rank_c).
 //     The ANN query weights each word by its IDF in the store when the
 //     sources can count words (see Engine.queryVector).
 //  7. Conversation-aware terms, when the ChunkStore is an AroundStore
@@ -284,7 +285,8 @@ type Options struct {
 	// or FusionRRF.
 	Fusion Fusion
 	// ScoreWeights are the weights of the normalised BM25 and ANN scores
-	// under FusionScore (default DefaultScoreWeights).
+	// under FusionScore when both channels return candidates (default
+	// DefaultScoreWeights); a lone channel counts 1.
 	ScoreWeights struct{ BM25, ANN float64 }
 	// NeighbourWeight scales the score a turn receives from the turns
 	// around it in its session (default DefaultNeighbourWeight; negative:
@@ -1173,13 +1175,14 @@ func (e *Engine) relevance(cs []*cand) {
 	// the best gave every weak vector match most of the weight and let it
 	// reorder what BM25 had ranked. Alone, the channel keeps the ratio.
 	var vs []float64
-	both := false
+	anyBM25 := false
 	for _, c := range cs {
 		if c.ex.ANNRank > 0 {
 			vs = append(vs, c.ex.ANNScore)
 		}
-		both = both || c.ex.BM25Rank > 0
+		anyBM25 = anyBM25 || c.ex.BM25Rank > 0
 	}
+	both := anyBM25
 	sort.Float64s(vs)
 	var vMid float64
 	if len(vs) > 0 {
@@ -1191,6 +1194,20 @@ func (e *Engine) relevance(cs []*cand) {
 			return 0
 		}
 		return x / hi
+	}
+	// A lone channel (vector mode, or no lexical match) counts its score
+	// in full, as BM25 does: the weights balance the channels against
+	// each other, while the neighbour and session terms were set against
+	// a relevance of 1. Under the ANN weight, a lone vector channel's own
+	// scores were left a fifth of the session score's reach, which then
+	// ranked whole sessions ahead of the best matches (dev set, vector
+	// mode: hit@10 0.651 → 0.698, MRR 0.422 → 0.450).
+	wb, wv := o.ScoreWeights.BM25, o.ScoreWeights.ANN
+	if len(vs) == 0 {
+		wb = 1
+	}
+	if !anyBM25 {
+		wv = 1
 	}
 	for _, c := range cs {
 		ex := &c.ex
@@ -1205,13 +1222,13 @@ func (e *Engine) relevance(cs []*cand) {
 			continue
 		}
 		if ex.BM25Rank > 0 {
-			ex.RRF += o.ScoreWeights.BM25 * norm(ex.BM25Score, bHi)
+			ex.RRF += wb * norm(ex.BM25Score, bHi)
 		}
 		if ex.ANNRank > 0 {
 			if both {
-				ex.RRF += o.ScoreWeights.ANN * math.Max(0, (ex.ANNScore-vMid)/(vHi-vMid))
+				ex.RRF += wv * math.Max(0, (ex.ANNScore-vMid)/(vHi-vMid))
 			} else {
-				ex.RRF += o.ScoreWeights.ANN * norm(ex.ANNScore, vHi)
+				ex.RRF += wv * norm(ex.ANNScore, vHi)
 			}
 		}
 	}
