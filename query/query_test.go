@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -613,5 +614,39 @@ func TestNeighbourTurns(t *testing.T) {
 	}
 	if contains(ids(resp.Results), "p3") {
 		t.Errorf("tombstoned p3 returned: %v", ids(resp.Results))
+	}
+}
+
+// TestLoneChannelCountsInFull: the channel weights balance two channels
+// against each other; a channel that returned candidates alone counts its
+// best score as 1 whatever its weight, so the neighbour and session terms
+// keep the balance they have in bm25 mode.
+func TestLoneChannelCountsInFull(t *testing.T) {
+	f := smallFixture(t)
+	var o query.Options
+	o.ScoreWeights.BM25, o.ScoreWeights.ANN = 0.5, 0.15
+	e := f.engine(o)
+	for _, mode := range []query.Mode{query.ModeBM25, query.ModeVector} {
+		resp, err := e.Search(context.Background(), query.Request{Text: "billing database migrate", Now: now0, Mode: mode, Explain: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		best := 0.0
+		for _, r := range resp.Results {
+			best = math.Max(best, r.Explain.RRF)
+		}
+		if best != 1 {
+			t.Errorf("%s: best relevance %v, want 1 (the lone channel's best, in full)", mode, best)
+		}
+	}
+	// Both channels: each counts its weight.
+	resp, err := e.Search(context.Background(), query.Request{Text: "billing database migrate", Now: now0, Explain: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range resp.Results {
+		if r.Explain.RRF > 0.5+0.15+1e-9 {
+			t.Errorf("hybrid: %s relevance %v is above the weights' sum", r.ChunkID, r.Explain.RRF)
+		}
 	}
 }
