@@ -390,6 +390,9 @@ func (s *Store) readProj(ctx context.Context, p Progress, fn func(set *projstd.S
 // projection's own knowledge, without chunk lookups.
 var _ query.ChunkSessioner = (*projstd.VectorProjection)(nil)
 
+// The query engine gates a lexical embedder's scores (query.Options.ANNGate).
+var _ query.LexicalVectors = (*projstd.VectorProjection)(nil)
+
 // engine returns a query engine over set.
 func (s *Store) engine(set *projstd.Set) *query.Engine {
 	src := query.Sources{Chunks: set.Timelines, Log: s.st.Log, OnDamaged: set.FlagDamaged}

@@ -137,3 +137,5 @@ func sameResponse(t *testing.T, x, y *query.Engine, req query.Request) *query.Re
 	}
 	return a
 }
+
+func (f *fullVec) Lexical() bool { return f.v.Lexical() }

@@ -283,3 +283,7 @@ func loadLog(t testing.TB, path string) []*log.Event {
 	}
 	return evs
 }
+
+// Lexical forwards the embedder's capability, as the vector projection
+// does, so the tests rank as ucl does (Options.ANNGate).
+func (v *vecAdapter) Lexical() bool { return vector.IsLexical(v.emb) }

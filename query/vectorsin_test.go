@@ -149,3 +149,5 @@ func TestSessionVectorsInIsExactWithinSessions(t *testing.T) {
 		t.Fatalf("unknown session: %v, %d results", err, len(resp.Results))
 	}
 }
+
+func (o *keptVec) Lexical() bool { return o.v.Lexical() }

@@ -275,8 +275,8 @@ func printResponse(c *cli.Context, resp *ucl.SearchResult, explain bool) {
 		}
 		if explain && r.Explain != nil {
 			x := r.Explain
-			printf(c, "    bm25 %s  ann %s  relevance %.4f  neighbours %.4f  session %.3f  recency ×%.3f  affinity ×%.3f  time ×%.3f  = %.5f\n",
-				rankStr(x.BM25Rank, x.BM25Score), rankStr(x.ANNRank, x.ANNScore), x.RRF, x.Neighbour, x.SessionSc, x.Recency, x.Affinity, x.Temporal, x.Final)
+			printf(c, "    bm25 %s  ann %s (weight %.3f)  relevance %.4f  neighbours %.4f  session %.3f  recency ×%.3f  affinity ×%.3f  time ×%.3f  = %.5f\n",
+				rankStr(x.BM25Rank, x.BM25Score), rankStr(x.ANNRank, x.ANNScore), x.ANNWeight, x.RRF, x.Neighbour, x.SessionSc, x.Recency, x.Affinity, x.Temporal, x.Final)
 		}
 	}
 }

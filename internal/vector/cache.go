@@ -165,6 +165,9 @@ func (c *CachedEmbedder) Name() string { return c.inner.Name() }
 // Dim returns the inner embedder's Dim.
 func (c *CachedEmbedder) Dim() int { return c.inner.Dim() }
 
+// Lexical reports whether the inner embedder is lexical (LexicalEmbedder).
+func (c *CachedEmbedder) Lexical() bool { return IsLexical(c.inner) }
+
 // Embed implements Embedder. A cancelled context fails even when every
 // text is cached, as the inner embedder would: a caller that cancels
 // sees the same error whatever the cache holds.

@@ -123,6 +123,26 @@ type WeightedEmbedder interface {
 	EmbedWeighted(text string, weight func(word string) float64) []float32
 }
 
+// LexicalEmbedder is an optional Embedder capability. An embedder whose
+// vectors are built from a text's own words and their spelling, with
+// nothing learned about meaning (HashEmbedder), reports true: its cosines
+// are a second view of the words BM25 already matches, so the query
+// engine lets them reorder BM25's ranking only where BM25 cannot separate
+// its candidates (query.Options.ANNGate). A learned model reports false
+// or lacks the method.
+type LexicalEmbedder interface {
+	Lexical() bool
+}
+
+// IsLexical reports whether e is a lexical embedder (LexicalEmbedder).
+func IsLexical(e Embedder) bool {
+	l, ok := e.(LexicalEmbedder)
+	return ok && l.Lexical()
+}
+
+// Lexical reports true: hash features are words, word pairs and trigrams.
+func (h *HashEmbedder) Lexical() bool { return true }
+
 // EmbedWeighted embeds text with word weights (see WeightedEmbedder): a
 // word's feature and its trigrams are scaled by its weight, a pair by the
 // geometric mean of its two words' weights. NaN, infinite or negative

@@ -37,3 +37,7 @@ func (v *VectorProjection) SearchVector(ctx context.Context, q []float32, k int)
 	}
 	return v.searchVec(q, k)
 }
+
+// Lexical reports whether the projection's embedder is lexical
+// (vector.LexicalEmbedder): the query engine weighs its scores by that.
+func (v *VectorProjection) Lexical() bool { return vector.IsLexical(v.opts.Embedder) }

@@ -63,3 +63,29 @@ func TestVectorsEmbedQueryAndSearchVector(t *testing.T) {
 		t.Fatalf("short vector: err %v, want ErrDimension", err)
 	}
 }
+
+// The projection reports its embedder's lexical capability, which the
+// query engine gates on: the default (hash) is lexical, an HTTP model is
+// not.
+func TestVectorsLexical(t *testing.T) {
+	v, err := OpenVectors(t.TempDir(), VectorOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	if !v.Lexical() {
+		t.Error("default (hash) vectors: Lexical false")
+	}
+	ht, err := vector.NewHTTPEmbedder(vector.HTTPOptions{Protocol: vector.ProtocolOllama, BaseURL: "http://127.0.0.1:1", Model: "m", Dim: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := OpenVectors(t.TempDir(), VectorOptions{Embedder: ht})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if w.Lexical() {
+		t.Error("HTTP model's vectors: Lexical true")
+	}
+}
