@@ -31,8 +31,15 @@ func TestANNGateFactor(t *testing.T) {
 		{"eleventh does not count", append(ten(8, 5), 0.01), 0.75, 0.5},
 		{"zero best", make([]float64, 10), 0.75, 1},
 		{"off", ten(40, 1), -1, 1},
+		{"t NaN", ten(40, 1), math.NaN(), 1},
+		{"NaN scores are left out", append(ten(8, 5), math.NaN()), 0.75, 0.5},
+		{"infinite best is left out", append(ten(8, 5), math.Inf(1)), 0.75, 0.5},
+		{"ten with a NaN are nine", append(ten(8, 5)[1:], math.NaN()), 0.75, 1},
+		{"all NaN", []float64{math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()}, 0.75, 1},
+		{"negative tenth", ten(4, -4), 0.75, 0},
+		{"negative best", ten(-1, -4), 0.75, 1},
 	} {
-		if got := annGate(tc.bs, tc.t); math.Abs(got-tc.want) > 1e-12 {
+		if got := annGate(tc.bs, tc.t); !(math.Abs(got-tc.want) <= 1e-12) {
 			t.Errorf("%s: annGate = %v, want %v", tc.name, got, tc.want)
 		}
 	}

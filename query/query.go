@@ -301,9 +301,10 @@ type Options struct {
 	// under FusionScore when both channels return candidates (default
 	// DefaultScoreWeights); a lone channel counts 1.
 	ScoreWeights struct{ BM25, ANN float64 }
-	// ANNGate, when the vectors are lexical (LexicalVectors), scales the
-	// ANN weight by max(0, 1 − c/ANNGate), where c = (b₁ − b₁₀)/b₁ is how
-	// far BM25's 10th best candidate falls below its best (1 when BM25
+	// ANNGate, under FusionScore when both channels return candidates and
+	// the vectors are lexical (LexicalVectors), scales the ANN weight by
+	// max(0, 1 − c/ANNGate), where c = (b₁ − b₁₀)/b₁ is how far BM25's
+	// 10th best candidate falls below its best (the factor is 1 when BM25
 	// has fewer than ten; default DefaultANNGate; negative: off). Such vectors see the same words as
 	// BM25, so where BM25's scores fall off steeply they only break its
 	// near-ties at random; where they are flat, their word pairs and
@@ -630,7 +631,7 @@ type Explain struct {
 	ANNRank   int     `json:"ann_rank"`
 	ANNScore  float64 `json:"ann_score"`
 	RRF       float64 `json:"rrf"`                 // fused relevance of the channels (see Options.Fusion)
-	ANNWeight float64 `json:"ann_weight"`          // weight the ANN score counted with in this query (see Options.ANNGate)
+	ANNWeight float64 `json:"ann_weight"`          // weight the ANN score counted with in this query (see Options.ANNGate; RRFWeights.ANN under FusionRRF; 0 when the ANN channel returned nothing)
 	Neighbour float64 `json:"neighbour,omitempty"` // score passed on by the turns around it (already weighted)
 	SessionSc float64 `json:"session,omitempty"`   // session score (relative to the best session)
 	Recency   float64 `json:"recency"`             // factor applied (≥ 1)
@@ -1023,6 +1024,13 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 			if rank >= nc {
 				break
 			}
+			if math.IsNaN(h.Score) || math.IsInf(h.Score, 0) {
+				// Not a score: divided by the channel's best it would make
+				// every candidate's relevance (and the ANN gate) NaN, which
+				// no order ranks and JSON cannot carry. bleve gives none;
+				// another TextSearcher might. As the ANN channel's NaN.
+				continue
+			}
 			// The pre-filter does not apply to BM25's own candidates: the
 			// session summaries are a coarser lexical view of the same
 			// text, and a session they miss still holds the turns whose
@@ -1077,7 +1085,7 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 			if rank >= nc {
 				break
 			}
-			if h.Score <= 0 || math.IsNaN(float64(h.Score)) {
+			if h.Score <= 0 || math.IsNaN(float64(h.Score)) || math.IsInf(float64(h.Score), 1) {
 				continue
 			}
 			if sessionOf != nil {
@@ -1254,7 +1262,11 @@ func (e *Engine) relevance(cs []*cand) {
 	if !anyBM25 {
 		wv = 1
 	}
-	if lv, ok := e.src.Vectors.(LexicalVectors); ok && both && o.ANNGate > 0 && lv.Lexical() {
+	// The gate looks at BM25's scores only: it applies whenever both
+	// channels returned candidates, also when the ANN scores have no
+	// spread above their median (one or two candidates), where each ANN
+	// score counts its ratio to the best, nearly the whole weight.
+	if lv, ok := e.src.Vectors.(LexicalVectors); ok && anyBM25 && len(vs) > 0 && o.ANNGate > 0 && lv.Lexical() {
 		var bs []float64
 		for _, c := range cs {
 			if c.ex.BM25Rank > 0 {
@@ -1263,11 +1275,19 @@ func (e *Engine) relevance(cs []*cand) {
 		}
 		wv *= annGate(bs, o.ANNGate)
 	}
+	// Explain.ANNWeight: 0 when the ANN channel returned nothing (bm25
+	// mode): no ANN score counted.
+	annW := wv
+	if o.Fusion == FusionRRF {
+		annW = o.RRFWeights.ANN
+	}
+	if len(vs) == 0 {
+		annW = 0
+	}
 	for _, c := range cs {
 		ex := &c.ex
-		ex.RRF, ex.ANNWeight = 0, wv
+		ex.RRF, ex.ANNWeight = 0, annW
 		if o.Fusion == FusionRRF {
-			ex.ANNWeight = o.RRFWeights.ANN
 			if ex.BM25Rank > 0 {
 				ex.RRF += o.RRFWeights.BM25 / (o.RRFK + float64(ex.BM25Rank))
 			}
@@ -1295,10 +1315,15 @@ func (e *Engine) relevance(cs []*cand) {
 // lexical matches are no ranking to trust over the vectors' (and spelling
 // variants are what the vectors add there).
 func annGate(bm25 []float64, t float64) float64 {
-	if len(bm25) < annGateDepth || t <= 0 {
+	if len(bm25) < annGateDepth || !(t > 0) {
 		return 1
 	}
-	bs := slices.Clone(bm25)
+	// Scores that are not numbers are no evidence either way (retrieve
+	// drops them; the factor must stay in [0, 1] whatever it is given).
+	bs := slices.DeleteFunc(slices.Clone(bm25), func(x float64) bool { return math.IsNaN(x) || math.IsInf(x, 0) })
+	if len(bs) < annGateDepth {
+		return 1
+	}
 	slices.SortFunc(bs, func(a, b float64) int { return cmp.Compare(b, a) })
 	if bs[0] <= 0 {
 		return 1

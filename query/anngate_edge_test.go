@@ -1,0 +1,179 @@
+package query_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/unlimitedcontext/ucl/internal/vector"
+	"github.com/unlimitedcontext/ucl/log"
+	"github.com/unlimitedcontext/ucl/projections/fts"
+	"github.com/unlimitedcontext/ucl/query"
+)
+
+// gateFixture is TestANNGate's store: 28 near-identical meeting notes and
+// two turns about a violin, so "violin recital scales meeting" has BM25
+// scores that fall off steeply (the gate closes).
+func gateFixture(t *testing.T) *fixture {
+	t.Helper()
+	var bodies []log.Body
+	for i := 0; i < 30; i++ {
+		s := fmt.Sprintf("s%02d", i)
+		content := fmt.Sprintf("weekly meeting notes number %d about the kitchen renovation budget", i)
+		switch i {
+		case 7:
+			content = "the violin teacher suggested scales in D major before the recital"
+		case 29:
+			content = "our violinist practised daily"
+		}
+		bodies = append(bodies, &log.Store{ChunkID: s + "-1", Session: s, Kind: log.KindConversation, Role: "user", Time: at(time.Duration(i) * time.Hour), Content: content})
+	}
+	f := newFixture(t, t.TempDir())
+	f.apply(t, chain(t, bodies...))
+	return f
+}
+
+const steepQuery = "violin recital scales meeting"
+
+// badText is a TextSearcher whose last hit scores bad.
+type badText struct {
+	ft  *fts.Index
+	bad float64
+}
+
+func (b badText) Search(ctx context.Context, q fts.Query) ([]fts.Hit, error) {
+	hs, err := b.ft.Search(ctx, q)
+	if len(hs) > 0 {
+		hs[len(hs)-1].Score = b.bad
+	}
+	return hs, err
+}
+
+// badVec is a lexical VectorSearcher whose first hit scores bad.
+type badVec struct {
+	v   *vecAdapter
+	bad float32
+}
+
+func (b badVec) SearchText(ctx context.Context, text string, k int) ([]vector.Hit, error) {
+	hs, err := b.v.SearchText(ctx, text, k)
+	if len(hs) > 0 {
+		hs[0].Score = b.bad
+	}
+	return hs, err
+}
+
+func (badVec) Lexical() bool { return true }
+
+// TestNonFiniteScores: a channel's score that is not a number (a
+// TextSearcher or VectorSearcher other than ucl's own may give one) does
+// not make the other candidates' relevance, the ANN weight or the final
+// scores NaN: the query still ranks, and its explained results encode as
+// JSON.
+func TestNonFiniteScores(t *testing.T) {
+	f := gateFixture(t)
+	for _, tc := range []struct {
+		name string
+		src  query.Sources
+	}{
+		{"bm25 NaN", query.Sources{Chunks: f.tl, Text: badText{f.ft, math.NaN()}, Vectors: f.vec, Sessions: f.sum}},
+		{"bm25 +Inf", query.Sources{Chunks: f.tl, Text: badText{f.ft, math.Inf(1)}, Vectors: f.vec, Sessions: f.sum}},
+		{"bm25 -Inf", query.Sources{Chunks: f.tl, Text: badText{f.ft, math.Inf(-1)}, Vectors: f.vec, Sessions: f.sum}},
+		{"ann +Inf", query.Sources{Chunks: f.tl, Text: f.ft, Vectors: badVec{f.vec, float32(math.Inf(1))}, Sessions: f.sum}},
+	} {
+		for _, mode := range []query.Mode{query.ModeHybrid, query.ModeBM25, query.ModeVector} {
+			e := query.New(tc.src, query.Options{})
+			resp, err := e.Search(context.Background(), query.Request{Text: steepQuery, Now: now0, K: 40, Mode: mode, Explain: true})
+			if err != nil {
+				t.Fatalf("%s, %s: %v", tc.name, mode, err)
+			}
+			if len(resp.Results) == 0 {
+				t.Fatalf("%s, %s: no results", tc.name, mode)
+			}
+			for _, r := range resp.Results {
+				x := r.Explain
+				for _, v := range []float64{r.Score, x.RRF, x.ANNWeight, x.Final, x.BM25Score, x.ANNScore} {
+					if math.IsNaN(v) || math.IsInf(v, 0) {
+						t.Fatalf("%s, %s: %s explains %+v", tc.name, mode, r.ChunkID, *x)
+					}
+				}
+			}
+			if _, err := json.Marshal(resp); err != nil {
+				t.Errorf("%s, %s: %v", tc.name, mode, err)
+			}
+		}
+	}
+}
+
+// oneVec is a lexical VectorSearcher that returns only its hit on id.
+type oneVec struct {
+	v  *vecAdapter
+	id string
+}
+
+func (o oneVec) SearchText(ctx context.Context, text string, k int) ([]vector.Hit, error) {
+	hs, err := o.v.SearchText(ctx, text, k)
+	for _, h := range hs {
+		if h.ID == o.id {
+			return []vector.Hit{h}, err
+		}
+	}
+	return nil, err
+}
+
+func (oneVec) Lexical() bool { return true }
+
+// TestANNGateWithoutANNSpread: the gate reads BM25's scores, so it closes
+// on a steep BM25 ranking also when the ANN channel returned a single
+// candidate (no spread above its median, where the ANN score counts its
+// ratio to the best: here the spelling variant BM25 misses): that candidate does not get the ungated weight.
+func TestANNGateWithoutANNSpread(t *testing.T) {
+	f := gateFixture(t)
+	e := query.New(query.Sources{Chunks: f.tl, Text: f.ft, Vectors: oneVec{f.vec, "s29-1"}, Sessions: f.sum}, query.Options{})
+	resp, err := e.Search(context.Background(), query.Request{Text: steepQuery, Now: now0, K: 40, Explain: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := query.DefaultScoreWeights.ANN
+	annOnly := 0
+	for _, r := range resp.Results {
+		x := r.Explain
+		if x.ANNWeight >= full/2 {
+			t.Fatalf("%s: ANN weight %v on a steep BM25 ranking, want below %v", r.ChunkID, x.ANNWeight, full/2)
+		}
+		if x.ANNRank > 0 && x.BM25Rank == 0 {
+			annOnly++
+			if x.RRF > x.ANNWeight+1e-12 {
+				t.Errorf("%s (ANN only): relevance %v above the ANN weight %v", r.ChunkID, x.RRF, x.ANNWeight)
+			}
+		}
+	}
+	if annOnly != 1 {
+		// "violinist" is a spelling variant BM25 does not match.
+		t.Fatalf("%d ANN-only candidates, want 1 (s29-1): results %v", annOnly, ids(resp.Results))
+	}
+}
+
+// TestANNWeightWithoutANN: a query whose ANN channel returned nothing
+// (bm25 mode) explains ANN weight 0: no ANN score counted in it.
+func TestANNWeightWithoutANN(t *testing.T) {
+	f := gateFixture(t)
+	for _, fusion := range []query.Fusion{query.FusionScore, query.FusionRRF} {
+		e := f.engine(query.Options{Fusion: fusion})
+		resp, err := e.Search(context.Background(), query.Request{Text: steepQuery, Now: now0, Mode: query.ModeBM25, Explain: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Results) == 0 {
+			t.Fatalf("%s: no results", fusion)
+		}
+		for _, r := range resp.Results {
+			if r.Explain.ANNWeight != 0 {
+				t.Errorf("%s, bm25 mode: %s explains ANN weight %v, want 0", fusion, r.ChunkID, r.Explain.ANNWeight)
+			}
+		}
+	}
+}
