@@ -37,8 +37,8 @@ phrases in TEXT ("yesterday", "last week", "in May 2023", "since Monday",
 "on 2023-05-08") are read relative to --now, cut from the searched text, and
 rank content inside their window first (--no-time: ignore them); --explain
 shows what was recognised and each result's score breakdown (bm25 and ann
-rank/score, relevance, neighbouring turns, session, recency, affinity, time,
-final).
+rank/score, the weight the ann score counted with in this query, relevance,
+neighbouring turns, session, recency, affinity, time, final).
 With --json: one JSON document with a "results" array; every result carries
 its chunk id, session, role, kind, time, seq, content and meta as stored.`,
 	Flags: append([]cli.Flag{
