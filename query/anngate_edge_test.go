@@ -177,3 +177,38 @@ func TestANNWeightWithoutANN(t *testing.T) {
 		}
 	}
 }
+
+// TestLoneANNInHybrid: in hybrid mode, a query no word of which BM25
+// matches (a misspelling) leaves the ANN channel alone: it counts in
+// full, as in vector mode, and ranks as vector mode does.
+func TestLoneANNInHybrid(t *testing.T) {
+	f := gateFixture(t)
+	e := f.engine(query.Options{})
+	var got [2][]string
+	for i, mode := range []query.Mode{query.ModeHybrid, query.ModeVector} {
+		resp, err := e.Search(context.Background(), query.Request{Text: "violinnist", Now: now0, Mode: mode, Explain: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Results) == 0 {
+			t.Fatalf("%s: no results", mode)
+		}
+		best := 0.0
+		for _, r := range resp.Results {
+			if r.Explain.BM25Rank != 0 {
+				t.Fatalf("%s: %s has BM25 rank %d: the query must match no word", mode, r.ChunkID, r.Explain.BM25Rank)
+			}
+			if r.Explain.ANNWeight != 1 {
+				t.Errorf("%s: %s explains ANN weight %v, want 1", mode, r.ChunkID, r.Explain.ANNWeight)
+			}
+			best = math.Max(best, r.Explain.RRF)
+		}
+		if best != 1 {
+			t.Errorf("%s: best relevance %v, want 1", mode, best)
+		}
+		got[i] = ids(resp.Results)
+	}
+	if fmt.Sprint(got[0]) != fmt.Sprint(got[1]) {
+		t.Errorf("hybrid %v, vector mode %v", got[0], got[1])
+	}
+}
