@@ -212,3 +212,22 @@ func TestLoneANNInHybrid(t *testing.T) {
 		t.Errorf("hybrid %v, vector mode %v", got[0], got[1])
 	}
 }
+
+// TestANNWeightUnderRRF: the gate is FusionScore's; under FusionRRF the
+// ANN rank counts RRFWeights.ANN, steep BM25 scores or not, and Explain
+// says so.
+func TestANNWeightUnderRRF(t *testing.T) {
+	f := gateFixture(t)
+	o := query.Options{Fusion: query.FusionRRF}
+	o.RRFWeights.BM25, o.RRFWeights.ANN = 1, 0.5
+	resp, err := f.engine(o).Search(context.Background(), query.Request{Text: steepQuery, Now: now0, Explain: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range resp.Results {
+		x := r.Explain
+		if x.ANNWeight != 0.5 {
+			t.Fatalf("%s: ANN weight %v, want 0.5", r.ChunkID, x.ANNWeight)
+		}
+	}
+}
