@@ -231,3 +231,41 @@ func TestANNWeightUnderRRF(t *testing.T) {
 		}
 	}
 }
+
+// TestANNWeightOnNeighbours: the ANN weight is the query's, so a turn that
+// came in only as a neighbour of a match (no channel returned it) explains
+// the same weight as the matches.
+func TestANNWeightOnNeighbours(t *testing.T) {
+	bodies := []log.Body{
+		&log.Store{ChunkID: "t1", Session: "c", Kind: log.KindConversation, Role: "user", Time: at(0), Content: "Where did you go for the cello lesson?"},
+		&log.Store{ChunkID: "t2", Session: "c", Kind: log.KindConversation, Role: "assistant", Time: at(time.Minute), Content: "Downtown, near the river."},
+	}
+	for i := 0; i < 12; i++ {
+		bodies = append(bodies, &log.Store{ChunkID: fmt.Sprintf("o%02d", i), Session: fmt.Sprintf("o%02d", i), Kind: log.KindConversation, Role: "user",
+			Time: at(time.Duration(i+1) * time.Hour), Content: fmt.Sprintf("practice plan %d for the piano", i)})
+	}
+	f := newFixture(t, t.TempDir())
+	f.apply(t, chain(t, bodies...))
+	resp, err := f.engine(query.Options{}).Search(context.Background(), query.Request{Text: "cello lesson", Now: now0, K: 20, Explain: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w float64
+	adopted := false
+	for _, r := range resp.Results {
+		if r.ChunkID == "t1" {
+			w = r.Explain.ANNWeight
+		}
+		if r.ChunkID == "t2" {
+			adopted = r.Explain.BM25Rank == 0 && r.Explain.ANNRank == 0 && r.Explain.Neighbour > 0
+		}
+	}
+	if !adopted || w <= 0 {
+		t.Fatalf("want t1 matched (ANN weight %v > 0) and t2 only its neighbour: %v", w, ids(resp.Results))
+	}
+	for _, r := range resp.Results {
+		if r.Explain.ANNWeight != w {
+			t.Errorf("%s explains ANN weight %v, t1 %v: one query, one weight", r.ChunkID, r.Explain.ANNWeight, w)
+		}
+	}
+}

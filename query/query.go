@@ -1104,7 +1104,7 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 			c.ex.ANNRank, c.ex.ANNScore = rank, float64(h.Score)
 		}
 	}
-	e.relevance(order)
+	annW := e.relevance(order)
 	adopt := func(ch timelines.Chunk) *cand {
 		if c, ok := byID[ch.ID]; ok {
 			return c
@@ -1114,6 +1114,7 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 			return nil
 		}
 		c := &cand{chunk: ch, bare: bare != nil}
+		c.ex.ANNWeight = annW // the query's, as on the candidates
 		byID[ch.ID] = c
 		order = append(order, c)
 		return c
@@ -1210,8 +1211,9 @@ func sortedKeys(m map[string]bool) []string {
 // FusionScore each channel's score is divided by the channel's best among
 // the candidates (BM25 scores are unbounded and query-dependent; cosines
 // of a weak embedder crowd together), so each channel's best counts its
-// weight; a channel that did not return the chunk adds nothing.
-func (e *Engine) relevance(cs []*cand) {
+// weight; a channel that did not return the chunk adds nothing. It
+// returns the query's ANN weight (Explain.ANNWeight).
+func (e *Engine) relevance(cs []*cand) float64 {
 	o := e.opts
 	var bHi, vHi float64
 	for _, c := range cs {
@@ -1307,6 +1309,7 @@ func (e *Engine) relevance(cs []*cand) {
 			}
 		}
 	}
+	return annW
 }
 
 // annGate is the factor Options.ANNGate puts on a lexical ANN weight,
