@@ -2,11 +2,8 @@ package query_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
-	"time"
 
-	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/query"
 )
 
@@ -22,20 +19,7 @@ func (learnedVec) Lexical() bool { return false }
 // the gate switched off, always count the full weight; a lone channel
 // counts 1.
 func TestANNGate(t *testing.T) {
-	var bodies []log.Body
-	for i := 0; i < 30; i++ {
-		s := fmt.Sprintf("s%02d", i)
-		content := fmt.Sprintf("weekly meeting notes number %d about the kitchen renovation budget", i)
-		switch i {
-		case 7:
-			content = "the violin teacher suggested scales in D major before the recital"
-		case 29:
-			content = "our violinist practised daily"
-		}
-		bodies = append(bodies, &log.Store{ChunkID: s + "-1", Session: s, Kind: log.KindConversation, Role: "user", Time: at(time.Duration(i) * time.Hour), Content: content})
-	}
-	f := newFixture(t, t.TempDir())
-	f.apply(t, chain(t, bodies...))
+	f := meetingsFixture(t)
 	weight := func(t *testing.T, src query.VectorSearcher, opts query.Options, text string, mode query.Mode) float64 {
 		t.Helper()
 		e := query.New(query.Sources{Chunks: f.tl, Text: f.ft, Vectors: src, Sessions: f.sum}, opts)

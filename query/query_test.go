@@ -488,12 +488,9 @@ func TestDeterminism(t *testing.T) {
 	}
 }
 
-func TestPrefilter(t *testing.T) {
-	// Many sessions. The pre-filter keeps the session whose summary
-	// matches and the active one; BM25's own candidates pass whatever
-	// their session (their sessions join the kept ones), while candidates
-	// only the vector channel found (s29-1: "violinist" shares letters
-	// with "violin", not its stem) are dropped outside the kept sessions.
+// meetingsFixture holds thirty one-turn sessions s00…s29: near-identical
+// meeting notes, a violin lesson in s07 and a violinist in s29, then more.
+func meetingsFixture(t *testing.T, more ...log.Body) *fixture {
 	var bodies []log.Body
 	for i := 0; i < 30; i++ {
 		s := fmt.Sprintf("s%02d", i)
@@ -506,9 +503,18 @@ func TestPrefilter(t *testing.T) {
 		}
 		bodies = append(bodies, &log.Store{ChunkID: s + "-1", Session: s, Kind: log.KindConversation, Role: "user", Time: at(time.Duration(i) * time.Hour), Content: content})
 	}
-	bodies = append(bodies, &log.Store{ChunkID: "kv", Kind: log.KindKnowledge, Time: at(0), Content: "violin recital scales practice"})
 	f := newFixture(t, t.TempDir())
-	f.apply(t, chain(t, bodies...))
+	f.apply(t, chain(t, append(bodies, more...)...))
+	return f
+}
+
+func TestPrefilter(t *testing.T) {
+	// Many sessions. The pre-filter keeps the session whose summary
+	// matches and the active one; BM25's own candidates pass whatever
+	// their session (their sessions join the kept ones), while candidates
+	// only the vector channel found (s29-1: "violinist" shares letters
+	// with "violin", not its stem) are dropped outside the kept sessions.
+	f := meetingsFixture(t, &log.Store{ChunkID: "kv", Kind: log.KindKnowledge, Time: at(0), Content: "violin recital scales practice"})
 	req := query.Request{Text: "violin recital scales meeting", Now: now0, Session: "s20", K: 40, Explain: true}
 	resp, err := f.engine(query.Options{PrefilterAbove: 10, PrefilterSessions: 2}).Search(context.Background(), req)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -52,7 +53,9 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		Name:    "ucl",
 		Usage:   "Unlimited Context Log: permanent, encrypted, verifiable memory for LLM tools",
 		Version: version,
-		Flags:   globalFlags,
+		// urfave adds --help only beside its own help command, which
+		// newHelpCommand replaces: without it `ucl --help` was a usage error.
+		Flags: append(slices.Clone(globalFlags), cli.HelpFlag),
 		// Commands are sorted by name for help output.
 		Commands:             sortedCommands(),
 		Reader:               stdin,

@@ -132,7 +132,8 @@ func TestOutputShapes(t *testing.T) {
 	}
 }
 
-// `ucl help [COMMAND [SUB]]` prints what `--help` prints, at any depth.
+// `ucl help [COMMAND [SUB]]` prints what `--help` prints, at any depth,
+// and `--help` / `-h` themselves succeed at the top level too.
 func TestHelpCommand(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "none")
 	for _, tc := range []struct {
@@ -141,6 +142,9 @@ func TestHelpCommand(t *testing.T) {
 		not  []string
 	}{
 		{[]string{"help"}, []string{"COMMANDS:", "get ", "help "}, nil},
+		{[]string{"--help"}, []string{"COMMANDS:", "get ", "help "}, []string{"Incorrect Usage"}},
+		{[]string{"-h"}, []string{"COMMANDS:", "get ", "help "}, []string{"Incorrect Usage"}},
+		{[]string{"query", "--help"}, []string{"ucl query - search memory"}, []string{"Incorrect Usage"}},
 		{[]string{"help", "query"}, []string{"ucl query - search memory", "--origin own|shared|all", "--mode hybrid|bm25|vector", "--session SESSION", "filter: only chunks"}, nil},
 		{[]string{"help", "sync", "push"}, []string{"ucl sync push - upload every event"}, nil},
 		{[]string{"--json", "help", "snapshot", "push"}, []string{"ucl snapshot push - publish a snapshot"}, nil},
