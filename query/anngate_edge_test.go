@@ -14,28 +14,8 @@ import (
 	"github.com/unlimitedcontext/ucl/query"
 )
 
-// gateFixture is TestANNGate's store: 28 near-identical meeting notes and
-// two turns about a violin, so "violin recital scales meeting" has BM25
-// scores that fall off steeply (the gate closes).
-func gateFixture(t *testing.T) *fixture {
-	t.Helper()
-	var bodies []log.Body
-	for i := 0; i < 30; i++ {
-		s := fmt.Sprintf("s%02d", i)
-		content := fmt.Sprintf("weekly meeting notes number %d about the kitchen renovation budget", i)
-		switch i {
-		case 7:
-			content = "the violin teacher suggested scales in D major before the recital"
-		case 29:
-			content = "our violinist practised daily"
-		}
-		bodies = append(bodies, &log.Store{ChunkID: s + "-1", Session: s, Kind: log.KindConversation, Role: "user", Time: at(time.Duration(i) * time.Hour), Content: content})
-	}
-	f := newFixture(t, t.TempDir())
-	f.apply(t, chain(t, bodies...))
-	return f
-}
-
+// steepQuery's BM25 scores over meetingsFixture fall off steeply (28
+// near-identical meeting notes, one violin lesson): the gate closes.
 const steepQuery = "violin recital scales meeting"
 
 // badText is a TextSearcher whose last hit scores bad.
@@ -74,7 +54,7 @@ func (badVec) Lexical() bool { return true }
 // scores NaN: the query still ranks, and its explained results encode as
 // JSON.
 func TestNonFiniteScores(t *testing.T) {
-	f := gateFixture(t)
+	f := meetingsFixture(t)
 	for _, tc := range []struct {
 		name string
 		src  query.Sources
@@ -131,7 +111,7 @@ func (oneVec) Lexical() bool { return true }
 // candidate (no spread above its median, where the ANN score counts its
 // ratio to the best: here the spelling variant BM25 misses): that candidate does not get the ungated weight.
 func TestANNGateWithoutANNSpread(t *testing.T) {
-	f := gateFixture(t)
+	f := meetingsFixture(t)
 	e := query.New(query.Sources{Chunks: f.tl, Text: f.ft, Vectors: oneVec{f.vec, "s29-1"}, Sessions: f.sum}, query.Options{})
 	resp, err := e.Search(context.Background(), query.Request{Text: steepQuery, Now: now0, K: 40, Explain: true})
 	if err != nil {
@@ -160,7 +140,7 @@ func TestANNGateWithoutANNSpread(t *testing.T) {
 // TestANNWeightWithoutANN: a query whose ANN channel returned nothing
 // (bm25 mode) explains ANN weight 0: no ANN score counted in it.
 func TestANNWeightWithoutANN(t *testing.T) {
-	f := gateFixture(t)
+	f := meetingsFixture(t)
 	for _, fusion := range []query.Fusion{query.FusionScore, query.FusionRRF} {
 		e := f.engine(query.Options{Fusion: fusion})
 		resp, err := e.Search(context.Background(), query.Request{Text: steepQuery, Now: now0, Mode: query.ModeBM25, Explain: true})
@@ -182,7 +162,7 @@ func TestANNWeightWithoutANN(t *testing.T) {
 // matches (a misspelling) leaves the ANN channel alone: it counts in
 // full, as in vector mode, and ranks as vector mode does.
 func TestLoneANNInHybrid(t *testing.T) {
-	f := gateFixture(t)
+	f := meetingsFixture(t)
 	e := f.engine(query.Options{})
 	var got [2][]string
 	for i, mode := range []query.Mode{query.ModeHybrid, query.ModeVector} {
@@ -217,7 +197,7 @@ func TestLoneANNInHybrid(t *testing.T) {
 // ANN rank counts RRFWeights.ANN, steep BM25 scores or not, and Explain
 // says so.
 func TestANNWeightUnderRRF(t *testing.T) {
-	f := gateFixture(t)
+	f := meetingsFixture(t)
 	o := query.Options{Fusion: query.FusionRRF}
 	o.RRFWeights.BM25, o.RRFWeights.ANN = 1, 0.5
 	resp, err := f.engine(o).Search(context.Background(), query.Request{Text: steepQuery, Now: now0, Explain: true})
