@@ -54,7 +54,7 @@ type StoreOut struct {
 
 // QueryIn are the arguments of uc_query.
 type QueryIn struct {
-	Query             string   `json:"query" jsonschema:"what to look for; time phrases like yesterday, last week or in May 2023 become filters"`
+	Query             string   `json:"query" jsonschema:"what to look for; time phrases like yesterday, last week or in May 2023 rank items from that time first (since/until filter)"`
 	K                 int      `json:"k,omitempty" jsonschema:"number of hits, 1 to 200 (default 10)"`
 	Sessions          []string `json:"sessions,omitempty" jsonschema:"only these sessions"`
 	Active            string   `json:"active_session,omitempty" jsonschema:"the current session: its items rank a little higher (no filter)"`
