@@ -305,10 +305,10 @@ type Options struct {
 	// the vectors are lexical (LexicalVectors), scales the ANN weight by
 	// max(0, 1 − c/ANNGate), where c = (b₁ − b₁₀)/b₁ is how far BM25's
 	// 10th best candidate falls below its best (the factor is 1 when BM25
-	// has fewer than ten; default DefaultANNGate; negative: off). Such vectors see the same words as
-	// BM25, so where BM25's scores fall off steeply they only break its
-	// near-ties at random; where they are flat, their word pairs and
-	// spelling variants tell candidates apart.
+	// has fewer than ten; default DefaultANNGate; negative: off). Such
+	// vectors see the same words as BM25, so where BM25's scores fall off
+	// steeply they only break its near-ties at random; where they are
+	// flat, their word pairs and spelling variants tell candidates apart.
 	ANNGate float64
 	// NeighbourWeight scales the score a turn receives from the turns
 	// around it in its session (default DefaultNeighbourWeight; negative:
