@@ -507,9 +507,10 @@ const (
 // 0.873; at 4K unchanged, 0.940); the hand-made set is unchanged. The
 // gate closes fully on 59% of the dev questions and partly on 40%. Every
 // gate tried on conversations 0–1 with T 0.4–0.75, b₅ or b₁₀, peak
-// 0.15–0.3 held on 2–3 on every printed figure; T 1 did not. With a semantic embedder the vectors
-// find what BM25's words cannot, so the gate leaves them alone (not
-// measured here: no model weights on these machines).
+// 0.15–0.3 held on 2–3 on every printed figure; T 1 did not. With a
+// semantic embedder the vectors find what BM25's words cannot, so the
+// gate leaves them alone (not measured here: no model weights on these
+// machines).
 //
 // Also measured and not kept (chosen on conversations 0–1, checked on
 // 2–3). Keeping BM25's top 1–5 when it is confident and the fused order
@@ -1318,7 +1319,7 @@ func (e *Engine) relevance(cs []*cand) float64 {
 // lexical matches are no ranking to trust over the vectors' (and spelling
 // variants are what the vectors add there).
 func annGate(bm25 []float64, t float64) float64 {
-	if len(bm25) < annGateDepth || !(t > 0) {
+	if !(t > 0) {
 		return 1
 	}
 	// Scores that are not numbers are no evidence either way (retrieve
