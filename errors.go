@@ -70,90 +70,143 @@ var (
 // give the same hints and exit codes attached or not. Codes are part of the
 // wire format: do not change them, only add.
 var errorCodes = []struct {
-	code string
-	err  error
+	code  string
+	err   error
+	class Class
 }{
-	{"bad_request", ErrBadRequest},
-	{"unknown_embedder", ErrUnknownEmbedder},
-	{"embedder_config", ErrEmbedderConfig},
-	{"no_input", ErrNoInput},
-	{"no_targets", ErrNoTargets},
-	{"no_document", ErrNoDocument},
-	{"no_wallet", ErrNoWallet},
-	{"bad_wallet", ErrBadWallet},
-	{"projections_differ", ErrProjectionsDiffer},
-	{"dir_not_empty", ErrDirNotEmpty},
-	{"no_segments", ErrNoSegments},
-	{"ambiguous_log", ErrAmbiguousLog},
-	{"canceled", context.Canceled},
-	{"deadline", context.DeadlineExceeded},
-	{"store_not_initialized", store.ErrNotInitialized},
-	{"store_exists", store.ErrExists},
-	{"wrong_vault_key", store.ErrWrongVaultKey},
-	{"ingest_bad_input", ingest.ErrBadInput},
-	{"log_malformed", log.ErrMalformed},
-	{"log_unknown_type", log.ErrUnknownType},
-	{"log_unsupported_version", log.ErrUnsupportedVersion},
-	{"log_chain_broken", log.ErrChainBroken},
-	{"log_checksum", log.ErrChecksum},
-	{"log_torn", log.ErrTorn},
-	{"log_id_conflict", log.ErrIDConflict},
-	{"log_locked", log.ErrLocked},
-	{"log_closed", log.ErrClosed},
-	{"log_not_found", log.ErrNotFound},
-	{"log_no_keys", log.ErrNoKeys},
-	{"log_failed", log.ErrFailed},
-	{"crypto_wrong_key", crypto.ErrWrongKey},
-	{"crypto_unknown_epoch", crypto.ErrUnknownEpoch},
-	{"crypto_bad_key_file", crypto.ErrBadKeyFile},
-	{"query_empty", query.ErrEmptyQuery},
-	{"query_bad_budget", query.ErrBadBudget},
-	{"query_bad_k", query.ErrBadK},
-	{"query_bad_mode", query.ErrBadMode},
-	{"query_bad_format", query.ErrBadFormat},
-	{"query_bad_filter", query.ErrBadFilter},
-	{"query_bad_time_range", query.ErrBadTimeRange},
-	{"query_no_source", query.ErrNoSource},
-	{"timelines_not_found", timelines.ErrNotFound},
-	{"projections_unknown", projections.ErrUnknownProjection},
-	{"vector_embedder", vector.ErrEmbedder},
-	{"snapshot_none", snapshot.ErrNoSnapshot},
-	{"snapshot_corrupt", snapshot.ErrCorrupt},
-	{"snapshot_foreign", snapshot.ErrForeign},
-	{"snapshot_ahead", snapshot.ErrAhead},
-	{"snapshot_diverged", snapshot.ErrDiverged},
-	{"snapshot_key", snapshot.ErrKey},
-	{"snapshot_incompatible", snapshot.ErrIncompatible},
-	{"snapshot_embedder", snapshot.ErrEmbedder},
-	{"arweave_not_found", arweave.ErrNotFound},
-	{"arweave_timeout", arweave.ErrTimeout},
-	{"arweave_unavailable", arweave.ErrUnavailable},
-	{"arweave_rejected", arweave.ErrRejected},
-	{"arweave_graphql", arweave.ErrGraphQL},
-	{"not_anchored", ErrNotAnchored},
-	{"checkpoint_diverged", ErrCheckpointDiverged},
-	{"proof_rejected", ErrProofRejected},
-	{"history_rewritten", ErrHistoryRewritten},
-	{"checkpoint_hidden", ErrCheckpointHidden},
-	{"log_bad_proof", log.ErrBadProof},
-	{"arweave_tx_signature", arweave.ErrTxSignature},
-	{"log_inconsistent", log.ErrInconsistent},
-	{"arweave_tx_pending", arweave.ErrTxPending},
-	{"no_match", ErrNoMatch},
-	{"unknown_item", ErrUnknownItem},
-	{"item_tombstoned", ErrTombstoned},
-	{"edit_chunk", ErrEditChunk},
-	{"bad_address", ErrBadAddress},
-	{"no_grantee_key", ErrNoGranteeKey},
-	{"empty_scope", ErrEmptyScope},
-	{"unknown_grant", ErrUnknownGrant},
-	{"share_rejected", ErrShareRejected},
-	{"not_for_this_wallet", crypto.ErrNotForThisWallet},
-	{"arweave_disclosure", mirror.ErrDisclosure},
-	{"log_shredded", log.ErrShredded},
-	{"rotation_needs_key", ErrRotationNeedsKey},
-	{"bad_rotate_journal", ErrBadRotateJournal},
-	{"key_outside_store", ErrKeyOutsideStore},
+	{"bad_request", ErrBadRequest, ClassBadRequest},
+	{"unknown_embedder", ErrUnknownEmbedder, ClassBadRequest},
+	{"embedder_config", ErrEmbedderConfig, ClassBadRequest},
+	{"no_input", ErrNoInput, ClassBadRequest},
+	{"no_targets", ErrNoTargets, ClassBadRequest},
+	{"no_document", ErrNoDocument, ClassNotFound},
+	{"no_wallet", ErrNoWallet, ClassUnavailable},
+	{"bad_wallet", ErrBadWallet, ClassUnavailable},
+	{"projections_differ", ErrProjectionsDiffer, ClassConflict},
+	{"dir_not_empty", ErrDirNotEmpty, ClassConflict},
+	{"no_segments", ErrNoSegments, ClassNotFound},
+	{"ambiguous_log", ErrAmbiguousLog, ClassBadRequest},
+	{"canceled", context.Canceled, ClassUnavailable},
+	{"deadline", context.DeadlineExceeded, ClassUnavailable},
+	{"store_not_initialized", store.ErrNotInitialized, ClassNotFound},
+	{"store_exists", store.ErrExists, ClassConflict},
+	{"wrong_vault_key", store.ErrWrongVaultKey, ClassForbidden},
+	{"ingest_bad_input", ingest.ErrBadInput, ClassBadRequest},
+	{"log_malformed", log.ErrMalformed, ClassInternal},
+	{"log_unknown_type", log.ErrUnknownType, ClassInternal},
+	{"log_unsupported_version", log.ErrUnsupportedVersion, ClassInternal},
+	{"log_chain_broken", log.ErrChainBroken, ClassInternal},
+	{"log_checksum", log.ErrChecksum, ClassInternal},
+	{"log_torn", log.ErrTorn, ClassInternal},
+	{"log_id_conflict", log.ErrIDConflict, ClassConflict},
+	{"log_locked", log.ErrLocked, ClassUnavailable},
+	{"log_closed", log.ErrClosed, ClassUnavailable},
+	{"log_not_found", log.ErrNotFound, ClassNotFound},
+	{"log_no_keys", log.ErrNoKeys, ClassForbidden},
+	{"log_failed", log.ErrFailed, ClassUnavailable},
+	{"crypto_wrong_key", crypto.ErrWrongKey, ClassForbidden},
+	{"crypto_unknown_epoch", crypto.ErrUnknownEpoch, ClassInternal},
+	{"crypto_bad_key_file", crypto.ErrBadKeyFile, ClassInternal},
+	{"query_empty", query.ErrEmptyQuery, ClassBadRequest},
+	{"query_bad_budget", query.ErrBadBudget, ClassBadRequest},
+	{"query_bad_k", query.ErrBadK, ClassBadRequest},
+	{"query_bad_mode", query.ErrBadMode, ClassBadRequest},
+	{"query_bad_format", query.ErrBadFormat, ClassBadRequest},
+	{"query_bad_filter", query.ErrBadFilter, ClassBadRequest},
+	{"query_bad_time_range", query.ErrBadTimeRange, ClassBadRequest},
+	{"query_no_source", query.ErrNoSource, ClassInternal},
+	{"timelines_not_found", timelines.ErrNotFound, ClassNotFound},
+	{"projections_unknown", projections.ErrUnknownProjection, ClassBadRequest},
+	{"vector_embedder", vector.ErrEmbedder, ClassUnavailable},
+	{"snapshot_none", snapshot.ErrNoSnapshot, ClassNotFound},
+	{"snapshot_corrupt", snapshot.ErrCorrupt, ClassInternal},
+	{"snapshot_foreign", snapshot.ErrForeign, ClassConflict},
+	{"snapshot_ahead", snapshot.ErrAhead, ClassConflict},
+	{"snapshot_diverged", snapshot.ErrDiverged, ClassConflict},
+	{"snapshot_key", snapshot.ErrKey, ClassForbidden},
+	{"snapshot_incompatible", snapshot.ErrIncompatible, ClassConflict},
+	{"snapshot_embedder", snapshot.ErrEmbedder, ClassConflict},
+	{"arweave_not_found", arweave.ErrNotFound, ClassNotFound},
+	{"arweave_timeout", arweave.ErrTimeout, ClassUnavailable},
+	{"arweave_unavailable", arweave.ErrUnavailable, ClassUnavailable},
+	{"arweave_rejected", arweave.ErrRejected, ClassUnavailable},
+	{"arweave_graphql", arweave.ErrGraphQL, ClassUnavailable},
+	{"not_anchored", ErrNotAnchored, ClassNotFound},
+	{"checkpoint_diverged", ErrCheckpointDiverged, ClassConflict},
+	{"proof_rejected", ErrProofRejected, ClassConflict},
+	{"history_rewritten", ErrHistoryRewritten, ClassConflict},
+	{"checkpoint_hidden", ErrCheckpointHidden, ClassConflict},
+	{"log_bad_proof", log.ErrBadProof, ClassBadRequest},
+	{"arweave_tx_signature", arweave.ErrTxSignature, ClassConflict},
+	{"log_inconsistent", log.ErrInconsistent, ClassConflict},
+	{"arweave_tx_pending", arweave.ErrTxPending, ClassUnavailable},
+	{"no_match", ErrNoMatch, ClassNotFound},
+	{"unknown_item", ErrUnknownItem, ClassNotFound},
+	{"item_tombstoned", ErrTombstoned, ClassConflict},
+	{"edit_chunk", ErrEditChunk, ClassBadRequest},
+	{"bad_address", ErrBadAddress, ClassBadRequest},
+	{"no_grantee_key", ErrNoGranteeKey, ClassNotFound},
+	{"empty_scope", ErrEmptyScope, ClassBadRequest},
+	{"unknown_grant", ErrUnknownGrant, ClassNotFound},
+	{"share_rejected", ErrShareRejected, ClassConflict},
+	{"not_for_this_wallet", crypto.ErrNotForThisWallet, ClassForbidden},
+	{"arweave_disclosure", mirror.ErrDisclosure, ClassConflict},
+	{"log_shredded", log.ErrShredded, ClassNotFound},
+	{"rotation_needs_key", ErrRotationNeedsKey, ClassForbidden},
+	{"bad_rotate_journal", ErrBadRotateJournal, ClassInternal},
+	{"key_outside_store", ErrKeyOutsideStore, ClassBadRequest},
+}
+
+// Class groups errors by what the caller can do about them. Each face maps
+// a class to its own form (an HTTP status, an exit code, an MCP tool error)
+// and adds its own hint; none re-derives a class from codes or messages.
+// Class names are part of the wire format: do not change them.
+type Class string
+
+// The classes. Every sentinel in errorCodes has one; an error that matches
+// none is ClassInternal.
+const (
+	// ClassBadRequest is the class of errors returned when the request
+	// itself is wrong: fix it and retry.
+	ClassBadRequest Class = "bad_request"
+	// ClassNotFound is the class of errors returned when what the request
+	// names does not exist (or no longer does).
+	ClassNotFound Class = "not_found"
+	// ClassConflict is the class of errors returned when the request
+	// contradicts the store's state (an id reused with other content, a
+	// diverged history, a tombstoned item).
+	ClassConflict Class = "conflict"
+	// ClassForbidden is the class of errors returned when a key or
+	// identity the request needs is missing or wrong.
+	ClassForbidden Class = "forbidden"
+	// ClassUnavailable is the class of errors returned when a resource the
+	// request needs (a gateway, the store lock, an embedder, time) is not
+	// there now: retrying later may succeed.
+	ClassUnavailable Class = "unavailable"
+	// ClassInternal is the class of every other error: damage or a bug.
+	ClassInternal Class = "internal"
+)
+
+// Classes lists every class, in the order faces document them.
+var Classes = []Class{ClassBadRequest, ClassNotFound, ClassConflict, ClassForbidden, ClassUnavailable, ClassInternal}
+
+// ClassOf returns err's class: that of the first sentinel in the code
+// table err matches whose class is not ClassInternal, else ClassInternal.
+// An error received from the owner keeps the class the owner gave it.
+func ClassOf(err error) Class {
+	if err == nil {
+		return ""
+	}
+	var re *RemoteError
+	if errors.As(err, &re) && re.w.Class != "" && re.w.Class != ClassInternal {
+		return re.w.Class
+	}
+	for _, c := range errorCodes {
+		if c.class != ClassInternal && errors.Is(err, c.err) {
+			return c.class
+		}
+	}
+	return ClassInternal
 }
 
 // ErrorCodes returns the wire codes of the sentinels err matches.
@@ -170,6 +223,7 @@ func ErrorCodes(err error) []string {
 // wireError is an error as it crosses the socket.
 type wireError struct {
 	Message string   `json:"message"`
+	Class   Class    `json:"class,omitempty"`
 	Codes   []string `json:"codes,omitempty"`
 	// Corruption carries a *log.CorruptionError's position.
 	Corruption *wireCorruption `json:"corruption,omitempty"`
@@ -186,7 +240,7 @@ func toWire(err error) *wireError {
 	if err == nil {
 		return nil
 	}
-	w := &wireError{Message: err.Error(), Codes: ErrorCodes(err)}
+	w := &wireError{Message: err.Error(), Class: ClassOf(err), Codes: ErrorCodes(err)}
 	var ce *log.CorruptionError
 	if errors.As(err, &ce) {
 		w.Corruption = &wireCorruption{Seq: ce.Seq, Segment: ce.Segment, Offset: ce.Offset, Err: ce.Err.Error()}

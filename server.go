@@ -21,46 +21,36 @@ func SocketPath(dir string) string { return filepath.Join(dir, SocketName) }
 // it elsewhere.
 func Handler(api API) http.Handler {
 	mux := http.NewServeMux()
-	route(mux, "append", api.Append)
-	route(mux, "remember", api.Remember)
-	route(mux, "tombstone", api.Tombstone)
-	route(mux, "search", api.Search)
-	route(mux, "context", api.Context)
-	route(mux, "sessions", api.Sessions)
-	route(mux, "session", api.Session)
-	route(mux, "get", api.Get)
-	route(mux, "index", api.Index)
-	route(mux, "dedupe", api.Dedupe)
-	route(mux, "edit", api.Edit)
-	route(mux, "thread", api.Thread)
-	route(mux, "catch_up", api.CatchUp)
-	route(mux, "projection_status", api.ProjectionStatus)
-	route(mux, "rebuild_projections", api.RebuildProjections)
-	route(mux, "verify_projections", api.VerifyProjections)
-	route(mux, "push", api.Push)
-	route(mux, "sync_status", api.SyncStatus)
-	route(mux, "status", api.Status)
-	route(mux, "checkpoints", api.Checkpoints)
-	route(mux, "share_grant", api.ShareGrant)
-	route(mux, "share_revoke", api.ShareRevoke)
-	route(mux, "share_list", api.ShareList)
-	route(mux, "share_pull", api.SharePull)
-	route(mux, "prove", api.Prove)
-	route(mux, "audit_show", api.AuditShow)
-	route(mux, "audit_verify", api.AuditVerify)
-	route(mux, "snapshot_create", api.SnapshotCreate)
-	route(mux, "snapshot_list", api.SnapshotList)
-	route(mux, "snapshot_verify", api.SnapshotVerify)
-	route(mux, "snapshot_restore", api.SnapshotRestore)
-	route(mux, "snapshot_publish", api.SnapshotPublish)
-	route(mux, "rotate_keys", api.RotateKeys)
-	stream(mux, "replay", "line", func(ctx context.Context, req ReplayRequest, emit func(any) error) error {
-		return api.Replay(ctx, req, func(l json.RawMessage) error { return emit(l) })
-	})
-	stream(mux, "audit_log", "entry", func(ctx context.Context, req AuditLogRequest, emit func(any) error) error {
-		return api.AuditLog(ctx, req, func(e AuditEntry) error { return emit(e) })
-	})
+	for i := range Methods {
+		m := &Methods[i]
+		mux.HandleFunc("POST /v1/"+m.Name, func(w http.ResponseWriter, r *http.Request) {
+			req := m.NewRequest()
+			if !decodeRequest(w, r, req) {
+				return
+			}
+			if m.Stream != "" {
+				serveStream(w, r, api, m, req)
+				return
+			}
+			res, err := m.Call(r.Context(), api, req, nil)
+			writeJSON(w, response{Result: res, Error: toWire(err)})
+		})
+	}
 	return mux
+}
+
+// serveStream answers a streamed method as NDJSON: one {field: item} line
+// per item, then {"done": true} or {"error": …}.
+func serveStream(w http.ResponseWriter, r *http.Request, api API, m *Method, req any) {
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_, err := m.Call(r.Context(), api, req, func(v any) error { return enc.Encode(map[string]any{m.Stream: v}) })
+	if err != nil {
+		enc.Encode(map[string]any{"error": toWire(err)})
+		return
+	}
+	enc.Encode(map[string]any{"done": true})
 }
 
 type response struct {
@@ -82,39 +72,6 @@ func writeJSON(w http.ResponseWriter, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	enc.Encode(v) // a client that went away has nothing to read it
-}
-
-func route[Req, Res any](mux *http.ServeMux, name string, f func(context.Context, Req) (*Res, error)) {
-	mux.HandleFunc("POST /v1/"+name, func(w http.ResponseWriter, r *http.Request) {
-		var req Req
-		if !decodeRequest(w, r, &req) {
-			return
-		}
-		res, err := f(r.Context(), req)
-		out := response{Error: toWire(err)}
-		if res != nil {
-			out.Result = res
-		}
-		writeJSON(w, out)
-	})
-}
-
-func stream[Req any](mux *http.ServeMux, name, field string, f func(context.Context, Req, func(any) error) error) {
-	mux.HandleFunc("POST /v1/"+name, func(w http.ResponseWriter, r *http.Request) {
-		var req Req
-		if !decodeRequest(w, r, &req) {
-			return
-		}
-		w.Header().Set("Content-Type", "application/x-ndjson")
-		enc := json.NewEncoder(w)
-		enc.SetEscapeHTML(false)
-		err := f(r.Context(), req, func(v any) error { return enc.Encode(map[string]any{field: v}) })
-		if err != nil {
-			enc.Encode(map[string]any{"error": toWire(err)})
-			return
-		}
-		enc.Encode(map[string]any{"done": true})
-	})
 }
 
 // Serve answers the API on the store's socket (DIR/ucl.sock, mode 0600)

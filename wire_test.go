@@ -41,7 +41,10 @@ func TestErrorCodesGolden(t *testing.T) {
 			t.Fatalf("duplicate code %q", c.code)
 		}
 		seen[c.code] = true
-		b.WriteString(c.code + "\n")
+		if c.class == "" {
+			t.Fatalf("code %q has no class", c.code)
+		}
+		b.WriteString(c.code + " " + string(c.class) + "\n")
 	}
 	golden(t, "error_codes.golden", []byte(b.String()))
 }

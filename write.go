@@ -127,6 +127,9 @@ func (s *Store) Remember(ctx context.Context, req RememberRequest) (*AppendResul
 	if err != nil {
 		return nil, fmt.Errorf("%v: %w", err, ErrBadRequest)
 	}
+	if err := log.CheckRole(req.Role); err != nil {
+		return nil, fmt.Errorf("%v: %w", err, ErrBadRequest)
+	}
 	st := &log.Store{Kind: kind, Session: req.Session, Role: req.Role, Content: req.Content,
 		Meta: req.Meta, Parent: req.Parent, ChunkID: req.ChunkID, Tool: req.Tool, Supersedes: req.Supersedes}
 	if err := st.Validate(); err != nil {

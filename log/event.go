@@ -189,6 +189,25 @@ func ParseKind(s string) (Kind, error) {
 	return 0, fmt.Errorf("parse kind %q: %w: want conversation, document, knowledge or tool_call", s, ErrMalformed)
 }
 
+// Roles are the roles a stored item may be written with ("" : none, as
+// for documents and facts). They follow the chat-completions roles. Input
+// is checked against them (CheckRole); decoding never is, so a log
+// written before the rule still reads.
+var Roles = []string{"user", "assistant", "system", "tool", "developer"}
+
+// CheckRole returns ErrMalformed unless role is "" or one of Roles.
+func CheckRole(role string) error {
+	if role == "" {
+		return nil
+	}
+	for _, r := range Roles {
+		if r == role {
+			return nil
+		}
+	}
+	return fmt.Errorf("role %q: %w: want user, assistant, system, tool or developer", role, ErrMalformed)
+}
+
 // MarshalText implements encoding.TextMarshaler.
 func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
 
