@@ -356,6 +356,9 @@ func (s *Store) Context(ctx context.Context, req ContextRequest) (*ContextResult
 
 // Sessions lists sessions, most recent first.
 func (s *Store) Sessions(ctx context.Context, req SessionsRequest) (*SessionsResult, error) {
+	if req.Limit < 0 {
+		return nil, badRequest("limit %d: want 0 (all) or more", req.Limit)
+	}
 	var ss []timelines.SessionInfo
 	err := s.readProj(ctx, req.Progress, func(set *projstd.Set, _ bool) error {
 		var err error

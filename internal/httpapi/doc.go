@@ -12,8 +12,12 @@
 //
 // # REST routes
 //
-// Request and result bodies are the engine's JSON shapes (ucl.API, the
-// CLI's --json output); a success answers the result itself:
+// Every route but health, documents, the proxy and models is an engine
+// method declared in ucl.Methods (Routes lists them; a test holds this
+// list against it). Request and result bodies are the engine's JSON
+// shapes (ucl.API, the CLI's --json output); a GET fills the request from
+// its path and query parameters by JSON name, a POST decodes its body
+// strictly. A success answers the result itself:
 //
 //	GET    /v1/health                 {"ok":true,"head_seq":N}
 //	GET    /v1/status                 ucl.StatusResult
@@ -23,6 +27,10 @@
 //	POST   /v1/query                  ucl.SearchRequest → ucl.SearchResult
 //	POST   /v1/context                ucl.ContextRequest → ucl.ContextResult
 //	POST   /v1/index                  ucl.IndexRequest → ucl.IndexResult (the navigable index)
+//	POST   /v1/get                    ucl.GetRequest → ucl.GetResult
+//	POST   /v1/dedupe                 ucl.DedupeRequest → ucl.DedupeResult
+//	POST   /v1/items/{id}/edit        ucl.EditRequest → ucl.EditResult
+//	GET    /v1/items/{id}/thread?depth=N  ucl.ThreadResult
 //	GET    /v1/sessions?limit=N       ucl.SessionsResult
 //	GET    /v1/sessions/{id}?offset=&limit=  ucl.SessionResult (or ?last=N:
 //	                                  the session's last N chunks)
@@ -32,12 +40,13 @@
 //	GET    /v1/models                 passed through to the upstream
 //
 // Errors are {"error":{"code":CODE,"message":TEXT,"codes":[...]}} where
-// CODE is one of bad_request (400), unauthorized (401), not_found (404),
-// method_not_allowed (405), conflict (409: an id reused with other
-// content), too_large (413: a body over Options.MaxBodyBytes, refused
+// CODE is the engine error's class (ucl.ClassOf): bad_request (400),
+// not_found (404), conflict (409), forbidden (403), unavailable (503),
+// internal (500); or the server's own: unauthorized (401),
+// method_not_allowed (405), too_large (413: a body over Options.MaxBodyBytes, refused
 // before it is read whole), upstream_unavailable (502), upstream_timeout
-// (504), no_upstream (503: the proxy has no upstream configured) and
-// internal (500); "codes" lists the engine's sentinel codes
+// (504) and no_upstream (503: the proxy has no upstream configured);
+// "codes" lists the engine's sentinel codes
 // (ucl.ErrorCodes) when there are any.
 //
 // # The proxy

@@ -2,20 +2,16 @@ package httpapi
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/unlimitedcontext/ucl"
-	"github.com/unlimitedcontext/ucl/log"
-	"github.com/unlimitedcontext/ucl/projections/timelines"
 )
 
 // Defaults of Options.
@@ -140,24 +136,37 @@ func (s *Server) Handler() http.Handler {
 	return RequireToken(s.opts.Token, s.mux)
 }
 
+// ownRoutes are the TCP routes that are not engine methods: the health
+// check, the proxy, and a read view over Get. Everything else comes from
+// ucl.Methods.
+var ownRoutes = []string{
+	"GET /v1/health",
+	"GET /v1/documents/{id}",
+	"POST /v1/chat/completions",
+	"GET /v1/models",
+}
+
+// Routes lists every REST route, "VERB /path", in the order the docs list
+// them: the engine methods' (ucl.Methods) and then this package's own.
+func Routes() []string {
+	var out []string
+	for i := range ucl.Methods {
+		if r := ucl.Methods[i].REST; r != "" {
+			out = append(out, r)
+		}
+	}
+	return append(out, ownRoutes...)
+}
+
 func (s *Server) routes() {
 	m := s.mux
+	for i := range ucl.Methods {
+		if ucl.Methods[i].REST != "" {
+			m.HandleFunc(ucl.Methods[i].REST, s.methodRoute(&ucl.Methods[i]))
+		}
+	}
 	m.HandleFunc("GET /v1/health", s.health)
-	m.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
-		res, err := s.api.Status(r.Context(), ucl.StatusRequest{})
-		s.answer(w, r, res, err)
-	})
-	m.HandleFunc("POST /v1/store", jsonRoute(s, s.api.Remember))
-	m.HandleFunc("POST /v1/append", s.appendRoute)
-	m.HandleFunc("POST /v1/query", jsonRoute(s, s.api.Search))
-	m.HandleFunc("POST /v1/context", jsonRoute(s, s.api.Context))
-	m.HandleFunc("POST /v1/index", jsonRoute(s, s.api.Index))
-	m.HandleFunc("POST /v1/tombstone", jsonRoute(s, s.api.Tombstone))
-	m.HandleFunc("GET /v1/sessions", s.sessions)
-	m.HandleFunc("GET /v1/sessions/{id}", s.session)
 	m.HandleFunc("GET /v1/documents/{id}", s.document)
-	m.HandleFunc("POST /v1/items/{id}/edit", s.edit)
-	m.HandleFunc("GET /v1/items/{id}/thread", s.thread)
 	m.HandleFunc("POST /v1/chat/completions", s.chatCompletions)
 	m.HandleFunc("GET /v1/models", s.models)
 	if s.opts.MCP != nil {
@@ -175,30 +184,103 @@ func (s *Server) routes() {
 	})
 }
 
-// methodOf returns the method a REST path takes ("" : no such path).
+// methodOf returns the method a REST path takes ("" : no such path),
+// matching it against Routes.
 func methodOf(path string) string {
-	switch path {
-	case "/v1/health", "/v1/status", "/v1/sessions", "/v1/models":
-		return http.MethodGet
-	case "/v1/store", "/v1/append", "/v1/query", "/v1/context", "/v1/tombstone", "/v1/chat/completions":
-		return http.MethodPost
-	}
-	for _, p := range []string{"/v1/sessions/", "/v1/documents/"} {
-		if rest, ok := strings.CutPrefix(path, p); ok && rest != "" && !strings.Contains(rest, "/") {
-			return http.MethodGet
-		}
-	}
-	if rest, ok := strings.CutPrefix(path, "/v1/items/"); ok {
-		if id, verb, ok := strings.Cut(rest, "/"); ok && id != "" {
-			switch verb {
-			case "edit":
-				return http.MethodPost
-			case "thread":
-				return http.MethodGet
-			}
+	for _, r := range Routes() {
+		verb, pattern, _ := strings.Cut(r, " ")
+		if matchPath(pattern, path) {
+			return verb
 		}
 	}
 	return ""
+}
+
+// matchPath reports whether path matches a route pattern whose {name}
+// segments match any one non-empty segment.
+func matchPath(pattern, path string) bool {
+	ps, xs := strings.Split(pattern, "/"), strings.Split(path, "/")
+	if len(ps) != len(xs) {
+		return false
+	}
+	for i, p := range ps {
+		if strings.HasPrefix(p, "{") {
+			if xs[i] == "" {
+				return false
+			}
+		} else if p != xs[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// rawBodyField names, per method, the request field a non-JSON body fills
+// whole: POST /v1/append takes JSONL as it is.
+var rawBodyField = map[string]string{"append": "jsonl"}
+
+// methodRoute answers one engine method: a POST decodes its body as the
+// method's request (strictly: an unknown field is refused), a GET starts
+// from a zero request; then path wildcards and, for a GET, query
+// parameters fill the fields of their JSON names. A path value and a body
+// field of the same name must agree.
+func (s *Server) methodRoute(m *ucl.Method) http.HandlerFunc {
+	verb, pattern := m.RESTRoute()
+	var wildcards []string
+	for _, seg := range strings.Split(pattern, "/") {
+		if strings.HasPrefix(seg, "{") {
+			wildcards = append(wildcards, strings.Trim(seg, "{}"))
+		}
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		req := m.NewRequest()
+		params := map[string][]string{}
+		if verb == http.MethodPost {
+			b, ok := s.readBody(w, r)
+			if !ok {
+				return
+			}
+			if field, raw := rawBodyField[m.Name]; raw && !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+				params[field] = []string{string(b)}
+			} else if err := decodeStrict(b, req); err != nil {
+				writeError(w, http.StatusBadRequest, "bad_request", "decode request: "+err.Error(), nil)
+				return
+			}
+		} else {
+			for k, v := range r.URL.Query() {
+				params[k] = v
+			}
+		}
+		for _, name := range wildcards {
+			v := r.PathValue(name)
+			if body := fieldString(req, name); body != "" && body != v {
+				writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("body %s %q differs from the path's %q", name, body, v), nil)
+				return
+			}
+			params[name] = []string{v}
+		}
+		if err := ucl.FillRequest(req, params); err != nil {
+			s.answer(w, r, nil, err)
+			return
+		}
+		res, err := m.Call(r.Context(), s.api, req, nil)
+		s.answer(w, r, res, err)
+	}
+}
+
+// fieldString returns the string field of req (a pointer to a struct)
+// whose JSON name is name ("" : none or not a string).
+func fieldString(req any, name string) string {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return ""
+	}
+	var m map[string]any
+	if json.Unmarshal(b, &m) != nil {
+		return ""
+	}
+	v, _ := m[name].(string)
+	return v
 }
 
 // apiError is the JSON error body.
@@ -224,34 +306,27 @@ func writeError(w http.ResponseWriter, status int, code, msg string, codes []str
 	writeJSON(w, status, e)
 }
 
-// statusOf maps an engine error to an HTTP status and an error code.
+// statusOf maps an engine error to an HTTP status and an error code: the
+// error's class (ucl.ClassOf) decides, and the code is the class's name.
 func statusOf(err error) (int, string) {
 	var mbe *http.MaxBytesError
-	switch {
-	case errors.As(err, &mbe):
+	if errors.As(err, &mbe) {
 		return http.StatusRequestEntityTooLarge, "too_large"
-	case errors.Is(err, log.ErrIDConflict), errors.Is(err, ucl.ErrTombstoned):
-		return http.StatusConflict, "conflict"
-	case errors.Is(err, timelines.ErrNotFound), errors.Is(err, ucl.ErrNoDocument), errors.Is(err, ucl.ErrNoMatch),
-		errors.Is(err, ucl.ErrUnknownItem):
-		return http.StatusNotFound, "not_found"
-	case isBadRequest(err):
-		return http.StatusBadRequest, "bad_request"
+	}
+	c := ucl.ClassOf(err)
+	switch c {
+	case ucl.ClassBadRequest:
+		return http.StatusBadRequest, string(c)
+	case ucl.ClassNotFound:
+		return http.StatusNotFound, string(c)
+	case ucl.ClassConflict:
+		return http.StatusConflict, string(c)
+	case ucl.ClassForbidden:
+		return http.StatusForbidden, string(c)
+	case ucl.ClassUnavailable:
+		return http.StatusServiceUnavailable, string(c)
 	}
 	return http.StatusInternalServerError, "internal"
-}
-
-// isBadRequest reports whether err blames the request (every sentinel the
-// engine returns for input it refuses).
-func isBadRequest(err error) bool {
-	for _, c := range ucl.ErrorCodes(err) {
-		switch {
-		case c == "bad_request", c == "no_input", c == "no_targets", c == "ingest_bad_input", c == "edit_chunk",
-			strings.HasPrefix(c, "query_") && c != "query_no_source":
-			return true
-		}
-	}
-	return false
 }
 
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, res any, err error) {
@@ -299,39 +374,6 @@ func decodeStrict(b []byte, v any) error {
 	return nil
 }
 
-// jsonRoute answers a POST whose body is the engine request as JSON.
-func jsonRoute[Req, Res any](s *Server, f func(context.Context, Req) (*Res, error)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		b, ok := s.readBody(w, r)
-		if !ok {
-			return
-		}
-		var req Req
-		if err := decodeStrict(b, &req); err != nil {
-			writeError(w, http.StatusBadRequest, "bad_request", "decode request: "+err.Error(), nil)
-			return
-		}
-		res, err := f(r.Context(), req)
-		s.answer(w, r, res, err)
-	}
-}
-
-func (s *Server) appendRoute(w http.ResponseWriter, r *http.Request) {
-	b, ok := s.readBody(w, r)
-	if !ok {
-		return
-	}
-	req := ucl.AppendRequest{JSONL: string(b)}
-	if ct := r.Header.Get("Content-Type"); strings.HasPrefix(ct, "application/json") {
-		if err := decodeStrict(b, &req); err != nil {
-			writeError(w, http.StatusBadRequest, "bad_request", "decode request: "+err.Error(), nil)
-			return
-		}
-	}
-	res, err := s.api.Append(r.Context(), req)
-	s.answer(w, r, res, err)
-}
-
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	st, err := s.api.Status(r.Context(), ucl.StatusRequest{})
 	if err != nil {
@@ -339,49 +381,6 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "head_seq": st.HeadSeq})
-}
-
-// intParam reads a non-negative integer query parameter ("" is 0).
-func intParam(r *http.Request, name string) (int, error) {
-	v := r.URL.Query().Get(name)
-	if v == "" {
-		return 0, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("query parameter %s=%q: want a non-negative integer: %w", name, v, ucl.ErrBadRequest)
-	}
-	return n, nil
-}
-
-func (s *Server) sessions(w http.ResponseWriter, r *http.Request) {
-	limit, err := intParam(r, "limit")
-	if err != nil {
-		s.answer(w, r, nil, err)
-		return
-	}
-	res, err := s.api.Sessions(r.Context(), ucl.SessionsRequest{Limit: limit})
-	s.answer(w, r, res, err)
-}
-
-func (s *Server) session(w http.ResponseWriter, r *http.Request) {
-	offset, err := intParam(r, "offset")
-	if err != nil {
-		s.answer(w, r, nil, err)
-		return
-	}
-	limit, err := intParam(r, "limit")
-	if err != nil {
-		s.answer(w, r, nil, err)
-		return
-	}
-	last, err := intParam(r, "last")
-	if err != nil {
-		s.answer(w, r, nil, err)
-		return
-	}
-	res, err := s.api.Session(r.Context(), ucl.SessionRequest{ID: r.PathValue("id"), Offset: offset, Limit: limit, Last: last})
-	s.answer(w, r, res, err)
 }
 
 func (s *Server) document(w http.ResponseWriter, r *http.Request) {
@@ -396,37 +395,4 @@ func (s *Server) document(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, res.Items[0])
-}
-
-// edit appends a new version of the item named in the path; the body is
-// the engine's EditRequest, whose id may be left out (it must match the
-// path when given).
-func (s *Server) edit(w http.ResponseWriter, r *http.Request) {
-	b, ok := s.readBody(w, r)
-	if !ok {
-		return
-	}
-	var req ucl.EditRequest
-	if err := decodeStrict(b, &req); err != nil {
-		writeError(w, http.StatusBadRequest, "bad_request", "decode request: "+err.Error(), nil)
-		return
-	}
-	id := r.PathValue("id")
-	if req.ID != "" && req.ID != id {
-		writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("body id %q differs from the path's %q", req.ID, id), nil)
-		return
-	}
-	req.ID = id
-	res, err := s.api.Edit(r.Context(), req)
-	s.answer(w, r, res, err)
-}
-
-func (s *Server) thread(w http.ResponseWriter, r *http.Request) {
-	depth, err := intParam(r, "depth")
-	if err != nil {
-		s.answer(w, r, nil, err)
-		return
-	}
-	res, err := s.api.Thread(r.Context(), ucl.ThreadRequest{ID: r.PathValue("id"), Depth: depth})
-	s.answer(w, r, res, err)
 }
