@@ -330,6 +330,10 @@ type ContextRequest struct {
 	Budget int    `json:"budget,omitempty"` // 0: DefaultBudget
 	Recent int    `json:"recent,omitempty"` // recent turns of the active session (0: none)
 	Format string `json:"format,omitempty"` // xml (default), json, text
+	// Exclude lists texts the caller already carries (the messages of a
+	// chat request): a recent turn or ranked item whose text equals one of
+	// them, compared with runs of white space made one space, is left out.
+	Exclude []string `json:"exclude,omitempty"`
 }
 
 // ContextResult is the assembly and the context itself.

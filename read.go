@@ -341,7 +341,8 @@ func (s *Store) Context(ctx context.Context, req ContextRequest) (*ContextResult
 	err = s.query(ctx, req.Progress, func(e *query.Engine) error {
 		s.sharedMu.Lock()
 		defer s.sharedMu.Unlock()
-		cr, err := s.sharedContextLocked(ctx, e, query.ContextRequest{Request: q, Budget: req.Budget, RecentTurns: req.Recent, Format: format}, req.Progress)
+		cr, err := s.sharedContextLocked(ctx, e, query.ContextRequest{Request: q, Budget: req.Budget, RecentTurns: req.Recent, Format: format,
+			Exclude: excluder(req.Exclude)}, req.Progress)
 		if err != nil {
 			return err
 		}
@@ -353,6 +354,22 @@ func (s *Store) Context(ctx context.Context, req ContextRequest) (*ContextResult
 	}
 	return &ContextResult{Assembly: *a, Context: string(a.Output)}, nil
 }
+
+// excluder returns the test ContextRequest.Exclude describes (nil: none).
+func excluder(texts []string) func(string) bool {
+	if len(texts) == 0 {
+		return nil
+	}
+	set := make(map[string]bool, len(texts))
+	for _, t := range texts {
+		set[collapseSpace(t)] = true
+	}
+	return func(content string) bool { return set[collapseSpace(content)] }
+}
+
+// collapseSpace makes every run of white space one space and trims the
+// ends: the comparison ContextRequest.Exclude promises.
+func collapseSpace(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // Sessions lists sessions, most recent first.
 func (s *Store) Sessions(ctx context.Context, req SessionsRequest) (*SessionsResult, error) {

@@ -76,6 +76,10 @@ type ContextRequest struct {
 	// ChunkTokens bounds the key sentences kept of lower-ranked chunks
 	// (default DefaultChunkTokens).
 	ChunkTokens int
+	// Exclude, when set, leaves out every recent turn and ranked chunk
+	// whose content it reports: what the caller already carries (the
+	// messages of a proxied chat request) is not sent twice.
+	Exclude func(content string) bool
 	// Also is another engine (another origin: see Options.Owner) whose
 	// ranked chunks compete for the budget by final score. A chunk whose id
 	// the first engine already placed is not placed twice.
@@ -259,6 +263,15 @@ func (e *Engine) Assemble(ctx context.Context, req ContextRequest) (*Assembly, e
 		if err := e.checkChunks(turns); err != nil {
 			return nil, fmt.Errorf("assemble context: %w", err)
 		}
+		if req.Exclude != nil {
+			kept := turns[:0:0]
+			for _, t := range turns {
+				if !req.Exclude(t.Content) {
+					kept = append(kept, t)
+				}
+			}
+			turns = kept
+		}
 	}
 	var cs []*cand
 	var froms []string
@@ -286,6 +299,16 @@ func (e *Engine) Assemble(ctx context.Context, req ContextRequest) (*Assembly, e
 			if cs, froms, err = req.Also.mergeCands(ctx, req, budget, cs, froms); err != nil {
 				return nil, err
 			}
+		}
+		if req.Exclude != nil {
+			n := 0
+			for i := range cs {
+				if !req.Exclude(cs[i].chunk.Content) {
+					cs[n], froms[n] = cs[i], froms[i]
+					n++
+				}
+			}
+			cs, froms = cs[:n], froms[:n]
 		}
 	}
 	if len(turns) > 0 {

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
-	"time"
 
 	"github.com/unlimitedcontext/ucl"
 	"github.com/unlimitedcontext/ucl/internal/textutil"
@@ -17,153 +15,33 @@ import (
 // memoryPreamble opens the injected system message.
 const memoryPreamble = "Memory from ucl: earlier turns of this conversation and related stored items that the messages below do not contain. Use them when they are relevant."
 
-// memItem is one piece of memory to inject.
-type memItem struct {
-	id, kind, session, role string
-	time                    int64
-	content                 string
-}
-
-func (it memItem) render(content string) string {
-	var b strings.Builder
-	b.WriteString(`<item id="`)
-	b.WriteString(xmlEscape(it.id))
-	b.WriteString(`" kind="`)
-	b.WriteString(xmlEscape(it.kind))
-	b.WriteString(`"`)
-	if it.session != "" {
-		b.WriteString(` session="` + xmlEscape(it.session) + `"`)
-	}
-	if it.role != "" {
-		b.WriteString(` role="` + xmlEscape(it.role) + `"`)
-	}
-	if it.time != 0 {
-		b.WriteString(` time="` + time.UnixMilli(it.time).UTC().Format(time.RFC3339) + `"`)
-	}
-	b.WriteString(">")
-	b.WriteString(xmlEscape(content))
-	b.WriteString("</item>")
-	return b.String()
-}
-
-var xmlReplacer = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;")
-
-func xmlEscape(s string) string { return xmlReplacer.Replace(s) }
-
-// renderMemory renders the recent turns and the ranked items.
-func renderMemory(recent, ranked []string) string {
-	var b strings.Builder
-	b.WriteString(memoryPreamble)
-	if len(recent) > 0 {
-		b.WriteString("\n<recent_turns>\n")
-		for _, r := range recent {
-			b.WriteString(r)
-			b.WriteByte('\n')
-		}
-		b.WriteString("</recent_turns>")
-	}
-	if len(ranked) > 0 {
-		b.WriteString("\n<related>\n")
-		for _, r := range ranked {
-			b.WriteString(r)
-			b.WriteByte('\n')
-		}
-		b.WriteString("</related>")
-	}
-	return b.String()
-}
-
-// minItemTokens is the smallest cut of an item worth injecting.
-const minItemTokens = 24
-
-// memory assembles the memory of one request under MaxContextTokens:
-// the session's last RecencyWindow turns (newest first, rendered in
-// order), then the ranked chunks for query, leaving out every item whose
-// text the request carries. It returns "" when there is nothing to add.
-func (s *Server) memory(ctx context.Context, session, query string, carried map[string]bool) (string, int, error) {
-	budget := s.opts.MaxContextTokens
-	fits := func(recent, ranked []string) (string, int, bool) {
-		m := renderMemory(recent, ranked)
-		t := textutil.EstimateTokens(m)
-		return m, t, t <= budget
-	}
-	// place tries it whole, then cut to what fits; "" : it does not fit.
-	place := func(it memItem, try func(string) bool) bool {
-		if try(it.render(it.content)) {
-			return true
-		}
-		words := strings.Fields(it.content)
-		for n := len(words) * 3 / 4; n > 0; n = n * 3 / 4 {
-			cut := strings.Join(words[:n], " ") + " […]"
-			if textutil.EstimateTokens(cut) < minItemTokens {
-				return false
-			}
-			if try(it.render(cut)) {
-				return true
-			}
-		}
-		return false
-	}
-
-	seen := map[string]bool{}
-	var recentItems []memItem
-	if s.opts.RecencyWindow > 0 {
-		// One call reading only the last turns (serve owns the store: no
-		// socket between).
-		res, err := s.api.Session(ctx, ucl.SessionRequest{ID: session, Last: s.opts.RecencyWindow})
-		switch {
-		case errors.Is(err, timelines.ErrNotFound):
-		case err != nil:
-			return "", 0, fmt.Errorf("recent turns: %w", err)
-		default:
-			res.Chunks = res.Chunks[max(0, len(res.Chunks)-s.opts.RecencyWindow):]
-			for _, c := range res.Chunks {
-				seen[c.ID] = true
-				if carried[normalize(c.Content)] {
-					continue
-				}
-				recentItems = append(recentItems, memItem{c.ID, c.Kind.String(), "", c.Role, c.Time, c.Content})
-			}
-		}
-	}
-	// Newest first: the turns nearest the question matter most; an older
-	// turn that does not fit ends the run (a gap would mislead).
-	var recent []string
-	for i := len(recentItems) - 1; i >= 0; i-- {
-		ok := place(recentItems[i], func(r string) bool {
-			_, _, ok := fits(append([]string{r}, recent...), nil)
-			if ok {
-				recent = append([]string{r}, recent...)
-			}
-			return ok
-		})
-		if !ok {
-			break
-		}
-	}
-
-	var ranked []string
-	res, err := s.api.Search(ctx, ucl.SearchRequest{Text: query, K: s.opts.SimilarityTopK, Session: session})
-	if err != nil {
-		return "", 0, fmt.Errorf("search: %w", err)
-	}
-	for _, r := range res.Results {
-		if seen[r.ChunkID] || carried[normalize(r.Content)] {
-			continue
-		}
-		place(memItem{r.ChunkID, r.Kind, r.Session, r.Role, r.Time, r.Content}, func(x string) bool {
-			_, _, ok := fits(recent, append(ranked, x))
-			if ok {
-				ranked = append(ranked, x)
-			}
-			return ok
-		})
-	}
-	if len(recent) == 0 && len(ranked) == 0 {
+// memory assembles the memory of one request with the engine's context
+// assembly (ucl.API.Context, the same packing as `ucl context` and
+// uc_context) under MaxContextTokens, the preamble included: the session's
+// last RecencyWindow turns, then up to SimilarityTopK ranked chunks,
+// leaving out every item whose text the request carries. It returns ""
+// when there is nothing to add.
+func (s *Server) memory(ctx context.Context, session, query string, carried []string) (string, int, error) {
+	budget := s.opts.MaxContextTokens - textutil.EstimateTokens(memoryPreamble+"\n")
+	if budget <= 0 {
 		return "", 0, nil
 	}
-	m, t, _ := fits(recent, ranked)
-	return m, t, nil
+	req := ucl.ContextRequest{SearchRequest: ucl.SearchRequest{Text: query, K: s.opts.SimilarityTopK, Session: session},
+		Budget: budget, Recent: s.opts.RecencyWindow, Exclude: carried}
+	res, err := s.api.Context(ctx, req)
+	if errors.Is(err, timelines.ErrNotFound) && req.Recent > 0 {
+		// A new session has no recent turns yet: ranked items only.
+		req.Recent = 0
+		res, err = s.api.Context(ctx, req)
+	}
+	if err != nil {
+		return "", 0, fmt.Errorf("assemble memory: %w", err)
+	}
+	if len(res.Recent) == 0 && len(res.Included) == 0 && len(res.Trimmed) == 0 {
+		return "", 0, nil
+	}
+	m := memoryPreamble + "\n" + res.Context
+	return m, textutil.EstimateTokens(m), nil
 }
 
 // injectSystem returns body with a system message holding content spliced

@@ -110,11 +110,11 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	if ex.session == "" {
 		ex.session = s.opts.DefaultSession
 	}
-	carried := map[string]bool{}
+	var carried []string
 	for i, m := range req.Messages {
 		t := m.text()
-		if n := normalize(t); n != "" {
-			carried[n] = true
+		if strings.TrimSpace(t) != "" {
+			carried = append(carried, t)
 		}
 		if m.Role == "user" && strings.TrimSpace(t) != "" {
 			ex.user, ex.userIdx = t, i
