@@ -513,7 +513,7 @@ func (s *Store) Status(ctx context.Context, req StatusRequest) (*StatusResult, e
 	}
 	path := s.st.Path(store.MirrorFile)
 	if _, err := os.Stat(path); err != nil {
-		r.MirrorText = "not mirrored (run `ucl sync push`)"
+		r.MirrorText = "not mirrored (nothing pushed yet)"
 		return r, nil
 	}
 	if !s.mirror.TryLock() {
@@ -540,7 +540,7 @@ func (s *Store) Status(ctx context.Context, req StatusRequest) (*StatusResult, e
 		Posting: sum.Posting, Submitted: sum.Submitted, Confirmed: sum.Confirmed, Bytes: sum.Bytes}
 	switch {
 	case sum.CoveredSeq == 0:
-		r.MirrorText = fmt.Sprintf("nothing mirrored yet (0 of %d events on Arweave; run `ucl sync push`)", head)
+		r.MirrorText = fmt.Sprintf("nothing mirrored yet (0 of %d events on Arweave)", head)
 	default:
 		r.MirrorText = fmt.Sprintf("%d segments; on Arweave up to %d of %d, confirmed up to %d", sum.Segments, sum.CoveredSeq, head, sum.SafeSeq)
 	}

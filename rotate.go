@@ -38,7 +38,7 @@ const DefaultRekeyKeysPerEvent = 1024
 // RotateNote is what every rotation result says about recovery codes.
 const RotateNote = "The shredded events are unreadable for everyone, from this device and from Arweave, as long as no copy of " +
 	"the wiped key survives elsewhere: recovery codes exported before this rotation still hold it, so destroy them (they no " +
-	"longer open the store) and export a new code now (`ucl keys export`)."
+	"longer open the store) and export a new recovery code now."
 
 // RotateKeysRequest asks for a vault-key rotation (shred).
 type RotateKeysRequest struct {

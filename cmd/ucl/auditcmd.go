@@ -240,6 +240,9 @@ var statusCommand = &cli.Command{
 				printf(c, "vault key:   epoch %d\n", st.KeyEpoch)
 			}
 			printf(c, "%-12s %s\n", "mirror:", st.MirrorText)
+			if st.Mirror == nil || st.Mirror.CoveredSeq < st.HeadSeq {
+				printf(c, "%-12s %s\n", "", "run `ucl sync push` to mirror it to Arweave")
+			}
 			return nil
 		})
 	},
