@@ -4,11 +4,8 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/unlimitedcontext/ucl/internal/mirror"
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections"
-	"github.com/unlimitedcontext/ucl/projections/summary"
-	"github.com/unlimitedcontext/ucl/projections/timelines"
 	"github.com/unlimitedcontext/ucl/query"
 	"github.com/unlimitedcontext/ucl/snapshot"
 )
@@ -350,7 +347,7 @@ type SessionsRequest struct {
 
 // SessionsResult lists sessions, most recent first.
 type SessionsResult struct {
-	Sessions []timelines.SessionInfo `json:"sessions"`
+	Sessions []SessionInfo `json:"sessions"`
 }
 
 // SessionRequest shows one session.
@@ -366,9 +363,9 @@ type SessionRequest struct {
 
 // SessionResult is a session, its summary and its live chunks in order.
 type SessionResult struct {
-	Session timelines.SessionInfo `json:"session"`
-	Summary summary.Summary       `json:"summary"`
-	Chunks  []timelines.Chunk     `json:"chunks"`
+	Session SessionInfo `json:"session"`
+	Summary Summary     `json:"summary"`
+	Chunks  []Item      `json:"chunks"`
 	// Total is the session's chunk count (Chunks may be one page).
 	Total int `json:"total"`
 }
@@ -382,9 +379,9 @@ type GetRequest struct {
 
 // GetItem is one requested id: a chunk, or a document's chunks in order.
 type GetItem struct {
-	ID     string            `json:"id"`
-	Found  bool              `json:"found"`
-	Chunks []timelines.Chunk `json:"chunks"`
+	ID     string `json:"id"`
+	Found  bool   `json:"found"`
+	Chunks []Item `json:"chunks"`
 	// Content is the chunk's content, or the document's chunks joined in
 	// order: exactly the stored text when no chunk is missing.
 	Content string `json:"content"`
@@ -444,16 +441,16 @@ type PushRequest struct {
 
 // PushResult is what one push did.
 type PushResult struct {
-	Gateway     string                `json:"gateway"`
-	Mode        string                `json:"mode"`
-	HeadSeq     uint64                `json:"head_seq"`
-	CoveredSeq  uint64                `json:"covered_seq"`
-	SafeSeq     uint64                `json:"safe_seq"`
-	Uploaded    int                   `json:"uploaded"`
-	Adopted     int                   `json:"adopted"`
-	Resolved    int                   `json:"resolved"`
-	BytesPosted int64                 `json:"bytes_posted"`
-	Segments    []mirror.SegmentState `json:"segments"` // segments new in the state after this push
+	Gateway     string        `json:"gateway"`
+	Mode        string        `json:"mode"`
+	HeadSeq     uint64        `json:"head_seq"`
+	CoveredSeq  uint64        `json:"covered_seq"`
+	SafeSeq     uint64        `json:"safe_seq"`
+	Uploaded    int           `json:"uploaded"`
+	Adopted     int           `json:"adopted"`
+	Resolved    int           `json:"resolved"`
+	BytesPosted int64         `json:"bytes_posted"`
+	Segments    []SegmentView `json:"segments"` // segments new in the state after this push
 	// Checkpoint is the checkpoint anchored for CoveredSeq (by this push
 	// when Anchored, else found already anchored).
 	Checkpoint *CheckpointView `json:"checkpoint,omitempty"`

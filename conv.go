@@ -79,7 +79,7 @@ type ThreadRequest struct {
 // ThreadItem is one chunk of a thread and its distance from the item
 // asked for: negative up the reply-to chain, positive down the replies.
 type ThreadItem struct {
-	timelines.Chunk
+	Item
 	Depth int `json:"depth"`
 }
 
@@ -355,11 +355,16 @@ func thread(set *projstd.Set, req ThreadRequest) (*ThreadResult, error) {
 	within := func(d int) bool { return req.Depth == 0 || d <= req.Depth }
 	res := &ThreadResult{ID: req.ID, Root: start[0].ItemID(), Items: []ThreadItem{}}
 	seen := map[string]bool{}
+	type found struct {
+		c     timelines.Chunk
+		depth int
+	}
+	var all []found
 	add := func(cs []timelines.Chunk, depth int) {
 		for _, c := range cs {
 			if !seen[c.ID] {
 				seen[c.ID] = true
-				res.Items = append(res.Items, ThreadItem{Chunk: c, Depth: depth})
+				all = append(all, found{c, depth})
 			}
 		}
 	}
@@ -406,13 +411,16 @@ func thread(set *projstd.Set, req ThreadRequest) (*ThreadResult, error) {
 			}
 		}
 	}
-	sort.SliceStable(res.Items, func(i, j int) bool {
-		a, b := res.Items[i], res.Items[j]
+	sort.SliceStable(all, func(i, j int) bool {
+		a, b := all[i].c, all[j].c
 		if a.Time != b.Time {
 			return a.Time < b.Time
 		}
 		return a.OrderSeq() < b.OrderSeq()
 	})
+	for _, f := range all {
+		res.Items = append(res.Items, ThreadItem{Item: itemOf(f.c), Depth: f.depth})
+	}
 	return res, nil
 }
 

@@ -153,3 +153,45 @@ func clientOver(t *testing.T, h http.Handler) *Client {
 	t.Cleanup(tr.CloseIdleConnections)
 	return &Client{dir: t.TempDir(), hc: &http.Client{Transport: tr}}
 }
+
+// No type of a projection's records or of the mirror state crosses the
+// wire: requests and results are built from the API's own types (wire.go),
+// the log's event types and the result types of the feature packages
+// (query, snapshot). The projections package's Status and Mismatch stay:
+// describing projections is what `project status` and `verify` are for.
+func TestNoProjectionTypeOnTheWire(t *testing.T) {
+	forbidden := []string{"/projections/", "/internal/mirror", "/internal/store", "/internal/vector"}
+	seen := map[reflect.Type]bool{}
+	var walk func(path string, ty reflect.Type)
+	walk = func(path string, ty reflect.Type) {
+		for ty.Kind() == reflect.Pointer || ty.Kind() == reflect.Slice || ty.Kind() == reflect.Array || ty.Kind() == reflect.Map {
+			ty = ty.Elem()
+		}
+		if seen[ty] {
+			return
+		}
+		seen[ty] = true
+		for _, f := range forbidden {
+			if strings.Contains(ty.PkgPath(), f) {
+				t.Errorf("%s: type %s.%s crosses the wire", path, ty.PkgPath(), ty.Name())
+			}
+		}
+		if ty.Kind() != reflect.Struct {
+			return
+		}
+		for i := 0; i < ty.NumField(); i++ {
+			f := ty.Field(i)
+			if !f.IsExported() || f.Tag.Get("json") == "-" {
+				continue
+			}
+			walk(path+"."+f.Name, f.Type)
+		}
+	}
+	for i := range Methods {
+		m := &Methods[i]
+		walk(m.Name+" request", m.Request())
+		if m.Result() != nil {
+			walk(m.Name+" result", m.Result())
+		}
+	}
+}

@@ -107,7 +107,7 @@ func (s *Store) Push(ctx context.Context, req PushRequest) (*PushResult, error) 
 			res.CoveredSeq = sum.CoveredSeq
 		}
 	}
-	res.Segments = []mirror.SegmentState{}
+	res.Segments = []SegmentView{}
 	after, err := st.Segments(logID)
 	if err != nil && perr == nil {
 		return res, err
@@ -118,7 +118,7 @@ func (s *Store) Push(ctx context.Context, req PushRequest) (*PushResult, error) 
 	}
 	for _, seg := range after {
 		if !old[fmt.Sprint(seg.FirstSeq, seg.LastSeq, seg.TxID)] && seg.Status != mirror.StatusPosting {
-			res.Segments = append(res.Segments, seg)
+			res.Segments = append(res.Segments, segmentView(seg))
 		}
 	}
 	if perr != nil {
@@ -180,8 +180,7 @@ func (s *Store) SyncStatus(ctx context.Context, req SyncStatusRequest) (*SyncSta
 	}
 	views := make([]SegmentView, 0, len(segs))
 	for _, seg := range segs {
-		v := SegmentView{First: seg.FirstSeq, Last: seg.LastSeq, Status: string(seg.Status), TxID: seg.TxID,
-			BundleID: seg.BundleID, Height: seg.Height, Size: seg.Size, Adopted: seg.Adopted}
+		v := segmentView(seg)
 		if seg.Status == mirror.StatusConfirmed && height >= seg.Height {
 			n := height - seg.Height + 1
 			v.Confirmations = &n

@@ -388,10 +388,11 @@ func (s *Store) Sessions(ctx context.Context, req SessionsRequest) (*SessionsRes
 	if req.Limit > 0 && len(ss) > req.Limit {
 		ss = ss[:req.Limit]
 	}
-	if ss == nil {
-		ss = []timelines.SessionInfo{}
+	out := make([]SessionInfo, len(ss))
+	for i, si := range ss {
+		out[i] = sessionInfoOf(si)
 	}
-	return &SessionsResult{Sessions: ss}, nil
+	return &SessionsResult{Sessions: out}, nil
 }
 
 // Session returns a session's live chunks in content-time order (from
@@ -410,18 +411,15 @@ func (s *Store) Session(ctx context.Context, req SessionRequest) (*SessionResult
 		if err != nil {
 			return err
 		}
-		res = &SessionResult{Session: info, Total: total}
+		res = &SessionResult{Session: sessionInfoOf(info), Total: total}
 		if set.Summary != nil {
 			sum, _, err := set.Summary.Session(info.ID)
 			if err != nil {
 				return err
 			}
-			res.Summary = sum
+			res.Summary = summaryOf(sum)
 		}
-		if chunks == nil {
-			chunks = []timelines.Chunk{} // a page past the end, as when the whole session was sliced
-		}
-		res.Chunks = chunks
+		res.Chunks = itemsOf(chunks) // empty, not nil, for a page past the end
 		return nil
 	})
 	if err != nil {
@@ -436,23 +434,25 @@ func (s *Store) Get(ctx context.Context, req GetRequest) (*GetResult, error) {
 	res := &GetResult{Items: []GetItem{}}
 	err := s.readProj(ctx, nil, func(set *projstd.Set, _ bool) error {
 		for _, id := range req.IDs {
-			it := GetItem{ID: id, Chunks: []timelines.Chunk{}}
+			it := GetItem{ID: id, Chunks: []Item{}}
 			c, ok, err := set.Timelines.Chunk(id)
 			if err != nil {
 				return err
 			}
+			var parts []timelines.Chunk
 			if ok {
-				it.Found, it.Chunks, it.Content = true, append(it.Chunks, c), c.Content
+				parts = []timelines.Chunk{c}
+				it.Content = c.Content
 			} else {
-				parts, err := set.Timelines.Document(id)
+				parts, err = set.Timelines.Document(id)
 				if err != nil && !errors.Is(err, timelines.ErrNotFound) {
 					return err
 				}
-				it.Found, it.Chunks = len(parts) > 0, append(it.Chunks, parts...)
 				it.Content, it.Missing = joinChunks(parts)
 			}
+			it.Found, it.Chunks = len(parts) > 0, itemsOf(parts)
 			if it.Found {
-				head := it.Chunks[0]
+				head := parts[0]
 				if it.SupersededBy, err = set.Timelines.SupersededBy(&head); err != nil {
 					return err
 				}

@@ -177,7 +177,7 @@ func (s *server) toolThread(ctx context.Context, _ *mcp.CallToolRequest, in Thre
 	}
 	out = ThreadOut{Anchor: in.ID, Items: make([]Item, len(res.Items))}
 	for i, it := range res.Items {
-		out.Items[i] = itemOf(it.Chunk)
+		out.Items[i] = itemOf(it.Item)
 	}
 	return textResult(renderItems(out.Items)), out, nil
 }

@@ -288,11 +288,11 @@ func (s *server) toolGet(ctx context.Context, _ *mcp.CallToolRequest, in GetIn) 
 				return nil, out, err
 			}
 			// Replace each chunk by its whole, keeping the order asked for.
-			byParent := map[string][]timelines.Chunk{}
+			byParent := map[string][]ucl.Item{}
 			for _, c := range whole {
 				byParent[c.ChunkParent] = append(byParent[c.ChunkParent], c)
 			}
-			var expanded []timelines.Chunk
+			var expanded []ucl.Item
 			for _, c := range chunks {
 				if c.ChunkParent != "" {
 					expanded = append(expanded, byParent[c.ChunkParent]...)
@@ -324,7 +324,7 @@ func (s *server) toolGet(ctx context.Context, _ *mcp.CallToolRequest, in GetIn) 
 // getChunks resolves ids (chunk ids or document ids) to live chunks, in the
 // order given, a document's chunks in order. Unknown ids are one error that
 // names them all.
-func (s *server) getChunks(ctx context.Context, ids []string) ([]timelines.Chunk, error) {
+func (s *server) getChunks(ctx context.Context, ids []string) ([]ucl.Item, error) {
 	for _, id := range ids {
 		if strings.TrimSpace(id) == "" {
 			return nil, badArg("ids", "contains an empty id")
@@ -352,7 +352,7 @@ func (s *server) getChunks(ctx context.Context, ids []string) ([]timelines.Chunk
 	if err != nil {
 		return nil, engineErr("get", err)
 	}
-	var out []timelines.Chunk
+	var out []ucl.Item
 	var missing []string
 	for _, it := range res.Items {
 		if !it.Found || len(it.Chunks) == 0 {
@@ -589,9 +589,9 @@ func (s *server) toolPeriod(ctx context.Context, _ *mcp.CallToolRequest, in Peri
 		}
 	}
 	inSpan := func(t int64) bool { return (since == 0 || t >= since) && (until == 0 || t < until) }
-	var sessions []timelines.SessionInfo
+	var sessions []ucl.SessionInfo
 	if in.Session != "" {
-		sessions = []timelines.SessionInfo{{ID: in.Session}}
+		sessions = []ucl.SessionInfo{{ID: in.Session}}
 		if err := s.checkSession(ctx, "session", in.Session); err != nil {
 			return nil, out, err
 		}
@@ -608,7 +608,7 @@ func (s *server) toolPeriod(ctx context.Context, _ *mcp.CallToolRequest, in Peri
 			sessions = append(sessions, si)
 		}
 	}
-	var all []timelines.Chunk
+	var all []ucl.Item
 	for _, si := range sessions {
 		sess, err := s.eng.Session(ctx, ucl.SessionRequest{ID: si.ID})
 		if err != nil {
@@ -814,19 +814,19 @@ func checkSpan(sinceName, since, untilName, until string) (string, string, error
 	return since, until, nil
 }
 
-func itemOf(c timelines.Chunk) Item {
+func itemOf(c ucl.Item) Item {
 	return Item{ID: c.ID, Session: c.Session, Role: c.Role, Kind: c.Kind.String(), Time: fmtMS(c.Time), Seq: c.Seq,
 		Content: c.Content, Meta: c.Meta, Parent: c.Parent, ChunkParent: c.ChunkParent, ChunkIndex: c.ChunkIndex,
 		Tool: toolOutOf(c.Tool), Supersedes: c.Supersedes, EditedBy: c.EditedBy, Edited: c.Edited}
 }
 
-func sessionInfoOf(si timelines.SessionInfo, summary string) SessionInfo {
+func sessionInfoOf(si ucl.SessionInfo, summary string) SessionInfo {
 	return SessionInfo{ID: si.ID, First: fmtMS(si.First), Last: fmtMS(si.Last), Items: si.Chunks, Kinds: si.Kinds,
 		Title: si.Title, Summary: summary}
 }
 
 // sortChunks orders by content time, then seq (the timelines' order).
-func sortChunks(cs []timelines.Chunk) {
+func sortChunks(cs []ucl.Item) {
 	sort.SliceStable(cs, func(i, j int) bool {
 		if cs[i].Time != cs[j].Time {
 			return cs[i].Time < cs[j].Time
