@@ -258,7 +258,7 @@ func TestUsageErrors(t *testing.T) {
 		code int
 	}{
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`, 2},
-		{[]string{"replay", "--nope"}, "flag provided but not defined", 2},
+		{[]string{"replay", "--nope"}, "ucl replay has no flag --nope", 2},
 		{[]string{"store", "x", "--kind", "poem"}, "conversation, document, knowledge or tool_call", 2},
 		{[]string{"store", "x", "--time", "noon-ish"}, "cannot parse time", 2},
 		{[]string{"store", "  "}, "nothing to store", 2},

@@ -2,18 +2,17 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/unlimitedcontext/ucl"
 	"github.com/unlimitedcontext/ucl/crypto"
-	"github.com/unlimitedcontext/ucl/log"
 )
 
 // version is the ucl release; set by the linker for releases.
@@ -27,8 +26,59 @@ func commands() []*cli.Command {
 		queryCommand, contextCommand, indexCommand, dedupeCommand, sessionCommand, projectCommand,
 		auditCommand, statusCommand,
 		snapshotCommand, syncCommand, rebuildCommand, shareCommand,
-		daemonCommand, mcpCommand, serveCommand, configCommand, newHelpCommand(),
+		daemonCommand, mcpCommand, serveCommand, configCommand, versionCommand, newHelpCommand(),
 	}
+}
+
+// versionInfo is what `ucl version --json` prints.
+type versionInfo struct {
+	Version string `json:"version"`
+	// Commit is the VCS revision the binary was built from, when the
+	// build recorded one.
+	Commit   string `json:"commit,omitempty"`
+	Modified bool   `json:"modified,omitempty"` // built from a tree with changes
+	Go       string `json:"go"`
+	Platform string `json:"platform"` // GOOS/GOARCH
+}
+
+func currentVersion() versionInfo {
+	v := versionInfo{Version: version, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				v.Commit = s.Value
+			case "vcs.modified":
+				v.Modified = s.Value == "true"
+			}
+		}
+	}
+	return v
+}
+
+var versionCommand = &cli.Command{
+	Name:        "version",
+	Usage:       "print the version of ucl (and the commit, Go version and platform it was built with)",
+	ArgsUsage:   " ",
+	Description: `With --json: {"version","commit","modified","go","platform"} (commit and modified only when the build recorded them).`,
+	Action: func(c *cli.Context) error {
+		if c.NArg() > 0 {
+			return usage("ucl version [--json]", "unexpected argument %q", c.Args().First())
+		}
+		v := currentVersion()
+		if jsonOut(c) {
+			return printJSON(c, v)
+		}
+		commit := ""
+		if v.Commit != "" {
+			commit = ", commit " + v.Commit[:min(12, len(v.Commit))]
+			if v.Modified {
+				commit += "+changes"
+			}
+		}
+		printf(c, "ucl %s (%s %s%s)\n", v.Version, v.Go, v.Platform, commit)
+		return nil
+	},
 }
 
 var (
@@ -65,6 +115,9 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		ExitErrHandler:       func(*cli.Context, error) {}, // run() prints errors
 		HideHelpCommand:      true,                         // newHelpCommand replaces urfave's
 		Metadata:             map[string]any{},
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return &flagError{err: err}
+		},
 		Before: func(c *cli.Context) error {
 			if err := loadFileConfig(c); err != nil {
 				return err
@@ -73,7 +126,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
-				return usage("run `ucl help` for the list of commands", "unknown command %q", c.Args().First())
+				return unknownCommand(c.App.Commands, "", c.Args().First())
 			}
 			return cli.ShowAppHelp(c)
 		},
@@ -106,18 +159,29 @@ func vaultKeys(c *cli.Context) *crypto.Keyring {
 
 func sortedCommands() []*cli.Command {
 	out := commands()
-	var quiet func(cs []*cli.Command)
-	quiet = func(cs []*cli.Command) {
+	var quiet func(parent []string, cs []*cli.Command)
+	quiet = func(parent []string, cs []*cli.Command) {
 		for _, c := range cs {
+			path := append(slices.Clone(parent), c.Name)
 			if c.OnUsageError == nil {
 				c.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
-					return &usageError{msg: err.Error()}
+					return &flagError{err: err, path: path}
 				}
 			}
-			quiet(c.Subcommands)
+			if len(c.Subcommands) > 0 && c.Action == nil {
+				// urfave's default answers an unknown subcommand with "No
+				// help topic" and exit status 1.
+				c.Action = func(ctx *cli.Context) error {
+					if ctx.NArg() == 0 {
+						return cli.ShowSubcommandHelp(ctx)
+					}
+					return unknownCommand(c.Subcommands, strings.Join(path, " "), ctx.Args().First())
+				}
+			}
+			quiet(path, c.Subcommands)
 		}
 	}
-	quiet(out)
+	quiet(nil, out)
 	for i := 1; i < len(out); i++ {
 		for j := i; j > 0 && out[j].Name < out[j-1].Name; j-- {
 			out[j], out[j-1] = out[j-1], out[j]
@@ -133,73 +197,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
-	var he *hintError
-	msg := err.Error()
-	hint := ""
-	if errors.As(err, &he) {
-		hint = he.hint
-	} else {
-		hint = defaultHint(err)
+	typed := args[min(1, len(args)):]
+	var fe *flagError
+	if errors.As(err, &fe) {
+		err = explainFlagError(app, fe, typed)
 	}
-	fmt.Fprintf(stderr, "ucl: %s\n", msg)
-	if hint != "" {
-		fmt.Fprintf(stderr, "hint: %s\n", hint)
-	}
-	var ue *usageError
-	if errors.As(err, &ue) || strings.Contains(msg, "flag provided but not defined") || strings.Contains(msg, "invalid value") {
-		return 2
-	}
-	return 1
-}
-
-// hintError carries a hint for the user: what to do next.
-type hintError struct {
-	err  error
-	hint string
-}
-
-func (e *hintError) Error() string { return e.err.Error() }
-func (e *hintError) Unwrap() error { return e.err }
-
-func withHint(err error, hint string) error {
-	if err == nil {
-		return nil
-	}
-	return &hintError{err: err, hint: hint}
-}
-
-// usageError is a bad command line (exit status 2).
-type usageError struct{ msg, hint string }
-
-func (e *usageError) Error() string { return e.msg }
-
-func usage(hint, format string, a ...any) error {
-	return &hintError{err: &usageError{msg: fmt.Sprintf(format, a...)}, hint: hint}
-}
-
-func defaultHint(err error) string {
-	var ce *log.CorruptionError
-	switch {
-	case errors.Is(err, log.ErrDamagedTail), errors.Is(err, log.ErrLost):
-		return "the log was damaged after these events were acknowledged, so nothing was cut: see `ucl audit verify`; `ucl audit repair` cuts the log back to its last sound event (keeping the cut bytes in the store's corrupt/ folder), and a store mirrored to Arweave can be recovered with `ucl rebuild`"
-	case errors.As(err, &ce):
-		return "the log is damaged: run `ucl audit verify` for details; a store mirrored to Arweave can be recovered with `ucl rebuild`"
-	case errors.Is(err, log.ErrLocked):
-		return "another ucl process is using this store"
-	case errors.Is(err, ucl.ErrWrongVaultKey):
-		return "pass this store's vault key with --vault-key FILE"
-	case errors.Is(err, ucl.ErrNoWallet), errors.Is(err, ucl.ErrBadWallet):
-		return "copy the store's Arweave wallet JWK to DIR/wallet.json"
-	case errors.Is(err, log.ErrNoKeys):
-		return "no vault key here: pass it with --vault-key FILE (or import it with `ucl keys import`)"
-	case strings.Contains(err.Error(), "probe embedding model"):
-		return "check --embed-url and --embed-model, or pass --embed-dim"
-	case strings.Contains(err.Error(), "catch up projections"):
-		return "the log is untouched; fix the cause (e.g. the embedding server) and run the command again, it resumes"
-	case strings.Contains(err.Error(), "flag provided but not defined"):
-		return "see `ucl help COMMAND` for the flags a command takes"
-	}
-	return ""
+	return report(stderr, err, commandIn(app, typed), jsonRequested(args))
 }
 
 // reorderArgs lets flags follow positional arguments (`ucl query "text" --k 5`):

@@ -60,7 +60,7 @@ func TestUsageExitCodes(t *testing.T) {
 		{[]string{"nonsense"}, "unknown command"},
 		{[]string{"help", "nonsense"}, `unknown command "nonsense"`},
 		{[]string{"help", "sync", "nonsense"}, `unknown command "sync nonsense"`},
-		{[]string{"store", "-k", "document", "x"}, "flag provided but not defined: -k"},
+		{[]string{"store", "-k", "document", "x"}, "ucl store has no flag --k"},
 		{[]string{"store", "--file", "f", "x"}, "both TEXT and --file given"},
 		{[]string{"context", "x", "--active", "a", "--session", "b"}, "both --active and --session given"},
 		{[]string{"get"}, "no id given"},

@@ -18,7 +18,7 @@ var fileConfig *config.Config
 func loadFileConfig(c *cli.Context) error {
 	cfg, err := config.Load(storeDir(c), os.Getenv, nil)
 	if err != nil {
-		return withHint(err, "fix the setting in "+config.FileName+" (ucl config show lists every key)")
+		return configError(err, "fix the setting in "+config.FileName+" (ucl config show lists every key)")
 	}
 	fileConfig = cfg
 	return nil

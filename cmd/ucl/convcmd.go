@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -122,7 +123,7 @@ edited: a tombstone hides all of its versions.`,
 	Flags: []cli.Flag{
 		&cli.StringFlag{Name: "file", Usage: "the new content is this file's, byte for byte"},
 		&cli.StringSliceFlag{Name: "meta", Aliases: []string{"m"}, Usage: "new metadata key=value (repeatable; replaces the meta)"},
-		&cli.StringFlag{Name: "by", Usage: "who edits (default: $USER)"},
+		&cli.StringFlag{Name: "by", Usage: "who edits, as the history shows it (default: cli:USER, the OS user; cli when unknown)"},
 		&cli.StringFlag{Name: "status", Usage: "a tool call's new status (ok, error, …; default: kept)"},
 		&cli.IntFlag{Name: "chunk-tokens", Value: log.DefaultChunkTokens, Usage: "chunk size when re-chunking"},
 	},
@@ -161,7 +162,7 @@ edited: a tombstone hides all of its versions.`,
 		}
 		by := c.String("by")
 		if by == "" {
-			by = os.Getenv("USER")
+			by = cliActor()
 		}
 		req := ucl.EditRequest{ID: id, Content: text, Meta: meta, By: by, ChunkTokens: c.Int("chunk-tokens"), Status: c.String("status")}
 		return withAPI(c, func(api ucl.API) error {
@@ -185,22 +186,41 @@ edited: a tombstone hides all of its versions.`,
 	},
 }
 
+// cliActor names an edit made from the command line in the item's history:
+// "cli:" and the OS user, or "cli" alone when the user cannot be told.
+// (MCP edits say "mcp", the proxy's "ucl-proxy".)
+func cliActor() string {
+	name := ""
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	if name == "" {
+		name = os.Getenv("USER")
+	}
+	if name = strings.TrimSpace(name); name == "" {
+		return "cli"
+	}
+	return "cli:" + name
+}
+
 // getHistory prints every version of one item, oldest first.
 func printHistory(c *cli.Context, it ucl.GetItem) {
 	for i, v := range it.History {
-		what := "stored"
+		// An original names its role (a store records no editor); an edit
+		// names its editor (cli:USER, mcp, ucl-proxy, or --by).
+		by := v.By
+		if by == "" {
+			by = "-"
+		}
+		what := "stored, role " + by
 		if v.Edit {
-			what = "edited"
+			what = "edited by " + by
 		}
 		cur := ""
 		if v.Current {
 			cur = " (current)"
 		}
-		by := v.By
-		if by == "" {
-			by = "-"
-		}
-		printf(c, "v%d  %s  %s by %s  seq %d%s\n", i+1, v.Time, what, by, v.Seq, cur)
+		printf(c, "v%d  %s  %s  seq %d%s\n", i+1, v.Time, what, v.Seq, cur)
 		printf(c, "    %s\n", snippet(v.Content, 400))
 	}
 }

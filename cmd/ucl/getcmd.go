@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -18,7 +20,8 @@ that ` + "`ucl store`" + ` prints for a document split into chunks). A document'
 are joined in order and printed byte for byte as stored, without an added
 newline, so ` + "`ucl get ID > file`" + ` gives back the original file.
 With --json: {"items":[{"id","found","content","chunks":[…]}]}; several IDs
-may be given.
+may be given. An ID that names nothing live fails the command (exit status
+1), with --json too (its item says "found": false).
 --history lists every version of an edited item (time, who, content),
 oldest first. --thread shows the conversation around ID: the messages it
 replies to (parent) up to the first, and every reply and tool call below
@@ -56,13 +59,26 @@ it, in time order (--depth N: at most N steps each way).`,
 			if err != nil {
 				return err
 			}
+			var missing []string
+			for _, it := range res.Items {
+				if !it.Found {
+					missing = append(missing, it.ID)
+				}
+			}
 			if jsonOut(c) {
-				return printJSON(c, res)
+				// Every id's answer is printed; a missing one still fails
+				// the command, as without --json.
+				if err := printJSON(c, res); err != nil {
+					return err
+				}
+			}
+			if len(missing) > 0 {
+				return withHint(&missingError{missing}, "ids are printed by `ucl store` (chunk_parent for documents) and `ucl query`")
+			}
+			if jsonOut(c) {
+				return nil
 			}
 			it := res.Items[0]
-			if !it.Found {
-				return withHint(fmt.Errorf("no live chunk or document with id %q", it.ID), "ids are printed by `ucl store` (chunk_parent for documents) and `ucl query`")
-			}
 			if len(it.Missing) > 0 {
 				fmt.Fprintf(c.App.ErrWriter, "warning: document %s lacks chunk(s) %v (tombstoned); the text has gaps\n", it.ID, it.Missing)
 			}
@@ -75,3 +91,20 @@ it, in time order (--depth N: at most N steps each way).`,
 		})
 	},
 }
+
+// missingError names ids that match no live chunk or document; it is the
+// engine's ErrUnknownItem (class not_found).
+type missingError struct{ ids []string }
+
+func (e *missingError) Error() string {
+	q := make([]string, len(e.ids))
+	for i, id := range e.ids {
+		q[i] = strconv.Quote(id)
+	}
+	if len(q) == 1 {
+		return "no live chunk or document with id " + q[0]
+	}
+	return "no live chunk or document with ids " + strings.Join(q, ", ")
+}
+
+func (e *missingError) Unwrap() error { return ucl.ErrUnknownItem }

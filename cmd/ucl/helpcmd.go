@@ -21,11 +21,12 @@ func newHelpCommand() *cli.Command {
 			if len(args) == 0 {
 				return cli.ShowAppHelp(c)
 			}
-			if n := knownPrefix(c.App.Commands, args); n == 0 {
-				return usage("run `ucl help` for the list of commands", "unknown command %q", args[0])
-			} else {
-				return usage("run `ucl help "+strings.Join(args[:n], " ")+"` for its subcommands", "unknown command %q", strings.Join(args[:n+1], " "))
+			n := knownPrefix(c.App.Commands, args)
+			cmds := c.App.Commands
+			if n > 0 {
+				cmds = commandAt(c.App, args[:n]).Subcommands
 			}
+			return unknownCommand(cmds, strings.Join(args[:n], " "), args[n])
 		},
 	}
 }

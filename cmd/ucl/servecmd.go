@@ -26,7 +26,7 @@ const shutdownGrace = 30 * time.Second
 // package reads the environment itself (one precedence, one place).
 var serveFlags = []cli.Flag{
 	&cli.StringFlag{Name: "listen", Usage: "TCP address (config proxy.listen, UCL_LISTEN; default 127.0.0.1:8080)"},
-	&cli.StringFlag{Name: "upstream", Usage: "OpenAI-compatible base URL, e.g. https://api.openai.com/v1 (config proxy.upstream, UCL_UPSTREAM)"},
+	&cli.StringFlag{Name: "upstream", Usage: "OpenAI-compatible base URL: https://api.openai.com/v1 (canonical) or https://api.openai.com, a bare host gets /v1 (config proxy.upstream, UCL_UPSTREAM)"},
 	&cli.StringFlag{Name: "default-session", Usage: "session of proxied requests naming none (config proxy.default_session)"},
 	&cli.IntFlag{Name: "max-context-tokens", Usage: "token budget of the injected memory (config retrieval.max_context_tokens)"},
 }
@@ -63,7 +63,7 @@ func loadConfig(c *cli.Context) (*config.Config, error) {
 	}
 	cfg, err := config.Load(storeDir(c), os.Getenv, flags)
 	if err != nil {
-		return nil, withHint(err, "fix the setting named above (see docs/serve.md for every key)")
+		return nil, configError(err, "fix the setting named above (see docs/serve.md for every key)")
 	}
 	return cfg, nil
 }
@@ -81,6 +81,9 @@ DIR/ucl.sock exactly like ucl daemon, and on TCP (--listen, default
                          memory and remembers each exchange
   /v1/models             passed through to the upstream
   /mcp                   MCP over streamable HTTP
+--upstream is the upstream's base URL, canonically with its /v1
+(https://api.openai.com/v1); a bare host gets /v1 added, so
+https://api.openai.com works too. Requests go to UPSTREAM/chat/completions.
 Every TCP route needs "Authorization: Bearer TOKEN"; the token is DIR/token
 (created on first use, mode 0600; ` + "`ucl serve token`" + ` prints it). The upstream
 API key comes from UCL_UPSTREAM_API_KEY or OPENAI_API_KEY. Settings come from
@@ -125,6 +128,10 @@ func runServe(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	upstream, err := httpapi.NormalizeUpstream(cfg.String("proxy.upstream"))
+	if err != nil {
+		return usage("--upstream (or proxy.upstream) takes a base URL such as https://api.openai.com/v1", "%v", err)
+	}
 	if cl, err := ucl.Dial(dir); err == nil {
 		cl.Close()
 		return withHint(fmt.Errorf("serve: %s is already owned by %s", dir, ownerName(dir)),
@@ -151,7 +158,7 @@ func runServe(c *cli.Context) error {
 	srv, err := httpapi.New(s, httpapi.Options{
 		Token: token, MCP: mcpH,
 		MaxBodyBytes:     int64(cfg.Int("proxy.max_body_bytes")),
-		Upstream:         cfg.String("proxy.upstream"),
+		Upstream:         upstream,
 		UpstreamKey:      cfg.UpstreamKey,
 		UpstreamTimeout:  cfg.Duration("proxy.upstream_timeout"),
 		MaxContextTokens: cfg.Int("retrieval.max_context_tokens"),
@@ -178,7 +185,6 @@ func runServe(c *cli.Context) error {
 	go func() { sockErr <- s.Serve(ctx) }()
 	tcpErr := make(chan error, 1)
 	go func() { tcpErr <- hs.Serve(ln) }()
-	upstream := cfg.String("proxy.upstream")
 	if upstream == "" {
 		upstream = "none (the proxy answers 503)"
 	}

@@ -86,7 +86,7 @@ type spec struct {
 // specs lists every setting, in display order.
 var specs = []spec{
 	{key: "proxy.listen", env: "UCL_LISTEN", def: "127.0.0.1:8080", doc: "TCP address of ucl serve"},
-	{key: "proxy.upstream", env: "UCL_UPSTREAM", kind: kURL, doc: "OpenAI-compatible base URL the proxy forwards to (with /v1)"},
+	{key: "proxy.upstream", env: "UCL_UPSTREAM", kind: kURL, doc: "OpenAI-compatible base URL the proxy forwards to (canonically with /v1; a bare host gets /v1)"},
 	{key: "proxy.upstream_api_key_env", env: "UCL_UPSTREAM_API_KEY_ENV", def: "OPENAI_API_KEY", doc: "environment variable holding the upstream API key"},
 	{key: "proxy.upstream_timeout", env: "UCL_UPSTREAM_TIMEOUT", def: "5m", kind: kDuration, doc: "wait for the upstream's response headers"},
 	{key: "proxy.inject", env: "UCL_INJECT", def: "system", kind: kChoice, choices: []string{"system", "user"}, doc: "where memory goes: a system message, or prepended to the last user message"},

@@ -48,7 +48,8 @@ type Options struct {
 	// MaxBodyBytes caps a request body (413 beyond).
 	MaxBodyBytes int64
 	// Upstream is the OpenAI-compatible base URL the proxy forwards to,
-	// e.g. https://api.openai.com/v1 ("" : the proxy answers 503).
+	// e.g. https://api.openai.com/v1 ("" : the proxy answers 503); New
+	// normalises it (NormalizeUpstream: a bare host gets /v1).
 	Upstream string
 	// UpstreamKey is sent upstream as the bearer token. It never appears
 	// in logs, errors or the store.
@@ -115,7 +116,11 @@ func New(api ucl.API, o Options) (*Server, error) {
 	if o.UpstreamTimeout <= 0 {
 		o.UpstreamTimeout = DefaultUpstreamTimeout
 	}
-	o.Upstream = strings.TrimRight(o.Upstream, "/")
+	up, err := NormalizeUpstream(o.Upstream)
+	if err != nil {
+		return nil, err
+	}
+	o.Upstream = up
 	if o.Transport == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.ResponseHeaderTimeout = o.UpstreamTimeout
