@@ -42,11 +42,20 @@
 //
 // # Methods (the API interface, implemented by *Store and *Client)
 //
+// Methods (methods.go) declares each one once: its wire name (the socket
+// route POST /v1/{name}), REST route, MCP tool and CLI command. The
+// socket handler and the REST routes are built from it, and tests hold
+// the Client, the CLI, the MCP tools and this list against it. Every
+// error has a class (ClassOf: bad_request, not_found, conflict,
+// forbidden, unavailable, internal) that crosses the socket and that each
+// face maps to its own form.
+//
 //	Append(ctx, AppendRequest) (*AppendResult, error)            JSONL events, validated whole first
 //	Remember(ctx, RememberRequest) (*AppendResult, error)        one item (`ucl store`), chunked
 //	Tombstone(ctx, TombstoneRequest) (*TombstoneResult, error)   documents expanded to chunks; ErrNoMatch if nothing live matches
 //	Replay(ctx, ReplayRequest, fn(json.RawMessage) error) error  tombstoned content withheld unless asked
 //	AuditLog(ctx, AuditLogRequest, fn(AuditEntry) error) error
+//	AuditShow(ctx, AuditShowRequest) (*AuditShowResult, error)   one event: header, audit entry, body (with the key)
 //	AuditVerify(ctx, AuditVerifyRequest) (*AuditVerifyResult, error)  full log scan (result and *log.CorruptionError on damage)
 //	Search(ctx, SearchRequest) (*SearchResult, error)            hybrid retrieval (query.Response + TimeFilter note)
 //	Context(ctx, ContextRequest) (*ContextResult, error)         context under a token budget

@@ -6,7 +6,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"reflect"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -193,5 +195,40 @@ func TestNoProjectionTypeOnTheWire(t *testing.T) {
 		if m.Result() != nil {
 			walk(m.Name+" result", m.Result())
 		}
+	}
+}
+
+// The package doc's method list names exactly the methods of the table.
+func TestDocListsEveryMethod(t *testing.T) {
+	b, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	start := strings.Index(doc, "// # Methods")
+	if start < 0 {
+		t.Fatal("doc.go has no # Methods section")
+	}
+	sec := doc[start+len("// # Methods"):]
+	if end := strings.Index(sec, "\n//\n// "); end >= 0 {
+		sec = sec[:end]
+	}
+	listed := map[string]bool{}
+	re := regexp.MustCompile(`^//\t([A-Z][A-Za-z]*(?: / [A-Z][A-Za-z]*)*)`)
+	for _, line := range strings.Split(sec, "\n") {
+		if m := re.FindStringSubmatch(line); m != nil {
+			for _, name := range strings.Split(m[1], " / ") {
+				listed[name] = true
+			}
+		}
+	}
+	for i := range Methods {
+		if !listed[Methods[i].GoName] {
+			t.Errorf("doc.go's # Methods does not list %s", Methods[i].GoName)
+		}
+		delete(listed, Methods[i].GoName)
+	}
+	for name := range listed {
+		t.Errorf("doc.go's # Methods lists %s, which the table does not have", name)
 	}
 }
