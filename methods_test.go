@@ -210,7 +210,7 @@ func TestDocListsEveryMethod(t *testing.T) {
 		t.Fatal("doc.go has no # Methods section")
 	}
 	sec := doc[start+len("// # Methods"):]
-	if end := strings.Index(sec, "\n//\n// "); end >= 0 {
+	if end := strings.Index(sec, "\n// # "); end >= 0 {
 		sec = sec[:end]
 	}
 	listed := map[string]bool{}
