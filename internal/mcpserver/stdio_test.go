@@ -232,3 +232,48 @@ func (s *stdioSession) exchange(lines []string) []string {
 	}
 	return got
 }
+
+// FuzzFilterLines: whatever comes on stdin, filterLines passes on only
+// lines the SDK decodes as one message, answers the others with a
+// parse or invalid-request error, and never holds a line over the bound.
+func FuzzFilterLines(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n",
+		"{not json}\n[]\n42\n\n\r\n",
+		`{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}` + "\r\n" + `{"jsonrpc":"1.0","id":"x"}`,
+		strings.Repeat("[", 300) + "\n",
+		`{"jsonrpc":"2.0","id":2,"result":{}}` + "\n" + strings.Repeat("x", 200),
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var good, bad strings.Builder
+		if err := filterLines(strings.NewReader(string(in)), &good, &bad, 128); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(strings.TrimSuffix(good.String(), "\n"), "\n") {
+			if l == "" {
+				continue
+			}
+			if len(l) > 128 {
+				t.Fatalf("passed a line of %d bytes over the bound", len(l))
+			}
+			if checkLine([]byte(l), false, 128) != nil {
+				t.Fatalf("passed a bad line %q", l)
+			}
+		}
+		for _, l := range strings.Split(strings.TrimSuffix(bad.String(), "\n"), "\n") {
+			if l == "" {
+				continue
+			}
+			var m struct {
+				Error struct {
+					Code int `json:"code"`
+				} `json:"error"`
+			}
+			if err := json.Unmarshal([]byte(l), &m); err != nil || (m.Error.Code != -32700 && m.Error.Code != -32600) {
+				t.Fatalf("answer %q: %v", l, err)
+			}
+		}
+	})
+}
