@@ -123,11 +123,11 @@ func (s *Store) Remember(ctx context.Context, req RememberRequest) (*AppendResul
 	if req.Role == "" {
 		req.Role = "user"
 	}
+	if err := CheckRole(req.Role); err != nil {
+		return nil, err
+	}
 	kind, err := log.ParseKind(req.Kind)
 	if err != nil {
-		return nil, fmt.Errorf("%v: %w", err, ErrBadRequest)
-	}
-	if err := log.CheckRole(req.Role); err != nil {
 		return nil, fmt.Errorf("%v: %w", err, ErrBadRequest)
 	}
 	st := &log.Store{Kind: kind, Session: req.Session, Role: req.Role, Content: req.Content,

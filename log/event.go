@@ -193,9 +193,10 @@ func ParseKind(s string) (Kind, error) {
 // for documents and facts). They follow the chat-completions roles. Input
 // is checked against them (CheckRole); decoding never is, so a log
 // written before the rule still reads.
-var Roles = []string{"user", "assistant", "system", "tool", "developer"}
+var Roles = []string{"user", "assistant", "system", "developer", "tool"}
 
-// CheckRole returns ErrMalformed unless role is "" or one of Roles.
+// CheckRole returns an error unless role is "" or one of Roles; the
+// caller wraps it in its own input error.
 func CheckRole(role string) error {
 	if role == "" {
 		return nil
@@ -205,7 +206,7 @@ func CheckRole(role string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("role %q: %w: want user, assistant, system, tool or developer", role, ErrMalformed)
+	return fmt.Errorf("role %q: want user, assistant, system, developer or tool", role)
 }
 
 // MarshalText implements encoding.TextMarshaler.

@@ -6,9 +6,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/urfave/cli/v2"
 
 	"github.com/unlimitedcontext/ucl/internal/mcpserver"
@@ -18,14 +18,15 @@ var mcpCommand = &cli.Command{
 	Name:  "mcp",
 	Usage: "be the memory of an MCP client (Claude Code, Cursor, Windsurf, ...) over stdio",
 	Description: `Speaks the Model Context Protocol on stdin/stdout; the client spawns it.
-Tools: uc_store, uc_query, uc_context, uc_get, uc_get_thread, uc_get_session,
-uc_list_sessions, uc_get_document, uc_period, uc_forget, uc_status. Resources:
+Tools: ` + mcpToolNames() + `. Resources:
 uc://sessions/{id}, uc://documents/{id}, uc://context/auto.
 
 The first ucl mcp (or ucl daemon) on a store owns it and serves it on
 DIR/ucl.sock; the others, and every ucl command run meanwhile, attach to it,
 so several editors and a terminal share one memory. When the owner exits,
 the next call of another ucl mcp takes over. Each call is logged to stderr.
+A line that is not a JSON-RPC message is answered with the JSON-RPC error
+(-32700 parse error, -32600 invalid request) and the session goes on.
 
   claude mcp add ucl -- ucl mcp --dir ~/.ucl
   (see docs/mcp.md for Cursor, Windsurf and other clients)`,
@@ -40,8 +41,7 @@ the next call of another ucl mcp takes over. Each call is logged to stderr.
 		srv := mcpserver.New(eng, mcpserver.Options{Version: version, Log: c.App.ErrWriter})
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		tr := &mcp.IOTransport{Reader: io.NopCloser(c.App.Reader), Writer: nopWriteCloser{c.App.Writer}}
-		runErr := srv.Run(ctx, tr)
+		runErr := srv.Run(ctx, mcpserver.StdioTransport(c.App.Reader, c.App.Writer, 0))
 		// The client closing stdin or a signal is the normal end.
 		if errors.Is(runErr, context.Canceled) || errors.Is(runErr, io.EOF) {
 			runErr = nil
@@ -50,6 +50,13 @@ the next call of another ucl mcp takes over. Each call is logged to stderr.
 	},
 }
 
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
+// mcpToolNames lists the exposed tools, from the server's tool table.
+func mcpToolNames() string {
+	var names []string
+	for _, t := range mcpserver.Tools() {
+		if t.Exposed {
+			names = append(names, t.Name)
+		}
+	}
+	return strings.Join(names, ", ")
+}

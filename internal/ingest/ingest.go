@@ -205,7 +205,7 @@ func ParseLine(b []byte, lineNo int, o Options) ([]log.Entry, error) {
 			return nil, fail("kind", errors.New("want conversation, document, knowledge or tool_call"))
 		}
 		if log.CheckRole(ln.Role) != nil {
-			return nil, fail("role", fmt.Errorf("%q: want user, assistant, system, tool or developer", ln.Role))
+			return nil, fail("role", fmt.Errorf("%q: want user, assistant, system, developer or tool", ln.Role))
 		}
 		t, err := rawTime(ln.Time)
 		if err != nil {
@@ -417,7 +417,7 @@ func toolCallEntries(ln *line, id log.ID, o Options, fail func(string, error) er
 		role = "tool"
 	}
 	if log.CheckRole(role) != nil {
-		return nil, fail("role", fmt.Errorf("%q: want user, assistant, system, tool or developer", ln.Role))
+		return nil, fail("role", fmt.Errorf("%q: want user, assistant, system, developer or tool", ln.Role))
 	}
 	s := &log.Store{ChunkID: ln.ChunkID, Kind: log.KindToolCall, Session: ln.Session, Role: role, Meta: ln.Meta,
 		Parent: ln.Parent, Time: t, Supersedes: ln.Supersedes,

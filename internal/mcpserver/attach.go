@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -166,3 +167,9 @@ func (s *Shared) ProjectionStatus(ctx context.Context, req ucl.ProjectionStatusR
 }
 
 var _ Engine = (*Shared)(nil)
+
+// Replay implements Engine.
+func (s *Shared) Replay(ctx context.Context, req ucl.ReplayRequest, fn func(json.RawMessage) error) error {
+	_, err := via(s, func(a ucl.API) (*struct{}, error) { return nil, a.Replay(ctx, req, fn) })
+	return err
+}

@@ -13,46 +13,47 @@ import (
 	"github.com/unlimitedcontext/ucl/log"
 )
 
-const descEdit = `Correct or update a stored item: replace its content (and, if given, its meta) with a new version. Every search, context and read then sees the new version only; the earlier ones stay in the log and uc_get with history lists them with their time and author. A document or long tool result is edited as a whole by its id (the chunk_parent of its chunks), never chunk by chunk. A forgotten item cannot be edited. When a fact changed in the world (not a typo), prefer uc_store with supersedes, which keeps both.`
-
 // ToolIn makes a uc_store call a tool call.
 type ToolIn struct {
-	Name   string `json:"name" jsonschema:"the tool's name"`
-	Args   any    `json:"args,omitempty" jsonschema:"the call's arguments (any JSON value)"`
+	Name   string `json:"name"`
+	Args   any    `json:"args,omitempty" jsonschema:"any JSON value"`
 	Status string `json:"status,omitempty" jsonschema:"ok, error, pending, ..."`
 }
 
 // ToolOut is a tool call as items show it.
 type ToolOut struct {
 	Name   string `json:"name"`
-	Args   string `json:"args,omitempty" jsonschema:"the arguments as JSON text"`
+	Args   string `json:"args,omitempty"`
 	Status string `json:"status,omitempty"`
 }
 
 // EditIn are the arguments of uc_edit.
 type EditIn struct {
-	ID      string            `json:"id" jsonschema:"the item's id (a document's id for a document)"`
-	Content string            `json:"content" jsonschema:"the new content"`
-	Meta    map[string]string `json:"meta,omitempty" jsonschema:"new meta (replaces the old meta); omit to keep it"`
-	Status  string            `json:"status,omitempty" jsonschema:"for a tool call: its new status (ok, error); give its result as content"`
+	ID      string            `json:"id"`
+	Content string            `json:"content"`
+	Meta    map[string]string `json:"meta,omitempty" jsonschema:"replaces the meta; omit to keep it"`
+	Status  string            `json:"status,omitempty" jsonschema:"a tool call's new status"`
 }
 
 // EditOut is the result of uc_edit.
 type EditOut struct {
 	ID   string   `json:"id"`
-	Seqs []uint64 `json:"seqs" jsonschema:"log sequence numbers of the new version, one per chunk"`
-	Prev uint64   `json:"prev_seq" jsonschema:"sequence number of the version replaced"`
+	Seqs []uint64 `json:"seqs"`
+	Prev uint64   `json:"prev_seq"`
 }
 
 // Version is one version of an item.
 type Version struct {
 	Seq     uint64            `json:"seq"`
-	Time    string            `json:"time" jsonschema:"when this version was written"`
-	By      string            `json:"by,omitempty" jsonschema:"who wrote it: the editor, or the role of the original"`
+	Time    string            `json:"time"`
+	By      string            `json:"by,omitempty"`
 	Edit    bool              `json:"edit"`
 	Current bool              `json:"current,omitempty"`
 	Content string            `json:"content"`
 	Meta    map[string]string `json:"meta,omitempty"`
+	// Size is the whole content's length when Content was cut to bound
+	// the result (uc_get with offset reads the current version on).
+	Size int `json:"size,omitempty"`
 }
 
 // ItemHistory lists an item's versions, oldest first.
@@ -141,6 +142,28 @@ func (s *server) histories(ctx context.Context, ids []string) ([]ItemHistory, er
 	return out, nil
 }
 
+// fitVersions cuts the versions' contents to about budget bytes in all,
+// each to an equal share at least.
+func fitVersions(hs []ItemHistory, budget int) {
+	n := 0
+	for _, h := range hs {
+		n += len(h.Versions)
+	}
+	if n == 0 {
+		return
+	}
+	share := max(budget/n-itemOverhead, minContent)
+	for i := range hs {
+		for j := range hs[i].Versions {
+			v := &hs[i].Versions[j]
+			if len(v.Content) > share {
+				v.Size = len(v.Content)
+				v.Content = v.Content[:cutAt(v.Content, share)]
+			}
+		}
+	}
+}
+
 func renderHistories(hs []ItemHistory) string {
 	var b strings.Builder
 	for _, h := range hs {
@@ -154,7 +177,11 @@ func renderHistories(hs []ItemHistory) string {
 			if v.Current {
 				cur = " (current)"
 			}
-			fmt.Fprintf(&b, "v%d [%s] %s by %s seq=%d%s\n%s\n\n", i+1, v.Time, what, orDash(v.By), v.Seq, cur, v.Content)
+			cut := ""
+			if v.Size > 0 {
+				cut = fmt.Sprintf("\n[cut at byte %d of %d]", len(v.Content), v.Size)
+			}
+			fmt.Fprintf(&b, "v%d [%s] %s by %s seq=%d%s\n%s%s\n\n", i+1, v.Time, what, orDash(v.By), v.Seq, cur, v.Content, cut)
 		}
 	}
 	return b.String()
@@ -179,7 +206,34 @@ func (s *server) toolThread(ctx context.Context, _ *mcp.CallToolRequest, in Thre
 	for i, it := range res.Items {
 		out.Items[i] = itemOf(it.Item)
 	}
-	return textResult(renderItems(out.Items)), out, nil
+	// Keep the anchor in a chain longer than the result bound: fit from
+	// it onwards, then what precedes it in the room left.
+	at := 0
+	for i, it := range out.Items {
+		if it.ID == in.ID {
+			at = i
+		}
+	}
+	var b strings.Builder
+	tail := out.Items[at:]
+	tail = tail[:fitItems(tail, itemsBudget)]
+	used := 0
+	for _, it := range tail {
+		used += itemOverhead + len(it.Content)
+	}
+	head := out.Items[:at]
+	keep := 0
+	for keep < len(head) && used+itemOverhead+len(head[len(head)-1-keep].Content) <= itemsBudget {
+		used += itemOverhead + len(head[len(head)-1-keep].Content)
+		keep++
+	}
+	out.More = len(out.Items) - keep - len(tail)
+	out.Items = append(append([]Item{}, head[len(head)-keep:]...), tail...)
+	if out.More > 0 {
+		fmt.Fprintf(&b, "[%d item(s) of this thread did not fit this result: ask for a smaller depth, or uc_get_thread on the first or last item shown]\n", out.More)
+	}
+	b.WriteString(renderItems(out.Items))
+	return textResult(b.String()), out, nil
 }
 
 // Edit implements Engine.

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/unlimitedcontext/ucl"
 )
@@ -22,6 +23,9 @@ type Engine interface {
 	Thread(ctx context.Context, req ucl.ThreadRequest) (*ucl.ThreadResult, error)
 	Status(ctx context.Context, req ucl.StatusRequest) (*ucl.StatusResult, error)
 	ProjectionStatus(ctx context.Context, req ucl.ProjectionStatusRequest) (*ucl.ProjectionsResult, error)
+	// Replay is how uc_get_document finds items by name, which no
+	// projection indexes.
+	Replay(ctx context.Context, req ucl.ReplayRequest, fn func(line json.RawMessage) error) error
 }
 
 var _ Engine = (ucl.API)(nil)

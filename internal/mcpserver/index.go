@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -12,17 +11,15 @@ import (
 	"github.com/unlimitedcontext/ucl/query"
 )
 
-const descIndex = `Get a map of memory to navigate instead of a wall of text: with a query, of the items matching any of its words (time phrases like "last week" filter); without one, of everything. Few matches come in full, up to 500 as dated snippets with ids (open one with uc_get); more as groups — sessions with counts, time spans and summaries, months, and topic clusters — each with the exact call that opens it (uc_index narrowed, or uc_get_session), plus counts for today / earlier this week / earlier this month / older. Always within budget tokens (default 4000). Start here for broad questions ("what do we know about X?", "what happened this year?") and follow the calls it gives.`
-
 // IndexIn are the arguments of uc_index.
 type IndexIn struct {
-	Query    string   `json:"query,omitempty" jsonschema:"words to match (any of them); empty: the whole store; time phrases such as last week filter"`
-	Budget   int      `json:"budget,omitempty" jsonschema:"token budget of the answer, 100 to 100000 (default 4000)"`
+	Query    string   `json:"query,omitempty" jsonschema:"words to match (any); empty: everything"`
+	Budget   int      `json:"budget,omitempty" jsonschema:"tokens, 100 to 100000 (default 4000)"`
 	Sessions []string `json:"sessions,omitempty" jsonschema:"only these sessions"`
-	Kinds    []string `json:"kinds,omitempty" jsonschema:"only these kinds: conversation, document, knowledge, tool_call"`
-	Since    string   `json:"since,omitempty" jsonschema:"only content from this time on (RFC 3339, date or unix ms)"`
-	Until    string   `json:"until,omitempty" jsonschema:"only content before this time"`
-	Now      string   `json:"now,omitempty" jsonschema:"reference time for the overview and time phrases (default: now); the calls the index gives repeat it"`
+	Kinds    []string `json:"kinds,omitempty" jsonschema:"only these kinds"`
+	Since    string   `json:"since,omitempty" jsonschema:"content time from"`
+	Until    string   `json:"until,omitempty" jsonschema:"content time before"`
+	Now      string   `json:"now,omitempty" jsonschema:"reference time (default now)"`
 }
 
 // IndexOut is the result of uc_index: the structure of the text answer.
@@ -60,7 +57,7 @@ func (s *server) toolIndex(ctx context.Context, _ *mcp.CallToolRequest, in Index
 	}
 	now := in.Now
 	if now == "" {
-		now = s.opts.Now().UTC().Format(time.RFC3339)
+		now = s.now()
 	} else if _, err := ingest.ParseTime(now); err != nil {
 		return nil, out, badArg("now", "%v", err)
 	}

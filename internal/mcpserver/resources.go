@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -130,7 +129,7 @@ func (s *server) autoContext(ctx context.Context) (string, error) {
 		}
 	}
 	res, err := s.eng.Context(ctx, ucl.ContextRequest{
-		SearchRequest: ucl.SearchRequest{Text: text, Session: active, Now: s.opts.Now().UTC().Format(time.RFC3339Nano)},
+		SearchRequest: ucl.SearchRequest{Text: text, Session: active, Now: s.now()},
 		Budget:        DefaultBudget, Recent: DefaultRecent,
 	})
 	if err != nil {

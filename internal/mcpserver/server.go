@@ -35,6 +35,10 @@ var ErrBadArgument = errors.New("bad argument")
 // when an id, session or document does not exist or has been forgotten.
 var ErrNotFound = errors.New("not found")
 
+// ErrAmbiguous is returned (as a tool error) when a name given to find
+// one item names several: the message lists them with their ids.
+var ErrAmbiguous = errors.New("ambiguous")
+
 // Options configure New. The zero value is usable.
 type Options struct {
 	// Name and Version are announced to clients (default "ucl", "dev").
@@ -107,6 +111,14 @@ func (s *server) logCalls(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return res, err
 	}
+}
+
+// now is the server's clock as the engine's requests take it: to the
+// millisecond, as content times are, so that "now" includes what was
+// stored in the same second (a time cut to the second would put it after
+// now).
+func (s *server) now() string {
+	return time.UnixMilli(s.opts.Now().UnixMilli()).UTC().Format(time.RFC3339Nano)
 }
 
 func toolErrText(r *mcp.CallToolResult) string {

@@ -207,11 +207,15 @@ func TestListToolsAndResources(t *testing.T) {
 	var names []string
 	for _, tl := range tools.Tools {
 		names = append(names, tl.Name)
-		if len(tl.Description) < 80 {
+		if len(tl.Description) < 60 {
 			t.Errorf("%s: description too short for a model: %q", tl.Name, tl.Description)
 		}
-		if tl.InputSchema == nil || tl.OutputSchema == nil {
-			t.Errorf("%s: missing input or output schema", tl.Name)
+		if tl.InputSchema == nil {
+			t.Errorf("%s: missing input schema", tl.Name)
+		}
+		// Output schemas only where programs read the result.
+		if want := tl.Name == "uc_store" || tl.Name == "uc_query"; (tl.OutputSchema != nil) != want {
+			t.Errorf("%s: output schema %v, want one: %v", tl.Name, tl.OutputSchema != nil, want)
 		}
 	}
 	sort.Strings(names)
@@ -324,7 +328,7 @@ func TestQueryBadArguments(t *testing.T) {
 	e.fails("uc_query", QueryIn{Query: "x", K: 201}, "k: must be 1 to 200, got 201")
 	e.fails("uc_query", QueryIn{Query: "x", K: -1}, "k: must be 1 to 200")
 	e.fails("uc_query", QueryIn{Query: "x", Sessions: []string{"nope"}}, `no session "nope"`)
-	e.fails("uc_query", QueryIn{Query: "x", Active: "nope"}, `no session "nope"`)
+	e.fails("uc_query", QueryIn{Query: "x", Session: "nope"}, `no session "nope"`)
 	e.fails("uc_query", QueryIn{Query: "x", Since: "2023-13-45"}, "since: cannot parse time")
 	e.fails("uc_query", QueryIn{Query: "x", Since: "2023-05-02", Until: "2023-05-01"}, "until: ")
 	e.fails("uc_query", QueryIn{Query: "x", Kinds: []string{"mail"}}, `kinds: "mail" is not a kind`)
@@ -335,8 +339,8 @@ func TestContext(t *testing.T) {
 	e := newEnv(t)
 	s := e.seed()
 	out, text := ok[ContextOut](e, "uc_context", ContextIn{Query: "when is the cutover?", Session: "s1"})
-	if !strings.Contains(out.Context, "Saturday night") || text != out.Context {
-		t.Fatalf("context: %q", out.Context)
+	if !strings.Contains(text, "Saturday night") {
+		t.Fatalf("context: %q", text)
 	}
 	if out.Tokens > out.Budget || out.Budget != DefaultBudget || out.Format != "xml" {
 		t.Fatalf("context accounting: %+v", out)
@@ -354,9 +358,9 @@ func TestContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, _ = ok[ContextOut](e, "uc_context", ContextIn{Query: "when is the cutover?", Session: "s1"})
-	if out.Context != want.Context {
-		t.Fatalf("context differs from the engine's:\n%s\n---\n%s", out.Context, want.Context)
+	_, text = ok[ContextOut](e, "uc_context", ContextIn{Query: "when is the cutover?", Session: "s1"})
+	if text != want.Context {
+		t.Fatalf("context differs from the engine's:\n%s\n---\n%s", text, want.Context)
 	}
 }
 
@@ -364,8 +368,8 @@ func TestContextBadArguments(t *testing.T) {
 	e := newEnv(t)
 	e.seed()
 	zero, neg := 0, -5
-	e.fails("uc_context", ContextIn{Query: "x", Budget: &zero}, "budget: must be a positive number of tokens")
-	e.fails("uc_context", ContextIn{Query: "x", Budget: &neg}, "budget: must be a positive number")
+	e.fails("uc_context", ContextIn{Query: "x", Budget: &zero}, "budget: must be 1 to 100000 tokens")
+	e.fails("uc_context", ContextIn{Query: "x", Budget: &neg}, "budget: must be 1 to 100000")
 	e.fails("uc_context", ContextIn{}, "query: is empty")
 	e.fails("uc_context", ContextIn{Query: "x", Session: "nope"}, `no session "nope"`)
 	e.fails("uc_context", ContextIn{Query: "x", Format: "yaml"}, `format: "yaml"`)
@@ -433,33 +437,33 @@ func TestSession(t *testing.T) {
 	s := e.seed()
 	all, text := ok[SessionOut](e, "uc_get_session", SessionIn{Session: "s1"})
 	n := 2 + len(s.docChunks)
-	if len(all.Items) != n || all.Session.Items != n || all.Next != 0 || all.Items[0].ID != s.q {
-		t.Fatalf("session: %d items, info %+v, next %d", len(all.Items), all.Session, all.Next)
+	if len(all.Items) != n || all.Session.Items != n || all.NextOffset != 0 || all.Items[0].ID != s.q {
+		t.Fatalf("session: %d items, info %+v, next %d", len(all.Items), all.Session, all.NextOffset)
 	}
 	if !strings.Contains(text, "Postgres cutover") {
 		t.Errorf("text: %s", text)
 	}
 	p1, _ := ok[SessionOut](e, "uc_get_session", SessionIn{Session: "s1", Limit: 2})
-	if len(p1.Items) != 2 || p1.Next != 2 {
-		t.Fatalf("page 1: %d items, next %d", len(p1.Items), p1.Next)
+	if len(p1.Items) != 2 || p1.NextOffset != 2 {
+		t.Fatalf("page 1: %d items, next %d", len(p1.Items), p1.NextOffset)
 	}
-	p2, _ := ok[SessionOut](e, "uc_get_session", SessionIn{Session: "s1", From: p1.Next, Limit: 500})
-	if len(p2.Items) != n-2 || p2.Next != 0 || p2.Items[0].ID != all.Items[2].ID {
-		t.Fatalf("page 2: %d items, next %d", len(p2.Items), p2.Next)
+	p2, _ := ok[SessionOut](e, "uc_get_session", SessionIn{Session: "s1", Offset: p1.NextOffset, Limit: 500})
+	if len(p2.Items) != n-2 || p2.NextOffset != 0 || p2.Items[0].ID != all.Items[2].ID {
+		t.Fatalf("page 2: %d items, next %d", len(p2.Items), p2.NextOffset)
 	}
 	last, text := ok[SessionOut](e, "uc_get_session", SessionIn{Session: "s1", Last: 2})
-	if len(last.Items) != 2 || last.Next != 0 || last.Items[0].ID != all.Items[n-2].ID || last.Items[1].ID != all.Items[n-1].ID {
-		t.Fatalf("last 2: %d items, next %d", len(last.Items), last.Next)
+	if len(last.Items) != 2 || last.NextOffset != 0 || last.Items[0].ID != all.Items[n-2].ID || last.Items[1].ID != all.Items[n-1].ID {
+		t.Fatalf("last 2: %d items, next %d", len(last.Items), last.NextOffset)
 	}
-	if !strings.Contains(text, fmt.Sprintf("(from=%d)", n-2)) {
+	if !strings.Contains(text, fmt.Sprintf("(offset %d)", n-2)) {
 		t.Errorf("last 2 does not say where it starts: %s", text)
 	}
-	e.fails("uc_get_session", SessionIn{Session: "s1", Last: 2, From: 1}, "last: cannot be combined with from or limit")
+	e.fails("uc_get_session", SessionIn{Session: "s1", Last: 2, Offset: 1}, "last: cannot be combined with offset or limit")
 	e.fails("uc_get_session", SessionIn{Session: "s1", Last: 501}, "last: must be 1 to 500")
 	e.fails("uc_get_session", SessionIn{Session: "nope"}, `no session "nope"`)
 	e.fails("uc_get_session", SessionIn{}, "session: is empty")
 	e.fails("uc_get_session", SessionIn{Session: "s1", Limit: 501}, "limit: must be 1 to 500")
-	e.fails("uc_get_session", SessionIn{Session: "s1", From: -1}, "from: must be 0 or more")
+	e.fails("uc_get_session", SessionIn{Session: "s1", Offset: -1}, "offset: must be 0 or more")
 }
 
 func TestListSessions(t *testing.T) {
@@ -498,7 +502,7 @@ func TestDocument(t *testing.T) {
 	}
 	e.fails("uc_get_document", DocumentIn{}, "give the document's id or its name")
 	e.fails("uc_get_document", DocumentIn{ID: "nope"}, `no item with id "nope"`)
-	e.fails("uc_get_document", DocumentIn{Name: "missing.md"}, `no document named "missing.md"`)
+	e.fails("uc_get_document", DocumentIn{Name: "missing.md"}, `no item named "missing.md"`)
 	e.fails("uc_get_document", DocumentIn{ID: s.doc, Name: "runbook.md"}, "not both")
 }
 
@@ -524,7 +528,7 @@ func TestPeriod(t *testing.T) {
 	if last.Total != 1 || last.Items[0].ID != s.fact {
 		t.Fatalf("last month: %+v", last)
 	}
-	may, _ := ok[PeriodOut](e, "uc_period", PeriodIn{Period: "May 2023", Kind: "conversation"})
+	may, _ := ok[PeriodOut](e, "uc_period", PeriodIn{Period: "May 2023", Kinds: []string{"conversation"}})
 	if may.Total != 2 {
 		t.Fatalf("May 2023 conversation: %d", may.Total)
 	}
@@ -532,11 +536,11 @@ func TestPeriod(t *testing.T) {
 	if iso.Total != 3 || iso.Until != "2023-05-09T00:00:00Z" {
 		t.Fatalf("iso range (end date inclusive): total %d until %s", iso.Total, iso.Until)
 	}
-	pg, _ := ok[PeriodOut](e, "uc_period", PeriodIn{Period: "this week", Limit: 2, From: 1})
-	if len(pg.Items) != 2 || pg.Items[0].ID != week.Items[1].ID || pg.Next != 3 {
+	pg, _ := ok[PeriodOut](e, "uc_period", PeriodIn{Period: "this week", Limit: 2, Offset: 1})
+	if len(pg.Items) != 2 || pg.Items[0].ID != week.Items[1].ID || pg.NextOffset != 3 {
 		t.Fatalf("paging: %+v", pg)
 	}
-	s1, _ := ok[PeriodOut](e, "uc_period", PeriodIn{Period: "in 2023", Session: "s2"})
+	s1, _ := ok[PeriodOut](e, "uc_period", PeriodIn{Period: "in 2023", Sessions: []string{"s2"}})
 	if s1.Total != 1 {
 		t.Fatalf("session filter: %d", s1.Total)
 	}
@@ -549,8 +553,8 @@ func TestPeriod(t *testing.T) {
 	e.fails("uc_period", PeriodIn{Period: "2023-05-09..2023-05-01"}, "end is not after its start")
 	e.fails("uc_period", PeriodIn{Period: "2023-02-30..2023-03-01"}, "period start")
 	e.fails("uc_period", PeriodIn{Period: ""}, "period is empty")
-	e.fails("uc_period", PeriodIn{Period: "today", Session: "nope"}, `no session "nope"`)
-	e.fails("uc_period", PeriodIn{Period: "today", Kind: "mail"}, `kind: "mail"`)
+	e.fails("uc_period", PeriodIn{Period: "today", Sessions: []string{"nope"}}, `no session "nope"`)
+	e.fails("uc_period", PeriodIn{Period: "today", Kinds: []string{"mail"}}, `kinds: "mail"`)
 }
 
 func TestForget(t *testing.T) {
@@ -592,9 +596,9 @@ func TestForgetBadArguments(t *testing.T) {
 	e.fails("uc_forget", ForgetIn{}, "say what to forget")
 	e.fails("uc_forget", ForgetIn{IDs: []string{s.q, "nope"}}, `no item with id "nope"`)
 	e.fails("uc_forget", ForgetIn{Session: "nope"}, `no session "nope"`)
-	e.fails("uc_forget", ForgetIn{From: "2023-05-01"}, "needs both from and to")
-	e.fails("uc_forget", ForgetIn{From: "2023-05-02", To: "2023-05-01"}, "to: ")
-	e.fails("uc_forget", ForgetIn{From: "garbage", To: "2023-05-01"}, "from: cannot parse time")
+	e.fails("uc_forget", ForgetIn{Since: "2023-05-01"}, "needs both since and until")
+	e.fails("uc_forget", ForgetIn{Since: "2023-05-02", Until: "2023-05-01"}, "until: ")
+	e.fails("uc_forget", ForgetIn{Since: "garbage", Until: "2023-05-01"}, "since: cannot parse time")
 	if e.head() != h {
 		t.Fatalf("a refused forget wrote events: head %d → %d", h, e.head())
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -18,40 +19,6 @@ import (
 	"github.com/unlimitedcontext/ucl/projections/timelines"
 	"github.com/unlimitedcontext/ucl/query"
 )
-
-// Tool descriptions are written for the model that decides when to call
-// the tool: what it is for, when to call it, what comes back.
-const (
-	descStore        = `Remember something: a conversation turn, a fact or decision worth keeping (kind knowledge), a whole document or a tool result (long ones are split into chunks automatically and can be read back whole with uc_get_document). Call it for every turn you want recalled in later sessions, with the session id of the current conversation and the role. Pass parent (the id of the item this replies to) to keep threads, and id as an idempotency key when you might retry. To record a tool call give tool (name, args, status) with its result as content (content may be empty while the result is pending) and the triggering message as parent. When a fact changed, pass supersedes with the ids of the outdated items: they then rank below the new one and are marked superseded_by. Returns the ids and log sequence numbers written. Stored items are encrypted, append-only and mirrored; use uc_forget to hide one.`
-	descQuery        = `Search memory for items relevant to a question, across all past sessions. Hybrid retrieval (keywords and meaning); time phrases in the query such as "yesterday", "last week" or "in May 2023" rank items from that time first (they do not exclude others; use since/until to filter). Filters: sessions, kinds, roles, since/until. Returns ranked hits with id, session, role, kind, time, score and a snippet; is_chunk marks a piece of a larger document (read it with uc_get with_chunks or uc_get_document). Use uc_get to read a hit in full, uc_get_thread for the conversation around it.`
-	descContext      = `Get a ready-to-use context block for the current task: the recent turns of the active session followed by the most relevant memories, packed under a token budget (the same block as the CLI's "ucl context"). Call it at the start of a task or when the user refers to something from before; put the returned context in your working memory. Give the user's message as query and the current session as session.`
-	descGet          = `Read items in full by id (ids from uc_query, uc_store or uc_period). With with_chunks, an id that is one chunk of a larger document or tool result returns every chunk of that whole, in order. An id that does not exist (or was forgotten) is an error naming it. With history, every version of an edited item (uc_edit) is listed with its time and author.`
-	descThread       = `Get the reply chain around an item: the items it replies to (following parent), the item itself, and the replies to it and the tool calls it triggered, up to depth steps each way, in time order. Use it to see the discussion a search hit came from.`
-	descSession      = `Read one session (a conversation) in order: its items from position from, at most limit (paged; next gives the next page), with the session's time span, counts and title. Use uc_list_sessions to find session ids.`
-	descListSessions = `List sessions (conversations), most recently active first, with their time span, item counts, title and short summary. since keeps only sessions active at or after a time. Use it to orient yourself ("what have we worked on lately?") and then uc_get_session to read one.`
-	descDocument     = `Read a whole stored document (or long tool result) reassembled from its chunks, by its id (the chunk_parent of its chunks, or the id of any chunk) or by its name (the meta name given when it was stored).`
-	descPeriod       = `List what was stored in a period, newest first, paged: "today", "yesterday", "this week", "last week", "last month", "May 2023", "in 2023", "3 days ago", or an ISO range "2023-05-01..2023-05-31" (a bare end date includes that day). Optional session and kind filters. Use it for "what did we do last week?" questions where there is no search term.`
-	descForget       = `Forget items: by ids (a document's id forgets all its chunks), a whole session, or a content-time range (from/to, optionally within a session). Appends a tombstone that hides the items from every search, context, session view and replay at once, immediately. It is not erasure: the encrypted bytes stay in the log and on Arweave, and the current vault key can still decrypt them until the key is rotated. Give a reason; it is kept in the audit trail. Returns the ids hidden.`
-	descStatus       = `Report the memory store's state: number of events, head sequence number and hash, whether every projection (search indexes, timelines, summaries) has caught up with the log, and the Arweave mirror (segments pending and confirmed, every event up to safe_up_to confirmed).`
-)
-
-func (s *server) addTools(srv *mcp.Server) {
-	ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
-	mcp.AddTool(srv, &mcp.Tool{Name: "uc_store", Description: descStore}, s.toolStore)
-	mcp.AddTool(srv, &mcp.Tool{Name: "uc_query", Description: descQuery, Annotations: ro}, s.toolQuery)
-	mcp.AddTool(srv, &mcp.Tool{Name: "uc_context", Description: descContext, Annotations: ro}, s.toolContext)
-	mcp.AddTool(srv, &mcp.Tool{Name: "uc_get", Description: descGet, Annotations: ro}, s.toolGet)
-	mcp.AddTool(srv, &mcp.Tool{Name: "uc_get_thread", Description: descThread, Annotations: ro}, s.toolThread)
-	mcp.AddTool(srv, &mcp.Tool{Name: "uc_get_session", Description: descSession, Annotations: ro}, s.toolSession)
-	mcp.AddTool(srv, &mcp.Tool{Name: "uc_list_sessions", Description: descListSessions, Annotations: ro}, s.toolListSessions)
-	mcp.AddTool(srv, &mcp.Tool{Name: "uc_get_document", Description: descDocument, Annotations: ro}, s.toolDocument)
-	mcp.AddTool(srv, &mcp.Tool{Name: "uc_period", Description: descPeriod, Annotations: ro}, s.toolPeriod)
-	mcp.AddTool(srv, &mcp.Tool{Name: "uc_index", Description: descIndex, Annotations: ro}, s.toolIndex)
-	destructive := true
-	mcp.AddTool(srv, &mcp.Tool{Name: "uc_forget", Description: descForget, Annotations: &mcp.ToolAnnotations{DestructiveHint: &destructive}}, s.toolForget)
-	mcp.AddTool(srv, &mcp.Tool{Name: "uc_status", Description: descStatus, Annotations: ro}, s.toolStatus)
-	mcp.AddTool(srv, &mcp.Tool{Name: "uc_edit", Description: descEdit}, s.toolEdit)
-}
 
 // ---- uc_store
 
@@ -76,6 +43,9 @@ func (s *server) toolStore(ctx context.Context, _ *mcp.CallToolRequest, in Store
 	kind, err := log.ParseKind(in.Kind)
 	if err != nil {
 		return nil, out, badArg("kind", "%q is not a kind: want conversation, document, knowledge or tool_call", in.Kind)
+	}
+	if err := ucl.CheckRole(in.Role); err != nil {
+		return nil, out, fmt.Errorf("%w: %w", ErrBadArgument, err)
 	}
 	if in.Time != "" {
 		if _, err := ingest.ParseTime(in.Time); err != nil {
@@ -170,10 +140,15 @@ func (s *server) toolQuery(ctx context.Context, _ *mcp.CallToolRequest, in Query
 	if err != nil {
 		return nil, out, err
 	}
-	req := ucl.SearchRequest{Text: in.Query, K: k, Session: in.Active, Sessions: in.Sessions, Kinds: in.Kinds, Roles: in.Roles,
-		Now: s.opts.Now().UTC().Format(time.RFC3339Nano), IncludeSuperseded: in.IncludeSuperseded}
+	req := ucl.SearchRequest{Text: in.Query, K: k, Session: in.Session, Sessions: in.Sessions, Kinds: in.Kinds, Roles: in.Roles,
+		Now: s.now(), IncludeSuperseded: in.IncludeSuperseded}
 	if err := checkKinds(in.Kinds); err != nil {
 		return nil, out, err
+	}
+	for _, r := range in.Roles {
+		if err := ucl.CheckRole(r); err != nil || r == "" {
+			return nil, out, badArg("roles", "%q is not a role: want user, assistant, system, developer or tool", r)
+		}
 	}
 	if req.Since, req.Until, err = checkSpan("since", in.Since, "until", in.Until); err != nil {
 		return nil, out, err
@@ -188,8 +163,8 @@ func (s *server) toolQuery(ctx context.Context, _ *mcp.CallToolRequest, in Query
 			return nil, out, err
 		}
 	}
-	if in.Active != "" {
-		if err := s.checkSession(ctx, "active_session", in.Active); err != nil {
+	if in.Session != "" {
+		if err := s.checkSession(ctx, "session", in.Session); err != nil {
 			return nil, out, err
 		}
 	}
@@ -197,7 +172,7 @@ func (s *server) toolQuery(ctx context.Context, _ *mcp.CallToolRequest, in Query
 	if err != nil {
 		return nil, out, engineErr("query", err)
 	}
-	out = QueryOut{Query: res.Query, Mode: string(res.Mode), Since: fmtMS(res.Since), Until: fmtMS(res.Until), Hits: []Hit{}}
+	out = QueryOut{Query: snippet(res.Query, maxEcho), Mode: string(res.Mode), Since: fmtMS(res.Since), Until: fmtMS(res.Until), Hits: []Hit{}}
 	var b strings.Builder
 	if len(res.Results) == 0 {
 		b.WriteString("no matching memories.\n")
@@ -225,8 +200,8 @@ func (s *server) toolContext(ctx context.Context, _ *mcp.CallToolRequest, in Con
 	var out ContextOut
 	budget := DefaultBudget
 	if in.Budget != nil {
-		if *in.Budget <= 0 {
-			return nil, out, badArg("budget", "must be a positive number of tokens (e.g. 4000), got %d", *in.Budget)
+		if *in.Budget <= 0 || *in.Budget > maxIndexBudget {
+			return nil, out, badArg("budget", "must be 1 to %d tokens (e.g. 4000), got %d", maxIndexBudget, *in.Budget)
 		}
 		budget = *in.Budget
 	}
@@ -250,13 +225,13 @@ func (s *server) toolContext(ctx context.Context, _ *mcp.CallToolRequest, in Con
 		}
 	}
 	res, err := s.eng.Context(ctx, ucl.ContextRequest{
-		SearchRequest: ucl.SearchRequest{Text: in.Query, Session: in.Session, Now: s.opts.Now().UTC().Format(time.RFC3339Nano)},
+		SearchRequest: ucl.SearchRequest{Text: in.Query, Session: in.Session, Now: s.now()},
 		Budget:        budget, Recent: recent, Format: string(format),
 	})
 	if err != nil {
 		return nil, out, engineErr("context", err)
 	}
-	out = ContextOut{Context: res.Context, Format: string(res.Format), Tokens: res.Tokens, Budget: res.Budget,
+	out = ContextOut{Format: string(res.Format), Tokens: res.Tokens, Budget: res.Budget,
 		Included: nonNil(res.Included), Recent: nonNil(res.Recent)}
 	return textResult(res.Context), out, nil
 }
@@ -270,6 +245,10 @@ func (s *server) toolGet(ctx context.Context, _ *mcp.CallToolRequest, in GetIn) 
 	}
 	if len(in.IDs) > MaxLimit {
 		return nil, out, badArg("ids", "has %d ids; at most %d per call", len(in.IDs), MaxLimit)
+	}
+	limit, err := checkWindow(in.Offset, in.Limit)
+	if err != nil {
+		return nil, out, err
 	}
 	chunks, err := s.getChunks(ctx, in.IDs)
 	if err != nil {
@@ -308,17 +287,45 @@ func (s *server) toolGet(ctx context.Context, _ *mcp.CallToolRequest, in GetIn) 
 	for _, c := range chunks {
 		if !seen[c.ID] {
 			seen[c.ID] = true
-			out.Items = append(out.Items, itemOf(c))
+			it := itemOf(c)
+			if in.Offset > 0 || in.Limit > 0 {
+				window(&it, in.Offset, limit)
+			}
+			out.Items = append(out.Items, it)
 		}
 	}
+	budget := itemsBudget
+	if in.History {
+		budget /= 2 // the other half for the versions
+	}
+	n := fitItems(out.Items, budget)
+	rest := out.Items[n:]
+	out.Items = out.Items[:n]
 	text := renderItems(out.Items)
+	if len(rest) > 0 {
+		ids := make([]string, len(rest))
+		for i, it := range rest {
+			ids[i] = it.ID
+		}
+		text += fmt.Sprintf("[%d more item(s) did not fit this result: uc_get {\"ids\":%s}]\n", len(rest), mustCompactJSON(ids))
+	}
 	if in.History {
 		if out.History, err = s.histories(ctx, in.IDs); err != nil {
 			return nil, out, err
 		}
+		fitVersions(out.History, itemsBudget/2)
 		text += renderHistories(out.History)
 	}
 	return textResult(text), out, nil
+}
+
+// checkWindow validates a content window (offset, limit in bytes) and
+// returns the limit to use.
+func checkWindow(offset, limit int) (int, error) {
+	if offset < 0 {
+		return 0, badArg("offset", "must be 0 or more, got %d", offset)
+	}
+	return checkRange("limit", limit, itemsBudget, itemsBudget)
 }
 
 // getChunks resolves ids (chunk ids or document ids) to live chunks, in the
@@ -374,13 +381,13 @@ func (s *server) toolSession(ctx context.Context, _ *mcp.CallToolRequest, in Ses
 	if strings.TrimSpace(in.Session) == "" {
 		return nil, out, badArg("session", "is empty: give a session id (uc_list_sessions lists them)")
 	}
-	if in.From < 0 {
-		return nil, out, badArg("from", "must be 0 or more, got %d", in.From)
+	if in.Offset < 0 {
+		return nil, out, badArg("offset", "must be 0 or more, got %d", in.Offset)
 	}
-	req := ucl.SessionRequest{ID: in.Session, Offset: in.From}
+	req := ucl.SessionRequest{ID: in.Session, Offset: in.Offset}
 	if in.Last != 0 {
-		if in.From != 0 || in.Limit != 0 {
-			return nil, out, badArg("last", "cannot be combined with from or limit: last=%d asks for the most recent items", in.Last)
+		if in.Offset != 0 || in.Limit != 0 {
+			return nil, out, badArg("last", "cannot be combined with offset or limit: last=%d asks for the most recent items", in.Last)
 		}
 		last, err := checkRange("last", in.Last, DefaultLimit, MaxLimit)
 		if err != nil {
@@ -400,28 +407,29 @@ func (s *server) toolSession(ctx context.Context, _ *mcp.CallToolRequest, in Ses
 	}
 	if req.Last > 0 {
 		// The page ends at the session's end; report where it starts
-		// so that paging backwards (from, limit) can continue.
-		in.From = res.Total - len(res.Chunks)
+		// so that paging backwards (offset, limit) can continue.
+		in.Offset = res.Total - len(res.Chunks)
 	}
 	out.Session = sessionInfoOf(res.Session, res.Summary.Text)
 	out.Items = make([]Item, len(res.Chunks))
 	for i, c := range res.Chunks {
 		out.Items[i] = itemOf(c)
 	}
-	if end := in.From + len(res.Chunks); end < res.Total && len(res.Chunks) > 0 {
-		out.Next = end
+	out.Items = out.Items[:fitItems(out.Items, itemsBudget)]
+	if end := in.Offset + len(out.Items); end < res.Total && len(out.Items) > 0 {
+		out.NextOffset = end
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "session %s: %d items, %s to %s. %s\n", out.Session.ID, res.Total, out.Session.First, out.Session.Last, out.Session.Title)
-	if in.From >= res.Total && res.Total > 0 {
-		fmt.Fprintf(&b, "from %d is past the end.\n", in.From)
+	fmt.Fprintf(&b, "session %s: %d items, %s to %s. %s\n", out.Session.ID, res.Total, out.Session.First, out.Session.Last, snippet(out.Session.Title, 200))
+	if in.Offset >= res.Total && res.Total > 0 {
+		fmt.Fprintf(&b, "offset %d is past the end.\n", in.Offset)
 	}
-	if req.Last > 0 && in.From > 0 {
-		fmt.Fprintf(&b, "the last %d items (from=%d); earlier ones: call again with from and limit.\n", len(res.Chunks), in.From)
+	if req.Last > 0 && in.Offset > 0 {
+		fmt.Fprintf(&b, "the last %d items (offset %d); earlier ones: call again with offset and limit.\n", len(res.Chunks), in.Offset)
 	}
 	b.WriteString(renderItems(out.Items))
-	if out.Next > 0 {
-		fmt.Fprintf(&b, "(more: call again with from=%d)\n", out.Next)
+	if out.NextOffset > 0 {
+		fmt.Fprintf(&b, "(more: call again with offset=%d)\n", out.NextOffset)
 	}
 	return textResult(b.String()), out, nil
 }
@@ -445,11 +453,12 @@ func (s *server) toolListSessions(ctx context.Context, _ *mcp.CallToolRequest, i
 		return nil, out, engineErr("list sessions", err)
 	}
 	out.Sessions = []SessionInfo{}
+	size := 0 // about the bytes of the text so far
 	for _, si := range res.Sessions {
 		if in.Since != "" && si.Last < since {
 			break // most recently active first: every later one is older
 		}
-		if len(out.Sessions) == limit {
+		if len(out.Sessions) == limit || size > itemsBudget {
 			out.More = true
 			break
 		}
@@ -459,7 +468,10 @@ func (s *server) toolListSessions(ctx context.Context, _ *mcp.CallToolRequest, i
 		if err != nil {
 			return nil, out, engineErr("list sessions", err)
 		}
-		out.Sessions = append(out.Sessions, sessionInfoOf(si, one.Summary.Text))
+		info := sessionInfoOf(si, snippet(one.Summary.Text, 400))
+		info.Title = snippet(info.Title, 200)
+		size += itemOverhead + len(info.Title) + len(info.Summary)
+		out.Sessions = append(out.Sessions, info)
 	}
 	var b strings.Builder
 	if len(out.Sessions) == 0 {
@@ -468,7 +480,7 @@ func (s *server) toolListSessions(ctx context.Context, _ *mcp.CallToolRequest, i
 	for _, si := range out.Sessions {
 		fmt.Fprintf(&b, "- %s (%d items, %s to %s): %s\n", si.ID, si.Items, si.First, si.Last, si.Title)
 		if si.Summary != "" {
-			fmt.Fprintf(&b, "  %s\n", snippet(si.Summary, 400))
+			fmt.Fprintf(&b, "  %s\n", si.Summary)
 		}
 	}
 	if out.More {
@@ -488,14 +500,16 @@ func (s *server) toolDocument(ctx context.Context, _ *mcp.CallToolRequest, in Do
 	case id != "" && name != "":
 		return nil, out, badArg("name", "give id or name, not both")
 	}
+	limit, err := checkWindow(in.Offset, in.Limit)
+	if err != nil {
+		return nil, out, err
+	}
+	var chunks []ucl.Item
 	if id == "" {
-		var err error
-		if id, err = s.documentByName(ctx, name); err != nil {
+		if chunks, err = s.documentByName(ctx, name); err != nil {
 			return nil, out, err
 		}
-	}
-	chunks, err := s.getChunks(ctx, []string{id})
-	if err != nil {
+	} else if chunks, err = s.getChunks(ctx, []string{id}); err != nil {
 		return nil, out, err
 	}
 	if len(chunks) == 1 && chunks[0].ChunkParent != "" {
@@ -505,10 +519,7 @@ func (s *server) toolDocument(ctx context.Context, _ *mcp.CallToolRequest, in Do
 		}
 	}
 	first := chunks[0]
-	out = DocumentOut{ID: first.ID, Name: first.Meta["name"], Session: first.Session, Time: fmtMS(first.Time)}
-	if first.ChunkParent != "" {
-		out.ID = first.ChunkParent
-	}
+	out = DocumentOut{ID: docID(first.ID, first.ChunkParent), Name: first.Meta["name"], Session: first.Session, Time: fmtMS(first.Time)}
 	parts := make([]string, len(chunks))
 	for i, c := range chunks {
 		out.Chunks = append(out.Chunks, c.ID)
@@ -516,48 +527,96 @@ func (s *server) toolDocument(ctx context.Context, _ *mcp.CallToolRequest, in Do
 	}
 	// Chunks are cut without dropping a byte: joined as they are they give
 	// back the stored document exactly.
-	out.Content = strings.Join(parts, "")
+	it := Item{ID: out.ID, Content: strings.Join(parts, "")}
+	window(&it, in.Offset, limit)
+	out.Content, out.Offset, out.Size, out.NextOffset = it.Content, it.Offset, max(it.Size, len(it.Content)), it.NextOffset
 	head := fmt.Sprintf("document %s", out.ID)
 	if out.Name != "" {
-		head += fmt.Sprintf(" (%s)", out.Name)
+		head += fmt.Sprintf(" (%s)", snippet(out.Name, 200))
 	}
-	return textResult(fmt.Sprintf("%s, %d chunk(s), %s:\n\n%s\n", head, len(chunks), out.Time, out.Content)), out, nil
+	text := fmt.Sprintf("%s, %d chunk(s), %d bytes, %s:\n\n%s\n", head, len(chunks), out.Size, out.Time, out.Content)
+	if out.Offset > 0 || out.NextOffset > 0 {
+		text = fmt.Sprintf("%s, %d chunk(s), bytes %d to %d of %d, %s:\n\n%s\n", head, len(chunks), out.Offset, out.Offset+len(out.Content), out.Size, out.Time, out.Content)
+	}
+	if out.NextOffset > 0 {
+		text += fmt.Sprintf("[cut at byte %d of %d; read on: uc_get_document {\"id\":%q,\"offset\":%d}]\n", out.NextOffset, out.Size, out.ID, out.NextOffset)
+	}
+	return textResult(text), out, nil
 }
 
-// documentByName finds the id of the live document whose meta name is
-// name: first through a search (fast when the name occurs in the text),
-// then by walking the sessions' documents.
-func (s *server) documentByName(ctx context.Context, name string) (string, error) {
-	res, err := s.eng.Search(ctx, ucl.SearchRequest{Text: name, K: MaxK, Kinds: []string{"document", "tool_call"}, Mode: string(query.ModeBM25), NoTemporal: true})
-	if err != nil && !errors.Is(err, query.ErrEmptyQuery) {
-		return "", engineErr("find document", err)
-	}
-	if res != nil {
-		for _, r := range res.Results {
-			if strings.EqualFold(r.Meta["name"], name) {
-				return docID(r.ChunkID, r.ChunkParent), nil
-			}
+// maxCandidates bounds the candidates an ambiguous name lists.
+const maxCandidates = 20
+
+// documentByName returns the chunks of the one live item whose meta name
+// is name (ignoring case), in any session or none. Names are not indexed,
+// so it reads every stored item's header through a replay of the log;
+// the candidates are then read back to keep only live ones whose current
+// version still has the name. No item is ErrNotFound; several are
+// ErrAmbiguous listing them.
+func (s *server) documentByName(ctx context.Context, name string) ([]ucl.Item, error) {
+	var ids []string
+	seen := map[string]bool{}
+	err := s.eng.Replay(ctx, ucl.ReplayRequest{}, func(line json.RawMessage) error {
+		var ev struct {
+			Type        string            `json:"type"`
+			ChunkID     string            `json:"chunk_id"`
+			ChunkParent string            `json:"chunk_parent"`
+			Target      string            `json:"target"`
+			Meta        map[string]string `json:"meta"`
+			Tombstoned  bool              `json:"tombstoned"`
 		}
-	}
-	sessions, err := s.eng.Sessions(ctx, ucl.SessionsRequest{})
+		if err := json.Unmarshal(line, &ev); err != nil {
+			return fmt.Errorf("read replayed event: %w", err)
+		}
+		if ev.Tombstoned || !strings.EqualFold(ev.Meta["name"], name) {
+			return nil
+		}
+		id := docID(ev.ChunkID, ev.ChunkParent)
+		if ev.Type == "edit" && ev.Target != "" {
+			id = ev.Target
+		}
+		if id != "" && !seen[id] && len(ids) < 10*maxCandidates {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+		return nil
+	})
 	if err != nil {
-		return "", engineErr("find document", err)
+		return nil, engineErr("find document", err)
 	}
-	for _, si := range sessions.Sessions {
-		if si.Documents == 0 {
-			continue
+	var found [][]ucl.Item
+	for _, id := range ids {
+		chunks, err := s.getChunks(ctx, []string{id})
+		if errors.Is(err, ErrNotFound) {
+			continue // forgotten since
 		}
-		sess, err := s.eng.Session(ctx, ucl.SessionRequest{ID: si.ID})
 		if err != nil {
-			return "", engineErr("find document", err)
+			return nil, err
 		}
-		for _, c := range sess.Chunks {
-			if (c.Kind == log.KindDocument || c.Kind == log.KindToolCall) && strings.EqualFold(c.Meta["name"], name) {
-				return docID(c.ID, c.ChunkParent), nil
-			}
+		if strings.EqualFold(chunks[0].Meta["name"], name) {
+			found = append(found, chunks)
 		}
 	}
-	return "", fmt.Errorf("%w: no document named %q (names are the meta name given to uc_store)", ErrNotFound, name)
+	switch len(found) {
+	case 0:
+		return nil, fmt.Errorf("%w: no item named %q (a name is the meta name given to uc_store; uc_query finds items by their text)", ErrNotFound, name)
+	case 1:
+		return found[0], nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d items are named %q; call again with the id of the one you mean:", len(found), name)
+	for i, cs := range found {
+		if i == maxCandidates {
+			fmt.Fprintf(&b, "\n- and %d more", len(found)-i)
+			break
+		}
+		c, size := cs[0], 0
+		for _, p := range cs {
+			size += len(p.Content)
+		}
+		fmt.Fprintf(&b, "\n- id=%s session=%s kind=%s time=%s %d bytes: %s", docID(c.ID, c.ChunkParent), orDash(c.Session), c.Kind, fmtMS(c.Time), size, snippet(c.Content, 80))
+	}
+	return nil, fmt.Errorf("%w: %s", ErrAmbiguous, b.String())
 }
 
 func docID(id, parent string) string {
@@ -575,25 +634,30 @@ func (s *server) toolPeriod(ctx context.Context, _ *mcp.CallToolRequest, in Peri
 	if err != nil {
 		return nil, out, badArg("period", "%v", err)
 	}
-	if in.From < 0 {
-		return nil, out, badArg("from", "must be 0 or more, got %d", in.From)
+	if in.Offset < 0 {
+		return nil, out, badArg("offset", "must be 0 or more, got %d", in.Offset)
 	}
 	limit, err := checkRange("limit", in.Limit, DefaultLimit, MaxLimit)
 	if err != nil {
 		return nil, out, err
 	}
-	var kind log.Kind
-	if in.Kind != "" {
-		if kind, err = log.ParseKind(in.Kind); err != nil {
-			return nil, out, badArg("kind", "%q is not a kind: want conversation, document, knowledge or tool_call", in.Kind)
-		}
+	if err := checkKinds(in.Kinds); err != nil {
+		return nil, out, err
 	}
-	inSpan := func(t int64) bool { return (since == 0 || t >= since) && (until == 0 || t < until) }
+	kinds := map[string]bool{}
+	for _, k := range in.Kinds {
+		kinds[k] = true
+	}
+	keep := func(c ucl.Item) bool {
+		return (since == 0 || c.Time >= since) && (until == 0 || c.Time < until) && (len(kinds) == 0 || kinds[c.Kind.String()])
+	}
 	var sessions []ucl.SessionInfo
-	if in.Session != "" {
-		sessions = []ucl.SessionInfo{{ID: in.Session}}
-		if err := s.checkSession(ctx, "session", in.Session); err != nil {
-			return nil, out, err
+	if len(in.Sessions) > 0 {
+		for _, id := range in.Sessions {
+			if err := s.checkSession(ctx, "sessions", id); err != nil {
+				return nil, out, err
+			}
+			sessions = append(sessions, ucl.SessionInfo{ID: id})
 		}
 	} else {
 		res, err := s.eng.Sessions(ctx, ucl.SessionsRequest{})
@@ -615,29 +679,78 @@ func (s *server) toolPeriod(ctx context.Context, _ *mcp.CallToolRequest, in Peri
 			return nil, out, sessionErr("period", si.ID, err)
 		}
 		for _, c := range sess.Chunks {
-			if inSpan(c.Time) && (in.Kind == "" || c.Kind == kind) {
+			if keep(c) {
 				all = append(all, c)
 			}
 		}
+	}
+	if len(in.Sessions) == 0 {
+		loose, unlisted, err := s.sessionless(ctx, in.Kinds, since, until)
+		if err != nil {
+			return nil, out, err
+		}
+		for _, c := range loose {
+			if keep(c) {
+				all = append(all, c)
+			}
+		}
+		out.Unlisted = unlisted
 	}
 	sortChunks(all)
 	for i, j := 0, len(all)-1; i < j; i, j = i+1, j-1 {
 		all[i], all[j] = all[j], all[i] // newest first
 	}
-	out = PeriodOut{Since: fmtMS(since), Until: fmtMS(until), Total: len(all), Items: []Item{}}
-	for i := in.From; i < len(all) && len(out.Items) < limit; i++ {
+	out.Since, out.Until, out.Total, out.Items = fmtMS(since), fmtMS(until), len(all)+out.Unlisted, []Item{}
+	for i := in.Offset; i < len(all) && len(out.Items) < limit; i++ {
 		out.Items = append(out.Items, itemOf(all[i]))
 	}
-	if end := in.From + len(out.Items); end < len(all) && len(out.Items) > 0 {
-		out.Next = end
+	out.Items = out.Items[:fitItems(out.Items, itemsBudget)]
+	if end := in.Offset + len(out.Items); end < len(all) && len(out.Items) > 0 {
+		out.NextOffset = end
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d item(s) from %s to %s (newest first).\n", out.Total, orOpen(out.Since), orOpen(out.Until))
+	if out.Unlisted > 0 {
+		fmt.Fprintf(&b, "%d item(s) without a session are not listed (too many for one period): ask for a shorter period.\n", out.Unlisted)
+	}
 	b.WriteString(renderItems(out.Items))
-	if out.Next > 0 {
-		fmt.Fprintf(&b, "(more: call again with from=%d)\n", out.Next)
+	if out.NextOffset > 0 {
+		fmt.Fprintf(&b, "(more: call again with offset=%d)\n", out.NextOffset)
 	}
 	return textResult(b.String()), out, nil
+}
+
+// sessionless returns the live items without a session whose content
+// time is in [since, until) (0: open) and, of those, how many it could not
+// list. Sessions do not reach them, so they come from the engine's index
+// (the session filter "" is "no session"), which lists at most
+// ucl.IndexSnippets of them.
+func (s *server) sessionless(ctx context.Context, kinds []string, since, until int64) ([]ucl.Item, int, error) {
+	res, err := s.eng.Index(ctx, ucl.IndexRequest{Sessions: []string{""}, Kinds: kinds, Since: fmtMS(since), Until: fmtMS(until),
+		Now: s.now(), Budget: maxIndexBudget, For: "mcp"})
+	if err != nil {
+		return nil, 0, engineErr("period", err)
+	}
+	var ids []string
+	for _, list := range [][]ucl.IndexItem{res.Items, res.Snippets} {
+		for _, it := range list {
+			ids = append(ids, it.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, res.Matches, nil
+	}
+	chunks, err := s.getChunks(ctx, ids)
+	if err != nil {
+		return nil, 0, err
+	}
+	var out []ucl.Item
+	for _, c := range chunks {
+		if c.Session == "" {
+			out = append(out, c)
+		}
+	}
+	return out, max(0, res.Matches-len(ids)), nil
 }
 
 // ---- uc_forget
@@ -645,16 +758,16 @@ func (s *server) toolPeriod(ctx context.Context, _ *mcp.CallToolRequest, in Peri
 func (s *server) toolForget(ctx context.Context, _ *mcp.CallToolRequest, in ForgetIn) (*mcp.CallToolResult, ForgetOut, error) {
 	var out ForgetOut
 	req := ucl.TombstoneRequest{Session: in.Session, Reason: in.Reason}
-	from, to, err := checkSpan("from", in.From, "to", in.To)
+	from, to, err := checkSpan("since", in.Since, "until", in.Until)
 	if err != nil {
 		return nil, out, err
 	}
 	if (from != "") != (to != "") {
-		return nil, out, badArg("to", "a time range needs both from and to")
+		return nil, out, badArg("until", "a time span needs both since and until")
 	}
 	req.From, req.To = from, to
 	if len(in.IDs) == 0 && in.Session == "" && from == "" {
-		return nil, out, badArg("ids", "say what to forget: ids, a session, or a from/to range")
+		return nil, out, badArg("ids", "say what to forget: ids, a session, or a since/until span")
 	}
 	if len(in.IDs) > 0 {
 		// Resolve every id before writing anything: an unknown id fails the
@@ -754,16 +867,14 @@ func sessionErr(arg, id string, err error) error {
 	return engineErr(arg, err)
 }
 
-// engineErr turns an engine error into a tool error. Input errors keep
-// their message (they say what is wrong); others are prefixed with what
-// failed.
+// engineErr turns an engine error into a tool error by its class
+// (ucl.ClassOf): a bad request or a missing item keeps its message (it
+// says what is wrong); others are prefixed with what failed.
 func engineErr(what string, err error) error {
-	switch {
-	case errors.Is(err, ucl.ErrBadRequest), errors.Is(err, ingest.ErrBadInput), errors.Is(err, query.ErrEmptyQuery),
-		errors.Is(err, query.ErrBadBudget), errors.Is(err, query.ErrBadK), errors.Is(err, query.ErrBadMode),
-		errors.Is(err, query.ErrBadFormat), errors.Is(err, query.ErrBadFilter), errors.Is(err, query.ErrBadTimeRange):
+	switch ucl.ClassOf(err) {
+	case ucl.ClassBadRequest:
 		return fmt.Errorf("%w: %w", ErrBadArgument, err)
-	case errors.Is(err, timelines.ErrNotFound), errors.Is(err, ucl.ErrNoDocument), errors.Is(err, ucl.ErrNoMatch):
+	case ucl.ClassNotFound:
 		return fmt.Errorf("%w: %w", ErrNotFound, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)
@@ -851,7 +962,14 @@ func renderItems(items []Item) string {
 		if it.Edited {
 			fmt.Fprintf(&b, " edited")
 		}
-		fmt.Fprintf(&b, "\n%s\n\n", it.Content)
+		if it.Size > 0 && it.NextOffset == 0 {
+			fmt.Fprintf(&b, " bytes %d-%d of %d", it.Offset, it.Offset+len(it.Content), it.Size)
+		}
+		fmt.Fprintf(&b, "\n%s\n", it.Content)
+		if it.NextOffset > 0 {
+			fmt.Fprintf(&b, "%s\n", cutMarker(it))
+		}
+		b.WriteString("\n")
 	}
 	return b.String()
 }
@@ -905,6 +1023,14 @@ func quoteList(ids []string) string {
 		q[i] = fmt.Sprintf("%q", id)
 	}
 	return strings.Join(q, ", ")
+}
+
+func mustCompactJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprintf("(unprintable: %v)", err)
+	}
+	return string(b)
 }
 
 func nonNil(s []string) []string {

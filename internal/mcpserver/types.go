@@ -1,69 +1,84 @@
 package mcpserver
 
 // Tool arguments and results. Their JSON is the wire format of the tools
-// (see doc.go); the input schemas given to clients are derived from these
-// structs, so a field's `jsonschema` tag is what a model reads about it.
-// Fields without omitempty are required.
+// (see doc.go). The input schemas given to clients are derived from the In
+// types, so a field's `jsonschema` tag is what a model reads about it: keep
+// it short, since every tag is in every conversation's tools/list. Fields
+// without omitempty are required. Output schemas are declared only for the
+// tools whose results programs read (tools.go, toolTable).
+//
+// One name per concept across every tool: session (one session: the
+// current one, or the one to read or forget), sessions (a filter), kinds
+// (a filter), since/until (content time, until exclusive), k (hits),
+// budget (tokens), offset/limit (paging: items of a list, or bytes of one
+// item's content in uc_get and uc_get_document).
 
-// Item is one stored item (a chunk) in full.
+// Item is one stored item (a chunk). Content may be a window of the whole
+// (offset/limit, or cut to bound the result): then Size is the whole
+// content's length in bytes and NextOffset where the rest starts.
 type Item struct {
-	ID          string            `json:"id" jsonschema:"chunk id"`
-	Session     string            `json:"session,omitempty" jsonschema:"session id"`
-	Role        string            `json:"role,omitempty" jsonschema:"role of a conversation turn (user, assistant, ...)"`
-	Kind        string            `json:"kind" jsonschema:"conversation, document, knowledge or tool_call"`
-	Time        string            `json:"time" jsonschema:"content time, RFC 3339 UTC"`
-	Seq         uint64            `json:"seq" jsonschema:"log sequence number of the event that stored it"`
+	ID          string            `json:"id"`
+	Session     string            `json:"session,omitempty"`
+	Role        string            `json:"role,omitempty"`
+	Kind        string            `json:"kind"`
+	Time        string            `json:"time"`
+	Seq         uint64            `json:"seq"`
 	Content     string            `json:"content"`
 	Meta        map[string]string `json:"meta,omitempty"`
-	Parent      string            `json:"parent,omitempty" jsonschema:"id of the item this replies to"`
-	ChunkParent string            `json:"chunk_parent,omitempty" jsonschema:"set when this is one chunk of a larger item: the id of the whole (uc_get_document)"`
-	ChunkIndex  int               `json:"chunk_index,omitempty" jsonschema:"position of this chunk in the whole"`
-	Tool        *ToolOut          `json:"tool,omitempty" jsonschema:"set on a tool call: its name, arguments and status (content is its result)"`
-	Supersedes  []string          `json:"supersedes,omitempty" jsonschema:"ids of the items this one replaced as outdated"`
-	Edited      bool              `json:"edited,omitempty" jsonschema:"true when this is an edited version (uc_get with history lists the earlier ones)"`
+	Parent      string            `json:"parent,omitempty"`
+	ChunkParent string            `json:"chunk_parent,omitempty"`
+	ChunkIndex  int               `json:"chunk_index,omitempty"`
+	Tool        *ToolOut          `json:"tool,omitempty"`
+	Supersedes  []string          `json:"supersedes,omitempty"`
+	Edited      bool              `json:"edited,omitempty"`
 	EditedBy    string            `json:"edited_by,omitempty"`
+	// Offset is where Content starts in the whole content (bytes).
+	Offset int `json:"offset,omitempty"`
+	// Size is the whole content's length in bytes, set when Content is
+	// not all of it.
+	Size int `json:"size,omitempty"`
+	// NextOffset is where the rest starts when Content was cut (0: not cut).
+	NextOffset int `json:"next_offset,omitempty"`
 }
 
 // StoreIn are the arguments of uc_store.
 type StoreIn struct {
-	Content    string            `json:"content" jsonschema:"the text to remember (a turn, a fact, a whole document or tool result: long ones are chunked)"`
-	Session    string            `json:"session,omitempty" jsonschema:"session (conversation) id it belongs to"`
-	Role       string            `json:"role,omitempty" jsonschema:"for conversation turns: user, assistant, system or tool"`
+	Content    string            `json:"content" jsonschema:"the text; a tool call's result (may be empty then)"`
+	Session    string            `json:"session,omitempty" jsonschema:"the conversation's id"`
+	Role       string            `json:"role,omitempty" jsonschema:"user (default for turns), assistant, system, developer or tool"`
 	Kind       string            `json:"kind,omitempty" jsonschema:"conversation (default), document, knowledge or tool_call"`
-	Meta       map[string]string `json:"meta,omitempty" jsonschema:"string key/values kept with it; a document's meta name is how uc_get_document finds it by name"`
-	Parent     string            `json:"parent,omitempty" jsonschema:"id of the item this replies to (builds the thread of uc_get_thread)"`
-	Time       string            `json:"time,omitempty" jsonschema:"when it happened: RFC 3339, a date 2006-01-02 or unix ms (default now)"`
-	Tool       *ToolIn           `json:"tool,omitempty" jsonschema:"makes this a tool call (kind tool_call): content is its result, parent the message that triggered it"`
-	Supersedes []string          `json:"supersedes,omitempty" jsonschema:"ids of live items this one replaces as outdated (a fact that changed)"`
-	ID         string            `json:"id,omitempty" jsonschema:"idempotency key: storing again with the same id and content returns the first result and writes nothing"`
+	Meta       map[string]string `json:"meta,omitempty" jsonschema:"string pairs; name is how uc_get_document finds it"`
+	Parent     string            `json:"parent,omitempty" jsonschema:"id of the item this replies to"`
+	Time       string            `json:"time,omitempty" jsonschema:"when it happened (default now)"`
+	Tool       *ToolIn           `json:"tool,omitempty" jsonschema:"makes it a tool call"`
+	Supersedes []string          `json:"supersedes,omitempty" jsonschema:"ids of items this one makes outdated"`
+	ID         string            `json:"id,omitempty" jsonschema:"idempotency key: a retry with the same id writes nothing"`
 	// AllowDuplicate turns near-duplicate detection off for this call.
-	AllowDuplicate bool `json:"allow_duplicate,omitempty" jsonschema:"store it even when a live item of the same session, role and kind already has this text (ignoring case and spacing); by default that item is returned as duplicate_of and nothing is written"`
+	AllowDuplicate bool `json:"allow_duplicate,omitempty" jsonschema:"store even if the same text is already stored"`
 }
 
 // StoreOut is the result of uc_store.
 type StoreOut struct {
-	IDs     []string `json:"ids" jsonschema:"chunk ids written, in order (one unless the content was chunked)"`
-	Seqs    []uint64 `json:"seqs" jsonschema:"log sequence numbers, one per chunk"`
-	Chunked bool     `json:"chunked" jsonschema:"whether the content was split into several chunks"`
-	Parent  string   `json:"chunk_parent,omitempty" jsonschema:"id of the whole when chunked"`
-	Existed bool     `json:"existed" jsonschema:"true when the id was already stored with this content (nothing new written)"`
-	// DuplicateOf is set when nothing was written because the same text
-	// is already stored.
-	DuplicateOf string `json:"duplicate_of,omitempty" jsonschema:"set when nothing was written because a live item of the same session, role and kind has the same text (ignoring case and spacing): its id (the whole's id when chunked); ids are then that item's"`
+	IDs         []string `json:"ids" jsonschema:"chunk ids written, in order"`
+	Seqs        []uint64 `json:"seqs"`
+	Chunked     bool     `json:"chunked"`
+	Parent      string   `json:"chunk_parent,omitempty" jsonschema:"the whole's id when chunked"`
+	Existed     bool     `json:"existed" jsonschema:"nothing written: same id and content already stored"`
+	DuplicateOf string   `json:"duplicate_of,omitempty" jsonschema:"nothing written: this item has the same text"`
 }
 
 // QueryIn are the arguments of uc_query.
 type QueryIn struct {
-	Query             string   `json:"query" jsonschema:"what to look for; time phrases like yesterday, last week or in May 2023 rank items from that time first (since/until filter)"`
-	K                 int      `json:"k,omitempty" jsonschema:"number of hits, 1 to 200 (default 10)"`
+	Query             string   `json:"query"`
+	K                 int      `json:"k,omitempty" jsonschema:"hits, 1 to 200 (default 10)"`
+	Session           string   `json:"session,omitempty" jsonschema:"the current session: its items rank a little higher"`
 	Sessions          []string `json:"sessions,omitempty" jsonschema:"only these sessions"`
-	Active            string   `json:"active_session,omitempty" jsonschema:"the current session: its items rank a little higher (no filter)"`
-	Kinds             []string `json:"kinds,omitempty" jsonschema:"only these kinds: conversation, document, knowledge, tool_call"`
+	Kinds             []string `json:"kinds,omitempty" jsonschema:"only these kinds"`
 	Roles             []string `json:"roles,omitempty" jsonschema:"only these roles"`
-	Since             string   `json:"since,omitempty" jsonschema:"only content from this time on (RFC 3339, date or unix ms)"`
-	Until             string   `json:"until,omitempty" jsonschema:"only content before this time"`
+	Since             string   `json:"since,omitempty" jsonschema:"content time from (RFC 3339, date or unix ms)"`
+	Until             string   `json:"until,omitempty" jsonschema:"content time before"`
 	Mode              string   `json:"mode,omitempty" jsonschema:"hybrid (default), bm25 or vector"`
-	IncludeSuperseded bool     `json:"include_superseded,omitempty" jsonschema:"rank items that a newer item supersedes like any other (default: below the current ones)"`
+	IncludeSuperseded bool     `json:"include_superseded,omitempty" jsonschema:"rank outdated items like the others"`
 }
 
 // Hit is one ranked result of uc_query.
@@ -75,152 +90,167 @@ type Hit struct {
 	Time         string   `json:"time"`
 	Seq          uint64   `json:"seq"`
 	Score        float64  `json:"score"`
-	Snippet      string   `json:"snippet" jsonschema:"the start of the content; uc_get returns it whole"`
-	IsChunk      bool     `json:"is_chunk" jsonschema:"true when the hit is one chunk of a larger item (uc_get with with_chunks, or uc_get_document)"`
+	Snippet      string   `json:"snippet"`
+	IsChunk      bool     `json:"is_chunk"`
 	ChunkParent  string   `json:"chunk_parent,omitempty"`
-	Tool         *ToolOut `json:"tool,omitempty" jsonschema:"set on a tool call"`
-	SupersededBy []string `json:"superseded_by,omitempty" jsonschema:"ids of newer items that replace this one as outdated"`
+	Tool         *ToolOut `json:"tool,omitempty"`
+	SupersededBy []string `json:"superseded_by,omitempty"`
 }
 
-// QueryOut is the result of uc_query.
+// QueryOut is the result of uc_query. Query is the question as the engine
+// read it, cut to maxEcho runes: a long question is not sent back whole.
 type QueryOut struct {
 	Query string `json:"query"`
 	Mode  string `json:"mode"`
-	Since string `json:"since,omitempty" jsonschema:"effective time window start (filters and time phrases)"`
+	Since string `json:"since,omitempty"`
 	Until string `json:"until,omitempty"`
 	Hits  []Hit  `json:"hits"`
 }
 
 // ContextIn are the arguments of uc_context.
 type ContextIn struct {
-	Query   string `json:"query,omitempty" jsonschema:"what the context is for (usually the user's latest message); may be empty when session is given"`
-	Budget  *int   `json:"budget,omitempty" jsonschema:"most tokens the whole block may take (default 4000)"`
-	Session string `json:"session,omitempty" jsonschema:"the active session: its recent turns open the context"`
-	Recent  *int   `json:"recent,omitempty" jsonschema:"recent turns of the active session to include (default 6)"`
+	Query   string `json:"query,omitempty" jsonschema:"the user's latest message; may be empty when session is given"`
+	Session string `json:"session,omitempty" jsonschema:"the current session"`
+	Budget  *int   `json:"budget,omitempty" jsonschema:"tokens, 1 to 100000 (default 4000)"`
+	Recent  *int   `json:"recent,omitempty" jsonschema:"recent turns of session to include (default 6)"`
 	Format  string `json:"format,omitempty" jsonschema:"xml (default), json or text"`
 }
 
-// ContextOut is the result of uc_context.
+// ContextOut is the structured result of uc_context; the block itself is
+// the text content (not repeated here).
 type ContextOut struct {
-	Context  string   `json:"context" jsonschema:"the packed block, ready to put in a prompt"`
 	Format   string   `json:"format"`
 	Tokens   int      `json:"tokens"`
 	Budget   int      `json:"budget"`
-	Included []string `json:"included" jsonschema:"ids of the ranked items included"`
-	Recent   []string `json:"recent" jsonschema:"ids of the recent turns included"`
+	Included []string `json:"included"`
+	Recent   []string `json:"recent"`
 }
 
 // GetIn are the arguments of uc_get.
 type GetIn struct {
-	IDs        []string `json:"ids" jsonschema:"item (chunk) ids, as returned by uc_query or uc_store"`
-	WithChunks bool     `json:"with_chunks,omitempty" jsonschema:"for an id that is a chunk of a larger item, return every chunk of that item in order"`
-	History    bool     `json:"history,omitempty" jsonschema:"also list every version of each item (edits), oldest first, with time and author"`
+	IDs        []string `json:"ids"`
+	WithChunks bool     `json:"with_chunks,omitempty" jsonschema:"a chunk's id gives every chunk of its whole"`
+	History    bool     `json:"history,omitempty" jsonschema:"also every version of an edited item"`
+	Offset     int      `json:"offset,omitempty" jsonschema:"first byte of each content to return"`
+	Limit      int      `json:"limit,omitempty" jsonschema:"most bytes of content (default and most 32768)"`
 }
 
 // GetOut is the result of uc_get.
 type GetOut struct {
 	Items   []Item        `json:"items"`
-	History []ItemHistory `json:"history,omitempty" jsonschema:"with history: the versions of each id asked for"`
+	History []ItemHistory `json:"history,omitempty"`
 }
 
 // ThreadIn are the arguments of uc_get_thread.
 type ThreadIn struct {
-	ID    string `json:"id" jsonschema:"an item id"`
-	Depth int    `json:"depth,omitempty" jsonschema:"how many replies up and down to follow, 1 to 100 (default 10)"`
+	ID    string `json:"id"`
+	Depth int    `json:"depth,omitempty" jsonschema:"replies to follow each way, 1 to 100 (default 10)"`
 }
 
 // ThreadOut is the result of uc_get_thread.
 type ThreadOut struct {
-	Items  []Item `json:"items" jsonschema:"the chain in content-time order: ancestors, the item, then replies"`
-	Anchor string `json:"anchor" jsonschema:"the id asked for"`
+	Items  []Item `json:"items"`
+	Anchor string `json:"anchor"`
+	// More is set when the result bound left out items of the chain.
+	More int `json:"more,omitempty"`
 }
 
 // SessionIn are the arguments of uc_get_session.
 type SessionIn struct {
-	Session string `json:"session" jsonschema:"session id"`
-	From    int    `json:"from,omitempty" jsonschema:"index of the first item to return (paging; 0 is the start)"`
-	Limit   int    `json:"limit,omitempty" jsonschema:"most items to return, 1 to 500 (default 50)"`
-	Last    int    `json:"last,omitempty" jsonschema:"return the session's last N items (its most recent turns), 1 to 500; not with from or limit"`
+	Session string `json:"session"`
+	Offset  int    `json:"offset,omitempty" jsonschema:"first item (paging)"`
+	Limit   int    `json:"limit,omitempty" jsonschema:"most items, 1 to 500 (default 50)"`
+	Last    int    `json:"last,omitempty" jsonschema:"instead: the last N items"`
 }
 
 // SessionOut is the result of uc_get_session.
 type SessionOut struct {
-	Session SessionInfo `json:"session"`
-	Items   []Item      `json:"items"`
-	Next    int         `json:"next,omitempty" jsonschema:"from value of the next page; absent on the last page"`
+	Session    SessionInfo `json:"session"`
+	Items      []Item      `json:"items"`
+	NextOffset int         `json:"next_offset,omitempty"`
 }
 
 // SessionInfo summarises a session.
 type SessionInfo struct {
 	ID      string         `json:"id"`
-	First   string         `json:"first" jsonschema:"earliest content time"`
-	Last    string         `json:"last" jsonschema:"latest content time"`
+	First   string         `json:"first"`
+	Last    string         `json:"last"`
 	Items   int            `json:"items"`
 	Kinds   map[string]int `json:"kinds,omitempty"`
 	Title   string         `json:"title,omitempty"`
-	Summary string         `json:"summary,omitempty" jsonschema:"the session's short summary (L0)"`
+	Summary string         `json:"summary,omitempty"`
 }
 
 // ListSessionsIn are the arguments of uc_list_sessions.
 type ListSessionsIn struct {
-	Since string `json:"since,omitempty" jsonschema:"only sessions active at or after this time (RFC 3339, date or unix ms)"`
+	Since string `json:"since,omitempty" jsonschema:"only sessions active since"`
 	Limit int    `json:"limit,omitempty" jsonschema:"most sessions, 1 to 500 (default 50)"`
 }
 
 // ListSessionsOut is the result of uc_list_sessions.
 type ListSessionsOut struct {
-	Sessions []SessionInfo `json:"sessions" jsonschema:"most recently active first"`
-	More     bool          `json:"more" jsonschema:"true when more sessions match than were returned"`
+	Sessions []SessionInfo `json:"sessions"`
+	More     bool          `json:"more"`
 }
 
 // DocumentIn are the arguments of uc_get_document.
 type DocumentIn struct {
-	ID   string `json:"id,omitempty" jsonschema:"the document's id (chunk_parent of its chunks, or the id of any of its chunks)"`
-	Name string `json:"name,omitempty" jsonschema:"or: the document's name (meta name given when it was stored)"`
+	ID     string `json:"id,omitempty" jsonschema:"the document's id, or any chunk's"`
+	Name   string `json:"name,omitempty" jsonschema:"or its name (meta name)"`
+	Offset int    `json:"offset,omitempty" jsonschema:"first byte to return"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"most bytes (default and most 32768)"`
 }
 
-// DocumentOut is the result of uc_get_document.
+// DocumentOut is the result of uc_get_document. Content is the whole
+// document, or the window Offset..NextOffset of its Size bytes.
 type DocumentOut struct {
-	ID      string   `json:"id"`
-	Name    string   `json:"name,omitempty"`
-	Session string   `json:"session,omitempty"`
-	Time    string   `json:"time"`
-	Chunks  []string `json:"chunks" jsonschema:"chunk ids in order"`
-	Content string   `json:"content" jsonschema:"the whole document, its chunks joined in order"`
+	ID         string   `json:"id"`
+	Name       string   `json:"name,omitempty"`
+	Session    string   `json:"session,omitempty"`
+	Time       string   `json:"time"`
+	Chunks     []string `json:"chunks"`
+	Content    string   `json:"content"`
+	Offset     int      `json:"offset,omitempty"`
+	Size       int      `json:"size"`
+	NextOffset int      `json:"next_offset,omitempty"`
 }
 
 // PeriodIn are the arguments of uc_period.
 type PeriodIn struct {
-	Period  string `json:"period" jsonschema:"today, yesterday, this week, last month, May 2023, in 2023, 3 days ago, or a range 2023-05-01..2023-05-31"`
-	Session string `json:"session,omitempty" jsonschema:"only this session"`
-	Kind    string `json:"kind,omitempty" jsonschema:"only this kind"`
-	From    int    `json:"from,omitempty" jsonschema:"index of the first item (paging)"`
-	Limit   int    `json:"limit,omitempty" jsonschema:"most items, 1 to 500 (default 50)"`
+	Period   string   `json:"period" jsonschema:"today, this week, last month, May 2023, 3 days ago, or 2023-05-01..2023-05-31"`
+	Sessions []string `json:"sessions,omitempty" jsonschema:"only these sessions"`
+	Kinds    []string `json:"kinds,omitempty" jsonschema:"only these kinds"`
+	Offset   int      `json:"offset,omitempty" jsonschema:"first item (paging)"`
+	Limit    int      `json:"limit,omitempty" jsonschema:"most items, 1 to 500 (default 50)"`
 }
 
 // PeriodOut is the result of uc_period.
 type PeriodOut struct {
-	Since string `json:"since,omitempty" jsonschema:"start of the period (inclusive); absent when open"`
-	Until string `json:"until,omitempty" jsonschema:"end of the period (exclusive); absent when open"`
-	Items []Item `json:"items" jsonschema:"newest first"`
-	Total int    `json:"total" jsonschema:"items in the period"`
-	Next  int    `json:"next,omitempty" jsonschema:"from value of the next page; absent on the last page"`
+	Since      string `json:"since,omitempty"`
+	Until      string `json:"until,omitempty"`
+	Items      []Item `json:"items"`
+	Total      int    `json:"total"`
+	NextOffset int    `json:"next_offset,omitempty"`
+	// Unlisted counts items without a session in the period beyond the
+	// most the engine's index lists (ucl.IndexSnippets): they are in
+	// Total but no page shows them; a shorter period does.
+	Unlisted int `json:"unlisted,omitempty"`
 }
 
 // ForgetIn are the arguments of uc_forget.
 type ForgetIn struct {
-	IDs     []string `json:"ids,omitempty" jsonschema:"item ids to forget (a document's id forgets all its chunks)"`
-	Session string   `json:"session,omitempty" jsonschema:"a session: everything in it (with from/to: only that span)"`
-	From    string   `json:"from,omitempty" jsonschema:"content time range start, inclusive (needs to)"`
-	To      string   `json:"to,omitempty" jsonschema:"content time range end, exclusive"`
-	Reason  string   `json:"reason,omitempty" jsonschema:"why; kept in the audit trail"`
+	IDs     []string `json:"ids,omitempty" jsonschema:"items (a document's id: all its chunks)"`
+	Session string   `json:"session,omitempty" jsonschema:"a whole session (with since/until: that span of it)"`
+	Since   string   `json:"since,omitempty" jsonschema:"content time from (needs until)"`
+	Until   string   `json:"until,omitempty" jsonschema:"content time before"`
+	Reason  string   `json:"reason,omitempty" jsonschema:"kept in the audit trail"`
 }
 
 // ForgetOut is the result of uc_forget.
 type ForgetOut struct {
-	Seq     uint64   `json:"seq" jsonschema:"log sequence number of the tombstone"`
-	Removed []string `json:"removed" jsonschema:"ids hidden by it"`
-	Erasure bool     `json:"erasure" jsonschema:"always false: a tombstone hides, it does not erase"`
+	Seq     uint64   `json:"seq" jsonschema:"the tombstone's seq"`
+	Removed []string `json:"removed" jsonschema:"ids hidden"`
+	Erasure bool     `json:"erasure" jsonschema:"always false: hidden, not erased"`
 	Note    string   `json:"note"`
 }
 
@@ -229,12 +259,12 @@ type StatusIn struct{}
 
 // StatusOut is the result of uc_status.
 type StatusOut struct {
-	Events      uint64             `json:"events" jsonschema:"events in the log"`
-	Head        uint64             `json:"head" jsonschema:"seq of the last event"`
+	Events      uint64             `json:"events"`
+	Head        uint64             `json:"head"`
 	HeadHash    string             `json:"head_hash,omitempty"`
-	CaughtUp    bool               `json:"caught_up" jsonschema:"every projection has applied the whole log"`
+	CaughtUp    bool               `json:"caught_up"`
 	Projections []ProjectionStatus `json:"projections"`
-	Mirror      *MirrorStatus      `json:"mirror,omitempty" jsonschema:"Arweave mirror; absent when the store has none"`
+	Mirror      *MirrorStatus      `json:"mirror,omitempty"`
 }
 
 // ProjectionStatus is one projection's position.
@@ -246,8 +276,8 @@ type ProjectionStatus struct {
 
 // MirrorStatus is the Arweave mirror's state.
 type MirrorStatus struct {
-	Pending    int    `json:"pending" jsonschema:"segments uploaded and not yet confirmed"`
+	Pending    int    `json:"pending" jsonschema:"segments not yet confirmed"`
 	Confirmed  int    `json:"confirmed"`
-	SafeUpTo   uint64 `json:"safe_up_to" jsonschema:"every event up to this seq is confirmed on Arweave"`
-	Unuploaded uint64 `json:"unuploaded" jsonschema:"events not yet uploaded"`
+	SafeUpTo   uint64 `json:"safe_up_to" jsonschema:"every event up to this seq is confirmed"`
+	Unuploaded uint64 `json:"unuploaded"`
 }
