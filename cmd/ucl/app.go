@@ -150,7 +150,7 @@ func loadVaultKeyArg(c *cli.Context) error {
 	}
 	kr, err := crypto.LoadKeyArg(v)
 	if err != nil {
-		return withHint(err, "--vault-key takes a recovery code (UCL1-…, from `ucl keys export`) or a vault key file")
+		return badValue(err, "--vault-key takes a recovery code (UCL1-…, from `ucl keys export`) or a vault key file")
 	}
 	c.App.Metadata[metaKeys] = kr
 	return nil

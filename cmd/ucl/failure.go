@@ -140,6 +140,12 @@ type usageError struct {
 func (e *usageError) Error() string { return e.msg }
 func (e *usageError) Unwrap() error { return e.err }
 
+// badValue reports err, caused by a value the command line gave (a file
+// that cannot be read, a key that does not parse), as a usage error.
+func badValue(err error, hint string) error {
+	return &hintError{err: &usageError{msg: err.Error(), err: err}, hint: hint}
+}
+
 func usage(hint, format string, a ...any) error {
 	var wrapped error
 	for _, v := range a {
