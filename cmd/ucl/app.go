@@ -100,13 +100,13 @@ func defaultDir() string {
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 	return &cli.App{
-		Name:    "ucl",
-		Usage:   "Unlimited Context Log: permanent, encrypted, verifiable memory for LLM tools",
+		Name:  "ucl",
+		Usage: "Unlimited Context Log: permanent, encrypted, verifiable memory for LLM tools",
 		Description: `Exit status: 0 done; 2 the command line or a value in it is wrong (fix
-it and run again); 1 any other failure. An error is one line
-on stderr ("ucl: …") and a hint ("hint: …"); with --json it is one JSON
-object on stderr, {"error":{"message","class","codes","hint","exit"}}, class
-being bad_request, not_found, conflict, forbidden, unavailable or internal.`,
+it and run again); 1 any other failure. An error is one line on stderr
+("ucl: …") and a hint ("hint: …"); with --json it is one JSON object on
+stderr, {"error":{"message","class","codes","hint","exit"}}, class being
+bad_request, not_found, conflict, forbidden, unavailable or internal.`,
 		Version: version,
 		// urfave adds --help only beside its own help command, which
 		// newHelpCommand replaces: without it `ucl --help` was a usage error.
