@@ -130,6 +130,9 @@ func TestVersionCommand(t *testing.T) {
 			t.Fatalf("ucl version says %q, --json %v", out, v["version"])
 		}
 	}
+	if v := must(t, dir, "", "--version"); v != out {
+		t.Fatalf("ucl --version says %q, ucl version %q", v, out)
+	}
 	if r := ucl(t, dir, "", "version", "extra"); r.code != 2 || !strings.Contains(r.err, `unexpected argument "extra"`) {
 		t.Fatalf("ucl version extra: %s", r)
 	}

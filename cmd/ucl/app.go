@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -65,20 +66,33 @@ var versionCommand = &cli.Command{
 		if c.NArg() > 0 {
 			return usage("ucl version [--json]", "unexpected argument %q", c.Args().First())
 		}
-		v := currentVersion()
-		if jsonOut(c) {
-			return printJSON(c, v)
-		}
-		commit := ""
-		if v.Commit != "" {
-			commit = ", commit " + v.Commit[:min(12, len(v.Commit))]
-			if v.Modified {
-				commit += "+changes"
-			}
-		}
-		printf(c, "ucl %s (%s %s%s)\n", v.Version, v.Go, v.Platform, commit)
-		return nil
+		return printVersion(c)
 	},
+}
+
+func printVersion(c *cli.Context) error {
+	v := currentVersion()
+	if jsonOut(c) {
+		return printJSON(c, v)
+	}
+	commit := ""
+	if v.Commit != "" {
+		commit = ", commit " + v.Commit[:min(12, len(v.Commit))]
+		if v.Modified {
+			commit += "+changes"
+		}
+	}
+	printf(c, "ucl %s (%s %s%s)\n", v.Version, v.Go, v.Platform, commit)
+	return nil
+}
+
+func init() {
+	// `ucl --version` says what `ucl version` says.
+	cli.VersionPrinter = func(c *cli.Context) {
+		if err := printVersion(c); err != nil {
+			fmt.Fprintf(c.App.ErrWriter, "ucl: %v\n", err)
+		}
+	}
 }
 
 var (
