@@ -46,6 +46,10 @@ func TestCLIErrorContract(t *testing.T) {
 			msg: "ucl query has no flag --explian", hint: "did you mean --explain?"},
 		{args: []string{"replay", "--nope"}, exit: 2, class: "bad_request", msg: "ucl replay has no flag --nope", hint: "ucl help replay"},
 		{args: []string{"serve", "--upstream", "api.openai.com"}, exit: 2, class: "bad_request", msg: `"api.openai.com" is not an http(s) URL`, hint: "fix the setting"},
+		// A value naming a file that is not there, or not a key.
+		{args: []string{"store", "--file", "nosuch.md"}, exit: 2, class: "bad_request", msg: "open nosuch.md", hint: "--file takes a readable file"},
+		{args: []string{"append", "nosuch.jsonl"}, exit: 2, class: "bad_request", msg: "open nosuch.jsonl", hint: "give a JSONL file"},
+		{args: []string{"status", "--vault-key", "nosuch"}, exit: 2, class: "bad_request", msg: "not a recovery code", hint: "--vault-key takes a recovery code"},
 		// Unknown commands.
 		{args: []string{"querry", "cutover"}, exit: 2, class: "bad_request", msg: `unknown command "querry"`, hint: "did you mean `ucl query`?"},
 		{args: []string{"sync", "pussh"}, exit: 2, class: "bad_request", msg: `unknown command "sync pussh"`, hint: "did you mean `ucl sync push`?"},
@@ -125,6 +129,9 @@ func TestVersionCommand(t *testing.T) {
 		if !strings.Contains(out, v["version"].(string)) {
 			t.Fatalf("ucl version says %q, --json %v", out, v["version"])
 		}
+	}
+	if v := must(t, dir, "", "--version"); v != out {
+		t.Fatalf("ucl --version says %q, ucl version %q", v, out)
 	}
 	if r := ucl(t, dir, "", "version", "extra"); r.code != 2 || !strings.Contains(r.err, `unexpected argument "extra"`) {
 		t.Fatalf("ucl version extra: %s", r)

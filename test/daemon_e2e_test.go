@@ -107,6 +107,13 @@ func TestDaemonAttachedOutputs(t *testing.T) {
 		{"context", "", "--session", "s1", "--recent", "0"},
 		{"tombstone", "--document", "no-such-doc"},
 		{"replay", "--type", "bogus"},
+		// The error's class crosses the socket: same exit status, same
+		// JSON error.
+		{"get", "nosuch"},
+		{"get", "nosuch", "--json"},
+		{"edit", "nosuch", "new text", "--json"},
+		{"session", "show", "nope", "--json"},
+		{"query", "x", "--mode", "vector", "--budget", "1", "--json"},
 	} {
 		same(nil, args...)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -65,20 +66,33 @@ var versionCommand = &cli.Command{
 		if c.NArg() > 0 {
 			return usage("ucl version [--json]", "unexpected argument %q", c.Args().First())
 		}
-		v := currentVersion()
-		if jsonOut(c) {
-			return printJSON(c, v)
-		}
-		commit := ""
-		if v.Commit != "" {
-			commit = ", commit " + v.Commit[:min(12, len(v.Commit))]
-			if v.Modified {
-				commit += "+changes"
-			}
-		}
-		printf(c, "ucl %s (%s %s%s)\n", v.Version, v.Go, v.Platform, commit)
-		return nil
+		return printVersion(c)
 	},
+}
+
+func printVersion(c *cli.Context) error {
+	v := currentVersion()
+	if jsonOut(c) {
+		return printJSON(c, v)
+	}
+	commit := ""
+	if v.Commit != "" {
+		commit = ", commit " + v.Commit[:min(12, len(v.Commit))]
+		if v.Modified {
+			commit += "+changes"
+		}
+	}
+	printf(c, "ucl %s (%s %s%s)\n", v.Version, v.Go, v.Platform, commit)
+	return nil
+}
+
+func init() {
+	// `ucl --version` says what `ucl version` says.
+	cli.VersionPrinter = func(c *cli.Context) {
+		if err := printVersion(c); err != nil {
+			fmt.Fprintf(c.App.ErrWriter, "ucl: %v\n", err)
+		}
+	}
 }
 
 var (
@@ -100,8 +114,13 @@ func defaultDir() string {
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 	return &cli.App{
-		Name:    "ucl",
-		Usage:   "Unlimited Context Log: permanent, encrypted, verifiable memory for LLM tools",
+		Name:  "ucl",
+		Usage: "Unlimited Context Log: permanent, encrypted, verifiable memory for LLM tools",
+		Description: `Exit status: 0 done; 2 the command line or a value in it is wrong (fix
+it and run again); 1 any other failure. An error is one line on stderr
+("ucl: …") and a hint ("hint: …"); with --json it is one JSON object on
+stderr, {"error":{"message","class","codes","hint","exit"}}, class being
+bad_request, not_found, conflict, forbidden, unavailable or internal.`,
 		Version: version,
 		// urfave adds --help only beside its own help command, which
 		// newHelpCommand replaces: without it `ucl --help` was a usage error.
@@ -145,7 +164,7 @@ func loadVaultKeyArg(c *cli.Context) error {
 	}
 	kr, err := crypto.LoadKeyArg(v)
 	if err != nil {
-		return withHint(err, "--vault-key takes a recovery code (UCL1-…, from `ucl keys export`) or a vault key file")
+		return badValue(err, "--vault-key takes a recovery code (UCL1-…, from `ucl keys export`) or a vault key file")
 	}
 	c.App.Metadata[metaKeys] = kr
 	return nil

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -10,6 +12,10 @@ import (
 	"testing"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/unlimitedcontext/ucl"
+	"github.com/unlimitedcontext/ucl/log"
+	"github.com/unlimitedcontext/ucl/query"
 )
 
 // runCLI runs the CLI in process on dir.
@@ -197,5 +203,117 @@ func TestShortFlagsOneMeaning(t *testing.T) {
 	walk("", newApp(nil, nil, nil).Commands)
 	if len(meaning) == 0 {
 		t.Fatal("no short flags found: the walk is broken")
+	}
+}
+
+// One mapping from an error's class to the exit status, whatever face of
+// the engine the error came through.
+func TestExitStatusByClass(t *testing.T) {
+	for _, tc := range []struct {
+		err   error
+		class string
+		exit  int
+	}{
+		{fmt.Errorf("query: %w", query.ErrBadK), "bad_request", 2},
+		{fmt.Errorf("append: %w", ucl.ErrBadInput), "bad_request", 2},
+		{fmt.Errorf("edit: %w", ucl.ErrUnknownItem), "not_found", 1},
+		{&missingError{[]string{"x"}}, "not_found", 1},
+		{fmt.Errorf("append: %w", log.ErrIDConflict), "conflict", 1},
+		{ucl.ErrWrongVaultKey, "forbidden", 1},
+		{fmt.Errorf("open: %w", log.ErrLocked), "unavailable", 1},
+		{errors.New("disk on fire"), "internal", 1},
+		{usage("hint", "bad --k %d", 0), "bad_request", 2},
+		{&flagError{err: errors.New("flag provided but not defined: -x")}, "internal", 1}, // explained before it is reported
+	} {
+		f := describe(tc.err, nil)
+		if f.Class != tc.class || f.Exit != tc.exit {
+			t.Errorf("%v: class %s exit %d, want %s %d", tc.err, f.Class, f.Exit, tc.class, tc.exit)
+		}
+	}
+	if f := describe(usage("", "x"), []string{"sync", "push"}); f.Hint != "see `ucl help sync push`" || f.Codes[0] != "usage" {
+		t.Errorf("a usage error without its own hint: %+v", f)
+	}
+}
+
+// Usage errors, in process: the exact line and hint, and the same as one
+// JSON object with --json.
+func TestUsageErrorWords(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "none")
+	for _, tc := range []struct {
+		args      []string
+		msg, hint string
+	}{
+		{[]string{"--k", "5", "query", "x"}, "--k is a flag of `ucl query`, given before the command", "put it after the command: ucl query … --k 5"},
+		{[]string{"--explain", "query", "x"}, "--explain is a flag of `ucl query`, given before the command", "put it after the command: ucl query … --explain"},
+		{[]string{"--sesion", "s", "store", "x"}, "ucl has no flag --sesion", "did you mean --session? It is a flag of `ucl store`: put it after the command"},
+		{[]string{"--jsn", "status"}, "ucl has no flag --jsn", "did you mean --json? (see `ucl help` for the global flags)"},
+		{[]string{"query", "x", "--kk", "5"}, "ucl query has no flag --kk", "did you mean --k? (see `ucl help query` for its flags)"},
+		{[]string{"query", "x", "--zzz"}, "ucl query has no flag --zzz", "see `ucl help query` for its flags"},
+		{[]string{"query", "x", "--k", "abc"}, `bad value "abc" for --k: want a whole number`, "see `ucl help query` for its flags"},
+		{[]string{"sync", "push", "--every", "soon", "--watch"}, `bad value "soon" for --every: want a duration such as 30s, 5m or 1h`, "see `ucl help sync push` for its flags"},
+		{[]string{"sync", "push", "--every"}, "--every needs a value", "--every VALUE (or --every=VALUE); see `ucl help sync push` for its flags"},
+		{[]string{"querry"}, `unknown command "querry"`, "did you mean `ucl query`? (run `ucl help` for the list of commands)"},
+		{[]string{"que"}, `unknown command "que"`, "did you mean `ucl query`? (run `ucl help` for the list of commands)"},
+		{[]string{"sync", "pussh"}, `unknown command "sync pussh"`, "did you mean `ucl sync push`? (run `ucl help sync` for its subcommands)"},
+		{[]string{"help", "sync", "pussh"}, `unknown command "sync pussh"`, "did you mean `ucl sync push`? (run `ucl help sync` for its subcommands)"},
+		{[]string{"zzzzzz"}, `unknown command "zzzzzz"`, "run `ucl help` for the list of commands"},
+		{[]string{"version", "now"}, `unexpected argument "now"`, "ucl version [--json]"},
+	} {
+		out, errs, code := runCLI(t, dir, "", tc.args...)
+		want := "ucl: " + tc.msg + "\nhint: " + tc.hint + "\n"
+		if code != 2 || out != "" || errs != want {
+			t.Errorf("ucl %v: exit %d, stdout %q, stderr\n%s\nwant exit 2 and\n%s", tc.args, code, out, errs, want)
+		}
+		out, errs, code = runCLI(t, dir, "", append([]string{"--json"}, tc.args...)...)
+		var doc map[string]failure
+		if err := json.Unmarshal([]byte(errs), &doc); err != nil || code != 2 || out != "" || strings.Count(errs, "\n") != 1 {
+			t.Errorf("ucl --json %v: exit %d, stdout %q, stderr %q (%v)", tc.args, code, out, errs, err)
+			continue
+		}
+		if f := doc["error"]; f.Message != tc.msg || f.Hint != tc.hint || f.Class != "bad_request" || f.Exit != 2 || !reflect.DeepEqual(f.Codes, []string{"usage"}) {
+			t.Errorf("ucl --json %v: %+v", tc.args, f)
+		}
+	}
+}
+
+func TestSuggest(t *testing.T) {
+	names := []string{"query", "context", "store", "store-tool", "sync", "session", "status", "snapshot", "k", "kind", "explain"}
+	for _, tc := range []struct{ word, want string }{
+		{"querry", "query"}, {"qeury", "query"}, {"que", "query"}, {"stor", "store"}, {"sesion", "session"},
+		{"explian", "explain"}, {"contxt", "context"}, {"snap", "snapshot"},
+		{"k", ""}, {"x", ""}, {"frobnicate", ""}, {"query", ""}, {"zz", ""},
+	} {
+		if got := suggest(tc.word, names); got != tc.want {
+			t.Errorf("suggest(%q) = %q, want %q", tc.word, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		a, b string
+		d    int
+	}{{"", "", 0}, {"a", "", 1}, {"kitten", "sitting", 3}, {"qeury", "query", 1}, {"ab", "ba", 1}} {
+		if got := editDistance(tc.a, tc.b); got != tc.d {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.d)
+		}
+	}
+}
+
+func TestJSONRequested(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"ucl", "status"}, false},
+		{[]string{"ucl", "status", "--json"}, true},
+		{[]string{"ucl", "--json", "status"}, true},
+		{[]string{"ucl", "-json", "status"}, true},
+		{[]string{"ucl", "status", "--json=false"}, false},
+		{[]string{"ucl", "status", "--json=true"}, true},
+		{[]string{"ucl", "store", "--", "--json"}, false},
+		{[]string{"ucl", "store", "json"}, false},
+		{[]string{"ucl"}, false},
+	} {
+		if got := jsonRequested(tc.args); got != tc.want {
+			t.Errorf("jsonRequested(%q) = %v, want %v", tc.args, got, tc.want)
+		}
 	}
 }

@@ -66,7 +66,7 @@ tool and the proxy.`,
 				b, err = os.ReadFile(file)
 			}
 			if err != nil {
-				return withHint(err, "--result-file takes a readable file; nothing was written")
+				return badValue(err, "--result-file takes a readable file; nothing was written")
 			}
 			result = string(b)
 		}
@@ -143,7 +143,7 @@ edited: a tombstone hides all of its versions.`,
 		case file != "":
 			b, err := os.ReadFile(file)
 			if err != nil {
-				return withHint(err, "--file takes a readable file; nothing was written")
+				return badValue(err, "--file takes a readable file; nothing was written")
 			}
 			text = string(b)
 		case text == "-" || text == "" && !stdinIsTerminal(c):

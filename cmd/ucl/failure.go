@@ -140,6 +140,12 @@ type usageError struct {
 func (e *usageError) Error() string { return e.msg }
 func (e *usageError) Unwrap() error { return e.err }
 
+// badValue reports err, caused by a value the command line gave (a file
+// that cannot be read, a key that does not parse), as a usage error.
+func badValue(err error, hint string) error {
+	return &hintError{err: &usageError{msg: err.Error(), err: err}, hint: hint}
+}
+
 func usage(hint, format string, a ...any) error {
 	var wrapped error
 	for _, v := range a {
@@ -211,11 +217,8 @@ func explainFlagError(app *cli.App, fe *flagError, args []string) error {
 		if cmd != nil {
 			names = append(flagNames(cmd.Flags), names...)
 		}
-		var later []string // the command typed after a misplaced flag
-		if len(fe.path) == 0 {
-			later = commandIn(app, args)
-		}
-		if later != nil {
+		// A flag of the (sub)command typed after it?
+		if later := commandIn(app, args); len(later) > len(fe.path) {
 			c := strings.Join(later, " ")
 			if slices.Contains(flagNames(commandAt(app, later).Flags), name) {
 				return &hintError{err: &usageError{msg: fmt.Sprintf("%s is a flag of `ucl %s`, given before the command", dashed(name), c)},
@@ -224,7 +227,7 @@ func explainFlagError(app *cli.App, fe *flagError, args []string) error {
 			// The closest name of the app's and that command's flags; one of
 			// the command's is named with where it goes.
 			if s := suggest(name, append(flagNames(commandAt(app, later).Flags), names...)); s != "" && !slices.Contains(names, s) {
-				return &hintError{err: &usageError{msg: fmt.Sprintf("ucl has no flag %s", dashed(name))},
+				return &hintError{err: &usageError{msg: fmt.Sprintf("%s has no flag %s", where, dashed(name))},
 					hint: fmt.Sprintf("did you mean %s? It is a flag of `ucl %s`: put it after the command", dashed(s), c)}
 			}
 		}
@@ -289,17 +292,34 @@ func commandAt(app *cli.App, path []string) *cli.Command {
 }
 
 // commandIn is the command args name: from the first word naming a
-// command, down its subcommands; nil when none does.
+// command (the value of a global flag is not one), down its subcommands
+// (flags between them skipped); nil when no word names a command.
 func commandIn(app *cli.App, args []string) []string {
-	for i, a := range args {
+	globals := flagKinds(app.Flags)
+	for i := 0; i < len(args); i++ {
+		a := args[i]
 		if a == "--" {
 			return nil
+		}
+		if strings.HasPrefix(a, "-") {
+			i += flagArity(globals, a)
+			continue
 		}
 		if commandAt(app, []string{a}) == nil {
 			continue
 		}
 		path := []string{a}
-		for _, w := range args[i+1:] {
+		for j := i + 1; j < len(args) && args[j] != "--"; j++ {
+			w := args[j]
+			if strings.HasPrefix(w, "-") {
+				kinds := flagKinds(commandAt(app, path).Flags)
+				if _, known := kinds[flagName(w)]; known {
+					j += flagArity(kinds, w)
+				} else if !strings.Contains(w, "=") && j+1 < len(args) && commandAt(app, append(slices.Clone(path), args[j+1])) == nil {
+					j++ // an unknown flag's value, most likely
+				}
+				continue
+			}
 			if commandAt(app, append(slices.Clone(path), w)) == nil {
 				break
 			}

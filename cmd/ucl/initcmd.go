@@ -34,7 +34,7 @@ of generating one. An existing store is never overwritten.`,
 		var w *ucl.Wallet
 		if p := c.String("wallet"); p != "" {
 			if w, err = ucl.LoadWallet(p); err != nil {
-				return withHint(err, "--wallet takes an Arweave JWK file")
+				return badValue(err, "--wallet takes an Arweave JWK file")
 			}
 		}
 		var kr *crypto.Keyring

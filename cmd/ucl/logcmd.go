@@ -49,7 +49,7 @@ id, hash (and "existed", "duplicate_of").`,
 		if name := c.Args().First(); name != "" && name != "-" {
 			f, err := os.Open(name)
 			if err != nil {
-				return withHint(err, "give a JSONL file, or - for stdin")
+				return badValue(err, "give a JSONL file, or - for stdin; nothing was written")
 			}
 			defer f.Close()
 			r = f
@@ -139,7 +139,7 @@ result names that item (duplicate_of) unless --allow-duplicate.`,
 		if file != "" {
 			b, err := os.ReadFile(file)
 			if err != nil {
-				return withHint(err, "--file takes a readable file; nothing was written")
+				return badValue(err, "--file takes a readable file; nothing was written")
 			}
 			text = string(b)
 		} else if text == "" || text == "-" {

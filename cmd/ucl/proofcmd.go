@@ -117,7 +117,7 @@ the newest ones cannot be caught through one gateway.`,
 		}
 		b, err := os.ReadFile(c.Args().First())
 		if err != nil {
-			return fmt.Errorf("audit verify-proof: %w", err)
+			return badValue(fmt.Errorf("audit verify-proof: %w", err), "give the proof file `ucl audit prove SEQ --out FILE` wrote")
 		}
 		if err := ucl.CheckGateway(c.String("gateway")); err != nil {
 			return usage("pass an http(s) URL to --gateway (or set UCL_GATEWAY)", "%v", err)

@@ -286,7 +286,7 @@ func rebuildAction(c *cli.Context) error {
 	}
 	w, err := ucl.LoadWallet(c.String("wallet"))
 	if err != nil {
-		return withHint(err, "--wallet takes the Arweave JWK of the source store (its wallet.json)")
+		return badValue(err, "--wallet takes the Arweave JWK of the source store (its wallet.json)")
 	}
 	kr := vaultKeys(c)
 	ctx, stop := signalContext()

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -54,4 +55,32 @@ func TestProxyUpstreamWithOrWithoutV1(t *testing.T) {
 			t.Errorf("upstream %q: requests went to %q, want [/v1/chat/completions /v1/models]", suffix, paths)
 		}
 	}
+}
+
+// NormalizeUpstream never panics; what it accepts is an http(s) URL with
+// a host and no trailing slash, and normalising it again changes nothing.
+func FuzzNormalizeUpstream(f *testing.F) {
+	for _, s := range []string{"", "https://api.openai.com", "https://api.openai.com/v1/", "http://127.0.0.1:11434/v1",
+		"https://openrouter.ai/api/v1", "api.openai.com", "https://u:p@h/v1", "https://h/%2F/", "http://[::1]:8080", "https://h/v1?x=1#f", " https://h// "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		got, err := NormalizeUpstream(raw)
+		if err != nil {
+			if !errors.Is(err, ErrBadUpstream) {
+				t.Fatalf("%q: %v is not ErrBadUpstream", raw, err)
+			}
+			return
+		}
+		if got == "" {
+			return
+		}
+		if !strings.HasPrefix(got, "http://") && !strings.HasPrefix(got, "https://") || strings.HasSuffix(got, "/") {
+			t.Fatalf("%q -> %q", raw, got)
+		}
+		again, err := NormalizeUpstream(got)
+		if err != nil || again != got {
+			t.Fatalf("%q -> %q -> %q, %v: not stable", raw, got, again, err)
+		}
+	})
 }
