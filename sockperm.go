@@ -6,6 +6,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 )
 
 // ErrForeignPeer is returned by a peer check when the process at the
@@ -51,14 +53,23 @@ func listenOwner(path string) (net.Listener, error) {
 		ul.Close()
 		return nil, fmt.Errorf("listen: %w", err)
 	}
-	return &peerListener{UnixListener: ul, uid: os.Getuid()}, nil
+	return &peerListener{UnixListener: ul, uid: os.Getuid(), kill: os.Getenv(killEnv)}, nil
 }
+
+// killEnv names a fault-injection seam for the crash tests of the
+// clients (test/): with "before-write" the owner kills itself (SIGKILL)
+// when it has read the start of an append or remember request, before it
+// applies it; with "after-write" when it starts answering one, after the
+// events are durable. The kill is the real thing, at the one moment a
+// timed kill cannot hit reliably.
+const killEnv = "UCL_TEST_OWNER_KILL"
 
 // peerListener accepts only connections whose peer runs as uid. Others
 // are closed before a byte is read from them.
 type peerListener struct {
 	*net.UnixListener
-	uid int
+	uid  int
+	kill string // killEnv's value
 }
 
 func (l *peerListener) Accept() (net.Conn, error) {
@@ -70,6 +81,9 @@ func (l *peerListener) Accept() (net.Conn, error) {
 		if err := checkPeer(c, l.uid); err != nil {
 			c.Close()
 			continue
+		}
+		if l.kill != "" {
+			return &killConn{Conn: c, mode: l.kill}, nil
 		}
 		return c, nil
 	}
@@ -98,4 +112,34 @@ func checkPeer(c *net.UnixConn, uid int) error {
 		return fmt.Errorf("peer uid %d, owner uid %d: %w", peer, uid, ErrForeignPeer)
 	}
 	return nil
+}
+
+// killConn is the killEnv seam on one connection.
+type killConn struct {
+	net.Conn
+	mode  string
+	head  []byte // the first bytes read: the request line
+	write bool   // the request is an append or remember
+}
+
+func (c *killConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if len(c.head) < 32 {
+		c.head = append(c.head, p[:min(n, 32-len(c.head))]...)
+		h := string(c.head)
+		c.write = strings.HasPrefix(h, "POST /v1/append ") || strings.HasPrefix(h, "POST /v1/remember ")
+		if c.write && c.mode == "before-write" {
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {} // until the signal lands
+		}
+	}
+	return n, err
+}
+
+func (c *killConn) Write(p []byte) (int, error) {
+	if c.write && c.mode == "after-write" {
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // until the signal lands
+	}
+	return c.Conn.Write(p)
 }
