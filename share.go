@@ -375,6 +375,11 @@ func (s *Store) givenShares(ctx context.Context) ([]GivenShare, error) {
 			return nil
 		}
 		ev, err := s.st.Log.Decrypt(r.Raw)
+		if errors.Is(err, log.ErrShredded) && r.Header.Type == log.TypeStore {
+			// Tombstoned and erased by a key rotation before any push
+			// disclosed it: gone, for the grantee too.
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -456,7 +461,11 @@ type sharePushItem struct {
 	// Followed are the chunks disclosed because the grant follows its
 	// sessions (their tombstones are disclosed too).
 	Followed []followedChunk `json:"followed,omitempty"`
-	TxIDs    []string        `json:"tx_ids,omitempty"`
+	// Granted are the granted chunks as read at the first push that saw
+	// the grant: a key rotation may shred some later (tombstoned), and
+	// their tombstones must still reach the grantee.
+	Granted []followedChunk `json:"granted,omitempty"`
+	TxIDs   []string        `json:"tx_ids,omitempty"`
 }
 
 func (s *Store) loadSharePush() (*sharePush, error) {
@@ -526,6 +535,11 @@ func (s *Store) disclose(ctx context.Context, cl mirror.Gateway, covered uint64)
 			return nil
 		}
 		ev, err := s.st.Log.Decrypt(r.Raw)
+		if errors.Is(err, log.ErrShredded) && r.Header.Type == log.TypeStore {
+			// Tombstoned and erased by a key rotation before any push
+			// disclosed it: gone, for the grantee too.
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -569,7 +583,13 @@ func (s *Store) disclose(ctx context.Context, cl mirror.Gateway, covered uint64)
 			it.Closed = true
 			continue
 		}
-		var chunks []*log.Store // granted chunks, read once a tombstone needs them
+		// Granted chunks, read once a tombstone needs them. A granted chunk
+		// a key rotation shredded (it was tombstoned) cannot be read: what
+		// tombstone matching needs of it comes from it.Granted, recorded
+		// at an earlier push, else only its id is known (g.Chunks) and
+		// a tombstone matches it by id or by a granted session.
+		var chunks []*log.Store
+		var erased []string // shredded granted chunks known by id only
 		readChunks := func() error {
 			if chunks != nil {
 				return nil
@@ -578,12 +598,17 @@ func (s *Store) disclose(ctx context.Context, cl mirror.Gateway, covered uint64)
 			for _, f := range it.Followed {
 				chunks = append(chunks, &log.Store{ChunkID: f.ID, Session: f.Session, Time: f.Time})
 			}
+			have := map[string]bool{}
+			var granted []followedChunk
 			for _, k := range g.Keys {
 				raw, err := s.st.Log.Raw(k.Seq)
 				if err != nil {
 					return err
 				}
 				ev, err := s.st.Log.Decrypt(raw)
+				if errors.Is(err, log.ErrShredded) {
+					continue
+				}
 				if err != nil {
 					return err
 				}
@@ -593,9 +618,32 @@ func (s *Store) disclose(ctx context.Context, cl mirror.Gateway, covered uint64)
 						c.Time = ev.Time
 					}
 					chunks = append(chunks, &c)
+					have[c.ChunkID] = true
+					granted = append(granted, followedChunk{ID: c.ChunkID, Session: c.Session, Time: c.Time})
 				}
 			}
+			for _, f := range it.Granted {
+				if !have[f.ID] {
+					chunks = append(chunks, &log.Store{ChunkID: f.ID, Session: f.Session, Time: f.Time})
+					have[f.ID] = true
+				}
+			}
+			for _, id := range g.Chunks {
+				if !have[id] {
+					erased = append(erased, id)
+				}
+			}
+			if len(it.Granted) == 0 {
+				it.Granted = granted
+			}
 			return nil
+		}
+		if len(it.Granted) == 0 {
+			// Record the granted chunks while they can be read, for the
+			// pushes after a rotation shreds some of them.
+			if err := readChunks(); err != nil {
+				return posted, fmt.Errorf("disclose shares: %w", err)
+			}
 		}
 		var seqs []uint64
 		var last log.Hash
@@ -612,11 +660,18 @@ func (s *Store) disclose(ctx context.Context, cl mirror.Gateway, covered uint64)
 				if err := readChunks(); err != nil {
 					return posted, fmt.Errorf("disclose shares: %w", err)
 				}
+				match := false
 				for _, c := range chunks {
 					if projections.TombstoneMatches(b, c.ChunkID, c.Session, c.Time) {
-						seqs, last = append(seqs, f.seq), f.hash
+						match = true
 						break
 					}
+				}
+				for _, id := range erased {
+					match = match || inStrings(b.Chunks, id) || (b.Session != "" && inStrings(g.Sessions, b.Session))
+				}
+				if match {
+					seqs, last = append(seqs, f.seq), f.hash
 				}
 			case *log.ShareRevoke:
 				if b.Grant == it.ID {
