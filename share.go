@@ -2,6 +2,7 @@ package ucl
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
@@ -265,7 +266,14 @@ func (s *Store) ShareGrant(ctx context.Context, req ShareGrantRequest) (*ShareGr
 	if err != nil {
 		return nil, err
 	}
-	wrapped, err := crypto.WrapShareKey(pub, shareKey)
+	// The grant's event id is drawn here: with the grantor's address and
+	// log id it binds the share key (crypto.ShareBinding), so a copy of the
+	// grant re-signed by another wallet does not unwrap at the grantee.
+	var gid log.ID
+	if _, err := rand.Read(gid[:]); err != nil {
+		return nil, err
+	}
+	wrapped, err := crypto.WrapBoundShareKey(pub, shareKey, s.shareBinding(gid))
 	if err != nil {
 		return nil, err
 	}
@@ -301,13 +309,18 @@ func (s *Store) ShareGrant(ctx context.Context, req ShareGrantRequest) (*ShareGr
 		g.Keys = append(g.Keys, k)
 	}
 	sort.Slice(g.Keys, func(i, j int) bool { return g.Keys[i].Seq < g.Keys[j].Seq })
-	r, err := s.st.Log.Append(ctx, log.Entry{Body: g})
+	r, err := s.st.Log.Append(ctx, log.Entry{ID: gid, Body: g})
 	if err != nil {
 		return nil, err
 	}
 	s.notifyAppend()
 	return &ShareGrantResult{Grant: r.ID, Seq: r.Seq, Hash: r.Hash, Grantee: req.To, KeyFrom: from,
 		Sessions: g.Sessions, Chunks: ids, Note: req.Note, Follow: req.Follow}, nil
+}
+
+// shareBinding is what this store's grant gid binds its share key to.
+func (s *Store) shareBinding(gid log.ID) crypto.ShareBinding {
+	return crypto.ShareBinding{Grantor: s.st.Meta.WalletAddress, LogID: s.st.Meta.LogIDBytes(), Grant: gid}
 }
 
 // grantAt reads the grant with event id id.
