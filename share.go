@@ -29,6 +29,13 @@ import (
 // event itself, then of every later tombstone that removes a granted chunk
 // and of the revoke. SharePull (sharepull.go) is the grantee's side.
 //
+// The share key is bound to the grantor (crypto.ShareBinding: the RSA-OAEP
+// label names the grantor's address, log id and the grant's event id, drawn
+// before the grant is appended). Anyone can re-post a grantor's public
+// segments and disclosures under their own signature; the grantee unwraps
+// with the signer it verified, so such a copy yields no key and is
+// rejected. Grants of the unbound v1 format are refused at the grantee.
+//
 // A grant that follows its session (share_grant v2 flag) also covers the
 // chunks stored in the session after it: each push discloses their DEKs
 // under the grant's share key, in the same disclosures, until the revoke.
