@@ -43,6 +43,10 @@ func TestSharedStorePushesAfterTombstoneAndRotate(t *testing.T) {
 	must(t, a.dir, "", "tombstone", "--chunk", "alpha-1")
 	must(t, a.dir, "", "store", "--session", "alpha", "--chunk-id", "alpha-4", "a cello secret stored by mistake")
 	must(t, a.dir, "", "tombstone", "--chunk", "alpha-4")
+	// A second grant, never pushed before its chunk is tombstoned and
+	// shredded: the grantor knows the chunk only by the grant's id list.
+	must(t, a.dir, "", "share", "grant", "--to", b.addr, "--session", "gamma", "--gateway", url)
+	must(t, a.dir, "", "tombstone", "--chunk", "gamma-0")
 	must(t, a.dir, "", "keys", "rotate", "--yes")
 	for i := 0; i < 2; i++ {
 		if r := ucl(t, a.dir, "", "sync", "push", "--gateway", url, "--json"); r.code != 0 {
@@ -51,13 +55,13 @@ func TestSharedStorePushesAfterTombstoneAndRotate(t *testing.T) {
 	}
 	mine(t, gw)
 	pull := jsonDoc(t, must(t, b.dir, "", "share", "pull", "--gateway", url, "--json"))
-	if pull["chunks"] != float64(3) {
+	if pull["chunks"] != float64(3) || len(pull["grants"].([]any)) != 2 {
 		t.Fatalf("pull after the rotation: %v", pull)
 	}
 	if ids, _ := queryIDs(t, b.dir, "shared"); fmt.Sprint(ids) != "[alpha-0 alpha-2 alpha-3]" {
 		t.Fatalf("after A's tombstone and rotation B sees %v, want alpha-0, alpha-2 and the followed alpha-3", ids)
 	}
-	assertNotInDir(t, b.dir, "practise cello scales", "stored by mistake")
+	assertNotInDir(t, b.dir, "practise cello scales", "stored by mistake", "cello bridge")
 	if out := must(t, a.dir, "", "share", "list", "--json"); !strings.Contains(out, `"status":"active"`) {
 		t.Fatalf("A's grant: %s", out)
 	}
