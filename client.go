@@ -112,7 +112,7 @@ func (c *Client) post(ctx context.Context, method string, req any) (*http.Respon
 	hr.Header.Set("Content-Type", "application/json")
 	resp, err := c.hc.Do(hr)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", method, err)
+		return nil, sendError(ctx, method, err) // outcome.go
 	}
 	if resp.StatusCode != http.StatusOK {
 		resp.Body.Close()
@@ -129,7 +129,8 @@ func call[Res any](c *Client, ctx context.Context, method string, req any) (*Res
 	defer resp.Body.Close()
 	res, err := decodeResponse[Res](resp.Body)
 	if errors.Is(err, ErrProtocol) {
-		return nil, fmt.Errorf("%s: %w", method, err)
+		// No whole answer: the owner may have applied the request.
+		return nil, &OutcomeUnknownError{Method: method, Err: err}
 	}
 	return res, err
 }
@@ -206,12 +207,18 @@ func decodeStream[T any](r io.Reader, field string, fn func(T) error) error {
 
 // Append implements API through the owner.
 func (c *Client) Append(ctx context.Context, req AppendRequest) (*AppendResult, error) {
-	return call[AppendResult](c, ctx, "append", req)
+	var evs []EventResult
+	req.JSONL, evs = appendIDs(req.JSONL, req.ChunkTokens) // outcome.go
+	res, err := call[AppendResult](c, ctx, "append", req)
+	return res, withEvents(err, evs)
 }
 
 // Remember implements API through the owner.
 func (c *Client) Remember(ctx context.Context, req RememberRequest) (*AppendResult, error) {
-	return call[AppendResult](c, ctx, "remember", req)
+	var evs []EventResult
+	req, evs = rememberIDs(req) // outcome.go
+	res, err := call[AppendResult](c, ctx, "remember", req)
+	return res, withEvents(err, evs)
 }
 
 // Tombstone implements API through the owner.

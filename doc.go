@@ -95,8 +95,11 @@
 // # One owner, many users
 //
 // The process that opens a store owns it (the log's lock). While it
-// serves (Serve), it listens on DIR/ucl.sock (mode 0600) and answers the
-// API over HTTP:
+// serves (Serve), it listens on DIR/ucl.sock (mode 0600 from its first
+// moment: bound in a private 0700 directory, then renamed into place) and
+// answers processes of its own user only (peer credentials: SO_PEERCRED,
+// LOCAL_PEERCRED; another uid's connection is closed unread) the API over
+// HTTP:
 //
 //	POST /v1/{method}   body: the request as JSON
 //	  200 {"result": RESULT}                      success

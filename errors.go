@@ -155,6 +155,7 @@ var errorCodes = []struct {
 	{"rotation_needs_key", ErrRotationNeedsKey, ClassForbidden},
 	{"bad_rotate_journal", ErrBadRotateJournal, ClassInternal},
 	{"key_outside_store", ErrKeyOutsideStore, ClassBadRequest},
+	{"outcome_unknown", ErrOutcomeUnknown, ClassUnavailable},
 }
 
 // Class groups errors by what the caller can do about them. Each face maps

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -75,7 +74,8 @@ func writeJSON(w http.ResponseWriter, v any) {
 }
 
 // Serve answers the API on the store's socket (DIR/ucl.sock, mode 0600)
-// until ctx is done, then removes the socket. Only the owner serves: the
+// to processes of this user only until ctx is done, then removes the
+// socket. Only the owner serves: the
 // Store holds the store lock, so a socket file already there was left by
 // a dead owner and is replaced.
 func (s *Store) Serve(ctx context.Context) error {
@@ -83,13 +83,10 @@ func (s *Store) Serve(ctx context.Context) error {
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	ln, err := net.Listen("unix", path)
+	// Mode 0600 from its first moment, and only this user's connections
+	// (sockperm.go).
+	ln, err := listenOwner(path)
 	if err != nil {
-		return err
-	}
-	// The store directory is 0700; the mode is the socket's own guard.
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
 		return err
 	}
 	srv := &http.Server{Handler: Handler(s)}

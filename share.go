@@ -2,6 +2,7 @@ package ucl
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
@@ -27,6 +28,13 @@ import (
 // disclosure format is in the internal/mirror package doc), the DEK of the grant
 // event itself, then of every later tombstone that removes a granted chunk
 // and of the revoke. SharePull (sharepull.go) is the grantee's side.
+//
+// The share key is bound to the grantor (crypto.ShareBinding: the RSA-OAEP
+// label names the grantor's address, log id and the grant's event id, drawn
+// before the grant is appended). Anyone can re-post a grantor's public
+// segments and disclosures under their own signature; the grantee unwraps
+// with the signer it verified, so such a copy yields no key and is
+// rejected. Grants of the unbound v1 format are refused at the grantee.
 //
 // A grant that follows its session (share_grant v2 flag) also covers the
 // chunks stored in the session after it: each push discloses their DEKs
@@ -265,7 +273,14 @@ func (s *Store) ShareGrant(ctx context.Context, req ShareGrantRequest) (*ShareGr
 	if err != nil {
 		return nil, err
 	}
-	wrapped, err := crypto.WrapShareKey(pub, shareKey)
+	// The grant's event id is drawn here: with the grantor's address and
+	// log id it binds the share key (crypto.ShareBinding), so a copy of the
+	// grant re-signed by another wallet does not unwrap at the grantee.
+	var gid log.ID
+	if _, err := rand.Read(gid[:]); err != nil {
+		return nil, err
+	}
+	wrapped, err := crypto.WrapBoundShareKey(pub, shareKey, s.shareBinding(gid))
 	if err != nil {
 		return nil, err
 	}
@@ -301,13 +316,18 @@ func (s *Store) ShareGrant(ctx context.Context, req ShareGrantRequest) (*ShareGr
 		g.Keys = append(g.Keys, k)
 	}
 	sort.Slice(g.Keys, func(i, j int) bool { return g.Keys[i].Seq < g.Keys[j].Seq })
-	r, err := s.st.Log.Append(ctx, log.Entry{Body: g})
+	r, err := s.st.Log.Append(ctx, log.Entry{ID: gid, Body: g})
 	if err != nil {
 		return nil, err
 	}
 	s.notifyAppend()
 	return &ShareGrantResult{Grant: r.ID, Seq: r.Seq, Hash: r.Hash, Grantee: req.To, KeyFrom: from,
 		Sessions: g.Sessions, Chunks: ids, Note: req.Note, Follow: req.Follow}, nil
+}
+
+// shareBinding is what this store's grant gid binds its share key to.
+func (s *Store) shareBinding(gid log.ID) crypto.ShareBinding {
+	return crypto.ShareBinding{Grantor: s.st.Meta.WalletAddress, LogID: s.st.Meta.LogIDBytes(), Grant: gid}
 }
 
 // grantAt reads the grant with event id id.
@@ -375,6 +395,11 @@ func (s *Store) givenShares(ctx context.Context) ([]GivenShare, error) {
 			return nil
 		}
 		ev, err := s.st.Log.Decrypt(r.Raw)
+		if errors.Is(err, log.ErrShredded) && r.Header.Type == log.TypeStore {
+			// Tombstoned and erased by a key rotation before any push
+			// disclosed it: gone, for the grantee too.
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -456,7 +481,11 @@ type sharePushItem struct {
 	// Followed are the chunks disclosed because the grant follows its
 	// sessions (their tombstones are disclosed too).
 	Followed []followedChunk `json:"followed,omitempty"`
-	TxIDs    []string        `json:"tx_ids,omitempty"`
+	// Granted are the granted chunks as read at the first push that saw
+	// the grant: a key rotation may shred some later (tombstoned), and
+	// their tombstones must still reach the grantee.
+	Granted []followedChunk `json:"granted,omitempty"`
+	TxIDs   []string        `json:"tx_ids,omitempty"`
 }
 
 func (s *Store) loadSharePush() (*sharePush, error) {
@@ -526,6 +555,11 @@ func (s *Store) disclose(ctx context.Context, cl mirror.Gateway, covered uint64)
 			return nil
 		}
 		ev, err := s.st.Log.Decrypt(r.Raw)
+		if errors.Is(err, log.ErrShredded) && r.Header.Type == log.TypeStore {
+			// Tombstoned and erased by a key rotation before any push
+			// disclosed it: gone, for the grantee too.
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -569,7 +603,13 @@ func (s *Store) disclose(ctx context.Context, cl mirror.Gateway, covered uint64)
 			it.Closed = true
 			continue
 		}
-		var chunks []*log.Store // granted chunks, read once a tombstone needs them
+		// Granted chunks, read once a tombstone needs them. A granted chunk
+		// a key rotation shredded (it was tombstoned) cannot be read: what
+		// tombstone matching needs of it comes from it.Granted, recorded
+		// at an earlier push, else only its id is known (g.Chunks) and
+		// a tombstone matches it by id or by a granted session.
+		var chunks []*log.Store
+		var erased []string // shredded granted chunks known by id only
 		readChunks := func() error {
 			if chunks != nil {
 				return nil
@@ -578,12 +618,17 @@ func (s *Store) disclose(ctx context.Context, cl mirror.Gateway, covered uint64)
 			for _, f := range it.Followed {
 				chunks = append(chunks, &log.Store{ChunkID: f.ID, Session: f.Session, Time: f.Time})
 			}
+			have := map[string]bool{}
+			var granted []followedChunk
 			for _, k := range g.Keys {
 				raw, err := s.st.Log.Raw(k.Seq)
 				if err != nil {
 					return err
 				}
 				ev, err := s.st.Log.Decrypt(raw)
+				if errors.Is(err, log.ErrShredded) {
+					continue
+				}
 				if err != nil {
 					return err
 				}
@@ -593,9 +638,32 @@ func (s *Store) disclose(ctx context.Context, cl mirror.Gateway, covered uint64)
 						c.Time = ev.Time
 					}
 					chunks = append(chunks, &c)
+					have[c.ChunkID] = true
+					granted = append(granted, followedChunk{ID: c.ChunkID, Session: c.Session, Time: c.Time})
 				}
 			}
+			for _, f := range it.Granted {
+				if !have[f.ID] {
+					chunks = append(chunks, &log.Store{ChunkID: f.ID, Session: f.Session, Time: f.Time})
+					have[f.ID] = true
+				}
+			}
+			for _, id := range g.Chunks {
+				if !have[id] {
+					erased = append(erased, id)
+				}
+			}
+			if len(it.Granted) == 0 {
+				it.Granted = granted
+			}
 			return nil
+		}
+		if len(it.Granted) == 0 {
+			// Record the granted chunks while they can be read, for the
+			// pushes after a rotation shreds some of them.
+			if err := readChunks(); err != nil {
+				return posted, fmt.Errorf("disclose shares: %w", err)
+			}
 		}
 		var seqs []uint64
 		var last log.Hash
@@ -612,11 +680,18 @@ func (s *Store) disclose(ctx context.Context, cl mirror.Gateway, covered uint64)
 				if err := readChunks(); err != nil {
 					return posted, fmt.Errorf("disclose shares: %w", err)
 				}
+				match := false
 				for _, c := range chunks {
 					if projections.TombstoneMatches(b, c.ChunkID, c.Session, c.Time) {
-						seqs, last = append(seqs, f.seq), f.hash
+						match = true
 						break
 					}
+				}
+				for _, id := range erased {
+					match = match || inStrings(b.Chunks, id) || (b.Session != "" && inStrings(g.Sessions, b.Session))
+				}
+				if match {
+					seqs, last = append(seqs, f.seq), f.hash
 				}
 			case *log.ShareRevoke:
 				if b.Grant == it.ID {

@@ -127,7 +127,7 @@ func TestShareGrantWrapping(t *testing.T) {
 	if g.Grantee != wb.Address() || g.Note != "n" || len(g.Keys) != 2 || len(g.OwnKey) != log.ShareKeySize {
 		t.Fatalf("grant body: %+v", g)
 	}
-	sk, err := crypto.UnwrapShareKey(wb.PrivateKey(), g.ShareKey)
+	sk, err := crypto.UnwrapBoundShareKey(wb.PrivateKey(), g.ShareKey, s.shareBinding(res.Grant))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,13 +160,13 @@ func TestShareGrantWrapping(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := crypto.UnwrapShareKey(wa.PrivateKey(), g.ShareKey); !errors.Is(err, crypto.ErrNotForThisWallet) {
+	if _, err := crypto.UnwrapBoundShareKey(wa.PrivateKey(), g.ShareKey, s.shareBinding(res.Grant)); !errors.Is(err, crypto.ErrNotForThisWallet) {
 		t.Fatalf("foreign wallet unwrap: %v", err)
 	}
 	// A tampered wrapped share key does not unwrap either.
 	bad := append([]byte(nil), g.ShareKey...)
 	bad[10] ^= 1
-	if _, err := crypto.UnwrapShareKey(wb.PrivateKey(), bad); !errors.Is(err, crypto.ErrNotForThisWallet) {
+	if _, err := crypto.UnwrapBoundShareKey(wb.PrivateKey(), bad, s.shareBinding(res.Grant)); !errors.Is(err, crypto.ErrNotForThisWallet) {
 		t.Fatalf("tampered share key unwrap: %v", err)
 	}
 
@@ -248,8 +248,9 @@ func TestSharedSourceDeterministic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rl := &receivedLog{Grantor: "grantor", LogID: "x", raws: map[uint64][]byte{}}
-	rg := receivedGrant{ShareKey: g.ShareKey}
+	// The share key is bound to the grantor, its log and the grant.
+	rl := &receivedLog{Grantor: s.st.Meta.WalletAddress, LogID: s.st.Meta.LogID, raws: map[uint64][]byte{}}
+	rg := receivedGrant{ReceivedShare: ReceivedShare{Grant: res.Grant}, ShareKey: g.ShareKey}
 	for _, k := range g.Keys {
 		raw, err := s.Log().Raw(k.Seq)
 		if err != nil {

@@ -227,7 +227,13 @@ func (s *Store) receiveLog(ctx context.Context, cl mirror.Gateway, w *arweave.Wa
 		id := log.ID(d.D.Grant)
 		gi := grants[id]
 		if gi == nil {
-			sk, err := crypto.UnwrapShareKey(w.PrivateKey(), d.D.ShareKey)
+			// Bound to the grantor that signed the disclosure (and the
+			// segments Rebuild checks below), its log and the grant: a
+			// re-signed copy fails here.
+			sk, err := crypto.UnwrapBoundShareKey(w.PrivateKey(), d.D.ShareKey, crypto.ShareBinding{Grantor: grantor, LogID: logID, Grant: d.D.Grant})
+			if errors.Is(err, crypto.ErrUnboundShareKey) {
+				err = fmt.Errorf("%w: refused, since another wallet could re-sign it as its own; the grantor can revoke it and grant again", err)
+			}
 			if err != nil {
 				reject(d.TxID, id, err)
 				continue

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rsa"
 	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"sort"
 	"sync"
@@ -50,6 +51,7 @@ type sharedItem struct {
 // sharedKey is a grant's share key, unwrapped with the wallet on first use.
 type sharedKey struct {
 	wrapped []byte
+	bind    crypto.ShareBinding // what the pull verified it is bound to
 	w       *crypto.Wrapper
 }
 
@@ -104,7 +106,7 @@ func (s *sharedSource) event(seq uint64) (*log.Event, error) {
 	defer s.mu.Unlock()
 	it := &s.items[seq-1]
 	if it.key.w == nil {
-		sk, err := crypto.UnwrapShareKey(s.priv, it.key.wrapped)
+		sk, err := crypto.UnwrapBoundShareKey(s.priv, it.key.wrapped, it.key.bind)
 		if err != nil {
 			return nil, fmt.Errorf("shared area: a grant of %s: %w", it.grantor, err)
 		}
@@ -170,7 +172,12 @@ func buildSharedSource(area []*receivedLog, w *arweave.Wallet) (*sharedSource, e
 			if len(g.Chunks) != len(g.Keys) {
 				return nil, fmt.Errorf("shared area: grant %s of %s: %w: %d chunks, %d keys", g.Grant, rl.Grantor, log.ErrMalformed, len(g.Chunks), len(g.Keys))
 			}
-			k := &sharedKey{wrapped: g.ShareKey}
+			k := &sharedKey{wrapped: g.ShareKey, bind: crypto.ShareBinding{Grantor: rl.Grantor, Grant: g.Grant}}
+			lid, err := hex.DecodeString(rl.LogID)
+			if err != nil || len(lid) != len(k.bind.LogID) {
+				return nil, fmt.Errorf("shared area: log id %q of %s: %w", rl.LogID, rl.Grantor, log.ErrMalformed)
+			}
+			copy(k.bind.LogID[:], lid)
 			for i, gk := range g.Keys {
 				items = append(items, item{gk.Seq, g.Chunks[i], gk.Wrapped, k})
 			}

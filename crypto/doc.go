@@ -19,6 +19,16 @@
 //     parsing and signing). It signs Arweave transactions and is
 //     the identity share grants are addressed to. Its address is
 //     base64url(SHA-256(n)).
+//   - Share key: 32 random bytes per share grant, RSA-OAEP-SHA256-wrapped
+//     to the grantee's wallet key. The OAEP label binds it to its grantor
+//     (ShareBinding, frozen by testdata/share-key-v2.golden):
+//     "ucl share key v2" 0x00 ‖ grantor address ‖ 0x00 ‖ log id ‖ grant id.
+//     The grantee unwraps with the grantor, log and grant it verified (the
+//     signer of the disclosure and of the segments), so a grant re-signed
+//     by a third wallet, which needs no secret to copy the bytes, does not
+//     unwrap, and nothing under it decrypts. Keys of the old v1 label
+//     ("ucl share key v1", bound to nothing) are refused
+//     (ErrUnboundShareKey): the grantor revokes and grants again.
 //
 // # Deletion
 //

@@ -163,6 +163,8 @@ func defaultHint(err error) string {
 		return "the log was damaged after these events were acknowledged, so nothing was cut: see `ucl audit verify`; `ucl audit repair` cuts the log back to its last sound event (keeping the cut bytes in the store's corrupt/ folder), and a store mirrored to Arweave can be recovered with `ucl rebuild`"
 	case errors.As(err, &ce):
 		return "the log is damaged: run `ucl audit verify` for details; a store mirrored to Arweave can be recovered with `ucl rebuild`"
+	case errors.Is(err, ucl.ErrOutcomeUnknown):
+		return "the store owner died before answering, so whether the command took effect is unknown: check (`ucl status`, `ucl replay --raw`) before running it again"
 	case errors.Is(err, log.ErrLocked):
 		return "another ucl process is using this store"
 	case errors.Is(err, ucl.ErrWrongVaultKey):

@@ -74,6 +74,8 @@ id, hash (and "existed", "duplicate_of").`,
 				}
 			}
 			switch {
+			case errors.Is(err, ucl.ErrOutcomeUnknown):
+				return resolveUnknown(c, err) // outcome.go
 			case errors.Is(err, ucl.ErrNoInput):
 				return withHint(err, "give one JSON event per line")
 			case errors.Is(err, ucl.ErrBadInput):
@@ -176,6 +178,9 @@ result names that item (duplicate_of) unless --allow-duplicate.`,
 			ChunkTokens: c.Int("chunk-tokens"), AllowDuplicate: c.Bool("allow-duplicate"), Supersedes: c.StringSlice("supersedes")}
 		return withAPI(c, func(api ucl.API) error {
 			res, err := api.Remember(context.Background(), req)
+			if errors.Is(err, ucl.ErrOutcomeUnknown) {
+				return resolveUnknown(c, err) // outcome.go
+			}
 			if errors.Is(err, ucl.ErrUnknownItem) {
 				return withHint(err, "--supersedes takes the id of a live item (from `ucl store` or `ucl query`); nothing was written")
 			}

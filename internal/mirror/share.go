@@ -18,7 +18,10 @@ import (
 //
 //	version u8 = 1
 //	grant id [16]          the share_grant event this disclosure belongs to
-//	wrapped share key      uvarint length ‖ RSA-OAEP-SHA256(grantee key, share key)
+//	wrapped share key      uvarint length ‖ RSA-OAEP-SHA256(grantee key, share key),
+//	                       labelled with the grantor address, log id and grant
+//	                       id (crypto.ShareBinding): a copy re-signed by
+//	                       another wallet does not unwrap for the grantee
 //	keys                   uvarint n ≥ 1, n × (seq u64 LE, 40-byte DEK of that
 //	                       event wrapped (RFC 3394) under the share key),
 //	                       seqs strictly ascending

@@ -1,0 +1,79 @@
+package ucl
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// The peer check reads the connecting process's uid (SO_PEERCRED on
+// Linux, LOCAL_PEERCRED on the BSDs) and refuses any other than the
+// owner's. Runs as any user: the "other" uid is the owner's plus one.
+func TestPeerCredRefusesAnotherUID(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ucl.sock")
+	ln, err := listenOwner(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := ln.(*peerListener)
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 || fi.Mode()&os.ModeSocket == 0 {
+		t.Fatalf("socket mode %v, want a socket of mode 0600", fi.Mode())
+	}
+	if ents, _ := os.ReadDir(filepath.Dir(path)); len(ents) != 1 {
+		t.Fatalf("listen left %d entries next to the socket, want only it", len(ents))
+	}
+
+	// checkPeer itself: this process's uid passes, another does not.
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sc, err := pl.AcceptUnix()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	if _, err := peerUID(-1); errors.Is(err, errors.ErrUnsupported) {
+		t.Skip("no peer credentials on this platform: the file mode is the only guard")
+	}
+	if err := checkPeer(sc, os.Getuid()); err != nil {
+		t.Fatalf("own uid refused: %v", err)
+	}
+	if err := checkPeer(sc, os.Getuid()+1); !errors.Is(err, ErrForeignPeer) {
+		t.Fatalf("another uid: got %v, want ErrForeignPeer", err)
+	}
+
+	// The listener closes a foreign peer's connection unread and goes on
+	// accepting: the peer reads EOF, never an answer.
+	pl.uid = os.Getuid() + 1
+	accepted := make(chan error, 1)
+	go func() {
+		c, err := pl.Accept()
+		if err == nil {
+			c.Close()
+			err = errors.New("a foreign peer's connection was accepted")
+		}
+		accepted <- err
+	}()
+	c2, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	c2.Write([]byte("POST /v1/replay HTTP/1.1\r\nHost: ucl\r\nContent-Length: 2\r\n\r\n{}"))
+	if n, err := c2.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("foreign peer read %d bytes, err %v; want EOF", n, err)
+	}
+	pl.Close()
+	if err := <-accepted; errors.Is(err, ErrForeignPeer) || (err != nil && !errors.Is(err, net.ErrClosed)) {
+		t.Fatalf("accept: %v", err)
+	}
+}
