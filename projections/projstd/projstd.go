@@ -92,6 +92,11 @@ func (n Notice) String() string {
 	return fmt.Sprintf("projection %s was damaged (%s); it was reset and is rebuilt from the log", n.Projection, n.Reason)
 }
 
+// DigestCacheFile, in the set's directory, is the projector's digest
+// cache (projections.Options.DigestCache): `project status` reads digests
+// from it instead of computing them when nothing changed since.
+const DigestCacheFile = "digests.json"
+
 // Names of the standard projections, in the order they are applied.
 var Names = []string{"timelines", "fts", "summary", "vectors", "dedup"}
 
@@ -241,7 +246,11 @@ func Open(dir string, src projections.Source, o Options) (*Set, error) {
 		return nil, err
 	}
 	s.notices = notices
-	if s.Projector, err = projections.NewProjector(src, ps, o.Projector); err != nil {
+	po := o.Projector
+	if po.DigestCache == "" {
+		po.DigestCache = filepath.Join(dir, DigestCacheFile)
+	}
+	if s.Projector, err = projections.NewProjector(src, ps, po); err != nil {
 		for _, p := range ps {
 			p.Close()
 		}
