@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/unlimitedcontext/ucl/internal/textutil"
 )
@@ -151,12 +152,34 @@ func (h *HashEmbedder) EmbedWeighted(text string, weight func(word string) float
 	return h.embed(text, weight)
 }
 
+// embedScratch is embed's working memory, reused across calls (embedding
+// a chunk allocated ~10 KB of it, a sixth of the vector projection's
+// allocation; it is the same arithmetic in the same order).
+type embedScratch struct {
+	feats []feature
+	rb    []int
+	pw    []byte
+	acc   []float64
+}
+
+var embedScratches = sync.Pool{New: func() any { return new(embedScratch) }}
+
+// maxKeptFeatures bounds the feature buffer kept for the next call (1 MB).
+const maxKeptFeatures = 1 << 16
+
 func (h *HashEmbedder) embed(text string, weight func(string) float64) []float32 {
+	sc := embedScratches.Get().(*embedScratch)
+	defer func() {
+		if cap(sc.feats) > maxKeptFeatures { // a huge text: do not keep its buffer
+			sc.feats = nil
+		}
+		embedScratches.Put(sc)
+	}()
 	words := textutil.ContentWords(text)
-	feats := make([]feature, 0, len(words)*10)
+	feats := sc.feats[:0]
 	var prevStem string
 	var prevW float64
-	var rb []int // rune start offsets of the padded word, plus its length
+	rb := sc.rb // rune start offsets of the padded word, plus its length
 	for i, w := range words {
 		st := Stem(w)
 		ww := 1.0
@@ -177,24 +200,32 @@ func (h *HashEmbedder) embed(text string, weight func(string) float64) []float32
 			feats = append(feats, feature{mix64(x), pw})
 		}
 		prevStem, prevW = st, ww
-		pw := "<" + w + ">"
+		// The padded word "<w>", its character trigrams hashed in place.
+		pw := append(append(append(sc.pw[:0], '<'), w...), '>')
+		sc.pw = pw
 		rb = rb[:0]
-		for off := range pw {
+		for off := range string(pw) { // no copy: the conversion only ranges
 			rb = append(rb, off)
 		}
 		rb = append(rb, len(pw))
+		cx := fnvAdd(fnvOffset, "c:")
 		for j := 0; j+3 < len(rb); j++ {
-			x := fnvAdd(fnvAdd(fnvOffset, "c:"), pw[rb[j]:rb[j+3]])
+			x := fnvAddBytes(cx, pw[rb[j]:rb[j+3]])
 			feats = append(feats, feature{mix64(x), float64(0.25 * ww)})
 		}
 	}
+	sc.feats, sc.rb = feats, rb
 	slices.SortFunc(feats, func(a, b feature) int {
 		if c := cmp.Compare(a.h, b.h); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.w, b.w)
 	})
-	acc := make([]float64, h.dim)
+	if cap(sc.acc) < h.dim {
+		sc.acc = make([]float64, h.dim)
+	}
+	acc := sc.acc[:h.dim]
+	clear(acc)
 	for i := 0; i < len(feats); {
 		j := i
 		for j < len(feats) && feats[j] == feats[i] {
@@ -220,6 +251,14 @@ func (h *HashEmbedder) embed(text string, weight func(string) float64) []float32
 		out[i] = float32(x / norm)
 	}
 	return out
+}
+
+func fnvAddBytes(x uint64, s []byte) uint64 {
+	for _, c := range s {
+		x ^= uint64(c)
+		x *= fnvPrime
+	}
+	return x
 }
 
 // Stem is a small, conservative suffix stripper (a subset of Porter step 1
