@@ -17,7 +17,6 @@ import (
 	"syscall"
 	"time"
 
-
 	"github.com/unlimitedcontext/ucl/crypto"
 	"github.com/unlimitedcontext/ucl/internal/fsutil"
 )
@@ -110,7 +109,7 @@ type Log struct {
 	opts Options
 	tw   *tailWriter // opened on first append (segwrite.go)
 	lock *os.File
-	idx *segIndex // random reads by seq (segidx.go)
+	idx  *segIndex // random reads by seq (segidx.go)
 
 	mu       sync.RWMutex // guards head, headHash, ids, tw (swapped by a rollback)
 	head     uint64
