@@ -114,3 +114,30 @@ func (h *HashEmbedder) embedReference(text string, weight func(string) float64) 
 	}
 	return out
 }
+
+// TestSortFeatures: the radix sort gives the comparison sort's order on
+// features with repeated hashes, repeated weights and shared digits.
+func TestSortFeatures(t *testing.T) {
+	var tmp []feature
+	for n := 0; n < 700; n += 7 {
+		f := make([]feature, n)
+		for i := range f {
+			x := mix64(uint64(i * 31 % (n/3 + 1)))
+			if i%5 == 0 {
+				x &= 0xFF00FF // many equal high digits
+			}
+			f[i] = feature{x, float64(i%4) * 0.25}
+		}
+		want := slices.Clone(f)
+		slices.SortFunc(want, func(a, b feature) int {
+			if c := cmp.Compare(a.h, b.h); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.w, b.w)
+		})
+		tmp = sortFeatures(f, tmp)
+		if !slices.Equal(f, want) {
+			t.Fatalf("n=%d: radix order differs from the comparison sort", n)
+		}
+	}
+}
