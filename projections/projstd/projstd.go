@@ -30,6 +30,20 @@
 // Open also removes leftovers of an interrupted write inside the
 // projection directories (".NAME.tmp-*" files of fsutil.WriteAtomic,
 // "*.compact" files of projections.CompactBolt).
+//
+// # Digest cache
+//
+// The set's directory holds digests.json (DigestCacheFile), the
+// projector's digest cache (projections.Options.DigestCache, format in
+// projections/digestcache.go): each projection's last computed digest
+// with the checkpoint, versions and digest key it was computed at.
+// Projector.StatusCached (the engine's status report) reads a digest from
+// it when that key is still the projection's, so a status costs reading
+// checkpoints rather than a pass over every projection; Status (snapshots),
+// Digests and Verify always compute. Since a status no longer reads the
+// vector graph whole, it no longer notices damage to it: Verify does, and
+// a search that meets it marks it. The file is derived: deleting it costs
+// one full status.
 package projstd
 
 import (
