@@ -135,7 +135,7 @@ func (w *tailWriter) write(ps []pending) error {
 		w.buf = nil
 	}
 	if !w.noSync {
-		if err := w.f.Sync(); err != nil {
+		if err := dataSync(w.f); err != nil {
 			return fmt.Errorf("sync segment: %w", err)
 		}
 	}
