@@ -14,7 +14,7 @@ NPM_FLAGS ?= --no-audit --no-fund --loglevel=http
 GATEWAY_PORT ?= 1984
 MINE_EVERY ?= 5
 
-.PHONY: all build install gateway test test-short race demo bench bench-100k bench-1m fuzz arlocal mcp-client openai-client vet clean eval
+.PHONY: all build install gateway test test-short race demo bench bench-peers bench-100k bench-1m fuzz arlocal mcp-client openai-client vet clean eval
 
 all: build
 
@@ -97,7 +97,15 @@ bench:
 	$(GO) test -run "^$$" -bench . -skip RotateKeys -benchtime $(QUERY_BENCHTIME) -timeout 60m .
 	$(GO) test -run "^$$" -bench RotateKeys -benchtime $(BENCHTIME) -timeout 60m .
 	$(GO) test -run "^$$" -bench . -benchtime $(BENCHTIME) -timeout 60m ./projections/... ./arweave/ ./snapshot/ ./test/
+	$(MAKE) bench-peers
 	@echo "== not run: the 1M-event \`ucl query\` process figure (issue 9). Opt in with make bench-1m (builds two 1M-event stores once into BENCH_1M_DIR, 10-50 min each, then reuses them)"
+
+# The log beside etcd's WAL in one run, alternating rounds (DESIGN.md §10's
+# "same run" figures). A separate module (bench/peers): the product does not
+# depend on etcd. PEERS_FLAGS: -rounds, -batches, -singles, -replay, -dir.
+PEERS_FLAGS ?=
+bench-peers:
+	cd bench/peers && $(GO) run . $(PEERS_FLAGS)
 
 bench-100k:
 	UCL_BENCH_100K=1 $(MAKE) bench

@@ -13,7 +13,7 @@ func (s *Store) statusLocked() (*ProjectionsResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := set.Projector.Status()
+	st, err := set.Projector.StatusCached()
 	if err != nil {
 		return nil, err
 	}

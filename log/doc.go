@@ -100,9 +100,15 @@
 // # On disk
 //
 // The log is a github.com/tidwall/wal directory in binary format: segment
-// files named by their first index (the index is the seq), each entry framed
-// by tidwall as uvarint(length) ‖ data. tidwall/wal has no checksum, so ucl's
-// entry data is
+// files named by their first index in 20 decimal digits (the index is the
+// seq), each entry framed as uvarint(length) ‖ data. A file is closed and
+// the next started before a write when it holds more than SegmentSize
+// bytes, and within a write as soon as it reaches SegmentSize (tidwall's
+// rule). ucl writes these files itself (segwrite.go: one reused buffer a
+// write, where tidwall grows one buffer the size of the open segment) and
+// reads them itself; the bytes are tidwall's, file for file
+// (TestTailWriterMatchesTidwall), so logs written before and after are the
+// same format. The framing has no checksum, so ucl's entry data is
 //
 //	raw ‖ CRC-32C(raw)    (4 bytes, little-endian)  the last entry of a write batch
 //	raw ‖ ^CRC-32C(raw)   (the bitwise complement)  every other entry of the batch

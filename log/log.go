@@ -11,12 +11,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
-
-	"github.com/tidwall/wal"
 
 	"github.com/unlimitedcontext/ucl/crypto"
 	"github.com/unlimitedcontext/ucl/internal/fsutil"
@@ -68,8 +67,7 @@ type Options struct {
 	Keys       *crypto.Keyring
 	Durability Durability
 	// SegmentSize is the size at which a WAL file is closed and a new one
-	// started (default 8 MiB: tidwall/wal keeps the open file's bytes in one
-	// growing buffer, and larger buffers cost more to grow than they save).
+	// started (default 8 MiB).
 	SegmentSize int
 	// NoRepair makes Open refuse a torn tail instead of cutting it.
 	NoRepair bool
@@ -109,15 +107,11 @@ type Result struct {
 type Log struct {
 	dir  string
 	opts Options
-	w    *wal.Log
+	tw   *tailWriter // opened on first append (segwrite.go)
 	lock *os.File
-	// rawMu serialises the random reads the offset index (idx) cannot
-	// serve: the WAL fills its segment cache under its read lock, which is
-	// a data race between two readers.
-	rawMu sync.Mutex
-	idx   *segIndex // random reads by seq without tidwall (segidx.go)
+	idx  *segIndex // random reads by seq (segidx.go)
 
-	mu       sync.RWMutex // guards head, headHash, ids, w (swapped by a rollback)
+	mu       sync.RWMutex // guards head, headHash, ids, tw (swapped by a rollback)
 	head     uint64
 	headHash Hash
 	// ids indexes event ids. Open does not read the whole log, so the index
@@ -143,9 +137,7 @@ type Log struct {
 	commitMu sync.Mutex
 	closed   bool
 	failed   error
-	segBytes int // bytes in the current WAL file, mirroring tidwall's cycle rule
-
-	batch wal.Batch // reused by commit (under commitMu)
+	segBytes int // bytes in the current WAL file, mirroring the writer's cycle rule
 
 	// write writes a commit's entries with one WAL batch; it is the seam
 	// for fault injection in tests.
@@ -234,12 +226,10 @@ func (l *Log) open() error {
 			return err
 		}
 	}
-	// tidwall's log is opened on first use (wal): opening it reads the
-	// whole last segment (up to 8 MiB), which a process that only reads
-	// through the offset index never needs. An empty log opens it now,
-	// creating the first file.
+	// The writer is opened on first use (tail). An empty log opens it
+	// now, creating the first file.
 	if n == 0 {
-		if _, err := l.wal(); err != nil {
+		if _, err := l.tail(); err != nil {
 			return fmt.Errorf("open log: %w", err)
 		}
 	}
@@ -250,61 +240,41 @@ func (l *Log) open() error {
 	if err := l.writeHeadMark(); err != nil {
 		return errors.Join(fmt.Errorf("open log: %w", err), l.closeWAL())
 	}
-	return syncDir(l.dir) // tidwall may have created the first file
+	return syncDir(l.dir) // the first file may have been created
 }
 
-// wal returns tidwall's log, opening it on first use and checking that it
-// ends where Open's verification did (no write happens before it is open,
-// so the head is still that).
-func (l *Log) wal() (*wal.Log, error) {
+// tail returns the segment writer, opening it on first use after the
+// head Open verified (no write happens before it is open, so the head is
+// still that).
+func (l *Log) tail() (*tailWriter, error) {
 	l.mu.RLock()
-	w := l.w
+	w := l.tw
 	l.mu.RUnlock()
 	if w != nil {
 		return w, nil
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.w != nil {
-		return l.w, nil
+	if l.tw != nil {
+		return l.tw, nil
 	}
-	w, err := wal.Open(l.dir, &wal.Options{
-		NoSync:           l.opts.Durability == None,
-		SegmentSize:      l.opts.SegmentSize,
-		LogFormat:        wal.Binary,
-		SegmentCacheSize: 2,
-		DirPerms:         0o700,
-		FilePerms:        0o600,
-	})
+	w, err := openTail(l.dir, l.head, l.opts.SegmentSize, l.opts.Durability == None)
 	if err != nil {
 		return nil, fmt.Errorf("open wal: %w", err)
 	}
-	last, err := w.LastIndex()
-	if err != nil || last != l.head {
-		w.Close()
-		return nil, fmt.Errorf("open wal: wal has %d entries, verified %d: %v", last, l.head, err)
-	}
-	l.w = w
+	l.tw = w
 	return w, nil
 }
 
-// closeWAL closes tidwall's log if it was opened.
+// closeWAL closes the segment writer if it was opened.
 func (l *Log) closeWAL() error {
 	l.mu.Lock()
-	w := l.w
-	l.w = nil
+	w := l.tw
+	l.tw = nil
 	l.mu.Unlock()
-	if w == nil {
-		return nil
-	}
-	return w.Close()
+	return w.close()
 }
 
-// verifyTail checks the log from its head mark on (or, without a usable
-// mark, all of it): CRCs, seqs and the chain. The event at the mark must
-// still be the one acknowledged. So Open reads the newest segment or two,
-// not the history; reads verify every hash they touch, and VerifyDir
-// checks everything.
 func (l *Log) verifyTail(mark headMark, haveMark bool) (uint64, Hash, []byte, error) {
 	if haveMark && mark.Seq > 0 {
 		var n uint64
@@ -618,11 +588,6 @@ func (l *Log) commit(batch []*appendReq) {
 	l.mu.RLock()
 	seq, prev := l.head, l.headHash
 	l.mu.RUnlock()
-	// The batch buffer is reused across commits (commits are serial under
-	// commitMu): growing a fresh one per commit was a measurable share of
-	// the commit time. tidwall's WriteBatch clears it, keeping capacity.
-	wb := &l.batch
-	wb.Clear()
 	var all []pending
 	newIDs := map[ID]int{} // id → index in all
 	var ok []*appendReq
@@ -673,8 +638,8 @@ func (l *Log) commit(batch []*appendReq) {
 }
 
 // writeAll writes one commit's entries as one WAL batch, its last entry
-// marked final, and fsyncs the directory when tidwall started a segment
-// file. On failure it rolls the files back to the head before the batch,
+// marked final, and fsyncs the directory when the writer started a
+// segment file. On failure it rolls the files back to the head before the batch,
 // so an error means nothing of the batch is in the log; if even that
 // fails, the log refuses appends until reopened (and Open drops the
 // unfinished batch). Called with commitMu held.
@@ -694,7 +659,7 @@ func (l *Log) writeAll(all []pending) error {
 	}
 	err := l.write(all)
 	if err == nil && cycled {
-		err = syncDir(l.dir) // tidwall created a segment file; make it durable
+		err = syncDir(l.dir) // the writer created a segment file; make it durable
 	}
 	if err == nil {
 		return nil
@@ -709,21 +674,16 @@ func (l *Log) writeAll(all []pending) error {
 
 // writeWAL is the production write.
 func (l *Log) writeWAL(ps []pending) error {
-	wb := &l.batch
-	wb.Clear()
-	for _, p := range ps {
-		wb.Write(p.seq, p.data)
-	}
-	w, err := l.wal()
+	w, err := l.tail()
 	if err != nil {
 		return err
 	}
-	return w.WriteBatch(wb)
+	return w.write(ps)
 }
 
-// rollback undoes a failed write: tidwall's state is unknown after an
-// error, so it is closed, the files are cut back to seq head, and tidwall
-// reopened on them. Called with commitMu held.
+// rollback undoes a failed write: the writer's file state is unknown
+// after an error, so it is closed, the files are cut back to seq head, and
+// the writer reopened on them. Called with commitMu held.
 func (l *Log) rollback(head uint64) error {
 	cerr := l.closeWAL()
 	err := truncateAfter(l.dir, head)
@@ -731,23 +691,12 @@ func (l *Log) rollback(head uint64) error {
 	if err != nil {
 		return err
 	}
-	w, err := wal.Open(l.dir, &wal.Options{
-		NoSync:           l.opts.Durability == None,
-		SegmentSize:      l.opts.SegmentSize,
-		LogFormat:        wal.Binary,
-		SegmentCacheSize: 2,
-		DirPerms:         0o700,
-		FilePerms:        0o600,
-	})
+	w, err := openTail(l.dir, head, l.opts.SegmentSize, l.opts.Durability == None)
 	if err != nil {
 		return fmt.Errorf("reopen wal: %w (close: %v)", err, cerr)
 	}
-	if last, err := w.LastIndex(); err != nil || last != head {
-		w.Close()
-		return fmt.Errorf("reopen wal: %d entries after rollback to %d: %v", last, head, err)
-	}
 	l.mu.Lock()
-	l.w = w
+	l.tw = w
 	l.mu.Unlock()
 	l.segBytes = l.lastSegmentSize()
 	return nil
@@ -965,8 +914,8 @@ func DecryptWith(kr *crypto.Keyring, raw []byte) (*Event, error) {
 }
 
 // Raw returns the raw bytes (header ‖ body) of one event, CRC-checked. It
-// reads the entry at its offset (segidx.go) and falls back to tidwall's
-// whole-segment read, which reports damage, when the index cannot serve it.
+// reads the entry at its offset (segidx.go) and falls back to parsing the
+// whole segment, which reports damage, when the index cannot serve it.
 func (l *Log) Raw(seq uint64) ([]byte, error) {
 	head, _ := l.Head()
 	if seq == 0 || seq > head {
@@ -984,18 +933,37 @@ func (l *Log) Raw(seq uint64) ([]byte, error) {
 }
 
 // readEntry returns the entry data (raw ‖ crc) of seq: through the offset
-// index (checked), or tidwall's Read (unchecked) when it cannot serve it.
+// index (checked), or by walking the framing of the segment file holding it
+// when the index cannot serve it.
 func (l *Log) readEntry(seq uint64) ([]byte, error) {
 	if data, ok := l.idx.read(seq); ok {
 		return data, nil
 	}
-	l.rawMu.Lock()
-	defer l.rawMu.Unlock()
-	w, err := l.wal()
+	segs, err := listSegments(l.dir)
 	if err != nil {
 		return nil, err
 	}
-	return w.Read(seq)
+	i := sort.Search(len(segs), func(i int) bool { return segs[i].first > seq }) - 1
+	if i < 0 {
+		return nil, fmt.Errorf("%w: no segment holds it", ErrNotFound)
+	}
+	b, err := os.ReadFile(filepath.Join(l.dir, segs[i].name))
+	if err != nil {
+		return nil, err
+	}
+	// Walk the framing only, as tidwall's Read did: a damaged entry before
+	// seq does not hide seq (the caller checks seq's own CRC).
+	off := 0
+	for k := seq - segs[i].first; ; k-- {
+		n, w := binary.Uvarint(b[off:])
+		if w <= 0 || n > uint64(len(b)-off-w) {
+			return nil, &CorruptionError{Seq: seq, Segment: segs[i].name, Offset: int64(off), Err: fmt.Errorf("%w: entry framing", ErrMalformed)}
+		}
+		if k == 0 {
+			return b[off+w : off+w+int(n)], nil
+		}
+		off += w + int(n)
+	}
 }
 
 // HashAt returns the hash of event seq.

@@ -7,8 +7,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/tidwall/wal"
 
 	"github.com/unlimitedcontext/ucl/crypto"
 )
@@ -112,15 +115,27 @@ func BenchmarkEventAtRandom(b *testing.B) {
 	}
 }
 
-// tidwallEventAt is EventAt as it was before the offset index.
+// tidwallWALs: tidwall's own log opened read-only beside each benched Log
+// (the files are tidwall's format; ucl no longer writes through it).
+var (
+	tidwallMu   sync.Mutex
+	tidwallWALs = map[*Log]*wal.Log{}
+)
+
+// tidwallEventAt is EventAt as it was before the offset index: tidwall's
+// Read, which loads and parses the whole segment holding seq.
 func tidwallEventAt(l *Log, seq uint64) (*Event, error) {
-	w, err := l.wal()
-	if err != nil {
-		return nil, err
+	tidwallMu.Lock()
+	defer tidwallMu.Unlock()
+	w := tidwallWALs[l]
+	if w == nil {
+		var err error
+		if w, err = wal.Open(l.dir, &wal.Options{NoSync: true, SegmentSize: l.opts.SegmentSize, LogFormat: wal.Binary, SegmentCacheSize: 2}); err != nil {
+			return nil, err
+		}
+		tidwallWALs[l] = w
 	}
-	l.rawMu.Lock()
 	data, err := w.Read(seq)
-	l.rawMu.Unlock()
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -167,5 +169,68 @@ func sortDurations(d []time.Duration) {
 		for j := i; j > 0 && d[j] < d[j-1]; j-- {
 			d[j], d[j-1] = d[j-1], d[j]
 		}
+	}
+}
+
+// BenchmarkVectorsBuild: the vector projection alone, fed store events of
+// ~60 Zipf-vocabulary words and committed every 10,000 events as a
+// catch-up does, at the sizes in UCL_BENCH_VEC_N (comma-separated; default
+// 10000) with the graph starting at UCL_BENCH_VEC_EXACT live vectors
+// (default DefaultExactBelow; set it below the size to measure the graph
+// regime at sizes this machine can hold). Reports events/s, CPU per event
+// (the process's), and the largest Go heap seen at a commit.
+func BenchmarkVectorsBuild(b *testing.B) {
+	sizes := []int{10_000}
+	if s := os.Getenv("UCL_BENCH_VEC_N"); s != "" {
+		sizes = nil
+		for _, f := range strings.Split(s, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n <= 0 {
+				b.Fatalf("UCL_BENCH_VEC_N: %q", s)
+			}
+			sizes = append(sizes, n)
+		}
+	}
+	exact := DefaultExactBelow
+	if s := os.Getenv("UCL_BENCH_VEC_EXACT"); s != "" {
+		var err error
+		if exact, err = strconv.Atoi(s); err != nil || exact <= 0 {
+			b.Fatalf("UCL_BENCH_VEC_EXACT: %q", s)
+		}
+	}
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("events=%d/exact=%d", n, exact), func(b *testing.B) {
+			evs := projtest.Generate(projtest.Config{Seed: 42, N: n, StoresOnly: true, Vocab: 30000})
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				v, err := OpenVectors(b.TempDir(), VectorOptions{ExactBelow: exact})
+				if err != nil {
+					b.Fatal(err)
+				}
+				var peak uint64
+				var ms runtime.MemStats
+				t0, cpu0 := time.Now(), cpuTime()
+				for j, ev := range evs {
+					if err := v.Apply(ev); err != nil {
+						b.Fatal(err)
+					}
+					if (j+1)%10_000 == 0 || j == len(evs)-1 {
+						if err := v.Commit(projections.Checkpoint{Seq: ev.Seq, Hash: ev.Hash}); err != nil {
+							b.Fatal(err)
+						}
+						runtime.ReadMemStats(&ms)
+						peak = max(peak, ms.HeapInuse)
+					}
+				}
+				if err := v.Flush(); err != nil {
+					b.Fatal(err)
+				}
+				el, cpu := time.Since(t0), cpuTime()-cpu0
+				v.Close()
+				b.ReportMetric(float64(n)/el.Seconds(), "events/s")
+				b.ReportMetric(float64(cpu.Microseconds())/float64(n), "cpu-us/event")
+				b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
+			}
+		})
 	}
 }

@@ -30,6 +30,20 @@
 // Open also removes leftovers of an interrupted write inside the
 // projection directories (".NAME.tmp-*" files of fsutil.WriteAtomic,
 // "*.compact" files of projections.CompactBolt).
+//
+// # Digest cache
+//
+// The set's directory holds digests.json (DigestCacheFile), the
+// projector's digest cache (projections.Options.DigestCache, format in
+// projections/digestcache.go): each projection's last computed digest
+// with the checkpoint, versions and digest key it was computed at.
+// Projector.StatusCached (the engine's status report) reads a digest from
+// it when that key is still the projection's, so a status costs reading
+// checkpoints rather than a pass over every projection; Status (snapshots),
+// Digests and Verify always compute. Since a status no longer reads the
+// vector graph whole, it no longer notices damage to it: Verify does, and
+// a search that meets it marks it. The file is derived: deleting it costs
+// one full status.
 package projstd
 
 import (
@@ -91,6 +105,11 @@ type Notice struct {
 func (n Notice) String() string {
 	return fmt.Sprintf("projection %s was damaged (%s); it was reset and is rebuilt from the log", n.Projection, n.Reason)
 }
+
+// DigestCacheFile, in the set's directory, is the projector's digest
+// cache (projections.Options.DigestCache): `project status` reads digests
+// from it instead of computing them when nothing changed since.
+const DigestCacheFile = "digests.json"
 
 // Names of the standard projections, in the order they are applied.
 var Names = []string{"timelines", "fts", "summary", "vectors", "dedup"}
@@ -241,7 +260,11 @@ func Open(dir string, src projections.Source, o Options) (*Set, error) {
 		return nil, err
 	}
 	s.notices = notices
-	if s.Projector, err = projections.NewProjector(src, ps, o.Projector); err != nil {
+	po := o.Projector
+	if po.DigestCache == "" {
+		po.DigestCache = filepath.Join(dir, DigestCacheFile)
+	}
+	if s.Projector, err = projections.NewProjector(src, ps, po); err != nil {
 		for _, p := range ps {
 			p.Close()
 		}

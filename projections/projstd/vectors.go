@@ -217,6 +217,10 @@ func (v *VectorProjection) versionTag() []byte {
 	return []byte(fmt.Sprintf("%d/%s/M%d/efc%d", vectorsVersion, v.opts.Embedder.Name(), v.opts.HNSW.M, v.opts.HNSW.EfConstruction))
 }
 
+// DigestKey implements projections.DigestKeyer: the digest covers the
+// version tag (the embedder's name among it).
+func (v *VectorProjection) DigestKey() string { return string(v.versionTag()) }
+
 // stateTag is what the stored state was built with: the version tag and
 // the threshold where the graph starts (the graph's bytes depend on it,
 // the digest does not). A change rebuilds.

@@ -1,0 +1,281 @@
+// Command peers measures ucl's log beside its peer, etcd's WAL (the
+// write-ahead log of etcd 3.7, go.etcd.io/etcd/server/v3/storage/wal), in
+// one run on one disk, alternating rounds, and prints each figure of
+// DESIGN.md §10 that names the peer with the ratio ucl ÷ peer as
+// median [min–max] over the rounds. It is a separate module so the product
+// does not depend on etcd; `make bench-peers` runs it.
+//
+//	go run . -rounds 3 -replay 20000
+//
+// Workloads (512-byte contents, DESIGN.md §10):
+//
+//   - batches of 256, durable: ucl AppendBatch (group durability: one
+//     fsync a batch) vs etcd Save of 256 entries (one fsync);
+//   - one writer, durable: ucl Append (sync durability) vs etcd Save of one
+//     entry, each fsynced;
+//   - replay: ucl Events over the whole log (CRC, hash chain, SHA-256 and
+//     AES-GCM decrypt of every event, both cores) vs etcd ReadAll (CRC
+//     chain, decode).
+//
+// ucl also pays per-event keys (a data key wrapped under the vault key per
+// event), encryption and the hash chain; etcd stores plaintext.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/storage/wal"
+	"go.etcd.io/etcd/server/v3/storage/wal/walpb"
+	"go.etcd.io/raft/v3/raftpb"
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/unlimitedcontext/ucl/crypto"
+	"github.com/unlimitedcontext/ucl/log"
+)
+
+var content512 = strings.Repeat("memory log benchmark text ", 20)[:512]
+
+func main() {
+	rounds := flag.Int("rounds", 5, "alternating rounds per figure")
+	batches := flag.Int("batches", 100, "batches of 256 per round")
+	singles := flag.Int("singles", 300, "single durable appends per round")
+	replay := flag.Int("replay", 20000, "events replayed per round")
+	dir := flag.String("dir", "", "directory for the logs (default: a temp dir; put it on the disk you measure)")
+	flag.Parse()
+	root := *dir
+	if root == "" {
+		var err error
+		if root, err = os.MkdirTemp("", "ucl-peers-*"); err != nil {
+			fail(err)
+		}
+		defer os.RemoveAll(root)
+	}
+	kr, err := crypto.NewKeyring()
+	if err != nil {
+		fail(err)
+	}
+	figs := []figure{
+		{name: "durable append, batches of 256", ucl: func(d string) result { return uclBatches(d, kr, *batches) }, peer: func(d string) result { return etcdBatches(d, *batches) }},
+		{name: "durable append, 1 writer", ucl: func(d string) result { return uclSingles(d, kr, *singles) }, peer: func(d string) result { return etcdSingles(d, *singles) }},
+		{name: fmt.Sprintf("replay %d (verify + decrypt)", *replay), ucl: func(d string) result { return uclReplay(d, kr, *replay) }, peer: func(d string) result { return etcdReplay(d, *replay) }},
+	}
+	fmt.Printf("%-34s %10s %10s  %-24s %9s %9s\n", "figure (events/s)", "ucl", "etcd WAL", "ucl/etcd med [min-max]", "ucl cpu", "etcd cpu")
+	for _, f := range figs {
+		var us, ps, rs, uc, pc []float64
+		for r := 0; r < *rounds; r++ {
+			u := f.ucl(filepath.Join(root, fmt.Sprintf("ucl-%d", r)))
+			p := f.peer(filepath.Join(root, fmt.Sprintf("etcd-%d", r)))
+			us, ps, rs = append(us, u.rate), append(ps, p.rate), append(rs, u.rate/p.rate)
+			uc, pc = append(uc, u.cpuPerEvent), append(pc, p.cpuPerEvent)
+		}
+		fmt.Printf("%-34s %10.0f %10.0f  %5.2f [%.2f-%.2f]%8s %6.1f µs %6.1f µs\n", f.name, median(us), median(ps), median(rs), minOf(rs), maxOf(rs), "", median(uc), median(pc))
+	}
+	fmt.Println("(cpu: the process's user+system CPU time per event over the timed part; on a shared machine the rates measure the queue for a core and the disk, the CPU what the work costs)")
+}
+
+// result is one timed workload: events per second and CPU µs per event.
+type result struct {
+	rate, cpuPerEvent float64
+}
+
+// timer times a workload's measured part, wall and CPU.
+type timer struct {
+	t0  time.Time
+	cpu time.Duration
+}
+
+func start() timer { return timer{time.Now(), cpuTime()} }
+
+func (t timer) done(n int) result {
+	el, cpu := time.Since(t.t0), cpuTime()-t.cpu
+	return result{float64(n) / el.Seconds(), float64(cpu.Nanoseconds()) / 1000 / float64(n)}
+}
+
+// cpuTime is the process's user+system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+type figure struct {
+	name      string
+	ucl, peer func(dir string) result
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "peers:", err)
+	os.Exit(1)
+}
+
+func entries(n int) []log.Entry {
+	es := make([]log.Entry, n)
+	for i := range es {
+		es[i] = log.Entry{Body: &log.Store{Kind: log.KindConversation, Session: "bench-1", Role: "user", Content: content512}}
+	}
+	return es
+}
+
+func openUCL(dir string, kr *crypto.Keyring, d log.Durability) *log.Log {
+	os.RemoveAll(dir)
+	l, err := log.Open(dir, log.Options{Keys: kr, Durability: d})
+	if err != nil {
+		fail(err)
+	}
+	return l
+}
+
+func uclBatches(dir string, kr *crypto.Keyring, batches int) result {
+	l := openUCL(dir, kr, log.Group)
+	defer os.RemoveAll(dir)
+	defer l.Close()
+	es := entries(256)
+	t := start()
+	for i := 0; i < batches; i++ {
+		if _, err := l.AppendBatch(context.Background(), es); err != nil {
+			fail(err)
+		}
+	}
+	return t.done(batches * 256)
+}
+
+func uclSingles(dir string, kr *crypto.Keyring, n int) result {
+	l := openUCL(dir, kr, log.Sync)
+	defer os.RemoveAll(dir)
+	defer l.Close()
+	e := entries(1)[0]
+	t := start()
+	for i := 0; i < n; i++ {
+		if _, err := l.Append(context.Background(), e); err != nil {
+			fail(err)
+		}
+	}
+	return t.done(n)
+}
+
+func uclReplay(dir string, kr *crypto.Keyring, n int) result {
+	l := openUCL(dir, kr, log.None)
+	defer os.RemoveAll(dir)
+	defer l.Close()
+	es := entries(1000)
+	for i := 0; i < n; i += len(es) {
+		if _, err := l.AppendBatch(context.Background(), es[:min(len(es), n-i)]); err != nil {
+			fail(err)
+		}
+	}
+	got := 0
+	t := start()
+	if err := l.Events(context.Background(), 0, 0, func(*log.Event) error { got++; return nil }); err != nil {
+		fail(err)
+	}
+	res := t.done(n)
+	if got != n {
+		fail(fmt.Errorf("ucl replay: %d events, want %d", got, n))
+	}
+	return res
+}
+
+func createEtcd(dir string) *wal.WAL {
+	os.RemoveAll(dir)
+	w, err := wal.Create(zap.NewNop(), dir, nil)
+	if err != nil {
+		fail(err)
+	}
+	return w
+}
+
+func etcdEntries(first uint64, n int) []*raftpb.Entry {
+	es := make([]*raftpb.Entry, n)
+	for i := range es {
+		es[i] = &raftpb.Entry{Term: proto.Uint64(1), Index: proto.Uint64(first + uint64(i)), Type: raftpb.EntryType_EntryNormal.Enum(), Data: []byte(content512)}
+	}
+	return es
+}
+
+// etcdSave saves es with the hard state committing them: Save fsyncs when
+// it writes entries.
+func etcdSave(w *wal.WAL, es []*raftpb.Entry) {
+	last := es[len(es)-1].GetIndex()
+	if err := w.Save(&raftpb.HardState{Term: proto.Uint64(1), Commit: proto.Uint64(last)}, es); err != nil {
+		fail(err)
+	}
+}
+
+func etcdBatches(dir string, batches int) result {
+	w := createEtcd(dir)
+	defer os.RemoveAll(dir)
+	defer w.Close()
+	t := start()
+	for i := 0; i < batches; i++ {
+		etcdSave(w, etcdEntries(uint64(i*256+1), 256))
+	}
+	return t.done(batches * 256)
+}
+
+func etcdSingles(dir string, n int) result {
+	w := createEtcd(dir)
+	defer os.RemoveAll(dir)
+	defer w.Close()
+	t := start()
+	for i := 0; i < n; i++ {
+		etcdSave(w, etcdEntries(uint64(i+1), 1))
+	}
+	return t.done(n)
+}
+
+func etcdReplay(dir string, n int) result {
+	w := createEtcd(dir)
+	defer os.RemoveAll(dir)
+	for i := 0; i < n; i += 1000 {
+		etcdSave(w, etcdEntries(uint64(i+1), min(1000, n-i)))
+	}
+	w.Close()
+	t := start()
+	r, err := wal.Open(zap.NewNop(), dir, &walpb.Snapshot{})
+	if err != nil {
+		fail(err)
+	}
+	defer r.Close()
+	_, _, es, err := r.ReadAll()
+	if err != nil {
+		fail(err)
+	}
+	res := t.done(n)
+	if len(es) != n {
+		fail(fmt.Errorf("etcd replay: %d entries, want %d", len(es), n))
+	}
+	return res
+}
+
+func median(x []float64) float64 {
+	s := append([]float64(nil), x...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
+
+func minOf(x []float64) float64 {
+	m := x[0]
+	for _, v := range x {
+		m = min(m, v)
+	}
+	return m
+}
+
+func maxOf(x []float64) float64 {
+	m := x[0]
+	for _, v := range x {
+		m = max(m, v)
+	}
+	return m
+}
