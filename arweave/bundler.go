@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/everFinance/goar"
+	"github.com/everFinance/goar/utils"
 )
 
 // ErrPaymentRequired is returned (with ErrRejected) when a bundler answers
@@ -219,4 +220,20 @@ func (u *BundlerUploader) Post(ctx context.Context, s *SignedUpload) (int, error
 		k = 4
 	}
 	return postPrefix(len(s.items), k, func(i int) error { return u.B.Post(ctx, s.items[i]) })
+}
+
+// dataItemFixed is an ANS-104 data item's size beside its tags and data
+// with an Arweave signature and neither target nor anchor: signature type
+// (2), signature (512), owner (512), target and anchor flags (2), tag count
+// and tag bytes length (16).
+const dataItemFixed = 2 + 512 + 512 + 2 + 16
+
+// DataItemSize is the size of the data item SignDataItem makes of n data
+// bytes with tags (what a bundler measures against its free size).
+func DataItemSize(n int, tags []Tag) (int, error) {
+	tb, err := utils.SerializeTags(tags)
+	if err != nil {
+		return 0, fmt.Errorf("data item size: %w: %v", ErrTags, err)
+	}
+	return dataItemFixed + len(tb) + n, nil
 }

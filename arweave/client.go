@@ -522,13 +522,9 @@ func (c *Client) signTx(ctx context.Context, data []byte, tags []Tag, anchor str
 	if n := TagBytes(tags); n > MaxTagBytes {
 		return nil, fmt.Errorf("sign tx: %w: %d tag bytes > %d", ErrTags, n, MaxTagBytes)
 	}
-	price, _, err := c.do(ctx, http.MethodGet, "/price/"+strconv.Itoa(len(data)), nil, "", c.opt.MaxResponseBytes)
+	reward, err := c.Price(ctx, len(data))
 	if err != nil {
-		return nil, fmt.Errorf("get price: %w", err)
-	}
-	reward, err := strconv.ParseInt(strings.TrimSpace(string(price)), 10, 64)
-	if err != nil {
-		return nil, fmt.Errorf("get price: %w: %q", err, price)
+		return nil, err
 	}
 	tx := &types.Transaction{
 		Format:   2,
@@ -549,6 +545,47 @@ func (c *Client) signTx(ctx context.Context, data []byte, tags []Tag, anchor str
 		return nil, fmt.Errorf("sign tx: %w", err)
 	}
 	return &SignedTx{ID: tx.ID, Size: len(data), tx: tx, data: data}, nil
+}
+
+// Price returns the gateway's fee in winston for an L1 transaction of n
+// data bytes (GET /price/{n}).
+func (c *Client) Price(ctx context.Context, n int) (int64, error) {
+	price, _, err := c.do(ctx, http.MethodGet, "/price/"+strconv.Itoa(n), nil, "", c.opt.MaxResponseBytes)
+	if err != nil {
+		return 0, fmt.Errorf("get price: %w", err)
+	}
+	reward, err := strconv.ParseInt(strings.TrimSpace(string(price)), 10, 64)
+	if err != nil || reward < 0 {
+		return 0, fmt.Errorf("get price: unexpected answer %.40q", price)
+	}
+	return reward, nil
+}
+
+// Balance returns the balance in winston of address (GET
+// /wallet/{address}/balance).
+func (c *Client) Balance(ctx context.Context, address string) (int64, error) {
+	if len(address) != 43 {
+		return 0, fmt.Errorf("get balance: invalid address %q", address)
+	}
+	b, _, err := c.do(ctx, http.MethodGet, "/wallet/"+address+"/balance", nil, "", c.opt.MaxResponseBytes)
+	if err != nil {
+		return 0, fmt.Errorf("get balance of %s: %w", address, err)
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("get balance of %s: unexpected answer %.40q", address, b)
+	}
+	return n, nil
+}
+
+// WinstonPerAR is the number of winston in one AR.
+const WinstonPerAR = 1_000_000_000_000
+
+// FormatAR writes winston as AR with 12 decimals, trailing zeros dropped.
+func FormatAR(winston int64) string {
+	s := fmt.Sprintf("%d.%012d", winston/WinstonPerAR, winston%WinstonPerAR)
+	s = strings.TrimRight(s, "0")
+	return strings.TrimSuffix(s, ".")
 }
 
 // PostTx posts a signed transaction (data inline up to MaxInlineBytes, else
