@@ -1,0 +1,83 @@
+package arweave
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/everFinance/goar/utils"
+)
+
+// The Turbo upload API as far as Bundler relies on it; the end-to-end
+// tests (test/bundler_e2e_test.go) run the real protocol against a bundler
+// that verifies items with arbundles and bundles them into arlocal.
+func TestBundlerPost(t *testing.T) {
+	w := testWallet(t, "wallet-a.json")
+	c, err := NewClient("http://127.0.0.1:1", w, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	it, err := c.SignDataItem([]byte("segment bytes"), []Tag{{Name: "App-Name", Value: "UnlimitedContext"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The item is a well-formed ANS-104 item under the wallet's signature.
+	dec, err := utils.DecodeBundleItem(it.Binary)
+	if err != nil || dec.Id != it.ID || utils.VerifyBundleItem(*dec) != nil {
+		t.Fatalf("decoded item: %+v %v", dec, err)
+	}
+	if n, err := DataItemSize(len("segment bytes"), []Tag{{Name: "App-Name", Value: "UnlimitedContext"}}); err != nil || n != len(it.Binary) {
+		t.Fatalf("DataItemSize = %d, %v; the item is %d bytes", n, err, len(it.Binary))
+	}
+	mode := "ok"
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodPost && r.URL.Path == "/v1/tx":
+			body, _ := io.ReadAll(r.Body)
+			if r.Header.Get("Content-Type") != "application/octet-stream" || string(body) != string(it.Binary) {
+				http.Error(rw, "bad upload", 400)
+				return
+			}
+			switch mode {
+			case "402":
+				http.Error(rw, "Insufficient balance", http.StatusPaymentRequired)
+			case "wrong-id":
+				json.NewEncoder(rw).Encode(map[string]string{"id": strings.Repeat("b", 43)})
+			default:
+				json.NewEncoder(rw).Encode(map[string]string{"id": it.ID})
+			}
+		case r.URL.Path == "/v1/tx/"+it.ID+"/status" && mode == "ok":
+			rw.Write([]byte(`{"status":"confirmed","bundleId":"` + strings.Repeat("c", 43) + `"}`))
+		default:
+			http.NotFound(rw, r)
+		}
+	}))
+	defer srv.Close()
+	b, err := NewBundler(srv.URL+"/", fastOpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := b.Post(ctx, it); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := b.Status(ctx, it.ID); err != nil || st.Status != "CONFIRMED" || !st.Known() || st.BundleID != strings.Repeat("c", 43) {
+		t.Fatalf("status %+v %v", st, err)
+	}
+	mode = "402"
+	if err := b.Post(ctx, it); !errors.Is(err, ErrPaymentRequired) || !errors.Is(err, ErrRejected) {
+		t.Fatalf("402: %v", err)
+	}
+	if st, err := b.Status(ctx, it.ID); err != nil || st.Known() {
+		t.Fatalf("status of an unknown item: %+v %v", st, err)
+	}
+	mode = "wrong-id"
+	if err := b.Post(ctx, it); !errors.Is(err, ErrBundlerAnswer) {
+		t.Fatalf("wrong id: %v", err)
+	}
+}
