@@ -81,3 +81,30 @@ func TestBundlerPost(t *testing.T) {
 		t.Fatalf("wrong id: %v", err)
 	}
 }
+
+// FetchVerifiedTx checks a data item, which /tx/{id} does not serve, by
+// its own signature (what proofs and share disclosures posted through a
+// bundler need).
+func TestFetchVerifiedItem(t *testing.T) {
+	g := gateway(t)
+	c := fundedClient(t, "", "wallet-a.json", Options{})
+	ctx := testCtx(t)
+	tags := []Tag{{Name: "App-Name", Value: "ucl-test"}, {Name: "Test-Run", Value: newRunID(t)}}
+	_, ids, err := c.UploadBundle(ctx, []BundleItem{{Data: []byte("a checkpoint note"), Tags: tags}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Mine(1); err != nil {
+		t.Fatal(err)
+	}
+	vt, err := c.FetchVerifiedTx(ctx, ids[0], 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vt.Owner != c.Address() || string(vt.Data) != "a checkpoint note" || vt.Pending || vt.Height < 1 || len(vt.Tags) != 2 {
+		t.Fatalf("verified item: %+v", vt)
+	}
+	if _, err := c.FetchVerifiedTx(ctx, strings.Repeat("Q", 43), 1<<20); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown id: %v", err)
+	}
+}
