@@ -138,13 +138,27 @@ func (b *Bundler) Status(ctx context.Context, id string) (BundlerStatus, error) 
 	if err != nil {
 		return BundlerStatus{}, fmt.Errorf("bundler status of %s: %w", id, err)
 	}
+	st, err := parseBundlerStatus(body)
+	if err != nil {
+		return BundlerStatus{}, fmt.Errorf("bundler status of %s: %w", id, err)
+	}
+	return st, nil
+}
+
+// maxStatusWord bounds the status word kept from a bundler's answer.
+const maxStatusWord = 32
+
+// parseBundlerStatus reads a bundler's status answer: a JSON object with a
+// non-empty "status" word (kept upper case) and an optional "bundleId"
+// that must be a transaction id.
+func parseBundlerStatus(body []byte) (BundlerStatus, error) {
 	var st BundlerStatus
-	if err := json.Unmarshal(body, &st); err != nil || st.Status == "" {
-		return BundlerStatus{}, fmt.Errorf("bundler status of %s: %w: %.100q", id, ErrBundlerAnswer, body)
+	if err := json.Unmarshal(body, &st); err != nil || st.Status == "" || len(st.Status) > maxStatusWord {
+		return BundlerStatus{}, fmt.Errorf("%w: status %.100q", ErrBundlerAnswer, body)
 	}
 	st.Status = strings.ToUpper(st.Status)
 	if st.BundleID != "" && !validID(st.BundleID) {
-		return BundlerStatus{}, fmt.Errorf("bundler status of %s: %w: bundle id %q", id, ErrBundlerAnswer, st.BundleID)
+		return BundlerStatus{}, fmt.Errorf("%w: bundle id %.60q", ErrBundlerAnswer, st.BundleID)
 	}
 	return st, nil
 }

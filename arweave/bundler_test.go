@@ -108,3 +108,22 @@ func TestFetchVerifiedItem(t *testing.T) {
 		t.Fatalf("unknown id: %v", err)
 	}
 }
+
+func FuzzParseBundlerStatus(f *testing.F) {
+	for _, s := range []string{`{"status":"FINALIZED","bundleId":"` + strings.Repeat("c", 43) + `","info":"permanent","winc":"0"}`,
+		`{"status":"new"}`, `{"status":""}`, `{"bundleId":"x"}`, `[]`, `null`, `{"status":1}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		st, err := parseBundlerStatus(b)
+		if err != nil {
+			if !errors.Is(err, ErrBundlerAnswer) {
+				t.Fatalf("error %v is not ErrBundlerAnswer", err)
+			}
+			return
+		}
+		if st.Status == "" || st.Status != strings.ToUpper(st.Status) || len(st.Status) > 4*maxStatusWord || (st.BundleID != "" && !ValidID(st.BundleID)) {
+			t.Fatalf("accepted %+v from %q", st, b)
+		}
+	})
+}
