@@ -486,19 +486,25 @@ type SegmentView struct {
 
 // SyncStatusResult is the mirror state.
 type SyncStatusResult struct {
-	LogID         string        `json:"log_id"`
-	HeadSeq       uint64        `json:"head_seq"`
-	CoveredSeq    uint64        `json:"covered_seq"`
-	SafeSeq       uint64        `json:"safe_seq"`
-	Segments      []SegmentView `json:"segments"`
-	SegmentCount  int           `json:"segment_count"`
-	Posting       int           `json:"posting"`
-	Submitted     int           `json:"submitted"`
-	Confirmed     int           `json:"confirmed"`
-	Bytes         int64         `json:"bytes"`
-	Unmirrored    uint64        `json:"unmirrored"`
-	Refreshed     bool          `json:"refreshed"`
-	GatewayHeight *int64        `json:"gateway_height,omitempty"`
+	LogID        string        `json:"log_id"`
+	HeadSeq      uint64        `json:"head_seq"`
+	CoveredSeq   uint64        `json:"covered_seq"`
+	SafeSeq      uint64        `json:"safe_seq"`
+	Segments     []SegmentView `json:"segments"`
+	SegmentCount int           `json:"segment_count"`
+	Posting      int           `json:"posting"`
+	Submitted    int           `json:"submitted"`
+	Confirmed    int           `json:"confirmed"`
+	Bytes        int64         `json:"bytes"`
+	Unmirrored   uint64        `json:"unmirrored"`
+	Refreshed    bool          `json:"refreshed"`
+	// Payer is who pays the next push: "bundler" (with the bundler's URL)
+	// or "wallet"; with Refresh and the wallet paying, the wallet's balance
+	// in winston (nil when the gateway could not be asked).
+	Payer          string `json:"payer"`
+	Bundler        string `json:"bundler,omitempty"`
+	BalanceWinston *int64 `json:"balance_winston,omitempty"`
+	GatewayHeight  *int64 `json:"gateway_height,omitempty"`
 }
 
 // StatusRequest asks for the store's status.

@@ -210,6 +210,8 @@ func (s *Store) SyncStatus(ctx context.Context, req SyncStatusRequest) (*SyncSta
 	defer st.Close()
 	logID := s.st.Meta.LogIDBytes()
 	var height int64 = -1
+	var balance *int64
+	bundler := RememberedArweave(s.st.Dir).Bundler
 	if req.Refresh {
 		cl, err := newClient(s.gatewayFor(req.Gateway), nil)
 		if err != nil {
@@ -228,6 +230,11 @@ func (s *Store) SyncStatus(ctx context.Context, req SyncStatusRequest) (*SyncSta
 		}
 		if in, err := cl.Info(ctx); err == nil {
 			height = in.Height
+		}
+		if w, err := s.wallet(); err == nil && bundler == "" {
+			if b, err := cl.Balance(ctx, w.Address()); err == nil {
+				balance = &b
+			}
 		}
 	}
 	sum, err := st.Summary(logID)
@@ -253,6 +260,10 @@ func (s *Store) SyncStatus(ctx context.Context, req SyncStatusRequest) (*SyncSta
 		Bytes: sum.Bytes, Unmirrored: head - min(head, sum.CoveredSeq), Refreshed: req.Refresh}
 	if height >= 0 {
 		out.GatewayHeight = &height
+	}
+	out.Payer, out.Bundler, out.BalanceWinston = "wallet", bundler, balance
+	if bundler != "" {
+		out.Payer = "bundler"
 	}
 	return out, nil
 }

@@ -15,6 +15,9 @@ type Wallet = arweave.Wallet
 // LoadWallet reads an Arweave JWK file.
 func LoadWallet(path string) (*Wallet, error) { return arweave.LoadWallet(path) }
 
+// FormatAR writes winston as AR.
+func FormatAR(winston int64) string { return arweave.FormatAR(winston) }
+
 // TurboUploadURL is ArDrive Turbo's upload service, the default bundler.
 const TurboUploadURL = arweave.TurboUploadURL
 

@@ -217,6 +217,9 @@ func testBundlerRoundTrip(t *testing.T, gw *arlocaltest.Gateway) {
 		}
 	}
 	checkOnce(t, remoteRanges(t, gw, a), head)
+	if st["payer"] != "bundler" || st["bundler"] != b.url {
+		t.Fatalf("sync status: payer %v %v", st["payer"], st["bundler"])
+	}
 
 	// Remembered: no --gateway, no --via, no --bundler from here on.
 	rem, err := os.ReadFile(filepath.Join(a.dir, "arweave.json"))
@@ -405,8 +408,14 @@ func testCannotPay(t *testing.T, gw *arlocaltest.Gateway) {
 	if st := jsonDoc(t, must(t, d.dir, "", "sync", "status", "--json")); st["segment_count"] != 0.0 {
 		t.Fatalf("state after a refused push: %v", st)
 	}
+	if st := jsonDoc(t, must(t, d.dir, "", "sync", "status", "--refresh", "--gateway", gw.URL(), "--json")); st["payer"] != "wallet" || st["balance_winston"] != 0.0 {
+		t.Fatalf("sync status of an unfunded wallet: %v", st)
+	}
 	if err := gw.Mint(d.addr, 1e15); err != nil {
 		t.Fatal(err)
+	}
+	if out := must(t, d.dir, "", "sync", "status", "--refresh", "--gateway", gw.URL()); !strings.Contains(out, "the wallet, which holds 1000 AR") {
+		t.Fatalf("sync status of a funded wallet: %s", out)
 	}
 	if est := jsonDoc(t, must(t, d.dir, "", "sync", "estimate", "--via", "l1", "--gateway", gw.URL(), "--json")); est["enough"] != true {
 		t.Fatalf("estimate after funding: %v", est)

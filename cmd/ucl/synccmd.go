@@ -311,6 +311,12 @@ func syncStatusAction(c *cli.Context) error {
 			printf(c, "%10d %10d  %-10s %6d %5s  %s\n", v.First, v.Last, v.Status, v.Height, conf, v.TxID)
 		}
 		switch {
+		case r.Payer == "bundler":
+			printf(c, "pushes go through the bundler %s (free under 100 KiB per item)\n", r.Bundler)
+		case r.BalanceWinston != nil:
+			printf(c, "pushes are paid by the wallet, which holds %s AR (`ucl sync estimate` says what the next push costs; `--via bundler` needs no AR)\n", ucl.FormatAR(*r.BalanceWinston))
+		}
+		switch {
 		case r.HeadSeq > r.CoveredSeq && r.CoveredSeq == 0:
 			printf(c, "run `ucl sync push` to mirror the log\n")
 		case r.HeadSeq > r.CoveredSeq:
