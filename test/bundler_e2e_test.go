@@ -159,6 +159,7 @@ func TestBundler(t *testing.T) {
 		{"KilledDuringPush", testBundlerKilled},
 		{"Faults", testBundlerFaults},
 		{"NeverBundled", testBundlerDrops},
+		{"ForkRefused", testBundlerFork},
 		{"CannotPay", testCannotPay},
 		{"TwoGateways", testTwoGateways},
 	} {
@@ -471,4 +472,29 @@ func testTwoGateways(t *testing.T, gw *arlocaltest.Gateway) {
 	if vp := jsonDoc(t, must(t, d.dir, "", "audit", "verify-proof", proof, "--gateway", hider.URL(), "--json")); vp["gateways_disagree"] == true {
 		t.Fatalf("one gateway: %v", vp)
 	}
+}
+
+// A device restored from a backup older than the mirror, which then
+// appended other events, is refused through the bundler as through L1: the
+// items already bundled are another history for those seqs.
+func testBundlerFork(t *testing.T, gw *arlocaltest.Gateway) {
+	b := startBundler(t, gw)
+	a := unfundedDevice(t, 40, "fa")
+	backup := copyDir(t, a.dir)
+	args := []string{"sync", "push", "--gateway", gw.URL(), "--via", "bundler", "--bundler", b.url, "--segment-bytes", "2048"}
+	more, _ := genEvents(20, "fa2")
+	must(t, a.dir, more, "append", "-")
+	must(t, a.dir, "", args...)
+	b.flush()
+	before := len(b.uploads())
+	other, _ := genEvents(30, "fb")
+	must(t, backup, other, "append", "-")
+	r := ucl(t, backup, "", args...)
+	if r.code == 0 || !strings.Contains(r.err, "diverged") || !strings.Contains(r.err, "hint:") {
+		t.Fatalf("push of a forked history through the bundler: %s", r)
+	}
+	if n := len(b.uploads()); n != before {
+		t.Fatalf("the refused push still sent %d items", n-before)
+	}
+	checkOnce(t, remoteRanges(t, gw, a), headOf(t, a.dir))
 }
