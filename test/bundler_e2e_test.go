@@ -447,6 +447,18 @@ func testTwoGateways(t *testing.T, gw *arlocaltest.Gateway) {
 		!strings.Contains(vp["sentence"].(string), "Answered by "+gw.URL()) {
 		t.Fatalf("verify-proof through a dead gateway and a live one: %v", vp)
 	}
+	// The same through ucl.toml, with a separate GraphQL endpoint.
+	toml := fmt.Sprintf("[arweave]\ngateways = [%q, %q]\ngraphql = %q\n", dead, gw.URL(), gw.URL()+"/graphql")
+	if err := os.WriteFile(filepath.Join(d.dir, "ucl.toml"), []byte(toml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vp = jsonDoc(t, must(t, d.dir, "", "audit", "verify-proof", proof, "--json"))
+	if vp["ok"] != true || fmt.Sprint(vp["answered"]) != fmt.Sprint([]any{gw.URL() + "/graphql", gw.URL()}) {
+		t.Fatalf("verify-proof through ucl.toml's gateways: %v", vp)
+	}
+	if err := os.Remove(filepath.Join(d.dir, "ucl.toml")); err != nil {
+		t.Fatal(err)
+	}
 	dst, r := rebuild(t, down.URL()+","+gw.URL(), d, "--json")
 	if r.code != 0 {
 		t.Fatalf("rebuild through a failing gateway and a live one: %s", r)
