@@ -3,6 +3,7 @@ GO        ?= go
 BIN       := bin/ucl
 ARLOCAL   := test/arlocal/node_modules/arlocal/bin/index.js
 MCPCLIENT := test/mcp/node_modules/@modelcontextprotocol/sdk/package.json
+BUNDLER   := test/bundler/node_modules/arbundles/package.json
 OPENAICLIENT := test/openai/node_modules/openai/package.json
 FUZZTIME  ?= 30s
 BENCHTIME ?= 1x
@@ -14,7 +15,7 @@ NPM_FLAGS ?= --no-audit --no-fund --loglevel=http
 GATEWAY_PORT ?= 1984
 MINE_EVERY ?= 5
 
-.PHONY: all build install gateway test test-short race demo bench bench-peers bench-100k bench-1m fuzz arlocal mcp-client openai-client vet clean eval
+.PHONY: all build install gateway test test-short race demo bench bench-peers bench-100k bench-1m fuzz arlocal mcp-client openai-client bundler vet clean eval
 
 all: build
 
@@ -44,6 +45,14 @@ gateway: build arlocal
 arlocal: $(ARLOCAL)
 $(ARLOCAL): test/arlocal/package.json test/arlocal/package-lock.json
 	$(call npm_ci,test/arlocal,arlocal (the local Arweave gateway),$(ARLOCAL))
+
+# The local bundler of the bundler end-to-end tests (test/bundler/bundler.mjs:
+# the Turbo upload API in front of arlocal, verifying each data item with
+# arbundles 0.11.2 and bundling with arweave-js 1.15.7), installed from the
+# committed lockfile.
+bundler: $(BUNDLER)
+$(BUNDLER): test/bundler/package.json test/bundler/package-lock.json
+	$(call npm_ci,test/bundler,the local bundler (arbundles, arweave-js),$(BUNDLER))
 
 # The official MCP TypeScript SDK (@modelcontextprotocol/sdk 1.32.2), the
 # client of the MCP end-to-end tests, installed from the committed lockfile.
@@ -79,7 +88,7 @@ vet:
 # otherwise idles 1 s when it exits, each test binary and each process the
 # tests start; races are still reported when they happen and still fail
 # the run (exit code 66). A GORACE of your own comes after, so it wins.
-test: arlocal mcp-client openai-client vet
+test: arlocal mcp-client openai-client bundler vet
 	GORACE="atexit_sleep_ms=0 $$GORACE" $(GO) test -count=1 -race -timeout 60m ./...
 
 test-short:

@@ -433,9 +433,12 @@ type VerifyProjectionsResult struct {
 
 // PushRequest mirrors the log to Arweave.
 type PushRequest struct {
-	Gateway      string   `json:"gateway,omitempty"`       // default DefaultGateway
-	Bundle       bool     `json:"bundle,omitempty"`        // ANS-104 bundles instead of L1 transactions
-	SegmentBytes int      `json:"segment_bytes,omitempty"` // default mirror.DefaultSegmentBytes
+	Gateway      string   `json:"gateway,omitempty"`       // endpoint list; default the remembered one, else DefaultGateway
+	Bundle       bool     `json:"bundle,omitempty"`        // ANS-104 bundles instead of L1 transactions (Via "bundle")
+	Via          string   `json:"via,omitempty"`           // ViaL1, ViaBundle or ViaBundler; default the remembered mode, else L1
+	Bundler      string   `json:"bundler,omitempty"`       // bundler URL (Via "bundler"); default the remembered one, else Turbo's
+	SegmentBytes int      `json:"segment_bytes,omitempty"` // default mirror.DefaultSegmentBytes (BundlerSegmentBytes through a bundler)
+	Estimate     bool     `json:"estimate,omitempty"`      // only say what the push would upload and cost (PushResult.Estimate)
 	Progress     Progress `json:"-"`
 }
 
@@ -443,6 +446,8 @@ type PushRequest struct {
 type PushResult struct {
 	Gateway     string        `json:"gateway"`
 	Mode        string        `json:"mode"`
+	Bundler     string        `json:"bundler,omitempty"`  // the bundler items went through (Mode "bundler")
+	Estimate    *PushEstimate `json:"estimate,omitempty"` // with PushRequest.Estimate, or when the wallet cannot pay
 	HeadSeq     uint64        `json:"head_seq"`
 	CoveredSeq  uint64        `json:"covered_seq"`
 	SafeSeq     uint64        `json:"safe_seq"`
@@ -482,19 +487,25 @@ type SegmentView struct {
 
 // SyncStatusResult is the mirror state.
 type SyncStatusResult struct {
-	LogID         string        `json:"log_id"`
-	HeadSeq       uint64        `json:"head_seq"`
-	CoveredSeq    uint64        `json:"covered_seq"`
-	SafeSeq       uint64        `json:"safe_seq"`
-	Segments      []SegmentView `json:"segments"`
-	SegmentCount  int           `json:"segment_count"`
-	Posting       int           `json:"posting"`
-	Submitted     int           `json:"submitted"`
-	Confirmed     int           `json:"confirmed"`
-	Bytes         int64         `json:"bytes"`
-	Unmirrored    uint64        `json:"unmirrored"`
-	Refreshed     bool          `json:"refreshed"`
-	GatewayHeight *int64        `json:"gateway_height,omitempty"`
+	LogID        string        `json:"log_id"`
+	HeadSeq      uint64        `json:"head_seq"`
+	CoveredSeq   uint64        `json:"covered_seq"`
+	SafeSeq      uint64        `json:"safe_seq"`
+	Segments     []SegmentView `json:"segments"`
+	SegmentCount int           `json:"segment_count"`
+	Posting      int           `json:"posting"`
+	Submitted    int           `json:"submitted"`
+	Confirmed    int           `json:"confirmed"`
+	Bytes        int64         `json:"bytes"`
+	Unmirrored   uint64        `json:"unmirrored"`
+	Refreshed    bool          `json:"refreshed"`
+	// Payer is who pays the next push: "bundler" (with the bundler's URL)
+	// or "wallet"; with Refresh and the wallet paying, the wallet's balance
+	// in winston (nil when the gateway could not be asked).
+	Payer          string `json:"payer"`
+	Bundler        string `json:"bundler,omitempty"`
+	BalanceWinston *int64 `json:"balance_winston,omitempty"`
+	GatewayHeight  *int64 `json:"gateway_height,omitempty"`
 }
 
 // StatusRequest asks for the store's status.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/unlimitedcontext/ucl/arweave"
@@ -31,8 +32,22 @@ func gatewayOr(g string) string {
 	return g
 }
 
+// ArweaveTimeoutEnv, when set to a duration, bounds each Arweave request
+// (gateway or bundler) by it and each call with its retries by twice it,
+// instead of 30s and 60s: for slow links, or tests of a gateway that hangs.
+const ArweaveTimeoutEnv = "UCL_ARWEAVE_TIMEOUT"
+
+// arweaveOptions are the transport options of every client.
+func arweaveOptions() arweave.Options {
+	var o arweave.Options
+	if d, err := time.ParseDuration(os.Getenv(ArweaveTimeoutEnv)); err == nil && d > 0 {
+		o.RequestTimeout, o.CallTimeout = d, 2*d
+	}
+	return o
+}
+
 func newClient(gateway string, w *arweave.Wallet) (*arweave.Client, error) {
-	cl, err := arweave.NewClient(gatewayOr(gateway), w, arweave.Options{})
+	cl, err := arweave.NewClient(gatewayOr(gateway), w, arweaveOptions())
 	if err != nil {
 		return nil, fmt.Errorf("%v: %w", err, ErrBadRequest)
 	}
@@ -56,8 +71,15 @@ func logSource(ctx context.Context, l *log.Log) mirror.RecordSource {
 // root) of the mirrored events as its own transaction, chained to the
 // previous one, unless one of that size is already anchored (see anchor).
 func (s *Store) Push(ctx context.Context, req PushRequest) (*PushResult, error) {
+	via, bundler, err := s.pushVia(req)
+	if err != nil {
+		return nil, err
+	}
 	if req.SegmentBytes == 0 {
 		req.SegmentBytes = mirror.DefaultSegmentBytes
+		if via == ViaBundler {
+			req.SegmentBytes = BundlerSegmentBytes
+		}
 	}
 	if req.SegmentBytes < 1024 || req.SegmentBytes > 64<<20 {
 		return nil, badRequest("bad segment size %d", req.SegmentBytes)
@@ -66,14 +88,24 @@ func (s *Store) Push(ctx context.Context, req PushRequest) (*PushResult, error) 
 	if err != nil {
 		return nil, err
 	}
-	cl, err := newClient(req.Gateway, w)
+	cl, err := newClient(s.gatewayFor(req.Gateway), w)
 	if err != nil {
 		return nil, err
+	}
+	var gw mirror.Gateway = cl
+	up := mirror.Uploads(cl, via == ViaBundle)
+	if via == ViaBundler {
+		b, err := arweave.NewBundler(bundler, arweaveOptions())
+		if err != nil {
+			return nil, fmt.Errorf("%v: %w", err, ErrBadRequest)
+		}
+		gw = &arweave.BundlerGateway{Client: cl, B: b}
+		up = &arweave.BundlerUploader{C: cl, B: b}
 	}
 	s.mirror.Lock()
 	defer s.mirror.Unlock()
 	head, _ := s.st.Log.Head()
-	res := &PushResult{Gateway: cl.Gateway(), Mode: "l1", HeadSeq: head}
+	res := &PushResult{Gateway: cl.Endpoints().String(), Mode: via, Bundler: bundler, HeadSeq: head}
 	st, err := mirror.OpenState(s.st.Path(store.MirrorFile))
 	if err != nil {
 		return res, err
@@ -84,12 +116,26 @@ func (s *Store) Push(ctx context.Context, req PushRequest) (*PushResult, error) 
 	if err != nil {
 		return res, err
 	}
-	if req.Bundle {
-		res.Mode = "bundle"
+	if req.Estimate || via != ViaBundler {
+		// An L1 push that cannot pay is refused before anything is
+		// signed; an estimate that cannot be made does not stop a push
+		// (signing asks the price again and the gateway has the last word).
+		e, err := s.estimate(ctx, cl, st, via, bundler, req.SegmentBytes, head)
+		switch {
+		case err != nil && req.Estimate:
+			return res, err
+		case req.Estimate:
+			res.Estimate = e
+			return res, nil
+		case err == nil && !e.Enough:
+			res.Estimate = e
+			return res, fmt.Errorf("sync push: %w: %s", ErrCannotPay, e.Sentence)
+		}
 	}
 	prog := req.Progress.stage("sync")
 	sy, err := mirror.NewSyncer(mirror.SyncConfig{
-		LogID: logID, Records: logSource(ctx, s.st.Log), Gateway: cl, Uploader: mirror.Uploads(cl, req.Bundle), State: st, SegmentBytes: req.SegmentBytes,
+		LogID: logID, Records: logSource(ctx, s.st.Log), Gateway: gw, Uploader: up, State: st, SegmentBytes: req.SegmentBytes,
+		RecheckSubmitted: via == ViaBundler,
 		Progress: func(sp mirror.SyncProgress) {
 			if prog != nil {
 				prog(sp.CoveredSeq, sp.HeadSeq)
@@ -128,15 +174,21 @@ func (s *Store) Push(ctx context.Context, req PushRequest) (*PushResult, error) 
 		}
 		return res, fmt.Errorf("%w (events 1..%d of %d are mirrored)", perr, res.CoveredSeq, head)
 	}
+	// Remembered for the commands after it (audit, share, status, the
+	// next push): the gateway and bundler that just worked.
+	if err := rememberArweave(s.st.Dir, ArweaveSettings{Gateway: res.Gateway, Bundler: bundler}); err != nil {
+		res.Error = err.Error()
+		return res, err
+	}
 	if res.CoveredSeq > 0 {
-		cp, err := s.anchor(ctx, cl, w, res.CoveredSeq)
+		cp, err := s.anchor(ctx, gw, w, res.CoveredSeq)
 		if err != nil {
 			res.Error = err.Error()
 			return res, err
 		}
 		res.Checkpoint = cp
 	}
-	n, err := s.disclose(ctx, cl, res.CoveredSeq)
+	n, err := s.disclose(ctx, gw, res.CoveredSeq)
 	res.Disclosures = n
 	if err != nil {
 		res.Error = err.Error()
@@ -158,16 +210,31 @@ func (s *Store) SyncStatus(ctx context.Context, req SyncStatusRequest) (*SyncSta
 	defer st.Close()
 	logID := s.st.Meta.LogIDBytes()
 	var height int64 = -1
+	var balance *int64
+	bundler := RememberedArweave(s.st.Dir).Bundler
 	if req.Refresh {
-		cl, err := newClient(req.Gateway, nil)
+		cl, err := newClient(s.gatewayFor(req.Gateway), nil)
 		if err != nil {
 			return nil, err
 		}
-		if _, err := mirror.RefreshState(ctx, cl, st, logID); err != nil {
+		var gw mirror.Gateway = cl
+		if b := RememberedArweave(s.st.Dir).Bundler; b != "" {
+			bc, err := arweave.NewBundler(b, arweaveOptions())
+			if err != nil {
+				return nil, fmt.Errorf("%v: %w", err, ErrBadRequest)
+			}
+			gw = &arweave.BundlerGateway{Client: cl, B: bc}
+		}
+		if _, err := mirror.RefreshState(ctx, gw, st, logID); err != nil {
 			return nil, err
 		}
 		if in, err := cl.Info(ctx); err == nil {
 			height = in.Height
+		}
+		if w, err := s.wallet(); err == nil && bundler == "" {
+			if b, err := cl.Balance(ctx, w.Address()); err == nil {
+				balance = &b
+			}
 		}
 	}
 	sum, err := st.Summary(logID)
@@ -192,6 +259,10 @@ func (s *Store) SyncStatus(ctx context.Context, req SyncStatusRequest) (*SyncSta
 		Bytes: sum.Bytes, Unmirrored: head - min(head, sum.CoveredSeq), Refreshed: req.Refresh}
 	if height >= 0 {
 		out.GatewayHeight = &height
+	}
+	out.Payer, out.Bundler, out.BalanceWinston = "wallet", bundler, balance
+	if bundler != "" {
+		out.Payer = "bundler"
 	}
 	return out, nil
 }

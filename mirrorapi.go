@@ -15,12 +15,29 @@ type Wallet = arweave.Wallet
 // LoadWallet reads an Arweave JWK file.
 func LoadWallet(path string) (*Wallet, error) { return arweave.LoadWallet(path) }
 
+// FormatAR writes winston as AR.
+func FormatAR(winston int64) string { return arweave.FormatAR(winston) }
+
+// TurboUploadURL is ArDrive Turbo's upload service, the default bundler.
+const TurboUploadURL = arweave.TurboUploadURL
+
 // DefaultSegmentBytes is the default cap of a segment (PushRequest).
 const DefaultSegmentBytes = mirror.DefaultSegmentBytes
 
-// CheckGateway returns an error unless gateway is an http(s) URL.
+// CheckGateway returns an error unless gateway is "" (the remembered or
+// default gateway) or an endpoint list: http(s) URLs separated by commas,
+// one of them possibly graphql=URL.
 func CheckGateway(gateway string) error {
-	_, err := arweave.NewClient(gateway, nil, arweave.Options{})
+	if gateway == "" {
+		return nil
+	}
+	_, err := arweave.ParseEndpoints(gateway)
+	return err
+}
+
+// CheckURL returns an error unless u is an http(s) URL (a bundler's).
+func CheckURL(u string) error {
+	_, err := arweave.CheckURL(u)
 	return err
 }
 
@@ -49,6 +66,9 @@ var (
 	// ErrGatewayGraphQL is returned when the gateway's GraphQL endpoint
 	// answered with errors or paged without end.
 	ErrGatewayGraphQL = arweave.ErrGraphQL
+	// ErrBundlerPayment is returned when a bundler wants payment for an
+	// upload (HTTP 402: over its free size, no credits).
+	ErrBundlerPayment = arweave.ErrPaymentRequired
 	// ErrTxSignature is returned when a transaction fetched from the
 	// gateway does not verify (altered, or not the claimed wallet's).
 	ErrTxSignature = arweave.ErrTxSignature

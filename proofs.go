@@ -173,7 +173,7 @@ func (s *Store) Checkpoints(ctx context.Context, req CheckpointsRequest) (*Check
 	if err != nil {
 		return nil, err
 	}
-	cl, err := newClient(req.Gateway, nil)
+	cl, err := newClient(s.gatewayFor(req.Gateway), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -207,7 +207,7 @@ func (s *Store) Prove(ctx context.Context, req ProveRequest) (*log.Proof, error)
 	if err != nil {
 		return nil, err
 	}
-	cl, err := newClient(req.Gateway, nil)
+	cl, err := newClient(s.gatewayFor(req.Gateway), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -289,7 +289,15 @@ type VerifyProofResult struct {
 	GatewayNewestTx     string `json:"gateway_newest_tx"`
 	GatewayNewestSize   uint64 `json:"gateway_newest_size"`
 	GatewayNewestHeight int64  `json:"gateway_newest_height"`
-	Sentence            string `json:"sentence"`
+	// Answered lists the gateways (and GraphQL endpoint) that answered,
+	// when several are configured some may have failed and been passed over.
+	Answered []string `json:"answered,omitempty"`
+	// Gateways is each configured gateway's own newest checkpoint (when
+	// there are several); Disagree is set when they differ, which
+	// Sentence then says.
+	Gateways []GatewayCheckpoint `json:"gateways,omitempty"`
+	Disagree bool                `json:"gateways_disagree,omitempty"`
+	Sentence string              `json:"sentence"`
 }
 
 func rejected(format string, a ...any) error {
@@ -440,6 +448,14 @@ func VerifyProof(ctx context.Context, req VerifyProofRequest) (*VerifyProofResul
 	}
 	res.Sentence = fmt.Sprintf("event %d of log %s, a %s by %s, is in the log as %s (checkpoint of %d events; %s). %s",
 		res.Seq, res.LogID, res.Type, res.Owner, where, res.TreeSize, later, view)
+	res.Answered = cl.Answered()
+	if len(cl.Endpoints().Gateways) > 1 {
+		res.Sentence += " Answered by " + strings.Join(res.Answered, ", ") + "."
+	}
+	res.Gateways, res.Disagree = compareCheckpoints(ctx, cl.Endpoints(), p.Owner, lid)
+	if res.Disagree {
+		res.Sentence += " Warning: " + disagreement(res.Gateways) + "."
+	}
 	return res, nil
 }
 

@@ -62,18 +62,25 @@ type RebuildSnapshot struct {
 
 // RebuildResult says what Rebuild did.
 type RebuildResult struct {
-	Dir             string            `json:"dir"`
-	Gateway         string            `json:"gateway"`
-	LogID           string            `json:"log_id"`
-	Events          uint64            `json:"events"`
-	HeadSeq         uint64            `json:"head_seq"`
-	HeadHash        string            `json:"head_hash"`
-	Segments        int               `json:"segments"`
-	PendingSegments int               `json:"pending_segments"`
-	Duplicates      int               `json:"duplicates"`
-	Bytes           int64             `json:"bytes"`
-	Digests         map[string]string `json:"digests"`
-	Partial         bool              `json:"partial"`
+	Dir     string `json:"dir"`
+	Gateway string `json:"gateway"`
+	// Answered lists the gateways that answered (some of several may have
+	// failed and been passed over).
+	Answered []string `json:"answered,omitempty"`
+	// Gateways is each configured gateway's newest checkpoint when there
+	// are several; GatewaysDisagree is set when they differ.
+	Gateways         []GatewayCheckpoint `json:"gateways,omitempty"`
+	GatewaysDisagree bool                `json:"gateways_disagree,omitempty"`
+	LogID            string              `json:"log_id"`
+	Events           uint64              `json:"events"`
+	HeadSeq          uint64              `json:"head_seq"`
+	HeadHash         string              `json:"head_hash"`
+	Segments         int                 `json:"segments"`
+	PendingSegments  int                 `json:"pending_segments"`
+	Duplicates       int                 `json:"duplicates"`
+	Bytes            int64               `json:"bytes"`
+	Digests          map[string]string   `json:"digests"`
+	Partial          bool                `json:"partial"`
 	// Problem is what stopped a partial rebuild.
 	Problem        string          `json:"problem,omitempty"`
 	LogSeconds     float64         `json:"log_seconds"`
@@ -179,7 +186,7 @@ func Rebuild(ctx context.Context, o RebuildOptions) (*RebuildResult, error) {
 	case !o.NoSnapshot:
 		snap = s.restoreFromPublished(ctx, cl, owner, logID, o)
 	}
-	mirrored, err := s.adoptMirrored(ctx, o.Gateway, out.head)
+	mirrored, err := s.adoptMirrored(ctx, cl.Endpoints().String(), out.head)
 	if err != nil && o.Warn != nil {
 		o.Warn(fmt.Sprintf("the mirror state was not recorded (%v); the next `sync push` adopts the segments without uploading them", err))
 	}
@@ -201,6 +208,15 @@ func Rebuild(ctx context.Context, o RebuildOptions) (*RebuildResult, error) {
 		Checkpoint: out.checkpoint, MirroredSeq: mirrored}
 	if out.partial != nil {
 		res.Problem = out.partial.Error()
+	}
+	res.Answered = cl.Answered()
+	res.Gateways, res.GatewaysDisagree = compareCheckpoints(ctx, cl.Endpoints(), owner, logID)
+	if res.GatewaysDisagree && o.Warn != nil {
+		o.Warn(disagreement(res.Gateways))
+	}
+	// The rebuilt store reads from where it was rebuilt.
+	if err := rememberArweave(dir, ArweaveSettings{Gateway: cl.Endpoints().String()}); err != nil && o.Warn != nil {
+		o.Warn(err.Error())
 	}
 	if res.Shredded, err = s.st.Log.CountShredded(ctx); err != nil {
 		return nil, fmt.Errorf("rebuild: count shredded events: %w", err)

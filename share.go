@@ -179,7 +179,7 @@ func validAddress(a string) bool {
 
 // granteeKey returns the grantee's RSA key: from the JWK given, else from
 // the gateway; either way checked against the address.
-func granteeKey(ctx context.Context, req ShareGrantRequest) (*rsa.PublicKey, string, error) {
+func granteeKey(ctx context.Context, req ShareGrantRequest, gateway string) (*rsa.PublicKey, string, error) {
 	if req.Key != "" {
 		var jwk struct {
 			N string `json:"n"`
@@ -193,7 +193,7 @@ func granteeKey(ctx context.Context, req ShareGrantRequest) (*rsa.PublicKey, str
 		}
 		return pk, "given", nil
 	}
-	cl, err := newClient(req.Gateway, nil)
+	cl, err := newClient(gateway, nil)
 	if err != nil {
 		return nil, "", err
 	}
@@ -238,7 +238,7 @@ func (s *Store) ShareGrant(ctx context.Context, req ShareGrantRequest) (*ShareGr
 	if req.Follow && req.Session == "" {
 		return nil, badRequest("following needs a session to follow")
 	}
-	pub, from, err := granteeKey(ctx, req)
+	pub, from, err := granteeKey(ctx, req, s.gatewayFor(req.Gateway))
 	if err != nil {
 		return nil, err
 	}

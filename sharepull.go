@@ -100,7 +100,7 @@ func (s *Store) SharePull(ctx context.Context, req SharePullRequest) (*SharePull
 	if err != nil {
 		return nil, err
 	}
-	cl, err := newClient(req.Gateway, w)
+	cl, err := newClient(s.gatewayFor(req.Gateway), w)
 	if err != nil {
 		return nil, err
 	}

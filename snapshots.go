@@ -117,7 +117,7 @@ func (s *Store) SnapshotPublish(ctx context.Context, req SnapshotPublishRequest)
 	if err != nil {
 		return nil, err
 	}
-	cl, err := newClient(req.Gateway, w)
+	cl, err := newClient(s.gatewayFor(req.Gateway), w)
 	if err != nil {
 		return nil, err
 	}

@@ -10,9 +10,9 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -134,6 +134,9 @@ type GatewayError struct {
 	Attempts    int
 	Kind        error // ErrNotFound, ErrTimeout, ErrUnavailable, ErrRejected or ErrTooLarge
 	Err         error // last transport error, if any
+	// Also names the other gateways asked and how each failed, when there
+	// are several (URL: kind).
+	Also []string
 }
 
 func (e *GatewayError) Error() string {
@@ -152,6 +155,9 @@ func (e *GatewayError) Error() string {
 	if e.Attempts > 1 {
 		fmt.Fprintf(&b, " after %d attempts", e.Attempts)
 	}
+	if len(e.Also) > 0 {
+		fmt.Fprintf(&b, "; other gateways: %s", strings.Join(e.Also, "; "))
+	}
 	return b.String()
 }
 
@@ -162,23 +168,76 @@ func (e *GatewayError) Unwrap() []error {
 	return []error{e.Kind}
 }
 
-// Client talks to one Arweave gateway (arweave.net, a node, or arlocal).
-// It is safe for concurrent use.
+// Client talks to Arweave through one gateway (arweave.net, a node, or
+// arlocal) or several (see ParseEndpoints), with an optional separate
+// GraphQL endpoint. It is safe for concurrent use.
 type Client struct {
-	base   string // gateway URL without trailing slash
+	base   string // first gateway URL without trailing slash
+	ep     Endpoints
 	wallet *Wallet
 	opt    Options
 	hc     *http.Client
+
+	mu       sync.Mutex
+	answered map[string]bool // endpoints that answered a call with 2xx
 }
 
-// NewClient returns a client for gateway. w may be nil for read-only use.
+// NewClient returns a client for gateway: one http(s) URL, or an
+// endpoint list as ParseEndpoints reads it. w may be nil for read-only use.
 func NewClient(gateway string, w *Wallet, opt Options) (*Client, error) {
-	u, err := url.Parse(gateway)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("new client: gateway %q is not an http(s) URL", gateway)
+	ep, err := ParseEndpoints(gateway)
+	if err != nil {
+		return nil, fmt.Errorf("new client: %w", err)
 	}
+	return NewClientEndpoints(ep, w, opt), nil
+}
+
+// NewClientEndpoints returns a client for checked endpoints (ParseEndpoints).
+func NewClientEndpoints(ep Endpoints, w *Wallet, opt Options) *Client {
 	opt = opt.withDefaults()
-	return &Client{base: strings.TrimRight(gateway, "/"), wallet: w, opt: opt, hc: opt.HTTPClient}, nil
+	return &Client{base: ep.Gateways[0], ep: ep, wallet: w, opt: opt, hc: opt.HTTPClient, answered: map[string]bool{}}
+}
+
+// Endpoints returns the client's gateways and GraphQL endpoint.
+func (c *Client) Endpoints() Endpoints { return c.ep }
+
+// urlsFor lists the URLs a call to path goes to, in the order asked.
+func (c *Client) urlsFor(path string) []string {
+	var out []string
+	if path == "/graphql" && c.ep.GraphQL != "" {
+		out = append(out, c.ep.GraphQL)
+	}
+	for _, g := range c.ep.Gateways {
+		out = append(out, g+path)
+	}
+	return out
+}
+
+func (c *Client) noteAnswered(u, path string) {
+	c.mu.Lock()
+	c.answered[strings.TrimSuffix(u, path)] = true
+	if path == "/graphql" {
+		c.answered[u] = true
+	}
+	c.mu.Unlock()
+}
+
+// Answered lists the endpoints (gateway base URLs, and the GraphQL URL)
+// that answered at least one call of this client, in configured order: with
+// several gateways it says which ones a command actually read from.
+func (c *Client) Answered() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	if c.ep.GraphQL != "" && c.answered[c.ep.GraphQL] {
+		out = append(out, c.ep.GraphQL)
+	}
+	for _, g := range c.ep.Gateways {
+		if c.answered[g] {
+			out = append(out, g)
+		}
+	}
+	return out
 }
 
 // Gateway returns the gateway URL.
@@ -231,71 +290,122 @@ func (c *Client) backoff(ctx context.Context, attempt int) error {
 // CallTimeout and in size by limit (a 2xx body longer than limit fails with
 // ErrTooLarge). It returns the body of a 2xx answer (and its status); any
 // other outcome is a *GatewayError or the caller's context error.
+//
+// With several gateways (see ParseEndpoints) each attempt asks them in
+// order and the first 2xx answer wins: a gateway that fails (connection
+// error, timeout, 5xx, 429) or answers 404 or another 4xx is passed over
+// for the next one, and only when every gateway failed in a retryable way
+// is there a backoff and another round. GraphQL queries go to the GraphQL
+// endpoints instead (Endpoints.GraphQL first, then each gateway's /graphql).
 func (c *Client) do(ctx context.Context, method, path string, body []byte, ctype string, limit int64) ([]byte, int, error) {
-	u := c.base + path
-	ge := &GatewayError{Method: method, URL: u}
+	urls := c.urlsFor(path)
+	ges := make([]*GatewayError, len(urls))
+	final := make([]bool, len(urls)) // the gateway gave a definitive answer
+	for i, u := range urls {
+		ges[i] = &GatewayError{Method: method, URL: u}
+	}
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, c.opt.CallTimeout)
 	defer cancel()
-	budgetSpent := func() error {
+	budgetSpent := func(ge *GatewayError) error {
 		ge.Kind = ErrTimeout
 		ge.Err = fmt.Errorf("no complete answer within the call budget of %s (last: %v)", c.opt.CallTimeout, ge.Err)
-		return ge
+		return c.pick(ges, ge)
 	}
 	for attempt := 0; attempt < c.opt.MaxAttempts; attempt++ {
 		if attempt > 0 {
 			if err := c.backoff(ctx, attempt-1); err != nil {
 				if parent.Err() == nil {
-					return nil, 0, budgetSpent()
+					return nil, 0, budgetSpent(ges[0])
 				}
-				return nil, 0, fmt.Errorf("%s %s: %w (last: %v)", method, u, err, ge)
+				return nil, 0, fmt.Errorf("%s %s: %w (last: %v)", method, urls[0], err, c.pick(ges, nil))
 			}
 		}
-		ge.Attempts = attempt + 1
-		resp, status, err := c.once(ctx, method, u, body, ctype, limit)
-		if parent.Err() != nil {
-			return nil, 0, fmt.Errorf("%s %s: %w", method, u, parent.Err())
-		}
-		if ctx.Err() != nil {
-			if err != nil {
-				ge.Err = err
-			}
-			return nil, 0, budgetSpent()
-		}
-		if err != nil {
-			ge.Status, ge.Body, ge.Err = 0, "", err
-			switch {
-			case errors.Is(err, ErrTooLarge):
-				ge.Status, ge.Kind = status, ErrTooLarge
-				return nil, status, ge
-			case errors.Is(err, context.DeadlineExceeded):
-				ge.Kind = ErrTimeout
-				ge.Err = fmt.Errorf("no answer within %s", c.opt.RequestTimeout)
-			default:
-				ge.Kind = ErrUnavailable
-			}
-			if retryable(err) {
+		retry := false
+		for i, u := range urls {
+			if final[i] {
 				continue
 			}
-			return nil, 0, ge
+			ge := ges[i]
+			ge.Attempts++
+			resp, status, err := c.once(ctx, method, u, body, ctype, limit)
+			if parent.Err() != nil {
+				return nil, 0, fmt.Errorf("%s %s: %w", method, u, parent.Err())
+			}
+			if ctx.Err() != nil {
+				if err != nil {
+					ge.Err = err
+				}
+				return nil, 0, budgetSpent(ge)
+			}
+			if err != nil {
+				ge.Status, ge.Body, ge.Err = 0, "", err
+				switch {
+				case errors.Is(err, ErrTooLarge):
+					ge.Status, ge.Kind = status, ErrTooLarge
+					final[i] = true
+					continue
+				case errors.Is(err, context.DeadlineExceeded):
+					ge.Kind = ErrTimeout
+					ge.Err = fmt.Errorf("no answer within %s", c.opt.RequestTimeout)
+				default:
+					ge.Kind = ErrUnavailable
+				}
+				if retryable(err) {
+					retry = true
+				} else {
+					final[i] = true
+				}
+				continue
+			}
+			ge.Status, ge.Err = status, nil
+			ge.Body = string(resp[:min(len(resp), 200)])
+			switch {
+			case status >= 200 && status < 300:
+				c.noteAnswered(u, path)
+				return resp, status, nil
+			case status == http.StatusNotFound:
+				ge.Kind = ErrNotFound
+				final[i] = true
+			case status >= 500 || status == http.StatusTooManyRequests:
+				ge.Kind = ErrUnavailable
+				retry = true
+			default:
+				ge.Kind = ErrRejected
+				final[i] = true
+			}
 		}
-		ge.Status, ge.Err = status, nil
-		ge.Body = string(resp[:min(len(resp), 200)])
-		switch {
-		case status >= 200 && status < 300:
-			return resp, status, nil
-		case status == http.StatusNotFound:
-			ge.Kind = ErrNotFound
-			return nil, status, ge
-		case status >= 500 || status == http.StatusTooManyRequests:
-			ge.Kind = ErrUnavailable
-			continue
-		default:
-			ge.Kind = ErrRejected
-			return nil, status, ge
+		if !retry {
+			break
 		}
 	}
-	return nil, ge.Status, ge
+	err := c.pick(ges, nil)
+	return nil, err.Status, err
+}
+
+// pick chooses the error a failed call returns: prefer (when given) the
+// failure that ended the call, else the first gateway's unless it only
+// said "not found" and another failed otherwise (a gateway that lags must
+// not turn another's outage into "not found"). The other gateways' outcomes
+// are named in Also.
+func (c *Client) pick(ges []*GatewayError, prefer *GatewayError) *GatewayError {
+	chosen := prefer
+	if chosen == nil {
+		chosen = ges[0]
+		for _, ge := range ges {
+			if ge.Kind != ErrNotFound && ge.Kind != nil {
+				chosen = ge
+				break
+			}
+		}
+	}
+	chosen.Also = nil
+	for _, ge := range ges {
+		if ge != chosen && ge.Kind != nil {
+			chosen.Also = append(chosen.Also, fmt.Sprintf("%s: %v", ge.URL, ge.Kind))
+		}
+	}
+	return chosen
 }
 
 // errBodyLimit is the read bound of a non-2xx body: only its start is
@@ -412,13 +522,9 @@ func (c *Client) signTx(ctx context.Context, data []byte, tags []Tag, anchor str
 	if n := TagBytes(tags); n > MaxTagBytes {
 		return nil, fmt.Errorf("sign tx: %w: %d tag bytes > %d", ErrTags, n, MaxTagBytes)
 	}
-	price, _, err := c.do(ctx, http.MethodGet, "/price/"+strconv.Itoa(len(data)), nil, "", c.opt.MaxResponseBytes)
+	reward, err := c.Price(ctx, len(data))
 	if err != nil {
-		return nil, fmt.Errorf("get price: %w", err)
-	}
-	reward, err := strconv.ParseInt(strings.TrimSpace(string(price)), 10, 64)
-	if err != nil {
-		return nil, fmt.Errorf("get price: %w: %q", err, price)
+		return nil, err
 	}
 	tx := &types.Transaction{
 		Format:   2,
@@ -439,6 +545,47 @@ func (c *Client) signTx(ctx context.Context, data []byte, tags []Tag, anchor str
 		return nil, fmt.Errorf("sign tx: %w", err)
 	}
 	return &SignedTx{ID: tx.ID, Size: len(data), tx: tx, data: data}, nil
+}
+
+// Price returns the gateway's fee in winston for an L1 transaction of n
+// data bytes (GET /price/{n}).
+func (c *Client) Price(ctx context.Context, n int) (int64, error) {
+	price, _, err := c.do(ctx, http.MethodGet, "/price/"+strconv.Itoa(n), nil, "", c.opt.MaxResponseBytes)
+	if err != nil {
+		return 0, fmt.Errorf("get price: %w", err)
+	}
+	reward, err := strconv.ParseInt(strings.TrimSpace(string(price)), 10, 64)
+	if err != nil || reward < 0 {
+		return 0, fmt.Errorf("get price: unexpected answer %.40q", price)
+	}
+	return reward, nil
+}
+
+// Balance returns the balance in winston of address (GET
+// /wallet/{address}/balance).
+func (c *Client) Balance(ctx context.Context, address string) (int64, error) {
+	if len(address) != 43 {
+		return 0, fmt.Errorf("get balance: invalid address %q", address)
+	}
+	b, _, err := c.do(ctx, http.MethodGet, "/wallet/"+address+"/balance", nil, "", c.opt.MaxResponseBytes)
+	if err != nil {
+		return 0, fmt.Errorf("get balance of %s: %w", address, err)
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("get balance of %s: unexpected answer %.40q", address, b)
+	}
+	return n, nil
+}
+
+// WinstonPerAR is the number of winston in one AR.
+const WinstonPerAR = 1_000_000_000_000
+
+// FormatAR writes winston as AR with 12 decimals, trailing zeros dropped.
+func FormatAR(winston int64) string {
+	s := fmt.Sprintf("%d.%012d", winston/WinstonPerAR, winston%WinstonPerAR)
+	s = strings.TrimRight(s, "0")
+	return strings.TrimSuffix(s, ".")
 }
 
 // PostTx posts a signed transaction (data inline up to MaxInlineBytes, else

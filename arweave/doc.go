@@ -36,11 +36,39 @@
 //     are not kept, so the list a hostile gateway can make FindTxs hold is
 //     bounded per entry as well as in count.
 //
+// # Gateways
+//
+// A Client reads and writes through an endpoint list (ParseEndpoints): one
+// or more data gateways, asked in order, and optionally a GraphQL endpoint
+// asked before the gateways' own /graphql. Each attempt of a call asks the
+// endpoints in order until one answers 2xx; a gateway that fails
+// (connection error, timeout, 5xx, 429) or answers 404 or another 4xx is
+// passed over for the next, and only when every one failed retryably is
+// there a backoff and another round (the bounds below hold for the whole
+// call, all gateways included). The error of a call that failed everywhere
+// is the first gateway's, unless it only said "not found" while another
+// failed otherwise (a lagging gateway must not turn an outage into "not
+// found"); it names the others (GatewayError.Also). Client.Answered says
+// which endpoints answered.
+//
 // # Uploads
 //
 // L1 mode (default) posts one format-2 transaction per segment; bundle mode
 // posts one ANS-104 bundle per batch of segments, each segment an item
-// signed by the same wallet. Data up to Options.MaxInlineBytes (4 MiB) is
+// signed by the same wallet. Bundler mode (BundlerUploader) posts each
+// segment as its own signed data item (signature type 1, no target, no
+// anchor) to a bundler with the Turbo upload API (Bundler: POST /v1/tx,
+// application/octet-stream; GET /v1/tx/{id}/status), which pays the fee
+// and bundles it: the wallet needs no AR for items under the bundler's
+// free size (FreeItemBytes, 100 KiB on Turbo; DataItemSize measures an
+// item). The item id is what callers record. A 402 answer is
+// ErrPaymentRequired; a lost answer is settled by asking the bundler's
+// status. BundlerGateway routes a Client's Upload (checkpoints,
+// disclosures) through the bundler too, and its Status follows the gateway
+// first (confirmed only once the item's bundle is mined) and then the
+// bundler (pending while the bundler holds the item, not found when
+// neither does). FetchVerifiedTx checks an item the gateway serves no
+// /tx/{id} for through GraphQL's signed fields and VerifySigned. Data up to Options.MaxInlineBytes (4 MiB) is
 // posted inside the transaction JSON, larger data as /chunk posts. Every
 // call takes a context; each HTTP attempt is bounded by RequestTimeout and
 // retried with jittered exponential backoff on timeouts, connection errors,

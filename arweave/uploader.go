@@ -27,6 +27,7 @@ type Receipt struct {
 type SignedUpload struct {
 	Receipts []Receipt
 	txs      []*SignedTx
+	items    []*DataItem // BundlerUploader
 }
 
 // Uploader turns batches of uploads (the mirror's segments) into posted
@@ -118,16 +119,22 @@ var errSkipped = errors.New("not posted: an earlier post failed")
 // post has failed, posts after it are not started: only the prefix counts,
 // and against a gateway that went down each would spend its own retries.
 func (u *L1Uploader) Post(ctx context.Context, s *SignedUpload) (int, error) {
+	return postPrefix(len(s.txs), u.conc(), func(i int) error { return u.C.PostTx(ctx, s.txs[i]) })
+}
+
+// postPrefix runs post(0..n-1), k at once, and returns the length of the
+// prefix that succeeded and the first error.
+func postPrefix(n, k int, post func(i int) error) (int, error) {
 	var mu sync.Mutex
-	failed := len(s.txs) // lowest index that failed
-	errs := parallel(len(s.txs), u.conc(), func(i int) error {
+	failed := n // lowest index that failed
+	errs := parallel(n, k, func(i int) error {
 		mu.Lock()
 		skip := i > failed
 		mu.Unlock()
 		if skip {
 			return errSkipped
 		}
-		err := u.C.PostTx(ctx, s.txs[i])
+		err := post(i)
 		if err != nil {
 			mu.Lock()
 			failed = min(failed, i)
@@ -140,7 +147,7 @@ func (u *L1Uploader) Post(ctx context.Context, s *SignedUpload) (int, error) {
 			return i, err
 		}
 	}
-	return len(s.txs), nil
+	return n, nil
 }
 
 // BundleUploader posts each batch as one ANS-104 bundle whose items are

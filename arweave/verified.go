@@ -45,6 +45,11 @@ func (c *Client) FetchVerifiedTx(ctx context.Context, id string, limit int64) (*
 		return nil, fmt.Errorf("fetch transaction: invalid id %q", id)
 	}
 	b, status, err := c.do(ctx, http.MethodGet, "/tx/"+id, nil, "", c.opt.MaxResponseBytes)
+	if errors.Is(err, ErrNotFound) {
+		// Gateways serve no /tx/{id} for a bundled data item (an upload
+		// through a bundler): check it as an item.
+		return c.fetchVerifiedItem(ctx, id, limit, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("fetch transaction %s: %w", id, err)
 	}
@@ -96,4 +101,44 @@ func (c *Client) FetchVerifiedTx(ctx context.Context, id string, limit int64) (*
 	vt.Pending = st.State != StateConfirmed
 	vt.Height = st.Height
 	return vt, nil
+}
+
+// fetchVerifiedItem is FetchVerifiedTx for an id /tx/{id} does not serve:
+// the signed fields come from GraphQL, the data from GET /{id}, and
+// VerifySigned checks the item's own signature by its owner (nothing of
+// it is taken on the gateway's word but the block height). notFound is
+// returned when GraphQL does not know the id either.
+func (c *Client) fetchVerifiedItem(ctx context.Context, id string, limit int64, notFound error) (*VerifiedTx, error) {
+	txs, err := c.FindTxs(ctx, TxQuery{IDs: []string{id}, MaxPages: 1})
+	if err != nil {
+		return nil, fmt.Errorf("fetch transaction %s: %w", id, err)
+	}
+	var t *TxInfo
+	for i := range txs {
+		if txs[i].ID == id {
+			t = &txs[i]
+		}
+	}
+	if t == nil {
+		return nil, fmt.Errorf("fetch transaction %s: %w", id, notFound)
+	}
+	size := t.DataSize
+	if size <= 0 || size > limit {
+		return nil, fmt.Errorf("fetch transaction %s: %w: data size %d", id, ErrTxSignature, size)
+	}
+	data, err := c.FetchDataLimit(ctx, id, size)
+	if err != nil {
+		return nil, fmt.Errorf("fetch transaction %s: %w", id, err)
+	}
+	if int64(len(data)) != size {
+		return nil, fmt.Errorf("fetch transaction %s: %w: %d bytes served, %d reported", id, ErrTxSignature, len(data), size)
+	}
+	if err := VerifySigned(*t, data); err != nil {
+		return nil, fmt.Errorf("fetch transaction %s: %w", id, err)
+	}
+	owner, err := AddressOf(t.OwnerKey)
+	if err != nil {
+		return nil, fmt.Errorf("fetch transaction %s: %w", id, err)
+	}
+	return &VerifiedTx{ID: id, Owner: owner, Tags: t.Tags, Data: data, Height: t.Height, Pending: t.Pending}, nil
 }

@@ -1,10 +1,17 @@
 #!/bin/sh
 # A local Arweave gateway (arlocal) for trying the Arweave jobs: started on
-# PORT, the wallet of the store at UCL_DIR funded, its URL printed, blocks
-# mined every MINE_EVERY seconds (0: each time Enter is pressed). Ctrl-C
-# stops it and removes its data.
+# PORT, the wallets of the stores at UCL_DIR and UCL_DIRS (space-separated,
+# e.g. the two stores of the sharing example) funded, its URL printed, blocks
+# mined every MINE_EVERY seconds (0: each time Enter is pressed). When the
+# local bundler is installed (make bundler) it is started too, on
+# BUNDLER_PORT, so `ucl sync push --via bundler` works as against Turbo.
+# Ctrl-C stops them and removes their data.
 #
-#   scripts/gateway.sh [UCL_BIN]      env: PORT (1984), MINE_EVERY (5), UCL_DIR
+#   scripts/gateway.sh [UCL_BIN]
+#   env: PORT (1984), BUNDLER_PORT (1985), MINE_EVERY (5), UCL_DIR, UCL_DIRS
+#
+# Another wallet is funded with one line while it runs:
+#   curl http://127.0.0.1:1984/mint/ADDRESS/1000000000000000
 set -eu
 bin=${1:-bin/ucl}
 port=${PORT:-1984}
@@ -17,7 +24,11 @@ db=$(mktemp -d "${TMPDIR:-/tmp}/ucl-gateway-XXXXXX")
 # arlocal joins --dbpath to its working directory even when absolute.
 (cd "$(dirname "$db")" && exec node "$arlocal" "$port" --dbpath "$(basename "$db")" --hidelogs) &
 pid=$!
-stop() { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$db"; }
+bpid=
+stop() {
+	[ -z "$bpid" ] || { kill "$bpid" 2>/dev/null || true; wait "$bpid" 2>/dev/null || true; }
+	kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$db"
+}
 trap 'stop; exit 0' INT TERM
 trap stop EXIT
 
@@ -30,15 +41,29 @@ until curl -fs "$url/info" >/dev/null 2>&1; do
 	sleep 0.1
 done
 
-addr=$("$bin" status --json 2>/dev/null | sed -n 's/.*"wallet_address":"\([^"]*\)".*/\1/p')
-if [ -n "$addr" ]; then
-	curl -fs "$url/mint/$addr/1000000000000000" >/dev/null
-	echo "funded the store's wallet $addr"
-else
-	echo "no store found (run \`$bin init\` first, or set UCL_DIR): nothing funded" >&2
-fi
+funded=0
+for dir in "${UCL_DIR:-$HOME/.ucl}" ${UCL_DIRS:-}; do
+	addr=$(UCL_DIR=$dir "$bin" status --json 2>/dev/null | sed -n 's/.*"wallet_address":"\([^"]*\)".*/\1/p')
+	if [ -n "$addr" ]; then
+		curl -fs "$url/mint/$addr/1000000000000000" >/dev/null
+		echo "funded the wallet $addr of the store $dir"
+		funded=$((funded + 1))
+	fi
+done
+[ "$funded" -gt 0 ] || echo "no store found (run \`$bin init\` first, or set UCL_DIR / UCL_DIRS): nothing funded" >&2
 echo "gateway: $url"
 echo "  export UCL_GATEWAY=$url     # then: $bin sync push; $bin sync status --refresh"
+echo "  fund another wallet: curl $url/mint/ADDRESS/1000000000000000"
+bundler=$root/test/bundler/bundler.mjs
+if [ -d "$root/test/bundler/node_modules/arbundles" ]; then
+	bport=${BUNDLER_PORT:-1985}
+	(cd "$root/test/bundler" && exec node bundler.mjs --gateway "$url" --port "$bport" >/dev/null) &
+	bpid=$!
+	echo "bundler: http://127.0.0.1:$bport (Turbo upload API, bundles into the gateway)"
+	echo "  export UCL_BUNDLER=http://127.0.0.1:$bport   # then: $bin sync push --via bundler (no AR needed)"
+else
+	echo "no local bundler (make bundler installs it): sync push --via bundler needs one" >&2
+fi
 if [ "$every" = 0 ]; then
 	echo "press Enter to mine a block (Ctrl-C stops the gateway)"
 	while read -r _; do curl -fs "$url/mine" >/dev/null && echo "mined"; done

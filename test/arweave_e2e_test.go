@@ -414,7 +414,7 @@ type proxy struct {
 	mu         sync.Mutex
 	down       bool            // answer 503 to everything
 	downAfter  int             // > 0: after this many more POST /tx, forward one more, drop its answer, go down
-	onPosted   func(posts int) // called after each forwarded POST /tx, with the count so far
+	onPosted   func(posts int) // called after each forwarded POST /tx (or a bundler's /v1/tx), with the count so far
 	alterID    string          // flip a byte of GET /{alterID}
 	hideID     string          // drop this tx (by its id) from GraphQL answers
 	dropOwners bool            // ignore the owners filter of GraphQL queries
@@ -442,7 +442,7 @@ func (p *proxy) set(fn func(p *proxy)) {
 func (p *proxy) serve(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	down, dropOwners := p.down, p.dropOwners
-	isPost := r.Method == http.MethodPost && r.URL.Path == "/tx"
+	isPost := r.Method == http.MethodPost && (r.URL.Path == "/tx" || r.URL.Path == "/v1/tx") // a gateway's or a bundler's
 	lose := false
 	if isPost && !down && p.downAfter > 0 {
 		p.downAfter--

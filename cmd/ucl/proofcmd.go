@@ -23,7 +23,7 @@ var auditCheckpointsCommand = &cli.Command{
 		return withAPI(c, func(api ucl.API) error {
 			ctx, cancel := signalContext()
 			defer cancel()
-			r, err := api.Checkpoints(ctx, ucl.CheckpointsRequest{Gateway: c.String("gateway")})
+			r, err := api.Checkpoints(ctx, ucl.CheckpointsRequest{Gateway: gatewaySetting(c)})
 			if err != nil {
 				return mirrorError(err, "ucl audit checkpoints")
 			}
@@ -67,7 +67,7 @@ it with ucl audit verify-proof, without this store or its keys.`,
 		return withAPI(c, func(api ucl.API) error {
 			ctx, cancel := signalContext()
 			defer cancel()
-			p, err := api.Prove(ctx, ucl.ProveRequest{Seq: seq, Gateway: c.String("gateway")})
+			p, err := api.Prove(ctx, ucl.ProveRequest{Seq: seq, Gateway: gatewaySetting(c)})
 			switch {
 			case errors.Is(err, ucl.ErrNotAnchored):
 				return withHint(err, "run `ucl sync push` to mirror the log and anchor a checkpoint, then prove again")
@@ -109,7 +109,9 @@ and checks that every later checkpoint the owner anchored for the log is
 consistent with the proof's (a history rewritten after the proof is caught)
 and links to checkpoints the gateway lists (a checkpoint the gateway hides
 between them is caught). It prints the gateway's newest checkpoint: hiding
-the newest ones cannot be caught through one gateway.`,
+the newest ones cannot be caught through one gateway: with several
+(--gateway A,B or [arweave] gateways) each one's newest checkpoint is
+compared, and a disagreement is reported.`,
 	Flags: []cli.Flag{syncGatewayFlag()},
 	Action: func(c *cli.Context) error {
 		if c.NArg() != 1 {
@@ -119,12 +121,16 @@ the newest ones cannot be caught through one gateway.`,
 		if err != nil {
 			return badValue(fmt.Errorf("audit verify-proof: %w", err), "give the proof file `ucl audit prove SEQ --out FILE` wrote")
 		}
-		if err := ucl.CheckGateway(c.String("gateway")); err != nil {
-			return usage("pass an http(s) URL to --gateway (or set UCL_GATEWAY)", "%v", err)
+		gw := gatewaySetting(c)
+		if err := ucl.CheckGateway(gw); err != nil {
+			return gatewayUsage(err)
+		}
+		if gw == "" {
+			gw = ucl.RememberedArweave(storeDir(c)).Gateway // "" : the default
 		}
 		ctx, cancel := signalContext()
 		defer cancel()
-		r, err := ucl.VerifyProof(ctx, ucl.VerifyProofRequest{Proof: b, Gateway: c.String("gateway")})
+		r, err := ucl.VerifyProof(ctx, ucl.VerifyProofRequest{Proof: b, Gateway: gw})
 		if err != nil {
 			if jsonOut(c) {
 				printJSON(c, map[string]any{"ok": false, "error": err.Error(), "codes": ucl.ErrorCodes(err)})

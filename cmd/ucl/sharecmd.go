@@ -53,7 +53,7 @@ grantee's wallet JWK or its public half).`,
 		}
 		req := ucl.ShareGrantRequest{To: c.String("to"), Session: c.String("session"), Chunks: c.StringSlice("chunk"),
 			Documents: c.StringSlice("document"), Since: c.String("since"), Until: c.String("until"), Note: c.String("note"),
-			Gateway: c.String("gateway"), Follow: c.Bool("follow")}
+			Gateway: gatewaySetting(c), Follow: c.Bool("follow")}
 		if req.Follow && req.Session == "" {
 			return usage("--follow follows a session: add --session S", "--follow without --session")
 		}
@@ -176,7 +176,7 @@ never in this store's log. Chunks the grantor tombstoned since disappear.`,
 		return withAPI(c, func(api ucl.API) error {
 			ctx, cancel := signalContext()
 			defer cancel()
-			res, err := api.SharePull(ctx, ucl.SharePullRequest{Gateway: c.String("gateway")})
+			res, err := api.SharePull(ctx, ucl.SharePullRequest{Gateway: gatewaySetting(c)})
 			if res != nil {
 				if jsonOut(c) {
 					if perr := printJSON(c, res); perr != nil {

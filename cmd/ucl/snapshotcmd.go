@@ -199,7 +199,7 @@ Snapshots live in DIR/snapshots; the newest --keep are kept.`,
 			Usage:     "publish a snapshot (default: the newest) to Arweave, split into transactions of at most --part-size bytes",
 			ArgsUsage: "[NAME]",
 			Flags: []cli.Flag{
-				&cli.StringFlag{Name: "gateway", EnvVars: []string{"UCL_GATEWAY"}, Value: ucl.DefaultGateway, Usage: "Arweave gateway URL"},
+				syncGatewayFlag(),
 				&cli.IntFlag{Name: "part-size", Value: snapshot.DefaultPartSize, Usage: "bytes per transaction"},
 			},
 			Action: func(c *cli.Context) error {
@@ -212,7 +212,7 @@ Snapshots live in DIR/snapshots; the newest --keep are kept.`,
 				}
 				return withAPI(c, func(api ucl.API) error {
 					prog, done := stagedProgress(c)
-					res, err := api.SnapshotPublish(context.Background(), ucl.SnapshotPublishRequest{Name: name, Gateway: setting(c, "gateway", "arweave.gateway"),
+					res, err := api.SnapshotPublish(context.Background(), ucl.SnapshotPublishRequest{Name: name, Gateway: gatewaySetting(c),
 						PartSize: c.Int("part-size"), Progress: prog})
 					done()
 					switch {
@@ -226,7 +226,10 @@ Snapshots live in DIR/snapshots; the newest --keep are kept.`,
 					if jsonOut(c) {
 						return printJSON(c, res)
 					}
-					gw := strings.TrimRight(setting(c, "gateway", "arweave.gateway"), "/")
+					gw := gatewaySetting(c)
+					if gw == "" {
+						gw = "the store's gateway"
+					}
 					if res.Existed {
 						printf(c, "%s is already on %s (%d parts)\n", res.Name, gw, len(res.TxIDs))
 					} else {

@@ -21,10 +21,54 @@ import (
 
 	"github.com/unlimitedcontext/ucl"
 	"github.com/unlimitedcontext/ucl/crypto"
+	"github.com/unlimitedcontext/ucl/internal/config"
 )
 
 func syncGatewayFlag() *cli.StringFlag {
-	return &cli.StringFlag{Name: "gateway", EnvVars: []string{"UCL_GATEWAY"}, Value: ucl.DefaultGateway, Usage: "Arweave gateway URL"}
+	return &cli.StringFlag{Name: "gateway", EnvVars: []string{"UCL_GATEWAY"},
+		Usage: "Arweave gateway URL, or several separated by commas (read in order, falling over; graphql=URL names a GraphQL endpoint). " +
+			"Default: [arweave] in ucl.toml, else the gateway of the store's last push, else " + ucl.DefaultGateway}
+}
+
+// configured is key's value from ucl.toml or the environment, "" when it
+// is left at its default.
+func configured(key string) string {
+	if fileConfig == nil {
+		return ""
+	}
+	for _, s := range fileConfig.Settings() {
+		if s.Key == key && (s.Source == config.SourceFile || s.Source == config.SourceEnv) {
+			return s.Value
+		}
+	}
+	return ""
+}
+
+// gatewaySetting is the endpoint list a command talks to: --gateway (or
+// UCL_GATEWAY), else [arweave] gateways or gateway of ucl.toml (or
+// UCL_GATEWAYS), with [arweave] graphql added; "" leaves the choice to
+// the store: the gateway it remembers from its last push, else the default.
+func gatewaySetting(c *cli.Context) string {
+	g := c.String("gateway")
+	if !c.IsSet("gateway") {
+		if g = configured("arweave.gateways"); g == "" {
+			g = configured("arweave.gateway")
+		}
+	}
+	if gq := configured("arweave.graphql"); gq != "" && !strings.Contains(g, "graphql=") {
+		if g == "" {
+			if g = ucl.RememberedArweave(storeDir(c)).Gateway; g == "" {
+				g = ucl.DefaultGateway
+			}
+		}
+		g += ",graphql=" + gq
+	}
+	return g
+}
+
+// gatewayUsage is the usage error of a bad gateway setting.
+func gatewayUsage(err error) error {
+	return usage("pass an http(s) URL to --gateway, or several separated by commas (or set UCL_GATEWAY, or [arweave] gateways in ucl.toml)", "%v", err)
 }
 
 // signalContext is cancelled on SIGINT/SIGTERM, so an interrupted push or
@@ -46,8 +90,12 @@ func gatewayHint(err error, again string) string {
 		return "the mirror state is derived data: delete it and run `" + again + "` again (it is re-adopted from the gateway)"
 	case errors.Is(err, ucl.ErrGatewayUnavailable), errors.Is(err, ucl.ErrGatewayTimeout):
 		return "the gateway is unreachable or failing; nothing was lost: run `" + again + "` again to resume (check --gateway / UCL_GATEWAY)"
+	case errors.Is(err, ucl.ErrCannotPay):
+		return "nothing was signed or uploaded. Either fund the wallet (its address is above; `ucl sync estimate` says the cost), or push without AR through a bundler: `ucl sync push --via bundler` (uploads under 100 KiB per item are free)"
+	case errors.Is(err, ucl.ErrBundlerPayment):
+		return "the bundler charges for items over its free size: buy credits for this wallet at the bundler, or lower --segment-bytes (the default through a bundler keeps items free); nothing was lost, run `" + again + "` again afterwards"
 	case errors.Is(err, ucl.ErrGatewayRejected):
-		return "the gateway refused the request: check the wallet has funds (`ucl status` shows its address); nothing was lost, run `" + again + "` again afterwards"
+		return "the gateway or bundler refused the request: an L1 push needs AR in the wallet (`ucl sync estimate` shows the cost and balance), or push through a bundler with `--via bundler`; nothing was lost, run `" + again + "` again afterwards"
 	case errors.Is(err, ucl.ErrGatewayGraphQL):
 		return "the gateway's GraphQL endpoint failed; try again or another --gateway; nothing was lost"
 	}
@@ -58,7 +106,7 @@ func gatewayHint(err error, again string) string {
 func mirrorError(err error, again string) error {
 	switch {
 	case errors.Is(err, ucl.ErrBadRequest):
-		return usage("pass an http(s) URL to --gateway (or set UCL_GATEWAY)", "%v", err)
+		return gatewayUsage(err)
 	case errors.Is(err, ucl.ErrNoWallet), errors.Is(err, ucl.ErrBadWallet):
 		return err
 	}
@@ -79,7 +127,11 @@ func printPush(c *cli.Context, r *ucl.PushResult) {
 		printAnchored(c, r)
 		return
 	case r.Error == "":
-		printf(c, "pushed %d segments (%s, %s) to %s; adopted %d already there\n", r.Uploaded, humanBytes(r.BytesPosted), r.Mode, r.Gateway, r.Adopted)
+		to := r.Gateway
+		if r.Bundler != "" {
+			to = r.Bundler + " (read back from " + r.Gateway + ")"
+		}
+		printf(c, "pushed %d segments (%s, %s) to %s; adopted %d already there\n", r.Uploaded, humanBytes(r.BytesPosted), r.Mode, to, r.Adopted)
 	}
 	if r.Resolved > 0 {
 		printf(c, "settled %d uploads left unfinished by an earlier run\n", r.Resolved)
@@ -116,9 +168,35 @@ func mirroredText(covered, head, safe uint64) string {
 }
 
 func pushRequest(c *cli.Context) (ucl.PushRequest, error) {
-	o := ucl.PushRequest{Gateway: setting(c, "gateway", "arweave.gateway"), Bundle: c.Bool("bundle"), SegmentBytes: c.Int("segment-bytes")}
-	if o.SegmentBytes < 1024 || o.SegmentBytes > 64<<20 {
-		return o, usage("--segment-bytes takes 1024 .. 67108864 (default 262144)", "bad --segment-bytes %d", o.SegmentBytes)
+	o := ucl.PushRequest{Gateway: gatewaySetting(c), Bundle: c.Bool("bundle"), Via: c.String("via"), Bundler: c.String("bundler")}
+	if !c.IsSet("bundler") {
+		o.Bundler = configured("arweave.bundler")
+	}
+	switch o.Via {
+	case "", ucl.ViaL1, ucl.ViaBundle, ucl.ViaBundler:
+	default:
+		return o, usage("--via takes l1, bundle or bundler", "bad --via %q", o.Via)
+	}
+	if o.Bundler != "" && (o.Via == ucl.ViaL1 || o.Via == ucl.ViaBundle || o.Bundle) {
+		if c.IsSet("bundler") {
+			return o, usage("--bundler goes with --via bundler", "--bundler with an L1 push")
+		}
+		o.Bundler = "" // the configured bundler, overridden by --via
+	}
+	if o.Bundler != "" {
+		if err := ucl.CheckURL(o.Bundler); err != nil {
+			return o, usage("pass the bundler's http(s) URL to --bundler (or [arweave] bundler in ucl.toml), e.g. "+ucl.TurboUploadURL, "%v", err)
+		}
+	}
+	if c.IsSet("segment-bytes") {
+		o.SegmentBytes = c.Int("segment-bytes")
+		if o.SegmentBytes < 1024 || o.SegmentBytes > 64<<20 {
+			return o, usage("--segment-bytes takes 1024 .. 67108864 (default 262144, through a bundler 98304)", "bad --segment-bytes %d", o.SegmentBytes)
+		}
+	}
+	if c.Command.Name == "estimate" {
+		o.Estimate = true
+		return o, nil
 	}
 	if !c.Bool("watch") && (c.IsSet("every-events") || c.IsSet("every")) {
 		return o, usage("--every-events and --every go with --watch", "--every-events/--every without --watch")
@@ -130,7 +208,7 @@ func pushRequest(c *cli.Context) (ucl.PushRequest, error) {
 		return o, usage("--every takes a positive duration, e.g. 30s or 5m", "bad --every %s", c.Duration("every"))
 	}
 	if err := ucl.CheckGateway(o.Gateway); err != nil {
-		return o, usage("pass an http(s) URL to --gateway (or set UCL_GATEWAY)", "%v", err)
+		return o, gatewayUsage(err)
 	}
 	return o, nil
 }
@@ -213,7 +291,7 @@ func syncStatusAction(c *cli.Context) error {
 	ctx, stop := signalContext()
 	defer stop()
 	return withAPI(c, func(api ucl.API) error {
-		r, err := api.SyncStatus(ctx, ucl.SyncStatusRequest{Gateway: setting(c, "gateway", "arweave.gateway"), Refresh: c.Bool("refresh")})
+		r, err := api.SyncStatus(ctx, ucl.SyncStatusRequest{Gateway: gatewaySetting(c), Refresh: c.Bool("refresh")})
 		if err != nil {
 			return mirrorError(err, "ucl sync status --refresh")
 		}
@@ -231,6 +309,12 @@ func syncStatusAction(c *cli.Context) error {
 				conf = fmt.Sprint(*v.Confirmations)
 			}
 			printf(c, "%10d %10d  %-10s %6d %5s  %s\n", v.First, v.Last, v.Status, v.Height, conf, v.TxID)
+		}
+		switch {
+		case r.Payer == "bundler":
+			printf(c, "pushes go through the bundler %s (free under 100 KiB per item)\n", r.Bundler)
+		case r.BalanceWinston != nil:
+			printf(c, "pushes are paid by the wallet, which holds %s AR (`ucl sync estimate` says what the next push costs; `--via bundler` needs no AR)\n", ucl.FormatAR(*r.BalanceWinston))
 		}
 		switch {
 		case r.HeadSeq > r.CoveredSeq && r.CoveredSeq == 0:
@@ -281,8 +365,8 @@ func rebuildAction(c *cli.Context) error {
 	if c.String("wallet") == "" || c.String("vault-key") == "" {
 		return usage("a new device needs the source store's wallet.json (--wallet FILE) and vault key (--vault-key FILE, or its recovery code)", "rebuild: --wallet and --vault-key are required")
 	}
-	if err := ucl.CheckGateway(setting(c, "gateway", "arweave.gateway")); err != nil {
-		return usage("pass an http(s) URL to --gateway (or set UCL_GATEWAY)", "%v", err)
+	if err := ucl.CheckGateway(gatewaySetting(c)); err != nil {
+		return gatewayUsage(err)
 	}
 	w, err := ucl.LoadWallet(c.String("wallet"))
 	if err != nil {
@@ -293,7 +377,7 @@ func rebuildAction(c *cli.Context) error {
 	defer stop()
 	prog, done := stagedProgress(c)
 	eo := engineOptions(c)
-	res, err := ucl.Rebuild(ctx, ucl.RebuildOptions{Dir: storeDir(c), Gateway: setting(c, "gateway", "arweave.gateway"), Wallet: w, Keys: kr,
+	res, err := ucl.Rebuild(ctx, ucl.RebuildOptions{Dir: storeDir(c), Gateway: gatewaySetting(c), Wallet: w, Keys: kr,
 		LogID: c.String("log-id"), AllowPartial: c.Bool("allow-partial"), Branch: c.String("branch"), NoSnapshot: c.Bool("no-snapshot"),
 		Embedder: eo.Embedder, Progress: prog,
 		Warn: func(msg string) { fmt.Fprintf(c.App.ErrWriter, "ucl: %s\n", msg) }})
@@ -321,6 +405,14 @@ func rebuildAction(c *cli.Context) error {
 		return printJSON(c, res)
 	}
 	printf(c, "rebuilt %s from %s\n", res.Dir, res.Gateway)
+	if len(res.Answered) > 0 {
+		printf(c, "  answered:   %s\n", strings.Join(res.Answered, ", "))
+	}
+	if res.GatewaysDisagree {
+		for _, g := range res.Gateways {
+			printf(c, "  gateway:    %s newest checkpoint %s (%d events) %s\n", g.Gateway, g.TxID, g.Size, g.Error)
+		}
+	}
 	printf(c, "  log id:     %s\n", res.LogID)
 	printf(c, "  events:     %d (head hash %s)\n", res.HeadSeq, res.HeadHash)
 	if res.Shredded > 0 {
@@ -352,8 +444,20 @@ var syncCommand = &cli.Command{
 	Description: `The log is uploaded as segments (contiguous seq ranges of encrypted events,
 no plaintext in data or tags), signed by the store's wallet. Push is resumable
 and idempotent: run it again after any failure; ranges already on the gateway
-are adopted, never uploaded twice. The gateway is --gateway or UCL_GATEWAY
-(default https://arweave.net); the wallet needs funds there.`,
+are adopted, never uploaded twice.
+
+Two ways to pay. Through a bundler (--via bundler, or [arweave] bundler in
+ucl.toml; Turbo's https://upload.ardrive.io by default) each segment is one
+signed ANS-104 data item and the bundler pays the Arweave fee: items under
+100 KiB are free, and segments are cut to 96 KiB by default so they stay
+free. As L1 transactions (the default without a bundler) the wallet pays in
+AR; a push it cannot pay is refused before anything is signed. ` + "`ucl sync estimate`" + `
+says what a push costs.
+
+The gateway is --gateway, UCL_GATEWAY or [arweave] gateway(s) in ucl.toml;
+several gateways are read in order, a failing one passed over. The first
+successful push remembers its gateway and bundler (DIR/arweave.json): later
+commands use them unless told otherwise.`,
 	Subcommands: []*cli.Command{
 		{
 			Name:  "push",
@@ -365,12 +469,23 @@ working and wake the mirror. Gateway errors are reported and retried.`,
 			Flags: []cli.Flag{
 				syncGatewayFlag(),
 				&cli.BoolFlag{Name: "bundle", Usage: "upload ANS-104 bundles of segments instead of one L1 transaction per segment"},
-				&cli.IntFlag{Name: "segment-bytes", Value: ucl.DefaultSegmentBytes, Usage: "maximum segment size in bytes"},
+				viaFlag(), bundlerFlag(), segmentBytesFlag(),
 				&cli.BoolFlag{Name: "watch", Usage: "keep running and push as events arrive (Ctrl-C stops)"},
 				&cli.IntFlag{Name: "every-events", Value: 1000, Usage: "with --watch: push after this many new events"},
 				&cli.DurationFlag{Name: "every", Value: time.Minute, Usage: "with --watch: push pending events at least this often"},
 			},
 			Action: syncPushAction,
+		},
+		{
+			Name:  "estimate",
+			Usage: "what a push would upload (bytes, items) and cost, and the wallet's balance; nothing is signed",
+			Description: `Cuts the events not yet on Arweave into segments as a push would and says
+what they cost: through a bundler, whether every data item is under its free
+size (100 KiB on Turbo); for L1 transactions, the gateway's /price in winston
+and AR, and the wallet's balance. The gateway may already hold some of the
+segments (a push adopts them): the estimate is an upper bound.`,
+			Flags:  []cli.Flag{syncGatewayFlag(), &cli.BoolFlag{Name: "bundle", Usage: "price ANS-104 bundles"}, viaFlag(), bundlerFlag(), segmentBytesFlag()},
+			Action: syncEstimateAction,
 		},
 		{
 			Name:  "status",
@@ -404,4 +519,43 @@ from seq 1 and verified whole. --no-snapshot projects every event.`,
 		&cli.BoolFlag{Name: "no-snapshot", Usage: "project every event instead of starting from the newest published snapshot"},
 	},
 	Action: rebuildAction,
+}
+
+func viaFlag() *cli.StringFlag {
+	return &cli.StringFlag{Name: "via", Usage: "how to upload: l1 (the wallet pays AR), bundle (ANS-104 bundles, the wallet pays AR) or bundler " +
+		"(data items through a bundler, free under 100 KiB). Default: bundler when one is configured or remembered, else l1"}
+}
+
+func bundlerFlag() *cli.StringFlag {
+	return &cli.StringFlag{Name: "bundler", EnvVars: []string{"UCL_BUNDLER"}, Usage: "bundler URL (Turbo upload API) for --via bundler (default: [arweave] bundler, the remembered one, else " + ucl.TurboUploadURL + ")"}
+}
+
+func segmentBytesFlag() *cli.IntFlag {
+	return &cli.IntFlag{Name: "segment-bytes", Value: ucl.DefaultSegmentBytes, Usage: "maximum segment size in bytes (through a bundler the default is 98304, so items stay free)"}
+}
+
+func syncEstimateAction(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return usage("ucl sync estimate [--via bundler|l1|bundle] [--gateway URL]", "unexpected argument %q", c.Args().First())
+	}
+	req, err := pushRequest(c)
+	if err != nil {
+		return err
+	}
+	if err := ucl.CheckGateway(req.Gateway); err != nil {
+		return gatewayUsage(err)
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	return withAPI(c, func(api ucl.API) error {
+		res, err := api.Push(ctx, req)
+		if err != nil {
+			return mirrorError(err, "ucl sync estimate")
+		}
+		if jsonOut(c) {
+			return printJSON(c, res.Estimate)
+		}
+		printf(c, "%s\n", res.Estimate.Sentence)
+		return nil
+	})
 }

@@ -18,7 +18,10 @@
 //	similarity_top_k = 8               # UCL_SIMILARITY_TOP_K
 //
 //	[arweave]
-//	gateway = "https://arweave.net"    # UCL_GATEWAY
+//	gateway = "https://arweave.net"    # UCL_GATEWAY: the data gateway
+//	gateways = ["https://arweave.net", "https://ar-io.dev"]  # UCL_GATEWAYS (comma-separated): several, read in order, falling over
+//	graphql = ""                       # UCL_GRAPHQL: a GraphQL endpoint (…/graphql) asked before the gateways' own
+//	bundler = ""                       # UCL_BUNDLER: upload through this bundler (Turbo upload API), e.g. https://upload.ardrive.io
 //	wallet_path = ""                   # UCL_WALLET (default DIR/wallet.json)
 //
 //	[index]
@@ -70,6 +73,7 @@ const (
 	kDuration
 	kURL
 	kChoice
+	kURLList // TOML array of URLs (or one string); comma-separated in the environment
 )
 
 // spec describes one setting.
@@ -96,6 +100,9 @@ var specs = []spec{
 	{key: "retrieval.recency_window", env: "UCL_RECENCY_WINDOW", def: "6", kind: kInt, min: 0, doc: "recent turns of the session considered"},
 	{key: "retrieval.similarity_top_k", env: "UCL_SIMILARITY_TOP_K", def: "8", kind: kInt, min: 1, doc: "ranked chunks considered"},
 	{key: "arweave.gateway", env: "UCL_GATEWAY", def: "https://arweave.net", kind: kURL, doc: "Arweave gateway"},
+	{key: "arweave.gateways", env: "UCL_GATEWAYS", kind: kURLList, doc: "several data gateways, read in order (a failing one is passed over); over arweave.gateway"},
+	{key: "arweave.graphql", env: "UCL_GRAPHQL", kind: kURL, doc: "GraphQL endpoint (full URL, …/graphql) asked before the gateways' own"},
+	{key: "arweave.bundler", env: "UCL_BUNDLER", kind: kURL, doc: "bundler (Turbo upload API) that sync push uploads through, paying no AR, e.g. https://upload.ardrive.io"},
 	{key: "arweave.wallet_path", env: "UCL_WALLET", doc: "Arweave wallet JWK (default DIR/wallet.json)"},
 	{key: "index.embedder", env: "UCL_EMBEDDER", def: "hash", kind: kChoice, choices: []string{"hash", "static", "ollama", "openai"}, doc: "embedder of the vector projection"},
 	{key: "index.embed_url", env: "UCL_EMBED_URL", kind: kURL, doc: "embedding server base URL"},
@@ -203,6 +210,16 @@ func (sp spec) check(v string) error {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return fmt.Errorf("%q is not an http(s) URL", v)
 		}
+	case kURLList:
+		for _, el := range strings.Split(v, ",") {
+			if el = strings.TrimSpace(el); el == "" {
+				continue
+			}
+			u, err := url.Parse(el)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return fmt.Errorf("%q is not an http(s) URL", el)
+			}
+		}
 	case kChoice:
 		for _, c := range sp.choices {
 			if v == c {
@@ -253,6 +270,19 @@ func readFile(path string) (map[string]string, error) {
 				return nil, fmt.Errorf("%s: %s: %w: want an integer, got the string %q", path, key, ErrBadConfig, x)
 			}
 			out[key] = x
+		case []any:
+			if kd != kURLList {
+				return nil, fmt.Errorf("%s: %s: %w: want a string, got a list", path, key, ErrBadConfig)
+			}
+			els := make([]string, len(x))
+			for i, e := range x {
+				str, ok := e.(string)
+				if !ok || strings.Contains(str, ",") {
+					return nil, fmt.Errorf("%s: %s: %w: element %d is not a URL string", path, key, ErrBadConfig, i+1)
+				}
+				els[i] = str
+			}
+			out[key] = strings.Join(els, ",")
 		case int64:
 			if kd != kInt {
 				return nil, fmt.Errorf("%s: %s: %w: want a string, got %d", path, key, ErrBadConfig, x)

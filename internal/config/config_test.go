@@ -121,3 +121,29 @@ func TestBadSettingsNameTheKey(t *testing.T) {
 		}
 	}
 }
+
+func TestArweaveGatewayList(t *testing.T) {
+	dir := t.TempDir()
+	toml := "[arweave]\ngateways = [\"https://a.example\", \"http://127.0.0.1:1984\"]\ngraphql = \"https://g.example/graphql\"\nbundler = \"https://upload.ardrive.io\"\n"
+	if err := os.WriteFile(filepath.Join(dir, FileName), []byte(toml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(dir, func(string) string { return "" }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.String("arweave.gateways"); got != "https://a.example,http://127.0.0.1:1984" {
+		t.Fatalf("gateways = %q", got)
+	}
+	if c.String("arweave.bundler") != "https://upload.ardrive.io" || c.String("arweave.graphql") != "https://g.example/graphql" {
+		t.Fatalf("bundler/graphql = %q %q", c.String("arweave.bundler"), c.String("arweave.graphql"))
+	}
+	for _, bad := range []string{"gateways = [\"ftp://x\"]", "gateways = [1]", "bundler = \"nope\""} {
+		if err := os.WriteFile(filepath.Join(dir, FileName), []byte("[arweave]\n"+bad+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Load(dir, func(string) string { return "" }, nil); !errors.Is(err, ErrBadConfig) {
+			t.Fatalf("%s: err = %v, want ErrBadConfig", bad, err)
+		}
+	}
+}

@@ -92,6 +92,14 @@
 // so running sync twice, or after losing the state, never uploads a range
 // twice.
 //
+// Through a bundler (arweave.BundlerUploader, SyncConfig.RecheckSubmitted)
+// each segment is one data item and the state records the item id. An
+// accepted item can still be lost (a bundler that acknowledged it and
+// never bundled it): Push then asks about submitted segments too, and one
+// that neither the gateway nor the bundler holds is dropped from the state
+// and uploaded again (a new item: the signature, and so the id, differ).
+// A segment is confirmed only once the gateway shows the item mined.
+//
 // A mirror is permanent, so Push never claims or uploads anything on top of
 // a history the local log does not share (*DivergedError, ErrDiverged):
 //

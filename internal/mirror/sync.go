@@ -40,6 +40,13 @@ type SyncConfig struct {
 	// Timeout, if set, bounds a whole Push; running out fails with
 	// ErrTimeout (postings already recorded are resolved by the next Push).
 	Timeout time.Duration
+	// RecheckSubmitted makes Push also ask about segments already
+	// submitted but not confirmed, and upload again those that Gateway
+	// reports unknown. Through a bundler an accepted item can still be lost
+	// (the bundler acknowledged it and never bundled it); Gateway.Status
+	// then says not found only when neither the gateway nor the bundler
+	// holds it.
+	RecheckSubmitted bool
 }
 
 // SyncProgress reports a push in flight.
@@ -218,12 +225,16 @@ func (s *Syncer) resolvePostings(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, seg := range segs {
-		if seg.Status != StatusPosting {
+		recheck := s.cfg.RecheckSubmitted && seg.Status == StatusSubmitted
+		if seg.Status != StatusPosting && !recheck {
 			continue
 		}
 		st, err := s.g.Status(ctx, seg.StatusTxID())
 		if err != nil {
 			return n, fmt.Errorf("resolve posting %d..%d: %w", seg.FirstSeq, seg.LastSeq, err)
+		}
+		if recheck && st.State == arweave.StatePending {
+			continue // still on its way: nothing to settle
 		}
 		switch st.State {
 		case arweave.StateNotFound:
