@@ -120,11 +120,13 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/unlimitedcontext/ucl/internal/textutil"
+	"github.com/unlimitedcontext/ucl/internal/timephrase"
 	"github.com/unlimitedcontext/ucl/internal/vector"
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections/fts"
@@ -201,6 +203,16 @@ type VectorQuerier interface {
 // (vector.LexicalEmbedder), whose scores Options.ANNGate then gates.
 type LexicalVectors interface {
 	Lexical() bool
+}
+
+// MentionTimer is an optional TextSearcher capability (*fts.Index has
+// it): the times the content of chunks talks about ("yesterday" in a turn
+// of 2023-10-04 is 2023-10-03), for those that mention any. A time phrase
+// of the query then boosts a chunk whose mentioned time meets its window
+// as it boosts one stored inside it, and a when-question boosts chunks
+// that mention a time (Options.WhenBoost).
+type MentionTimer interface {
+	Mentioned(ids []string) (map[string][]timephrase.Range, error)
 }
 
 // DocFreqer is an optional TextSearcher capability (*fts.Index has it):
@@ -356,6 +368,18 @@ type Options struct {
 	// relative phrases ("last year") are vague; a filter would drop that
 	// evidence. Explicit Since/Until are always filters.
 	TemporalBoost float64
+	// WhenBoost is the boost factor (1+WhenBoost) of chunks whose text
+	// mentions a time (MentionTimer) in answer to a question that asks
+	// when ("When did…", "How long ago…", "What year…"; default
+	// DefaultWhenBoost; negative: off): the answer to a when-question is
+	// a turn that says when, and such a question rarely shares a word
+	// with that part of the turn ("yesterday", "last week").
+	WhenBoost float64
+	// Location is the time zone of the calendar days of time phrases
+	// ("yesterday" starts at midnight there; default UTC). Mentioned
+	// times are resolved in UTC whatever it is: they are part of the
+	// projection, which must not depend on a setting.
+	Location *time.Location
 	// MMRLambda in (0,1) enables MMR re-ranking (relevance weight);
 	// 0 or ≥ 1 disables it.
 	MMRLambda float64
@@ -435,6 +459,13 @@ func (o Options) withDefaults() Options {
 	o.AffinityBoost = math.Max(o.AffinityBoost, 0)
 	if o.TemporalBoost == 0 {
 		o.TemporalBoost = DefaultTemporalBoost
+	}
+	if o.WhenBoost == 0 {
+		o.WhenBoost = DefaultWhenBoost
+	}
+	o.WhenBoost = math.Max(o.WhenBoost, 0)
+	if o.Location == nil {
+		o.Location = time.UTC
 	}
 	if o.MMRLambda <= 0 || o.MMRLambda >= 1 {
 		o.MMRLambda = 0
@@ -532,6 +563,7 @@ const (
 	DefaultQuestionDamp    = 0.7
 	DefaultSessionWeight   = 0.5
 	DefaultTemporalBoost   = 2
+	DefaultWhenBoost       = 0.3
 )
 
 // AroundStore is an optional ChunkStore capability (*timelines.Timelines
@@ -638,6 +670,9 @@ type Explain struct {
 	Recency   float64 `json:"recency"`             // factor applied (≥ 1)
 	Affinity  float64 `json:"affinity"`            // factor applied (≥ 1)
 	Temporal  float64 `json:"temporal"`            // factor applied (≥ 1)
+	// Mentioned: the chunk's text mentions a time inside the query's
+	// window, or any time in answer to a when-question (MentionTimer).
+	Mentioned bool `json:"mentioned,omitempty"`
 	MMRRank   int     `json:"mmr_rank,omitempty"`
 	Final     float64 `json:"final"`
 }
@@ -700,6 +735,7 @@ type plan struct {
 	until      int64
 	window     [2]int64 // temporal boost window (boost mode), [0,0] = none
 	boost      bool
+	when       bool // a question that asks when (Options.WhenBoost)
 	temporal   []TemporalMatch
 	kinds      map[string]bool
 	sessions   map[string]bool
@@ -754,7 +790,7 @@ func (e *Engine) plan(req Request) (*plan, error) {
 	p.text = req.Text
 	p.since, p.until = req.Since, req.Until
 	if !req.NoTemporal {
-		tp := ParseTemporal(req.Text, p.now)
+		tp := ParseTemporal(req.Text, p.now.In(e.opts.Location))
 		p.temporal = tp.Matches
 		if len(textutil.ContentWords(tp.Text)) > 0 {
 			p.text = tp.Text
@@ -774,6 +810,7 @@ func (e *Engine) plan(req Request) (*plan, error) {
 	if p.since != 0 && p.until != 0 && p.until <= p.since {
 		p.emptyRange = true
 	}
+	p.when = e.opts.WhenBoost > 0 && isWhenQuestion(req.Text)
 	p.kinds = set(req.Kinds)
 	p.sessions = set(req.Sessions)
 	p.roles = set(req.Roles)
@@ -848,6 +885,9 @@ type cand struct {
 	supersededBy []string
 	// bare: chunk.Content is not read yet (lazy.go)
 	bare bool
+	// mentions: the times its text talks about (MentionTimer), read
+	// when the query has a time window or asks when.
+	mentions []timephrase.Range
 }
 
 // Search runs a retrieval request.
@@ -1121,6 +1161,9 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 		return c
 	}
 	if err := e.neighbours(order, adopt); err != nil {
+		return nil, nil, err
+	}
+	if err := e.mentioned(p, order); err != nil {
 		return nil, nil, err
 	}
 	e.score(p, order)
@@ -1408,6 +1451,38 @@ func (e *Engine) neighbours(cs []*cand, adopt func(timelines.Chunk) *cand) error
 
 // isQuestion reports whether a turn ends with a question mark (ignoring
 // trailing spaces, quotes and closing brackets).
+// inWindow reports whether [a,b) meets the window w (0: open side).
+func inWindow(w [2]int64, a, b int64) bool {
+	return (w[0] == 0 || b > w[0]) && (w[1] == 0 || a < w[1])
+}
+
+// whenQuestion matches a question that asks for a time.
+var whenQuestion = regexp.MustCompile(`(?i)^\W*(?:when\b|since when\b|how long ago\b|what (?:year|month|day|date|time)\b|which (?:year|month|day|date)\b|on what (?:day|date)\b|in what (?:year|month)\b)`)
+
+// isWhenQuestion reports whether text asks when something happened.
+func isWhenQuestion(text string) bool { return whenQuestion.MatchString(text) }
+
+// mentioned reads the mentioned times of the candidates when p has a time
+// window to meet or asks when, and the text index can tell them.
+func (e *Engine) mentioned(p *plan, cs []*cand) error {
+	mt, ok := e.src.Text.(MentionTimer)
+	if !ok || (!p.boost && !p.when) || len(cs) == 0 {
+		return nil
+	}
+	ids := make([]string, len(cs))
+	for i, c := range cs {
+		ids[i] = c.chunk.ID
+	}
+	ms, err := mt.Mentioned(ids)
+	if err != nil {
+		return fmt.Errorf("mentioned times: %w", err)
+	}
+	for _, c := range cs {
+		c.mentions = ms[c.chunk.ID]
+	}
+	return nil
+}
+
 func isQuestion(s string) bool {
 	s = strings.TrimRight(s, " \t\r\n\"')]*")
 	return strings.HasSuffix(s, "?")
@@ -1451,8 +1526,18 @@ func (e *Engine) score(p *plan, cs []*cand) {
 			ex.Affinity = 1 + o.AffinityBoost
 		}
 		ex.Temporal = 1
-		if p.boost && (p.window[0] == 0 || c.chunk.Time >= p.window[0]) && (p.window[1] == 0 || c.chunk.Time < p.window[1]) {
+		switch {
+		case p.boost && inWindow(p.window, c.chunk.Time, c.chunk.Time+1):
 			ex.Temporal = 1 + o.TemporalBoost
+		case p.boost && c.mentions != nil:
+			for _, r := range c.mentions {
+				if inWindow(p.window, r.Since, r.Until) {
+					ex.Temporal, ex.Mentioned = 1+o.TemporalBoost, true
+					break
+				}
+			}
+		case p.when && len(c.mentions) > 0:
+			ex.Temporal, ex.Mentioned = 1+o.WhenBoost, true
 		}
 		e.final(c)
 	}

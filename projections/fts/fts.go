@@ -87,6 +87,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis"
@@ -103,6 +104,7 @@ import (
 
 	"github.com/unlimitedcontext/ucl/internal/fsutil"
 	"github.com/unlimitedcontext/ucl/internal/textutil"
+	"github.com/unlimitedcontext/ucl/internal/timephrase"
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections"
 )
@@ -112,7 +114,7 @@ const Name = "fts"
 
 // FormatVersion is the on-disk format version; change it whenever the
 // mapping, the analyzer or the field hash changes.
-const FormatVersion = 3
+const FormatVersion = 4
 
 // DefaultBatchSize is the number of queued operations after which Apply
 // executes the pending batch.
@@ -208,6 +210,9 @@ type docMeta struct {
 	time    int64
 	tokens  int // content words (textutil.ContentWords), for BM25's average length
 	hash    [hashSize]byte
+	// mentions: the times the content talks about (timephrase.Mentions
+	// against the chunk's time, in UTC).
+	mentions []timephrase.Range
 }
 
 // hashSize is how much of a store's field hash the side table keeps: the
@@ -566,7 +571,8 @@ func (x *Index) applyStore(s *log.Store) error {
 	if err := x.batch.IndexAdvanced(doc); err != nil {
 		return fmt.Errorf("index chunk %q: %w", s.ChunkID, err)
 	}
-	m := &docMeta{session: s.Session, time: s.Time, tokens: len(textutil.ContentWords(s.SearchText())), hash: fieldHash(s)}
+	m := &docMeta{session: s.Session, time: s.Time, tokens: len(textutil.ContentWords(s.SearchText())), hash: fieldHash(s),
+		mentions: timephrase.Mentions(s.Content, time.UnixMilli(s.Time).UTC())}
 	x.sideOps[s.ChunkID] = m
 	return x.maybeFlush()
 }
@@ -663,51 +669,78 @@ func timeKey(t int64) [8]byte {
 	return k
 }
 
-// encodeSide encodes a side-table value: hash ‖ uvarint tokens ‖ time ‖ session.
+// encodeSide encodes a side-table value: hash ‖ uvarint tokens ‖
+// mentions ‖ time ‖ session, where mentions is uvarint count ‖ count ×
+// (since, until as 8 bytes BE each).
 func encodeSide(m *docMeta) []byte {
-	b := make([]byte, 0, hashSize+binary.MaxVarintLen64+8+len(m.session))
+	b := make([]byte, 0, hashSize+binary.MaxVarintLen64+1+16*len(m.mentions)+8+len(m.session))
 	b = append(b, m.hash[:]...)
 	b = binary.AppendUvarint(b, uint64(m.tokens))
+	b = appendMentions(b, m.mentions)
 	b = binary.BigEndian.AppendUint64(b, uint64(m.time))
 	return append(b, m.session...)
 }
 
+func appendMentions(b []byte, ms []timephrase.Range) []byte {
+	b = binary.AppendUvarint(b, uint64(len(ms)))
+	for _, r := range ms {
+		b = binary.BigEndian.AppendUint64(b, uint64(r.Since))
+		b = binary.BigEndian.AppendUint64(b, uint64(r.Until))
+	}
+	return b
+}
+
+// decodeRanges decodes the mentions part of a side-table value.
+func decodeRanges(b []byte) []timephrase.Range {
+	var out []timephrase.Range
+	for i := 0; i+16 <= len(b); i += 16 {
+		out = append(out, timephrase.Range{Since: int64(binary.BigEndian.Uint64(b[i:])), Until: int64(binary.BigEndian.Uint64(b[i+8:]))})
+	}
+	return out
+}
+
 // decodeSide parses a side-table value.
 func decodeSide(b []byte) (*docMeta, error) {
-	tok, rest, err := sideFields(b)
+	tok, ms, rest, err := sideFields(b)
 	if err != nil {
 		return nil, err
 	}
 	m := &docMeta{tokens: int(tok), time: int64(binary.BigEndian.Uint64(rest)), session: string(rest[8:])}
 	copy(m.hash[:], b)
+	m.mentions = decodeRanges(ms)
 	return m, nil
 }
 
 // sideSessionTime is the session and time of a side-table value, the
 // session not copied (valid while the transaction is).
 func sideSessionTime(b []byte) (session []byte, t int64, err error) {
-	_, rest, err := sideFields(b)
+	_, _, rest, err := sideFields(b)
 	if err != nil {
 		return nil, 0, err
 	}
 	return rest[8:], int64(binary.BigEndian.Uint64(rest)), nil
 }
 
-// sideFields checks a side-table value and returns its token count and
-// what follows it (time ‖ session).
-func sideFields(b []byte) (tokens uint64, rest []byte, err error) {
+// sideFields checks a side-table value and returns its token count, its
+// mentions' ranges (16 bytes each) and what follows them (time ‖ session).
+func sideFields(b []byte) (tokens uint64, mentions, rest []byte, err error) {
 	if len(b) < hashSize {
-		return 0, nil, fmt.Errorf("decode side entry: %w: %d bytes", ErrCorrupt, len(b))
+		return 0, nil, nil, fmt.Errorf("decode side entry: %w: %d bytes", ErrCorrupt, len(b))
 	}
 	tok, n := binary.Uvarint(b[hashSize:])
 	if n <= 0 || tok > math.MaxInt32 {
-		return 0, nil, fmt.Errorf("decode side entry: %w: bad token count", ErrCorrupt)
+		return 0, nil, nil, fmt.Errorf("decode side entry: %w: bad token count", ErrCorrupt)
 	}
 	rest = b[hashSize+n:]
-	if len(rest) < 8 {
-		return 0, nil, fmt.Errorf("decode side entry: %w: short time", ErrCorrupt)
+	nm, n := binary.Uvarint(rest)
+	if n <= 0 || nm > timephrase.MaxMentions || len(rest[n:]) < 16*int(nm) {
+		return 0, nil, nil, fmt.Errorf("decode side entry: %w: bad mentions", ErrCorrupt)
 	}
-	return tok, rest, nil
+	mentions, rest = rest[n:n+16*int(nm)], rest[n+16*int(nm):]
+	if len(rest) < 8 {
+		return 0, nil, nil, fmt.Errorf("decode side entry: %w: short time", ErrCorrupt)
+	}
+	return tok, mentions, rest, nil
 }
 
 // Commit executes the pending batch together with cp and commits the side
@@ -912,7 +945,7 @@ func (x *Index) Digest() ([32]byte, error) {
 	}
 	emitOver := func(sk sideKey) {
 		if m := x.sideOps[sk.id]; m != nil {
-			emit(sk.id, m.hash[:])
+			emit(sk.id, appendMentions(m.hash[:hashSize:hashSize], m.mentions))
 		}
 	}
 	err := x.view(func(tx *bolt.Tx) error {
@@ -937,10 +970,14 @@ func (x *Index) Digest() ([32]byte, error) {
 				k, v = c.Next()
 			default:
 				id, ok := projections.IDOfKey(k)
-				if !ok || len(v) < hashSize {
+				if !ok {
 					return fmt.Errorf("chunk key %x: %w", k, ErrCorrupt)
 				}
-				emit(id, v[:hashSize])
+				_, ms, _, err := sideFields(v)
+				if err != nil {
+					return fmt.Errorf("chunk key %x: %w", k, err)
+				}
+				emit(id, appendMentions(append(make([]byte, 0, hashSize+1+len(ms)), v[:hashSize]...), decodeRanges(ms)))
 				k, v = c.Next()
 			}
 		}
@@ -1326,4 +1363,45 @@ func sortedKeys(ops map[string]*docMeta) []sideKey {
 	}
 	sort.Slice(out, func(i, j int) bool { return bytes.Compare(out[i].key, out[j].key) < 0 })
 	return out
+}
+
+// Mentioned returns the times the content of each of ids talks about
+// (timephrase.Mentions against the chunk's own time, UTC days), for those
+// that mention any: by their pending state for chunks changed since the
+// last Commit, else from the side table. Ids the index does not hold are
+// left out.
+func (x *Index) Mentioned(ids []string) (map[string][]timephrase.Range, error) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.closed {
+		return nil, ErrClosed
+	}
+	out := map[string][]timephrase.Range{}
+	err := x.view(func(tx *bolt.Tx) error {
+		docs := tx.Bucket(bucketDocs)
+		for _, id := range ids {
+			if m, changed := x.sideOps[id]; changed {
+				if m != nil && len(m.mentions) > 0 {
+					out[id] = m.mentions
+				}
+				continue
+			}
+			v := docs.Get(projections.IDKey(id))
+			if v == nil {
+				continue
+			}
+			_, ms, _, err := sideFields(v)
+			if err != nil {
+				return fmt.Errorf("chunk %q: %w", id, err)
+			}
+			if len(ms) > 0 {
+				out[id] = decodeRanges(ms)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read mentioned times: %w", err)
+	}
+	return out, nil
 }

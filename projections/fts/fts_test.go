@@ -11,6 +11,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/unlimitedcontext/ucl/internal/timephrase"
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections"
 	"github.com/unlimitedcontext/ucl/projections/projtest"
@@ -577,6 +578,7 @@ func TestVersionMismatchRebuilds(t *testing.T) {
 func FuzzDecodeSide(f *testing.F) {
 	f.Add(encodeSide(&docMeta{session: "s1", time: 1_700_000_000_000, tokens: 42}))
 	f.Add(encodeSide(&docMeta{time: -5}))
+	f.Add(encodeSide(&docMeta{session: "s", time: 7, mentions: []timephrase.Range{{Since: 1, Until: 2}, {Since: -4, Until: 9}}}))
 	f.Add([]byte{})
 	f.Add(make([]byte, 40))
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -587,7 +589,7 @@ func FuzzDecodeSide(f *testing.F) {
 		if got := encodeSide(m); string(got) != string(b) {
 			// Only canonical uvarints round-trip; decoding must at least be stable.
 			m2, err := decodeSide(got)
-			if err != nil || *m2 != *m {
+			if err != nil || !reflect.DeepEqual(m2, m) {
 				t.Fatalf("re-decode %+v: %+v, %v", m, m2, err)
 			}
 		}
