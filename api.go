@@ -285,6 +285,12 @@ type SearchRequest struct {
 	Since      string   `json:"since,omitempty"`
 	Until      string   `json:"until,omitempty"`
 	Now        string   `json:"now,omitempty"`    // reference time (default: now)
+	TZ         string   `json:"tz,omitempty"`     // IANA time zone of time-phrase days ("": UTC, "Local": the server's)
+	// Meta filters by metadata: every key with its value (AND).
+	Meta map[string]string `json:"meta,omitempty"`
+	// MMR in (0,1) re-ranks for diversity (maximal marginal relevance,
+	// this weight on relevance; 0: off).
+	MMR float64 `json:"mmr,omitempty"`
 	Origin     string   `json:"origin,omitempty"` // own, shared, all
 	Mode       string   `json:"mode,omitempty"`   // hybrid (default), bm25, vector
 	NoTemporal bool     `json:"no_temporal,omitempty"`

@@ -203,7 +203,10 @@ func (s *Store) AuditLog(ctx context.Context, req AuditLogRequest, fn func(Audit
 // queryRequest converts a SearchRequest.
 func queryRequest(r SearchRequest) (query.Request, error) {
 	q := query.Request{Text: r.Text, K: r.K, Session: r.Session, Sessions: r.Sessions, Kinds: r.Kinds, Roles: r.Roles,
-		NoTemporal: r.NoTemporal, Explain: r.Explain, IncludeSuperseded: r.IncludeSuperseded}
+		NoTemporal: r.NoTemporal, Explain: r.Explain, IncludeSuperseded: r.IncludeSuperseded, Meta: r.Meta, MMRLambda: r.MMR}
+	if r.MMR < 0 || r.MMR >= 1 {
+		return q, badRequest("mmr takes a relevance weight in (0,1), e.g. 0.7")
+	}
 	for _, k := range q.Kinds {
 		switch k {
 		case "conversation", "document", "knowledge", "tool_call":
@@ -227,6 +230,11 @@ func queryRequest(r SearchRequest) (query.Request, error) {
 			return q, err
 		}
 		q.Now = time.UnixMilli(ms).UTC()
+	}
+	if r.TZ != "" {
+		if q.Location, err = time.LoadLocation(r.TZ); err != nil {
+			return q, fmt.Errorf("time zone %q: %w: want an IANA name such as Europe/Lisbon, UTC or Local", r.TZ, ErrBadRequest)
+		}
 	}
 	switch o := strings.ToLower(r.Origin); o {
 	case "", "all":

@@ -119,8 +119,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -644,9 +644,18 @@ type Request struct {
 	Since    int64    // filter: content time >= Since (unix ms; 0 = open)
 	Until    int64    // filter: content time < Until (unix ms; 0 = open)
 	Origin   Origin   // filter: own / shared ("" or "all": both)
+	// Meta filters by metadata: only chunks whose meta holds every key
+	// with its value (AND).
+	Meta map[string]string
+	// MMRLambda in (0,1) re-ranks the results by maximal marginal
+	// relevance with this relevance weight (0: Options.MMRLambda).
+	MMRLambda float64
 	// Now is the reference time for temporal phrases and recency (zero:
 	// time.Now()). Pass it explicitly for reproducible output.
 	Now time.Time
+	// Location is the time zone of the calendar days of time phrases
+	// (nil: Options.Location).
+	Location *time.Location
 	// NoTemporal disables temporal phrase recognition.
 	NoTemporal bool
 	Explain    bool
@@ -672,7 +681,7 @@ type Explain struct {
 	Temporal  float64 `json:"temporal"`            // factor applied (≥ 1)
 	// Mentioned: the chunk's text mentions a time inside the query's
 	// window, or any time in answer to a when-question (MentionTimer).
-	Mentioned bool `json:"mentioned,omitempty"`
+	Mentioned bool    `json:"mentioned,omitempty"`
 	MMRRank   int     `json:"mmr_rank,omitempty"`
 	Final     float64 `json:"final"`
 }
@@ -740,7 +749,8 @@ type plan struct {
 	kinds      map[string]bool
 	sessions   map[string]bool
 	roles      map[string]bool
-	emptyRange bool // the filters admit nothing
+	mmr        float64 // MMR relevance weight (0: off)
+	emptyRange bool    // the filters admit nothing
 }
 
 func (e *Engine) plan(req Request) (*plan, error) {
@@ -790,7 +800,11 @@ func (e *Engine) plan(req Request) (*plan, error) {
 	p.text = req.Text
 	p.since, p.until = req.Since, req.Until
 	if !req.NoTemporal {
-		tp := ParseTemporal(req.Text, p.now.In(e.opts.Location))
+		loc := e.opts.Location
+		if req.Location != nil {
+			loc = req.Location
+		}
+		tp := ParseTemporal(req.Text, p.now.In(loc))
 		p.temporal = tp.Matches
 		if len(textutil.ContentWords(tp.Text)) > 0 {
 			p.text = tp.Text
@@ -811,6 +825,18 @@ func (e *Engine) plan(req Request) (*plan, error) {
 		p.emptyRange = true
 	}
 	p.when = e.opts.WhenBoost > 0 && isWhenQuestion(req.Text)
+	if req.MMRLambda < 0 || req.MMRLambda >= 1 {
+		return nil, fmt.Errorf("plan query: mmr lambda %g: %w: want a relevance weight in (0,1)", req.MMRLambda, ErrBadFilter)
+	}
+	p.mmr = e.opts.MMRLambda
+	if req.MMRLambda > 0 {
+		p.mmr = req.MMRLambda
+	}
+	for k := range req.Meta {
+		if k == "" {
+			return nil, fmt.Errorf("plan query: meta filter with an empty key: %w", ErrBadFilter)
+		}
+	}
 	p.kinds = set(req.Kinds)
 	p.sessions = set(req.Sessions)
 	p.roles = set(req.Roles)
@@ -862,6 +888,11 @@ func (p *plan) admits(c *timelines.Chunk, sessions map[string]bool) bool {
 	}
 	if p.until != 0 && c.Time >= p.until {
 		return false
+	}
+	for k, v := range p.req.Meta {
+		if got, ok := c.Meta[k]; !ok || got != v {
+			return false
+		}
 	}
 	return true
 }
@@ -1031,12 +1062,12 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 	}
 	var vecCh chan vecResult
 	subFetch := nc // the hits a session-restricted search needs
-	if p.kinds != nil || p.roles != nil || p.since != 0 || p.until != 0 {
+	if p.kinds != nil || p.roles != nil || p.since != 0 || p.until != 0 || len(p.req.Meta) > 0 {
 		subFetch = min(4*nc, 4*MaxCandidates) // post-filtered here
 	}
 	if p.mode != ModeBM25 && e.src.Vectors != nil {
 		fetch := nc
-		if sessions != nil || p.kinds != nil || p.roles != nil || p.since != 0 || p.until != 0 {
+		if sessions != nil || p.kinds != nil || p.roles != nil || p.since != 0 || p.until != 0 || len(p.req.Meta) > 0 {
 			fetch = min(4*nc, 4*MaxCandidates) // post-filtered here
 		}
 		vecCh = make(chan vecResult, 1)
@@ -1054,7 +1085,7 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 		// applied here on an over-fetched list, because a session filter
 		// in bleve adds a conjunction without saving scoring work (measured:
 		// p50 29 ms with it vs 19 ms without at 100K chunks).
-		q := fts.Query{Text: p.text, K: nc, Kinds: p.req.Kinds, Roles: p.req.Roles, Since: p.since, Until: p.until}
+		q := fts.Query{Text: p.text, K: nc, Kinds: p.req.Kinds, Roles: p.req.Roles, Since: p.since, Until: p.until, Meta: p.req.Meta}
 		q.Sessions = sortedKeys(p.sessions)
 		hits, err := e.src.Text.Search(ctx, q)
 		if err != nil {
@@ -1169,7 +1200,7 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 	e.score(p, order)
 	if bare != nil {
 		n := k
-		if e.opts.MMRLambda > 0 {
+		if p.mmr > 0 {
 			n = 3 * k // mmr's pool, whose words it reads
 		}
 		if err := e.settle(order, n); err != nil {
@@ -1177,8 +1208,8 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 		}
 	}
 	sort.SliceStable(order, func(i, j int) bool { return better(order[i], order[j]) })
-	if e.opts.MMRLambda > 0 && len(order) > 1 {
-		order = e.mmr(order, k)
+	if p.mmr > 0 && len(order) > 1 {
+		order = e.mmr(order, k, p.mmr)
 	}
 	if len(order) > k {
 		order = order[:k]
@@ -1561,7 +1592,7 @@ func (e *Engine) final(c *cand) {
 
 // mmr re-ranks cs (sorted best first) by maximal marginal relevance and
 // returns the first k picks (then the rest in their old order).
-func (e *Engine) mmr(cs []*cand, k int) []*cand {
+func (e *Engine) mmr(cs []*cand, k int, lambda float64) []*cand {
 	pool := cs[:min(len(cs), 3*k)]
 	top := pool[0].ex.Final
 	if top <= 0 {
@@ -1573,7 +1604,6 @@ func (e *Engine) mmr(cs []*cand, k int) []*cand {
 			c.words[w] = true
 		}
 	}
-	lambda := e.opts.MMRLambda
 	picked := make([]*cand, 0, len(cs))
 	used := make([]bool, len(pool))
 	maxSim := make([]float64, len(pool))

@@ -145,7 +145,22 @@ const (
 	fieldRole        = "role"
 	fieldChunkParent = "chunk_parent"
 	fieldTime        = "time"
+	// fieldMeta holds one keyword term per meta pair (metaTerm).
+	fieldMeta = "meta"
 )
+
+// metaTerm is the fieldMeta term of a meta pair: key NUL value.
+func metaTerm(k, v string) string { return k + "\x00" + v }
+
+// sortedMeta returns the keys of m in order.
+func sortedMeta(m map[string]string) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
 
 var (
 	bucketDocs   = []byte("docs")
@@ -488,6 +503,7 @@ func newMapping() *mapping.IndexMappingImpl {
 	dm.AddFieldMappingsAt(fieldRole, kw())
 	dm.AddFieldMappingsAt(fieldChunkParent, kw())
 	dm.AddFieldMappingsAt(fieldTime, num)
+	dm.AddFieldMappingsAt(fieldMeta, kw())
 	im.DefaultMapping = dm
 	return im
 }
@@ -517,6 +533,12 @@ func fieldHash(s *log.Store) (h [hashSize]byte) {
 		b = append(b, f...)
 	}
 	b = binary.LittleEndian.AppendUint64(b, uint64(s.Time))
+	for _, k := range sortedMeta(s.Meta) { // format 4: meta is indexed
+		b = binary.AppendUvarint(b, uint64(len(k)))
+		b = append(b, k...)
+		b = binary.AppendUvarint(b, uint64(len(s.Meta[k])))
+		b = append(b, s.Meta[k]...)
+	}
 	sum := sha256.Sum256(b)
 	copy(h[:], sum[:])
 	return h
@@ -567,6 +589,9 @@ func (x *Index) applyStore(s *log.Store) error {
 		if kv[1] != "" {
 			doc.AddField(document.NewTextFieldCustom(kv[0], nil, []byte(kv[1]), index.IndexField|index.SkipFreqNorm, x.kwAnalyzer))
 		}
+	}
+	for _, k := range sortedMeta(s.Meta) {
+		doc.AddField(document.NewTextFieldCustom(fieldMeta, nil, []byte(metaTerm(k, s.Meta[k])), index.IndexField|index.SkipFreqNorm, x.kwAnalyzer))
 	}
 	if err := x.batch.IndexAdvanced(doc); err != nil {
 		return fmt.Errorf("index chunk %q: %w", s.ChunkID, err)
@@ -1146,6 +1171,8 @@ type Query struct {
 	Roles    []string // roles ("user", "assistant", ...)
 	Since    int64    // content time >= Since (unix ms); 0 = open
 	Until    int64    // content time < Until (unix ms); 0 = open
+	// Meta: only chunks whose meta holds every key with its value (AND).
+	Meta map[string]string
 }
 
 // Hit is one search result.
@@ -1207,6 +1234,11 @@ func (x *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 		}
 		filters = append(filters, bleve.NewDisjunctionQuery(ors...))
 	}
+	for _, k := range sortedMeta(q.Meta) {
+		tq := bleve.NewTermQuery(metaTerm(k, q.Meta[k]))
+		tq.SetField(fieldMeta)
+		filters = append(filters, tq)
+	}
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	if x.closed {
@@ -1233,7 +1265,7 @@ func (x *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 			FieldCardinality: map[string]int{
 				fieldContent: int(min(x.nWords, math.MaxInt32)),
 				// Filters are not scored; their searchers still want an entry.
-				fieldSession: 1, fieldKind: 1, fieldRole: 1, fieldChunkParent: 1, fieldTime: 1, "*": 1, "_all": 1,
+				fieldSession: 1, fieldKind: 1, fieldRole: 1, fieldChunkParent: 1, fieldTime: 1, fieldMeta: 1, "*": 1, "_all": 1,
 			},
 		})
 	}
