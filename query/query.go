@@ -389,6 +389,10 @@ type Options struct {
 	// PrefilterSessions is how many sessions the pre-filter keeps
 	// (default 20).
 	PrefilterSessions int
+	// NoFuzzy turns the text channel's typo tolerance off (a query word
+	// no chunk holds otherwise also matches the words within one or two
+	// edits of it; see the fts package).
+	NoFuzzy bool
 	// PlainVectorQuery embeds the ANN channel's query without word
 	// weights (by default each word counts its IDF when the sources can
 	// tell it; see Engine.queryVector).
@@ -1085,7 +1089,7 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 		// applied here on an over-fetched list, because a session filter
 		// in bleve adds a conjunction without saving scoring work (measured:
 		// p50 29 ms with it vs 19 ms without at 100K chunks).
-		q := fts.Query{Text: p.text, K: nc, Kinds: p.req.Kinds, Roles: p.req.Roles, Since: p.since, Until: p.until, Meta: p.req.Meta}
+		q := fts.Query{Text: p.text, K: nc, Kinds: p.req.Kinds, Roles: p.req.Roles, Since: p.since, Until: p.until, Meta: p.req.Meta, NoFuzzy: e.opts.NoFuzzy}
 		q.Sessions = sortedKeys(p.sessions)
 		hits, err := e.src.Text.Search(ctx, q)
 		if err != nil {

@@ -86,6 +86,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -1173,6 +1174,8 @@ type Query struct {
 	Until    int64    // content time < Until (unix ms); 0 = open
 	// Meta: only chunks whose meta holds every key with its value (AND).
 	Meta map[string]string
+	// NoFuzzy turns typo tolerance off (see fuzzyTerms).
+	NoFuzzy bool
 }
 
 // Hit is one search result.
@@ -1194,10 +1197,25 @@ func (x *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 	if q.Since != 0 && q.Until != 0 && q.Until <= q.Since {
 		return nil, fmt.Errorf("search fts: until %d <= since %d: %w", q.Until, q.Since, ErrInvalidQuery)
 	}
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.closed {
+		return nil, ErrClosed
+	}
 	mq := bleve.NewMatchQuery(q.Text)
 	mq.SetField(fieldContent)
+	var textQ query.Query = mq
+	if !q.NoFuzzy {
+		fz, err := x.fuzzyTerms(ctx, q.Text)
+		if err != nil {
+			return nil, fmt.Errorf("search fts: %w", err)
+		}
+		if len(fz) > 0 {
+			textQ = bleve.NewDisjunctionQuery(append([]query.Query{mq}, fz...)...)
+		}
+	}
 	bq := bleve.NewBooleanQuery()
-	bq.AddMust(mq)
+	bq.AddMust(textQ)
 	if len(q.Sessions) > 0 {
 		// Sessions are a conjunct, not a bleve filter: a filter is applied
 		// after every text match is scored, while a conjunct lets the
@@ -1238,11 +1256,6 @@ func (x *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 		tq := bleve.NewTermQuery(metaTerm(k, q.Meta[k]))
 		tq.SetField(fieldMeta)
 		filters = append(filters, tq)
-	}
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	if x.closed {
-		return nil, ErrClosed
 	}
 	if q.Since != 0 || q.Until != 0 {
 		ids, err := x.idsInTime(q.Since, q.Until)
@@ -1285,7 +1298,7 @@ func (x *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 	// the same query norm) at the cost of a layer per matching document.
 	var top query.Query = bq
 	if len(q.Sessions) == 0 && len(filters) == 0 {
-		top = mq
+		top = textQ
 	}
 	var res *bleve.SearchResult
 	search := func(req *bleve.SearchRequest) error {
@@ -1434,6 +1447,80 @@ func (x *Index) Mentioned(ids []string) (map[string][]timephrase.Range, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read mentioned times: %w", err)
+	}
+	return out, nil
+}
+
+// Typo tolerance. A word of the query that no live chunk holds (its
+// analysed term has no posting) and that is at least fuzzyMinLen letters
+// long also matches, by a bleve fuzzy term query on its lower-cased
+// spelling, the terms within fuzzyEdits(len) edits of it, scored as
+// terms but weighted fuzzyBoost. A word some chunk holds is never
+// widened, so a query whose words all occur ranks exactly as without
+// typo tolerance; only words that would match nothing contribute. The
+// expansion reads the term dictionary, which holds the live set's terms
+// only (Commit purges deleted documents), so it is deterministic.
+const (
+	fuzzyMinLen   = 4
+	fuzzyBoost    = 0.5
+	maxFuzzyTerms = 8 // words of one query widened at most
+)
+
+// fuzzyEdits is the edit distance a word of n letters tolerates: 1 up to
+// seven letters, 2 from eight (bleve's maximum).
+func fuzzyEdits(n int) int {
+	if n >= 8 {
+		return 2
+	}
+	return 1
+}
+
+// fuzzyTerms returns the fuzzy queries of the words of text that match
+// nothing (nil when every word matches). Callers hold x.mu.
+func (x *Index) fuzzyTerms(ctx context.Context, text string) ([]query.Query, error) {
+	var out []query.Query
+	err := projections.Guard(Name, func() error {
+		ai, err := x.idx.Advanced()
+		if err != nil {
+			return err
+		}
+		r, err := ai.Reader()
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		seen := map[string]bool{}
+		src := []byte(text)
+		for _, tok := range x.enAnalyzer.Analyze(src) {
+			if tok.Start < 0 || tok.End > len(src) || tok.Start >= tok.End {
+				continue
+			}
+			word := []rune(strings.ToLower(string(src[tok.Start:tok.End])))
+			if len(word) < fuzzyMinLen || seen[string(word)] || len(out) == maxFuzzyTerms {
+				continue
+			}
+			seen[string(word)] = true
+			tr, err := r.TermFieldReader(ctx, tok.Term, fieldContent, false, false, false)
+			if err != nil {
+				return err
+			}
+			n := tr.Count()
+			if err := tr.Close(); err != nil {
+				return err
+			}
+			if n > 0 {
+				continue
+			}
+			fq := bleve.NewFuzzyQuery(string(word))
+			fq.SetField(fieldContent)
+			fq.SetFuzziness(fuzzyEdits(len(word)))
+			fq.SetBoost(fuzzyBoost)
+			out = append(out, fq)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("typo terms: %w", err)
 	}
 	return out, nil
 }
