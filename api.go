@@ -291,6 +291,9 @@ type SearchRequest struct {
 	// MMR in (0,1) re-ranks for diversity (maximal marginal relevance,
 	// this weight on relevance; 0: off).
 	MMR float64 `json:"mmr,omitempty"`
+	// AsOf answers from memory as it stood at a log seq (digits) or a
+	// time (RFC 3339 or a date): see asof.go.
+	AsOf string `json:"as_of,omitempty"`
 	Origin     string   `json:"origin,omitempty"` // own, shared, all
 	Mode       string   `json:"mode,omitempty"`   // hybrid (default), bm25, vector
 	NoTemporal bool     `json:"no_temporal,omitempty"`

@@ -256,14 +256,20 @@ func (s *Store) Search(ctx context.Context, req SearchRequest) (*SearchResult, e
 	if err != nil {
 		return nil, err
 	}
+	run, err := s.runner(ctx, req, &q)
+	if err != nil {
+		return nil, err
+	}
 	var res *SearchResult
-	err = s.query(ctx, req.Progress, func(e *query.Engine) error {
+	err = run(ctx, req.Progress, func(e *query.Engine) error {
 		r, err := e.Search(ctx, q)
 		if err != nil {
 			return err
 		}
-		if err := s.searchSharedLocked(ctx, q, req.Progress, r); err != nil {
-			return err
+		if q.AsOf == 0 { // shared chunks are not part of the log's past
+			if err := s.searchSharedLocked(ctx, q, req.Progress, r); err != nil {
+				return err
+			}
 		}
 		res = &SearchResult{Response: *r}
 		res.TimeFilter, err = timeNote(q, r, func() (int, error) {
@@ -345,11 +351,21 @@ func (s *Store) Context(ctx context.Context, req ContextRequest) (*ContextResult
 	if req.Recent < 0 {
 		return nil, badRequest("bad recent %d", req.Recent)
 	}
+	run, err := s.runner(ctx, req.SearchRequest, &q)
+	if err != nil {
+		return nil, err
+	}
 	var a *query.Assembly
-	err = s.query(ctx, req.Progress, func(e *query.Engine) error {
+	err = run(ctx, req.Progress, func(e *query.Engine) error {
+		creq := query.ContextRequest{Request: q, Budget: req.Budget, RecentTurns: req.Recent, Format: format}
+		if q.AsOf != 0 { // shared chunks are not part of the log's past
+			var err error
+			a, err = e.Assemble(ctx, creq)
+			return err
+		}
 		s.sharedMu.Lock()
 		defer s.sharedMu.Unlock()
-		cr, err := s.sharedContextLocked(ctx, e, query.ContextRequest{Request: q, Budget: req.Budget, RecentTurns: req.Recent, Format: format}, req.Progress)
+		cr, err := s.sharedContextLocked(ctx, e, creq, req.Progress)
 		if err != nil {
 			return err
 		}

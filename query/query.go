@@ -651,6 +651,12 @@ type Request struct {
 	// Meta filters by metadata: only chunks whose meta holds every key
 	// with its value (AND).
 	Meta map[string]string
+	// AsOf, when not 0, keeps only chunks stored at or before this log
+	// seq. Over projections in which nothing after AsOf changed or hid
+	// an item (fts.Index.ChangedAfter), that is memory exactly as it
+	// stood at AsOf; otherwise the caller must search projections built
+	// from the log up to AsOf (the ucl package does).
+	AsOf uint64
 	// MMRLambda in (0,1) re-ranks the results by maximal marginal
 	// relevance with this relevance weight (0: Options.MMRLambda).
 	MMRLambda float64
@@ -898,6 +904,9 @@ func (p *plan) admits(c *timelines.Chunk, sessions map[string]bool) bool {
 			return false
 		}
 	}
+	if p.req.AsOf != 0 && c.Seq > p.req.AsOf {
+		return false
+	}
 	return true
 }
 
@@ -1066,12 +1075,12 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 	}
 	var vecCh chan vecResult
 	subFetch := nc // the hits a session-restricted search needs
-	if p.kinds != nil || p.roles != nil || p.since != 0 || p.until != 0 || len(p.req.Meta) > 0 {
+	if p.kinds != nil || p.roles != nil || p.since != 0 || p.until != 0 || len(p.req.Meta) > 0 || p.req.AsOf != 0 {
 		subFetch = min(4*nc, 4*MaxCandidates) // post-filtered here
 	}
 	if p.mode != ModeBM25 && e.src.Vectors != nil {
 		fetch := nc
-		if sessions != nil || p.kinds != nil || p.roles != nil || p.since != 0 || p.until != 0 || len(p.req.Meta) > 0 {
+		if sessions != nil || p.kinds != nil || p.roles != nil || p.since != 0 || p.until != 0 || len(p.req.Meta) > 0 || p.req.AsOf != 0 {
 			fetch = min(4*nc, 4*MaxCandidates) // post-filtered here
 		}
 		vecCh = make(chan vecResult, 1)
@@ -1089,7 +1098,11 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 		// applied here on an over-fetched list, because a session filter
 		// in bleve adds a conjunction without saving scoring work (measured:
 		// p50 29 ms with it vs 19 ms without at 100K chunks).
-		q := fts.Query{Text: p.text, K: nc, Kinds: p.req.Kinds, Roles: p.req.Roles, Since: p.since, Until: p.until, Meta: p.req.Meta, NoFuzzy: e.opts.NoFuzzy}
+		bk := nc
+		if p.req.AsOf != 0 {
+			bk = min(4*nc, 4*MaxCandidates) // the index knows no seqs: post-filtered here
+		}
+		q := fts.Query{Text: p.text, K: bk, Kinds: p.req.Kinds, Roles: p.req.Roles, Since: p.since, Until: p.until, Meta: p.req.Meta, NoFuzzy: e.opts.NoFuzzy}
 		q.Sessions = sortedKeys(p.sessions)
 		hits, err := e.src.Text.Search(ctx, q)
 		if err != nil {

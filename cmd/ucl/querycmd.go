@@ -28,6 +28,7 @@ func retrievalFlags() []cli.Flag {
 		&cli.StringFlag{Name: "tz", EnvVars: []string{"UCL_TIMEZONE"}, Usage: "IANA time `ZONE` of the days of time phrases, e.g. Europe/Lisbon (default: [retrieval] timezone, else the machine's)"},
 		&cli.StringSliceFlag{Name: "meta", Usage: "only chunks whose meta has `KEY=VALUE` (repeatable: all of them)"},
 		&cli.BoolFlag{Name: "diverse", Usage: "re-rank for diversity (MMR, relevance weight 0.7): near-duplicates give way to other results"},
+		&cli.StringFlag{Name: "as-of", Usage: "answer from memory as it stood at log `SEQ|TIME` (later items left out, later tombstones and edits not applied)"},
 		&cli.Float64Flag{Name: "mmr", Usage: "re-rank for diversity with this relevance weight `LAMBDA` in (0,1) (lower: more diverse)"},
 	}
 }
@@ -201,6 +202,7 @@ func requestFromFlags(c *cli.Context, text string) (ucl.SearchRequest, error) {
 			return req, usage("--now 2023-06-14T09:00:00Z", "bad --now: %v", err)
 		}
 	}
+	req.AsOf = c.String("as-of")
 	req.TZ = setting(c, "tz", "retrieval.timezone")
 	if req.TZ == "" {
 		req.TZ = "Local"

@@ -166,6 +166,9 @@ func sortedMeta(m map[string]string) []string {
 var (
 	bucketDocs   = []byte("docs")
 	bucketByTime = []byte("by_time")
+	// bucketChanges: seq (8, BE) -> empty for every event that changed
+	// or hid an item already stored (see ChangedAfter).
+	bucketChanges = []byte("changes")
 	bucketMeta   = []byte("meta")
 	keyCP        = []byte("checkpoint")
 	keyVersion   = []byte("version")
@@ -217,6 +220,9 @@ type Index struct {
 	// purge is set when documents were deleted since the last Commit: the
 	// Commit then merges the deletions out of the segments (package doc).
 	purge bool
+	// changes: seqs of the events since the last Commit that changed an
+	// item already stored (bucketChanges), ascending.
+	changes []uint64
 }
 
 // docMeta is what a tombstone needs to know about a pending document, plus
@@ -416,7 +422,7 @@ func (x *Index) create() error {
 	x.nDocs, x.nWords = 0, 0
 	cpb, _ := json.Marshal(x.cp)
 	err = x.db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketDocs, bucketByTime, bucketMeta} {
+		for _, name := range [][]byte{bucketDocs, bucketByTime, bucketMeta, bucketChanges} {
 			if tx.Bucket(name) != nil {
 				if err := tx.DeleteBucket(name); err != nil {
 					return err
@@ -467,6 +473,7 @@ func (x *Index) resetPending() {
 	x.kwAnalyzer = x.idx.Mapping().AnalyzerNamed(keyword.Name)
 	x.batch = x.idx.NewBatch()
 	x.sideOps = map[string]*docMeta{}
+	x.changes = nil
 }
 
 func newMapping() *mapping.IndexMappingImpl {
@@ -561,10 +568,23 @@ func (x *Index) Apply(ev *log.Event) error {
 	}
 	switch b := ev.Body.(type) {
 	case *log.Store:
+		changes := len(b.Supersedes) > 0
+		if !changes && b.ChunkID != "" {
+			live, err := x.liveLocked(b.ChunkID)
+			if err != nil {
+				return err
+			}
+			changes = live // an overwrite
+		}
+		if changes {
+			x.changes = append(x.changes, ev.Seq)
+		}
 		return x.applyStore(b)
 	case *log.Tombstone:
+		x.changes = append(x.changes, ev.Seq)
 		return x.applyTombstone(b)
 	case *log.Edit:
+		x.changes = append(x.changes, ev.Seq)
 		// The old version's text leaves the index: overwritten chunks are
 		// re-indexed under their id, dropped ones deleted.
 		if len(b.Removes) > 0 {
@@ -824,6 +844,12 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 			nDocs++
 			nWords += uint64(m.tokens)
 		}
+		ch := tx.Bucket(bucketChanges)
+		for _, seq := range x.changes {
+			if err := ch.Put(binary.BigEndian.AppendUint64(nil, seq), nil); err != nil {
+				return err
+			}
+		}
 		meta := tx.Bucket(bucketMeta)
 		st := binary.BigEndian.AppendUint64(nil, nDocs)
 		if err := meta.Put(keyStats, binary.BigEndian.AppendUint64(st, nWords)); err != nil {
@@ -836,6 +862,7 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 	}
 	x.nDocs, x.nWords = nDocs, nWords
 	clear(x.sideOps)
+	x.changes = x.changes[:0]
 	x.cp = cp
 	if x.purge {
 		return x.purgeDeleted()
@@ -1019,6 +1046,20 @@ func (x *Index) Digest() ([32]byte, error) {
 	h.Write([]byte{0})
 	for _, id := range ids {
 		emit(id, nil)
+	}
+	// Format 4: then a one byte and the seqs of the changing events.
+	h.Write([]byte{1})
+	err = x.view(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketChanges).ForEach(func(k, _ []byte) error {
+			_, err := h.Write(k)
+			return err
+		})
+	})
+	if err != nil {
+		return [32]byte{}, fmt.Errorf("read fts changes: %w", err)
+	}
+	for _, seq := range x.changes {
+		h.Write(binary.BigEndian.AppendUint64(nil, seq))
 	}
 	var out [32]byte
 	copy(out[:], h.Sum(nil))
@@ -1523,4 +1564,47 @@ func (x *Index) fuzzyTerms(ctx context.Context, text string) ([]query.Query, err
 		return nil, fmt.Errorf("typo terms: %w", err)
 	}
 	return out, nil
+}
+
+// liveLocked reports whether chunk id is live: by its pending state when
+// changed since the last Commit, else in the side table. Callers hold x.mu.
+func (x *Index) liveLocked(id string) (bool, error) {
+	if m, changed := x.sideOps[id]; changed {
+		return m != nil, nil
+	}
+	live := false
+	err := x.view(func(tx *bolt.Tx) error {
+		live = tx.Bucket(bucketDocs).Get(projections.IDKey(id)) != nil
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("look up chunk %q: %w", id, err)
+	}
+	return live, nil
+}
+
+// ChangedAfter reports whether an event after seq changed or hid an item
+// stored before it: a tombstone, an edit, a store that supersedes items
+// or overwrites a live chunk (committed, or applied since). When it did
+// not, the live projections restricted to seq ≤ seq are memory exactly as
+// it stood at seq: what came after only added items.
+func (x *Index) ChangedAfter(seq uint64) (bool, error) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.closed {
+		return false, ErrClosed
+	}
+	if n := len(x.changes); n > 0 && x.changes[n-1] > seq {
+		return true, nil
+	}
+	changed := false
+	err := x.view(func(tx *bolt.Tx) error {
+		k, _ := tx.Bucket(bucketChanges).Cursor().Seek(binary.BigEndian.AppendUint64(nil, seq+1))
+		changed = k != nil
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("read fts changes: %w", err)
+	}
+	return changed, nil
 }
