@@ -169,11 +169,11 @@ var (
 	// bucketChanges: seq (8, BE) -> empty for every event that changed
 	// or hid an item already stored (see ChangedAfter).
 	bucketChanges = []byte("changes")
-	bucketMeta   = []byte("meta")
-	keyCP        = []byte("checkpoint")
-	keyVersion   = []byte("version")
-	keyStats     = []byte("stats") // live docs, total content words
-	internalCP   = []byte("ucl/checkpoint")
+	bucketMeta    = []byte("meta")
+	keyCP         = []byte("checkpoint")
+	keyVersion    = []byte("version")
+	keyStats      = []byte("stats") // live docs, total content words
+	internalCP    = []byte("ucl/checkpoint")
 	// internalAhead is set by a batch executed without a checkpoint (the
 	// index may hold documents the side table does not have yet) and
 	// cleared by the next Commit's batch.
