@@ -136,3 +136,35 @@ func stripSeqs(t *testing.T, out string) []any {
 	}
 	return rs
 }
+
+// `ucl import` of the ChatGPT and Claude export formats: sessions per
+// conversation, the kept branch only, idempotent.
+func TestImportCLI(t *testing.T) {
+	t.Parallel()
+	dir := newStore(t)
+	gpt, claude := "../internal/importer/testdata/chatgpt-conversations.json", "../internal/importer/testdata/claude-conversations.json"
+	first := jsonDoc(t, must(t, dir, "", "--json", "import", "--from", "chatgpt", gpt))
+	if first["conversations"] != 2.0 || first["messages"] != 8.0 || first["stored"] != 8.0 {
+		t.Fatalf("first import: %v", first)
+	}
+	again := jsonDoc(t, must(t, dir, "", "--json", "import", "chatgpt", gpt))
+	if again["stored"] != 0.0 || again["existed"] != 8.0 {
+		t.Fatalf("second import stored something: %v", again)
+	}
+	if c := jsonDoc(t, must(t, dir, "", "--json", "import", "claude", claude)); c["stored"] != 2.0 {
+		t.Fatalf("claude import: %v", c)
+	}
+	out := must(t, dir, "", "--json", "query", "Lisbon fares", "--session", "chatgpt-6f1c-lisbon", "--k", "10")
+	if strings.Contains(out, "regenerated away") || !strings.Contains(out, "TAP has fares") {
+		t.Fatalf("chatgpt session: %s", out)
+	}
+	if out := must(t, dir, "", "query", "sourdough acetone"); !strings.Contains(out, "claude-3b0e8c1e-0000-4000-8000-000000000001") {
+		t.Fatalf("claude session: %s", out)
+	}
+	if r := ucl(t, dir, "", "import", "--from", "claude", gpt); r.code == 0 || !strings.Contains(r.err, "claude export") {
+		t.Fatalf("a ChatGPT file read as Claude: %s", r)
+	}
+	if r := ucl(t, dir, "", "import", "--from", "gemini", gpt); r.code == 0 {
+		t.Fatalf("unknown format accepted: %s", r)
+	}
+}
