@@ -8,9 +8,12 @@
 //     capped to MaxK (not an error).
 //  2. Temporal phrases ("yesterday", "last week", "in May 2023", "two days
 //     ago", "since Monday", "on 2023-05-08", ...) are recognised relative to
-//     Request.Now (see ParseTemporal), cut out of the text used for BM25 and
-//     ANN, and become a time window: by default a boost of (1 +
-//     TemporalBoost) for chunks inside it, or a filter with TemporalBoost <
+//     Request.Now in Request.Location (else Options.Location, else UTC; see
+//     ParseTemporal), cut out of the text used for BM25 and ANN, and become
+//     a time window: by default a boost of (1 + TemporalBoost) for chunks
+//     stored inside it or whose text mentions a time that meets it
+//     (MentionTimer: "yesterday" in a turn of October 4 is October 3), or
+//     a filter (on content time only) with TemporalBoost <
 //  0. A phrase says when something happened, which is often not when it
 //     was talked about, and relative phrases are vague: as a filter they
 //     drop evidence (measured on LoCoMo, see Options.TemporalBoost).
@@ -73,15 +76,19 @@
 //  8. Score: final = (relevance·damp + neighbour + SessionWeight·session)
 //     × (1 + RecencyWeight·2^(−age/RecencyHalfLife)) × (1 + AffinityBoost
 //     if the chunk is in the active session) × (1 + TemporalBoost if inside
-//     a phrase's window). Age is Now − content time, clamped at 0.
-//  9. Order: final desc, then chunk id asc. With MMRLambda in (0,1) the top
+//     a phrase's window, by content or mentioned time; else 1 + WhenBoost
+//     if the question asks when and the chunk's text mentions a time).
+//     Age is Now − content time, clamped at 0.
+//  9. Order: final desc, then chunk id asc. With MMRLambda (Request's,
+//     else Options') in (0,1) the top
 //     results are re-ranked by maximal marginal relevance (similarity =
 //     Jaccard over content words), so near-duplicates do not crowd out other
 //     evidence.
 //
 // Filters: Sessions, Kinds, Roles (OR within one filter, AND across
-// filters), Since (inclusive) / Until (exclusive) on content time, and
-// Origin. An engine serves one origin: the store's own chunks, or (with
+// filters), Since (inclusive) / Until (exclusive) on content time, Meta
+// (every pair), AsOf (chunks stored at or before a log seq; see
+// Request.AsOf for when that is memory as of the seq) and Origin. An engine serves one origin: the store's own chunks, or (with
 // Options.Owner) the chunks other wallets shared with it (`ucl share
 // pull`), whose results carry Origin "shared" and From, the grantor's
 // address; asking an engine for the other origin finds nothing. An unknown session in Sessions gives an empty result, not an

@@ -5,7 +5,8 @@
 //
 //	index/    the bleve scorch index. Doc id = chunk id. Indexed, not stored:
 //	          content (English analyzer "en"), session, kind, role,
-//	          chunk_parent (keyword). Time is not in the index (a numeric
+//	          chunk_parent (keyword), meta (keyword, one term "key NUL
+//	          value" per pair; format 4). Time is not in the index (a numeric
 //	          field is 16 prefix terms per document, a third of the indexing
 //	          CPU): time filters take their ids from side.db's "by_time".
 //	          Indexes built before kept a numeric "time" field; it is unused.
@@ -15,8 +16,18 @@
 //	          durable when Batch returns).
 //	side.db   bbolt, the source of truth for which chunks are live: bucket
 //	          "docs" maps chunk id (projections.IDKey) -> the first 16 bytes
-//	          of SHA-256 of the indexed fields ‖ uvarint content word count ‖
-//	          time (8, BE) ‖ session; "by_time" maps time (8, BE, sign bit
+//	          of SHA-256 of the indexed fields (meta pairs in key order
+//	          included) ‖ uvarint content word count ‖ mentions ‖ time (8,
+//	          BE) ‖ session, where mentions (format 4) is uvarint n ≤
+//	          timephrase.MaxMentions ‖ n × (since, until: 8 bytes BE each),
+//	          the times the content talks about (timephrase.Mentions
+//	          against the chunk's content time, UTC days: "yesterday" in a
+//	          turn of 2023-10-04 is 2023-10-03; a pure function of the
+//	          store, never of a setting); "changes" maps the seq (8, BE) of
+//	          every event that changed or hid an item already stored (a
+//	          tombstone, an edit, a store that supersedes items or
+//	          overwrites a live chunk) -> empty (ChangedAfter, for memory as
+//	          of a seq); "by_time" maps time (8, BE, sign bit
 //	          flipped) ‖ IDKey(chunk id) -> empty, for time filters and
 //	          tombstones by time range; "meta" holds the format version, the
 //	          checkpoint and the BM25 statistics (live docs, total content
@@ -45,8 +56,9 @@
 //     takes the lower checkpoint: replaying from it is idempotent.
 //   - Digest = SHA-256 over "ucl-fts/<version>\n" then, per live chunk in
 //     the order of its stored key (IDKey), uvarint len(id)‖id‖fieldhash
-//     (16 bytes), then a zero byte and,
-//     per document the bleve index holds in id order, uvarint len(id)‖id.
+//     (16 bytes)‖mentions (as stored), then a zero byte and,
+//     per document the bleve index holds in id order, uvarint len(id)‖id,
+//     then a one byte and the seqs of "changes" in order (8 bytes BE).
 //     The second part covers what searches read: a document missing from
 //     (or left over in) the index changes the digest, so `project verify`
 //     catches it. It includes applied but uncommitted changes (Digest
@@ -72,6 +84,11 @@
 //     same ranking, ties broken by chunk id. Search sees executed batches:
 //     everything up to the last Commit (plus any batch flushed because it
 //     was full).
+//   - Typo tolerance (Search, unless Query.NoFuzzy): a query word no live
+//     chunk holds also matches, by a fuzzy term query at half weight, the
+//     terms within one edit of it (two from eight letters); a word that
+//     occurs is never widened, so a query whose words all occur scores
+//     exactly as without it (see fuzzyTerms).
 package fts
 
 import (
