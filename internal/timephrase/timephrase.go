@@ -130,6 +130,27 @@ func Mentions(text string, at time.Time) []Range {
 	return out
 }
 
+// mayMatch reports whether r can match text (lower: its lower-cased
+// form).
+func (r *rule) mayMatch(text, lower string) bool {
+	if r.cased {
+		for _, m := range monthAbbrevs {
+			if strings.Contains(text, m) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, k := range r.keys {
+		if strings.Contains(lower, k) {
+			return true
+		}
+	}
+	return false
+}
+
+var monthAbbrevs = []string{"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"}
+
 // mayMention is a cheap test that text may hold a time expression (a
 // digit or one of the words the rules start from), so most texts skip the
 // regular expressions.
@@ -169,9 +190,27 @@ type span struct {
 // then the longest.
 func scan(text string, now time.Time) []span {
 	var spans []span
+	lower := strings.ToLower(text)
 	for _, r := range rules {
-		for _, loc := range r.re.FindAllStringSubmatchIndex(text, -1) {
+		if !r.mayMatch(text, lower) {
+			continue
+		}
+		re, in := r.re, text
+		if r.lre != nil && len(lower) == len(text) { // same offsets (ASCII case changes)
+			re, in = r.lre, lower
+		}
+		for _, loc := range re.FindAllStringSubmatchIndex(in, -1) {
+			lo, p := loc[0], strings.ToLower(text[loc[2]:loc[3]])
+			if !r.ownPrep {
+				p, lo = prepBefore(text[:loc[0]])
+				if p == "" {
+					lo = loc[0]
+				}
+			}
 			sub := func(i int) string {
+				if i == 1 {
+					return p
+				}
 				if loc[2*i] < 0 {
 					return ""
 				}
@@ -181,7 +220,7 @@ func scan(text string, now time.Time) []span {
 			if !ok {
 				continue
 			}
-			spans = append(spans, span{lo: loc[0], hi: loc[1], a: a, b: b, prep: strings.ToLower(sub(1))})
+			spans = append(spans, span{lo: lo, hi: loc[1], a: a, b: b, prep: p})
 		}
 	}
 	sort.SliceStable(spans, func(i, j int) bool {
@@ -229,11 +268,54 @@ func applyPrep(prep string, a, b int64) (int64, int64) {
 }
 
 type rule struct {
-	re   *regexp.Regexp
-	eval func(sub func(int) string, now time.Time) (since, until int64, ok bool)
+	// keys: the rule can only match a text whose lower-cased form holds
+	// one of them (checked first: the expressions are slow); cased: it
+	// needs a capitalised month name (checked on the text itself).
+	keys  []string
+	cased bool
+	// ownPrep: the expression matches its preposition itself (group 1).
+	ownPrep bool
+	// lre is re without case folding, run on the lower-cased text (about
+	// ten times faster here); nil for rules that need capitals (months).
+	lre *regexp.Regexp
+	re      *regexp.Regexp
+	eval    func(sub func(int) string, now time.Time) (since, until int64, ok bool)
 }
 
-const prep = `(?i:\b(?:(in|on|at|during|since|from|after|before)\s+)?)`
+// prep opens every rule's expression with an empty group 1 where the
+// preposition goes: scan looks for one just before the match (an optional
+// preposition inside the expressions made each of them try every
+// position of the text the slow way).
+const prep = `\b()`
+
+// prepBefore returns the preposition (lower case) that ends text, with
+// the white space after it, and where it starts; "" when none.
+func prepBefore(text string) (string, int) {
+	end := len(text)
+	i := end
+	for i > 0 && (text[i-1] == ' ' || text[i-1] == '\t' || text[i-1] == '\n') {
+		i--
+	}
+	if i == end {
+		return "", end
+	}
+	j := i
+	for j > 0 && (text[j-1] >= 'a' && text[j-1] <= 'z' || text[j-1] >= 'A' && text[j-1] <= 'Z') {
+		j--
+	}
+	if j > 0 && isWordByte(text[j-1]) {
+		return "", end
+	}
+	switch w := strings.ToLower(text[j:i]); w {
+	case "in", "on", "at", "during", "since", "from", "after", "before":
+		return w, j
+	}
+	return "", end
+}
+
+func isWordByte(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
 
 const numWord = `(\d{1,3}|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a couple of|a few|couple of|few)`
 
@@ -307,7 +389,8 @@ func ms(a, b time.Time) (int64, int64, bool) { return a.UnixMilli(), b.UnixMilli
 
 var rules = []rule{
 	{ // the day before yesterday, yesterday, last night, today, tomorrow
-		re: regexp.MustCompile(prep + `(?i:(the day before yesterday|the day after tomorrow|yesterday|last night|today|tonight|tomorrow|this morning|this afternoon|this evening))\b`),
+		keys: []string{"yesterday", "night", "today", "tonight", "tomorrow", "morning", "afternoon", "evening"},
+		re:   regexp.MustCompile(prep + `(?i:(the day before yesterday|the day after tomorrow|yesterday|last night|today|tonight|tomorrow|this morning|this afternoon|this evening))\b`),
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
 			d := dayStart(now)
 			switch strings.ToLower(sub(2)) {
@@ -324,7 +407,8 @@ var rules = []rule{
 		},
 	},
 	{ // this/last/next week|month|year|weekend, the past week|month|year, the week before last
-		re: regexp.MustCompile(prep + `(?i:(?:the\s+)?(?:(this|last|past|previous|next)\s+(weekend|week|month|year)|(weekend|week|month|year)\s+(before\s+last|after\s+next)))\b`),
+		keys: []string{"week", "month", "year"},
+		re:   regexp.MustCompile(prep + `(?i:(?:the\s+)?(?:(this|last|past|previous|next)\s+(weekend|week|month|year)|(weekend|week|month|year)\s+(before\s+last|after\s+next)))\b`),
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
 			which, unit := strings.ToLower(sub(2)), strings.ToLower(sub(3))
 			back := 1
@@ -352,7 +436,8 @@ var rules = []rule{
 		},
 	},
 	{ // N days|weeks|weekends|months|years ago
-		re: regexp.MustCompile(prep + `(?i:` + numWord + `\s+(days?|weeks?|weekends?|months?|years?)\s+ago)\b`),
+		keys: []string{" ago"},
+		re:   regexp.MustCompile(prep + `(?i:` + numWord + `\s+(days?|weeks?|weekends?|months?|years?)\s+ago)\b`),
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
 			n, ok := parseNum(sub(2))
 			if !ok {
@@ -367,7 +452,8 @@ var rules = []rule{
 		},
 	},
 	{ // the past/last N days|weeks|months (rolling)
-		re: regexp.MustCompile(prep + `(?i:(?:the\s+)?(?:past|last)\s+` + numWord + `\s+(days?|weeks?|months?))\b`),
+		keys: []string{"past", "last"},
+		re:   regexp.MustCompile(prep + `(?i:(?:the\s+)?(?:past|last)\s+` + numWord + `\s+(days?|weeks?|months?))\b`),
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
 			n, ok := parseNum(sub(2))
 			if !ok {
@@ -386,7 +472,8 @@ var rules = []rule{
 		},
 	},
 	{ // (last|this|next) Monday; abbreviations (Tues, Fri) only after last/this/next
-		re: regexp.MustCompile(prep + `(?i:(?:(last|this|next)\s+)?(monday|tuesday|wednesday|thursday|friday|saturday|sunday)|(last|this|next)\s+(mon|tues?|wed|thu|thurs?|fri|sat|sun)\.?)\b`),
+		keys: []string{"day", "last ", "this ", "next "},
+		re:   regexp.MustCompile(prep + `(?i:(?:(last|this|next)\s+)?(monday|tuesday|wednesday|thursday|friday|saturday|sunday)|(last|this|next)\s+(mon|tues?|wed|thu|thurs?|fri|sat|sun)\.?)\b`),
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
 			which, day := strings.ToLower(sub(2)), sub(3)
 			if day == "" {
@@ -415,13 +502,15 @@ var rules = []rule{
 		},
 	},
 	{ // 2023-05-08
-		re: regexp.MustCompile(prep + `(\d{4})-(\d{2})-(\d{2})\b`),
+		keys: []string{"-"},
+		re:   regexp.MustCompile(prep + `(\d{4})-(\d{2})-(\d{2})\b`),
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
 			return dateWindow(sub(2), sub(3), sub(4), now)
 		},
 	},
 	{ // May 8(th)(,) (2023) | May 2023 | May
-		re: regexp.MustCompile(prep + `\b` + months + `\.?(?:\s+(\d{1,2})(?:st|nd|rd|th)?\b)?(?:,?\s+(\d{4}))?\b`),
+		cased: true,
+		re:    regexp.MustCompile(prep + `\b` + months + `\.?(?:\s+(\d{1,2})(?:st|nd|rd|th)?\b)?(?:,?\s+(\d{4}))?\b`),
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
 			m := monthNum(sub(2))
 			if m == 0 {
@@ -449,7 +538,8 @@ var rules = []rule{
 		},
 	},
 	{ // 8 May 2023
-		re: regexp.MustCompile(prep + `\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?` + months + `\.?(?:,?\s+(\d{4}))?\b`),
+		cased: true,
+		re:    regexp.MustCompile(prep + `\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?` + months + `\.?(?:,?\s+(\d{4}))?\b`),
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
 			m := monthNum(sub(3))
 			if m == 0 {
@@ -464,7 +554,8 @@ var rules = []rule{
 		},
 	},
 	{ // early|mid|late May (2023), the beginning|end of May; early|mid|late 2023
-		re: regexp.MustCompile(prep + `(?i:(early|mid|late|the\s+(?:beginning|start|middle|end)\s+of)[\s-]+)(?:` + months + `(?:,?\s+(\d{4}))?|((?:19|20)\d\d))\b`),
+		keys: []string{"early", "mid", "late", "beginning", "start", "end "},
+		re:   regexp.MustCompile(prep + `(?i:(early|mid|late|the\s+(?:beginning|start|middle|end)\s+of)[\s-]+)(?:` + months + `(?:,?\s+(\d{4}))?|((?:19|20)\d\d))\b`),
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
 			part := strings.ToLower(strings.Fields(sub(2))[0])
 			if part == "the" {
@@ -493,7 +584,8 @@ var rules = []rule{
 		},
 	},
 	{ // last|this|next summer, summer 2022, the summer of 2022, (in) the summer
-		re: regexp.MustCompile(prep + `(?i:(?:(last|this|next|past)\s+|the\s+)?(spring|summer|autumn|fall|winter)(?:\s+(?:of\s+)?((?:19|20)\d\d))?)\b`),
+		keys: []string{"spring", "summer", "autumn", "fall", "winter"},
+		re:   regexp.MustCompile(prep + `(?i:(?:(last|this|next|past)\s+|the\s+)?(spring|summer|autumn|fall|winter)(?:\s+(?:of\s+)?((?:19|20)\d\d))?)\b`),
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
 			which, season, ys := strings.ToLower(sub(2)), strings.ToLower(sub(3)), sub(4)
 			if which == "" && ys == "" && sub(1) == "" {
@@ -527,7 +619,8 @@ var rules = []rule{
 		},
 	},
 	{ // Christmas (Eve), New Year's (Eve|Day), Halloween, Valentine's Day, Thanksgiving, Easter, the Fourth of July
-		re: regexp.MustCompile(prep + `(?i:(?:(last|this|next)\s+)?(christmas\s+eve|christmas|xmas|new\s+year'?s(?:\s+eve|\s+day)?|halloween|valentine'?s(?:\s+day)?|thanksgiving|easter|independence\s+day|the\s+fourth\s+of\s+july)(?:,?\s+((?:19|20)\d\d))?)\b`),
+		keys: []string{"christmas", "xmas", "new year", "halloween", "valentine", "thanksgiving", "easter", "independence", "fourth of july"},
+		re:   regexp.MustCompile(prep + `(?i:(?:(last|this|next)\s+)?(christmas\s+eve|christmas|xmas|new\s+year'?s(?:\s+eve|\s+day)?|halloween|valentine'?s(?:\s+day)?|thanksgiving|easter|independence\s+day|the\s+fourth\s+of\s+july)(?:,?\s+((?:19|20)\d\d))?)\b`),
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
 			which, name := strings.ToLower(sub(2)), strings.Join(strings.Fields(strings.ToLower(sub(3))), " ")
 			day := func(y int) time.Time { return holiday(name, y, now.Location()) }
@@ -558,7 +651,9 @@ var rules = []rule{
 		},
 	},
 	{ // in 2023 (a bare year needs a preposition)
-		re: regexp.MustCompile(`(?i:\b(in|during|since|from|after|before)\s+)((?:19|20)\d\d)\b`),
+		keys:    []string{" 19", " 20"},
+		ownPrep: true,
+		re:      regexp.MustCompile(`(?i:\b(in|during|since|from|after|before)\s+)((?:19|20)\d\d)\b`),
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
 			y, _ := strconv.Atoi(sub(2))
 			a := time.Date(y, 1, 1, 0, 0, 0, 0, now.Location())
@@ -633,6 +728,16 @@ func holiday(name string, y int, loc *time.Location) time.Time {
 		return d(time.Month((h+l-7*m+114)/31), (h+l-7*m+114)%31+1)
 	}
 	return d(time.July, 4) // independence day, the fourth of july
+}
+
+func init() {
+	for i := range rules {
+		r := &rules[i]
+		if r.cased || strings.Contains(r.re.String(), months) {
+			continue
+		}
+		r.lre = regexp.MustCompile(strings.ReplaceAll(r.re.String(), "(?i:", "(?:"))
+	}
 }
 
 // dateWindow is the calendar day y-m-d (validated: 2023-02-30 is not a
