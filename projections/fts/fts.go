@@ -17,8 +17,9 @@
 //	side.db   bbolt, the source of truth for which chunks are live: bucket
 //	          "docs" maps chunk id (projections.IDKey) -> the first 16 bytes
 //	          of SHA-256 of the indexed fields (meta pairs in key order
-//	          included) ‖ uvarint content word count ‖ mentions ‖ time (8,
-//	          BE) ‖ session, where mentions (format 4) is uvarint n ≤
+//	          included) ‖ uvarint content word count ‖ mentions ‖ uvarint
+//	          seq of the event that stored the version ‖ time (8, BE) ‖
+//	          session, where mentions (format 4) is uvarint n ≤
 //	          timephrase.MaxMentions ‖ n × (since, until: 8 bytes BE each),
 //	          the times the content talks about (timephrase.Mentions
 //	          against the chunk's content time, UTC days: "yesterday" in a
@@ -26,8 +27,9 @@
 //	          store, never of a setting); "changes" maps the seq (8, BE) of
 //	          every event that changed or hid an item already stored (a
 //	          tombstone, an edit, a store that supersedes items or
-//	          overwrites a live chunk) -> empty (ChangedAfter, for memory as
-//	          of a seq); "by_time" maps time (8, BE, sign bit
+//	          overwrites a live chunk stored by an earlier event; a
+//	          redelivered event is not an overwrite of itself) -> empty
+//	          (ChangedAfter, for memory as of a seq); "by_time" maps time (8, BE, sign bit
 //	          flipped) ‖ IDKey(chunk id) -> empty, for time filters and
 //	          tombstones by time range; "meta" holds the format version, the
 //	          checkpoint and the BM25 statistics (live docs, total content
@@ -102,6 +104,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -252,6 +255,9 @@ type docMeta struct {
 	// mentions: the times the content talks about (timephrase.Mentions
 	// against the chunk's time, in UTC).
 	mentions []timephrase.Range
+	// seq of the event that stored this version (tells an overwrite from
+	// a redelivery, see Apply).
+	seq uint64
 }
 
 // hashSize is how much of a store's field hash the side table keeps: the
@@ -587,21 +593,25 @@ func (x *Index) Apply(ev *log.Event) error {
 	case *log.Store:
 		changes := len(b.Supersedes) > 0
 		if !changes && b.ChunkID != "" {
-			live, err := x.liveLocked(b.ChunkID)
+			// An overwrite: a version stored by an earlier event is live.
+			// One stored by this event or a later one is a redelivery
+			// after a crash whose applied events outran the checkpoint
+			// (the change, if any, was recorded with them).
+			seq, live, err := x.liveSeqLocked(b.ChunkID)
 			if err != nil {
 				return err
 			}
-			changes = live // an overwrite
+			changes = live && seq < ev.Seq
 		}
 		if changes {
-			x.changes = append(x.changes, ev.Seq)
+			x.noteChange(ev.Seq)
 		}
-		return x.applyStore(b)
+		return x.applyStore(b, ev.Seq)
 	case *log.Tombstone:
-		x.changes = append(x.changes, ev.Seq)
+		x.noteChange(ev.Seq)
 		return x.applyTombstone(b)
 	case *log.Edit:
-		x.changes = append(x.changes, ev.Seq)
+		x.noteChange(ev.Seq)
 		// The old version's text leaves the index: overwritten chunks are
 		// re-indexed under their id, dropped ones deleted.
 		if len(b.Removes) > 0 {
@@ -609,12 +619,20 @@ func (x *Index) Apply(ev *log.Event) error {
 				return err
 			}
 		}
-		return x.applyStore(&b.Store)
+		return x.applyStore(&b.Store, ev.Seq)
 	}
 	return nil
 }
 
-func (x *Index) applyStore(s *log.Store) error {
+// noteChange records that the event at seq changed or hid an item
+// (once, however often the event is redelivered).
+func (x *Index) noteChange(seq uint64) {
+	if n := len(x.changes); n == 0 || x.changes[n-1] < seq {
+		x.changes = append(x.changes, seq)
+	}
+}
+
+func (x *Index) applyStore(s *log.Store, seq uint64) error {
 	if s.ChunkID == "" {
 		return nil // nothing addressable to index
 	}
@@ -635,7 +653,7 @@ func (x *Index) applyStore(s *log.Store) error {
 		return fmt.Errorf("index chunk %q: %w", s.ChunkID, err)
 	}
 	m := &docMeta{session: s.Session, time: s.Time, tokens: len(textutil.ContentWords(s.SearchText())), hash: fieldHash(s),
-		mentions: timephrase.Mentions(s.Content, time.UnixMilli(s.Time).UTC())}
+		mentions: timephrase.Mentions(s.Content, time.UnixMilli(s.Time).UTC()), seq: seq}
 	x.sideOps[s.ChunkID] = m
 	return x.maybeFlush()
 }
@@ -733,13 +751,14 @@ func timeKey(t int64) [8]byte {
 }
 
 // encodeSide encodes a side-table value: hash ‖ uvarint tokens ‖
-// mentions ‖ time ‖ session, where mentions is uvarint count ‖ count ×
-// (since, until as 8 bytes BE each).
+// mentions ‖ uvarint seq ‖ time ‖ session, where mentions is uvarint
+// count ‖ count × (since, until as 8 bytes BE each).
 func encodeSide(m *docMeta) []byte {
-	b := make([]byte, 0, hashSize+binary.MaxVarintLen64+1+16*len(m.mentions)+8+len(m.session))
+	b := make([]byte, 0, hashSize+3*binary.MaxVarintLen64+16*len(m.mentions)+8+len(m.session))
 	b = append(b, m.hash[:]...)
 	b = binary.AppendUvarint(b, uint64(m.tokens))
 	b = appendMentions(b, m.mentions)
+	b = binary.AppendUvarint(b, m.seq)
 	b = binary.BigEndian.AppendUint64(b, uint64(m.time))
 	return append(b, m.session...)
 }
@@ -768,7 +787,7 @@ func decodeSide(b []byte) (*docMeta, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &docMeta{tokens: int(tok), time: int64(binary.BigEndian.Uint64(rest)), session: string(rest[8:])}
+	m := &docMeta{tokens: int(tok), time: int64(binary.BigEndian.Uint64(rest)), session: string(rest[8:]), seq: sideSeq(b)}
 	copy(m.hash[:], b)
 	m.mentions = decodeRanges(ms)
 	return m, nil
@@ -800,6 +819,10 @@ func sideFields(b []byte) (tokens uint64, mentions, rest []byte, err error) {
 		return 0, nil, nil, fmt.Errorf("decode side entry: %w: bad mentions", ErrCorrupt)
 	}
 	mentions, rest = rest[n:n+16*int(nm)], rest[n+16*int(nm):]
+	if _, n = binary.Uvarint(rest); n <= 0 {
+		return 0, nil, nil, fmt.Errorf("decode side entry: %w: bad seq", ErrCorrupt)
+	}
+	rest = rest[n:]
 	if len(rest) < 8 {
 		return 0, nil, nil, fmt.Errorf("decode side entry: %w: short time", ErrCorrupt)
 	}
@@ -1065,17 +1088,31 @@ func (x *Index) Digest() ([32]byte, error) {
 		emit(id, nil)
 	}
 	// Format 4: then a one byte and the seqs of the changing events.
+	// Committed and pending as one set: a redelivered event may be in
+	// both.
 	h.Write([]byte{1})
+	seqs := map[uint64]bool{}
+	for _, seq := range x.changes {
+		seqs[seq] = true
+	}
 	err = x.view(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketChanges).ForEach(func(k, _ []byte) error {
-			_, err := h.Write(k)
-			return err
+			if len(k) != 8 {
+				return fmt.Errorf("change key %x: %w", k, ErrCorrupt)
+			}
+			seqs[binary.BigEndian.Uint64(k)] = true
+			return nil
 		})
 	})
 	if err != nil {
 		return [32]byte{}, fmt.Errorf("read fts changes: %w", err)
 	}
-	for _, seq := range x.changes {
+	order := make([]uint64, 0, len(seqs))
+	for seq := range seqs {
+		order = append(order, seq)
+	}
+	slices.Sort(order)
+	for _, seq := range order {
 		h.Write(binary.BigEndian.AppendUint64(nil, seq))
 	}
 	var out [32]byte
@@ -1583,21 +1620,42 @@ func (x *Index) fuzzyTerms(ctx context.Context, text string) ([]query.Query, err
 	return out, nil
 }
 
-// liveLocked reports whether chunk id is live: by its pending state when
-// changed since the last Commit, else in the side table. Callers hold x.mu.
-func (x *Index) liveLocked(id string) (bool, error) {
+// liveSeqLocked reports whether chunk id is live and the seq of the event
+// that stored its version: by its pending state when changed since the
+// last Commit, else in the side table. Callers hold x.mu.
+func (x *Index) liveSeqLocked(id string) (uint64, bool, error) {
 	if m, changed := x.sideOps[id]; changed {
-		return m != nil, nil
+		if m == nil {
+			return 0, false, nil
+		}
+		return m.seq, true, nil
 	}
-	live := false
+	var v []byte
 	err := x.view(func(tx *bolt.Tx) error {
-		live = tx.Bucket(bucketDocs).Get(projections.IDKey(id)) != nil
+		v = append(v, tx.Bucket(bucketDocs).Get(projections.IDKey(id))...)
 		return nil
 	})
 	if err != nil {
-		return false, fmt.Errorf("look up chunk %q: %w", id, err)
+		return 0, false, fmt.Errorf("look up chunk %q: %w", id, err)
 	}
-	return live, nil
+	if v == nil {
+		return 0, false, nil
+	}
+	m, err := decodeSide(v)
+	if err != nil {
+		return 0, false, fmt.Errorf("look up chunk %q: %w", id, err)
+	}
+	return m.seq, true, nil
+}
+
+// sideSeq is the seq of a side-table value that sideFields accepted.
+func sideSeq(b []byte) uint64 {
+	_, n := binary.Uvarint(b[hashSize:])
+	rest := b[hashSize+n:]
+	nm, n := binary.Uvarint(rest)
+	rest = rest[n+16*int(nm):]
+	seq, _ := binary.Uvarint(rest)
+	return seq
 }
 
 // ChangedAfter reports whether an event after seq changed or hid an item
