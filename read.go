@@ -203,7 +203,10 @@ func (s *Store) AuditLog(ctx context.Context, req AuditLogRequest, fn func(Audit
 // queryRequest converts a SearchRequest.
 func queryRequest(r SearchRequest) (query.Request, error) {
 	q := query.Request{Text: r.Text, K: r.K, Session: r.Session, Sessions: r.Sessions, Kinds: r.Kinds, Roles: r.Roles,
-		NoTemporal: r.NoTemporal, Explain: r.Explain, IncludeSuperseded: r.IncludeSuperseded}
+		NoTemporal: r.NoTemporal, Explain: r.Explain, IncludeSuperseded: r.IncludeSuperseded, Meta: r.Meta, MMRLambda: r.MMR}
+	if r.MMR < 0 || r.MMR >= 1 {
+		return q, badRequest("mmr takes a relevance weight in (0,1), e.g. 0.7")
+	}
 	for _, k := range q.Kinds {
 		switch k {
 		case "conversation", "document", "knowledge", "tool_call":
@@ -228,6 +231,11 @@ func queryRequest(r SearchRequest) (query.Request, error) {
 		}
 		q.Now = time.UnixMilli(ms).UTC()
 	}
+	if r.TZ != "" {
+		if q.Location, err = time.LoadLocation(r.TZ); err != nil {
+			return q, fmt.Errorf("time zone %q: %w: want an IANA name such as Europe/Lisbon, UTC or Local", r.TZ, ErrBadRequest)
+		}
+	}
 	switch o := strings.ToLower(r.Origin); o {
 	case "", "all":
 		q.Origin = query.OriginAny
@@ -248,14 +256,20 @@ func (s *Store) Search(ctx context.Context, req SearchRequest) (*SearchResult, e
 	if err != nil {
 		return nil, err
 	}
+	run, err := s.runner(ctx, req, &q)
+	if err != nil {
+		return nil, err
+	}
 	var res *SearchResult
-	err = s.query(ctx, req.Progress, func(e *query.Engine) error {
+	err = run(ctx, req.Progress, func(e *query.Engine) error {
 		r, err := e.Search(ctx, q)
 		if err != nil {
 			return err
 		}
-		if err := s.searchSharedLocked(ctx, q, req.Progress, r); err != nil {
-			return err
+		if q.AsOf == 0 { // shared chunks are not part of the log's past
+			if err := s.searchSharedLocked(ctx, q, req.Progress, r); err != nil {
+				return err
+			}
 		}
 		res = &SearchResult{Response: *r}
 		res.TimeFilter, err = timeNote(q, r, func() (int, error) {
@@ -337,12 +351,22 @@ func (s *Store) Context(ctx context.Context, req ContextRequest) (*ContextResult
 	if req.Recent < 0 {
 		return nil, badRequest("bad recent %d", req.Recent)
 	}
+	run, err := s.runner(ctx, req.SearchRequest, &q)
+	if err != nil {
+		return nil, err
+	}
 	var a *query.Assembly
-	err = s.query(ctx, req.Progress, func(e *query.Engine) error {
+	err = run(ctx, req.Progress, func(e *query.Engine) error {
+		creq := query.ContextRequest{Request: q, Budget: req.Budget, RecentTurns: req.Recent, Format: format,
+			Exclude: excluder(req.Exclude)}
+		if q.AsOf != 0 { // shared chunks are not part of the log's past
+			var err error
+			a, err = e.Assemble(ctx, creq)
+			return err
+		}
 		s.sharedMu.Lock()
 		defer s.sharedMu.Unlock()
-		cr, err := s.sharedContextLocked(ctx, e, query.ContextRequest{Request: q, Budget: req.Budget, RecentTurns: req.Recent, Format: format,
-			Exclude: excluder(req.Exclude)}, req.Progress)
+		cr, err := s.sharedContextLocked(ctx, e, creq, req.Progress)
 		if err != nil {
 			return err
 		}

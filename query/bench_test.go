@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -89,12 +90,19 @@ func BenchmarkSearch(b *testing.B) {
 			name string
 			mode query.Mode
 			opts query.Options
+			text func(string) string // the query as asked (nil: as generated)
 		}{
-			{"hybrid", query.ModeHybrid, query.Options{}},
+			{"hybrid", query.ModeHybrid, query.Options{}, nil},
+			// What the typo channel costs: the longest word of each query
+			// loses a letter, so no chunk holds it and it is widened.
+			{"hybrid-typo", query.ModeHybrid, query.Options{}, misspell},
+			// What mentioned times cost: a when-question reads every
+			// candidate's mentioned times from the fts side table.
+			{"hybrid-when", query.ModeHybrid, query.Options{}, func(s string) string { return "When did " + s }},
 			// The ANN query without IDF word weights: what the weights cost.
-			{"hybrid-plain", query.ModeHybrid, query.Options{PlainVectorQuery: true}},
-			{"bm25", query.ModeBM25, query.Options{}},
-			{"vector", query.ModeVector, query.Options{}},
+			{"hybrid-plain", query.ModeHybrid, query.Options{PlainVectorQuery: true}, nil},
+			{"bm25", query.ModeBM25, query.Options{}, nil},
+			{"vector", query.ModeVector, query.Options{}, nil},
 		} {
 			mode := v.mode
 			b.Run(sizeName(n)+"/"+v.name, func(b *testing.B) {
@@ -107,7 +115,11 @@ func BenchmarkSearch(b *testing.B) {
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
 					t0 := time.Now()
-					resp, err := e.Search(ctx, query.Request{Text: benchQueries[i%len(benchQueries)], K: 10, Now: now, Mode: mode})
+					text := benchQueries[i%len(benchQueries)]
+					if v.text != nil {
+						text = v.text(text)
+					}
+					resp, err := e.Search(ctx, query.Request{Text: text, K: 10, Now: now, Mode: mode})
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -159,4 +171,19 @@ func sizeName(n int) string {
 		return itoa(n/1000) + "K"
 	}
 	return itoa(n)
+}
+
+// misspell drops the middle letter of the longest word of q.
+func misspell(q string) string {
+	ws := strings.Fields(q)
+	li := 0
+	for i, w := range ws {
+		if len(w) > len(ws[li]) {
+			li = i
+		}
+	}
+	if w := ws[li]; len(w) >= 4 {
+		ws[li] = w[:len(w)/2] + w[len(w)/2+1:]
+	}
+	return strings.Join(ws, " ")
 }

@@ -260,6 +260,15 @@ func (e *Engine) Assemble(ctx context.Context, req ContextRequest) (*Assembly, e
 		if turns, err = e.src.Chunks.RecentTurns(req.Session, req.RecentTurns); err != nil {
 			return nil, fmt.Errorf("assemble context: %w", err)
 		}
+		if req.AsOf != 0 { // the turns memory held then (of the last RecentTurns)
+			kept := turns[:0]
+			for _, c := range turns {
+				if c.Seq <= req.AsOf {
+					kept = append(kept, c)
+				}
+			}
+			turns = kept
+		}
 		if err := e.checkChunks(turns); err != nil {
 			return nil, fmt.Errorf("assemble context: %w", err)
 		}

@@ -41,6 +41,9 @@ func TestLoCoMoShow(t *testing.T) {
 					x := r.Explain
 					t.Logf("   %s%2d %-7s b%d/%.2f a%d/%.3f rel=%.3f nb=%.3f ss=%.2f fin=%.3f %.90s", mark, i+1, r.Meta["dia_id"],
 						x.BM25Rank, x.BM25Score, x.ANNRank, x.ANNScore, x.RRF, x.Neighbour, x.SessionSc, x.Final, r.Content)
+					if x.Temporal != 1 {
+						t.Logf("      temporal %.2f mentioned %v", x.Temporal, x.Mentioned)
+					}
 				}
 			}
 		}

@@ -8,9 +8,12 @@
 //     capped to MaxK (not an error).
 //  2. Temporal phrases ("yesterday", "last week", "in May 2023", "two days
 //     ago", "since Monday", "on 2023-05-08", ...) are recognised relative to
-//     Request.Now (see ParseTemporal), cut out of the text used for BM25 and
-//     ANN, and become a time window: by default a boost of (1 +
-//     TemporalBoost) for chunks inside it, or a filter with TemporalBoost <
+//     Request.Now in Request.Location (else Options.Location, else UTC; see
+//     ParseTemporal), cut out of the text used for BM25 and ANN, and become
+//     a time window: by default a boost of (1 + TemporalBoost) for chunks
+//     stored inside it or whose text mentions a time that meets it
+//     (MentionTimer: "yesterday" in a turn of October 4 is October 3), or
+//     a filter (on content time only) with TemporalBoost <
 //  0. A phrase says when something happened, which is often not when it
 //     was talked about, and relative phrases are vague: as a filter they
 //     drop evidence (measured on LoCoMo, see Options.TemporalBoost).
@@ -73,15 +76,19 @@
 //  8. Score: final = (relevance·damp + neighbour + SessionWeight·session)
 //     × (1 + RecencyWeight·2^(−age/RecencyHalfLife)) × (1 + AffinityBoost
 //     if the chunk is in the active session) × (1 + TemporalBoost if inside
-//     a phrase's window). Age is Now − content time, clamped at 0.
-//  9. Order: final desc, then chunk id asc. With MMRLambda in (0,1) the top
+//     a phrase's window, by content or mentioned time; else 1 + WhenBoost
+//     if the question asks when and the chunk's text mentions a time).
+//     Age is Now − content time, clamped at 0.
+//  9. Order: final desc, then chunk id asc. With MMRLambda (Request's,
+//     else Options') in (0,1) the top
 //     results are re-ranked by maximal marginal relevance (similarity =
 //     Jaccard over content words), so near-duplicates do not crowd out other
 //     evidence.
 //
 // Filters: Sessions, Kinds, Roles (OR within one filter, AND across
-// filters), Since (inclusive) / Until (exclusive) on content time, and
-// Origin. An engine serves one origin: the store's own chunks, or (with
+// filters), Since (inclusive) / Until (exclusive) on content time, Meta
+// (every pair), AsOf (chunks stored at or before a log seq; see
+// Request.AsOf for when that is memory as of the seq) and Origin. An engine serves one origin: the store's own chunks, or (with
 // Options.Owner) the chunks other wallets shared with it (`ucl share
 // pull`), whose results carry Origin "shared" and From, the grantor's
 // address; asking an engine for the other origin finds nothing. An unknown session in Sessions gives an empty result, not an
@@ -119,12 +126,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/unlimitedcontext/ucl/internal/textutil"
+	"github.com/unlimitedcontext/ucl/internal/timephrase"
 	"github.com/unlimitedcontext/ucl/internal/vector"
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections/fts"
@@ -201,6 +210,16 @@ type VectorQuerier interface {
 // (vector.LexicalEmbedder), whose scores Options.ANNGate then gates.
 type LexicalVectors interface {
 	Lexical() bool
+}
+
+// MentionTimer is an optional TextSearcher capability (*fts.Index has
+// it): the times the content of chunks talks about ("yesterday" in a turn
+// of 2023-10-04 is 2023-10-03), for those that mention any. A time phrase
+// of the query then boosts a chunk whose mentioned time meets its window
+// as it boosts one stored inside it, and a when-question boosts chunks
+// that mention a time (Options.WhenBoost).
+type MentionTimer interface {
+	Mentioned(ids []string) (map[string][]timephrase.Range, error)
 }
 
 // DocFreqer is an optional TextSearcher capability (*fts.Index has it):
@@ -356,6 +375,18 @@ type Options struct {
 	// relative phrases ("last year") are vague; a filter would drop that
 	// evidence. Explicit Since/Until are always filters.
 	TemporalBoost float64
+	// WhenBoost is the boost factor (1+WhenBoost) of chunks whose text
+	// mentions a time (MentionTimer) in answer to a question that asks
+	// when ("When did…", "How long ago…", "What year…"; default
+	// DefaultWhenBoost; negative: off): the answer to a when-question is
+	// a turn that says when, and such a question rarely shares a word
+	// with that part of the turn ("yesterday", "last week").
+	WhenBoost float64
+	// Location is the time zone of the calendar days of time phrases
+	// ("yesterday" starts at midnight there; default UTC). Mentioned
+	// times are resolved in UTC whatever it is: they are part of the
+	// projection, which must not depend on a setting.
+	Location *time.Location
 	// MMRLambda in (0,1) enables MMR re-ranking (relevance weight);
 	// 0 or ≥ 1 disables it.
 	MMRLambda float64
@@ -365,6 +396,10 @@ type Options struct {
 	// PrefilterSessions is how many sessions the pre-filter keeps
 	// (default 20).
 	PrefilterSessions int
+	// NoFuzzy turns the text channel's typo tolerance off (a query word
+	// no chunk holds otherwise also matches the words within one or two
+	// edits of it; see the fts package).
+	NoFuzzy bool
 	// PlainVectorQuery embeds the ANN channel's query without word
 	// weights (by default each word counts its IDF when the sources can
 	// tell it; see Engine.queryVector).
@@ -435,6 +470,13 @@ func (o Options) withDefaults() Options {
 	o.AffinityBoost = math.Max(o.AffinityBoost, 0)
 	if o.TemporalBoost == 0 {
 		o.TemporalBoost = DefaultTemporalBoost
+	}
+	if o.WhenBoost == 0 {
+		o.WhenBoost = DefaultWhenBoost
+	}
+	o.WhenBoost = math.Max(o.WhenBoost, 0)
+	if o.Location == nil {
+		o.Location = time.UTC
 	}
 	if o.MMRLambda <= 0 || o.MMRLambda >= 1 {
 		o.MMRLambda = 0
@@ -532,6 +574,7 @@ const (
 	DefaultQuestionDamp    = 0.7
 	DefaultSessionWeight   = 0.5
 	DefaultTemporalBoost   = 2
+	DefaultWhenBoost       = 0.3
 )
 
 // AroundStore is an optional ChunkStore capability (*timelines.Timelines
@@ -612,9 +655,24 @@ type Request struct {
 	Since    int64    // filter: content time >= Since (unix ms; 0 = open)
 	Until    int64    // filter: content time < Until (unix ms; 0 = open)
 	Origin   Origin   // filter: own / shared ("" or "all": both)
+	// Meta filters by metadata: only chunks whose meta holds every key
+	// with its value (AND).
+	Meta map[string]string
+	// AsOf, when not 0, keeps only chunks stored at or before this log
+	// seq. Over projections in which nothing after AsOf changed or hid
+	// an item (fts.Index.ChangedAfter), that is memory exactly as it
+	// stood at AsOf; otherwise the caller must search projections built
+	// from the log up to AsOf (the ucl package does).
+	AsOf uint64
+	// MMRLambda in (0,1) re-ranks the results by maximal marginal
+	// relevance with this relevance weight (0: Options.MMRLambda).
+	MMRLambda float64
 	// Now is the reference time for temporal phrases and recency (zero:
 	// time.Now()). Pass it explicitly for reproducible output.
 	Now time.Time
+	// Location is the time zone of the calendar days of time phrases
+	// (nil: Options.Location).
+	Location *time.Location
 	// NoTemporal disables temporal phrase recognition.
 	NoTemporal bool
 	Explain    bool
@@ -638,6 +696,9 @@ type Explain struct {
 	Recency   float64 `json:"recency"`             // factor applied (≥ 1)
 	Affinity  float64 `json:"affinity"`            // factor applied (≥ 1)
 	Temporal  float64 `json:"temporal"`            // factor applied (≥ 1)
+	// Mentioned: the chunk's text mentions a time inside the query's
+	// window, or any time in answer to a when-question (MentionTimer).
+	Mentioned bool    `json:"mentioned,omitempty"`
 	MMRRank   int     `json:"mmr_rank,omitempty"`
 	Final     float64 `json:"final"`
 }
@@ -700,11 +761,13 @@ type plan struct {
 	until      int64
 	window     [2]int64 // temporal boost window (boost mode), [0,0] = none
 	boost      bool
+	when       bool // a question that asks when (Options.WhenBoost)
 	temporal   []TemporalMatch
 	kinds      map[string]bool
 	sessions   map[string]bool
 	roles      map[string]bool
-	emptyRange bool // the filters admit nothing
+	mmr        float64 // MMR relevance weight (0: off)
+	emptyRange bool    // the filters admit nothing
 }
 
 func (e *Engine) plan(req Request) (*plan, error) {
@@ -754,7 +817,11 @@ func (e *Engine) plan(req Request) (*plan, error) {
 	p.text = req.Text
 	p.since, p.until = req.Since, req.Until
 	if !req.NoTemporal {
-		tp := ParseTemporal(req.Text, p.now)
+		loc := e.opts.Location
+		if req.Location != nil {
+			loc = req.Location
+		}
+		tp := ParseTemporal(req.Text, p.now.In(loc))
 		p.temporal = tp.Matches
 		if len(textutil.ContentWords(tp.Text)) > 0 {
 			p.text = tp.Text
@@ -773,6 +840,19 @@ func (e *Engine) plan(req Request) (*plan, error) {
 	}
 	if p.since != 0 && p.until != 0 && p.until <= p.since {
 		p.emptyRange = true
+	}
+	p.when = e.opts.WhenBoost > 0 && isWhenQuestion(req.Text)
+	if req.MMRLambda < 0 || req.MMRLambda >= 1 {
+		return nil, fmt.Errorf("plan query: mmr lambda %g: %w: want a relevance weight in (0,1)", req.MMRLambda, ErrBadFilter)
+	}
+	p.mmr = e.opts.MMRLambda
+	if req.MMRLambda > 0 {
+		p.mmr = req.MMRLambda
+	}
+	for k := range req.Meta {
+		if k == "" {
+			return nil, fmt.Errorf("plan query: meta filter with an empty key: %w", ErrBadFilter)
+		}
 	}
 	p.kinds = set(req.Kinds)
 	p.sessions = set(req.Sessions)
@@ -826,6 +906,14 @@ func (p *plan) admits(c *timelines.Chunk, sessions map[string]bool) bool {
 	if p.until != 0 && c.Time >= p.until {
 		return false
 	}
+	for k, v := range p.req.Meta {
+		if got, ok := c.Meta[k]; !ok || got != v {
+			return false
+		}
+	}
+	if p.req.AsOf != 0 && c.Seq > p.req.AsOf {
+		return false
+	}
 	return true
 }
 
@@ -848,6 +936,9 @@ type cand struct {
 	supersededBy []string
 	// bare: chunk.Content is not read yet (lazy.go)
 	bare bool
+	// mentions: the times its text talks about (MentionTimer), read
+	// when the query has a time window or asks when.
+	mentions []timephrase.Range
 }
 
 // Search runs a retrieval request.
@@ -991,12 +1082,12 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 	}
 	var vecCh chan vecResult
 	subFetch := nc // the hits a session-restricted search needs
-	if p.kinds != nil || p.roles != nil || p.since != 0 || p.until != 0 {
+	if p.kinds != nil || p.roles != nil || p.since != 0 || p.until != 0 || len(p.req.Meta) > 0 || p.req.AsOf != 0 {
 		subFetch = min(4*nc, 4*MaxCandidates) // post-filtered here
 	}
 	if p.mode != ModeBM25 && e.src.Vectors != nil {
 		fetch := nc
-		if sessions != nil || p.kinds != nil || p.roles != nil || p.since != 0 || p.until != 0 {
+		if sessions != nil || p.kinds != nil || p.roles != nil || p.since != 0 || p.until != 0 || len(p.req.Meta) > 0 || p.req.AsOf != 0 {
 			fetch = min(4*nc, 4*MaxCandidates) // post-filtered here
 		}
 		vecCh = make(chan vecResult, 1)
@@ -1014,7 +1105,11 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 		// applied here on an over-fetched list, because a session filter
 		// in bleve adds a conjunction without saving scoring work (measured:
 		// p50 29 ms with it vs 19 ms without at 100K chunks).
-		q := fts.Query{Text: p.text, K: nc, Kinds: p.req.Kinds, Roles: p.req.Roles, Since: p.since, Until: p.until}
+		bk := nc
+		if p.req.AsOf != 0 {
+			bk = min(4*nc, 4*MaxCandidates) // the index knows no seqs: post-filtered here
+		}
+		q := fts.Query{Text: p.text, K: bk, Kinds: p.req.Kinds, Roles: p.req.Roles, Since: p.since, Until: p.until, Meta: p.req.Meta, NoFuzzy: e.opts.NoFuzzy}
 		q.Sessions = sortedKeys(p.sessions)
 		hits, err := e.src.Text.Search(ctx, q)
 		if err != nil {
@@ -1123,10 +1218,13 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 	if err := e.neighbours(order, adopt); err != nil {
 		return nil, nil, err
 	}
+	if err := e.mentioned(p, order); err != nil {
+		return nil, nil, err
+	}
 	e.score(p, order)
 	if bare != nil {
 		n := k
-		if e.opts.MMRLambda > 0 {
+		if p.mmr > 0 {
 			n = 3 * k // mmr's pool, whose words it reads
 		}
 		if err := e.settle(order, n); err != nil {
@@ -1134,8 +1232,8 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 		}
 	}
 	sort.SliceStable(order, func(i, j int) bool { return better(order[i], order[j]) })
-	if e.opts.MMRLambda > 0 && len(order) > 1 {
-		order = e.mmr(order, k)
+	if p.mmr > 0 && len(order) > 1 {
+		order = e.mmr(order, k, p.mmr)
 	}
 	if len(order) > k {
 		order = order[:k]
@@ -1408,6 +1506,38 @@ func (e *Engine) neighbours(cs []*cand, adopt func(timelines.Chunk) *cand) error
 
 // isQuestion reports whether a turn ends with a question mark (ignoring
 // trailing spaces, quotes and closing brackets).
+// inWindow reports whether [a,b) meets the window w (0: open side).
+func inWindow(w [2]int64, a, b int64) bool {
+	return (w[0] == 0 || b > w[0]) && (w[1] == 0 || a < w[1])
+}
+
+// whenQuestion matches a question that asks for a time.
+var whenQuestion = regexp.MustCompile(`(?i)^\W*(?:when\b|since when\b|how long ago\b|what (?:year|month|day|date|time)\b|which (?:year|month|day|date)\b|on what (?:day|date)\b|in what (?:year|month)\b)`)
+
+// isWhenQuestion reports whether text asks when something happened.
+func isWhenQuestion(text string) bool { return whenQuestion.MatchString(text) }
+
+// mentioned reads the mentioned times of the candidates when p has a time
+// window to meet or asks when, and the text index can tell them.
+func (e *Engine) mentioned(p *plan, cs []*cand) error {
+	mt, ok := e.src.Text.(MentionTimer)
+	if !ok || (!p.boost && !p.when) || len(cs) == 0 {
+		return nil
+	}
+	ids := make([]string, len(cs))
+	for i, c := range cs {
+		ids[i] = c.chunk.ID
+	}
+	ms, err := mt.Mentioned(ids)
+	if err != nil {
+		return fmt.Errorf("mentioned times: %w", err)
+	}
+	for _, c := range cs {
+		c.mentions = ms[c.chunk.ID]
+	}
+	return nil
+}
+
 func isQuestion(s string) bool {
 	s = strings.TrimRight(s, " \t\r\n\"')]*")
 	return strings.HasSuffix(s, "?")
@@ -1451,8 +1581,18 @@ func (e *Engine) score(p *plan, cs []*cand) {
 			ex.Affinity = 1 + o.AffinityBoost
 		}
 		ex.Temporal = 1
-		if p.boost && (p.window[0] == 0 || c.chunk.Time >= p.window[0]) && (p.window[1] == 0 || c.chunk.Time < p.window[1]) {
+		switch {
+		case p.boost && inWindow(p.window, c.chunk.Time, c.chunk.Time+1):
 			ex.Temporal = 1 + o.TemporalBoost
+		case p.boost && c.mentions != nil:
+			for _, r := range c.mentions {
+				if inWindow(p.window, r.Since, r.Until) {
+					ex.Temporal, ex.Mentioned = 1+o.TemporalBoost, true
+					break
+				}
+			}
+		case p.when && len(c.mentions) > 0:
+			ex.Temporal, ex.Mentioned = 1+o.WhenBoost, true
 		}
 		e.final(c)
 	}
@@ -1476,7 +1616,7 @@ func (e *Engine) final(c *cand) {
 
 // mmr re-ranks cs (sorted best first) by maximal marginal relevance and
 // returns the first k picks (then the rest in their old order).
-func (e *Engine) mmr(cs []*cand, k int) []*cand {
+func (e *Engine) mmr(cs []*cand, k int, lambda float64) []*cand {
 	pool := cs[:min(len(cs), 3*k)]
 	top := pool[0].ex.Final
 	if top <= 0 {
@@ -1488,7 +1628,6 @@ func (e *Engine) mmr(cs []*cand, k int) []*cand {
 			c.words[w] = true
 		}
 	}
-	lambda := e.opts.MMRLambda
 	picked := make([]*cand, 0, len(cs))
 	used := make([]bool, len(pool))
 	maxSim := make([]float64, len(pool))

@@ -23,7 +23,7 @@ var version = "0.1.0-dev"
 func commands() []*cli.Command {
 	return []*cli.Command{
 		initCommand, keysCommand,
-		appendCommand, storeCommand, storeToolCommand, editCommand, getCommand, replayCommand, tombstoneCommand,
+		appendCommand, importCommand, storeCommand, storeToolCommand, editCommand, getCommand, replayCommand, tombstoneCommand,
 		queryCommand, contextCommand, indexCommand, dedupeCommand, sessionCommand, projectCommand,
 		auditCommand, statusCommand,
 		snapshotCommand, syncCommand, rebuildCommand, shareCommand,

@@ -25,6 +25,11 @@ func retrievalFlags() []cli.Flag {
 		&cli.StringFlag{Name: "mode", Value: "hybrid", Usage: "retrieval mode: `hybrid|bm25|vector`"},
 		&cli.BoolFlag{Name: "no-time", Usage: "ignore time phrases in TEXT (yesterday, last week, in May 2023)"},
 		&cli.BoolFlag{Name: "include-superseded", Usage: "rank items another item supersedes like any other (default: below the current ones; marked either way)"},
+		&cli.StringFlag{Name: "tz", EnvVars: []string{"UCL_TIMEZONE"}, Usage: "IANA time `ZONE` of the days of time phrases, e.g. Europe/Lisbon (default: [retrieval] timezone, else the machine's)"},
+		&cli.StringSliceFlag{Name: "meta", Usage: "only chunks whose meta has `KEY=VALUE` (repeatable: all of them)"},
+		&cli.BoolFlag{Name: "diverse", Usage: "re-rank for diversity (MMR, relevance weight 0.7): near-duplicates give way to other results"},
+		&cli.StringFlag{Name: "as-of", Usage: "answer from memory as it stood at log `SEQ|TIME` (later items left out, later tombstones and edits not applied)"},
+		&cli.Float64Flag{Name: "mmr", Usage: "re-rank for diversity with this relevance weight `LAMBDA` in (0,1) (lower: more diverse)"},
 	}
 }
 
@@ -196,6 +201,25 @@ func requestFromFlags(c *cli.Context, text string) (ucl.SearchRequest, error) {
 		if _, err := ucl.ParseTime(v); err != nil {
 			return req, usage("--now 2023-06-14T09:00:00Z", "bad --now: %v", err)
 		}
+	}
+	req.AsOf = c.String("as-of")
+	req.TZ = setting(c, "tz", "retrieval.timezone")
+	if req.TZ == "" {
+		req.TZ = "Local"
+	}
+	if _, err := time.LoadLocation(req.TZ); err != nil {
+		return req, usage("--tz Europe/Lisbon, --tz UTC or --tz Local", "bad time zone %q: %v", req.TZ, err)
+	}
+	if req.Meta, err = metaFlags(c); err != nil {
+		return req, err
+	}
+	switch mmr := c.Float64("mmr"); {
+	case c.IsSet("mmr") && (mmr <= 0 || mmr >= 1):
+		return req, usage("--mmr 0.7 (in (0,1); lower is more diverse)", "bad --mmr %g", mmr)
+	case c.IsSet("mmr"):
+		req.MMR = mmr
+	case c.Bool("diverse"):
+		req.MMR = 0.7
 	}
 	switch req.Origin {
 	case "", "all", "own", "shared":

@@ -16,6 +16,7 @@
 //	max_context_tokens = 2000          # UCL_MAX_CONTEXT_TOKENS
 //	recency_window = 6                 # UCL_RECENCY_WINDOW
 //	similarity_top_k = 8               # UCL_SIMILARITY_TOP_K
+//	timezone = ""                      # UCL_TIMEZONE: IANA name of the days of "yesterday"… (default: the machine's)
 //
 //	[arweave]
 //	gateway = "https://arweave.net"    # UCL_GATEWAY: the data gateway
@@ -99,6 +100,7 @@ var specs = []spec{
 	{key: "retrieval.max_context_tokens", env: "UCL_MAX_CONTEXT_TOKENS", def: "2000", kind: kInt, min: 1, doc: "token budget of the injected memory"},
 	{key: "retrieval.recency_window", env: "UCL_RECENCY_WINDOW", def: "6", kind: kInt, min: 0, doc: "recent turns of the session considered"},
 	{key: "retrieval.similarity_top_k", env: "UCL_SIMILARITY_TOP_K", def: "8", kind: kInt, min: 1, doc: "ranked chunks considered"},
+	{key: "retrieval.timezone", env: "UCL_TIMEZONE", doc: "IANA time zone of the days of time phrases such as \"yesterday\" (default: the machine's)"},
 	{key: "arweave.gateway", env: "UCL_GATEWAY", def: "https://arweave.net", kind: kURL, doc: "Arweave gateway"},
 	{key: "arweave.gateways", env: "UCL_GATEWAYS", kind: kURLList, doc: "several data gateways, read in order (a failing one is passed over); over arweave.gateway"},
 	{key: "arweave.graphql", env: "UCL_GRAPHQL", kind: kURL, doc: "GraphQL endpoint (full URL, …/graphql) asked before the gateways' own"},

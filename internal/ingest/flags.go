@@ -18,14 +18,22 @@ func ReadAllFlags(r io.Reader, o Options) ([]log.Entry, []bool, error) {
 	}
 	var out []log.Entry
 	var allow []bool
+	rs := newReplayState(o)
 	for i, ln := range bytes.Split(data, []byte("\n")) {
 		ln = bytes.TrimSpace(ln)
 		if len(ln) == 0 || ln[0] == '#' {
 			continue
 		}
-		es, err := ParseLine(ln, i+1, o)
+		es, replayed, err := rs.parse(ln, i+1, o)
 		if err != nil {
 			return nil, nil, err
+		}
+		if replayed { // an exact copy of an event: never a duplicate to drop
+			out = append(out, es...)
+			for range es {
+				allow = append(allow, true)
+			}
+			continue
 		}
 		// ParseLine has checked the line; this reads one field of it.
 		var f struct {

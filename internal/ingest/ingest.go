@@ -96,6 +96,10 @@ type Options struct {
 	ChunkTokens int // chunk size for documents and tool calls (default log.DefaultChunkTokens)
 }
 
+func newReplayState(Options) *replayState {
+	return &replayState{seqs: map[uint64]uint64{}, withheld: map[string]bool{}}
+}
+
 // EventID turns a user-supplied id into an event id (see the package doc).
 func EventID(s string) log.ID {
 	if id, err := log.ParseID(s); err == nil {
@@ -147,6 +151,9 @@ func ParseLine(b []byte, lineNo int, o Options) ([]log.Entry, error) {
 	}
 	if !utf8.Valid(b) {
 		return nil, fail("", fmt.Errorf("invalid UTF-8 at byte %d of the line: the input must be UTF-8 text (nothing is replaced silently)", invalidUTF8At(b)))
+	}
+	if isReplayLine(b) {
+		return parseReplayLine(b, lineNo, newReplayState(o))
 	}
 	if key, err := duplicateKey(b); err != nil {
 		return nil, fail("", fmt.Errorf("not a JSON object: %v", err))
@@ -383,12 +390,13 @@ func ReadAll(r io.Reader, o Options) ([]log.Entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read input: %w", err)
 	}
+	rs := newReplayState(o)
 	for i, ln := range bytes.Split(data, []byte("\n")) {
 		ln = bytes.TrimSpace(ln)
 		if len(ln) == 0 || ln[0] == '#' {
 			continue
 		}
-		es, err := ParseLine(ln, i+1, o)
+		es, _, err := rs.parse(ln, i+1, o)
 		if err != nil {
 			return nil, err
 		}

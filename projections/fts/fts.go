@@ -5,7 +5,8 @@
 //
 //	index/    the bleve scorch index. Doc id = chunk id. Indexed, not stored:
 //	          content (English analyzer "en"), session, kind, role,
-//	          chunk_parent (keyword). Time is not in the index (a numeric
+//	          chunk_parent (keyword), meta (keyword, one term "key NUL
+//	          value" per pair; format 4). Time is not in the index (a numeric
 //	          field is 16 prefix terms per document, a third of the indexing
 //	          CPU): time filters take their ids from side.db's "by_time".
 //	          Indexes built before kept a numeric "time" field; it is unused.
@@ -15,8 +16,20 @@
 //	          durable when Batch returns).
 //	side.db   bbolt, the source of truth for which chunks are live: bucket
 //	          "docs" maps chunk id (projections.IDKey) -> the first 16 bytes
-//	          of SHA-256 of the indexed fields ‖ uvarint content word count ‖
-//	          time (8, BE) ‖ session; "by_time" maps time (8, BE, sign bit
+//	          of SHA-256 of the indexed fields (meta pairs in key order
+//	          included) ‖ uvarint content word count ‖ mentions ‖ uvarint
+//	          seq of the event that stored the version ‖ time (8, BE) ‖
+//	          session, where mentions (format 4) is uvarint n ≤
+//	          timephrase.MaxMentions ‖ n × (since, until: 8 bytes BE each),
+//	          the times the content talks about (timephrase.Mentions
+//	          against the chunk's content time, UTC days: "yesterday" in a
+//	          turn of 2023-10-04 is 2023-10-03; a pure function of the
+//	          store, never of a setting); "changes" maps the seq (8, BE) of
+//	          every event that changed or hid an item already stored (a
+//	          tombstone, an edit, a store that supersedes items or
+//	          overwrites a live chunk stored by an earlier event; a
+//	          redelivered event is not an overwrite of itself) -> empty
+//	          (ChangedAfter, for memory as of a seq); "by_time" maps time (8, BE, sign bit
 //	          flipped) ‖ IDKey(chunk id) -> empty, for time filters and
 //	          tombstones by time range; "meta" holds the format version, the
 //	          checkpoint and the BM25 statistics (live docs, total content
@@ -45,8 +58,9 @@
 //     takes the lower checkpoint: replaying from it is idempotent.
 //   - Digest = SHA-256 over "ucl-fts/<version>\n" then, per live chunk in
 //     the order of its stored key (IDKey), uvarint len(id)‖id‖fieldhash
-//     (16 bytes), then a zero byte and,
-//     per document the bleve index holds in id order, uvarint len(id)‖id.
+//     (16 bytes)‖mentions (as stored), then a zero byte and,
+//     per document the bleve index holds in id order, uvarint len(id)‖id,
+//     then a one byte and the seqs of "changes" in order (8 bytes BE).
 //     The second part covers what searches read: a document missing from
 //     (or left over in) the index changes the digest, so `project verify`
 //     catches it. It includes applied but uncommitted changes (Digest
@@ -72,6 +86,11 @@
 //     same ranking, ties broken by chunk id. Search sees executed batches:
 //     everything up to the last Commit (plus any batch flushed because it
 //     was full).
+//   - Typo tolerance (Search, unless Query.NoFuzzy): a query word no live
+//     chunk holds also matches, by a fuzzy term query at half weight, the
+//     terms within one edit of it (two from eight letters); a word that
+//     occurs is never widened, so a query whose words all occur scores
+//     exactly as without it (see fuzzyTerms).
 package fts
 
 import (
@@ -85,8 +104,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis"
@@ -103,6 +125,7 @@ import (
 
 	"github.com/unlimitedcontext/ucl/internal/fsutil"
 	"github.com/unlimitedcontext/ucl/internal/textutil"
+	"github.com/unlimitedcontext/ucl/internal/timephrase"
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections"
 )
@@ -112,7 +135,7 @@ const Name = "fts"
 
 // FormatVersion is the on-disk format version; change it whenever the
 // mapping, the analyzer or the field hash changes.
-const FormatVersion = 3
+const FormatVersion = 4
 
 // DefaultBatchSize is the number of queued operations after which Apply
 // executes the pending batch.
@@ -143,16 +166,34 @@ const (
 	fieldRole        = "role"
 	fieldChunkParent = "chunk_parent"
 	fieldTime        = "time"
+	// fieldMeta holds one keyword term per meta pair (metaTerm).
+	fieldMeta = "meta"
 )
+
+// metaTerm is the fieldMeta term of a meta pair: key NUL value.
+func metaTerm(k, v string) string { return k + "\x00" + v }
+
+// sortedMeta returns the keys of m in order.
+func sortedMeta(m map[string]string) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
 
 var (
 	bucketDocs   = []byte("docs")
 	bucketByTime = []byte("by_time")
-	bucketMeta   = []byte("meta")
-	keyCP        = []byte("checkpoint")
-	keyVersion   = []byte("version")
-	keyStats     = []byte("stats") // live docs, total content words
-	internalCP   = []byte("ucl/checkpoint")
+	// bucketChanges: seq (8, BE) -> empty for every event that changed
+	// or hid an item already stored (see ChangedAfter).
+	bucketChanges = []byte("changes")
+	bucketMeta    = []byte("meta")
+	keyCP         = []byte("checkpoint")
+	keyVersion    = []byte("version")
+	keyStats      = []byte("stats") // live docs, total content words
+	internalCP    = []byte("ucl/checkpoint")
 	// internalAhead is set by a batch executed without a checkpoint (the
 	// index may hold documents the side table does not have yet) and
 	// cleared by the next Commit's batch.
@@ -199,6 +240,9 @@ type Index struct {
 	// purge is set when documents were deleted since the last Commit: the
 	// Commit then merges the deletions out of the segments (package doc).
 	purge bool
+	// changes: seqs of the events since the last Commit that changed an
+	// item already stored (bucketChanges), ascending.
+	changes []uint64
 }
 
 // docMeta is what a tombstone needs to know about a pending document, plus
@@ -208,6 +252,12 @@ type docMeta struct {
 	time    int64
 	tokens  int // content words (textutil.ContentWords), for BM25's average length
 	hash    [hashSize]byte
+	// mentions: the times the content talks about (timephrase.Mentions
+	// against the chunk's time, in UTC).
+	mentions []timephrase.Range
+	// seq of the event that stored this version (tells an overwrite from
+	// a redelivery, see Apply).
+	seq uint64
 }
 
 // hashSize is how much of a store's field hash the side table keeps: the
@@ -395,7 +445,7 @@ func (x *Index) create() error {
 	x.nDocs, x.nWords = 0, 0
 	cpb, _ := json.Marshal(x.cp)
 	err = x.db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketDocs, bucketByTime, bucketMeta} {
+		for _, name := range [][]byte{bucketDocs, bucketByTime, bucketMeta, bucketChanges} {
 			if tx.Bucket(name) != nil {
 				if err := tx.DeleteBucket(name); err != nil {
 					return err
@@ -446,6 +496,7 @@ func (x *Index) resetPending() {
 	x.kwAnalyzer = x.idx.Mapping().AnalyzerNamed(keyword.Name)
 	x.batch = x.idx.NewBatch()
 	x.sideOps = map[string]*docMeta{}
+	x.changes = nil
 }
 
 func newMapping() *mapping.IndexMappingImpl {
@@ -483,6 +534,7 @@ func newMapping() *mapping.IndexMappingImpl {
 	dm.AddFieldMappingsAt(fieldRole, kw())
 	dm.AddFieldMappingsAt(fieldChunkParent, kw())
 	dm.AddFieldMappingsAt(fieldTime, num)
+	dm.AddFieldMappingsAt(fieldMeta, kw())
 	im.DefaultMapping = dm
 	return im
 }
@@ -512,6 +564,12 @@ func fieldHash(s *log.Store) (h [hashSize]byte) {
 		b = append(b, f...)
 	}
 	b = binary.LittleEndian.AppendUint64(b, uint64(s.Time))
+	for _, k := range sortedMeta(s.Meta) { // format 4: meta is indexed
+		b = binary.AppendUvarint(b, uint64(len(k)))
+		b = append(b, k...)
+		b = binary.AppendUvarint(b, uint64(len(s.Meta[k])))
+		b = append(b, s.Meta[k]...)
+	}
 	sum := sha256.Sum256(b)
 	copy(h[:], sum[:])
 	return h
@@ -533,10 +591,27 @@ func (x *Index) Apply(ev *log.Event) error {
 	}
 	switch b := ev.Body.(type) {
 	case *log.Store:
-		return x.applyStore(b)
+		changes := len(b.Supersedes) > 0
+		if !changes && b.ChunkID != "" {
+			// An overwrite: a version stored by an earlier event is live.
+			// One stored by this event or a later one is a redelivery
+			// after a crash whose applied events outran the checkpoint
+			// (the change, if any, was recorded with them).
+			seq, live, err := x.liveSeqLocked(b.ChunkID)
+			if err != nil {
+				return err
+			}
+			changes = live && seq < ev.Seq
+		}
+		if changes {
+			x.noteChange(ev.Seq)
+		}
+		return x.applyStore(b, ev.Seq)
 	case *log.Tombstone:
+		x.noteChange(ev.Seq)
 		return x.applyTombstone(b)
 	case *log.Edit:
+		x.noteChange(ev.Seq)
 		// The old version's text leaves the index: overwritten chunks are
 		// re-indexed under their id, dropped ones deleted.
 		if len(b.Removes) > 0 {
@@ -544,12 +619,20 @@ func (x *Index) Apply(ev *log.Event) error {
 				return err
 			}
 		}
-		return x.applyStore(&b.Store)
+		return x.applyStore(&b.Store, ev.Seq)
 	}
 	return nil
 }
 
-func (x *Index) applyStore(s *log.Store) error {
+// noteChange records that the event at seq changed or hid an item
+// (once, however often the event is redelivered).
+func (x *Index) noteChange(seq uint64) {
+	if n := len(x.changes); n == 0 || x.changes[n-1] < seq {
+		x.changes = append(x.changes, seq)
+	}
+}
+
+func (x *Index) applyStore(s *log.Store, seq uint64) error {
 	if s.ChunkID == "" {
 		return nil // nothing addressable to index
 	}
@@ -563,10 +646,14 @@ func (x *Index) applyStore(s *log.Store) error {
 			doc.AddField(document.NewTextFieldCustom(kv[0], nil, []byte(kv[1]), index.IndexField|index.SkipFreqNorm, x.kwAnalyzer))
 		}
 	}
+	for _, k := range sortedMeta(s.Meta) {
+		doc.AddField(document.NewTextFieldCustom(fieldMeta, nil, []byte(metaTerm(k, s.Meta[k])), index.IndexField|index.SkipFreqNorm, x.kwAnalyzer))
+	}
 	if err := x.batch.IndexAdvanced(doc); err != nil {
 		return fmt.Errorf("index chunk %q: %w", s.ChunkID, err)
 	}
-	m := &docMeta{session: s.Session, time: s.Time, tokens: len(textutil.ContentWords(s.SearchText())), hash: fieldHash(s)}
+	m := &docMeta{session: s.Session, time: s.Time, tokens: len(textutil.ContentWords(s.SearchText())), hash: fieldHash(s),
+		mentions: timephrase.Mentions(s.Content, time.UnixMilli(s.Time).UTC()), seq: seq}
 	x.sideOps[s.ChunkID] = m
 	return x.maybeFlush()
 }
@@ -663,51 +750,83 @@ func timeKey(t int64) [8]byte {
 	return k
 }
 
-// encodeSide encodes a side-table value: hash ‖ uvarint tokens ‖ time ‖ session.
+// encodeSide encodes a side-table value: hash ‖ uvarint tokens ‖
+// mentions ‖ uvarint seq ‖ time ‖ session, where mentions is uvarint
+// count ‖ count × (since, until as 8 bytes BE each).
 func encodeSide(m *docMeta) []byte {
-	b := make([]byte, 0, hashSize+binary.MaxVarintLen64+8+len(m.session))
+	b := make([]byte, 0, hashSize+3*binary.MaxVarintLen64+16*len(m.mentions)+8+len(m.session))
 	b = append(b, m.hash[:]...)
 	b = binary.AppendUvarint(b, uint64(m.tokens))
+	b = appendMentions(b, m.mentions)
+	b = binary.AppendUvarint(b, m.seq)
 	b = binary.BigEndian.AppendUint64(b, uint64(m.time))
 	return append(b, m.session...)
 }
 
+func appendMentions(b []byte, ms []timephrase.Range) []byte {
+	b = binary.AppendUvarint(b, uint64(len(ms)))
+	for _, r := range ms {
+		b = binary.BigEndian.AppendUint64(b, uint64(r.Since))
+		b = binary.BigEndian.AppendUint64(b, uint64(r.Until))
+	}
+	return b
+}
+
+// decodeRanges decodes the mentions part of a side-table value.
+func decodeRanges(b []byte) []timephrase.Range {
+	var out []timephrase.Range
+	for i := 0; i+16 <= len(b); i += 16 {
+		out = append(out, timephrase.Range{Since: int64(binary.BigEndian.Uint64(b[i:])), Until: int64(binary.BigEndian.Uint64(b[i+8:]))})
+	}
+	return out
+}
+
 // decodeSide parses a side-table value.
 func decodeSide(b []byte) (*docMeta, error) {
-	tok, rest, err := sideFields(b)
+	tok, ms, rest, err := sideFields(b)
 	if err != nil {
 		return nil, err
 	}
-	m := &docMeta{tokens: int(tok), time: int64(binary.BigEndian.Uint64(rest)), session: string(rest[8:])}
+	m := &docMeta{tokens: int(tok), time: int64(binary.BigEndian.Uint64(rest)), session: string(rest[8:]), seq: sideSeq(b)}
 	copy(m.hash[:], b)
+	m.mentions = decodeRanges(ms)
 	return m, nil
 }
 
 // sideSessionTime is the session and time of a side-table value, the
 // session not copied (valid while the transaction is).
 func sideSessionTime(b []byte) (session []byte, t int64, err error) {
-	_, rest, err := sideFields(b)
+	_, _, rest, err := sideFields(b)
 	if err != nil {
 		return nil, 0, err
 	}
 	return rest[8:], int64(binary.BigEndian.Uint64(rest)), nil
 }
 
-// sideFields checks a side-table value and returns its token count and
-// what follows it (time ‖ session).
-func sideFields(b []byte) (tokens uint64, rest []byte, err error) {
+// sideFields checks a side-table value and returns its token count, its
+// mentions' ranges (16 bytes each) and what follows them (time ‖ session).
+func sideFields(b []byte) (tokens uint64, mentions, rest []byte, err error) {
 	if len(b) < hashSize {
-		return 0, nil, fmt.Errorf("decode side entry: %w: %d bytes", ErrCorrupt, len(b))
+		return 0, nil, nil, fmt.Errorf("decode side entry: %w: %d bytes", ErrCorrupt, len(b))
 	}
 	tok, n := binary.Uvarint(b[hashSize:])
 	if n <= 0 || tok > math.MaxInt32 {
-		return 0, nil, fmt.Errorf("decode side entry: %w: bad token count", ErrCorrupt)
+		return 0, nil, nil, fmt.Errorf("decode side entry: %w: bad token count", ErrCorrupt)
 	}
 	rest = b[hashSize+n:]
-	if len(rest) < 8 {
-		return 0, nil, fmt.Errorf("decode side entry: %w: short time", ErrCorrupt)
+	nm, n := binary.Uvarint(rest)
+	if n <= 0 || nm > timephrase.MaxMentions || len(rest[n:]) < 16*int(nm) {
+		return 0, nil, nil, fmt.Errorf("decode side entry: %w: bad mentions", ErrCorrupt)
 	}
-	return tok, rest, nil
+	mentions, rest = rest[n:n+16*int(nm)], rest[n+16*int(nm):]
+	if _, n = binary.Uvarint(rest); n <= 0 {
+		return 0, nil, nil, fmt.Errorf("decode side entry: %w: bad seq", ErrCorrupt)
+	}
+	rest = rest[n:]
+	if len(rest) < 8 {
+		return 0, nil, nil, fmt.Errorf("decode side entry: %w: short time", ErrCorrupt)
+	}
+	return tok, mentions, rest, nil
 }
 
 // Commit executes the pending batch together with cp and commits the side
@@ -765,6 +884,12 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 			nDocs++
 			nWords += uint64(m.tokens)
 		}
+		ch := tx.Bucket(bucketChanges)
+		for _, seq := range x.changes {
+			if err := ch.Put(binary.BigEndian.AppendUint64(nil, seq), nil); err != nil {
+				return err
+			}
+		}
 		meta := tx.Bucket(bucketMeta)
 		st := binary.BigEndian.AppendUint64(nil, nDocs)
 		if err := meta.Put(keyStats, binary.BigEndian.AppendUint64(st, nWords)); err != nil {
@@ -777,6 +902,7 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 	}
 	x.nDocs, x.nWords = nDocs, nWords
 	clear(x.sideOps)
+	x.changes = x.changes[:0]
 	x.cp = cp
 	if x.purge {
 		return x.purgeDeleted()
@@ -912,7 +1038,7 @@ func (x *Index) Digest() ([32]byte, error) {
 	}
 	emitOver := func(sk sideKey) {
 		if m := x.sideOps[sk.id]; m != nil {
-			emit(sk.id, m.hash[:])
+			emit(sk.id, appendMentions(m.hash[:hashSize:hashSize], m.mentions))
 		}
 	}
 	err := x.view(func(tx *bolt.Tx) error {
@@ -937,10 +1063,14 @@ func (x *Index) Digest() ([32]byte, error) {
 				k, v = c.Next()
 			default:
 				id, ok := projections.IDOfKey(k)
-				if !ok || len(v) < hashSize {
+				if !ok {
 					return fmt.Errorf("chunk key %x: %w", k, ErrCorrupt)
 				}
-				emit(id, v[:hashSize])
+				_, ms, _, err := sideFields(v)
+				if err != nil {
+					return fmt.Errorf("chunk key %x: %w", k, err)
+				}
+				emit(id, appendMentions(append(make([]byte, 0, hashSize+1+len(ms)), v[:hashSize]...), decodeRanges(ms)))
 				k, v = c.Next()
 			}
 		}
@@ -956,6 +1086,34 @@ func (x *Index) Digest() ([32]byte, error) {
 	h.Write([]byte{0})
 	for _, id := range ids {
 		emit(id, nil)
+	}
+	// Format 4: then a one byte and the seqs of the changing events.
+	// Committed and pending as one set: a redelivered event may be in
+	// both.
+	h.Write([]byte{1})
+	seqs := map[uint64]bool{}
+	for _, seq := range x.changes {
+		seqs[seq] = true
+	}
+	err = x.view(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketChanges).ForEach(func(k, _ []byte) error {
+			if len(k) != 8 {
+				return fmt.Errorf("change key %x: %w", k, ErrCorrupt)
+			}
+			seqs[binary.BigEndian.Uint64(k)] = true
+			return nil
+		})
+	})
+	if err != nil {
+		return [32]byte{}, fmt.Errorf("read fts changes: %w", err)
+	}
+	order := make([]uint64, 0, len(seqs))
+	for seq := range seqs {
+		order = append(order, seq)
+	}
+	slices.Sort(order)
+	for _, seq := range order {
+		h.Write(binary.BigEndian.AppendUint64(nil, seq))
 	}
 	var out [32]byte
 	copy(out[:], h.Sum(nil))
@@ -1109,6 +1267,10 @@ type Query struct {
 	Roles    []string // roles ("user", "assistant", ...)
 	Since    int64    // content time >= Since (unix ms); 0 = open
 	Until    int64    // content time < Until (unix ms); 0 = open
+	// Meta: only chunks whose meta holds every key with its value (AND).
+	Meta map[string]string
+	// NoFuzzy turns typo tolerance off (see fuzzyTerms).
+	NoFuzzy bool
 }
 
 // Hit is one search result.
@@ -1130,10 +1292,25 @@ func (x *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 	if q.Since != 0 && q.Until != 0 && q.Until <= q.Since {
 		return nil, fmt.Errorf("search fts: until %d <= since %d: %w", q.Until, q.Since, ErrInvalidQuery)
 	}
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.closed {
+		return nil, ErrClosed
+	}
 	mq := bleve.NewMatchQuery(q.Text)
 	mq.SetField(fieldContent)
+	var textQ query.Query = mq
+	if !q.NoFuzzy {
+		fz, err := x.fuzzyTerms(ctx, q.Text)
+		if err != nil {
+			return nil, fmt.Errorf("search fts: %w", err)
+		}
+		if len(fz) > 0 {
+			textQ = bleve.NewDisjunctionQuery(append([]query.Query{mq}, fz...)...)
+		}
+	}
 	bq := bleve.NewBooleanQuery()
-	bq.AddMust(mq)
+	bq.AddMust(textQ)
 	if len(q.Sessions) > 0 {
 		// Sessions are a conjunct, not a bleve filter: a filter is applied
 		// after every text match is scored, while a conjunct lets the
@@ -1170,10 +1347,10 @@ func (x *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 		}
 		filters = append(filters, bleve.NewDisjunctionQuery(ors...))
 	}
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	if x.closed {
-		return nil, ErrClosed
+	for _, k := range sortedMeta(q.Meta) {
+		tq := bleve.NewTermQuery(metaTerm(k, q.Meta[k]))
+		tq.SetField(fieldMeta)
+		filters = append(filters, tq)
 	}
 	if q.Since != 0 || q.Until != 0 {
 		ids, err := x.idsInTime(q.Since, q.Until)
@@ -1196,7 +1373,7 @@ func (x *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 			FieldCardinality: map[string]int{
 				fieldContent: int(min(x.nWords, math.MaxInt32)),
 				// Filters are not scored; their searchers still want an entry.
-				fieldSession: 1, fieldKind: 1, fieldRole: 1, fieldChunkParent: 1, fieldTime: 1, "*": 1, "_all": 1,
+				fieldSession: 1, fieldKind: 1, fieldRole: 1, fieldChunkParent: 1, fieldTime: 1, fieldMeta: 1, "*": 1, "_all": 1,
 			},
 		})
 	}
@@ -1216,7 +1393,7 @@ func (x *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 	// the same query norm) at the cost of a layer per matching document.
 	var top query.Query = bq
 	if len(q.Sessions) == 0 && len(filters) == 0 {
-		top = mq
+		top = textQ
 	}
 	var res *bleve.SearchResult
 	search := func(req *bleve.SearchRequest) error {
@@ -1326,4 +1503,183 @@ func sortedKeys(ops map[string]*docMeta) []sideKey {
 	}
 	sort.Slice(out, func(i, j int) bool { return bytes.Compare(out[i].key, out[j].key) < 0 })
 	return out
+}
+
+// Mentioned returns the times the content of each of ids talks about
+// (timephrase.Mentions against the chunk's own time, UTC days), for those
+// that mention any: by their pending state for chunks changed since the
+// last Commit, else from the side table. Ids the index does not hold are
+// left out.
+func (x *Index) Mentioned(ids []string) (map[string][]timephrase.Range, error) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.closed {
+		return nil, ErrClosed
+	}
+	out := map[string][]timephrase.Range{}
+	err := x.view(func(tx *bolt.Tx) error {
+		docs := tx.Bucket(bucketDocs)
+		for _, id := range ids {
+			if m, changed := x.sideOps[id]; changed {
+				if m != nil && len(m.mentions) > 0 {
+					out[id] = m.mentions
+				}
+				continue
+			}
+			v := docs.Get(projections.IDKey(id))
+			if v == nil {
+				continue
+			}
+			_, ms, _, err := sideFields(v)
+			if err != nil {
+				return fmt.Errorf("chunk %q: %w", id, err)
+			}
+			if len(ms) > 0 {
+				out[id] = decodeRanges(ms)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read mentioned times: %w", err)
+	}
+	return out, nil
+}
+
+// Typo tolerance. A word of the query that no live chunk holds (its
+// analysed term has no posting) and that is at least fuzzyMinLen letters
+// long also matches, by a bleve fuzzy term query on its lower-cased
+// spelling, the terms within fuzzyEdits(len) edits of it, scored as
+// terms but weighted fuzzyBoost. A word some chunk holds is never
+// widened, so a query whose words all occur ranks exactly as without
+// typo tolerance; only words that would match nothing contribute. The
+// expansion reads the term dictionary, which holds the live set's terms
+// only (Commit purges deleted documents), so it is deterministic.
+const (
+	fuzzyMinLen   = 4
+	fuzzyBoost    = 0.5
+	maxFuzzyTerms = 8 // words of one query widened at most
+)
+
+// fuzzyEdits is the edit distance a word of n letters tolerates: 1 up to
+// seven letters, 2 from eight (bleve's maximum).
+func fuzzyEdits(n int) int {
+	if n >= 8 {
+		return 2
+	}
+	return 1
+}
+
+// fuzzyTerms returns the fuzzy queries of the words of text that match
+// nothing (nil when every word matches). Callers hold x.mu.
+func (x *Index) fuzzyTerms(ctx context.Context, text string) ([]query.Query, error) {
+	var out []query.Query
+	err := projections.Guard(Name, func() error {
+		ai, err := x.idx.Advanced()
+		if err != nil {
+			return err
+		}
+		r, err := ai.Reader()
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		seen := map[string]bool{}
+		src := []byte(text)
+		for _, tok := range x.enAnalyzer.Analyze(src) {
+			if tok.Start < 0 || tok.End > len(src) || tok.Start >= tok.End {
+				continue
+			}
+			word := []rune(strings.ToLower(string(src[tok.Start:tok.End])))
+			if len(word) < fuzzyMinLen || seen[string(word)] || len(out) == maxFuzzyTerms {
+				continue
+			}
+			seen[string(word)] = true
+			tr, err := r.TermFieldReader(ctx, tok.Term, fieldContent, false, false, false)
+			if err != nil {
+				return err
+			}
+			n := tr.Count()
+			if err := tr.Close(); err != nil {
+				return err
+			}
+			if n > 0 {
+				continue
+			}
+			fq := bleve.NewFuzzyQuery(string(word))
+			fq.SetField(fieldContent)
+			fq.SetFuzziness(fuzzyEdits(len(word)))
+			fq.SetBoost(fuzzyBoost)
+			out = append(out, fq)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("typo terms: %w", err)
+	}
+	return out, nil
+}
+
+// liveSeqLocked reports whether chunk id is live and the seq of the event
+// that stored its version: by its pending state when changed since the
+// last Commit, else in the side table. Callers hold x.mu.
+func (x *Index) liveSeqLocked(id string) (uint64, bool, error) {
+	if m, changed := x.sideOps[id]; changed {
+		if m == nil {
+			return 0, false, nil
+		}
+		return m.seq, true, nil
+	}
+	var v []byte
+	err := x.view(func(tx *bolt.Tx) error {
+		v = append(v, tx.Bucket(bucketDocs).Get(projections.IDKey(id))...)
+		return nil
+	})
+	if err != nil {
+		return 0, false, fmt.Errorf("look up chunk %q: %w", id, err)
+	}
+	if v == nil {
+		return 0, false, nil
+	}
+	m, err := decodeSide(v)
+	if err != nil {
+		return 0, false, fmt.Errorf("look up chunk %q: %w", id, err)
+	}
+	return m.seq, true, nil
+}
+
+// sideSeq is the seq of a side-table value that sideFields accepted.
+func sideSeq(b []byte) uint64 {
+	_, n := binary.Uvarint(b[hashSize:])
+	rest := b[hashSize+n:]
+	nm, n := binary.Uvarint(rest)
+	rest = rest[n+16*int(nm):]
+	seq, _ := binary.Uvarint(rest)
+	return seq
+}
+
+// ChangedAfter reports whether an event after seq changed or hid an item
+// stored before it: a tombstone, an edit, a store that supersedes items
+// or overwrites a live chunk (committed, or applied since). When it did
+// not, the live projections restricted to seq ≤ seq are memory exactly as
+// it stood at seq: what came after only added items.
+func (x *Index) ChangedAfter(seq uint64) (bool, error) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.closed {
+		return false, ErrClosed
+	}
+	if n := len(x.changes); n > 0 && x.changes[n-1] > seq {
+		return true, nil
+	}
+	changed := false
+	err := x.view(func(tx *bolt.Tx) error {
+		k, _ := tx.Bucket(bucketChanges).Cursor().Seek(binary.BigEndian.AppendUint64(nil, seq+1))
+		changed = k != nil
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("read fts changes: %w", err)
+	}
+	return changed, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/unlimitedcontext/ucl/internal/timephrase"
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections"
 	"github.com/unlimitedcontext/ucl/projections/projtest"
@@ -244,12 +245,56 @@ func TestDigestIncludesUncommitted(t *testing.T) {
 		t.Fatal(err)
 	}
 	d1, _ := x.Digest()
-	if err := x.Apply(e.add(&log.Tombstone{Chunks: []string{"b"}})); err != nil {
+	tomb := e.add(&log.Tombstone{Chunks: []string{"b"}})
+	if err := x.Apply(tomb); err != nil {
 		t.Fatal(err)
 	}
 	d2, _ := x.Digest()
-	if d1 == d0 || d2 != d0 {
-		t.Fatalf("digest with pending store must differ and after its tombstone must match: %x %x %x", d0[:4], d1[:4], d2[:4])
+	// After the tombstone the live chunks are those of d0, but the index
+	// records that a change happened at its seq (ChangedAfter), so the
+	// digest is that of an index built from the same three events, and
+	// not d0.
+	y := openT(t, t.TempDir(), Options{})
+	applyAll(t, y, e.out, 0)
+	dy, _ := y.Digest()
+	if d1 == d0 || d2 == d0 || d2 != dy {
+		t.Fatalf("digest with pending store must differ, and after its tombstone match a build of the same events: %x %x %x %x", d0[:4], d1[:4], d2[:4], dy[:4])
+	}
+}
+
+// ChangedAfter: a tombstone, an edit, a superseding store and an
+// overwrite count as changes, a plain store does not; pending and
+// committed alike.
+func TestChangedAfter(t *testing.T) {
+	x := openT(t, t.TempDir(), Options{})
+	var e evs
+	applyAll(t, x, []*log.Event{e.store("a", "s", "user", log.KindConversation, 1, "alpha"), e.store("b", "s", "user", log.KindConversation, 2, "beta")}, 0)
+	changed := func(seq uint64) bool {
+		t.Helper()
+		c, err := x.ChangedAfter(seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if changed(0) {
+		t.Fatal("plain stores counted as changes")
+	}
+	over := e.store("a", "s", "user", log.KindConversation, 3, "alpha again") // seq 3: an overwrite
+	if err := x.Apply(over); err != nil {
+		t.Fatal(err)
+	}
+	if !changed(2) || changed(3) {
+		t.Fatal("pending overwrite at 3 not seen")
+	}
+	applyAll(t, x, []*log.Event{e.store("c", "s", "user", log.KindConversation, 4, "gamma"), e.add(&log.Tombstone{Chunks: []string{"c"}})}, 0)
+	if !changed(4) || changed(5) {
+		t.Fatal("committed tombstone at 5 not seen")
+	}
+	sup := e.add(&log.Store{ChunkID: "d", Session: "s", Kind: log.KindConversation, Time: 6, Content: "delta", Supersedes: []string{"b"}})
+	applyAll(t, x, []*log.Event{sup}, 0)
+	if !changed(5) {
+		t.Fatal("superseding store at 6 not seen")
 	}
 }
 
@@ -577,6 +622,7 @@ func TestVersionMismatchRebuilds(t *testing.T) {
 func FuzzDecodeSide(f *testing.F) {
 	f.Add(encodeSide(&docMeta{session: "s1", time: 1_700_000_000_000, tokens: 42}))
 	f.Add(encodeSide(&docMeta{time: -5}))
+	f.Add(encodeSide(&docMeta{session: "s", time: 7, mentions: []timephrase.Range{{Since: 1, Until: 2}, {Since: -4, Until: 9}}}))
 	f.Add([]byte{})
 	f.Add(make([]byte, 40))
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -587,7 +633,7 @@ func FuzzDecodeSide(f *testing.F) {
 		if got := encodeSide(m); string(got) != string(b) {
 			// Only canonical uvarints round-trip; decoding must at least be stable.
 			m2, err := decodeSide(got)
-			if err != nil || *m2 != *m {
+			if err != nil || !reflect.DeepEqual(m2, m) {
 				t.Fatalf("re-decode %+v: %+v, %v", m, m2, err)
 			}
 		}

@@ -1,0 +1,757 @@
+// Package timephrase recognises English time expressions ("yesterday",
+// "last week", "two days ago", "early June", "last summer", "Christmas",
+// "on May 7", "in 2022", ...) and resolves them to windows of unix
+// milliseconds relative to a reference time. The query side uses it for
+// the time phrases of a question (Parse, relative to the request's now);
+// the full-text projection uses it for the times an item's text talks
+// about (Mentions, relative to the item's own time). Both are pure
+// functions of their arguments: calendar days are those of the reference
+// time's location.
+package timephrase
+
+import (
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Match is one recognised time phrase and the window it stands for:
+// content time in [Since, Until) in unix ms, 0 meaning open.
+type Match struct {
+	Phrase string `json:"phrase"`
+	Since  int64  `json:"since_ms,omitempty"`
+	Until  int64  `json:"until_ms,omitempty"`
+}
+
+// Parsed is the result of Parse.
+type Parsed struct {
+	Text    string  // the input with the phrases cut out, white space collapsed
+	Since   int64   // intersection of every window (0 = open)
+	Until   int64   // (0 = open); Until <= Since means no time matches
+	Matches []Match // in order of appearance
+}
+
+// Parse finds time phrases in text and turns them into windows
+// relative to now, using now's location for calendar days (pass a UTC now
+// for UTC days). Recognised (case-insensitive, except month names, which
+// must be capitalised — "may" and "march" are also ordinary words):
+//
+//	today, tonight, yesterday, last night, tomorrow, the day before
+//	  yesterday, the day after tomorrow
+//	this|last|next week|weekend|month|year (calendar; weeks start Monday;
+//	  a weekend is Saturday 00:00 to Monday 00:00, the last one the one
+//	  before this week), the week|month|year before last
+//	N days|weeks|weekends|months|years ago (N a number, a word up to
+//	  twelve, a/an, "a couple of", "a few"): that calendar unit
+//	the past|last N days|weeks|months (rolling, from now − N units on)
+//	the past week|month|year (rolling: 7 days, 1 month, 1 year)
+//	Monday … Sunday, last Monday: the most recent such day before today;
+//	  next Monday: the first after today; this Monday: in this week;
+//	  abbreviations (Tues, Fri) only after last/this/next
+//	May 2023, May 8, May 8 2023, 8 May 2023, the 8th of May, May (the
+//	  latest May that has begun), in 2023 (a bare year needs
+//	  in/during/since/before/after)
+//	early|mid|late May (2023), the beginning|middle|end of May: days
+//	  1-10, 11-20, 21-end; early|mid|late 2023: four-month thirds
+//	last|this|next summer (spring, autumn/fall, winter: three months from
+//	  March, June, September, December), summer 2022, the summer of 2022,
+//	  in the summer (the latest that has begun; a bare season needs a
+//	  preposition)
+//	Christmas (Eve), New Year's (Eve|Day), Halloween, Valentine's Day,
+//	  Thanksgiving (US), Easter, Independence Day, optionally with
+//	  last/this/next or a year: the latest that has begun
+//	2023-05-08
+//
+// Each may be preceded by in, on, at, during (the window itself), since, from
+// (from its start on), after (from its end on) or before (up to its start).
+// The phrase, with its preposition, is cut from Text. Several phrases
+// intersect. The result is a pure function of (text, now).
+func Parse(text string, now time.Time) Parsed {
+	spans := scan(text, now)
+	out := Parsed{}
+	var b strings.Builder
+	pos := 0
+	for _, sp := range spans {
+		b.WriteString(text[pos:sp.lo])
+		b.WriteByte(' ')
+		pos = sp.hi
+		s, u := applyPrep(sp.prep, sp.a, sp.b)
+		m := Match{Phrase: strings.TrimSpace(text[sp.lo:sp.hi]), Since: s, Until: u}
+		out.Matches = append(out.Matches, m)
+		if len(out.Matches) == 1 {
+			out.Since, out.Until = m.Since, m.Until
+		} else {
+			out.Since, out.Until = intersect(out.Since, out.Until, m.Since, m.Until)
+		}
+	}
+	b.WriteString(text[pos:])
+	out.Text = strings.Join(strings.Fields(b.String()), " ")
+	if len(out.Matches) == 0 {
+		out.Text = text
+	}
+	return out
+}
+
+// Range is a window of time [Since, Until) in unix ms.
+type Range struct{ Since, Until int64 }
+
+// MaxMentions caps the ranges Mentions returns for one text.
+const MaxMentions = 8
+
+// Mentions returns the windows the time expressions of text stand for,
+// resolved against at (the time the text was written; pass it in UTC for
+// UTC days): "yesterday" in a text written on 2023-10-04 is 2023-10-03.
+// A preposition does not open the window ("since 2019" mentions 2019), and
+// open or empty windows are dropped. At most MaxMentions, in order of
+// appearance, duplicates removed. A pure function of (text, at).
+func Mentions(text string, at time.Time) []Range {
+	if !mayMention(text) {
+		return nil
+	}
+	var out []Range
+	for _, sp := range scan(text, at) {
+		if sp.a == 0 || sp.b <= sp.a {
+			continue
+		}
+		r := Range{sp.a, sp.b}
+		dup := false
+		for _, o := range out {
+			dup = dup || o == r
+		}
+		if !dup {
+			out = append(out, r)
+		}
+		if len(out) == MaxMentions {
+			break
+		}
+	}
+	return out
+}
+
+// mayMatch reports whether r can match text (lower: its lower-cased
+// form).
+func (r *rule) mayMatch(text, lower string) bool {
+	if r.cased {
+		for _, m := range monthAbbrevs {
+			if strings.Contains(text, m) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, k := range r.keys {
+		if strings.Contains(lower, k) {
+			return true
+		}
+	}
+	return false
+}
+
+var monthAbbrevs = []string{"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"}
+
+// mayMention is a cheap test that text may hold a time expression (a
+// digit or one of the words the rules start from), so most texts skip the
+// regular expressions.
+func mayMention(text string) bool {
+	lower := strings.ToLower(text)
+	for i := 0; i < len(lower); i++ {
+		if c := lower[i]; c >= '0' && c <= '9' {
+			return true
+		}
+	}
+	for _, w := range triggers {
+		if strings.Contains(lower, w) {
+			return true
+		}
+	}
+	return false
+}
+
+var triggers = []string{
+	"yesterday", "today", "tonight", "tomorrow", "night", "morning", "afternoon", "evening",
+	"week", "month", "year", "ago", "last", "past", "next", "previous",
+	"mon", "tue", "wed", "thu", "fri", "sat", "sun",
+	"jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
+	"christmas", "xmas", "new year", "halloween", "valentine", "thanksgiving", "easter", "independence",
+	"spring", "summer", "autumn", "fall", "winter", "early", "mid", "late", "beginning", "end of",
+}
+
+// span is one match of a rule in a text: bytes [lo,hi), the anchor's
+// window [a,b) and the preposition before it (lower case, "" for none).
+type span struct {
+	lo, hi int
+	a, b   int64
+	prep   string
+}
+
+// scan finds the phrases of text, non-overlapping: earliest start first,
+// then the longest.
+func scan(text string, now time.Time) []span {
+	var spans []span
+	lower := strings.ToLower(text)
+	for _, r := range rules {
+		if !r.mayMatch(text, lower) {
+			continue
+		}
+		re, in := r.re, text
+		if r.lre != nil && len(lower) == len(text) { // same offsets (ASCII case changes)
+			re, in = r.lre, lower
+		}
+		for _, loc := range re.FindAllStringSubmatchIndex(in, -1) {
+			lo, p := loc[0], strings.ToLower(text[loc[2]:loc[3]])
+			if !r.ownPrep {
+				p, lo = prepBefore(text[:loc[0]])
+				if p == "" {
+					lo = loc[0]
+				}
+			}
+			sub := func(i int) string {
+				if i == 1 {
+					return p
+				}
+				if loc[2*i] < 0 {
+					return ""
+				}
+				return text[loc[2*i]:loc[2*i+1]]
+			}
+			a, b, ok := r.eval(sub, now)
+			if !ok {
+				continue
+			}
+			spans = append(spans, span{lo: lo, hi: loc[1], a: a, b: b, prep: p})
+		}
+	}
+	sort.SliceStable(spans, func(i, j int) bool {
+		if spans[i].lo != spans[j].lo {
+			return spans[i].lo < spans[j].lo
+		}
+		return spans[i].hi > spans[j].hi
+	})
+	out := spans[:0]
+	pos := 0
+	for _, sp := range spans {
+		if sp.lo < pos {
+			continue
+		}
+		out = append(out, sp)
+		pos = sp.hi
+	}
+	return out
+}
+
+// intersect intersects [s1,u1) and [s2,u2) where 0 means open.
+func intersect(s1, u1, s2, u2 int64) (int64, int64) {
+	s, u := s1, u1
+	if s2 != 0 && (s == 0 || s2 > s) {
+		s = s2
+	}
+	if u2 != 0 && (u == 0 || u2 < u) {
+		u = u2
+	}
+	return s, u
+}
+
+// applyPrep turns the window [a,b) of an anchor into the window of the
+// phrase given its preposition.
+func applyPrep(prep string, a, b int64) (int64, int64) {
+	switch prep {
+	case "since", "from":
+		return a, 0
+	case "after":
+		return b, 0
+	case "before":
+		return 0, a
+	}
+	return a, b
+}
+
+type rule struct {
+	// keys: the rule can only match a text whose lower-cased form holds
+	// one of them (checked first: the expressions are slow); cased: it
+	// needs a capitalised month name (checked on the text itself).
+	keys  []string
+	cased bool
+	// ownPrep: the expression matches its preposition itself (group 1).
+	ownPrep bool
+	// lre is re without case folding, run on the lower-cased text (about
+	// ten times faster here); nil for rules that need capitals (months).
+	lre *regexp.Regexp
+	re      *regexp.Regexp
+	eval    func(sub func(int) string, now time.Time) (since, until int64, ok bool)
+}
+
+// prep opens every rule's expression with an empty group 1 where the
+// preposition goes: scan looks for one just before the match (an optional
+// preposition inside the expressions made each of them try every
+// position of the text the slow way).
+const prep = `\b()`
+
+// prepBefore returns the preposition (lower case) that ends text, with
+// the white space after it, and where it starts; "" when none.
+func prepBefore(text string) (string, int) {
+	end := len(text)
+	i := end
+	for i > 0 && (text[i-1] == ' ' || text[i-1] == '\t' || text[i-1] == '\n') {
+		i--
+	}
+	if i == end {
+		return "", end
+	}
+	j := i
+	for j > 0 && (text[j-1] >= 'a' && text[j-1] <= 'z' || text[j-1] >= 'A' && text[j-1] <= 'Z') {
+		j--
+	}
+	if j > 0 && isWordByte(text[j-1]) {
+		return "", end
+	}
+	switch w := strings.ToLower(text[j:i]); w {
+	case "in", "on", "at", "during", "since", "from", "after", "before":
+		return w, j
+	}
+	return "", end
+}
+
+func isWordByte(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+const numWord = `(\d{1,3}|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a couple of|a few|couple of|few)`
+
+const months = `(January|February|March|April|May|June|July|August|September|October|November|December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)`
+
+var numWords = map[string]int{
+	"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+	"seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
+	"a couple of": 2, "couple of": 2, "a few": 3, "few": 3,
+}
+
+func parseNum(s string) (int, bool) {
+	s = strings.ToLower(strings.Join(strings.Fields(s), " "))
+	if n, ok := numWords[s]; ok {
+		return n, true
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 || n > 500 {
+		return 0, false
+	}
+	return n, true
+}
+
+func monthNum(s string) time.Month {
+	if len(s) < 3 {
+		return 0
+	}
+	for m := time.January; m <= time.December; m++ {
+		if strings.HasPrefix(m.String(), s[:3]) {
+			return m
+		}
+	}
+	return 0
+}
+
+// weekdayNum is the weekday of a name or an abbreviation of at least
+// three letters ("tues", "fri").
+func weekdayNum(s string) time.Weekday {
+	s = strings.ToLower(s)
+	if len(s) < 3 {
+		return -1
+	}
+	for d := time.Sunday; d <= time.Saturday; d++ {
+		if strings.HasPrefix(strings.ToLower(d.String()), s) {
+			return d
+		}
+	}
+	return -1
+}
+
+func dayStart(t time.Time) time.Time {
+	y, m, d := t.Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, t.Location())
+}
+
+func weekStart(t time.Time) time.Time {
+	d := dayStart(t)
+	off := (int(d.Weekday()) + 6) % 7 // days since Monday
+	return d.AddDate(0, 0, -off)
+}
+
+func monthStart(t time.Time) time.Time {
+	return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, t.Location())
+}
+
+func yearStart(t time.Time) time.Time {
+	return time.Date(t.Year(), 1, 1, 0, 0, 0, 0, t.Location())
+}
+
+func ms(a, b time.Time) (int64, int64, bool) { return a.UnixMilli(), b.UnixMilli(), true }
+
+var rules = []rule{
+	{ // the day before yesterday, yesterday, last night, today, tomorrow
+		keys: []string{"yesterday", "night", "today", "tonight", "tomorrow", "morning", "afternoon", "evening"},
+		re:   regexp.MustCompile(prep + `(?i:(the day before yesterday|the day after tomorrow|yesterday|last night|today|tonight|tomorrow|this morning|this afternoon|this evening))\b`),
+		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
+			d := dayStart(now)
+			switch strings.ToLower(sub(2)) {
+			case "the day before yesterday":
+				d = d.AddDate(0, 0, -2)
+			case "yesterday", "last night":
+				d = d.AddDate(0, 0, -1)
+			case "tomorrow":
+				d = d.AddDate(0, 0, 1)
+			case "the day after tomorrow":
+				d = d.AddDate(0, 0, 2)
+			}
+			return ms(d, d.AddDate(0, 0, 1))
+		},
+	},
+	{ // this/last/next week|month|year|weekend, the past week|month|year, the week before last
+		keys: []string{"week", "month", "year"},
+		re:   regexp.MustCompile(prep + `(?i:(?:the\s+)?(?:(this|last|past|previous|next)\s+(weekend|week|month|year)|(weekend|week|month|year)\s+(before\s+last|after\s+next)))\b`),
+		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
+			which, unit := strings.ToLower(sub(2)), strings.ToLower(sub(3))
+			back := 1
+			switch {
+			case sub(4) != "":
+				unit, back = strings.ToLower(sub(4)), 2
+				if strings.HasPrefix(strings.ToLower(sub(5)), "after") {
+					back = -2
+				}
+			case which == "this":
+				back = 0
+			case which == "next":
+				back = -1
+			case which == "past" && unit != "weekend":
+				switch unit {
+				case "week":
+					return ms(now.AddDate(0, 0, -7), now.Add(time.Millisecond))
+				case "month":
+					return ms(now.AddDate(0, -1, 0), now.Add(time.Millisecond))
+				default:
+					return ms(now.AddDate(-1, 0, 0), now.Add(time.Millisecond))
+				}
+			}
+			return unitBack(unit, back, now)
+		},
+	},
+	{ // N days|weeks|weekends|months|years ago
+		keys: []string{" ago"},
+		re:   regexp.MustCompile(prep + `(?i:` + numWord + `\s+(days?|weeks?|weekends?|months?|years?)\s+ago)\b`),
+		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
+			n, ok := parseNum(sub(2))
+			if !ok {
+				return 0, 0, false
+			}
+			unit := strings.TrimSuffix(strings.ToLower(sub(3)), "s")
+			if unit == "day" {
+				d := dayStart(now).AddDate(0, 0, -n)
+				return ms(d, d.AddDate(0, 0, 1))
+			}
+			return unitBack(unit, n, now)
+		},
+	},
+	{ // the past/last N days|weeks|months (rolling)
+		keys: []string{"past", "last"},
+		re:   regexp.MustCompile(prep + `(?i:(?:the\s+)?(?:past|last)\s+` + numWord + `\s+(days?|weeks?|months?))\b`),
+		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
+			n, ok := parseNum(sub(2))
+			if !ok {
+				return 0, 0, false
+			}
+			var from time.Time
+			switch strings.TrimSuffix(strings.ToLower(sub(3)), "s") {
+			case "day":
+				from = now.AddDate(0, 0, -n)
+			case "week":
+				from = now.AddDate(0, 0, -7*n)
+			default:
+				from = now.AddDate(0, -n, 0)
+			}
+			return ms(from, now.Add(time.Millisecond))
+		},
+	},
+	{ // (last|this|next) Monday; abbreviations (Tues, Fri) only after last/this/next
+		keys: []string{"day", "last ", "this ", "next "},
+		re:   regexp.MustCompile(prep + `(?i:(?:(last|this|next)\s+)?(monday|tuesday|wednesday|thursday|friday|saturday|sunday)|(last|this|next)\s+(mon|tues?|wed|thu|thurs?|fri|sat|sun)\.?)\b`),
+		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
+			which, day := strings.ToLower(sub(2)), sub(3)
+			if day == "" {
+				which, day = strings.ToLower(sub(4)), sub(5)
+			}
+			wd := weekdayNum(day)
+			if wd < 0 {
+				return 0, 0, false
+			}
+			var d time.Time
+			switch which {
+			case "next": // the first such day after today
+				d = dayStart(now).AddDate(0, 0, 1)
+				for d.Weekday() != wd {
+					d = d.AddDate(0, 0, 1)
+				}
+			case "this": // that day of the current week
+				d = weekStart(now).AddDate(0, 0, (int(wd)+6)%7)
+			default: // the most recent such day before today
+				d = dayStart(now).AddDate(0, 0, -1)
+				for d.Weekday() != wd {
+					d = d.AddDate(0, 0, -1)
+				}
+			}
+			return ms(d, d.AddDate(0, 0, 1))
+		},
+	},
+	{ // 2023-05-08
+		keys: []string{"-"},
+		re:   regexp.MustCompile(prep + `(\d{4})-(\d{2})-(\d{2})\b`),
+		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
+			return dateWindow(sub(2), sub(3), sub(4), now)
+		},
+	},
+	{ // May 8(th)(,) (2023) | May 2023 | May
+		cased: true,
+		re:    regexp.MustCompile(prep + `\b` + months + `\.?(?:\s+(\d{1,2})(?:st|nd|rd|th)?\b)?(?:,?\s+(\d{4}))?\b`),
+		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
+			m := monthNum(sub(2))
+			if m == 0 {
+				return 0, 0, false
+			}
+			year := 0
+			if sub(4) != "" {
+				year, _ = strconv.Atoi(sub(4))
+			}
+			if sub(3) == "" {
+				if year == 0 && sub(1) == "" {
+					return 0, 0, false // a bare "May" is too often the verb
+				}
+				if year == 0 {
+					year = latestYear(now, m, 1)
+				}
+				a := time.Date(year, m, 1, 0, 0, 0, 0, now.Location())
+				return ms(a, a.AddDate(0, 1, 0))
+			}
+			day, _ := strconv.Atoi(sub(3))
+			if year == 0 {
+				year = latestYear(now, m, day)
+			}
+			return dateWindow(strconv.Itoa(year), strconv.Itoa(int(m)), sub(3), now)
+		},
+	},
+	{ // 8 May 2023
+		cased: true,
+		re:    regexp.MustCompile(prep + `\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?` + months + `\.?(?:,?\s+(\d{4}))?\b`),
+		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
+			m := monthNum(sub(3))
+			if m == 0 {
+				return 0, 0, false
+			}
+			day, _ := strconv.Atoi(sub(2))
+			year := latestYear(now, m, day)
+			if sub(4) != "" {
+				year, _ = strconv.Atoi(sub(4))
+			}
+			return dateWindow(strconv.Itoa(year), strconv.Itoa(int(m)), sub(2), now)
+		},
+	},
+	{ // early|mid|late May (2023), the beginning|end of May; early|mid|late 2023
+		keys: []string{"early", "mid", "late", "beginning", "start", "end "},
+		re:   regexp.MustCompile(prep + `(?i:(early|mid|late|the\s+(?:beginning|start|middle|end)\s+of)[\s-]+)(?:` + months + `(?:,?\s+(\d{4}))?|((?:19|20)\d\d))\b`),
+		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
+			part := strings.ToLower(strings.Fields(sub(2))[0])
+			if part == "the" {
+				part = strings.ToLower(strings.Fields(sub(2))[1])
+			}
+			third := map[string]int{"early": 0, "beginning": 0, "start": 0, "mid": 1, "middle": 1, "late": 2, "end": 2}[part]
+			if sub(5) != "" { // a year, in thirds of four months
+				y, _ := strconv.Atoi(sub(5))
+				a := time.Date(y, time.Month(1+4*third), 1, 0, 0, 0, 0, now.Location())
+				return ms(a, a.AddDate(0, 4, 0))
+			}
+			m := monthNum(sub(3))
+			if m == 0 {
+				return 0, 0, false
+			}
+			year := latestYear(now, m, 1)
+			if sub(4) != "" {
+				year, _ = strconv.Atoi(sub(4))
+			}
+			a := time.Date(year, m, 1+10*third, 0, 0, 0, 0, now.Location())
+			b := a.AddDate(0, 0, 10)
+			if third == 2 {
+				b = time.Date(year, m+1, 1, 0, 0, 0, 0, now.Location())
+			}
+			return ms(a, b)
+		},
+	},
+	{ // last|this|next summer, summer 2022, the summer of 2022, (in) the summer
+		keys: []string{"spring", "summer", "autumn", "fall", "winter"},
+		re:   regexp.MustCompile(prep + `(?i:(?:(last|this|next|past)\s+|the\s+)?(spring|summer|autumn|fall|winter)(?:\s+(?:of\s+)?((?:19|20)\d\d))?)\b`),
+		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
+			which, season, ys := strings.ToLower(sub(2)), strings.ToLower(sub(3)), sub(4)
+			if which == "" && ys == "" && sub(1) == "" {
+				return 0, 0, false // "fall", "spring" alone are too often verbs
+			}
+			start := map[string]time.Month{"spring": time.March, "summer": time.June, "autumn": time.September, "fall": time.September, "winter": time.December}[season]
+			at := func(y int) time.Time { return time.Date(y, start, 1, 0, 0, 0, 0, now.Location()) }
+			if ys != "" {
+				y, _ := strconv.Atoi(ys)
+				return ms(at(y), at(y).AddDate(0, 3, 0))
+			}
+			// The latest such season that has begun.
+			y := now.Year()
+			if at(y).After(now) {
+				y--
+			}
+			switch which {
+			case "last", "past":
+				if !at(y).AddDate(0, 3, 0).After(now) { // ended: it is the last one
+					break
+				}
+				y--
+			case "next":
+				y++
+			case "this":
+				if season != "winter" {
+					y = now.Year()
+				}
+			}
+			return ms(at(y), at(y).AddDate(0, 3, 0))
+		},
+	},
+	{ // Christmas (Eve), New Year's (Eve|Day), Halloween, Valentine's Day, Thanksgiving, Easter, the Fourth of July
+		keys: []string{"christmas", "xmas", "new year", "halloween", "valentine", "thanksgiving", "easter", "independence", "fourth of july"},
+		re:   regexp.MustCompile(prep + `(?i:(?:(last|this|next)\s+)?(christmas\s+eve|christmas|xmas|new\s+year'?s(?:\s+eve|\s+day)?|halloween|valentine'?s(?:\s+day)?|thanksgiving|easter|independence\s+day|the\s+fourth\s+of\s+july)(?:,?\s+((?:19|20)\d\d))?)\b`),
+		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
+			which, name := strings.ToLower(sub(2)), strings.Join(strings.Fields(strings.ToLower(sub(3))), " ")
+			day := func(y int) time.Time { return holiday(name, y, now.Location()) }
+			if sub(4) != "" {
+				y, _ := strconv.Atoi(sub(4))
+				d := day(y)
+				return ms(d, d.AddDate(0, 0, 1))
+			}
+			y := now.Year()
+			today := dayStart(now)
+			switch which {
+			case "next":
+				if !day(y).After(today) {
+					y++
+				}
+			case "this":
+			case "last":
+				if !day(y).Before(today) {
+					y--
+				}
+			default: // the latest that has begun
+				if day(y).After(now) {
+					y--
+				}
+			}
+			d := day(y)
+			return ms(d, d.AddDate(0, 0, 1))
+		},
+	},
+	{ // in 2023 (a bare year needs a preposition)
+		keys:    []string{" 19", " 20"},
+		ownPrep: true,
+		re:      regexp.MustCompile(`(?i:\b(in|during|since|from|after|before)\s+)((?:19|20)\d\d)\b`),
+		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
+			y, _ := strconv.Atoi(sub(2))
+			a := time.Date(y, 1, 1, 0, 0, 0, 0, now.Location())
+			return ms(a, a.AddDate(1, 0, 0))
+		},
+	},
+}
+
+// unitBack is the calendar week|weekend|month|year n units before now's
+// (negative n: after it). A weekend is Saturday 00:00 to Monday 00:00;
+// the last weekend is the one that ended before today's week began.
+func unitBack(unit string, n int, now time.Time) (int64, int64, bool) {
+	switch unit {
+	case "weekend":
+		w := weekStart(now).AddDate(0, 0, 5-7*n)
+		return ms(w, w.AddDate(0, 0, 2))
+	case "week":
+		w := weekStart(now).AddDate(0, 0, -7*n)
+		return ms(w, w.AddDate(0, 0, 7))
+	case "month":
+		m := monthStart(now).AddDate(0, -n, 0)
+		return ms(m, m.AddDate(0, 1, 0))
+	default:
+		y := yearStart(now).AddDate(-n, 0, 0)
+		return ms(y, y.AddDate(1, 0, 0))
+	}
+}
+
+// latestYear is the year of the latest month m, day d that has begun by
+// now.
+func latestYear(now time.Time, m time.Month, d int) int {
+	y := now.Year()
+	if time.Date(y, m, d, 0, 0, 0, 0, now.Location()).After(now) {
+		y--
+	}
+	return y
+}
+
+// holiday is the day of a named holiday in year y (the names of the
+// holiday rule, lower case, spaces collapsed; Thanksgiving is the US one,
+// Easter the Western one).
+func holiday(name string, y int, loc *time.Location) time.Time {
+	d := func(m time.Month, day int) time.Time { return time.Date(y, m, day, 0, 0, 0, 0, loc) }
+	switch {
+	case name == "christmas eve":
+		return d(time.December, 24)
+	case name == "christmas" || name == "xmas":
+		return d(time.December, 25)
+	case strings.HasSuffix(name, "eve"): // new year's eve
+		return d(time.December, 31)
+	case strings.HasPrefix(name, "new year"):
+		return d(time.January, 1)
+	case name == "halloween":
+		return d(time.October, 31)
+	case strings.HasPrefix(name, "valentine"):
+		return d(time.February, 14)
+	case name == "thanksgiving": // the fourth Thursday of November
+		t := d(time.November, 1)
+		for t.Weekday() != time.Thursday {
+			t = t.AddDate(0, 0, 1)
+		}
+		return t.AddDate(0, 0, 21)
+	case name == "easter": // anonymous Gregorian algorithm
+		a, b, c := y%19, y/100, y%100
+		dd, e := b/4, b%4
+		f := (b + 8) / 25
+		g := (b - f + 1) / 3
+		h := (19*a + b - dd - g + 15) % 30
+		i, k := c/4, c%4
+		l := (32 + 2*e + 2*i - h - k) % 7
+		m := (a + 11*h + 22*l) / 451
+		return d(time.Month((h+l-7*m+114)/31), (h+l-7*m+114)%31+1)
+	}
+	return d(time.July, 4) // independence day, the fourth of july
+}
+
+func init() {
+	for i := range rules {
+		r := &rules[i]
+		if r.cased || strings.Contains(r.re.String(), months) {
+			continue
+		}
+		r.lre = regexp.MustCompile(strings.ReplaceAll(r.re.String(), "(?i:", "(?:"))
+	}
+}
+
+// dateWindow is the calendar day y-m-d (validated: 2023-02-30 is not a
+// date).
+func dateWindow(ys, mstr, ds string, now time.Time) (int64, int64, bool) {
+	y, err1 := strconv.Atoi(ys)
+	m, err2 := strconv.Atoi(mstr)
+	d, err3 := strconv.Atoi(ds)
+	if err1 != nil || err2 != nil || err3 != nil || m < 1 || m > 12 || d < 1 || d > 31 {
+		return 0, 0, false
+	}
+	t := time.Date(y, time.Month(m), d, 0, 0, 0, 0, now.Location())
+	if t.Day() != d || t.Month() != time.Month(m) {
+		return 0, 0, false
+	}
+	return ms(t, t.AddDate(0, 0, 1))
+}

@@ -1,0 +1,148 @@
+package timephrase
+
+import (
+	"testing"
+	"time"
+)
+
+func day(t *testing.T, s string) int64 {
+	t.Helper()
+	tm, err := time.Parse("2006-01-02", s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tm.UnixMilli()
+}
+
+// The phrases issue 28 found missing, each against a fixed now.
+func TestParseMorePhrases(t *testing.T) {
+	now := time.Date(2023, 6, 8, 15, 0, 0, 0, time.UTC) // a Thursday
+	for _, tc := range []struct{ in, since, until, text string }{
+		{"what did I do last Tues", "2023-06-06", "2023-06-07", "what did I do"},
+		{"last Fri", "2023-06-02", "2023-06-03", ""},
+		{"next Friday", "2023-06-09", "2023-06-10", ""},
+		{"this Monday", "2023-06-05", "2023-06-06", ""},
+		{"gifts at Christmas", "2022-12-25", "2022-12-26", "gifts"},
+		{"last Christmas", "2022-12-25", "2022-12-26", ""},
+		{"Christmas 2021", "2021-12-25", "2021-12-26", ""},
+		{"on Christmas Eve", "2022-12-24", "2022-12-25", ""},
+		{"New Year's Eve party", "2022-12-31", "2023-01-01", "party"},
+		{"Thanksgiving", "2022-11-24", "2022-11-25", ""},
+		{"Easter", "2023-04-09", "2023-04-10", ""},
+		{"Halloween costume", "2022-10-31", "2022-11-01", "costume"},
+		{"trip last summer", "2022-06-01", "2022-09-01", "trip"},
+		{"this summer", "2023-06-01", "2023-09-01", ""},
+		{"last winter", "2022-12-01", "2023-03-01", ""},
+		{"in the spring", "2023-03-01", "2023-06-01", ""},
+		{"summer of 2021", "2021-06-01", "2021-09-01", ""},
+		{"early June", "2023-06-01", "2023-06-11", ""},
+		{"mid-May", "2023-05-11", "2023-05-21", ""},
+		{"late February 2022", "2022-02-21", "2022-03-01", ""},
+		{"the end of May", "2023-05-21", "2023-06-01", ""},
+		{"early 2022", "2022-01-01", "2022-05-01", ""},
+		{"the week before last", "2023-05-22", "2023-05-29", ""},
+		{"the month before last", "2023-04-01", "2023-05-01", ""},
+		{"next week", "2023-06-12", "2023-06-19", ""},
+		{"next month", "2023-07-01", "2023-08-01", ""},
+		{"last night", "2023-06-07", "2023-06-08", ""},
+		{"tomorrow", "2023-06-09", "2023-06-10", ""},
+		{"two weekends ago", "2023-05-27", "2023-05-29", ""},
+		{"the 3rd of May", "2023-05-03", "2023-05-04", ""},
+	} {
+		p := Parse(tc.in, now)
+		if len(p.Matches) != 1 || p.Since != day(t, tc.since) || p.Until != day(t, tc.until) {
+			t.Errorf("%q: %+v, want [%s, %s)", tc.in, p, tc.since, tc.until)
+			continue
+		}
+		if tc.text != "" && p.Text != tc.text {
+			t.Errorf("%q: text %q, want %q", tc.in, p.Text, tc.text)
+		}
+	}
+	// Words that only look like time phrases.
+	for _, in := range []string{"the fall of Rome", "I sat down", "spring cleaning tips", "wed the bride", "we may go", "May I ask", "Tuesdays are quiet"} {
+		if p := Parse(in, now); len(p.Matches) != 0 {
+			t.Errorf("%q: matched %+v", in, p.Matches)
+		}
+	}
+}
+
+// Calendar days are those of now's location: the same instant is another
+// day in Tokyo.
+func TestParseLocation(t *testing.T) {
+	tokyo := time.FixedZone("JST", 9*3600)
+	now := time.Date(2023, 6, 8, 20, 0, 0, 0, time.UTC) // 2023-06-09 05:00 in Tokyo
+	p := Parse("yesterday", now.In(tokyo))
+	if want := time.Date(2023, 6, 8, 0, 0, 0, 0, tokyo).UnixMilli(); p.Since != want {
+		t.Fatalf("yesterday in Tokyo from %v: since %d, want %d", now, p.Since, want)
+	}
+}
+
+// Mentions resolve a text's phrases against the time it was written.
+func TestMentions(t *testing.T) {
+	at := time.Date(2023, 10, 4, 9, 0, 0, 0, time.UTC) // a Wednesday
+	for _, tc := range []struct {
+		text string
+		want []Range
+	}{
+		{"Yesterday I finally sold the old piano", []Range{{day(t, "2023-10-03"), day(t, "2023-10-04")}}},
+		{"I went to an LGBTQ conference two days ago", []Range{{day(t, "2023-10-02"), day(t, "2023-10-03")}}},
+		{"We had a picnic last week!", []Range{{day(t, "2023-09-25"), day(t, "2023-10-02")}}},
+		{"This book I read last year", []Range{{day(t, "2022-01-01"), day(t, "2023-01-01")}}},
+		{"I'm going to a conference this month", []Range{{day(t, "2023-10-01"), day(t, "2023-11-01")}}},
+		{"Last Fri I took my kids to a workshop", []Range{{day(t, "2023-09-29"), day(t, "2023-09-30")}}},
+		{"I've known them since 2019", []Range{{day(t, "2019-01-01"), day(t, "2020-01-01")}}},
+		{"Camping next month; back on October 2", []Range{{day(t, "2023-11-01"), day(t, "2023-12-01")}, {day(t, "2023-10-02"), day(t, "2023-10-03")}}},
+		{"nothing about time here", nil},
+		{"the past 3 days", []Range{{at.AddDate(0, 0, -3).UnixMilli(), at.UnixMilli() + 1}}},
+	} {
+		got := Mentions(tc.text, at)
+		if len(got) != len(tc.want) {
+			t.Errorf("%q: %v, want %v", tc.text, got, tc.want)
+			continue
+		}
+		for i := range got {
+			if got[i] != tc.want[i] {
+				t.Errorf("%q: %v, want %v", tc.text, got, tc.want)
+			}
+		}
+	}
+}
+
+func FuzzMentions(f *testing.F) {
+	for _, s := range []string{"yesterday", "last Tues", "early June 2022", "Christmas Eve 1999", "the 31st of February", "99999 days ago", "since 2019"} {
+		f.Add(s, int64(1696410000000))
+	}
+	f.Fuzz(func(t *testing.T, s string, at int64) {
+		tm := time.UnixMilli(at % (1 << 45)).UTC()
+		ms := Mentions(s, tm)
+		if len(ms) > MaxMentions {
+			t.Fatalf("%d mentions", len(ms))
+		}
+		for _, r := range ms {
+			if r.Until <= r.Since {
+				t.Fatalf("empty range %v", r)
+			}
+		}
+		p := Parse(s, tm)
+		if len(p.Matches) == 0 && p.Text != s {
+			t.Fatalf("text changed without a match")
+		}
+	})
+}
+
+// BenchmarkMentions: what resolving mentioned times adds to indexing a
+// chunk, for a turn without time words (the common case, cut short by
+// mayMention) and one with.
+func BenchmarkMentions(b *testing.B) {
+	at := time.Date(2023, 10, 4, 9, 0, 0, 0, time.UTC)
+	for _, tc := range []struct{ name, text string }{
+		{"none", "I think the garden needs more compost and the roses want pruning soon, says the gardener"},
+		{"some", "Yesterday I finally sold the old piano; the buyer comes back next Friday for the bench"},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				Mentions(tc.text, at)
+			}
+		})
+	}
+}

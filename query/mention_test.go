@@ -1,0 +1,119 @@
+package query_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/unlimitedcontext/ucl/log"
+	"github.com/unlimitedcontext/ucl/query"
+)
+
+// mentionFixture: a turn stored on 2023-10-04 that says what happened
+// "yesterday", beside turns stored on 2023-10-03 and others, all about
+// the same thing.
+func mentionFixture(t *testing.T) *fixture {
+	t.Helper()
+	ms := func(s string) int64 {
+		tm, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tm.UnixMilli()
+	}
+	f := newFixture(t, t.TempDir())
+	f.apply(t, chain(t,
+		&log.Store{ChunkID: "sold", Kind: log.KindConversation, Session: "s2", Role: "user", Content: "Yesterday I finally sold the old piano to a neighbour.", Time: ms("2023-10-04T09:00:00Z")},
+		&log.Store{ChunkID: "tuned", Kind: log.KindConversation, Session: "s1", Role: "user", Content: "The piano tuner came by and the old piano sounds fine.", Time: ms("2023-10-03T18:00:00Z")},
+		&log.Store{ChunkID: "lesson", Kind: log.KindConversation, Session: "s1", Role: "user", Content: "Piano lesson went well, the old piano needs new felts.", Time: ms("2023-10-03T19:00:00Z")},
+		&log.Store{ChunkID: "bought", Kind: log.KindConversation, Session: "s0", Role: "user", Content: "I bought an old piano at an auction.", Time: ms("2023-06-01T10:00:00Z")},
+	))
+	return f
+}
+
+// A turn is found by the date it mentions: "What did I sell on October 3,
+// 2023?" boosts the turn of October 4 that says "yesterday" as it boosts
+// the turns stored on October 3; and "last Tuesday", asked a week later,
+// is the same day.
+func TestMentionedTimeBoost(t *testing.T) {
+	f := mentionFixture(t)
+	e := f.engine(query.Options{})
+	ctx := context.Background()
+	now := time.Date(2023, 10, 10, 12, 0, 0, 0, time.UTC) // a Tuesday
+	for _, q := range []string{"What about the old piano on October 3, 2023?", "what happened to the old piano last Tuesday"} {
+		resp, err := e.Search(ctx, query.Request{Text: q, Now: now, K: 4, Explain: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sold *query.Result
+		for i := range resp.Results {
+			if resp.Results[i].ChunkID == "sold" {
+				sold = &resp.Results[i]
+			}
+		}
+		if sold == nil || !sold.Explain.Mentioned || sold.Explain.Temporal != 1+query.DefaultTemporalBoost {
+			t.Fatalf("%q: the turn that mentions the day is not boosted: %+v", q, resp.Results)
+		}
+		for _, r := range resp.Results {
+			if r.ChunkID == "bought" && r.Explain.Temporal != 1 {
+				t.Errorf("%q: a turn of June boosted: %+v", q, r.Explain)
+			}
+		}
+		if last := resp.Results[len(resp.Results)-1]; last.ChunkID != "bought" {
+			t.Errorf("%q: %v, want the June turn last", q, ids(resp.Results))
+		}
+	}
+}
+
+// A when-question ranks the turn that says when first: the three turns
+// share the question's words, and only "sold" tells a time.
+func TestWhenQuestionBoost(t *testing.T) {
+	f := mentionFixture(t)
+	ctx := context.Background()
+	now := time.Date(2023, 10, 10, 12, 0, 0, 0, time.UTC)
+	req := query.Request{Text: "When was the old piano sold?", Now: now, K: 4, Explain: true}
+	resp, err := f.engine(query.Options{}).Search(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Results[0].ChunkID != "sold" || !resp.Results[0].Explain.Mentioned || resp.Results[0].Explain.Temporal != 1+query.DefaultWhenBoost {
+		t.Fatalf("when-question: %+v", resp.Results[0])
+	}
+	off, err := f.engine(query.Options{WhenBoost: -1}).Search(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if off.Results[0].Explain.Temporal != 1 || off.Results[0].Explain.Mentioned {
+		t.Fatalf("WhenBoost off: %+v", off.Results[0].Explain)
+	}
+	// Not a when-question: no boost.
+	resp, err = f.engine(query.Options{}).Search(ctx, query.Request{Text: "who has the old piano", Now: now, K: 4, Explain: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range resp.Results {
+		if r.Explain.Temporal != 1 {
+			t.Fatalf("boosted without a when-question: %+v", r)
+		}
+	}
+}
+
+// The time zone of calendar days: at 01:00 UTC on October 4, "yesterday"
+// in UTC is October 3, in Los Angeles (UTC−7) October 2.
+func TestTemporalLocation(t *testing.T) {
+	f := mentionFixture(t)
+	la := time.FixedZone("PDT", -7*3600)
+	now := time.Date(2023, 10, 4, 1, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		loc  *time.Location
+		want time.Time
+	}{{nil, time.Date(2023, 10, 3, 0, 0, 0, 0, time.UTC)}, {la, time.Date(2023, 10, 2, 0, 0, 0, 0, la)}} {
+		resp, err := f.engine(query.Options{Location: tc.loc}).Search(context.Background(), query.Request{Text: "piano yesterday", Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Temporal[0].Since != tc.want.UnixMilli() {
+			t.Errorf("location %v: window from %v, want %v", tc.loc, time.UnixMilli(resp.Temporal[0].Since).UTC(), tc.want.UTC())
+		}
+	}
+}
