@@ -206,7 +206,7 @@ func queryRequest(r SearchRequest) (query.Request, error) {
 		NoTemporal: r.NoTemporal, Explain: r.Explain, IncludeSuperseded: r.IncludeSuperseded}
 	for _, k := range q.Kinds {
 		switch k {
-		case "conversation", "document", "knowledge", "tool_call":
+		case "conversation", "document", "knowledge", "tool_call", "profile":
 		default:
 			return q, fmt.Errorf("unknown kind %q: %w", k, ErrBadRequest)
 		}
