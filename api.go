@@ -202,6 +202,9 @@ type TombstoneResult struct {
 	Removed []string `json:"removed"`
 	Erasure bool     `json:"erasure"`
 	Note    string   `json:"note"`
+	// Derived is what the tombstone did to derived memory, in its batch
+	// (consolidate_engine.go).
+	Derived *DerivedCascade `json:"derived,omitempty"`
 }
 
 // ReplayRequest selects events to replay.

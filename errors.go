@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/unlimitedcontext/ucl/arweave"
+	"github.com/unlimitedcontext/ucl/consolidate"
 	"github.com/unlimitedcontext/ucl/crypto"
 	"github.com/unlimitedcontext/ucl/internal/ingest"
 	"github.com/unlimitedcontext/ucl/internal/mirror"
@@ -154,6 +155,10 @@ var errorCodes = []struct {
 	{"rotation_needs_key", ErrRotationNeedsKey},
 	{"bad_rotate_journal", ErrBadRotateJournal},
 	{"key_outside_store", ErrKeyOutsideStore},
+	{"no_model", consolidate.ErrNoModel},
+	{"model_failed", consolidate.ErrUpstream},
+	{"model_malformed", consolidate.ErrMalformed},
+	{"model_partial", consolidate.ErrPartial},
 }
 
 // ErrorCodes returns the wire codes of the sentinels err matches.

@@ -54,6 +54,11 @@ func Handler(api API) http.Handler {
 	route(mux, "snapshot_restore", api.SnapshotRestore)
 	route(mux, "snapshot_publish", api.SnapshotPublish)
 	route(mux, "rotate_keys", api.RotateKeys)
+	if c, ok := api.(interface {
+		Consolidate(context.Context, ConsolidateRequest) (*ConsolidateResult, error)
+	}); ok {
+		route(mux, "consolidate", c.Consolidate)
+	}
 	stream(mux, "replay", "line", func(ctx context.Context, req ReplayRequest, emit func(any) error) error {
 		return api.Replay(ctx, req, func(l json.RawMessage) error { return emit(l) })
 	})

@@ -213,10 +213,18 @@ func (s *Store) Tombstone(ctx context.Context, req TombstoneRequest) (*Tombstone
 	if len(hit) == 0 {
 		return nil, fmt.Errorf("tombstone %s: %w", describeTargets(t), ErrNoMatch)
 	}
-	r, err := s.st.Log.Append(ctx, log.Entry{Body: t})
+	// What was derived from the targets goes in the same batch.
+	tid := newID()
+	derived, cascade, err := derivedCascade(set, tid, hit)
+	if err != nil {
+		return nil, fmt.Errorf("tombstone: derived memory: %w", err)
+	}
+	rs, err := s.st.Log.AppendBatch(ctx, append([]log.Entry{{ID: tid, Body: t}}, derived...))
 	if err != nil {
 		return nil, err
 	}
+	r := rs[0]
+	cascade.written(derived, rs[1:])
 	s.notifyAppend()
 	if err := set.CatchUp(ctx, nil); err != nil {
 		return nil, fmt.Errorf("catch up projections: %w", err)
@@ -225,7 +233,7 @@ func (s *Store) Tombstone(ctx context.Context, req TombstoneRequest) (*Tombstone
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return nil, err
 	}
-	return &TombstoneResult{Seq: r.Seq, ID: r.ID, Hash: r.Hash, Removed: removed, Erasure: false, Note: TombstoneNote}, nil
+	return &TombstoneResult{Seq: r.Seq, ID: r.ID, Hash: r.Hash, Removed: removed, Erasure: false, Note: TombstoneNote, Derived: cascade}, nil
 }
 
 // describeTargets names a tombstone's targets for an error message.

@@ -204,12 +204,13 @@ func (c Config) Extract(ctx context.Context, in Input) (*Call, error) {
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("post %s: %v: %w", url, redact(err.Error(), c.APIKey), ErrUpstream)
+		// The key travels in a header, which transport errors never print.
+		return nil, fmt.Errorf("post %s: %w: %w", url, err, ErrUpstream)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("read response of %s: %v: %w", url, redact(err.Error(), c.APIKey), ErrUpstream)
+		return nil, fmt.Errorf("read response of %s: %w: %w", url, err, ErrUpstream)
 	}
 	if resp.StatusCode != http.StatusOK {
 		msg := string(data)
