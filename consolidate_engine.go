@@ -714,3 +714,63 @@ func indexOf(items []consolidate.Item, id string) int {
 	}
 	return -1
 }
+
+// ProfileRequest asks for the current profiles.
+type ProfileRequest struct {
+	// Subject selects one subject ("" every subject).
+	Subject string `json:"subject,omitempty"`
+}
+
+// ProfileFactItem is one fact of a profile, with the turns it comes from.
+type ProfileFactItem struct {
+	ID      string   `json:"id"`
+	Text    string   `json:"text"`
+	Sources []string `json:"derived_from"`
+}
+
+// Profile is the current profile of one subject.
+type Profile struct {
+	ID      string            `json:"id"`
+	Seq     uint64            `json:"seq"`
+	Subject string            `json:"subject"`
+	Content string            `json:"content"`
+	Facts   []ProfileFactItem `json:"facts"`
+}
+
+// ProfileResult lists current profiles by subject.
+type ProfileResult struct {
+	Profiles []Profile `json:"profiles"`
+}
+
+// Profile returns the current (not superseded) profile of each subject,
+// or of req.Subject, with its facts and their sources.
+func (s *Store) Profile(ctx context.Context, req ProfileRequest) (*ProfileResult, error) {
+	res := &ProfileResult{Profiles: []Profile{}}
+	err := s.readProj(ctx, nil, func(set *projstd.Set, _ bool) error {
+		_, items, err := derivedChunks(set)
+		if err != nil {
+			return err
+		}
+		byID := map[string]consolidate.Item{}
+		for _, it := range items {
+			byID[it.ID] = it
+		}
+		for _, it := range items {
+			if it.Kind != consolidate.KindProfile || len(it.SupersededBy) > 0 || (req.Subject != "" && it.Subject != req.Subject) {
+				continue
+			}
+			p := Profile{ID: it.ID, Seq: it.Seq, Subject: it.Subject, Content: it.Content, Facts: []ProfileFactItem{}}
+			for _, id := range it.Sources {
+				f := byID[id]
+				p.Facts = append(p.Facts, ProfileFactItem{ID: id, Text: f.Content, Sources: f.Sources})
+			}
+			res.Profiles = append(res.Profiles, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("profile: %w", err)
+	}
+	sort.Slice(res.Profiles, func(i, j int) bool { return res.Profiles[i].Subject < res.Profiles[j].Subject })
+	return res, nil
+}

@@ -395,3 +395,245 @@ func TestConsolidateSupersedesWithHistory(t *testing.T) {
 		t.Fatalf("%v %+v", err, r3)
 	}
 }
+
+// seedDerived stores three turns and consolidates them into F1 (peanuts,
+// from t1 alone) and F2 (aisle seats, from t2 and t3), with profile P1.
+func seedDerived(t *testing.T, s *Store, m *fakeModel) (f1, f2, p1 string) {
+	t.Helper()
+	remember(t, s, "t1", "trip", "user", "I am allergic to peanuts.")
+	remember(t, s, "t2", "trip", "user", "I prefer aisle seats.")
+	remember(t, s, "t3", "trip2", "user", "Aisle seats please, I always prefer them.")
+	m.script(facts(
+		consolidate.Fact{Subject: "user", Text: "The user is allergic to peanuts.", Sources: []string{"t1"}},
+		consolidate.Fact{Subject: "user", Text: "The user prefers aisle seats.", Sources: []string{"t2", "t3"}},
+	))
+	res, err := s.Consolidate(context.Background(), ConsolidateRequest{})
+	if err != nil || len(res.Stored) != 2 || len(res.Profiles) != 1 {
+		t.Fatalf("%v %+v", err, res)
+	}
+	return res.Stored[0].ID, res.Stored[1].ID, res.Profiles[0].ID
+}
+
+// noText fails when text is in a search, a context, a profile or the
+// replay of s.
+func noText(t *testing.T, s *Store, text string) {
+	t.Helper()
+	ctx := context.Background()
+	r, err := s.Search(ctx, SearchRequest{Text: text, K: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range r.Results {
+		if strings.Contains(strings.ToLower(h.Content), text) {
+			t.Fatalf("search finds %q in %s: %q", text, h.ChunkID, h.Content)
+		}
+	}
+	c, err := s.Context(ctx, ContextRequest{SearchRequest: SearchRequest{Text: text}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(strings.ToLower(c.Context), text) {
+		t.Fatalf("context has %q: %s", text, c.Context)
+	}
+	err = s.Replay(ctx, ReplayRequest{}, func(b json.RawMessage) error {
+		if strings.Contains(strings.ToLower(string(b)), text) {
+			return fmt.Errorf("replay has %q: %s", text, b)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := s.Profile(ctx, ProfileRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range cs.Profiles {
+		if strings.Contains(strings.ToLower(p.Content), text) {
+			t.Fatalf("profile has %q: %s", text, p.Content)
+		}
+	}
+}
+
+func TestTombstoneCascadesToDerived(t *testing.T) {
+	m := newFakeModel(t)
+	s := newConsolidateStore(t, m)
+	ctx := context.Background()
+	f1, f2, p1 := seedDerived(t, s, m)
+	f1Seq := headSeq(s) - 2
+
+	// Forget t1: F1 (its only source) and P1 (lists F1) go in the same
+	// batch; F2 stays; a new profile lists F2 alone.
+	tr, err := s.Tombstone(ctx, TombstoneRequest{Chunks: []string{"t1"}, Reason: "user asked"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := tr.Derived
+	if d == nil || len(d.Remove) != 2 || d.Remove[0].ID != f1 || d.Remove[1].ID != p1 || len(d.Rewire) != 0 || len(d.Profiles) != 1 {
+		t.Fatalf("cascade %+v", d)
+	}
+	if headSeq(s) != tr.Seq+3 { // tombstone, F1's tombstone, P1's tombstone, new profile
+		t.Fatalf("head %d after tombstone %d", headSeq(s), tr.Seq)
+	}
+	if _, _, ok := getChunk(t, s, f1); ok {
+		t.Fatal("F1 still live")
+	}
+	if _, _, ok := getChunk(t, s, f2); !ok {
+		t.Fatal("F2 gone")
+	}
+	noText(t, s, "peanuts")
+	profs, err := s.Profile(ctx, ProfileRequest{Subject: "user"})
+	if err != nil || len(profs.Profiles) != 1 || !strings.Contains(profs.Profiles[0].Content, "aisle") {
+		t.Fatalf("profiles %+v %v", profs, err)
+	}
+	// The audit trail says where F1 came from and why it went.
+	show, err := s.AuditShow(ctx, AuditShowRequest{Seq: f1Seq})
+	if err != nil || show.TombstonedBy != tr.Seq+1 {
+		t.Fatalf("audit show F1: %+v %v", show, err)
+	}
+	why, err := s.AuditShow(ctx, AuditShowRequest{Seq: show.TombstonedBy})
+	if err != nil || !strings.Contains(string(why.Event), "every source was forgotten (derived from t1; forgotten with tombstone "+tr.ID.String()) {
+		t.Fatalf("audit show of the cascade: %s %v", why.Event, err)
+	}
+
+	// Forget t2: F2 keeps t3, which supports it: an edit drops the citation.
+	tr2, err := s.Tombstone(ctx, TombstoneRequest{Chunks: []string{"t2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := tr2.Derived; d == nil || len(d.Remove) != 0 || len(d.Rewire) != 1 || d.Rewire[0].ID != f2 ||
+		strings.Join(d.Rewire[0].Sources, ",") != "t3" || strings.Join(d.Rewire[0].Dropped, ",") != "t2" {
+		t.Fatalf("cascade 2 %+v", tr2.Derived)
+	}
+	meta, _, _ := getChunk(t, s, f2)
+	if meta["derived_from"] != "t3" || meta["dropped_sources"] != "t2" {
+		t.Fatalf("F2 meta %v", meta)
+	}
+
+	// Forget session trip2 (t3): F2 and every profile listing it go, with
+	// F2's edit; after a rotation no file of the store holds them.
+	tr3, err := s.Tombstone(ctx, TombstoneRequest{Session: "trip2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := tr3.Derived; d == nil || len(d.Remove) != 3 || len(d.Profiles) != 0 {
+		t.Fatalf("cascade 3 %+v", tr3.Derived)
+	}
+	if profs, _ := s.Profile(ctx, ProfileRequest{}); len(profs.Profiles) != 0 {
+		t.Fatalf("profiles left: %+v", profs)
+	}
+	noText(t, s, "aisle")
+	if _, err := s.RotateKeys(ctx, RotateKeysRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if hits := walkBytes(t, s.Dir(), []byte("peanuts"), []byte("aisle"), []byte("Aisle")); len(hits) > 0 {
+		t.Fatalf("after rotation: %v", hits)
+	}
+	// Not even the owner's key reads them back: every version of a
+	// derived item (F2's edit included) is shredded.
+	for _, e := range replayAll(t, s) {
+		if txt := strings.ToLower(fmt.Sprint(e)); strings.Contains(txt, "peanuts") || strings.Contains(txt, "aisle") {
+			t.Fatalf("readable after rotation: %v", e)
+		}
+	}
+}
+
+// A fact whose remaining sources do not support it goes, even though a
+// source is left.
+func TestTombstoneCascadeRechecksSupport(t *testing.T) {
+	m := newFakeModel(t)
+	s := newConsolidateStore(t, m)
+	ctx := context.Background()
+	remember(t, s, "t1", "trip", "user", "I moved to Berlin in March.")
+	remember(t, s, "t2", "trip", "user", "Berlin is cold.")
+	m.script(facts(consolidate.Fact{Subject: "user", Text: "The user moved to Berlin in March.", Sources: []string{"t1", "t2"}}))
+	res, err := s.Consolidate(ctx, ConsolidateRequest{})
+	if err != nil || len(res.Stored) != 1 {
+		t.Fatalf("%v %+v", err, res)
+	}
+	tr, err := s.Tombstone(ctx, TombstoneRequest{Chunks: []string{"t1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := tr.Derived; d == nil || len(d.Remove) != 2 || !strings.Contains(d.Remove[0].Reason, "do not support") {
+		t.Fatalf("cascade %+v", tr.Derived)
+	}
+	noText(t, s, "march")
+}
+
+// Rebuilding the projections, or restoring a snapshot, replays the derived
+// items: the model is never asked, the digests are the same.
+func TestDerivedRebuildNeverCallsModel(t *testing.T) {
+	m := newFakeModel(t)
+	s := newConsolidateStore(t, m)
+	ctx := context.Background()
+	seedDerived(t, s, m)
+	if _, err := s.Tombstone(ctx, TombstoneRequest{Chunks: []string{"t2"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SnapshotCreate(ctx, SnapshotCreateRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := s.VerifyProjections(ctx, VerifyProjectionsRequest{})
+	if err != nil || !before.OK {
+		t.Fatalf("verify: %+v %v", before, err)
+	}
+	calls := len(m.requests())
+	m.srv.Close() // the model is gone
+	if _, err := s.RebuildProjections(ctx, RebuildProjectionsRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	after, err := s.VerifyProjections(ctx, VerifyProjectionsRequest{})
+	if err != nil || !after.OK || fmt.Sprint(after.Digests) != fmt.Sprint(before.Digests) {
+		t.Fatalf("after rebuild: %+v %v (before %v)", after, err, before.Digests)
+	}
+	if _, err := s.SnapshotRestore(ctx, SnapshotRestoreRequest{NoFallback: true}); err != nil {
+		t.Fatal(err)
+	}
+	restored, err := s.VerifyProjections(ctx, VerifyProjectionsRequest{})
+	if err != nil || fmt.Sprint(restored.Digests) != fmt.Sprint(before.Digests) {
+		t.Fatalf("after restore: %+v %v", restored, err)
+	}
+	profs, err := s.Profile(ctx, ProfileRequest{})
+	if err != nil || len(profs.Profiles) != 1 || !strings.Contains(profs.Profiles[0].Content, "peanuts") {
+		t.Fatalf("profile after restore: %+v %v", profs, err)
+	}
+	if len(m.requests()) != calls {
+		t.Fatal("the model was asked during rebuild")
+	}
+}
+
+// Rotation shreds every version of a tombstoned item, its edits included
+// (before, an edit event was rekeyed and read back after the rotation).
+func TestRotateShredsEditsOfTombstoned(t *testing.T) {
+	s := newTestStore(t)
+	ctx := context.Background()
+	remember(t, s, "e1", "s", "user", "first version quokka")
+	if _, err := s.Edit(ctx, EditRequest{ID: "e1", Content: "second version wombat"}); err != nil {
+		t.Fatal(err)
+	}
+	remember(t, s, "e2", "s", "user", "stays readable")
+	if _, err := s.Tombstone(ctx, TombstoneRequest{Chunks: []string{"e1"}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.RotateKeys(ctx, RotateKeysRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Shredded) != 2 {
+		t.Fatalf("shredded %v", res.Shredded)
+	}
+	var readable int
+	for _, e := range replayAll(t, s) {
+		txt := fmt.Sprint(e)
+		if strings.Contains(txt, "quokka") || strings.Contains(txt, "wombat") {
+			t.Fatalf("readable after rotation: %v", e)
+		}
+		if strings.Contains(txt, "stays readable") {
+			readable++
+		}
+	}
+	if readable != 1 {
+		t.Fatal("the live item is not readable")
+	}
+}

@@ -175,7 +175,10 @@ func PlanCascade(items []Item, removed map[string]bool, content func(id string) 
 				if len(keep) == 0 {
 					reason = "every source was forgotten"
 				} else if sup := Check(it.Content, texts); !sup.OK {
-					reason = "its remaining sources do not support it: " + sup.Reason
+					// Not sup.Reason: the reason is stored in a live
+					// tombstone, and the missing words are the
+					// forgotten content.
+					reason = "its remaining sources do not support it"
 				} else {
 					continue // rewired below, once the removals are known
 				}
