@@ -71,12 +71,23 @@ func words(s string) []word {
 	return out
 }
 
+// stem drops one common English ending, leaving at least three letters
+// ("moving" and "moved" are both "mov").
+func stem(w string) string {
+	for _, suf := range []string{"ing", "ed", "es", "s", "ly", "er"} {
+		if strings.HasSuffix(w, suf) && len(w)-len(suf) >= 3 {
+			return strings.TrimSuffix(w, suf)
+		}
+	}
+	return w
+}
+
 // sameWord reports whether a fact's word and a source's word are the same
-// word up to its ending: equal, or sharing a prefix of at least 4 letters
+// word up to its ending: equal, equal stems, or sharing a prefix of at least 4 letters
 // that is all of the shorter word or at least 5 letters long ("moved" and
 // "move", "allergic" and "allergy"). Numbers must be equal.
 func sameWord(a, b string) bool {
-	if a == b {
+	if a == b || stem(a) == stem(b) {
 		return true
 	}
 	ra, rb := []rune(a), []rune(b)
