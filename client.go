@@ -210,6 +210,11 @@ func (c *Client) Consolidate(ctx context.Context, req ConsolidateRequest) (*Cons
 	return call[ConsolidateResult](c, ctx, "consolidate", req)
 }
 
+// Profile runs Store.Profile in the owner.
+func (c *Client) Profile(ctx context.Context, req ProfileRequest) (*ProfileResult, error) {
+	return call[ProfileResult](c, ctx, "profile", req)
+}
+
 // Append implements API through the owner.
 func (c *Client) Append(ctx context.Context, req AppendRequest) (*AppendResult, error) {
 	return call[AppendResult](c, ctx, "append", req)

@@ -774,3 +774,36 @@ func (s *Store) Profile(ctx context.Context, req ProfileRequest) (*ProfileResult
 	sort.Slice(res.Profiles, func(i, j int) bool { return res.Profiles[i].Subject < res.Profiles[j].Subject })
 	return res, nil
 }
+
+// Consolidator is implemented by *Store and *Client: derived memory over
+// the socket too.
+type Consolidator interface {
+	Consolidate(ctx context.Context, req ConsolidateRequest) (*ConsolidateResult, error)
+	Profile(ctx context.Context, req ProfileRequest) (*ProfileResult, error)
+}
+
+// ConsolidateEvery runs Consolidate every interval until ctx ends, in the
+// owner process (`[consolidate] every`); report gets each run's result or
+// error (an error does not stop the schedule: the next run retries what
+// is still pending).
+func ConsolidateEvery(ctx context.Context, c Consolidator, every time.Duration, report func(*ConsolidateResult, error)) {
+	if every <= 0 {
+		return
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		res, err := c.Consolidate(ctx, ConsolidateRequest{})
+		if ctx.Err() != nil {
+			return
+		}
+		if report != nil {
+			report(res, err)
+		}
+	}
+}

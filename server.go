@@ -54,10 +54,9 @@ func Handler(api API) http.Handler {
 	route(mux, "snapshot_restore", api.SnapshotRestore)
 	route(mux, "snapshot_publish", api.SnapshotPublish)
 	route(mux, "rotate_keys", api.RotateKeys)
-	if c, ok := api.(interface {
-		Consolidate(context.Context, ConsolidateRequest) (*ConsolidateResult, error)
-	}); ok {
+	if c, ok := api.(Consolidator); ok {
 		route(mux, "consolidate", c.Consolidate)
+		route(mux, "profile", c.Profile)
 	}
 	stream(mux, "replay", "line", func(ctx context.Context, req ReplayRequest, emit func(any) error) error {
 		return api.Replay(ctx, req, func(l json.RawMessage) error { return emit(l) })
