@@ -139,7 +139,7 @@ type Config struct {
 	// ConsolidateKey is the consolidation model's API key
 	// (ConsolidateKeyEnv, else UpstreamKey). Never print it.
 	ConsolidateKey string
-	keySource   string
+	keySource      string
 }
 
 // Load resolves every setting: flags (by key, only those given on the
