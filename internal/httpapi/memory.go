@@ -50,10 +50,18 @@ var xmlReplacer = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"
 
 func xmlEscape(s string) string { return xmlReplacer.Replace(s) }
 
-// renderMemory renders the recent turns and the ranked items.
-func renderMemory(recent, ranked []string) string {
+// renderMemory renders the profiles, the recent turns and the ranked items.
+func renderMemory(profile, recent, ranked []string) string {
 	var b strings.Builder
 	b.WriteString(memoryPreamble)
+	if len(profile) > 0 {
+		b.WriteString("\n<profile>\n")
+		for _, r := range profile {
+			b.WriteString(r)
+			b.WriteByte('\n')
+		}
+		b.WriteString("</profile>")
+	}
 	if len(recent) > 0 {
 		b.WriteString("\n<recent_turns>\n")
 		for _, r := range recent {
@@ -77,16 +85,19 @@ func renderMemory(recent, ranked []string) string {
 const minItemTokens = 24
 
 // memory assembles the memory of one request under MaxContextTokens:
-// the session's last RecencyWindow turns (newest first, rendered in
-// order), then the ranked chunks for query, leaving out every item whose
-// text the request carries. It returns "" when there is nothing to add.
+// the current profiles (derived memory, when the store has any), the
+// session's last RecencyWindow turns (newest first, rendered in order),
+// then the ranked chunks for query, leaving out every item whose text the
+// request carries. It returns "" when there is nothing to add.
 func (s *Server) memory(ctx context.Context, session, query string, carried map[string]bool) (string, int, error) {
 	budget := s.opts.MaxContextTokens
-	fits := func(recent, ranked []string) (string, int, bool) {
-		m := renderMemory(recent, ranked)
+	var profile []string
+	fitsAll := func(profile, recent, ranked []string) (string, int, bool) {
+		m := renderMemory(profile, recent, ranked)
 		t := textutil.EstimateTokens(m)
 		return m, t, t <= budget
 	}
+	fits := func(recent, ranked []string) (string, int, bool) { return fitsAll(profile, recent, ranked) }
 	// place tries it whole, then cut to what fits; "" : it does not fit.
 	place := func(it memItem, try func(string) bool) bool {
 		if try(it.render(it.content)) {
@@ -106,6 +117,24 @@ func (s *Server) memory(ctx context.Context, session, query string, carried map[
 	}
 
 	seen := map[string]bool{}
+	// The profiles first: each fact in them names the turns it comes
+	// from, so the model can ask for them.
+	if pa, ok := s.api.(ucl.Consolidator); ok {
+		pr, err := pa.Profile(ctx, ucl.ProfileRequest{})
+		if err != nil {
+			return "", 0, fmt.Errorf("profile: %w", err)
+		}
+		for _, p := range pr.Profiles {
+			seen[p.ID] = true
+			place(memItem{id: p.ID, kind: "profile", content: p.Content}, func(x string) bool {
+				_, _, ok := fitsAll(append(profile, x), nil, nil)
+				if ok {
+					profile = append(profile, x)
+				}
+				return ok
+			})
+		}
+	}
 	var recentItems []memItem
 	if s.opts.RecencyWindow > 0 {
 		// One call reading only the last turns (serve owns the store: no
@@ -159,7 +188,7 @@ func (s *Server) memory(ctx context.Context, session, query string, carried map[
 			return ok
 		})
 	}
-	if len(recent) == 0 && len(ranked) == 0 {
+	if len(profile) == 0 && len(recent) == 0 && len(ranked) == 0 {
 		return "", 0, nil
 	}
 	m, t, _ := fits(recent, ranked)
