@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/unlimitedcontext/ucl/arweave/arlocaltest"
 )
 
 const e2eModelKey = "sk-e2e-CONSOLIDATE-KEY-must-not-leak"
@@ -255,5 +257,66 @@ func TestConsolidateNoModelE2E(t *testing.T) {
 	}
 	if after := must(t, dir, "", "replay", "--json"); after != head {
 		t.Fatal("something was stored")
+	}
+}
+
+// Derived memory reaches a device rebuilt from Arweave as events: the
+// profile and facts come back without any model, and what a tombstone
+// and a rotation shredded on the first device is unreadable on the new
+// one too.
+func TestDerivedRebuildFromArweave(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("skipping arlocal end-to-end tests in -short mode")
+	}
+	gw := arlocaltest.Start(t)
+	m := newFactModel(t)
+	a, _ := newDevice(t, gw, 0, "dv")
+	cfg := "[consolidate]\nmodel = \"fake-facts\"\nendpoint = \"" + m.srv.URL + "/v1\"\n"
+	if err := os.WriteFile(filepath.Join(a.dir, "ucl.toml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	must(t, a.dir, `{"type":"store","session":"s1","role":"user","id":"p1","content":"I am allergic to peanuts."}`+"\n"+
+		`{"type":"store","session":"s2","role":"user","id":"p2","content":"I prefer aisle seats."}`+"\n", "append", "-")
+	res := jsonDoc(t, must(t, a.dir, "", "consolidate", "--json"))
+	if s, _ := res["stored"].([]any); len(s) != 2 {
+		t.Fatalf("consolidate: %v", res)
+	}
+	must(t, a.dir, "", "tombstone", "--session", "s1")
+	// Not blind: before the rotation the owner's key still reads it.
+	if r := must(t, a.dir, "", "replay", "--include-tombstoned"); !strings.Contains(r, "The user is allergic to peanuts.") {
+		t.Fatal("the fact is not in the log before the rotation")
+	}
+	must(t, a.dir, "", "sync", "push", "--gateway", gw.URL())
+	must(t, a.dir, "", "keys", "rotate", "--yes")
+	must(t, a.dir, "", "sync", "push", "--gateway", gw.URL())
+	if err := gw.Mine(1); err != nil {
+		t.Fatal(err)
+	}
+	m.srv.Close() // no model from here on
+	calls := len(m.requests())
+	profA := must(t, a.dir, "", "profile", "--json")
+	if !strings.Contains(profA, "aisle") || strings.Contains(profA, "peanuts") {
+		t.Fatalf("profile on A: %s", profA)
+	}
+
+	b, rr := rebuild(t, gw.URL(), a, "--json")
+	if rr.code != 0 {
+		t.Fatalf("rebuild: %s", rr)
+	}
+	if profB := must(t, b, "", "profile", "--json"); profB != profA {
+		t.Fatalf("profile on B differs:\n%s\nA:\n%s", profB, profA)
+	}
+	if da, db := digests(t, a.dir), digests(t, b); fmt.Sprint(da) != fmt.Sprint(db) {
+		t.Fatalf("digests differ:\nA %v\nB %v", da, db)
+	}
+	if r := must(t, b, "", "replay", "--include-tombstoned"); strings.Contains(r, "peanuts") {
+		t.Fatal("the forgotten fact is readable on the rebuilt device")
+	}
+	if hits := filesHolding(t, b, [][]byte{[]byte("peanuts")}); len(hits) > 0 {
+		t.Fatalf("rebuilt device: %v", hits)
+	}
+	if len(m.requests()) != calls {
+		t.Fatal("the model was asked during the rebuild")
 	}
 }
