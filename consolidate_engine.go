@@ -807,3 +807,44 @@ func ConsolidateEvery(ctx context.Context, c Consolidator, every time.Duration, 
 		}
 	}
 }
+
+func hasTombstone(entries []log.Entry) bool {
+	for _, e := range entries {
+		if _, ok := e.Body.(*log.Tombstone); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// appendCascadeLocked is derivedCascade for the tombstones of an Append
+// input (the caller holds projMu): one cascade over everything they
+// match, naming the input's last tombstone, whose event id it sets.
+func (s *Store) appendCascadeLocked(ctx context.Context, entries []log.Entry) ([]log.Entry, error) {
+	set, err := s.caughtUpLocked(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	var hit []string
+	last := -1
+	for i, e := range entries {
+		t, ok := e.Body.(*log.Tombstone)
+		if !ok {
+			continue
+		}
+		m, err := set.Timelines.Matches(t)
+		if err != nil {
+			return nil, err
+		}
+		hit = append(hit, m...)
+		last = i
+	}
+	if len(hit) == 0 {
+		return nil, nil
+	}
+	if entries[last].ID.IsZero() {
+		entries[last].ID = newID()
+	}
+	derived, _, err := derivedCascade(set, entries[last].ID, hit)
+	return derived, err
+}

@@ -637,3 +637,30 @@ func TestRotateShredsEditsOfTombstoned(t *testing.T) {
 		t.Fatal("the live item is not readable")
 	}
 }
+
+// A tombstone given as an Append line cascades like Tombstone does, in the
+// same input's batch.
+func TestAppendTombstoneCascades(t *testing.T) {
+	m := newFakeModel(t)
+	s := newConsolidateStore(t, m)
+	ctx := context.Background()
+	f1, f2, _ := seedDerived(t, s, m)
+	head := headSeq(s)
+	res, err := s.Append(ctx, AppendRequest{JSONL: `{"type":"tombstone","chunks":["t1"],"reason":"jsonl"}` + "\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Results) != 1 {
+		t.Fatalf("results %+v", res.Results)
+	}
+	if headSeq(s) != head+4 { // the tombstone, F1's, P1's, the new profile
+		t.Fatalf("head %d -> %d", head, headSeq(s))
+	}
+	if _, _, ok := getChunk(t, s, f1); ok {
+		t.Fatal("F1 outlived its source")
+	}
+	if _, _, ok := getChunk(t, s, f2); !ok {
+		t.Fatal("F2 gone")
+	}
+	noText(t, s, "peanuts")
+}

@@ -70,6 +70,21 @@ func (s *Store) Append(ctx context.Context, req AppendRequest) (*AppendResult, e
 			return nil, err
 		}
 		entries = plan.kept
+	} else if hasTombstone(entries) {
+		s.dedupMu.Lock() // a consolidation's check and append hold it too
+		defer s.dedupMu.Unlock()
+	}
+	// What was derived from the input's tombstones' targets goes at the
+	// end of the input, under the lock a consolidation's check holds.
+	n := len(entries)
+	if hasTombstone(entries) {
+		s.lockProj()
+		defer s.projMu.Unlock()
+		derived, err := s.appendCascadeLocked(ctx, entries)
+		if err != nil {
+			return nil, fmt.Errorf("append: derived memory: %w", err)
+		}
+		entries = append(entries[:n:n], derived...)
 	}
 	if len(entries) > AppendBlock {
 		// Several batches: a conflict late in the input must fail before
@@ -94,6 +109,7 @@ func (s *Store) Append(ctx context.Context, req AppendRequest) (*AppendResult, e
 			req.Progress("append", uint64(i+len(block)), uint64(len(entries)))
 		}
 	}
+	res.Results = res.Results[:min(n, len(res.Results))]
 	if plan != nil {
 		res.Results = plan.merge(res.Results, all)
 	}
