@@ -12,6 +12,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/unlimitedcontext/ucl/arweave/arlocaltest"
 )
@@ -318,5 +319,29 @@ func TestDerivedRebuildFromArweave(t *testing.T) {
 	}
 	if len(m.requests()) != calls {
 		t.Fatal("the model was asked during the rebuild")
+	}
+}
+
+// The owner consolidates on its own when [consolidate] every is set.
+func TestConsolidateScheduleE2E(t *testing.T) {
+	t.Parallel()
+	m := newFactModel(t)
+	dir := newStore(t)
+	must(t, dir, "I prefer aisle seats.", "store", "--session", "s1")
+	srv := startServe(t, dir, []string{"UCL_CONSOLIDATE_MODEL=fake-facts", "UCL_CONSOLIDATE_EVERY=100ms"}, "--upstream", m.srv.URL+"/v1")
+	// Wait for the owner's first run (no time is asserted: a slow
+	// machine only waits longer, up to the test's own deadline).
+	for m.consolidations() == 0 {
+		select {
+		case err := <-srv.done:
+			t.Fatalf("serve exited: %v\n%s", err, srv.stderr.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	for !strings.Contains(must(t, dir, "", "profile"), "The user prefers aisle seats.") {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(srv.stderr.String(), "consolidating every 100ms") {
+		t.Fatalf("serve log: %s", srv.stderr.String())
 	}
 }
