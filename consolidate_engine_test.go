@@ -664,3 +664,46 @@ func TestAppendTombstoneCascades(t *testing.T) {
 	}
 	noText(t, s, "peanuts")
 }
+
+// The current profile opens a context, in every format, under the budget.
+func TestContextOpensWithProfile(t *testing.T) {
+	m := newFakeModel(t)
+	s := newConsolidateStore(t, m)
+	ctx := context.Background()
+	f1, _, p1 := seedDerived(t, s, m)
+	for _, format := range []string{"xml", "json", "text"} {
+		for _, budget := range []int{60, 400} {
+			c, err := s.Context(ctx, ContextRequest{SearchRequest: SearchRequest{Text: "which seat"}, Budget: budget, Format: format})
+			if err != nil {
+				t.Fatalf("%s %d: %v", format, budget, err)
+			}
+			if c.Tokens > budget {
+				t.Fatalf("%s: %d tokens over the budget %d", format, c.Tokens, budget)
+			}
+			has := strings.Contains(c.Context, "The user is allergic to peanuts. [fact "+f1+"; sources t1]")
+			if budget == 60 {
+				if has {
+					t.Fatalf("%s: a profile over half the budget was packed: %s", format, c.Context)
+				}
+				continue
+			}
+			switch format {
+			case "xml":
+				has = has && strings.HasPrefix(c.Context, "<unlimited_context>\n<profile subject=\"user\" id=\""+p1+"\">Profile of user:")
+			case "json":
+				var doc struct {
+					Profiles []struct{ ID, Subject, Content string }
+				}
+				if err := json.Unmarshal([]byte(c.Context), &doc); err != nil || len(doc.Profiles) != 1 || doc.Profiles[0].ID != p1 {
+					t.Fatalf("json context %v: %s", err, c.Context)
+				}
+				has = strings.Contains(doc.Profiles[0].Content, "The user is allergic to peanuts. [fact "+f1+"; sources t1]")
+			case "text":
+				has = has && strings.HasPrefix(c.Context, "Profile of user:")
+			}
+			if !has {
+				t.Fatalf("%s context: %s", format, c.Context)
+			}
+		}
+	}
+}

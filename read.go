@@ -14,6 +14,7 @@ import (
 	"github.com/unlimitedcontext/ucl/internal/fsutil"
 	"github.com/unlimitedcontext/ucl/internal/mirror"
 	"github.com/unlimitedcontext/ucl/internal/store"
+	"github.com/unlimitedcontext/ucl/internal/textutil"
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections/projstd"
 	"github.com/unlimitedcontext/ucl/projections/timelines"
@@ -337,11 +338,18 @@ func (s *Store) Context(ctx context.Context, req ContextRequest) (*ContextResult
 	if req.Recent < 0 {
 		return nil, badRequest("bad recent %d", req.Recent)
 	}
+	// The current profiles open the context, within half the budget
+	// (consolidate_engine.go); the rest is packed under what is left.
+	block, err := s.contextProfiles(ctx, string(format), req.Budget/2)
+	if err != nil {
+		return nil, err
+	}
+	budget := req.Budget - textutil.EstimateTokens(block)
 	var a *query.Assembly
 	err = s.query(ctx, req.Progress, func(e *query.Engine) error {
 		s.sharedMu.Lock()
 		defer s.sharedMu.Unlock()
-		cr, err := s.sharedContextLocked(ctx, e, query.ContextRequest{Request: q, Budget: req.Budget, RecentTurns: req.Recent, Format: format}, req.Progress)
+		cr, err := s.sharedContextLocked(ctx, e, query.ContextRequest{Request: q, Budget: budget, RecentTurns: req.Recent, Format: format}, req.Progress)
 		if err != nil {
 			return err
 		}
@@ -350,6 +358,10 @@ func (s *Store) Context(ctx context.Context, req ContextRequest) (*ContextResult
 	})
 	if err != nil {
 		return nil, err
+	}
+	if block != "" {
+		a.Output = spliceProfile(string(format), a.Output, block)
+		a.Tokens, a.Budget = textutil.EstimateTokens(string(a.Output)), req.Budget
 	}
 	return &ContextResult{Assembly: *a, Context: string(a.Output)}, nil
 }
