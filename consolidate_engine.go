@@ -373,9 +373,11 @@ func pendingTurns(set *projstd.Set, state *consolidateMark, scope string, since 
 	}
 	// The current facts, newest consolidateKnown, oldest first.
 	subjects := map[string]bool{}
+	seqOf := map[string]uint64{}
 	for _, it := range items {
 		if it.Kind == consolidate.KindKnowledge {
 			subjects[it.Subject] = true
+			seqOf[it.ID] = it.Seq
 		}
 	}
 	var known []consolidate.Known
@@ -384,6 +386,7 @@ func pendingTurns(set *projstd.Set, state *consolidateMark, scope string, since 
 			known = append(known, consolidate.Known{ID: f.ID, Subject: subj, Text: f.Text})
 		}
 	}
+	sort.SliceStable(known, func(i, j int) bool { return seqOf[known[i].ID] < seqOf[known[j].ID] })
 	if len(known) > consolidateKnown {
 		known = known[len(known)-consolidateKnown:]
 	}

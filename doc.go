@@ -72,6 +72,16 @@
 //	SnapshotCreate / SnapshotList / SnapshotVerify / SnapshotRestore / SnapshotPublish
 //	RotateKeys(ctx, RotateKeysRequest) (*RotateKeysResult, error)      shred: new epoch, live DEKs rewrapped, old epoch wiped
 //
+// Derived memory (consolidate_engine.go, package consolidate; *Store and
+// *Client implement Consolidator, methods consolidate and profile on the
+// socket): Consolidate(ctx, ConsolidateRequest) asks the model configured
+// in Options.Consolidate for grounded facts of the turns not yet
+// consolidated and appends them (kind knowledge) with a profile per
+// subject (kind profile), each citing its sources in meta derived_from;
+// Profile(ctx, ProfileRequest) returns the current profiles, which open
+// every Context. Tombstone (and a tombstone line of Append) carries a
+// forgotten source on to what was derived from it, in the same batch.
+//
 // The conversation model (conv.go): RememberRequest.Tool makes an item a
 // tool call (store body v2, log/doc.go) and RememberRequest.Supersedes
 // marks older items outdated (every id must be live: ErrUnknownItem);

@@ -90,7 +90,11 @@
 //
 // # What is pending
 //
-// A turn is consolidated when its seq is at most the newest
+// A run sends the pending turns oldest first (by seq), Turns per request;
+// ConsolidateRequest.Since leaves out turns older than a content time, and
+// those of them below a request's through seq then count as offered (a
+// later run without Since does not send them). A turn is consolidated
+// when its seq is at most the newest
 // consolidated_through of a live derived item of its scope (the run's
 // session, or "" for every session), or of the store's local record
 // DIR/consolidate.json ({"version":1,"through":N,"sessions":{S:N}}),
