@@ -101,6 +101,12 @@ type API interface {
 	// RotateKeys shreds tombstoned content: a new vault-key epoch, live
 	// DEKs rewrapped, local state cleaned, the old epoch wiped (rotate.go).
 	RotateKeys(ctx context.Context, req RotateKeysRequest) (*RotateKeysResult, error)
+	// Consolidate sends the turns not yet consolidated to the configured
+	// model and appends the grounded facts and profiles it derives, each
+	// citing its sources (consolidate_engine.go).
+	Consolidate(ctx context.Context, req ConsolidateRequest) (*ConsolidateResult, error)
+	// Profile returns the current profiles, with their facts and sources.
+	Profile(ctx context.Context, req ProfileRequest) (*ProfileResult, error)
 	// Close releases what this handle holds (a Store closes the store; a
 	// Client only its connections).
 	Close() error
@@ -199,6 +205,9 @@ type TombstoneResult struct {
 	Removed []string `json:"removed"`
 	Erasure bool     `json:"erasure"`
 	Note    string   `json:"note"`
+	// Derived is what the tombstone did to derived memory, in its batch
+	// (consolidate_engine.go).
+	Derived *DerivedCascade `json:"derived,omitempty"`
 }
 
 // ReplayRequest selects events to replay.

@@ -205,6 +205,17 @@ func decodeStream[T any](r io.Reader, field string, fn func(T) error) error {
 	return fmt.Errorf("stream ended early: %w", ErrProtocol)
 }
 
+// Consolidate runs Store.Consolidate in the owner (with the owner's model
+// settings and API key; the request may name another model or endpoint).
+func (c *Client) Consolidate(ctx context.Context, req ConsolidateRequest) (*ConsolidateResult, error) {
+	return call[ConsolidateResult](c, ctx, "consolidate", req)
+}
+
+// Profile runs Store.Profile in the owner.
+func (c *Client) Profile(ctx context.Context, req ProfileRequest) (*ProfileResult, error) {
+	return call[ProfileResult](c, ctx, "profile", req)
+}
+
 // Append implements API through the owner.
 func (c *Client) Append(ctx context.Context, req AppendRequest) (*AppendResult, error) {
 	var evs []EventResult

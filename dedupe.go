@@ -89,7 +89,7 @@ func (s *Store) Dedupe(ctx context.Context, req DedupeRequest) (*DedupeResult, e
 	}
 	for _, k := range req.Kinds {
 		switch k {
-		case "conversation", "document", "knowledge", "tool_call":
+		case "conversation", "document", "knowledge", "tool_call", "profile":
 		default:
 			return nil, fmt.Errorf("unknown kind %q: %w", k, ErrBadRequest)
 		}

@@ -79,7 +79,19 @@
 //	ShareRevoke / ShareList                                           revoke a grant; grants given and received
 //	SharePull(ctx, SharePullRequest) (*SharePullResult, error)        receive grants: verify, decrypt, project (sharepull.go)
 //	SnapshotCreate / SnapshotList / SnapshotVerify / SnapshotRestore / SnapshotPublish
+//	Consolidate(ctx, ConsolidateRequest) (*ConsolidateResult, error)   derived memory: grounded facts and profiles as events, citing sources
+//	Profile(ctx, ProfileRequest) (*ProfileResult, error)               the current profiles with their facts and sources
 //	RotateKeys(ctx, RotateKeysRequest) (*RotateKeysResult, error)      shred: new epoch, live DEKs rewrapped, old epoch wiped
+//
+// Derived memory (consolidate_engine.go, package consolidate; *Store and
+// *Client implement Consolidator, methods consolidate and profile on the
+// socket): Consolidate(ctx, ConsolidateRequest) asks the model configured
+// in Options.Consolidate for grounded facts of the turns not yet
+// consolidated and appends them (kind knowledge) with a profile per
+// subject (kind profile), each citing its sources in meta derived_from;
+// Profile(ctx, ProfileRequest) returns the current profiles, which open
+// every Context. Tombstone (and a tombstone line of Append) carries a
+// forgotten source on to what was derived from it, in the same batch.
 //
 // The conversation model (conv.go): RememberRequest.Tool makes an item a
 // tool call (store body v2, log/doc.go) and RememberRequest.Supersedes

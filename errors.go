@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/unlimitedcontext/ucl/arweave"
+	"github.com/unlimitedcontext/ucl/consolidate"
 	"github.com/unlimitedcontext/ucl/crypto"
 	"github.com/unlimitedcontext/ucl/internal/ingest"
 	"github.com/unlimitedcontext/ucl/internal/mirror"
@@ -156,6 +157,10 @@ var errorCodes = []struct {
 	{"bad_rotate_journal", ErrBadRotateJournal, ClassInternal},
 	{"key_outside_store", ErrKeyOutsideStore, ClassBadRequest},
 	{"outcome_unknown", ErrOutcomeUnknown, ClassUnavailable},
+	{"no_model", consolidate.ErrNoModel, ClassUnavailable},
+	{"model_failed", consolidate.ErrUpstream, ClassUnavailable},
+	{"model_malformed", consolidate.ErrMalformed, ClassUnavailable},
+	{"model_partial", consolidate.ErrPartial, ClassUnavailable},
 }
 
 // Class groups errors by what the caller can do about them. Each face maps

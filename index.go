@@ -143,7 +143,7 @@ func (s *Store) Index(ctx context.Context, req IndexRequest) (*IndexResult, erro
 	}
 	for _, k := range req.Kinds {
 		switch k {
-		case "conversation", "document", "knowledge", "tool_call":
+		case "conversation", "document", "knowledge", "tool_call", "profile":
 		default:
 			return nil, fmt.Errorf("unknown kind %q: %w", k, ErrBadRequest)
 		}

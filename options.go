@@ -68,6 +68,8 @@ type Options struct {
 	Durability *log.Durability
 	// Embedder configures the vector projection.
 	Embedder EmbedderOptions
+	// Consolidate configures the model of Consolidate (off without one).
+	Consolidate ConsolidateOptions
 	// Warn receives what the engine repaired or rebuilt on its own (a
 	// damaged projection reset from the log, staging leftovers of a crash
 	// removed), for the user to see. Default: printed to standard error.

@@ -14,6 +14,7 @@ import (
 	"github.com/unlimitedcontext/ucl/internal/fsutil"
 	"github.com/unlimitedcontext/ucl/internal/mirror"
 	"github.com/unlimitedcontext/ucl/internal/store"
+	"github.com/unlimitedcontext/ucl/internal/textutil"
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections/projstd"
 	"github.com/unlimitedcontext/ucl/projections/timelines"
@@ -209,7 +210,7 @@ func queryRequest(r SearchRequest) (query.Request, error) {
 	}
 	for _, k := range q.Kinds {
 		switch k {
-		case "conversation", "document", "knowledge", "tool_call":
+		case "conversation", "document", "knowledge", "tool_call", "profile":
 		default:
 			return q, fmt.Errorf("unknown kind %q: %w", k, ErrBadRequest)
 		}
@@ -355,9 +356,19 @@ func (s *Store) Context(ctx context.Context, req ContextRequest) (*ContextResult
 	if err != nil {
 		return nil, err
 	}
+	// The current profiles open the context, within half the budget
+	// (consolidate_engine.go); the rest is packed under what is left. A
+	// context as of an earlier moment has none: the profiles are today's.
+	var block string
+	if q.AsOf == 0 {
+		if block, err = s.contextProfiles(ctx, string(format), req.Budget/2); err != nil {
+			return nil, err
+		}
+	}
+	budget := req.Budget - textutil.EstimateTokens(block)
 	var a *query.Assembly
 	err = run(ctx, req.Progress, func(e *query.Engine) error {
-		creq := query.ContextRequest{Request: q, Budget: req.Budget, RecentTurns: req.Recent, Format: format,
+		creq := query.ContextRequest{Request: q, Budget: budget, RecentTurns: req.Recent, Format: format,
 			Exclude: excluder(req.Exclude)}
 		if q.AsOf != 0 { // shared chunks are not part of the log's past
 			var err error
@@ -375,6 +386,10 @@ func (s *Store) Context(ctx context.Context, req ContextRequest) (*ContextResult
 	})
 	if err != nil {
 		return nil, err
+	}
+	if block != "" {
+		a.Output = spliceProfile(string(format), a.Output, block)
+		a.Tokens, a.Budget = textutil.EstimateTokens(string(a.Output)), req.Budget
 	}
 	return &ContextResult{Assembly: *a, Context: string(a.Output)}, nil
 }

@@ -382,7 +382,13 @@ func (r *rotation) rekey(ctx context.Context) error {
 			r.res.ShreddedBefore++
 			return nil
 		}
-		switch b := ev.Body.(type) {
+		body := ev.Body
+		if ed, ok := body.(*log.Edit); ok {
+			// An edit's version is content of its chunk like the
+			// original: a tombstone of the chunk shreds every version.
+			body = &ed.Store
+		}
+		switch b := body.(type) {
 		case *log.Store:
 			c := live[b.ChunkID]
 			if c == nil {

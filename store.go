@@ -52,6 +52,8 @@ type Store struct {
 	dedupSet *projstd.Set
 	// dedupMu makes a store's duplicate check and its append one step.
 	dedupMu sync.Mutex
+	// consolidateMu runs one consolidation at a time (consolidate_engine.go).
+	consolidateMu sync.Mutex
 	// sharedMu guards shared and sharedSrc, the projections of what other
 	// wallets shared with this store (sharesrc.go), opened on first use,
 	// and every call on them; taken after projMu (shared or not).

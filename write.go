@@ -70,6 +70,21 @@ func (s *Store) Append(ctx context.Context, req AppendRequest) (*AppendResult, e
 			return nil, err
 		}
 		entries = plan.kept
+	} else if hasTombstone(entries) {
+		s.dedupMu.Lock() // a consolidation's check and append hold it too
+		defer s.dedupMu.Unlock()
+	}
+	// What was derived from the input's tombstones' targets goes at the
+	// end of the input, under the lock a consolidation's check holds.
+	n := len(entries)
+	if hasTombstone(entries) {
+		s.lockProj()
+		defer s.projMu.Unlock()
+		derived, err := s.appendCascadeLocked(ctx, entries)
+		if err != nil {
+			return nil, fmt.Errorf("append: derived memory: %w", err)
+		}
+		entries = append(entries[:n:n], derived...)
 	}
 	if len(entries) > AppendBlock {
 		// Several batches: a conflict late in the input must fail before
@@ -94,6 +109,7 @@ func (s *Store) Append(ctx context.Context, req AppendRequest) (*AppendResult, e
 			req.Progress("append", uint64(i+len(block)), uint64(len(entries)))
 		}
 	}
+	res.Results = res.Results[:min(n, len(res.Results))]
 	if plan != nil {
 		res.Results = plan.merge(res.Results, all)
 	}
@@ -216,10 +232,18 @@ func (s *Store) Tombstone(ctx context.Context, req TombstoneRequest) (*Tombstone
 	if len(hit) == 0 {
 		return nil, fmt.Errorf("tombstone %s: %w", describeTargets(t), ErrNoMatch)
 	}
-	r, err := s.st.Log.Append(ctx, log.Entry{Body: t})
+	// What was derived from the targets goes in the same batch.
+	tid := newID()
+	derived, cascade, err := derivedCascade(set, tid, hit)
+	if err != nil {
+		return nil, fmt.Errorf("tombstone: derived memory: %w", err)
+	}
+	rs, err := s.st.Log.AppendBatch(ctx, append([]log.Entry{{ID: tid, Body: t}}, derived...))
 	if err != nil {
 		return nil, err
 	}
+	r := rs[0]
+	cascade.written(derived, rs[1:])
 	s.notifyAppend()
 	if err := set.CatchUp(ctx, nil); err != nil {
 		return nil, fmt.Errorf("catch up projections: %w", err)
@@ -228,7 +252,7 @@ func (s *Store) Tombstone(ctx context.Context, req TombstoneRequest) (*Tombstone
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return nil, err
 	}
-	return &TombstoneResult{Seq: r.Seq, ID: r.ID, Hash: r.Hash, Removed: removed, Erasure: false, Note: TombstoneNote}, nil
+	return &TombstoneResult{Seq: r.Seq, ID: r.ID, Hash: r.Hash, Removed: removed, Erasure: false, Note: TombstoneNote, Derived: cascade}, nil
 }
 
 // describeTargets names a tombstone's targets for an error message.

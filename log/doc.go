@@ -37,7 +37,8 @@
 // key, so every body has exactly one encoding (canonical). Decoders reject
 // unknown versions, trailing bytes and out-of-range values.
 //
-//	store v1:      version=1, flags u8, kind u8, session str, role str,
+//	store v1:      version=1, flags u8, kind u8 (1 conversation, 2 document,
+//	               3 knowledge, 4 tool_call, 5 profile), session str, role str,
 //	               content str, then by flags:
 //	                 0x01 chunk id str       (absent: the event id in hex)
 //	                 0x02 parent str

@@ -165,9 +165,11 @@ const (
 	KindDocument     Kind = 2
 	KindKnowledge    Kind = 3
 	KindToolCall     Kind = 4
+	// KindProfile is a derived summary of one subject (package consolidate).
+	KindProfile Kind = 5
 )
 
-var kindNames = map[Kind]string{KindConversation: "conversation", KindDocument: "document", KindKnowledge: "knowledge", KindToolCall: "tool_call"}
+var kindNames = map[Kind]string{KindConversation: "conversation", KindDocument: "document", KindKnowledge: "knowledge", KindToolCall: "tool_call", KindProfile: "profile"}
 
 func (k Kind) String() string {
 	if s, ok := kindNames[k]; ok {
@@ -186,7 +188,7 @@ func ParseKind(s string) (Kind, error) {
 			return k, nil
 		}
 	}
-	return 0, fmt.Errorf("parse kind %q: %w: want conversation, document, knowledge or tool_call", s, ErrMalformed)
+	return 0, fmt.Errorf("parse kind %q: %w: want conversation, document, knowledge, tool_call or profile", s, ErrMalformed)
 }
 
 // Roles are the roles a stored item may be written with ("" : none, as

@@ -25,7 +25,7 @@ func commands() []*cli.Command {
 		initCommand, keysCommand,
 		appendCommand, importCommand, storeCommand, storeToolCommand, editCommand, getCommand, replayCommand, tombstoneCommand,
 		queryCommand, contextCommand, indexCommand, dedupeCommand, sessionCommand, projectCommand,
-		auditCommand, statusCommand,
+		auditCommand, statusCommand, consolidateCommand, profileCommand,
 		snapshotCommand, syncCommand, rebuildCommand, shareCommand,
 		daemonCommand, mcpCommand, serveCommand, configCommand, versionCommand, newHelpCommand(),
 	}

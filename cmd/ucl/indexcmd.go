@@ -27,7 +27,7 @@ max(bytes/4, 4/3 per word)). Deterministic for a given --now.`,
 	Flags: []cli.Flag{
 		&cli.IntFlag{Name: "budget", Value: ucl.DefaultBudget, Usage: "token budget of the whole output"},
 		&cli.StringSliceFlag{Name: "session", Aliases: []string{"s"}, Usage: "only this `SESSION` (repeatable)"},
-		&cli.StringSliceFlag{Name: "kind", Usage: "only this `KIND`: conversation, document, knowledge, tool_call (repeatable)"},
+		&cli.StringSliceFlag{Name: "kind", Usage: "only this `KIND`: conversation, document, knowledge, tool_call, profile (repeatable)"},
 		&cli.StringFlag{Name: "since", Usage: "only content from this time on (RFC 3339, date or unix ms)"},
 		&cli.StringFlag{Name: "until", Usage: "only content before this time"},
 		&cli.StringFlag{Name: "now", Usage: "reference time for the overview and time phrases (default: the current time)"},
@@ -45,9 +45,9 @@ max(bytes/4, 4/3 per word)). Deterministic for a given --now.`,
 			NoTemporal: c.Bool("no-time"), For: "cli"}
 		for _, k := range req.Kinds {
 			switch k {
-			case "conversation", "document", "knowledge", "tool_call":
+			case "conversation", "document", "knowledge", "tool_call", "profile":
 			default:
-				return usage("--kind takes conversation, document, knowledge or tool_call", "unknown kind %q", k)
+				return usage("--kind takes conversation, document, knowledge, tool_call or profile", "unknown kind %q", k)
 			}
 		}
 		for _, f := range []string{"since", "until", "now"} {

@@ -16,7 +16,7 @@ import (
 // Flags shared by query and context.
 func retrievalFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringSliceFlag{Name: "kind", Usage: "only chunks of this `KIND`: conversation, document, knowledge, tool_call (repeatable)"},
+		&cli.StringSliceFlag{Name: "kind", Usage: "only chunks of this `KIND`: conversation, document, knowledge, tool_call, profile (repeatable)"},
 		&cli.StringSliceFlag{Name: "role", Usage: "only chunks with this role (repeatable)"},
 		&cli.StringFlag{Name: "since", Usage: "only content from this time on (RFC 3339, date or unix ms)"},
 		&cli.StringFlag{Name: "until", Usage: "only content before this time (RFC 3339, date or unix ms)"},
@@ -177,9 +177,9 @@ func requestFromFlags(c *cli.Context, text string) (ucl.SearchRequest, error) {
 		IncludeSuperseded: c.Bool("include-superseded"), Since: c.String("since"), Until: c.String("until"), Now: c.String("now"), Origin: strings.ToLower(c.String("origin")), Mode: c.String("mode")}
 	for _, k := range req.Kinds {
 		switch k {
-		case "conversation", "document", "knowledge", "tool_call":
+		case "conversation", "document", "knowledge", "tool_call", "profile":
 		default:
-			return req, usage("--kind takes conversation, document, knowledge or tool_call", "unknown kind %q", k)
+			return req, usage("--kind takes conversation, document, knowledge, tool_call or profile", "unknown kind %q", k)
 		}
 	}
 	var since, until int64

@@ -138,6 +138,7 @@ func runServe(c *cli.Context) error {
 			"stop that process first (ucl serve must own the store to serve it)")
 	}
 	opts := engineOptions(c)
+	opts.Consolidate = consolidateOptions(cfg)
 	opts.Embedder.Kind, opts.Embedder.URL, opts.Embedder.Model = cfg.String("index.embedder"), cfg.String("index.embed_url"), cfg.String("index.embed_model")
 	s, err := ucl.Open(dir, opts)
 	if errors.Is(err, log.ErrLocked) {
@@ -185,6 +186,7 @@ func runServe(c *cli.Context) error {
 	go func() { sockErr <- s.Serve(ctx) }()
 	tcpErr := make(chan error, 1)
 	go func() { tcpErr <- hs.Serve(ln) }()
+	runConsolidateSchedule(ctx, s, cfg, c.App.ErrWriter)
 	if upstream == "" {
 		upstream = "none (the proxy answers 503)"
 	}

@@ -30,9 +30,16 @@
 //	embed_url = ""                     # UCL_EMBED_URL
 //	embed_model = ""                   # UCL_EMBED_MODEL
 //
+//	[consolidate]
+//	model = ""                         # UCL_CONSOLIDATE_MODEL (empty: off)
+//	endpoint = ""                      # UCL_CONSOLIDATE_ENDPOINT (empty: proxy.upstream)
+//	timeout = "2m"                     # UCL_CONSOLIDATE_TIMEOUT
+//	every = ""                         # UCL_CONSOLIDATE_EVERY: the owner consolidates this often (empty: never)
+//
 // The upstream API key is never read from the file: it comes from
 // UCL_UPSTREAM_API_KEY, else from the variable upstream_api_key_env names
-// (default OPENAI_API_KEY). An unknown key, or a value of the wrong type
+// (default OPENAI_API_KEY). The consolidation model's key is
+// UCL_CONSOLIDATE_API_KEY, else the upstream key. An unknown key, or a value of the wrong type
 // or out of range, is an error naming the key (and, for the file, the
 // line).
 package config
@@ -109,10 +116,17 @@ var specs = []spec{
 	{key: "index.embedder", env: "UCL_EMBEDDER", def: "hash", kind: kChoice, choices: []string{"hash", "static", "ollama", "openai"}, doc: "embedder of the vector projection"},
 	{key: "index.embed_url", env: "UCL_EMBED_URL", kind: kURL, doc: "embedding server base URL"},
 	{key: "index.embed_model", env: "UCL_EMBED_MODEL", doc: "embedding model name (static: the model2vec model directory)"},
+	{key: "consolidate.model", env: "UCL_CONSOLIDATE_MODEL", doc: "chat model that extracts facts (ucl consolidate); empty: consolidation is off"},
+	{key: "consolidate.endpoint", env: "UCL_CONSOLIDATE_ENDPOINT", kind: kURL, doc: "OpenAI-compatible base URL (with /v1) of that model (default: proxy.upstream)"},
+	{key: "consolidate.timeout", env: "UCL_CONSOLIDATE_TIMEOUT", def: "2m", kind: kDuration, doc: "bound of one consolidation request"},
+	{key: "consolidate.every", env: "UCL_CONSOLIDATE_EVERY", kind: kDuration, doc: "the owner (ucl serve, ucl mcp) consolidates this often; empty: never"},
 }
 
 // UpstreamKeyEnv is read first for the upstream API key.
 const UpstreamKeyEnv = "UCL_UPSTREAM_API_KEY"
+
+// ConsolidateKeyEnv holds the consolidation model's API key.
+const ConsolidateKeyEnv = "UCL_CONSOLIDATE_API_KEY"
 
 // Setting is one effective value and where it came from.
 type Setting struct {
@@ -131,7 +145,10 @@ type Config struct {
 	settings map[string]Setting
 	// UpstreamKey is the upstream API key ("" : none). Never print it.
 	UpstreamKey string
-	keySource   string
+	// ConsolidateKey is the consolidation model's API key
+	// (ConsolidateKeyEnv, else UpstreamKey). Never print it.
+	ConsolidateKey string
+	keySource      string
 }
 
 // Load resolves every setting: flags (by key, only those given on the
@@ -186,6 +203,10 @@ func Load(dir string, getenv func(string) string, flags map[string]string) (*Con
 	} else if name := c.String("proxy.upstream_api_key_env"); name != "" && getenv(name) != "" {
 		c.UpstreamKey, c.keySource = getenv(name), name
 	}
+	c.ConsolidateKey = getenv(ConsolidateKeyEnv)
+	if c.ConsolidateKey == "" {
+		c.ConsolidateKey = c.UpstreamKey
+	}
 	return c, nil
 }
 
@@ -200,6 +221,9 @@ func (sp spec) check(v string) error {
 			return fmt.Errorf("%d is below the minimum %d", n, sp.min)
 		}
 	case kDuration:
+		if v == "" && sp.def == "" {
+			return nil // an optional duration, off
+		}
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
 			return fmt.Errorf("%q is not a positive duration (e.g. 30s, 5m)", v)
@@ -256,7 +280,7 @@ func readFile(path string) (map[string]string, error) {
 	for _, k := range md.Keys() {
 		if len(k) == 1 {
 			if _, isTable := raw[k[0]].(map[string]any); !isTable {
-				return nil, fmt.Errorf("%s: %s: %w: unknown key (settings live in [proxy], [retrieval], [arweave], [index])", path, k[0], ErrBadConfig)
+				return nil, fmt.Errorf("%s: %s: %w: unknown key (settings live in [proxy], [retrieval], [arweave], [index], [consolidate])", path, k[0], ErrBadConfig)
 			}
 			continue
 		}

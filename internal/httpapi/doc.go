@@ -29,6 +29,7 @@
 //	POST   /v1/index                  ucl.IndexRequest → ucl.IndexResult (the navigable index)
 //	POST   /v1/get                    ucl.GetRequest → ucl.GetResult
 //	POST   /v1/dedupe                 ucl.DedupeRequest → ucl.DedupeResult
+//	GET    /v1/profile?subject=S      ucl.ProfileResult (derived memory: the current profiles)
 //	POST   /v1/items/{id}/edit        ucl.EditRequest → ucl.EditResult
 //	GET    /v1/items/{id}/thread?depth=N  ucl.ThreadResult
 //	GET    /v1/sessions?limit=N       ucl.SessionsResult
