@@ -154,6 +154,7 @@ var errorCodes = []struct {
 	{"rotation_needs_key", ErrRotationNeedsKey},
 	{"bad_rotate_journal", ErrBadRotateJournal},
 	{"key_outside_store", ErrKeyOutsideStore},
+	{"log_too_large", log.ErrTooLarge},
 }
 
 // ErrorCodes returns the wire codes of the sentinels err matches.

@@ -228,7 +228,7 @@ func writeError(w http.ResponseWriter, status int, code, msg string, codes []str
 func statusOf(err error) (int, string) {
 	var mbe *http.MaxBytesError
 	switch {
-	case errors.As(err, &mbe):
+	case errors.As(err, &mbe), errors.Is(err, log.ErrTooLarge):
 		return http.StatusRequestEntityTooLarge, "too_large"
 	case errors.Is(err, log.ErrIDConflict), errors.Is(err, ucl.ErrTombstoned):
 		return http.StatusConflict, "conflict"
