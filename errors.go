@@ -157,6 +157,7 @@ var errorCodes = []struct {
 	{"bad_rotate_journal", ErrBadRotateJournal, ClassInternal},
 	{"key_outside_store", ErrKeyOutsideStore, ClassBadRequest},
 	{"outcome_unknown", ErrOutcomeUnknown, ClassUnavailable},
+	{"log_too_large", log.ErrTooLarge, ClassBadRequest},
 	{"no_model", consolidate.ErrNoModel, ClassUnavailable},
 	{"model_failed", consolidate.ErrUpstream, ClassUnavailable},
 	{"model_malformed", consolidate.ErrMalformed, ClassUnavailable},

@@ -171,6 +171,12 @@ func (s *Store) Remember(ctx context.Context, req RememberRequest) (*AppendResul
 		chunkTokens = DefaultChunkTokens
 	}
 	entries := ingest.StoreEntries(st, id, chunkTokens)
+	for _, e := range entries {
+		if err := log.CheckSize(e.Body); err != nil {
+			// Bad request and, more precisely, too large (both match).
+			return nil, fmt.Errorf("%w: %w (long text belongs in a document, kind document, which is split into chunks)", ErrBadRequest, err)
+		}
+	}
 	if err := s.checkSupersedes(ctx, entries); err != nil {
 		return nil, err
 	}

@@ -79,6 +79,23 @@
 //	rekey v1:      version=1, new epoch uint32, keys (uvarint n × (seq uint64,
 //	               40-byte DEK wrapped under the new epoch))
 //
+// # Size
+//
+// The encoded body of a store or edit event is at most MaxEventSize
+// (1 MiB) bytes; Append, AppendBatch and Check refuse a larger one with
+// ErrTooLarge and write nothing of the request. 1 MiB is about 250K tokens,
+// more than any model writes in one reply, and it keeps what one event
+// costs every reader bounded: measured on this machine, one adversarial
+// 8 MiB turn (no repeated words) took the full-text build to 700 MB and
+// 70 s, 1 MiB 170 MB. Longer text is a document (chunked, each chunk far
+// under the bound); the faces say so (ucl store/append, REST, MCP) or,
+// where they must store something (the proxy's record of a reply), keep
+// a bounded prefix with a marker. Share grants, rekeys and tombstones are
+// not bound by it: they carry one key or id per chunk they name, and no
+// projection reads text from them. Reading is not bound: a log written
+// before the rule keeps its events, and the projections bound what they
+// analyse of each chunk on their own (the summaries read 64 KiB).
+//
 // # Rekey events and shredded events
 //
 // A rekey event (written by a vault-key rotation, ucl.Store.RotateKeys) is

@@ -23,6 +23,9 @@ var (
 	// ErrTorn is returned (wrapped in a CorruptionError) for a torn tail that
 	// Open was told not to repair.
 	ErrTorn = errors.New("log: torn write at tail")
+	// ErrTooLarge is returned when a store or edit event's encoded body
+	// is over MaxEventSize; nothing of the request is written.
+	ErrTooLarge = errors.New("log: event too large")
 	// ErrIDConflict is returned when an event id is re-appended with content
 	// different from the original event's.
 	ErrIDConflict = errors.New("log: event id already used with different content")

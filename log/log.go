@@ -743,6 +743,39 @@ type prepared struct {
 	plain   []byte
 }
 
+// MaxEventSize bounds the encoded body of a store or edit event: the
+// content, session, role, meta and tool fields of one chunk together. It
+// is the one size rule of the engine (see the package doc): every face
+// refuses or truncates before it, and the projections that read a chunk's
+// text (full-text, vectors, summaries) then never hold more than this of
+// one event. Key-carrying events (share grants, rekeys) and tombstones
+// are not bound by it: their size follows the number of chunks they
+// name, and projections read only ids from them.
+const MaxEventSize = 1 << 20
+
+// CheckSize returns ErrTooLarge when b is a store or edit body whose
+// encoding is over MaxEventSize, so that a face can refuse it before it
+// asks to append.
+func CheckSize(b Body) error {
+	if t := b.Type(); t != TypeStore && t != TypeEdit {
+		return nil
+	}
+	h := Header{Version: FormatVersion, Type: b.Type()}
+	plain, err := EncodeBody(b, &h)
+	if err != nil {
+		return err
+	}
+	return checkSize(h.Type, plain)
+}
+
+// checkSize applies MaxEventSize to an encoded body of type t.
+func checkSize(t Type, plain []byte) error {
+	if (t == TypeStore || t == TypeEdit) && len(plain) > MaxEventSize {
+		return fmt.Errorf("%w: a %s event of %d bytes (its content, session, meta and tool fields); one event holds at most %d", ErrTooLarge, t, len(plain), MaxEventSize)
+	}
+	return nil
+}
+
 func (l *Log) prepare(e Entry, p *prepared) error {
 	if e.Body == nil {
 		return fmt.Errorf("%w: no body", ErrMalformed)
@@ -760,6 +793,9 @@ func (l *Log) prepare(e Entry, p *prepared) error {
 	h := Header{Version: FormatVersion, Type: p.typ, Time: p.time, ID: p.id}
 	plain, err := EncodeBody(e.Body, &h)
 	if err != nil {
+		return err
+	}
+	if err := checkSize(p.typ, plain); err != nil {
 		return err
 	}
 	p.plain = plain
@@ -1295,6 +1331,9 @@ func (l *Log) Check(es []Entry) error {
 		}
 		h := Header{Version: FormatVersion, Type: e.Body.Type(), Time: t, ID: e.ID}
 		plain, err := EncodeBody(e.Body, &h)
+		if err == nil {
+			err = checkSize(h.Type, plain)
+		}
 		if err != nil {
 			return fmt.Errorf("append event %d of %d: %w", i+1, len(es), err)
 		}

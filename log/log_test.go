@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -275,5 +276,42 @@ func TestAppendValidation(t *testing.T) {
 	}
 	if head, _ := l.Head(); head != 0 {
 		t.Fatalf("invalid appends wrote %d events", head)
+	}
+}
+
+// TestEventOverMaxSizeRefused: a store event over MaxEventSize fails the
+// whole batch with ErrTooLarge (it used to be written, at any size); one
+// at the bound is written; a rekey of many keys is not bound by it.
+func TestEventOverMaxSizeRefused(t *testing.T) {
+	l := openT(t, t.TempDir(), testKeys(t), Options{})
+	defer l.Close()
+	appendN(t, l, 1)
+	big := &Store{Kind: KindConversation, Role: "user", Content: strings.Repeat("x", MaxEventSize)}
+	if err := CheckSize(big); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("CheckSize = %v", err)
+	}
+	if err := l.Check([]Entry{{Body: big}}); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("Check = %v", err)
+	}
+	if _, err := l.AppendBatch(ctx, []Entry{storeEntry(1), {Body: big}}); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("AppendBatch = %v", err)
+	}
+	if head, _ := l.Head(); head != 1 {
+		t.Fatalf("head %d after a refused batch", head)
+	}
+	// Fill the body to the byte: version, flags, kind, session "", role.
+	fit := &Store{Kind: KindConversation, Role: "user"}
+	h := Header{Version: FormatVersion, Type: TypeStore}
+	b0, _ := EncodeBody(&Store{Kind: KindConversation, Role: "user", Content: "x"}, &h)
+	fit.Content = strings.Repeat("x", MaxEventSize-len(b0)+1-2) // the uvarint length takes 3 bytes, not 1
+	if b, _ := EncodeBody(fit, &h); len(b) != MaxEventSize {
+		t.Fatalf("test body is %d bytes", len(b))
+	}
+	if _, err := l.Append(ctx, Entry{Body: fit}); err != nil {
+		t.Fatalf("an event at the bound: %v", err)
+	}
+	keys := make([]WrappedKey, MaxEventSize/40)
+	if err := CheckSize(&Rekey{Epoch: 2, Keys: keys}); err != nil {
+		t.Fatalf("rekey: %v", err)
 	}
 }

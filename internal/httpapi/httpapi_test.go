@@ -332,6 +332,70 @@ func TestREST(t *testing.T) {
 	}
 }
 
+// hugeReply is the length of the "huge-stream" reply.
+const hugeReply = 16 << 20
+
+// TestProxyHugeReplyStoredTruncated: a reply far over the store's event
+// bound reaches the client whole, and is stored as its first bytes and a
+// marker saying how much it had (it was stored whole, as one 16 MB event).
+func TestProxyHugeReplyStoredTruncated(t *testing.T) {
+	up := newUpstream(t, "huge-stream")
+	e := newEnv(t, Options{Upstream: up.srv.URL + "/v1"})
+	resp, b := e.do("POST", "/v1/chat/completions", "application/json", chatBody(t, true, "user", "Write a lot."), SessionHeader, "huge")
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %.200s", resp.StatusCode, b)
+	}
+	got := 0
+	for _, ev := range strings.Split(string(b), "\n\n") {
+		var c struct {
+			Choices []struct {
+				Delta struct{ Content string } `json:"delta"`
+			} `json:"choices"`
+		}
+		if d, ok := strings.CutPrefix(ev, "data: "); ok && json.Unmarshal([]byte(d), &c) == nil && len(c.Choices) > 0 {
+			got += len(c.Choices[0].Delta.Content)
+		}
+	}
+	if got != hugeReply {
+		t.Fatalf("the client got %d bytes of content, want %d", got, hugeReply)
+	}
+	res, err := e.store.Session(context.Background(), ucl.SessionRequest{ID: "huge"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Chunks) != 3 {
+		t.Fatalf("%d chunks stored, want user, assistant, tool call", len(res.Chunks))
+	}
+	reply := res.Chunks[1].Content
+	marker := fmt.Sprintf(truncatedMarker, maxStoredText, hugeReply)
+	if len(reply) > log.MaxEventSize || !strings.HasSuffix(reply, marker) || !strings.HasPrefix(reply, "word word ") {
+		t.Fatalf("stored reply: %d bytes, ends %q; want at most %d ending %q", len(reply), reply[max(0, len(reply)-80):], log.MaxEventSize, marker)
+	}
+	call := res.Chunks[2].Tool
+	if call == nil || len(call.Args) > log.MaxEventSize || !strings.Contains(call.Args, "[ucl: truncated: the first") {
+		t.Fatalf("stored tool call %+v", call)
+	}
+}
+
+// TestRESTStoreTooLarge: one conversation turn over the event bound is
+// refused with 413 and a message that says what to do; nothing is stored.
+func TestRESTStoreTooLarge(t *testing.T) {
+	e := newEnv(t, Options{})
+	resp, b := e.post("/v1/store", ucl.RememberRequest{Content: strings.Repeat("x ", log.MaxEventSize/2+1), Session: "s"})
+	wantError(t, resp, b, 413, "too_large")
+	if !strings.Contains(string(b), "document") {
+		t.Fatalf("no hint: %s", b)
+	}
+	jsonl, _ := json.Marshal(map[string]string{"session": "s", "content": strings.Repeat("y ", log.MaxEventSize/2+1)})
+	resp, b = e.do("POST", "/v1/append", "application/x-ndjson", jsonl)
+	wantError(t, resp, b, 413, "too_large")
+	// As a document it is chunked and stored.
+	resp, b = e.post("/v1/store", ucl.RememberRequest{Content: strings.Repeat("x ", log.MaxEventSize/2+1), Session: "s", Kind: "document"})
+	if resp.StatusCode != 200 {
+		t.Fatalf("document: %d %.300s", resp.StatusCode, b)
+	}
+}
+
 func TestTooLarge(t *testing.T) {
 	e := newEnv(t, Options{MaxBodyBytes: 4096, Upstream: "http://127.0.0.1:1/v1"})
 	big := `{"content":"` + strings.Repeat("a", 8000) + `"}`
@@ -458,6 +522,19 @@ func (u *fakeUpstream) serve(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":%q}}]}\n\n", p)
 		}
 		io.WriteString(w, "data: {\"choices\":[{\"ind")
+	case "huge-stream":
+		// A 16 MiB reply in 64 KiB deltas, and a tool call whose
+		// arguments are 2 MiB.
+		w.Header().Set("Content-Type", "text/event-stream")
+		part := strings.Repeat("word ", 64<<10/5)
+		for n := 0; n < hugeReply; n += len(part) {
+			fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":%q}}]}\n\n", part[:min(len(part), hugeReply-n)])
+		}
+		fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{\\\"a\\\":\\\"\"}}]}}]}\n\n")
+		for i := 0; i < 32; i++ {
+			fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":%q}}]}}]}\n\n", part)
+		}
+		io.WriteString(w, "data: [DONE]\n\n")
 	case "stream", "stream-tools":
 		w.Header().Set("Content-Type", "text/event-stream")
 		fl := w.(http.Flusher)

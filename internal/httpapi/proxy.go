@@ -16,8 +16,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/unlimitedcontext/ucl"
+	"github.com/unlimitedcontext/ucl/log"
 )
 
 // SessionHeader names the session of a proxied request.
@@ -242,9 +244,69 @@ func (s *Server) upstreamError(w http.ResponseWriter, r *http.Request, err error
 	writeError(w, http.StatusBadGateway, "upstream_unavailable", "the upstream LLM is unreachable: "+err.Error(), nil)
 }
 
+// maxStoredText bounds the text the proxy stores of one turn (a user
+// message, a reply, a tool call's arguments): the store keeps at most
+// log.MaxEventSize per event, and what is left over is for the turn's
+// session, ids and meta. A longer turn is still forwarded whole; its
+// stored text is its first maxStoredText bytes (cut at a rune boundary)
+// and truncatedMarker.
+const maxStoredText = log.MaxEventSize - 64<<10
+
+// truncatedMarker ends a stored text that was cut; %d are the bytes kept
+// and the bytes the turn had.
+const truncatedMarker = "\n[ucl: truncated: the first %d of %d bytes are stored]"
+
+// maxStoredArgs bounds a tool call's stored arguments: cut, they are no
+// longer JSON and are stored as a JSON string, whose escapes can take six
+// bytes per byte.
+const maxStoredArgs = maxStoredText / 8
+
+// bounded is s as stored: s itself, or its first limit bytes (cut at a
+// rune boundary) and truncatedMarker. total is the length s had when
+// more than len(s) was seen (0: len(s)).
+func bounded(s string, total, limit int) string {
+	if total < len(s) {
+		total = len(s)
+	}
+	if total <= limit {
+		return s
+	}
+	n := min(len(s), limit)
+	for n > 0 && n < len(s) && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + fmt.Sprintf(truncatedMarker, n, total)
+}
+
+// capped is text collected from a stream: at most limit bytes are kept
+// (0: maxStoredText), and n counts them all, so a long reply costs
+// bounded memory.
+type capped struct {
+	b     strings.Builder
+	n     int
+	limit int
+}
+
+func (c *capped) max() int {
+	if c.limit > 0 {
+		return c.limit
+	}
+	return maxStoredText
+}
+
+func (c *capped) add(s string) {
+	c.n += len(s)
+	if room := c.max() - c.b.Len(); room > 0 {
+		c.b.WriteString(s[:min(len(s), room)])
+	}
+}
+
+// String is the text as stored (bounded).
+func (c *capped) String() string { return bounded(c.b.String(), c.n, c.max()) }
+
 // reply is the assistant's answer as stored.
 type reply struct {
-	content   strings.Builder
+	content   capped
 	toolCalls []*toolCall
 }
 
@@ -255,6 +317,8 @@ type toolCall struct {
 		Name      string `json:"name"`
 		Arguments string `json:"arguments"`
 	} `json:"function"`
+	args      capped // streamed arguments, bounded (finishCalls sets Function.Arguments)
+	argsTotal int    // the arguments' length when more than Function.Arguments arrived
 }
 
 // relayPlain forwards a whole (non-streamed) reply, storing the exchange
@@ -285,7 +349,7 @@ func (s *Server) relayPlain(w http.ResponseWriter, r *http.Request, resp *http.R
 	if json.Unmarshal(b, &out) == nil && len(out.Choices) > 0 {
 		var rp reply
 		if c := out.Choices[0].Message.Content; c != nil {
-			rp.content.WriteString(*c)
+			rp.content.add(*c)
 		}
 		rp.toolCalls = out.Choices[0].Message.ToolCalls
 		s.record(r, ex, &rp)
@@ -411,12 +475,12 @@ func collectDelta(ev []byte, rp *reply, calls map[int]*toolCall) {
 				continue
 			}
 			if c.Delta.Content != nil {
-				rp.content.WriteString(*c.Delta.Content)
+				rp.content.add(*c.Delta.Content)
 			}
 			for _, tc := range c.Delta.ToolCalls {
 				call := calls[tc.Index]
 				if call == nil {
-					call = &toolCall{}
+					call = &toolCall{args: capped{limit: maxStoredArgs}}
 					calls[tc.Index] = call
 				}
 				if tc.ID != "" {
@@ -425,8 +489,10 @@ func collectDelta(ev []byte, rp *reply, calls map[int]*toolCall) {
 				if tc.Type != "" {
 					call.Type = tc.Type
 				}
-				call.Function.Name += tc.Function.Name
-				call.Function.Arguments += tc.Function.Arguments
+				if len(call.Function.Name) < 1024 {
+					call.Function.Name += tc.Function.Name
+				}
+				call.args.add(tc.Function.Arguments)
 			}
 		}
 	}
@@ -440,7 +506,9 @@ func finishCalls(rp *reply, calls map[int]*toolCall) {
 	}
 	sort.Ints(idx)
 	for _, i := range idx {
-		rp.toolCalls = append(rp.toolCalls, calls[i])
+		c := calls[i]
+		c.Function.Arguments, c.argsTotal = c.args.b.String(), c.args.n
+		rp.toolCalls = append(rp.toolCalls, c)
 	}
 }
 
@@ -498,7 +566,7 @@ func exchangeJSONL(ex *exchange, rp *reply) (string, error) {
 		meta["model"] = ex.model
 	}
 	uid := userTurnID(ex.session, ex.userIdx, ex.user)
-	lines := []any{line{Session: ex.session, Role: "user", Kind: "conversation", Content: ex.user, ID: uid, ChunkID: uid, Meta: meta}}
+	lines := []any{line{Session: ex.session, Role: "user", Kind: "conversation", Content: bounded(ex.user, 0, maxStoredText), ID: uid, ChunkID: uid, Meta: meta}}
 	parent := uid
 	if c := rp.content.String(); strings.TrimSpace(c) != "" {
 		aid := "a-" + xid

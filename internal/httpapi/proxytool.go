@@ -41,6 +41,15 @@ func toolCallLine(session, id, parent string, tc *toolCall, meta map[string]stri
 		l.Meta["tool_call_id"] = tc.ID
 	}
 	switch args := tc.Function.Arguments; {
+	case max(len(args), tc.argsTotal) > maxStoredArgs:
+		// Cut (a plain reply's; a stream's are cut as they arrive, and
+		// then are not JSON either): kept as a JSON string, like a
+		// cut-off one.
+		b, err := json.Marshal(bounded(args, tc.argsTotal, maxStoredArgs))
+		if err != nil {
+			return l, err
+		}
+		l.Args = b
 	case strings.TrimSpace(args) == "":
 	case json.Valid([]byte(args)):
 		l.Args = json.RawMessage(args)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/unlimitedcontext/ucl"
+	"github.com/unlimitedcontext/ucl/log"
 )
 
 // Defaults of Options.
@@ -315,7 +316,7 @@ func writeError(w http.ResponseWriter, status int, code, msg string, codes []str
 // error's class (ucl.ClassOf) decides, and the code is the class's name.
 func statusOf(err error) (int, string) {
 	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
+	if errors.As(err, &mbe) || errors.Is(err, log.ErrTooLarge) {
 		return http.StatusRequestEntityTooLarge, "too_large"
 	}
 	c := ucl.ClassOf(err)

@@ -234,7 +234,7 @@ func ParseLine(b []byte, lineNo int, o Options) ([]log.Entry, error) {
 			}
 			s.ChunkIndex = *ln.ChunkIndex
 		}
-		return StoreEntries(s, id, o.ChunkTokens), nil
+		return sized(StoreEntries(s, id, o.ChunkTokens), fail)
 	case "tombstone":
 		from, err := rawTime(ln.From)
 		if err != nil {
@@ -439,5 +439,21 @@ func toolCallEntries(ln *line, id log.ID, o Options, fail func(string, error) er
 	if err := s.Validate(); err != nil {
 		return nil, fail("", err)
 	}
-	return StoreEntries(s, id, o.ChunkTokens), nil
+	return sized(StoreEntries(s, id, o.ChunkTokens), fail)
+}
+
+// sized refuses entries over the log's event size bound (log.MaxEventSize).
+func sized(es []log.Entry, fail func(string, error) error) ([]log.Entry, error) {
+	for _, e := range es {
+		if err := log.CheckSize(e.Body); err != nil {
+			if errors.Is(err, log.ErrTooLarge) {
+				// Both sentinels: bad input, and which rule it broke.
+				le := fail("content", err).(*LineError)
+				le.Err = fmt.Errorf("%w: %w (store long text as a document, kind \"document\", which is split into chunks)", ErrBadInput, err)
+				return nil, le
+			}
+			return nil, fail("", err)
+		}
+	}
+	return es, nil
 }

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/unlimitedcontext/ucl/internal/textutil"
 )
@@ -36,11 +37,31 @@ type extract struct {
 	terms   []string // every term
 }
 
-// split turns texts (in reading order) into sentences with content words.
+// MaxAnalysedBytes bounds the text of one chunk that a summary reads: the
+// first MaxAnalysedBytes bytes, cut back to a rune boundary. A chunk made by
+// the chunker is far smaller; the bound is for one huge conversation turn
+// (up to log.MaxBodySize), whose summary work and candidate sentences would
+// otherwise grow with it. Part of the format.
+const MaxAnalysedBytes = 64 << 10
+
+// bounded is the prefix of t a summary analyses (MaxAnalysedBytes).
+func bounded(t string) string {
+	if len(t) <= MaxAnalysedBytes {
+		return t
+	}
+	n := MaxAnalysedBytes
+	for n > 0 && !utf8.RuneStart(t[n]) {
+		n--
+	}
+	return t[:n]
+}
+
+// split turns texts (in reading order) into sentences with content words,
+// each text bounded to its first MaxAnalysedBytes.
 func split(texts []string) []sentence {
 	var out []sentence
 	for _, t := range texts {
-		for _, s := range textutil.Sentences(t) {
+		for _, s := range textutil.Sentences(bounded(t)) {
 			out = append(out, sentence{text: s, words: textutil.ContentWords(s), pos: len(out)})
 		}
 	}
@@ -112,11 +133,24 @@ func termWeight(count, df, n int) float64 {
 }
 
 // distinctWords are the distinct content words of each sentence in
-// first-seen order (sentences are short: a linear scan beats a map).
+// first-seen order (sentences are short: a linear scan beats a map, except
+// for a long run of text without a sentence end, which gets a map instead
+// of a quadratic scan).
 func distinctWords(sents []sentence) [][]string {
 	uniq := make([][]string, len(sents))
 	for i, s := range sents {
 		u := make([]string, 0, len(s.words))
+		if len(s.words) > 64 {
+			seen := make(map[string]struct{}, len(s.words))
+			for _, w := range s.words {
+				if _, ok := seen[w]; !ok {
+					seen[w] = struct{}{}
+					u = append(u, w)
+				}
+			}
+			uniq[i] = u
+			continue
+		}
 	next:
 		for _, w := range s.words {
 			for _, v := range u {

@@ -13,7 +13,8 @@
 // their stored keys (projections.IDKey: ids of 32 lowercase hex digits
 // first, in order, then the others in order).
 //
-// Extraction (see summarize): texts are split with textutil.Sentences and
+// Extraction (see summarize): each chunk's text, bounded to its first
+// MaxAnalysedBytes (64 KiB), is split with textutil.Sentences and
 // textutil.ContentWords; a term weighs count·√(N/df) (df over sentences);
 // a sentence scores the sum of its distinct terms' weights over
 // max(#distinct terms, 8), ×1.15 for the first sentence; the best
@@ -116,7 +117,7 @@ import (
 const Name = "summary"
 
 // FormatVersion is the stored format and extraction version.
-const FormatVersion = 5
+const FormatVersion = 6 // 6: chunk text analysed up to MaxAnalysedBytes
 
 // Defaults for Options.
 const (

@@ -505,3 +505,34 @@ func TestCommitReadsContentFromTheLog(t *testing.T) {
 		t.Fatalf("commit with a wrong log: %v, want ErrCorrupt", err)
 	}
 }
+
+// TestHugeChunkSummaryBounded: a chunk of one 2 MB run of distinct words
+// without a sentence end (a proxy-stored reply, say) is summarised from
+// its first MaxAnalysedBytes, in bounded work (distinct words were found by
+// a quadratic scan over the whole text: minutes for 16 MB), and its
+// summary is the summary of that prefix.
+func TestHugeChunkSummaryBounded(t *testing.T) {
+	var b strings.Builder
+	for i := 0; b.Len() < 2<<20; i++ {
+		fmt.Fprintf(&b, "w%d ", i)
+	}
+	text := b.String()
+	sents := split([]string{text})
+	n := 0
+	for _, s := range sents {
+		n += len(s.text)
+	}
+	if n > MaxAnalysedBytes {
+		t.Fatalf("analysed %d bytes of a %d-byte chunk, want at most %d", n, len(text), MaxAnalysedBytes)
+	}
+	got := summarize(sents, DefaultMaxTokens, DefaultKeyTerms)
+	want := summarize(split([]string{text[:MaxAnalysedBytes]}), DefaultMaxTokens, DefaultKeyTerms)
+	if got.text != want.text || got.text == "" {
+		t.Fatalf("summary %q, want %q", got.text, want.text)
+	}
+	// A multi-byte rune at the cut is not split.
+	s := strings.Repeat("a", MaxAnalysedBytes-1) + "é" + " tail"
+	if p := bounded(s); len(p) != MaxAnalysedBytes-1 {
+		t.Fatalf("cut at %d", len(p))
+	}
+}
