@@ -15,6 +15,10 @@ import (
 // owner's. Runs as any user: the "other" uid is the owner's plus one.
 func TestPeerCredRefusesAnotherUID(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ucl.sock")
+	// A private directory left by an owner killed while listening goes.
+	if err := os.MkdirAll(filepath.Join(filepath.Dir(path), ".s123", "s"), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	ln, err := listenOwner(path)
 	if err != nil {
 		t.Fatal(err)
