@@ -30,6 +30,7 @@ var ErrForeignPeer = errors.New("ucl: socket peer is another user")
 // wider mode. The peer check covers what file modes cannot (a store
 // directory copied or re-moded by hand, a socket path in a shared place).
 func listenOwner(path string) (net.Listener, error) {
+	removeListenDirs(filepath.Dir(path))
 	tmp, err := os.MkdirTemp(filepath.Dir(path), ".s")
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
@@ -63,6 +64,21 @@ func listenOwner(path string) (net.Listener, error) {
 // events are durable. The kill is the real thing, at the one moment a
 // timed kill cannot hit reliably.
 const killEnv = "UCL_TEST_OWNER_KILL"
+
+// removeListenDirs removes the private directories of listenOwner that an
+// owner killed between making one and renaming its socket left in dir:
+// directories named .s* holding nothing but a socket named s. Only the
+// owner (holding the store lock) listens, so none is in use.
+func removeListenDirs(dir string) {
+	ms, _ := filepath.Glob(filepath.Join(dir, ".s*"))
+	for _, m := range ms {
+		ents, err := os.ReadDir(m)
+		if err != nil || len(ents) > 1 || (len(ents) == 1 && ents[0].Name() != "s") {
+			continue
+		}
+		os.RemoveAll(m)
+	}
+}
 
 // peerListener accepts only connections whose peer runs as uid. Others
 // are closed before a byte is read from them.

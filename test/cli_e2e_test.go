@@ -133,7 +133,7 @@ func TestVersionCommand(t *testing.T) {
 	if v := must(t, dir, "", "--version"); v != out {
 		t.Fatalf("ucl --version says %q, ucl version %q", v, out)
 	}
-	if r := ucl(t, dir, "", "version", "extra"); r.code != 2 || !strings.Contains(r.err, `unexpected argument "extra"`) {
+	if r := ucl(t, dir, "", "version", "extra"); r.code != 2 || !strings.Contains(r.err, `unexpected argument "extra"`) || !strings.Contains(r.err, "ucl help version") {
 		t.Fatalf("ucl version extra: %s", r)
 	}
 }

@@ -62,12 +62,7 @@ var versionCommand = &cli.Command{
 	Usage:       "print the version of ucl (and the commit, Go version and platform it was built with)",
 	ArgsUsage:   " ",
 	Description: `With --json: {"version","commit","modified","go","platform"} (commit and modified only when the build recorded them).`,
-	Action: func(c *cli.Context) error {
-		if c.NArg() > 0 {
-			return usage("ucl version [--json]", "unexpected argument %q", c.Args().First())
-		}
-		return printVersion(c)
-	},
+	Action:      printVersion,
 }
 
 func printVersion(c *cli.Context) error {
@@ -176,11 +171,22 @@ func vaultKeys(c *cli.Context) *crypto.Keyring {
 	return kr
 }
 
+// guarded holds the commands whose Action sortedCommands has wrapped: the
+// commands are package values, and tests build many apps over them.
+var guarded = map[*cli.Command]bool{}
+
 func sortedCommands() []*cli.Command {
 	out := commands()
 	var quiet func(parent []string, cs []*cli.Command)
 	quiet = func(parent []string, cs []*cli.Command) {
 		for _, c := range cs {
+			if len(parent) > 0 && c.Name == "help" {
+				// urfave's own help subcommand, which its setup adds to a
+				// command when it runs (in tests, several runs share the
+				// commands): one value shared by every command, listing
+				// itself among its subcommands once it has run.
+				continue
+			}
 			path := append(slices.Clone(parent), c.Name)
 			if c.OnUsageError == nil {
 				c.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
@@ -195,6 +201,23 @@ func sortedCommands() []*cli.Command {
 						return cli.ShowSubcommandHelp(ctx)
 					}
 					return unknownCommand(c.Subcommands, strings.Join(path, " "), ctx.Args().First())
+				}
+			}
+			if strings.TrimSpace(c.ArgsUsage) == "" && c.Action != nil && !c.SkipFlagParsing && !guarded[c] {
+				// A command that declares no arguments refuses them before
+				// it opens anything, rather than ignore them; with
+				// subcommands, the word names none of them.
+				guarded[c] = true
+				action, subs := c.Action, c.Subcommands
+				c.Action = func(ctx *cli.Context) error {
+					if ctx.NArg() == 0 {
+						return action(ctx)
+					}
+					name := strings.Join(path, " ")
+					if len(subs) > 0 {
+						return unknownCommand(subs, name, ctx.Args().First())
+					}
+					return usage(fmt.Sprintf("`ucl %s` takes flags only: see `ucl help %s`", name, name), "unexpected argument %q", ctx.Args().First())
 				}
 			}
 			quiet(path, c.Subcommands)

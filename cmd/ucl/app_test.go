@@ -257,7 +257,9 @@ func TestUsageErrorWords(t *testing.T) {
 		{[]string{"sync", "pussh"}, `unknown command "sync pussh"`, "did you mean `ucl sync push`? (run `ucl help sync` for its subcommands)"},
 		{[]string{"help", "sync", "pussh"}, `unknown command "sync pussh"`, "did you mean `ucl sync push`? (run `ucl help sync` for its subcommands)"},
 		{[]string{"zzzzzz"}, `unknown command "zzzzzz"`, "run `ucl help` for the list of commands"},
-		{[]string{"version", "now"}, `unexpected argument "now"`, "ucl version [--json]"},
+		{[]string{"version", "now"}, `unexpected argument "now"`, "`ucl version` takes flags only: see `ucl help version`"},
+		{[]string{"status", "now"}, `unexpected argument "now"`, "`ucl status` takes flags only: see `ucl help status`"},
+		{[]string{"serve", "tokn"}, `unknown command "serve tokn"`, "did you mean `ucl serve token`? (run `ucl help serve` for its subcommands)"},
 	} {
 		out, errs, code := runCLI(t, dir, "", tc.args...)
 		want := "ucl: " + tc.msg + "\nhint: " + tc.hint + "\n"
@@ -315,5 +317,50 @@ func TestJSONRequested(t *testing.T) {
 		if got := jsonRequested(tc.args); got != tc.want {
 			t.Errorf("jsonRequested(%q) = %v, want %v", tc.args, got, tc.want)
 		}
+	}
+}
+
+// Every command and subcommand refuses an unknown flag, every command with
+// subcommands an unknown one, and every command that takes no arguments an
+// argument, the same way: exit 2, one line naming it, and a hint.
+func TestEveryCommandRefusesUnknownInput(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "none")
+	app := newApp(nil, nil, nil)
+	n := 0
+	var walk func(path []string, cmds []*cli.Command)
+	walk = func(path []string, cmds []*cli.Command) {
+		for _, c := range cmds {
+			if c.Name == "help" && len(path) > 0 {
+				continue // urfave's, added when a command has run
+			}
+			p := append(append([]string{}, path...), c.Name)
+			name := strings.Join(p, " ")
+			out, errs, code := runCLI(t, dir, "", append(append([]string{}, p...), "--no-such-flag")...)
+			want := "ucl: ucl " + name + " has no flag --no-such-flag\nhint: see `ucl help " + name + "` for its flags\n"
+			if code != 2 || out != "" || errs != want {
+				t.Errorf("ucl %s --no-such-flag: exit %d, stdout %q, stderr %q; want exit 2 and %q", name, code, out, errs, want)
+			}
+			subs := 0
+			for _, s := range c.Subcommands {
+				if s.Name != "help" {
+					subs++
+				}
+			}
+			if subs > 0 || strings.TrimSpace(c.ArgsUsage) == "" {
+				// An unknown subcommand, or an argument to a command that
+				// takes none.
+				out, errs, code := runCLI(t, dir, "", append(append([]string{}, p...), "no-such-command")...)
+				lines := strings.Split(strings.TrimSuffix(errs, "\n"), "\n")
+				if code != 2 || out != "" || len(lines) != 2 || !strings.Contains(lines[0], `no-such-command"`) || !strings.HasPrefix(lines[1], "hint: ") {
+					t.Errorf("ucl %s no-such-command: exit %d, stdout %q, stderr %q", name, code, out, errs)
+				}
+			}
+			n++
+			walk(p, c.Subcommands)
+		}
+	}
+	walk(nil, app.Commands)
+	if n < 40 {
+		t.Fatalf("only %d commands walked", n)
 	}
 }
