@@ -122,7 +122,7 @@ func TestOneNamePerConcept(t *testing.T) {
 func TestResultsBounded(t *testing.T) {
 	e := newEnv(t)
 	var b strings.Builder
-	for i := 0; b.Len() < 5<<20; i++ {
+	for i := 0; b.Len() < 900<<10; i++ { // near the largest event the engine takes (log.MaxEventSize)
 		b.WriteString("Line of the big turn, number ")
 		b.WriteString(strings.Repeat("é", i%7))
 		b.WriteString(" with some words about the migration.\n")
