@@ -154,6 +154,10 @@ var errorCodes = []struct {
 	{"rotation_needs_key", ErrRotationNeedsKey},
 	{"bad_rotate_journal", ErrBadRotateJournal},
 	{"key_outside_store", ErrKeyOutsideStore},
+	{"cannot_pay", ErrCannotPay},
+	{"bundler_payment_required", arweave.ErrPaymentRequired},
+	{"bundler_answer", arweave.ErrBundlerAnswer},
+	{"arweave_endpoint", arweave.ErrEndpoint},
 }
 
 // ErrorCodes returns the wire codes of the sentinels err matches.
