@@ -235,6 +235,15 @@ func testBundlerRoundTrip(t *testing.T, gw *arlocaltest.Gateway) {
 	}
 	b.flush()
 	head = headOf(t, a.dir)
+	// A snapshot goes through the remembered bundler too (the wallet has
+	// no AR for L1 transactions).
+	must(t, a.dir, "", "snapshot", "create")
+	before := len(b.uploads())
+	must(t, a.dir, "", "snapshot", "push")
+	if len(b.uploads()) == before {
+		t.Fatal("snapshot push did not go through the bundler")
+	}
+	b.flush()
 
 	// A second device, from the items alone.
 	dst, r := rebuild(t, gw.URL(), a, "--json")
@@ -242,7 +251,7 @@ func testBundlerRoundTrip(t *testing.T, gw *arlocaltest.Gateway) {
 		t.Fatalf("rebuild: %s", r)
 	}
 	rb := jsonDoc(t, r.out)
-	if uint64(rb["events"].(float64)) != head || rb["checkpoint"].(map[string]any)["verified"] != true {
+	if uint64(rb["events"].(float64)) != head || rb["checkpoint"].(map[string]any)["verified"] != true || rb["snapshot"].(map[string]any)["used"] != true {
 		t.Fatalf("rebuild: %v", rb)
 	}
 	must(t, a.dir, "", "project")
