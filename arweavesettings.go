@@ -2,8 +2,8 @@ package ucl
 
 import (
 	"encoding/json"
-
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -42,8 +42,14 @@ type ArweaveSettings struct {
 // remembers nothing (it is a convenience, rewritten by the next push).
 func RememberedArweave(dir string) ArweaveSettings {
 	var a ArweaveSettings
-	b, err := os.ReadFile(filepath.Join(dir, ArweaveFile))
-	if err != nil || len(b) > 64<<10 || json.Unmarshal(b, &a) != nil {
+	f, err := os.Open(filepath.Join(dir, ArweaveFile))
+	if err != nil {
+		return a
+	}
+	defer f.Close()
+	const limit = 64 << 10 // two URL lists; anything longer is not ours
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil || len(b) > limit || json.Unmarshal(b, &a) != nil {
 		return ArweaveSettings{}
 	}
 	if _, err := arweave.ParseEndpoints(a.Gateway); err != nil {

@@ -162,6 +162,10 @@ var errorCodes = []struct {
 	{"model_failed", consolidate.ErrUpstream, ClassUnavailable},
 	{"model_malformed", consolidate.ErrMalformed, ClassUnavailable},
 	{"model_partial", consolidate.ErrPartial, ClassUnavailable},
+	{"cannot_pay", ErrCannotPay, ClassForbidden},
+	{"bundler_payment_required", arweave.ErrPaymentRequired, ClassForbidden},
+	{"bundler_answer", arweave.ErrBundlerAnswer, ClassUnavailable},
+	{"arweave_endpoint", arweave.ErrEndpoint, ClassBadRequest},
 }
 
 // Class groups errors by what the caller can do about them. Each face maps

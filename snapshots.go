@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/unlimitedcontext/ucl/arweave"
 	"github.com/unlimitedcontext/ucl/internal/snapgw"
 	"github.com/unlimitedcontext/ucl/internal/store"
 	"github.com/unlimitedcontext/ucl/snapshot"
@@ -107,8 +108,17 @@ func (s *Store) SnapshotRestore(ctx context.Context, req SnapshotRestoreRequest)
 // req.PartSize bytes; one already complete on the gateway is not uploaded
 // again.
 func (s *Store) SnapshotPublish(ctx context.Context, req SnapshotPublishRequest) (*snapshot.PushResult, error) {
+	// Through the store's bundler when its pushes go through one (the
+	// wallet may hold no AR), in parts that stay free items.
+	_, bundler, err := s.pushVia(PushRequest{})
+	if err != nil {
+		return nil, err
+	}
 	if req.PartSize == 0 {
 		req.PartSize = snapshot.DefaultPartSize
+		if bundler != "" {
+			req.PartSize = BundlerSegmentBytes
+		}
 	}
 	if req.PartSize < 1024 {
 		return nil, badRequest("bad part size %d", req.PartSize)
@@ -125,5 +135,13 @@ func (s *Store) SnapshotPublish(ctx context.Context, req SnapshotPublishRequest)
 	if err != nil {
 		return nil, err
 	}
-	return snapshot.Push(ctx, snapgw.New(cl), in.Dir, snapshot.PushOptions{PartSize: req.PartSize, Progress: req.Progress.stage("push")})
+	g := snapgw.New(cl)
+	if bundler != "" {
+		b, err := arweave.NewBundler(bundler, arweaveOptions())
+		if err != nil {
+			return nil, fmt.Errorf("%v: %w", err, ErrBadRequest)
+		}
+		g = snapgw.NewBundled(cl, b)
+	}
+	return snapshot.Push(ctx, g, in.Dir, snapshot.PushOptions{PartSize: req.PartSize, Progress: req.Progress.stage("push")})
 }

@@ -235,6 +235,15 @@ func testBundlerRoundTrip(t *testing.T, gw *arlocaltest.Gateway) {
 	}
 	b.flush()
 	head = headOf(t, a.dir)
+	// A snapshot goes through the remembered bundler too (the wallet has
+	// no AR for L1 transactions).
+	must(t, a.dir, "", "snapshot", "create")
+	before := len(b.uploads())
+	must(t, a.dir, "", "snapshot", "push")
+	if len(b.uploads()) == before {
+		t.Fatal("snapshot push did not go through the bundler")
+	}
+	b.flush()
 
 	// A second device, from the items alone.
 	dst, r := rebuild(t, gw.URL(), a, "--json")
@@ -242,7 +251,7 @@ func testBundlerRoundTrip(t *testing.T, gw *arlocaltest.Gateway) {
 		t.Fatalf("rebuild: %s", r)
 	}
 	rb := jsonDoc(t, r.out)
-	if uint64(rb["events"].(float64)) != head || rb["checkpoint"].(map[string]any)["verified"] != true {
+	if uint64(rb["events"].(float64)) != head || rb["checkpoint"].(map[string]any)["verified"] != true || rb["snapshot"].(map[string]any)["used"] != true {
 		t.Fatalf("rebuild: %v", rb)
 	}
 	must(t, a.dir, "", "project")
@@ -395,6 +404,20 @@ func testBundlerDrops(t *testing.T, gw *arlocaltest.Gateway) {
 // signed, naming both ways out; sync estimate says the cost and balance.
 func testCannotPay(t *testing.T, gw *arlocaltest.Gateway) {
 	d := unfundedDevice(t, 50, "cp")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--via", "pigeon"}, "--via takes l1, bundle or bundler"},
+		{[]string{"--via", "l1", "--bundler", "http://127.0.0.1:9"}, "--bundler goes with --via bundler"},
+		{[]string{"--via", "bundler", "--bundler", "upload.example"}, "bundler's http(s) URL"},
+		{[]string{"--gateway", gw.URL() + ",graphql=nope"}, "http(s) URL"},
+	} {
+		r := ucl(t, d.dir, "", append([]string{"sync", "push"}, c.args...)...)
+		if r.code != 2 || !strings.Contains(r.err, c.want) {
+			t.Errorf("sync push %v: want exit 2 and %q: %s", c.args, c.want, r)
+		}
+	}
 	est := jsonDoc(t, must(t, d.dir, "", "sync", "estimate", "--via", "l1", "--gateway", gw.URL(), "--json"))
 	if est["cost_known"] != true || est["cost_winston"].(float64) <= 0 || est["balance_known"] != true || est["balance_winston"] != 0.0 || est["enough"] != false {
 		t.Fatalf("estimate: %v", est)

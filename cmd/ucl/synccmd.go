@@ -215,7 +215,7 @@ func pushRequest(c *cli.Context) (ucl.PushRequest, error) {
 
 func syncPushAction(c *cli.Context) error {
 	if c.NArg() > 0 {
-		return usage("ucl sync push [--gateway URL] [--bundle] [--watch]", "unexpected argument %q", c.Args().First())
+		return usage("ucl sync push [--via bundler|l1|bundle] [--gateway URL] [--watch]", "unexpected argument %q", c.Args().First())
 	}
 	req, err := pushRequest(c)
 	if err != nil {

@@ -13,15 +13,21 @@ import (
 	"github.com/unlimitedcontext/ucl/snapshot"
 )
 
-// Gateway is a snapshot.Gateway over an *arweave.Client.
+// Gateway is a snapshot.Gateway over an *arweave.Client, posting through
+// a bundler when it has one.
 type Gateway struct {
 	c *arweave.Client
+	b *arweave.Bundler
 }
 
 var _ snapshot.Gateway = Gateway{}
 
 // New returns the gateway of c; c needs a wallet for Sign and Post only.
 func New(c *arweave.Client) Gateway { return Gateway{c: c} }
+
+// NewBundled returns the gateway of c whose parts are posted through b,
+// each one a data item signed by c's wallet (the bundler pays).
+func NewBundled(c *arweave.Client, b *arweave.Bundler) Gateway { return Gateway{c: c, b: b} }
 
 // Owner returns the address of the client's wallet, "" without one.
 func (g Gateway) Owner() string {
@@ -31,10 +37,18 @@ func (g Gateway) Owner() string {
 	return ""
 }
 
-// signed is a transaction signed by Sign.
-type signed struct{ tx *arweave.SignedTx }
+// signed is a transaction or data item signed by Sign.
+type signed struct {
+	tx   *arweave.SignedTx
+	item *arweave.DataItem
+}
 
-func (s signed) TxID() string { return s.tx.ID }
+func (s signed) TxID() string {
+	if s.item != nil {
+		return s.item.ID
+	}
+	return s.tx.ID
+}
 
 // Sign signs data with the common tags of u (in mirror.SegmentMeta's
 // order, Content-Type and UC-Schema-Version taken from u) followed by
@@ -52,11 +66,18 @@ func (g Gateway) Sign(ctx context.Context, data []byte, u snapshot.Upload) (snap
 	for _, t := range u.Tags {
 		tags = append(tags, arweave.Tag{Name: t.Name, Value: t.Value})
 	}
+	if g.b != nil {
+		it, err := g.c.SignDataItem(data, tags)
+		if err != nil {
+			return nil, err
+		}
+		return signed{item: it}, nil
+	}
 	tx, err := g.c.SignTx(ctx, data, tags)
 	if err != nil {
 		return nil, err
 	}
-	return signed{tx}, nil
+	return signed{tx: tx}, nil
 }
 
 // Post posts a transaction of Sign.
@@ -64,6 +85,12 @@ func (g Gateway) Post(ctx context.Context, s snapshot.Signed) error {
 	st, ok := s.(signed)
 	if !ok {
 		return fmt.Errorf("post snapshot part: %T was not signed by this gateway", s)
+	}
+	if st.item != nil {
+		if g.b == nil {
+			return fmt.Errorf("post snapshot part %s: a data item needs a bundler", st.item.ID)
+		}
+		return g.b.Post(ctx, st.item)
 	}
 	return g.c.PostTx(ctx, st.tx)
 }
