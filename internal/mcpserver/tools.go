@@ -142,6 +142,9 @@ func (s *server) toolQuery(ctx context.Context, _ *mcp.CallToolRequest, in Query
 	}
 	req := ucl.SearchRequest{Text: in.Query, K: k, Session: in.Session, Sessions: in.Sessions, Kinds: in.Kinds, Roles: in.Roles,
 		Now: s.now(), IncludeSuperseded: in.IncludeSuperseded}
+	if in.Now != "" {
+		req.Now = in.Now // the engine parses it, as for every face
+	}
 	if err := checkKinds(in.Kinds); err != nil {
 		return nil, out, err
 	}

@@ -79,6 +79,7 @@ type QueryIn struct {
 	Until             string   `json:"until,omitempty" jsonschema:"content time before"`
 	Mode              string   `json:"mode,omitempty" jsonschema:"hybrid (default), bm25 or vector"`
 	IncludeSuperseded bool     `json:"include_superseded,omitempty" jsonschema:"rank outdated items like the others"`
+	Now               string   `json:"now,omitempty" jsonschema:"reference time (default now)"`
 }
 
 // Hit is one ranked result of uc_query.
