@@ -504,19 +504,9 @@ func (s *server) toolDocument(ctx context.Context, _ *mcp.CallToolRequest, in Do
 	if err != nil {
 		return nil, out, err
 	}
-	var chunks []timelines.Chunk
-	if id == "" {
-		if chunks, err = s.documentByName(ctx, name); err != nil {
-			return nil, out, err
-		}
-	} else if chunks, err = s.getChunks(ctx, []string{id}); err != nil {
+	chunks, err := s.document(ctx, id, name)
+	if err != nil {
 		return nil, out, err
-	}
-	if len(chunks) == 1 && chunks[0].ChunkParent != "" {
-		// A chunk id: the document is its parent.
-		if chunks, err = s.getChunks(ctx, []string{chunks[0].ChunkParent}); err != nil {
-			return nil, out, err
-		}
 	}
 	first := chunks[0]
 	out = DocumentOut{ID: docID(first.ID, first.ChunkParent), Name: first.Meta["name"], Session: first.Session, Time: fmtMS(first.Time)}
@@ -542,6 +532,23 @@ func (s *server) toolDocument(ctx context.Context, _ *mcp.CallToolRequest, in Do
 		text += fmt.Sprintf("[cut at byte %d of %d; read on: uc_get_document {\"id\":%q,\"offset\":%d}]\n", out.NextOffset, out.Size, out.ID, out.NextOffset)
 	}
 	return textResult(text), out, nil
+}
+
+// document returns the chunks, in order, of the document with id (its
+// own or any chunk's) or, when id is empty, named name.
+func (s *server) document(ctx context.Context, id, name string) ([]timelines.Chunk, error) {
+	var chunks []timelines.Chunk
+	var err error
+	if id == "" {
+		chunks, err = s.documentByName(ctx, name)
+	} else {
+		chunks, err = s.getChunks(ctx, []string{id})
+	}
+	if err == nil && len(chunks) == 1 && chunks[0].ChunkParent != "" {
+		// A chunk id: the document is its parent.
+		chunks, err = s.getChunks(ctx, []string{chunks[0].ChunkParent})
+	}
+	return chunks, err
 }
 
 // maxCandidates bounds the candidates an ambiguous name lists.
