@@ -40,9 +40,14 @@ func (s *server) toolStore(ctx context.Context, _ *mcp.CallToolRequest, in Store
 	if len(in.Content) > maxContentSize {
 		return nil, out, badArg("content", "is %d bytes; one call takes at most %d (use `ucl append` for bulk input)", len(in.Content), maxContentSize)
 	}
+	if in.Kind != "" {
+		if err := ucl.CheckKind(in.Kind); err != nil {
+			return nil, out, badArg("kind", "%q is not a kind: want conversation, document, knowledge or tool_call", in.Kind)
+		}
+	}
 	kind, err := log.ParseKind(in.Kind)
-	if err != nil {
-		return nil, out, badArg("kind", "%q is not a kind: want conversation, document, knowledge or tool_call", in.Kind)
+	if err != nil { // cannot happen after CheckKind; kept so a change there cannot pass a bad kind
+		return nil, out, badArg("kind", "%v", err)
 	}
 	if err := ucl.CheckRole(in.Role); err != nil {
 		return nil, out, fmt.Errorf("%w: %w", ErrBadArgument, err)
@@ -899,9 +904,10 @@ func checkRange(name string, v, def, max int) (int, error) {
 	return v, nil
 }
 
+// checkKinds checks a kinds filter with the engine's ucl.CheckKind.
 func checkKinds(kinds []string) error {
 	for _, k := range kinds {
-		if _, err := log.ParseKind(k); err != nil || k == "" {
+		if err := ucl.CheckKind(k); err != nil {
 			return badArg("kinds", "%q is not a kind: want conversation, document, knowledge or tool_call", k)
 		}
 	}
