@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -410,17 +411,22 @@ func (s *server) toolSession(ctx context.Context, _ *mcp.CallToolRequest, in Ses
 	if err != nil {
 		return nil, out, sessionErr("session", in.Session, err)
 	}
-	if req.Last > 0 {
-		// The page ends at the session's end; report where it starts
-		// so that paging backwards (offset, limit) can continue.
-		in.Offset = res.Total - len(res.Chunks)
-	}
 	out.Session = sessionInfoOf(res.Session, res.Summary.Text)
 	out.Items = make([]Item, len(res.Chunks))
 	for i, c := range res.Chunks {
 		out.Items[i] = itemOf(c)
 	}
-	out.Items = out.Items[:fitItems(out.Items, itemsBudget)]
+	if req.Last > 0 {
+		// The newest items are the point of last: fit from the end. The
+		// page ends at the session's end; report where it starts so that
+		// paging backwards (offset, limit) can continue.
+		slices.Reverse(out.Items)
+		out.Items = out.Items[:fitItems(out.Items, itemsBudget)]
+		slices.Reverse(out.Items)
+		in.Offset = res.Total - len(out.Items)
+	} else {
+		out.Items = out.Items[:fitItems(out.Items, itemsBudget)]
+	}
 	if end := in.Offset + len(out.Items); end < res.Total && len(out.Items) > 0 {
 		out.NextOffset = end
 	}
@@ -430,7 +436,7 @@ func (s *server) toolSession(ctx context.Context, _ *mcp.CallToolRequest, in Ses
 		fmt.Fprintf(&b, "offset %d is past the end.\n", in.Offset)
 	}
 	if req.Last > 0 && in.Offset > 0 {
-		fmt.Fprintf(&b, "the last %d items (offset %d); earlier ones: call again with offset and limit.\n", len(res.Chunks), in.Offset)
+		fmt.Fprintf(&b, "the last %d items (offset %d); earlier ones: call again with offset and limit.\n", len(out.Items), in.Offset)
 	}
 	b.WriteString(renderItems(out.Items))
 	if out.NextOffset > 0 {
