@@ -80,6 +80,40 @@ type tsRun struct {
 	Status struct {
 		Events uint64 `json:"events"`
 	} `json:"status"`
+	Fixes struct {
+		ToolsListBytes     int    `json:"toolsListBytes"`
+		ContextDescription string `json:"contextDescription"`
+		Wizard             struct {
+			IsError bool   `json:"isError"`
+			Text    string `json:"text"`
+		} `json:"wizard"`
+		IndexOverview engine.IndexOverview `json:"indexOverview"`
+		ByName        struct {
+			IsError bool   `json:"isError"`
+			ID      string `json:"id"`
+			Want    string `json:"want"`
+		} `json:"byName"`
+		Ambiguous struct {
+			IsError bool   `json:"isError"`
+			Text    string `json:"text"`
+		} `json:"ambiguous"`
+		Period struct {
+			IDs  []string `json:"ids"`
+			Want []string `json:"want"`
+		} `json:"period"`
+		QuerySession struct {
+			IsError bool   `json:"isError"`
+			Text    string `json:"text"`
+		} `json:"querySession"`
+		Bounded struct {
+			BigBytes     int  `json:"bigBytes"`
+			GetBytes     int  `json:"getBytes"`
+			SessionBytes int  `json:"sessionBytes"`
+			QueryBytes   int  `json:"queryBytes"`
+			GetMarker    bool `json:"getMarker"`
+			ReadOn       bool `json:"readOn"`
+		} `json:"bounded"`
+	} `json:"fixes"`
 }
 
 func runTSClient(t *testing.T, session string, args ...string) (tsRun, string) {
@@ -146,7 +180,45 @@ func checkTSRun(t *testing.T, r tsRun, session string) (q, a, f string) {
 	if r.Status.Events != 4 {
 		t.Fatalf("status: %d events, want 3 stores and a tombstone", r.Status.Events)
 	}
+	checkTSFixes(t, r)
 	return q, a, f
+}
+
+// checkTSFixes asserts issue 25's MCP fixes as the TypeScript client saw
+// them.
+func checkTSFixes(t *testing.T, r tsRun) {
+	t.Helper()
+	x := r.Fixes
+	if x.ToolsListBytes == 0 || x.ToolsListBytes > 12<<10 {
+		t.Errorf("tools/list is %d bytes of JSON; the bound is 12 KB", x.ToolsListBytes)
+	}
+	if !strings.Contains(x.ContextDescription, "shown last") {
+		t.Errorf("uc_context's description: %q", x.ContextDescription)
+	}
+	if !x.Wizard.IsError || !strings.Contains(x.Wizard.Text, `role "wizard"`) {
+		t.Errorf("uc_store with role wizard: %+v", x.Wizard)
+	}
+	if x.IndexOverview.Later != 0 || x.IndexOverview.Today == 0 {
+		t.Errorf("uc_index right after storing: %+v (what was just stored is not after now)", x.IndexOverview)
+	}
+	if x.ByName.IsError || x.ByName.ID == "" || x.ByName.ID != x.ByName.Want {
+		t.Errorf("uc_get_document of a document without a session, by name: %+v", x.ByName)
+	}
+	if !x.Ambiguous.IsError || !strings.Contains(x.Ambiguous.Text, `2 items are named "notes.md"`) || !strings.Contains(x.Ambiguous.Text, x.ByName.Want) {
+		t.Errorf("an ambiguous name: %+v", x.Ambiguous)
+	}
+	for _, id := range x.Period.Want {
+		if id == "" || !has(x.Period.IDs, id) {
+			t.Errorf("uc_period today misses %q (stored without a session): %v", id, x.Period.IDs)
+		}
+	}
+	if x.QuerySession.IsError {
+		t.Errorf("uc_query with session: %s", x.QuerySession.Text)
+	}
+	b := x.Bounded
+	if b.BigBytes < 3<<20 || b.GetBytes > 80<<10 || b.SessionBytes > 80<<10 || b.QueryBytes > 80<<10 || !b.GetMarker || !b.ReadOn {
+		t.Errorf("bounded results: %+v", b)
+	}
 }
 
 // The official TypeScript SDK spawns the built `ucl mcp` over stdio; then
@@ -195,7 +267,9 @@ func TestMCPTypeScriptClientHTTP(t *testing.T) {
 	} else if !strings.Contains(string(out), "401") {
 		t.Logf("wrong token output: %s", out)
 	}
-	if s, err := st.Status(context.Background(), engine.StatusRequest{}); err != nil || s.Events != 4 {
+	// 8: the conversation's 3 stores and tombstone, then checkTSFixes's 4
+	// stores (the wizard's was refused).
+	if s, err := st.Status(context.Background(), engine.StatusRequest{}); err != nil || s.Events != 8 {
 		t.Fatalf("events after a refused client: %v %+v", err, s)
 	}
 }

@@ -18,8 +18,8 @@ var mcpCommand = &cli.Command{
 	Name:  "mcp",
 	Usage: "be the memory of an MCP client (Claude Code, Cursor, Windsurf, ...) over stdio",
 	Description: `Speaks the Model Context Protocol on stdin/stdout; the client spawns it.
-Tools: ` + mcpToolNames() + `. Resources:
-uc://sessions/{id}, uc://documents/{id}, uc://context/auto.
+Tools: ` + mcpToolNames() + `.
+Resources: uc://sessions/{id}, uc://documents/{id}, uc://context/auto.
 
 The first ucl mcp (or ucl daemon) on a store owns it and serves it on
 DIR/ucl.sock; the others, and every ucl command run meanwhile, attach to it,
@@ -50,13 +50,28 @@ A line that is not a JSON-RPC message is answered with the JSON-RPC error
 	},
 }
 
-// mcpToolNames lists the exposed tools, from the server's tool table.
+// mcpToolNames lists the exposed tools, from the server's tool table,
+// wrapped as the rest of the help text.
 func mcpToolNames() string {
-	var names []string
+	var b strings.Builder
+	col := len("Tools: ")
 	for _, t := range mcpserver.Tools() {
-		if t.Exposed {
-			names = append(names, t.Name)
+		if !t.Exposed {
+			continue
 		}
+		if b.Len() > 0 {
+			b.WriteString(",")
+			col++
+			if col+len(t.Name)+2 > 76 {
+				b.WriteString("\n")
+				col = 0
+			} else {
+				b.WriteString(" ")
+				col++
+			}
+		}
+		b.WriteString(t.Name)
+		col += len(t.Name)
 	}
-	return strings.Join(names, ", ")
+	return b.String()
 }

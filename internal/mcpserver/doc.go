@@ -61,13 +61,17 @@
 //
 // # Bounds
 //
-// Every result's text is about 8K tokens at most (MaxResultBytes). Tools
+// Every result's text is about 8K tokens at most (MaxResultBytes), but
+// for uc_context and uc_index, whose text is packed under the budget the
+// caller gives (default 4000 tokens, at most 100000). Tools
 // that return items cut the contents to fit, each cut content followed by
 // the marker "[cut at byte N of M; read on: uc_get {"ids":[ID],"offset":N}]"
 // (uc_get_document: its own call), and page the items that do not fit
 // (next_offset). The structured content carries the same cut items, and
 // uc_context's block is only in the text: nothing long crosses twice. An
-// argument echoed back (uc_query's query) is cut to 200 characters.
+// argument echoed back (uc_query's query) is cut to 200 characters. The
+// resources (uc://sessions/{id}, uc://documents/{id}) are whole: a client
+// reads them on purpose.
 //
 // # Errors
 //

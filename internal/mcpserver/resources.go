@@ -85,14 +85,20 @@ func (s *server) readDocument(ctx context.Context, req *mcp.ReadResourceRequest)
 	if err != nil {
 		return nil, err
 	}
-	_, doc, err := s.toolDocument(ctx, nil, DocumentIn{ID: id})
+	chunks, err := s.document(ctx, id, "")
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return nil, mcp.ResourceNotFoundError(uri)
 		}
 		return nil, err
 	}
-	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: doc.Content}}}, nil
+	// A resource is the whole document (a client reads it on purpose,
+	// not into a model's context unasked): no window.
+	var b strings.Builder
+	for _, c := range chunks {
+		b.WriteString(c.Content)
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: b.String()}}}, nil
 }
 
 // readAutoContext assembles the context an editor would inject before the

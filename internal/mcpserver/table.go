@@ -36,6 +36,9 @@ const (
 	fReadOnly
 	fDestructive
 	fHidden
+	// fBudgeted tools bound their text themselves, by the budget asked
+	// (default 4000 tokens, at most maxIndexBudget): boundText leaves it.
+	fBudgeted
 )
 
 func entry[In, Out any](name, desc string, h handler[In, Out], flags int) ToolEntry {
@@ -45,7 +48,7 @@ func entry[In, Out any](name, desc string, h handler[In, Out], flags int) ToolEn
 	e.add = func(s *server, srv *mcp.Server, t *mcp.Tool) {
 		call := func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
 			res, out, err := h(s, ctx, req, in)
-			if err == nil {
+			if err == nil && flags&fBudgeted == 0 {
 				boundText(res)
 			}
 			return res, out, err
@@ -89,14 +92,14 @@ const (
 var toolTable = []ToolEntry{
 	entry("uc_store", descStore, (*server).toolStore, fOutSchema),
 	entry("uc_query", descQuery, (*server).toolQuery, fOutSchema|fReadOnly),
-	entry("uc_context", descContext, (*server).toolContext, fReadOnly),
+	entry("uc_context", descContext, (*server).toolContext, fReadOnly|fBudgeted),
 	entry("uc_get", descGet, (*server).toolGet, fReadOnly),
 	entry("uc_get_thread", descThread, (*server).toolThread, fReadOnly),
 	entry("uc_get_session", descSession, (*server).toolSession, fReadOnly),
 	entry("uc_list_sessions", descListSessions, (*server).toolListSessions, fReadOnly),
 	entry("uc_get_document", descDocument, (*server).toolDocument, fReadOnly),
 	entry("uc_period", descPeriod, (*server).toolPeriod, fReadOnly),
-	entry("uc_index", descIndex, (*server).toolIndex, fReadOnly),
+	entry("uc_index", descIndex, (*server).toolIndex, fReadOnly|fBudgeted),
 	entry("uc_forget", descForget, (*server).toolForget, fDestructive),
 	entry("uc_status", descStatus, (*server).toolStatus, fReadOnly),
 	entry("uc_edit", descEdit, (*server).toolEdit, 0),

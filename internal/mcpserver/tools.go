@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -40,9 +41,14 @@ func (s *server) toolStore(ctx context.Context, _ *mcp.CallToolRequest, in Store
 	if len(in.Content) > maxContentSize {
 		return nil, out, badArg("content", "is %d bytes; one call takes at most %d (use `ucl append` for bulk input)", len(in.Content), maxContentSize)
 	}
+	if in.Kind != "" {
+		if err := ucl.CheckKind(in.Kind); err != nil {
+			return nil, out, badArg("kind", "%q is not a kind: want conversation, document, knowledge or tool_call", in.Kind)
+		}
+	}
 	kind, err := log.ParseKind(in.Kind)
-	if err != nil {
-		return nil, out, badArg("kind", "%q is not a kind: want conversation, document, knowledge or tool_call", in.Kind)
+	if err != nil { // cannot happen after CheckKind; kept so a change there cannot pass a bad kind
+		return nil, out, badArg("kind", "%v", err)
 	}
 	if err := ucl.CheckRole(in.Role); err != nil {
 		return nil, out, fmt.Errorf("%w: %w", ErrBadArgument, err)
@@ -408,17 +414,22 @@ func (s *server) toolSession(ctx context.Context, _ *mcp.CallToolRequest, in Ses
 	if err != nil {
 		return nil, out, sessionErr("session", in.Session, err)
 	}
-	if req.Last > 0 {
-		// The page ends at the session's end; report where it starts
-		// so that paging backwards (offset, limit) can continue.
-		in.Offset = res.Total - len(res.Chunks)
-	}
 	out.Session = sessionInfoOf(res.Session, res.Summary.Text)
 	out.Items = make([]Item, len(res.Chunks))
 	for i, c := range res.Chunks {
 		out.Items[i] = itemOf(c)
 	}
-	out.Items = out.Items[:fitItems(out.Items, itemsBudget)]
+	if req.Last > 0 {
+		// The newest items are the point of last: fit from the end. The
+		// page ends at the session's end; report where it starts so that
+		// paging backwards (offset, limit) can continue.
+		slices.Reverse(out.Items)
+		out.Items = out.Items[:fitItems(out.Items, itemsBudget)]
+		slices.Reverse(out.Items)
+		in.Offset = res.Total - len(out.Items)
+	} else {
+		out.Items = out.Items[:fitItems(out.Items, itemsBudget)]
+	}
 	if end := in.Offset + len(out.Items); end < res.Total && len(out.Items) > 0 {
 		out.NextOffset = end
 	}
@@ -428,7 +439,7 @@ func (s *server) toolSession(ctx context.Context, _ *mcp.CallToolRequest, in Ses
 		fmt.Fprintf(&b, "offset %d is past the end.\n", in.Offset)
 	}
 	if req.Last > 0 && in.Offset > 0 {
-		fmt.Fprintf(&b, "the last %d items (offset %d); earlier ones: call again with offset and limit.\n", len(res.Chunks), in.Offset)
+		fmt.Fprintf(&b, "the last %d items (offset %d); earlier ones: call again with offset and limit.\n", len(out.Items), in.Offset)
 	}
 	b.WriteString(renderItems(out.Items))
 	if out.NextOffset > 0 {
@@ -507,19 +518,9 @@ func (s *server) toolDocument(ctx context.Context, _ *mcp.CallToolRequest, in Do
 	if err != nil {
 		return nil, out, err
 	}
-	var chunks []ucl.Item
-	if id == "" {
-		if chunks, err = s.documentByName(ctx, name); err != nil {
-			return nil, out, err
-		}
-	} else if chunks, err = s.getChunks(ctx, []string{id}); err != nil {
+	chunks, err := s.document(ctx, id, name)
+	if err != nil {
 		return nil, out, err
-	}
-	if len(chunks) == 1 && chunks[0].ChunkParent != "" {
-		// A chunk id: the document is its parent.
-		if chunks, err = s.getChunks(ctx, []string{chunks[0].ChunkParent}); err != nil {
-			return nil, out, err
-		}
 	}
 	first := chunks[0]
 	out = DocumentOut{ID: docID(first.ID, first.ChunkParent), Name: first.Meta["name"], Session: first.Session, Time: fmtMS(first.Time)}
@@ -545,6 +546,23 @@ func (s *server) toolDocument(ctx context.Context, _ *mcp.CallToolRequest, in Do
 		text += fmt.Sprintf("[cut at byte %d of %d; read on: uc_get_document {\"id\":%q,\"offset\":%d}]\n", out.NextOffset, out.Size, out.ID, out.NextOffset)
 	}
 	return textResult(text), out, nil
+}
+
+// document returns the chunks, in order, of the document with id (its
+// own or any chunk's) or, when id is empty, named name.
+func (s *server) document(ctx context.Context, id, name string) ([]ucl.Item, error) {
+	var chunks []ucl.Item
+	var err error
+	if id == "" {
+		chunks, err = s.documentByName(ctx, name)
+	} else {
+		chunks, err = s.getChunks(ctx, []string{id})
+	}
+	if err == nil && len(chunks) == 1 && chunks[0].ChunkParent != "" {
+		// A chunk id: the document is its parent.
+		chunks, err = s.getChunks(ctx, []string{chunks[0].ChunkParent})
+	}
+	return chunks, err
 }
 
 // maxCandidates bounds the candidates an ambiguous name lists.
@@ -893,9 +911,10 @@ func checkRange(name string, v, def, max int) (int, error) {
 	return v, nil
 }
 
+// checkKinds checks a kinds filter with the engine's ucl.CheckKind.
 func checkKinds(kinds []string) error {
 	for _, k := range kinds {
-		if _, err := log.ParseKind(k); err != nil || k == "" {
+		if err := ucl.CheckKind(k); err != nil {
 			return badArg("kinds", "%q is not a kind: want conversation, document, knowledge or tool_call", k)
 		}
 	}

@@ -75,5 +75,44 @@ out.badK = { isError: bad.isError, text: bad.text };
 const status = await call("uc_status", {});
 out.status = status.data;
 
+// Issue 25's MCP fixes, as a client sees them.
+const listed = await client.listTools();
+out.fixes = { toolsListBytes: JSON.stringify(listed).length };
+out.fixes.contextDescription = listed.tools.find((t) => t.name === "uc_context").description;
+const wizard = await call("uc_store", { content: "I cast a spell", session, role: "wizard" });
+out.fixes.wizard = { isError: wizard.isError, text: wizard.text };
+const idxAll = await call("uc_index", {});
+out.fixes.indexOverview = idxAll.data?.overview;
+// Items without a session: found by name, and in today's period.
+const notes = await call("uc_store", { content: "Deploy keys live in the vault.", kind: "document", meta: { name: "notes.md" } });
+const fact = await call("uc_store", { content: "Kafka topics are replicated three times.", kind: "knowledge" });
+const byName = await call("uc_get_document", { name: "notes.md" });
+out.fixes.byName = { isError: byName.isError, id: byName.data?.id, want: notes.data?.ids?.[0] };
+await call("uc_store", { content: "Other notes, in a session.", kind: "document", session, meta: { name: "notes.md" } });
+const ambiguous = await call("uc_get_document", { name: "notes.md" });
+out.fixes.ambiguous = { isError: ambiguous.isError, text: ambiguous.text };
+const today = await call("uc_period", { period: "today" });
+out.fixes.period = { ids: (today.data?.items || []).map((i) => i.id), want: [notes.data?.ids?.[0], fact.data?.ids?.[0]] };
+const withSession = await call("uc_query", { query: "kafka", session, k: 3 });
+out.fixes.querySession = { isError: withSession.isError, text: withSession.text };
+// Bounded results: a 5 MB turn (3.4 MB over HTTP, whose handler takes
+// requests up to 4 MiB), a 1.2 MB query.
+const big = "A line of the big turn about the migration plan.\n".repeat(mode === "http" ? 70000 : 110000);
+const bigStored = await call("uc_store", { content: big, session: session + "-big", role: "user" });
+const bigID = bigStored.data?.ids?.[0];
+const bigGet = await client.callTool({ name: "uc_get", arguments: { ids: [bigID] } });
+const bigSession = await client.callTool({ name: "uc_get_session", arguments: { session: session + "-big" } });
+const bigQuery = await client.callTool({ name: "uc_query", arguments: { query: "migration plan words ".repeat(60000) } });
+const text = (r) => r.content.map((c) => c.text).join("\n");
+out.fixes.bounded = {
+  bigBytes: big.length,
+  getBytes: JSON.stringify(bigGet).length,
+  sessionBytes: JSON.stringify(bigSession).length,
+  queryBytes: JSON.stringify(bigQuery).length,
+  getMarker: /read on: uc_get \{"ids":\[".*"\],"offset":\d+\}/.test(text(bigGet)),
+};
+const next = await call("uc_get", { ids: [bigID], offset: bigGet.structuredContent?.items?.[0]?.next_offset || 0 });
+out.fixes.bounded.readOn = next.data?.items?.[0]?.offset > 0 && big.startsWith(bigGet.structuredContent.items[0].content + next.data.items[0].content);
+
 await client.close();
 process.stdout.write(JSON.stringify(out) + "\n");
