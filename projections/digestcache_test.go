@@ -101,7 +101,7 @@ func TestReplaceDropsCachedDigest(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Same checkpoint, different state (as a damaged projection's would be).
-	repl := &digestCounter{recorder: &recorder{name: "rec", cp: old.cp, state: [32]byte{1}}}
+	repl := &digestCounter{recorder: &recorder{name: "rec", stored: old.stored, cp: old.cp, state: [32]byte{1}}}
 	if err := pr.Replace(repl); err != nil {
 		t.Fatal(err)
 	}
