@@ -975,6 +975,12 @@ func (l *Log) readEntry(seq uint64) ([]byte, error) {
 	if data, ok := l.idx.read(seq); ok {
 		return data, nil
 	}
+	l.qmu.Lock()
+	closed := l.closed
+	l.qmu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
 	segs, err := listSegments(l.dir)
 	if err != nil {
 		return nil, err
@@ -1196,7 +1202,7 @@ func decryptPipeline(ctx context.Context, decrypt func([]byte) (*Event, error), 
 	return err
 }
 
-// scanFiles reads the segment files directly (not through tidwall's cache)
+// scanFiles reads the segment files directly
 // and calls fn with the raw bytes of every event in from..to (to 0: all),
 // CRC-checked, in order. Damage is a *CorruptionError with the position.
 func scanFiles(dir string, from, to uint64, fn func(seq uint64, raw []byte) error) error {

@@ -13,12 +13,11 @@ import (
 )
 
 // Random reads by seq (Raw) go through a per-segment offset index instead
-// of tidwall's Read, which loads and parses the whole segment file holding
-// the entry, keeps only two segments, and must be serialised (its cache
-// fill races). An indexed read is one pread of the entry, checked exactly
-// like a tidwall read is (length prefix, CRC) plus the seq in its header,
-// so a stale or wrong index can only send the read to the old path, never
-// return another event.
+// of parsing the whole segment file holding the entry (what tidwall's Read
+// did, keeping only two segments and serialising readers). An indexed read
+// is one pread of the entry, checked like a parsed read is (length prefix,
+// CRC) plus the seq in its header, so a stale or wrong index can only send
+// the read to the parsing path (readEntry), never return another event.
 //
 // A sealed segment's offsets are kept beside it in a sidecar file
 // (<segment>.idx, format in doc.go): derived, rebuilt from the segment
@@ -101,7 +100,7 @@ type segIndex struct {
 
 	mu    sync.Mutex
 	gen   uint64 // bumped by reset; offsets learned under an older gen are dropped
-	shut  bool   // the log is closed: reads go to tidwall, which reports it
+	shut  bool   // the log is closed: reads fall back to readEntry, which reports it
 	segs  []segFile
 	files map[string]*segIdx
 	open  int // files in files with f open
@@ -195,7 +194,8 @@ func (x *segIndex) release(s *segIdx) {
 }
 
 // read returns the entry data (raw ‖ crc) of seq, checked; ok false means
-// the index could not serve it and the caller reads through tidwall.
+// the index could not serve it and the caller parses the segment
+// (readEntry).
 func (x *segIndex) read(seq uint64) (data []byte, ok bool) {
 	for attempt := 0; attempt < 2; attempt++ {
 		s, gen, last := x.acquire(seq, attempt > 0)
@@ -210,7 +210,7 @@ func (x *segIndex) read(seq uint64) (data []byte, ok bool) {
 		if !retry || !last {
 			return nil, false
 		}
-		// seq is past the end of what was the last segment: tidwall may
+		// seq is past the end of what was the last segment: the writer may
 		// have started a new one since the listing.
 	}
 	return nil, false
@@ -300,7 +300,7 @@ func (x *segIndex) readIn(s *segIdx, gen, seq uint64) (data []byte, ok, retry bo
 	b := make([]byte, to-from)
 	x.bytesRead.Add(to - from)
 	if _, err := s.f.ReadAt(b, from); err != nil {
-		return nil, false, false // closed under us, or an I/O error: tidwall reports it
+		return nil, false, false // closed under us, or an I/O error: readEntry reports it
 	}
 	n, w := binary.Uvarint(b)
 	if w <= 0 || uint64(len(b)-w) != n {

@@ -85,3 +85,31 @@ func fmtHex(d [32]byte) string {
 	}
 	return string(b)
 }
+
+// TestReplaceDropsCachedDigest: a projection put in place of another (the
+// set's reset of a damaged one) does not inherit the old one's cached
+// digest, even at the same checkpoint.
+func TestReplaceDropsCachedDigest(t *testing.T) {
+	evs := projtest.Events(9, 50)
+	cache := filepath.Join(t.TempDir(), "digests.json")
+	old := &digestCounter{recorder: &recorder{name: "rec"}}
+	pr := newProjector(t, projtest.NewMemSource(evs), projections.Options{DigestCache: cache}, old)
+	if err := pr.CatchUp(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pr.StatusCached(); err != nil {
+		t.Fatal(err)
+	}
+	// Same checkpoint, different state (as a damaged projection's would be).
+	repl := &digestCounter{recorder: &recorder{name: "rec", stored: old.stored, cp: old.cp, state: [32]byte{1}}}
+	if err := pr.Replace(repl); err != nil {
+		t.Fatal(err)
+	}
+	st, err := pr.StatusCached()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if repl.digests != 1 || st[0].Digest != fmtHex(repl.state) {
+		t.Fatalf("after Replace: %d digests computed, status %s, want the replacement's %x", repl.digests, st[0].Digest, repl.state)
+	}
+}

@@ -156,6 +156,9 @@ func (pr *Projector) Replace(p Projection) error {
 	if !ok {
 		return fmt.Errorf("replace %q: %w", p.Name(), ErrUnknownProjection)
 	}
+	// A replacement (a damaged projection reopened empty) is digested
+	// afresh once rebuilt, not taken from what the old one reported.
+	pr.dc.drop(p.Name())
 	pr.ps[i] = p
 	return nil
 }
