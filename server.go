@@ -109,3 +109,18 @@ func (s *Store) Serve(ctx context.Context) error {
 	}
 	return err
 }
+
+// StartServing serves the API on the store's socket in the background,
+// as Serve does, and returns the function that stops it: it stops
+// accepting, waits for the requests in flight and returns Serve's error.
+// Every owner that serves while doing something else (ucl serve, ucl mcp,
+// sync push --watch) starts this way.
+func (s *Store) StartServing() (stop func() error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx) }()
+	return func() error {
+		cancel()
+		return <-done
+	}
+}

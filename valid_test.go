@@ -3,10 +3,12 @@ package ucl
 import (
 	"errors"
 	"testing"
+
+	"github.com/unlimitedcontext/ucl/log"
 )
 
 func TestCheckRoleAndKind(t *testing.T) {
-	for _, r := range append([]string{""}, Roles...) {
+	for _, r := range append([]string{""}, log.Roles...) {
 		if err := CheckRole(r); err != nil {
 			t.Errorf("CheckRole(%q): %v", r, err)
 		}

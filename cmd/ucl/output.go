@@ -139,24 +139,21 @@ func engineOptions(c *cli.Context) ucl.Options {
 	}
 }
 
-// withAPI runs fn on the store of --dir: attached to its owner when one
-// serves it, else opened by this process for the length of the command.
-// An owner that exits between finding its socket and answering refuses
-// the connection before the request is sent: then the command attaches
-// again (taking the store over) and runs once more.
+// withAPI runs fn on the store of --dir through ucl.Shared: attached to
+// its owner when one serves it, else opened by this process for the length
+// of the command. An owner that exits between finding its socket and
+// answering refuses the connection before the request is sent: then the
+// call attaches again (taking the store over) and runs once more.
 func withAPI(c *cli.Context, fn func(ucl.API) error) error {
-	for try := 0; ; try++ {
-		api, err := ucl.Attach(storeDir(c), engineOptions(c))
-		if err != nil {
-			return openError(err)
-		}
-		_, attached := api.(*ucl.Client)
-		err = fn(api)
-		api.Close()
-		if !attached || try > 0 || !ucl.OwnerGone(err) {
-			return err
-		}
+	api, err := ucl.OpenShared(storeDir(c), engineOptions(c), ucl.SharedOptions{})
+	if err != nil {
+		return openError(err)
 	}
+	err = fn(api)
+	if cerr := api.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // openError adds the CLI's words to an engine option error.

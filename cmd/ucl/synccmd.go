@@ -254,10 +254,7 @@ func watchPush(ctx context.Context, c *cli.Context, req ucl.PushRequest) error {
 	// (waiting for requests in flight) before the store closes.
 	stopServing := func() error { return nil }
 	if s, ok := api.(*ucl.Store); ok {
-		sctx, cancel := context.WithCancel(ctx)
-		serveErr := make(chan error, 1)
-		go func() { serveErr <- s.Serve(sctx) }()
-		stopServing = func() error { cancel(); return <-serveErr }
+		stopServing = s.StartServing()
 	}
 	var covered uint64
 	err = ucl.Watch(ctx, api, ucl.WatchOptions{Push: req, EveryEvents: c.Int("every-events"), Every: c.Duration("every")}, func(r ucl.WatchReport) {

@@ -236,12 +236,3 @@ func (s *server) toolThread(ctx context.Context, _ *mcp.CallToolRequest, in Thre
 	return textResult(b.String()), out, nil
 }
 
-// Edit implements Engine.
-func (s *Shared) Edit(ctx context.Context, req ucl.EditRequest) (*ucl.EditResult, error) {
-	return via(s, func(a ucl.API) (*ucl.EditResult, error) { return a.Edit(ctx, req) })
-}
-
-// Thread implements Engine.
-func (s *Shared) Thread(ctx context.Context, req ucl.ThreadRequest) (*ucl.ThreadResult, error) {
-	return via(s, func(a ucl.API) (*ucl.ThreadResult, error) { return a.Thread(ctx, req) })
-}

@@ -112,7 +112,8 @@
 //
 // # Sharing a store
 //
-// Shared is the Engine `ucl mcp` uses: it owns the store and serves it on
+// OpenShared gives `ucl mcp` its Engine: ucl.Shared, the engine's one
+// own-or-attach path, serving: it owns the store and serves it on
 // DIR/ucl.sock, or attaches to the process that does, and takes over when
 // that process exits, so several editors and a terminal use one memory.
 package mcpserver

@@ -73,8 +73,3 @@ func (s *server) toolIndex(ctx context.Context, _ *mcp.CallToolRequest, in Index
 		Sessions: res.Sessions, Months: res.Months, Topics: res.Topics, Omitted: res.Omitted, Tokens: res.Tokens}
 	return textResult(res.Text), out, nil
 }
-
-// Index implements Engine.
-func (s *Shared) Index(ctx context.Context, req ucl.IndexRequest) (*ucl.IndexResult, error) {
-	return via(s, func(a ucl.API) (*ucl.IndexResult, error) { return a.Index(ctx, req) })
-}
