@@ -235,4 +235,3 @@ func (s *server) toolThread(ctx context.Context, _ *mcp.CallToolRequest, in Thre
 	b.WriteString(renderItems(out.Items))
 	return textResult(b.String()), out, nil
 }
-

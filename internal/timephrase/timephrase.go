@@ -277,9 +277,9 @@ type rule struct {
 	ownPrep bool
 	// lre is re without case folding, run on the lower-cased text (about
 	// ten times faster here); nil for rules that need capitals (months).
-	lre *regexp.Regexp
-	re      *regexp.Regexp
-	eval    func(sub func(int) string, now time.Time) (since, until int64, ok bool)
+	lre  *regexp.Regexp
+	re   *regexp.Regexp
+	eval func(sub func(int) string, now time.Time) (since, until int64, ok bool)
 }
 
 // prep opens every rule's expression with an empty group 1 where the
