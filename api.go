@@ -388,9 +388,17 @@ type SessionResult struct {
 	Total int `json:"total"`
 }
 
+// GetMetaLimit bounds the items GetRequest.Meta adds.
+const GetMetaLimit = 200
+
 // GetRequest names chunks (by chunk id) or documents (by chunk parent).
 type GetRequest struct {
 	IDs []string `json:"ids"`
+	// Meta adds the live items whose meta holds every pair (exact keys and
+	// values, e.g. {"name": "README.md"}), in id order, at most
+	// GetMetaLimit of them: how an item is found by its name in any
+	// session or none.
+	Meta map[string]string `json:"meta,omitempty"`
 	// History adds every version of each item found, oldest first.
 	History bool `json:"history,omitempty"`
 }
@@ -416,6 +424,9 @@ type GetItem struct {
 // GetResult answers a GetRequest, one item per id, in request order.
 type GetResult struct {
 	Items []GetItem `json:"items"`
+	// More reports that GetRequest.Meta matched more than GetMetaLimit
+	// items.
+	More bool `json:"more,omitempty"`
 }
 
 // CatchUpRequest brings the projections up to the head.

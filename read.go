@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -471,8 +472,21 @@ func (s *Store) Session(ctx context.Context, req SessionRequest) (*SessionResult
 // chunks of the document with that chunk parent.
 func (s *Store) Get(ctx context.Context, req GetRequest) (*GetResult, error) {
 	res := &GetResult{Items: []GetItem{}}
+	for k := range req.Meta {
+		if k == "" {
+			return nil, badRequest("meta: empty key")
+		}
+	}
 	err := s.readProj(ctx, nil, func(set *projstd.Set, _ bool) error {
-		for _, id := range req.IDs {
+		ids := req.IDs
+		if len(req.Meta) > 0 {
+			found, more, err := set.FTS.WithMeta(ctx, req.Meta, GetMetaLimit)
+			if err != nil {
+				return err
+			}
+			ids, res.More = append(slices.Clip(ids), found...), more
+		}
+		for _, id := range ids {
 			it := GetItem{ID: id, Chunks: []Item{}}
 			c, ok, err := set.Timelines.Chunk(id)
 			if err != nil {

@@ -216,7 +216,7 @@ func checkTSFixes(t *testing.T, r tsRun) {
 		t.Errorf("uc_query with session: %s", x.QuerySession.Text)
 	}
 	b := x.Bounded
-	if b.BigBytes < 3<<20 || b.GetBytes > 80<<10 || b.SessionBytes > 80<<10 || b.QueryBytes > 80<<10 || !b.GetMarker || !b.ReadOn {
+	if b.BigBytes < 800<<10 || b.GetBytes > 80<<10 || b.SessionBytes > 80<<10 || b.QueryBytes > 80<<10 || !b.GetMarker || !b.ReadOn {
 		t.Errorf("bounded results: %+v", b)
 	}
 }

@@ -569,41 +569,56 @@ func (s *server) document(ctx context.Context, id, name string) ([]ucl.Item, err
 const maxCandidates = 20
 
 // documentByName returns the chunks of the one live item whose meta name
-// is name (ignoring case), in any session or none. Names are not indexed,
-// so it reads every stored item's header through a replay of the log;
-// the candidates are then read back to keep only live ones whose current
-// version still has the name. No item is ErrNotFound; several are
-// ErrAmbiguous listing them.
+// is name, in any session or none. The engine finds exact names through
+// the full-text index's meta terms (GetRequest.Meta: a term lookup); only
+// when no item has the exact name does it look for the name in another
+// case, through a replay of the log. The candidates are read back to keep
+// only live ones whose current version still has the name. No item is
+// ErrNotFound; several are ErrAmbiguous listing them.
 func (s *server) documentByName(ctx context.Context, name string) ([]ucl.Item, error) {
 	var ids []string
 	seen := map[string]bool{}
-	err := s.eng.Replay(ctx, ucl.ReplayRequest{}, func(line json.RawMessage) error {
-		var ev struct {
-			Type        string            `json:"type"`
-			ChunkID     string            `json:"chunk_id"`
-			ChunkParent string            `json:"chunk_parent"`
-			Target      string            `json:"target"`
-			Meta        map[string]string `json:"meta"`
-			Tombstoned  bool              `json:"tombstoned"`
-		}
-		if err := json.Unmarshal(line, &ev); err != nil {
-			return fmt.Errorf("read replayed event: %w", err)
-		}
-		if ev.Tombstoned || !strings.EqualFold(ev.Meta["name"], name) {
-			return nil
-		}
-		id := docID(ev.ChunkID, ev.ChunkParent)
-		if ev.Type == "edit" && ev.Target != "" {
-			id = ev.Target
-		}
+	add := func(id string) {
 		if id != "" && !seen[id] && len(ids) < 10*maxCandidates {
 			seen[id] = true
 			ids = append(ids, id)
 		}
-		return nil
-	})
+	}
+	exact, err := s.eng.Get(ctx, ucl.GetRequest{Meta: map[string]string{"name": name}})
 	if err != nil {
 		return nil, engineErr("find document", err)
+	}
+	for _, it := range exact.Items {
+		for _, c := range it.Chunks {
+			add(docID(c.ID, c.ChunkParent))
+		}
+	}
+	if len(ids) == 0 {
+		err = s.eng.Replay(ctx, ucl.ReplayRequest{}, func(line json.RawMessage) error {
+			var ev struct {
+				Type        string            `json:"type"`
+				ChunkID     string            `json:"chunk_id"`
+				ChunkParent string            `json:"chunk_parent"`
+				Target      string            `json:"target"`
+				Meta        map[string]string `json:"meta"`
+				Tombstoned  bool              `json:"tombstoned"`
+			}
+			if err := json.Unmarshal(line, &ev); err != nil {
+				return fmt.Errorf("read replayed event: %w", err)
+			}
+			if ev.Tombstoned || !strings.EqualFold(ev.Meta["name"], name) {
+				return nil
+			}
+			if ev.Type == "edit" && ev.Target != "" {
+				add(ev.Target)
+			} else {
+				add(docID(ev.ChunkID, ev.ChunkParent))
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, engineErr("find document", err)
+		}
 	}
 	var found [][]ucl.Item
 	for _, id := range ids {

@@ -1683,3 +1683,38 @@ func (x *Index) ChangedAfter(seq uint64) (bool, error) {
 	}
 	return changed, nil
 }
+
+// WithMeta returns the ids of the live chunks whose meta holds every pair
+// of meta (exact keys and values), sorted, at most limit of them; more
+// reports that there were others. It reads the meta terms the index keeps
+// for filters (format 4), so finding an item by name costs a term lookup,
+// not a pass over the log.
+func (x *Index) WithMeta(ctx context.Context, meta map[string]string, limit int) (ids []string, more bool, err error) {
+	if len(meta) == 0 || limit <= 0 {
+		return nil, false, fmt.Errorf("fts with meta: %w", ErrInvalidQuery)
+	}
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.closed {
+		return nil, false, ErrClosed
+	}
+	var qs []query.Query
+	for _, k := range sortedMeta(meta) {
+		tq := bleve.NewTermQuery(metaTerm(k, meta[k]))
+		tq.SetField(fieldMeta)
+		qs = append(qs, tq)
+	}
+	req := bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(qs...), limit+1, 0, false)
+	req.SortBy([]string{"_id"})
+	res, err := x.idx.SearchInContext(ctx, req)
+	if err != nil {
+		return nil, false, fmt.Errorf("fts with meta: %w", err)
+	}
+	for _, h := range res.Hits {
+		ids = append(ids, h.ID)
+	}
+	if len(ids) > limit {
+		return ids[:limit], true, nil
+	}
+	return ids, false, nil
+}

@@ -97,7 +97,8 @@ const withSession = await call("uc_query", { query: "kafka", session, k: 3 });
 out.fixes.querySession = { isError: withSession.isError, text: withSession.text };
 // Bounded results: a 5 MB turn (3.4 MB over HTTP, whose handler takes
 // requests up to 4 MiB), a 1.2 MB query.
-const big = "A line of the big turn about the migration plan.\n".repeat(mode === "http" ? 70000 : 110000);
+// Near the largest event the engine takes (1 MiB, log.MaxEventSize).
+const big = "A line of the big turn about the migration plan.\n".repeat(18000);
 const bigStored = await call("uc_store", { content: big, session: session + "-big", role: "user" });
 const bigID = bigStored.data?.ids?.[0];
 const bigGet = await client.callTool({ name: "uc_get", arguments: { ids: [bigID] } });
