@@ -724,9 +724,9 @@ type Result struct {
 	// MentionsWindow: the text mentions a time inside the window of the
 	// query's time phrases (MentionTimer), so it was ranked as if stored
 	// then.
-	MentionsWindow bool `json:"mentions_window,omitempty"`
-	Score        float64  `json:"score"`
-	Explain      *Explain `json:"explain,omitempty"`
+	MentionsWindow bool     `json:"mentions_window,omitempty"`
+	Score          float64  `json:"score"`
+	Explain        *Explain `json:"explain,omitempty"`
 }
 
 // Response is the answer to a Request.
