@@ -284,14 +284,25 @@ type SearchRequest struct {
 	Text string `json:"text"`
 	K    int    `json:"k,omitempty"` // 0: query.DefaultK
 	// Session is the active session: its chunks rank a little higher.
-	Session  string   `json:"session,omitempty"`
-	Sessions []string `json:"sessions,omitempty"` // filter
-	Kinds    []string `json:"kinds,omitempty"`    // filter
-	Roles    []string `json:"roles,omitempty"`    // filter
-	Since    string   `json:"since,omitempty"`
-	Until    string   `json:"until,omitempty"`
-	Now      string   `json:"now,omitempty"` // reference time (default: now)
-	TZ       string   `json:"tz,omitempty"`  // IANA time zone of time-phrase days ("": UTC, "Local": the server's)
+	Session    string   `json:"session,omitempty"`
+	Sessions   []string `json:"sessions,omitempty"` // filter
+	Kinds      []string `json:"kinds,omitempty"`    // filter
+	Roles      []string `json:"roles,omitempty"`    // filter
+	Since      string   `json:"since,omitempty"`
+	Until      string   `json:"until,omitempty"`
+	Now        string   `json:"now,omitempty"`    // reference time (default: now)
+	Origin     string   `json:"origin,omitempty"` // own, shared, all
+	Mode       string   `json:"mode,omitempty"`   // hybrid (default), bm25, vector
+	NoTemporal bool     `json:"no_temporal,omitempty"`
+	Explain    bool     `json:"explain,omitempty"`
+	// IncludeSuperseded ranks superseded items normally (they are marked
+	// superseded_by either way).
+	IncludeSuperseded bool     `json:"include_superseded,omitempty"`
+	Progress          Progress `json:"-"`
+
+	// TZ is the IANA time zone of the days of time phrases ("": UTC,
+	// "Local": the server's).
+	TZ string `json:"tz,omitempty"`
 	// Meta filters by metadata: every key with its value (AND).
 	Meta map[string]string `json:"meta,omitempty"`
 	// MMR in (0,1) re-ranks for diversity (maximal marginal relevance,
@@ -299,15 +310,7 @@ type SearchRequest struct {
 	MMR float64 `json:"mmr,omitempty"`
 	// AsOf answers from memory as it stood at a log seq (digits) or a
 	// time (RFC 3339 or a date): see asof.go.
-	AsOf       string `json:"as_of,omitempty"`
-	Origin     string `json:"origin,omitempty"` // own, shared, all
-	Mode       string `json:"mode,omitempty"`   // hybrid (default), bm25, vector
-	NoTemporal bool   `json:"no_temporal,omitempty"`
-	Explain    bool   `json:"explain,omitempty"`
-	// IncludeSuperseded ranks superseded items normally (they are marked
-	// superseded_by either way).
-	IncludeSuperseded bool     `json:"include_superseded,omitempty"`
-	Progress          Progress `json:"-"`
+	AsOf string `json:"as_of,omitempty"`
 }
 
 // SearchResult is query.Response and, when time phrases emptied it, a

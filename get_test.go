@@ -111,6 +111,7 @@ func TestTimeNote(t *testing.T) {
 		{"boost, all outside", query.Request{}, query.Response{Temporal: yesterday, Results: res(3*day, 12*day)}, "boost", 0},
 		{"boost, one inside", query.Request{}, query.Response{Temporal: yesterday, Results: res(3*day, 10*day+1)}, "", 0},
 		{"boost, no results", query.Request{}, query.Response{Temporal: yesterday}, "", 0},
+		{"boost, one talks about the window", query.Request{}, query.Response{Temporal: yesterday, Results: []query.Result{{Time: 3 * day}, {Time: 12 * day, MentionsWindow: true}}}, "", 0},
 		{"explicit window only", query.Request{Since: day, Until: 2 * day}, query.Response{Since: day, Until: 2 * day}, "", 0},
 		{"phrases off", query.Request{NoTemporal: true}, query.Response{Temporal: yesterday, Since: 10 * day, Until: 11 * day}, "", 0},
 	} {

@@ -323,8 +323,8 @@ func timeNote(q query.Request, r *query.Response, without func() (int, error)) (
 		}
 	}
 	for _, res := range r.Results {
-		if (note.Since == 0 || res.Time >= note.Since) && (note.Until == 0 || res.Time < note.Until) {
-			return nil, nil // a result in the window: the ranking speaks for itself
+		if res.MentionsWindow || (note.Since == 0 || res.Time >= note.Since) && (note.Until == 0 || res.Time < note.Until) {
+			return nil, nil // a result in the window (or talking about it): the ranking speaks for itself
 		}
 	}
 	return note, nil

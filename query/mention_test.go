@@ -51,7 +51,7 @@ func TestMentionedTimeBoost(t *testing.T) {
 				sold = &resp.Results[i]
 			}
 		}
-		if sold == nil || !sold.Explain.Mentioned || sold.Explain.Temporal != 1+query.DefaultTemporalBoost {
+		if sold == nil || !sold.Explain.Mentioned || !sold.MentionsWindow || sold.Explain.Temporal != 1+query.DefaultTemporalBoost {
 			t.Fatalf("%q: the turn that mentions the day is not boosted: %+v", q, resp.Results)
 		}
 		for _, r := range resp.Results {

@@ -721,8 +721,12 @@ type Result struct {
 	Tool        *log.ToolCall     `json:"tool,omitempty"`
 	// SupersededBy lists the live items that replace this one as outdated.
 	SupersededBy []string `json:"superseded_by,omitempty"`
-	Score        float64  `json:"score"`
-	Explain      *Explain `json:"explain,omitempty"`
+	// MentionsWindow: the text mentions a time inside the window of the
+	// query's time phrases (MentionTimer), so it was ranked as if stored
+	// then.
+	MentionsWindow bool     `json:"mentions_window,omitempty"`
+	Score          float64  `json:"score"`
+	Explain        *Explain `json:"explain,omitempty"`
 }
 
 // Response is the answer to a Request.
@@ -966,6 +970,7 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Response, error) {
 		r := e.resultFrom(&c.chunk)
 		r.Score = c.ex.Final
 		r.SupersededBy = c.supersededBy
+		r.MentionsWindow = c.ex.Mentioned && p.boost
 		if req.Explain {
 			ex := c.ex
 			r.Explain = &ex

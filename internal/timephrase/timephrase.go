@@ -27,7 +27,7 @@ type Match struct {
 
 // Parsed is the result of Parse.
 type Parsed struct {
-	Text    string  // the input with the phrases cut out, white space collapsed
+	Text    string  // the input with the phrases cut out (seasons and holidays kept), white space collapsed
 	Since   int64   // intersection of every window (0 = open)
 	Until   int64   // (0 = open); Until <= Since means no time matches
 	Matches []Match // in order of appearance
@@ -66,7 +66,8 @@ type Parsed struct {
 //
 // Each may be preceded by in, on, at, during (the window itself), since, from
 // (from its start on), after (from its end on) or before (up to its start).
-// The phrase, with its preposition, is cut from Text. Several phrases
+// The phrase, with its preposition, is cut from Text, except seasons and
+// holidays, whose words are kept: they also say what a text is about. Several phrases
 // intersect. The result is a pure function of (text, now).
 func Parse(text string, now time.Time) Parsed {
 	spans := scan(text, now)
@@ -76,6 +77,10 @@ func Parse(text string, now time.Time) Parsed {
 	for _, sp := range spans {
 		b.WriteString(text[pos:sp.lo])
 		b.WriteByte(' ')
+		if sp.keep {
+			b.WriteString(text[sp.lo:sp.hi])
+			b.WriteByte(' ')
+		}
 		pos = sp.hi
 		s, u := applyPrep(sp.prep, sp.a, sp.b)
 		m := Match{Phrase: strings.TrimSpace(text[sp.lo:sp.hi]), Since: s, Until: u}
@@ -184,6 +189,7 @@ type span struct {
 	lo, hi int
 	a, b   int64
 	prep   string
+	keep   bool // rule.keep
 }
 
 // scan finds the phrases of text, non-overlapping: earliest start first,
@@ -220,7 +226,7 @@ func scan(text string, now time.Time) []span {
 			if !ok {
 				continue
 			}
-			spans = append(spans, span{lo: lo, hi: loc[1], a: a, b: b, prep: p})
+			spans = append(spans, span{lo: lo, hi: loc[1], a: a, b: b, prep: p, keep: r.keep})
 		}
 	}
 	sort.SliceStable(spans, func(i, j int) bool {
@@ -275,6 +281,10 @@ type rule struct {
 	cased bool
 	// ownPrep: the expression matches its preposition itself (group 1).
 	ownPrep bool
+	// keep: the phrase stays in Parsed.Text: a season or a holiday is
+	// also what a text talks about ("pictures from last summer", "the
+	// Christmas market"), so its words still search.
+	keep bool
 	// lre is re without case folding, run on the lower-cased text (about
 	// ten times faster here); nil for rules that need capitals (months).
 	lre  *regexp.Regexp
@@ -585,6 +595,7 @@ var rules = []rule{
 	},
 	{ // last|this|next summer, summer 2022, the summer of 2022, (in) the summer
 		keys: []string{"spring", "summer", "autumn", "fall", "winter"},
+		keep: true,
 		re:   regexp.MustCompile(prep + `(?i:(?:(last|this|next|past)\s+|the\s+)?(spring|summer|autumn|fall|winter)(?:\s+(?:of\s+)?((?:19|20)\d\d))?)\b`),
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
 			which, season, ys := strings.ToLower(sub(2)), strings.ToLower(sub(3)), sub(4)
@@ -620,6 +631,7 @@ var rules = []rule{
 	},
 	{ // Christmas (Eve), New Year's (Eve|Day), Halloween, Valentine's Day, Thanksgiving, Easter, the Fourth of July
 		keys: []string{"christmas", "xmas", "new year", "halloween", "valentine", "thanksgiving", "easter", "independence", "fourth of july"},
+		keep: true,
 		re:   regexp.MustCompile(prep + `(?i:(?:(last|this|next)\s+)?(christmas\s+eve|christmas|xmas|new\s+year'?s(?:\s+eve|\s+day)?|halloween|valentine'?s(?:\s+day)?|thanksgiving|easter|independence\s+day|the\s+fourth\s+of\s+july)(?:,?\s+((?:19|20)\d\d))?)\b`),
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
 			which, name := strings.ToLower(sub(2)), strings.Join(strings.Fields(strings.ToLower(sub(3))), " ")
