@@ -602,6 +602,9 @@ func renderProfiles(items []consolidate.Item, subjects []string, gone map[string
 		if len(facts) == 0 {
 			continue
 		}
+		if len(facts) > consolidate.MaxProfileFacts {
+			facts = facts[len(facts)-consolidate.MaxProfileFacts:] // the newest
+		}
 		text := consolidate.RenderProfile(subj, facts)
 		if cur != nil && cur.Content == text {
 			continue
@@ -685,9 +688,20 @@ func derivedCascade(set *projstd.Set, tid log.ID, hit []string) ([]log.Entry, *D
 				Meta: m, Parent: c.Parent, Time: c.Time, Supersedes: c.Supersedes}}})
 		items[indexOf(items, rw.ID)].Sources = rw.Sources
 	}
-	// The profiles of the subjects touched, from what stays.
-	var meta map[string]string
-	profiles, profEntries := renderProfiles(items, plan.Profiles, removed, meta)
+	// The profiles of the subjects touched that had one, from what stays.
+	had := map[string]bool{}
+	for _, it := range items {
+		if it.Kind == consolidate.KindProfile {
+			had[it.Subject] = true
+		}
+	}
+	var subjects []string
+	for _, subj := range plan.Profiles {
+		if had[subj] {
+			subjects = append(subjects, subj)
+		}
+	}
+	profiles, profEntries := renderProfiles(items, subjects, removed, nil)
 	entries = append(entries, profEntries...)
 	dc := &DerivedCascade{Cascade: plan}
 	for _, e := range profEntries {

@@ -707,3 +707,77 @@ func TestContextOpensWithProfile(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDerivedTombstone measures a tombstone of one turn in a store
+// with 1000 derived facts (each derived from its own turn) and a profile
+// listing them: the cascade reads every derived item, tombstones the fact
+// and the profile and renders the profile again.
+func BenchmarkDerivedTombstone(b *testing.B) {
+	w, err := testWallet()
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := Init(b.TempDir()+"/store", InitOptions{Wallet: w})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	const n = 1000
+	var in strings.Builder
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&in, `{"type":"store","session":"s%d","role":"user","chunk_id":"t%d","content":"I visited city%04d in May."}`+"\n", i%20, i, i)
+	}
+	var ids []string
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&in, `{"type":"store","session":%q,"role":%q,"kind":"knowledge","chunk_id":"f%d","content":"The user visited city%04d in May.","meta":{"derived_from":"t%d","subject":"user"}}`+"\n",
+			consolidate.Session, consolidate.Role, i, i, i)
+		ids = append(ids, fmt.Sprintf("f%d", i))
+	}
+	fmt.Fprintf(&in, `{"type":"store","session":%q,"role":%q,"kind":"profile","chunk_id":"p","content":"Profile of user: ...","meta":{"derived_from":%q,"subject":"user"}}`+"\n",
+		consolidate.Session, consolidate.Role, strings.Join(ids, ","))
+	if _, err := s.Append(ctx, AppendRequest{JSONL: in.String()}); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		res, err := s.Tombstone(ctx, TombstoneRequest{Chunks: []string{fmt.Sprintf("t%d", n-1-i%(n-consolidate.MaxProfileFacts))}}) // one the profile lists
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.Derived == nil || len(res.Derived.Remove) != 2 || len(res.Derived.Profiles) != 1 {
+			b.Fatalf("cascade %+v", res.Derived)
+		}
+	}
+}
+
+// BenchmarkProfile measures Profile (read by every proxied chat) with
+// 1000 derived facts.
+func BenchmarkProfile(b *testing.B) {
+	w, err := testWallet()
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := Init(b.TempDir()+"/store", InitOptions{Wallet: w})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	var in strings.Builder
+	for i := 0; i < 1000; i++ {
+		fmt.Fprintf(&in, `{"type":"store","session":%q,"role":%q,"kind":"knowledge","chunk_id":"f%d","content":"The user visited city%04d in May.","meta":{"derived_from":"t%d","subject":"user"}}`+"\n",
+			consolidate.Session, consolidate.Role, i, i, i)
+	}
+	fmt.Fprintf(&in, `{"type":"store","session":%q,"role":%q,"kind":"profile","chunk_id":"p","content":"Profile of user: ...","meta":{"derived_from":"f1,f2","subject":"user"}}`+"\n", consolidate.Session, consolidate.Role)
+	if _, err := s.Append(ctx, AppendRequest{JSONL: in.String()}); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		p, err := s.Profile(ctx, ProfileRequest{})
+		if err != nil || len(p.Profiles) != 1 {
+			b.Fatal(p, err)
+		}
+	}
+}
