@@ -173,7 +173,7 @@ func (s *Store) Consolidate(ctx context.Context, req ConsolidateRequest) (*Conso
 		sent := map[string]timelines.Chunk{}
 		err := s.readProj(ctx, nil, func(set *projstd.Set, _ bool) error {
 			var err error
-			in, through, sent, err = pendingTurns(set, state, req.Session, since, req.Turns)
+			in, through, sent, err = pendingTurns(ctx, s.st.Log, set, state, req.Session, since, req.Turns)
 			return err
 		})
 		if err != nil {
@@ -298,8 +298,8 @@ func derivedChunks(set *projstd.Set) ([]timelines.Chunk, []consolidate.Item, err
 // pendingTurns picks the first n turns (by seq) not yet consolidated: past
 // the watermark of the log (the newest consolidated_through of a live
 // derived item of the same scope, or of a run over every session) and of
-// the local state.
-func pendingTurns(set *projstd.Set, state *consolidateMark, scope string, since int64, n int) (consolidate.Input, uint64, map[string]timelines.Chunk, error) {
+// the local state, live, in the version the event put in place.
+func pendingTurns(ctx context.Context, l *log.Log, set *projstd.Set, state *consolidateMark, scope string, since int64, n int) (consolidate.Input, uint64, map[string]timelines.Chunk, error) {
 	in := consolidate.Input{Turns: []consolidate.Turn{}, Known: []consolidate.Known{}}
 	chunks, items, err := derivedChunks(set)
 	if err != nil {
@@ -320,49 +320,44 @@ func pendingTurns(set *projstd.Set, state *consolidateMark, scope string, since 
 			per[sc] = max(per[sc], t)
 		}
 	}
-	var sessions []string
+	// Only the events after the lowest watermark that applies are read:
+	// a run costs what was appended since the last one, not the store.
+	from := global
 	if scope != "" {
-		sessions = []string{scope}
-	} else {
-		infos, err := set.Timelines.Sessions()
-		if err != nil {
-			return in, 0, nil, err
-		}
-		for _, si := range infos {
-			sessions = append(sessions, si.ID)
-		}
+		from = max(global, per[scope])
 	}
 	var picked []timelines.Chunk
-	const page = 500
-	for _, sess := range sessions {
-		if sess == consolidate.Session {
-			continue
+	errEnough := errors.New("enough turns")
+	err = l.Events(ctx, from+1, 0, func(ev *log.Event) error {
+		st := ev.Chunk()
+		if st == nil || ev.IsShredded() || st.Session == consolidate.Session || (scope != "" && st.Session != scope) ||
+			st.Kind != log.KindConversation || (st.Role != "user" && st.Role != "assistant") ||
+			ev.Seq <= max(global, per[st.Session]) || st.Time < since {
+			return nil
 		}
-		wm := max(global, per[sess])
-		for off := 0; ; off += page {
-			_, cs, total, err := set.Timelines.SessionPage(sess, off, page)
-			if errors.Is(err, timelines.ErrNotFound) {
-				break
-			}
-			if err != nil {
-				return in, 0, nil, err
-			}
-			for _, c := range cs {
-				if c.Seq <= wm || c.Kind != log.KindConversation || (c.Role != "user" && c.Role != "assistant") ||
-					c.Time < since || strings.TrimSpace(c.Content) == "" || strings.Contains(c.ID, ",") {
-					continue
-				}
-				picked = append(picked, c)
-			}
-			// Keep the n oldest so far: memory stays bounded by the page.
-			sort.Slice(picked, func(i, j int) bool { return picked[i].Seq < picked[j].Seq })
-			if len(picked) > n {
-				picked = picked[:n]
-			}
-			if off+page >= total {
-				break
-			}
+		id := st.ChunkID
+		if id == "" {
+			id = ev.ID.String()
 		}
+		if strings.Contains(id, ",") {
+			return nil // cannot be cited (derived_from is comma-separated)
+		}
+		// Live, and this event is its current version.
+		c, ok, err := set.Timelines.Chunk(id)
+		if err != nil {
+			return err
+		}
+		if !ok || c.Seq != ev.Seq || strings.TrimSpace(c.Content) == "" {
+			return nil
+		}
+		picked = append(picked, c)
+		if len(picked) == n {
+			return errEnough
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errEnough) {
+		return in, 0, nil, fmt.Errorf("read pending turns: %w", err)
 	}
 	sent := map[string]timelines.Chunk{}
 	var through uint64

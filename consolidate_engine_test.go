@@ -117,7 +117,8 @@ func facts(fs ...consolidate.Fact) func(http.ResponseWriter, consolidate.Input) 
 				fs[i].Supersedes = []string{}
 			}
 		}
-		b, _ := json.Marshal(consolidate.Output{Facts: fs})
+		out := consolidate.Output{Facts: append([]consolidate.Fact{}, fs...)}
+		b, _ := json.Marshal(out)
 		answer(w, string(b))
 	}
 }
@@ -779,5 +780,39 @@ func BenchmarkProfile(b *testing.B) {
 		if err != nil || len(p.Profiles) != 1 {
 			b.Fatal(p, err)
 		}
+	}
+}
+
+// A run limited to a session marks only that session's turns; a run over
+// every session then sends the others alone.
+func TestConsolidateSessionScope(t *testing.T) {
+	m := newFakeModel(t)
+	s := newConsolidateStore(t, m)
+	ctx := context.Background()
+	remember(t, s, "a1", "s1", "user", "I prefer aisle seats.")
+	remember(t, s, "b1", "s2", "user", "I am allergic to peanuts.")
+	m.script(facts(consolidate.Fact{Subject: "user", Text: "The user prefers aisle seats.", Sources: []string{"a1"}}),
+		facts(consolidate.Fact{Subject: "user", Text: "The user is allergic to peanuts.", Sources: []string{"b1"}}))
+	if res, err := s.Consolidate(ctx, ConsolidateRequest{Session: "s1"}); err != nil || len(res.Stored) != 1 {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if res, err := s.Consolidate(ctx, ConsolidateRequest{}); err != nil || len(res.Stored) != 1 {
+		t.Fatalf("%v %+v", err, res)
+	}
+	reqs := m.requests()
+	if len(reqs) != 2 || len(reqs[0].Input.Turns) != 1 || reqs[0].Input.Turns[0].ID != "a1" ||
+		len(reqs[1].Input.Turns) != 1 || reqs[1].Input.Turns[0].ID != "b1" {
+		t.Fatalf("requests %+v", reqs)
+	}
+	// An edited turn is offered again (its new version may say more).
+	if _, err := s.Edit(ctx, EditRequest{ID: "a1", Content: "I prefer aisle seats and vegan meals."}); err != nil {
+		t.Fatal(err)
+	}
+	m.script(facts())
+	if res, err := s.Consolidate(ctx, ConsolidateRequest{}); err != nil || len(res.Calls) != 1 {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if reqs := m.requests(); len(reqs[2].Input.Turns) != 1 || reqs[2].Input.Turns[0].Content != "I prefer aisle seats and vegan meals." {
+		t.Fatalf("after the edit: %+v", reqs[2].Input)
 	}
 }
