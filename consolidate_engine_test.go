@@ -816,3 +816,37 @@ func TestConsolidateSessionScope(t *testing.T) {
 		t.Fatalf("after the edit: %+v", reqs[2].Input)
 	}
 }
+
+// A source forgotten while the model is answering is not cited: the fact
+// is refused when its batch is checked, under the tombstone's lock.
+func TestConsolidateSourceForgottenMeanwhile(t *testing.T) {
+	m := newFakeModel(t)
+	s := newConsolidateStore(t, m)
+	ctx := context.Background()
+	remember(t, s, "t1", "trip", "user", "I am allergic to peanuts.")
+	asked, forgotten := make(chan struct{}), make(chan struct{})
+	m.script(func(w http.ResponseWriter, in consolidate.Input) {
+		close(asked)
+		<-forgotten
+		facts(consolidate.Fact{Subject: "user", Text: "The user is allergic to peanuts.", Sources: []string{"t1"}})(w, in)
+	})
+	type out struct {
+		res *ConsolidateResult
+		err error
+	}
+	done := make(chan out, 1)
+	go func() {
+		res, err := s.Consolidate(ctx, ConsolidateRequest{})
+		done <- out{res, err}
+	}()
+	<-asked
+	if _, err := s.Tombstone(ctx, TombstoneRequest{Chunks: []string{"t1"}}); err != nil {
+		t.Fatal(err)
+	}
+	close(forgotten)
+	o := <-done
+	if o.err != nil || len(o.res.Stored) != 0 || len(o.res.Refused) != 1 || !strings.Contains(o.res.Refused[0].Reason, "forgotten meanwhile") {
+		t.Fatalf("%v %+v", o.err, o.res)
+	}
+	noText(t, s, "peanuts")
+}
