@@ -173,7 +173,7 @@ func (s *Store) Consolidate(ctx context.Context, req ConsolidateRequest) (*Conso
 		sent := map[string]timelines.Chunk{}
 		err := s.readProj(ctx, nil, func(set *projstd.Set, _ bool) error {
 			var err error
-			in, through, sent, err = pendingTurns(set, state, req.Session, since, req.Turns)
+			in, through, sent, err = pendingTurns(ctx, s.st.Log, set, state, req.Session, since, req.Turns)
 			return err
 		})
 		if err != nil {
@@ -298,8 +298,8 @@ func derivedChunks(set *projstd.Set) ([]timelines.Chunk, []consolidate.Item, err
 // pendingTurns picks the first n turns (by seq) not yet consolidated: past
 // the watermark of the log (the newest consolidated_through of a live
 // derived item of the same scope, or of a run over every session) and of
-// the local state.
-func pendingTurns(set *projstd.Set, state *consolidateMark, scope string, since int64, n int) (consolidate.Input, uint64, map[string]timelines.Chunk, error) {
+// the local state, live, in the version the event put in place.
+func pendingTurns(ctx context.Context, l *log.Log, set *projstd.Set, state *consolidateMark, scope string, since int64, n int) (consolidate.Input, uint64, map[string]timelines.Chunk, error) {
 	in := consolidate.Input{Turns: []consolidate.Turn{}, Known: []consolidate.Known{}}
 	chunks, items, err := derivedChunks(set)
 	if err != nil {
@@ -320,49 +320,44 @@ func pendingTurns(set *projstd.Set, state *consolidateMark, scope string, since 
 			per[sc] = max(per[sc], t)
 		}
 	}
-	var sessions []string
+	// Only the events after the lowest watermark that applies are read:
+	// a run costs what was appended since the last one, not the store.
+	from := global
 	if scope != "" {
-		sessions = []string{scope}
-	} else {
-		infos, err := set.Timelines.Sessions()
-		if err != nil {
-			return in, 0, nil, err
-		}
-		for _, si := range infos {
-			sessions = append(sessions, si.ID)
-		}
+		from = max(global, per[scope])
 	}
 	var picked []timelines.Chunk
-	const page = 500
-	for _, sess := range sessions {
-		if sess == consolidate.Session {
-			continue
+	errEnough := errors.New("enough turns")
+	err = l.Events(ctx, from+1, 0, func(ev *log.Event) error {
+		st := ev.Chunk()
+		if st == nil || ev.IsShredded() || st.Session == consolidate.Session || (scope != "" && st.Session != scope) ||
+			st.Kind != log.KindConversation || (st.Role != "user" && st.Role != "assistant") ||
+			ev.Seq <= max(global, per[st.Session]) || st.Time < since {
+			return nil
 		}
-		wm := max(global, per[sess])
-		for off := 0; ; off += page {
-			_, cs, total, err := set.Timelines.SessionPage(sess, off, page)
-			if errors.Is(err, timelines.ErrNotFound) {
-				break
-			}
-			if err != nil {
-				return in, 0, nil, err
-			}
-			for _, c := range cs {
-				if c.Seq <= wm || c.Kind != log.KindConversation || (c.Role != "user" && c.Role != "assistant") ||
-					c.Time < since || strings.TrimSpace(c.Content) == "" || strings.Contains(c.ID, ",") {
-					continue
-				}
-				picked = append(picked, c)
-			}
-			// Keep the n oldest so far: memory stays bounded by the page.
-			sort.Slice(picked, func(i, j int) bool { return picked[i].Seq < picked[j].Seq })
-			if len(picked) > n {
-				picked = picked[:n]
-			}
-			if off+page >= total {
-				break
-			}
+		id := st.ChunkID
+		if id == "" {
+			id = ev.ID.String()
 		}
+		if strings.Contains(id, ",") {
+			return nil // cannot be cited (derived_from is comma-separated)
+		}
+		// Live, and this event is its current version.
+		c, ok, err := set.Timelines.Chunk(id)
+		if err != nil {
+			return err
+		}
+		if !ok || c.Seq != ev.Seq || strings.TrimSpace(c.Content) == "" {
+			return nil
+		}
+		picked = append(picked, c)
+		if len(picked) == n {
+			return errEnough
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errEnough) {
+		return in, 0, nil, fmt.Errorf("read pending turns: %w", err)
 	}
 	sent := map[string]timelines.Chunk{}
 	var through uint64
@@ -602,6 +597,9 @@ func renderProfiles(items []consolidate.Item, subjects []string, gone map[string
 		if len(facts) == 0 {
 			continue
 		}
+		if len(facts) > consolidate.MaxProfileFacts {
+			facts = facts[len(facts)-consolidate.MaxProfileFacts:] // the newest
+		}
 		text := consolidate.RenderProfile(subj, facts)
 		if cur != nil && cur.Content == text {
 			continue
@@ -685,9 +683,20 @@ func derivedCascade(set *projstd.Set, tid log.ID, hit []string) ([]log.Entry, *D
 				Meta: m, Parent: c.Parent, Time: c.Time, Supersedes: c.Supersedes}}})
 		items[indexOf(items, rw.ID)].Sources = rw.Sources
 	}
-	// The profiles of the subjects touched, from what stays.
-	var meta map[string]string
-	profiles, profEntries := renderProfiles(items, plan.Profiles, removed, meta)
+	// The profiles of the subjects touched that had one, from what stays.
+	had := map[string]bool{}
+	for _, it := range items {
+		if it.Kind == consolidate.KindProfile {
+			had[it.Subject] = true
+		}
+	}
+	var subjects []string
+	for _, subj := range plan.Profiles {
+		if had[subj] {
+			subjects = append(subjects, subj)
+		}
+	}
+	profiles, profEntries := renderProfiles(items, subjects, removed, nil)
 	entries = append(entries, profEntries...)
 	dc := &DerivedCascade{Cascade: plan}
 	for _, e := range profEntries {
@@ -853,82 +862,6 @@ func (s *Store) appendCascadeLocked(ctx context.Context, entries []log.Entry) ([
 	return derived, err
 }
 
-// profileBlock renders profiles for a context of format (xml, json or
-// text), to open it: the subject's current facts, each with its ids.
-func profileBlock(format string, ps []Profile) string {
-	if len(ps) == 0 {
-		return ""
-	}
-	var b strings.Builder
-	switch format {
-	case "json":
-		type jp struct {
-			ID      string `json:"id"`
-			Subject string `json:"subject"`
-			Content string `json:"content"`
-		}
-		out := make([]jp, len(ps))
-		for i, p := range ps {
-			out[i] = jp{p.ID, p.Subject, strings.ToValidUTF8(p.Content, "\uFFFD")}
-		}
-		j, _ := json.Marshal(out) // strings only: cannot fail
-		b.WriteString(`"profiles":`)
-		b.Write(j)
-	case "text":
-		for _, p := range ps {
-			b.WriteString(p.Content)
-			b.WriteString("\n\n")
-		}
-	default:
-		for _, p := range ps {
-			b.WriteString(`<profile subject="`)
-			b.WriteString(xmlEscapeText(p.Subject))
-			b.WriteString(`" id="`)
-			b.WriteString(xmlEscapeText(p.ID))
-			b.WriteString(`">`)
-			b.WriteString(xmlEscapeText(p.Content))
-			b.WriteString("</profile>\n")
-		}
-	}
-	return b.String()
-}
-
-var xmlTextEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;")
-
-func xmlEscapeText(s string) string { return xmlTextEscaper.Replace(strings.ToValidUTF8(s, "\uFFFD")) }
-
-// spliceProfile puts block at the start of a rendered context: after the
-// root element's opening tag (xml), as the object's first member (json),
-// or before everything (text).
-func spliceProfile(format string, out []byte, block string) []byte {
-	if block == "" {
-		return out
-	}
-	s := string(out)
-	switch format {
-	case "json":
-		i := strings.IndexByte(s, '{')
-		if i < 0 {
-			return out
-		}
-		rest := strings.TrimLeft(s[i+1:], " \n\t")
-		sep := ","
-		if strings.HasPrefix(rest, "}") {
-			sep = ""
-		}
-		return []byte(s[:i+1] + block + sep + s[i+1:])
-	case "text":
-		return []byte(block + s)
-	default:
-		const open = "<unlimited_context>\n"
-		i := strings.Index(s, open)
-		if i < 0 {
-			return out
-		}
-		return []byte(s[:i+len(open)] + block + s[i+len(open):])
-	}
-}
-
 // contextProfiles renders the current profiles for a context, as many as
 // fit in max tokens (in subject order).
 func (s *Store) contextProfiles(ctx context.Context, format string, max int) (string, error) {
@@ -936,9 +869,12 @@ func (s *Store) contextProfiles(ctx context.Context, format string, max int) (st
 	if err != nil {
 		return "", err
 	}
-	ps := pr.Profiles
-	for len(ps) > 0 && textutil.EstimateTokens(profileBlock(format, ps)) > max {
+	ps := make([]consolidate.ContextProfile, len(pr.Profiles))
+	for i, p := range pr.Profiles {
+		ps[i] = consolidate.ContextProfile{ID: p.ID, Subject: p.Subject, Content: p.Content}
+	}
+	for len(ps) > 0 && textutil.EstimateTokens(consolidate.ContextBlock(format, ps)) > max {
 		ps = ps[:len(ps)-1]
 	}
-	return profileBlock(format, ps), nil
+	return consolidate.ContextBlock(format, ps), nil
 }

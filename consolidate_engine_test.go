@@ -117,7 +117,8 @@ func facts(fs ...consolidate.Fact) func(http.ResponseWriter, consolidate.Input) 
 				fs[i].Supersedes = []string{}
 			}
 		}
-		b, _ := json.Marshal(consolidate.Output{Facts: fs})
+		out := consolidate.Output{Facts: append([]consolidate.Fact{}, fs...)}
+		b, _ := json.Marshal(out)
 		answer(w, string(b))
 	}
 }
@@ -706,4 +707,146 @@ func TestContextOpensWithProfile(t *testing.T) {
 			}
 		}
 	}
+}
+
+// BenchmarkDerivedTombstone measures a tombstone of one turn in a store
+// with 1000 derived facts (each derived from its own turn) and a profile
+// listing them: the cascade reads every derived item, tombstones the fact
+// and the profile and renders the profile again.
+func BenchmarkDerivedTombstone(b *testing.B) {
+	w, err := testWallet()
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := Init(b.TempDir()+"/store", InitOptions{Wallet: w})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	const n = 1000
+	var in strings.Builder
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&in, `{"type":"store","session":"s%d","role":"user","chunk_id":"t%d","content":"I visited city%04d in May."}`+"\n", i%20, i, i)
+	}
+	var ids []string
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&in, `{"type":"store","session":%q,"role":%q,"kind":"knowledge","chunk_id":"f%d","content":"The user visited city%04d in May.","meta":{"derived_from":"t%d","subject":"user"}}`+"\n",
+			consolidate.Session, consolidate.Role, i, i, i)
+		ids = append(ids, fmt.Sprintf("f%d", i))
+	}
+	fmt.Fprintf(&in, `{"type":"store","session":%q,"role":%q,"kind":"profile","chunk_id":"p","content":"Profile of user: ...","meta":{"derived_from":%q,"subject":"user"}}`+"\n",
+		consolidate.Session, consolidate.Role, strings.Join(ids, ","))
+	if _, err := s.Append(ctx, AppendRequest{JSONL: in.String()}); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		res, err := s.Tombstone(ctx, TombstoneRequest{Chunks: []string{fmt.Sprintf("t%d", n-1-i%(n-consolidate.MaxProfileFacts))}}) // one the profile lists
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.Derived == nil || len(res.Derived.Remove) != 2 || len(res.Derived.Profiles) != 1 {
+			b.Fatalf("cascade %+v", res.Derived)
+		}
+	}
+}
+
+// BenchmarkProfile measures Profile (read by every proxied chat) with
+// 1000 derived facts.
+func BenchmarkProfile(b *testing.B) {
+	w, err := testWallet()
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := Init(b.TempDir()+"/store", InitOptions{Wallet: w})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	var in strings.Builder
+	for i := 0; i < 1000; i++ {
+		fmt.Fprintf(&in, `{"type":"store","session":%q,"role":%q,"kind":"knowledge","chunk_id":"f%d","content":"The user visited city%04d in May.","meta":{"derived_from":"t%d","subject":"user"}}`+"\n",
+			consolidate.Session, consolidate.Role, i, i, i)
+	}
+	fmt.Fprintf(&in, `{"type":"store","session":%q,"role":%q,"kind":"profile","chunk_id":"p","content":"Profile of user: ...","meta":{"derived_from":"f1,f2","subject":"user"}}`+"\n", consolidate.Session, consolidate.Role)
+	if _, err := s.Append(ctx, AppendRequest{JSONL: in.String()}); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		p, err := s.Profile(ctx, ProfileRequest{})
+		if err != nil || len(p.Profiles) != 1 {
+			b.Fatal(p, err)
+		}
+	}
+}
+
+// A run limited to a session marks only that session's turns; a run over
+// every session then sends the others alone.
+func TestConsolidateSessionScope(t *testing.T) {
+	m := newFakeModel(t)
+	s := newConsolidateStore(t, m)
+	ctx := context.Background()
+	remember(t, s, "a1", "s1", "user", "I prefer aisle seats.")
+	remember(t, s, "b1", "s2", "user", "I am allergic to peanuts.")
+	m.script(facts(consolidate.Fact{Subject: "user", Text: "The user prefers aisle seats.", Sources: []string{"a1"}}),
+		facts(consolidate.Fact{Subject: "user", Text: "The user is allergic to peanuts.", Sources: []string{"b1"}}))
+	if res, err := s.Consolidate(ctx, ConsolidateRequest{Session: "s1"}); err != nil || len(res.Stored) != 1 {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if res, err := s.Consolidate(ctx, ConsolidateRequest{}); err != nil || len(res.Stored) != 1 {
+		t.Fatalf("%v %+v", err, res)
+	}
+	reqs := m.requests()
+	if len(reqs) != 2 || len(reqs[0].Input.Turns) != 1 || reqs[0].Input.Turns[0].ID != "a1" ||
+		len(reqs[1].Input.Turns) != 1 || reqs[1].Input.Turns[0].ID != "b1" {
+		t.Fatalf("requests %+v", reqs)
+	}
+	// An edited turn is offered again (its new version may say more).
+	if _, err := s.Edit(ctx, EditRequest{ID: "a1", Content: "I prefer aisle seats and vegan meals."}); err != nil {
+		t.Fatal(err)
+	}
+	m.script(facts())
+	if res, err := s.Consolidate(ctx, ConsolidateRequest{}); err != nil || len(res.Calls) != 1 {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if reqs := m.requests(); len(reqs[2].Input.Turns) != 1 || reqs[2].Input.Turns[0].Content != "I prefer aisle seats and vegan meals." {
+		t.Fatalf("after the edit: %+v", reqs[2].Input)
+	}
+}
+
+// A source forgotten while the model is answering is not cited: the fact
+// is refused when its batch is checked, under the tombstone's lock.
+func TestConsolidateSourceForgottenMeanwhile(t *testing.T) {
+	m := newFakeModel(t)
+	s := newConsolidateStore(t, m)
+	ctx := context.Background()
+	remember(t, s, "t1", "trip", "user", "I am allergic to peanuts.")
+	asked, forgotten := make(chan struct{}), make(chan struct{})
+	m.script(func(w http.ResponseWriter, in consolidate.Input) {
+		close(asked)
+		<-forgotten
+		facts(consolidate.Fact{Subject: "user", Text: "The user is allergic to peanuts.", Sources: []string{"t1"}})(w, in)
+	})
+	type out struct {
+		res *ConsolidateResult
+		err error
+	}
+	done := make(chan out, 1)
+	go func() {
+		res, err := s.Consolidate(ctx, ConsolidateRequest{})
+		done <- out{res, err}
+	}()
+	<-asked
+	if _, err := s.Tombstone(ctx, TombstoneRequest{Chunks: []string{"t1"}}); err != nil {
+		t.Fatal(err)
+	}
+	close(forgotten)
+	o := <-done
+	if o.err != nil || len(o.res.Stored) != 0 || len(o.res.Refused) != 1 || !strings.Contains(o.res.Refused[0].Reason, "forgotten meanwhile") {
+		t.Fatalf("%v %+v", o.err, o.res)
+	}
+	noText(t, s, "peanuts")
 }

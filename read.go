@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/unlimitedcontext/ucl/consolidate"
 	"github.com/unlimitedcontext/ucl/internal/fsutil"
 	"github.com/unlimitedcontext/ucl/internal/mirror"
 	"github.com/unlimitedcontext/ucl/internal/store"
@@ -389,7 +390,7 @@ func (s *Store) Context(ctx context.Context, req ContextRequest) (*ContextResult
 		return nil, err
 	}
 	if block != "" {
-		a.Output = spliceProfile(string(format), a.Output, block)
+		a.Output = consolidate.SpliceContext(string(format), a.Output, block)
 		a.Tokens, a.Budget = textutil.EstimateTokens(string(a.Output)), req.Budget
 	}
 	return &ContextResult{Assembly: *a, Context: string(a.Output)}, nil

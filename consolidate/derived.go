@@ -58,6 +58,10 @@ type Item struct {
 	Seq     uint64   `json:"seq"`
 }
 
+// MaxProfileFacts bounds a profile: it lists a subject's newest current
+// facts, at most this many (the others stay searchable as knowledge).
+const MaxProfileFacts = 100
+
 // ProfileFact is one line of a profile.
 type ProfileFact struct {
 	ID      string

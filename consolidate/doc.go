@@ -85,7 +85,8 @@
 // updates known facts carries them in the store body's supersedes list
 // (store v2, history kept). A profile is not written by the model: it is
 // RenderProfile of the subject's current facts (live, not superseded by a
-// live fact), each line with its fact id and source ids, appended when it
+// live fact; the newest MaxProfileFacts of them), each line with its fact
+// id and source ids, appended when it
 // differs from the subject's current profile, which it supersedes.
 //
 // # What is pending

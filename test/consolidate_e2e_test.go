@@ -235,6 +235,19 @@ func TestConsolidateThroughProxyE2E(t *testing.T) {
 		}
 		return nil
 	})
+	// The audit log says why each derived item went, and that it is shredded.
+	derivedTombs := 0
+	for _, e := range jsonLines(t, must(t, dir, "", "audit", "log", "--json")) {
+		if r, _ := e["reason"].(string); strings.HasPrefix(r, "derived memory: ") {
+			derivedTombs++
+			if e["erasure"] != "shredded" {
+				t.Errorf("derived tombstone not shredded: %v", e)
+			}
+		}
+	}
+	if derivedTombs != 3 {
+		t.Fatalf("%d derived tombstones in the audit log", derivedTombs)
+	}
 	if strings.Contains(srv.stderr.String(), e2eModelKey) {
 		t.Fatal("the key is in the server's log")
 	}
