@@ -155,6 +155,9 @@ var errorCodes = []struct {
 	{"bad_rotate_journal", ErrBadRotateJournal},
 	{"key_outside_store", ErrKeyOutsideStore},
 	{"log_too_large", log.ErrTooLarge},
+	{"vault_key_sealed", crypto.ErrSealed},
+	{"bad_passphrase", crypto.ErrBadPassphrase},
+	{"owner_running", ErrOwnerRunning},
 }
 
 // ErrorCodes returns the wire codes of the sentinels err matches.
