@@ -35,7 +35,9 @@
 // CODE is one of bad_request (400), unauthorized (401), not_found (404),
 // method_not_allowed (405), conflict (409: an id reused with other
 // content), too_large (413: a body over Options.MaxBodyBytes, refused
-// before it is read whole), upstream_unavailable (502), upstream_timeout
+// before it is read whole, or an item over the store's event bound,
+// log.MaxEventSize), body_timeout (408: the body did not arrive within
+// Options.BodyReadTimeout), upstream_unavailable (502), upstream_timeout
 // (504), no_upstream (503: the proxy has no upstream configured) and
 // internal (500); "codes" lists the engine's sentinel codes
 // (ucl.ErrorCodes) when there are any.
@@ -67,6 +69,16 @@
 // goes away stores nothing. The user turn's id is derived from the
 // session, the message's index and its text, so a tool-call loop that
 // resends the same user message stores it once.
+//
+// What is stored of a turn is bounded: a user message, a reply or a tool
+// call's arguments longer than the store's event bound (log.MaxEventSize,
+// less room for ids and meta; arguments an eighth of it) are forwarded
+// whole and stored as their first bytes followed by "[ucl: truncated: the
+// first N of M bytes are stored]". An upstream that sends nothing for
+// Options.UpstreamTimeout, before or after its headers, is cut off (a
+// broken stream: nothing stored). One SSE event over 4 MiB is not parsed:
+// it and the rest of the stream are forwarded as they arrive and the
+// exchange is not stored.
 //
 // Response headers X-UCL-Session and X-UCL-Context-Tokens say which
 // session was used and how many tokens of memory were injected.
