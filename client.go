@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -220,9 +221,45 @@ func (c *Client) Profile(ctx context.Context, req ProfileRequest) (*ProfileResul
 func (c *Client) Append(ctx context.Context, req AppendRequest) (*AppendResult, error) {
 	var evs []EventResult
 	req.JSONL, evs = appendIDs(req.JSONL, req.ChunkTokens) // outcome.go
-	res, err := call[AppendResult](c, ctx, "append", req)
-	return res, withEvents(err, evs)
+	if len(req.JSONL) <= appendPieceBytes {
+		res, err := call[AppendResult](c, ctx, "append", req)
+		return res, withEvents(err, evs)
+	}
+	// Over one socket request (maxRequestBytes): pieces cut at line ends,
+	// in order, like the blocks of AppendBlock events a large input is
+	// written in anyway. A failed piece returns the results so far.
+	out := &AppendResult{}
+	for rest := req.JSONL; rest != ""; {
+		n := len(rest)
+		if n > appendPieceBytes {
+			n = strings.LastIndexByte(rest[:appendPieceBytes], '\n') + 1
+			if n == 0 { // one line longer than a piece: the owner says so
+				n = min(len(rest), strings.IndexByte(rest, '\n')+1)
+				if n == 0 {
+					n = len(rest)
+				}
+			}
+		}
+		piece := req
+		piece.JSONL, rest = rest[:n], rest[n:]
+		if strings.TrimSpace(piece.JSONL) == "" {
+			continue
+		}
+		res, err := call[AppendResult](c, ctx, "append", piece)
+		if res != nil {
+			out.Results = append(out.Results, res.Results...)
+		}
+		if err != nil {
+			return out, withEvents(err, evs)
+		}
+	}
+	return out, nil
 }
+
+// appendPieceBytes is the largest JSONL text a Client sends in one append
+// request: an eighth of maxRequestBytes, as JSON escaping can make a byte
+// six (json.Marshal writes "<" as \u003c). A var for tests.
+var appendPieceBytes = maxRequestBytes / 8
 
 // Remember implements API through the owner.
 func (c *Client) Remember(ctx context.Context, req RememberRequest) (*AppendResult, error) {

@@ -20,6 +20,7 @@
 //	Rebuild(ctx, RebuildOptions) (*RebuildResult, error)   recover a store from Arweave (its segments recorded as mirrored)
 //	VerifyLog(ctx, dir, Options, Progress)        full log scan: by the owner when one serves, else here (works on a log Open refuses)
 //	LoadVaultKey(dir, Options) / ImportVaultKey(dir, kr) / VaultKeyPath(dir)
+//	SealVaultKey(dir, Options, passphrase) / UnsealVaultKey(dir, Options)   passphrase sealing of vault.key (crypto/doc.go); Options.Passphrase opens a sealed one
 //	VerifyProof(ctx, VerifyProofRequest) (*VerifyProofResult, error)   check a proof file: no store, no key
 //	ValidateJSONL(jsonl, chunkTokens) / ParseTime(s) / ErrorCodes(err) / SocketPath(dir)
 //
@@ -128,6 +129,10 @@
 // rebuild_projections, verify_projections, push, sync_status, status, checkpoints, prove,
 // share_grant, share_revoke, share_list, share_pull, snapshot_create, snapshot_list, snapshot_verify, snapshot_restore,
 // snapshot_publish, rotate_keys).
+//
+// A request body is at most 64 MiB, refused from its declared length
+// before it is read; a Client sends a larger append in pieces cut at line
+// ends.
 //
 // Attach (see client.go) finds the owner: it dials DIR/ucl.sock; a socket
 // nobody answers while the store lock is free is stale (owner killed) and

@@ -166,6 +166,9 @@ var errorCodes = []struct {
 	{"bundler_payment_required", arweave.ErrPaymentRequired, ClassForbidden},
 	{"bundler_answer", arweave.ErrBundlerAnswer, ClassUnavailable},
 	{"arweave_endpoint", arweave.ErrEndpoint, ClassBadRequest},
+	{"vault_key_sealed", crypto.ErrSealed, ClassForbidden},
+	{"bad_passphrase", crypto.ErrBadPassphrase, ClassForbidden},
+	{"owner_running", ErrOwnerRunning, ClassConflict},
 }
 
 // Class groups errors by what the caller can do about them. Each face maps

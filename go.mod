@@ -10,6 +10,7 @@ require (
 	github.com/tidwall/wal v1.2.1
 	github.com/urfave/cli/v2 v2.27.7
 	go.etcd.io/bbolt v1.4.3
+	golang.org/x/crypto v0.17.0
 	golang.org/x/term v0.15.0
 )
 
@@ -82,7 +83,6 @@ require (
 	github.com/viterin/vek v0.4.2 // indirect
 	github.com/xrash/smetrics v0.0.0-20240521201337-686a1a2994c1 // indirect
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
-	golang.org/x/crypto v0.17.0 // indirect
 	golang.org/x/exp v0.0.0-20240506185415-9bf2ced13842 // indirect
 	golang.org/x/mod v0.42.0 // indirect
 	golang.org/x/net v0.19.0 // indirect

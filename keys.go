@@ -31,7 +31,64 @@ func LoadVaultKey(dir string, o Options) (*crypto.Keyring, error) {
 			return nil, nil
 		}
 	}
-	return store.LoadKeys(dir, m, store.OpenOptions{Keys: o.Keys, VaultKeyPath: p})
+	return store.LoadKeys(dir, m, store.OpenOptions{Keys: o.Keys, VaultKeyPath: p, Passphrase: o.Passphrase})
+}
+
+var (
+	// ErrSealed is returned when the vault key file is sealed with a
+	// passphrase and Options.Passphrase gave none.
+	ErrSealed = crypto.ErrSealed
+	// ErrBadPassphrase is returned when the passphrase does not open the
+	// sealed vault key file (or the file was changed).
+	ErrBadPassphrase = crypto.ErrBadPassphrase
+	// ErrOwnerRunning is returned by SealVaultKey and UnsealVaultKey while
+	// a process serves the store: it holds the key in memory and would
+	// write the file back in its old form at its next key rotation.
+	ErrOwnerRunning = errors.New("ucl: a process serves this store")
+)
+
+// SealVaultKey rewrites DIR/vault.key sealed under passphrase (scrypt,
+// crypto.DefaultScrypt; crypto/doc.go has the format), overwriting the
+// old file's bytes. A sealed file is opened with o.Passphrase first and
+// sealed again under the new passphrase (a passphrase change). From then
+// on opening the store needs the passphrase.
+func SealVaultKey(dir string, o Options, passphrase []byte) error {
+	kr, err := ownKeyFile(dir, o)
+	if err != nil {
+		return err
+	}
+	if err := kr.SealWith(passphrase, crypto.DefaultScrypt); err != nil {
+		return fmt.Errorf("seal vault key: %w", err)
+	}
+	return saveKeys(kr, VaultKeyPath(dir))
+}
+
+// UnsealVaultKey rewrites a sealed DIR/vault.key as the plain key file
+// (opened with o.Passphrase).
+func UnsealVaultKey(dir string, o Options) error {
+	kr, err := ownKeyFile(dir, o)
+	if err != nil {
+		return err
+	}
+	kr.Unseal()
+	return saveKeys(kr, VaultKeyPath(dir))
+}
+
+// ownKeyFile loads DIR/vault.key (not o.Keys or o.VaultKeyPath: sealing
+// is about the store's own file) when no owner serves the store.
+func ownKeyFile(dir string, o Options) (*crypto.Keyring, error) {
+	if c, err := Dial(dir); err == nil {
+		c.Close()
+		return nil, fmt.Errorf("seal vault key: %w; stop it first", ErrOwnerRunning)
+	}
+	kr, err := LoadVaultKey(dir, Options{Passphrase: o.Passphrase})
+	if err != nil {
+		return nil, err
+	}
+	if kr == nil {
+		return nil, fmt.Errorf("seal vault key: %w", ErrNoVaultKey)
+	}
+	return kr, nil
 }
 
 // ImportVaultKey installs kr as the vault key of the store in dir, after

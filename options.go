@@ -63,6 +63,10 @@ type Options struct {
 	VaultKeyPath string
 	// Keys, when set, is the vault keyring itself (overrides VaultKeyPath).
 	Keys *crypto.Keyring
+	// Passphrase, when set, is called for the passphrase of a sealed vault
+	// key file, only when the key file is sealed (a front end prompts, or
+	// reads its environment). Without it a sealed key is ErrSealed.
+	Passphrase func() ([]byte, error) `json:"-"`
 	// Durability overrides the store's durability mode when non-nil.
 	// log.None is UNSAFE: an acknowledged append can be lost on a crash.
 	Durability *log.Durability

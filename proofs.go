@@ -378,6 +378,12 @@ func VerifyProof(ctx context.Context, req VerifyProofRequest) (*VerifyProofResul
 	if !bytes.Equal(a.Note, []byte(p.Checkpoint)) {
 		return nil, rejected("transaction %s anchors another checkpoint note than the proof's", p.CheckpointTx)
 	}
+	if p.AnchoredAt != 0 && vt.Height != 0 && p.AnchoredAt != vt.Height {
+		// The height is not signed by anything: the gateway's answer is
+		// what was checked, and a proof claiming another is refused.
+		return nil, rejected("the proof says its checkpoint was anchored at block height %d (anchored_height); the gateway has transaction %s at height %d",
+			p.AnchoredAt, p.CheckpointTx, vt.Height)
+	}
 	res := &VerifyProofResult{Seq: p.Seq, LogID: p.LogID, Type: ev.Header.Type.String(), EventID: ev.Header.ID.String(),
 		EventHash: ev.Hash.String(), Time: time.UnixMilli(ev.Header.Time).UTC().Format(time.RFC3339Nano), Owner: p.Owner,
 		TreeSize: p.TreeSize, Root: hex.EncodeToString(ev.Checkpoint.Root), CheckpointTx: p.CheckpointTx, Height: vt.Height,

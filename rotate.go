@@ -240,7 +240,7 @@ func (r *rotation) run(ctx context.Context) error {
 		// The keyring in memory may still be the old one (a fresh
 		// rotation): take the key file's, which holds both epochs.
 		if !s.st.Keys.Has(r.j.To) {
-			both, err := crypto.LoadKeyring(store.VaultKeyFile(dir))
+			both, err := s.st.Keys.Reload(store.VaultKeyFile(dir))
 			if err != nil {
 				return fmt.Errorf("rotate keys: %w", err)
 			}
@@ -306,7 +306,7 @@ func (r *rotation) run(ctx context.Context) error {
 		r.point()
 		kr.Adopt(final)
 		s.st.Log.KeysChanged()
-	} else if f, err := crypto.LoadKeyring(store.VaultKeyFile(dir)); err == nil && f.Has(r.j.From) {
+	} else if f, err := s.st.Keys.Reload(store.VaultKeyFile(dir)); err == nil && f.Has(r.j.From) {
 		// Resumed with a keyring given on the command line: the file
 		// still holds the old epoch.
 		final, err := f.Without(r.j.From)

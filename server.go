@@ -9,8 +9,12 @@ import (
 	"path/filepath"
 )
 
-// maxRequestBytes bounds one request body (a large JSONL append fits).
-const maxRequestBytes = 1 << 30
+// maxRequestBytes bounds one request body. Decoding a request costs a
+// few times its size (the JSON text, the strings it holds, the events
+// built from them), so it is refused from its declared length before it
+// is read, and cut where it runs over; a Client sends a larger append in
+// pieces (appendPieceBytes).
+const maxRequestBytes = 64 << 20
 
 // SocketPath returns the owner's socket path of the store in dir.
 func SocketPath(dir string) string { return filepath.Join(dir, SocketName) }
@@ -58,6 +62,10 @@ type response struct {
 }
 
 func decodeRequest(w http.ResponseWriter, r *http.Request, req any) bool {
+	if r.ContentLength > maxRequestBytes {
+		writeJSON(w, response{Error: toWire(badRequest("request of %d bytes is over the limit of %d", r.ContentLength, maxRequestBytes))})
+		return false
+	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRequestBytes))
 	if err := dec.Decode(req); err != nil {
 		writeJSON(w, response{Error: toWire(badRequest("decode request: %v", err))})

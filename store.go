@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -112,7 +113,7 @@ func Open(dir string, o Options) (*Store, error) {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
-	so := store.OpenOptions{Keys: o.Keys, VaultKeyPath: o.VaultKeyPath, Durability: o.Durability}
+	so := store.OpenOptions{Keys: o.Keys, VaultKeyPath: o.VaultKeyPath, Durability: o.Durability, Passphrase: o.Passphrase}
 	st, err := store.Open(dir, so)
 	var keyErr error
 	if err != nil {
@@ -370,6 +371,38 @@ func (s *Store) lockProj() {
 // it holds (a reader that finds damage heals only under the exclusive
 // one).
 func (s *Store) readProj(ctx context.Context, p Progress, fn func(set *projstd.Set, exclusive bool) error) error {
+	err := s.readProjOnce(ctx, p, fn)
+	name, ok := projections.Damaged(err)
+	if !ok {
+		return err
+	}
+	// A read that panicked on a projection's files (bit flips a file
+	// format does not check): flag it (every one when the panic names
+	// none), rebuild it from the log, and read once more.
+	s.lockProj()
+	if set := s.set; set != nil {
+		for _, n := range projstd.Names {
+			if name == "" || n == name {
+				set.FlagDamaged(n, err.Error())
+			}
+		}
+		if _, herr := set.Heal(ctx, nil); herr != nil {
+			s.projMu.Unlock()
+			return errors.Join(err, herr)
+		}
+	}
+	s.projMu.Unlock()
+	return s.readProjOnce(ctx, p, fn)
+}
+
+// readProjOnce is readProj without the retry; a panic in fn is a
+// *projections.DamagedError naming the projection whose code panicked
+// ("" when the stack names none).
+func (s *Store) readProjOnce(ctx context.Context, p Progress, fn func(set *projstd.Set, exclusive bool) error) error {
+	fn0 := fn
+	fn = func(set *projstd.Set, exclusive bool) error {
+		return guardRead(func() error { return fn0(set, exclusive) })
+	}
 	s.projMu.RLock()
 	if set := s.set; set != nil && set == s.caughtSet {
 		if head, _ := s.st.Log.Head(); head == s.caughtTo {
@@ -386,6 +419,32 @@ func (s *Store) readProj(ctx context.Context, p Progress, fn func(set *projstd.S
 		return err
 	}
 	return fn(set, true)
+}
+
+// guardRead runs a projection read and turns a panic (or a memory fault
+// on a mapped file) into a *projections.DamagedError naming the projection
+// whose package is on the panicking stack (bleve's is the full-text
+// index's).
+func guardRead(fn func() error) (err error) {
+	old := debug.SetPanicOnFault(true)
+	defer func() {
+		debug.SetPanicOnFault(old)
+		if r := recover(); r != nil {
+			st := string(debug.Stack())
+			name := ""
+			for _, n := range projstd.Names {
+				if strings.Contains(st, "/projections/"+n+".") {
+					name = n
+					break
+				}
+			}
+			if name == "" && strings.Contains(st, "github.com/blevesearch/") {
+				name = "fts"
+			}
+			err = &projections.DamagedError{Projection: name, Err: fmt.Errorf("panic: %v", r)}
+		}
+	}()
+	return fn()
 }
 
 // The query engine drops ANN hits outside a session filter by the vector

@@ -39,7 +39,35 @@
 // old epoch's key is wiped from the keyring and the key file, after which no
 // one holding only the store's keys can decrypt the tombstoned ciphertext.
 // Copies of the old key made before (recovery codes) are outside the
-// store's reach: they must be destroyed by whoever holds them. Passphrase
-// sealing of the vault key file is not implemented yet; the file's
-// protection is its 0600 mode.
+// store's reach: they must be destroyed by whoever holds them.
+//
+// # Vault key file
+//
+// DIR/vault.key (mode 0600, written atomically) is either plain JSON
+//
+//	{"version": 1, "current": E, "keys": {"E": base64(key), ...}}
+//
+// or that JSON sealed with a passphrase (`ucl keys seal`, Keyring.SealWith;
+// golden: testdata/vault.sealed.golden; decoder fuzzed, FuzzOpenSealed):
+//
+//	off len field
+//	  0   8 magic "UCLSEAL\x01" (the last byte is the format version)
+//	  8   1 KDF: 1 = scrypt (golang.org/x/crypto/scrypt)
+//	  9   1 log2 N   (cost; DefaultScrypt: 15)
+//	 10   1 r        (DefaultScrypt: 8)
+//	 11   1 p        (DefaultScrypt: 1)
+//	 12  16 salt     (random per seal)
+//	 28  12 nonce    (random per write)
+//	 40   … AES-256-GCM(key = scrypt(passphrase, salt, N, r, p, 32),
+//	        nonce, AAD = bytes 0..39) of the plain JSON, with its 16-byte tag
+//
+// A header asking the KDF for more than 256 MiB (128·r·N), p > 16, an
+// unknown version or KDF, or a sealed text over 1 MiB is ErrBadKeyFile
+// before any key is derived. A wrong passphrase and a changed byte are
+// the same error (ErrBadPassphrase): the AEAD cannot tell them apart. A
+// keyring opened from a sealed file keeps the derived key (not the
+// passphrase) in memory, so the rewrites of a key rotation stay sealed
+// under the same passphrase with a fresh nonce. Sealing protects the key
+// file only: what else is on disk in plaintext is listed in the README
+// ("Encryption at rest").
 package crypto

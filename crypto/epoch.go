@@ -46,7 +46,7 @@ func (kr *Keyring) KeyOf(epoch uint32) []byte {
 func (kr *Keyring) Clone() *Keyring {
 	kr.mu.Lock()
 	defer kr.mu.Unlock()
-	c := &Keyring{keys: map[uint32][]byte{}, current: kr.current, wrappers: map[uint32]*Wrapper{}}
+	c := &Keyring{keys: map[uint32][]byte{}, current: kr.current, wrappers: map[uint32]*Wrapper{}, seal: kr.seal}
 	for e, k := range kr.keys {
 		c.keys[e] = append([]byte(nil), k...)
 	}
@@ -75,6 +75,7 @@ func (kr *Keyring) Adopt(other *Keyring) {
 		keys[e] = append([]byte(nil), k...)
 	}
 	cur := other.current
+	sl := other.seal
 	other.mu.Unlock()
 	kr.mu.Lock()
 	defer kr.mu.Unlock()
@@ -86,6 +87,9 @@ func (kr *Keyring) Adopt(other *Keyring) {
 		}
 	}
 	kr.keys, kr.current, kr.wrappers = keys, cur, map[uint32]*Wrapper{}
+	if sl != nil {
+		kr.seal = sl // read from the sealed file: it stays sealed
+	}
 }
 
 // Without returns a copy of the keyring without an epoch. Dropping the

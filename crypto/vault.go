@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io/fs"
-	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -23,6 +22,7 @@ type Keyring struct {
 	keys     map[uint32][]byte
 	current  uint32
 	wrappers map[uint32]*Wrapper
+	seal     *seal // set: Save writes the file sealed (seal.go)
 }
 
 // NewKeyring returns a keyring with one fresh random key at epoch 1.
@@ -112,21 +112,29 @@ func (kr *Keyring) Save(path string) error {
 	for e, k := range kr.keys {
 		vf.Keys[fmt.Sprint(e)] = encodeB64(k)
 	}
+	sl := kr.seal
 	kr.mu.Unlock()
 	b, err := json.MarshalIndent(vf, "", "  ")
 	if err != nil {
 		return err
 	}
-	return fsutil.WriteFileAtomic(path, append(b, '\n'), 0o600)
+	b = append(b, '\n')
+	if sl != nil {
+		return writeSealed(path, sl, b)
+	}
+	return fsutil.WriteFileAtomic(path, b, 0o600)
 }
 
 // LoadKeyring reads a vault key file written by Save, or a file holding a
-// recovery code (as written by `ucl keys export`).
+// recovery code (as written by `ucl keys export`). A sealed file is
+// ErrSealed: LoadKeyringPassphrase opens it.
 func LoadKeyring(path string) (*Keyring, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read vault key: %w", err)
-	}
+	return loadKeyring(path, nil, nil)
+}
+
+// parseKeyFile decodes the plain key file (or recovery code) b read from
+// path.
+func parseKeyFile(path string, b []byte) (*Keyring, error) {
 	s := strings.TrimSpace(string(b))
 	if strings.HasPrefix(s, recoveryPrefix) {
 		return ParseRecoveryCode(s)

@@ -188,3 +188,51 @@ func TestFlippedByte(t *testing.T) {
 		})
 	}
 }
+
+// TestFlippedLengthSameDiagnosis: a flipped bit in the length prefix of a
+// middle entry of the last segment is refused by Open (valid entries
+// follow: ErrDamagedTail), and VerifyDir gives the same diagnosis (it
+// called it a torn write that the next open repairs), as it does for a
+// tear Open would cut and for a cut under the head mark (ErrLost).
+func TestFlippedLengthSameDiagnosis(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		durable bool
+		damage  func(b []byte, ents []fileEntry) []byte
+		want    error
+	}{
+		{"flipped length, valid entries after", false, func(b []byte, e []fileEntry) []byte {
+			b[e[5].off+1] ^= 0x40 // a two-byte uvarint: its high byte, now past the end of the file
+			return b
+		}, ErrDamagedTail},
+		{"torn last entry, unacknowledged", false, func(b []byte, e []fileEntry) []byte { return b[:e[len(e)-1].off+40] }, ErrTorn},
+		{"torn last entry, acknowledged", true, func(b []byte, e []fileEntry) []byte { return b[:e[len(e)-1].off+40] }, ErrLost},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			kr := testKeys(t)
+			o := Options{}
+			if tc.durable {
+				o.Durability = Sync
+			} else {
+				o.Durability = None
+			}
+			l := openT(t, dir, kr, o)
+			appendN(t, l, 10)
+			l.Close()
+			p, b := lastSegment(t, dir)
+			if err := os.WriteFile(p, tc.damage(b, entryOffsets(t, b)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, oerr := Open(dir, Options{Keys: kr, NoRepair: true})
+			_, verr := VerifyDir(ctx, dir, kr, nil)
+			var oce, vce *CorruptionError
+			if !errors.As(oerr, &oce) || !errors.As(verr, &vce) {
+				t.Fatalf("open: %v; verify: %v", oerr, verr)
+			}
+			if !errors.Is(oerr, tc.want) || !errors.Is(verr, tc.want) || oce.Seq != vce.Seq {
+				t.Fatalf("open says %v; verify says %v; want both %v", oerr, verr, tc.want)
+			}
+		})
+	}
+}

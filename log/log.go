@@ -200,10 +200,7 @@ func (l *Log) open() error {
 		l.opts.Warn(fmt.Sprintf("log: head mark unreadable (%v); verifying the whole log", err))
 		haveMark = false
 	}
-	minHead := l.opts.MinHead
-	if haveMark && mark.Durable && mark.Seq > minHead {
-		minHead = mark.Seq
-	}
+	minHead := tailMinHead(mark, haveMark, l.opts.MinHead)
 	rep, err := recoverTail(l.dir, l.opts.CorruptDir, l.opts.NoRepair, minHead)
 	if err != nil {
 		return fmt.Errorf("open log: %w", err)

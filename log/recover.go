@@ -326,6 +326,30 @@ func truncateSync(path string, size int64) error {
 	return nil
 }
 
+// tailMinHead is the newest seq Open knows was acknowledged: the head
+// mark's (when written under a durable mode) or minHead, whichever is
+// newer.
+func tailMinHead(mark headMark, haveMark bool, minHead uint64) uint64 {
+	if haveMark && mark.Durable && mark.Seq > minHead {
+		return mark.Seq
+	}
+	return minHead
+}
+
+// diagnoseTail is what Open would say of the log's tail, changing nothing:
+// nil when Open would open it as it is, a *CorruptionError with ErrTorn
+// when Open would cut a torn write, or the error Open refuses with
+// (ErrDamagedTail, ErrLost, ...). VerifyDir reports a damaged tail
+// through it, so the two never disagree about the same bytes.
+func diagnoseTail(dir string) error {
+	mark, haveMark, err := readHeadMark(dir)
+	if err != nil {
+		haveMark = false
+	}
+	_, err = recoverTail(dir, "", true, tailMinHead(mark, haveMark, 0))
+	return err
+}
+
 // recoverTail applies Open's repair rule: cut what can only be an
 // unacknowledged write (see planTailCut), and nothing at or below minHead,
 // the newest seq known to have been acknowledged.

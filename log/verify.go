@@ -86,6 +86,14 @@ func verifyFiles(ctx context.Context, dir string, kr *crypto.Keyring, to uint64,
 		return nil
 	})
 	rep.Decrypted = kr != nil
+	if to == 0 && errors.Is(err, ErrTorn) {
+		// The scan stops at the first bytes that do not parse; whether
+		// they are a torn write Open cuts or damage it refuses is Open's
+		// diagnosis, given here as Open gives it.
+		if derr := diagnoseTail(dir); derr != nil {
+			err = derr
+		}
+	}
 	if err != nil {
 		return rep, fmt.Errorf("verify log: %w", err)
 	}

@@ -555,7 +555,7 @@ func (pr *Projector) status(cached bool) ([]Status, error) {
 		if d, ok := pr.dc.get(st.Name, key); ok && cached {
 			st.Digest = d
 		} else {
-			d, err := p.Digest()
+			d, err := guardedDigest(p)
 			if err != nil {
 				return nil, fmt.Errorf("digest projection %s: %w", p.Name(), err)
 			}
@@ -580,13 +580,29 @@ func (pr *Projector) Digests() (map[string]string, error) {
 func digests(ps []Projection) (map[string]string, error) {
 	out := make(map[string]string, len(ps))
 	for _, p := range ps {
-		d, err := p.Digest()
+		d, err := guardedDigest(p)
 		if err != nil {
 			return nil, fmt.Errorf("digest projection %s: %w", p.Name(), err)
 		}
 		out[p.Name()] = hex.EncodeToString(d[:])
 	}
 	return out, nil
+}
+
+// guardedDigest is p.Digest with a failure turned into a *DamagedError
+// naming p: a panic (a damaged file read, e.g. bit flips in a bleve
+// segment) or an error (a projection that cannot be read is reset and
+// rebuilt from the log, never trusted or left failing).
+func guardedDigest(p Projection) (d [32]byte, err error) {
+	err = Guard(p.Name(), func() error {
+		var derr error
+		d, derr = p.Digest()
+		return derr
+	})
+	if _, ok := Damaged(err); err != nil && !ok {
+		err = &DamagedError{Projection: p.Name(), Err: err}
+	}
+	return d, err
 }
 
 // Mismatch is a projection whose live digest differs from a fresh rebuild's.

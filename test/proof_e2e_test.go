@@ -173,6 +173,16 @@ func TestProofs(t *testing.T) {
 		}
 	}
 
+	// The proof's anchored_height changed: the gateway's block height for
+	// its transaction is another (it was accepted, and the result named the
+	// gateway's height without a word).
+	if p.AnchoredAt <= 0 {
+		t.Fatalf("proof of a mined checkpoint without a height: %+v", p)
+	}
+	moved := p
+	moved.AnchoredAt = p.AnchoredAt + 7
+	reject("anchored_height changed", writeProof("height.json", moved), "anchored_height", fmt.Sprint(p.AnchoredAt+7), fmt.Sprint(p.AnchoredAt))
+
 	// A checkpoint anchored by another wallet: the same note and tags,
 	// posted (and so signed) by B.
 	b, _ := newDevice(t, gw, 0, "other")

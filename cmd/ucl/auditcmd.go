@@ -126,6 +126,8 @@ func auditVerify(c *cli.Context) error {
 			what = "torn write at the tail (the next open repairs it)"
 		case errors.Is(err, log.ErrDamagedTail):
 			what = "damaged entry with valid entries after it (ucl audit repair cuts it, keeping the bytes)"
+		case errors.Is(err, log.ErrLost):
+			what = "acknowledged events are missing at the tail (the store refuses to open; ucl audit repair cuts it, keeping the bytes)"
 		case errors.Is(err, log.ErrMalformed), errors.Is(err, log.ErrUnknownType), errors.Is(err, log.ErrUnsupportedVersion):
 			what = "malformed event"
 		default:

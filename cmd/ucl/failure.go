@@ -167,6 +167,8 @@ func defaultHint(err error) string {
 		return "the store owner died before answering, so whether the command took effect is unknown: check (`ucl status`, `ucl replay --raw`) before running it again"
 	case errors.Is(err, log.ErrLocked):
 		return "another ucl process is using this store"
+	case errors.Is(err, ucl.ErrSealed), errors.Is(err, ucl.ErrBadPassphrase):
+		return "the vault key is sealed: give its passphrase in UCL_PASSPHRASE or on the terminal (ucl keys unseal removes the seal)"
 	case errors.Is(err, ucl.ErrWrongVaultKey):
 		return "pass this store's vault key with --vault-key FILE"
 	case errors.Is(err, ucl.ErrNoWallet), errors.Is(err, ucl.ErrBadWallet):

@@ -69,9 +69,11 @@ of generating one. An existing store is never overwritten.`,
 
 var keysCommand = &cli.Command{
 	Name:  "keys",
-	Usage: "export, import or rotate the vault key",
+	Usage: "export, import, rotate, seal or unseal the vault key",
 	Subcommands: []*cli.Command{
 		keysRotateCommand,
+		keysSealCommand,
+		keysUnsealCommand,
 		{
 			Name:  "export",
 			Usage: "print the vault key as a recovery code",

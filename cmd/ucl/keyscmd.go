@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/unlimitedcontext/ucl"
+	"github.com/unlimitedcontext/ucl/crypto"
 	"github.com/unlimitedcontext/ucl/log"
 )
 
@@ -81,4 +83,69 @@ required when standard input is not a terminal).`,
 			return nil
 		})
 	},
+}
+
+var keysSealCommand = &cli.Command{
+	Name:  "seal",
+	Usage: "seal the vault key file with a passphrase (or change the passphrase)",
+	Description: `Rewrites DIR/vault.key encrypted under a key derived from a passphrase
+(scrypt, N=2^15 r=8 p=1; AES-256-GCM), overwriting the old file's bytes.
+From then on every command that opens the store asks for the passphrase on
+the terminal, or reads it from ` + passphraseEnv + `; commands attached to a
+running owner do not need it. The passphrase comes from ` + passphraseEnv + `
+(or ` + newPassphraseEnv + ` when the key is already sealed: the old one is
+then ` + passphraseEnv + `), else it is asked twice on the terminal. Sealing
+protects the key file only: the projections hold plaintext (see the README,
+"Encryption at rest"). Forgetting the passphrase loses the key: export a
+recovery code first (ucl keys export). Refused while a process serves the
+store.`,
+	Action: func(c *cli.Context) error {
+		dir := storeDir(c)
+		b, err := os.ReadFile(ucl.VaultKeyPath(dir))
+		if err != nil {
+			return withHint(err, "this store has no vault key file to seal")
+		}
+		pass, err := newPassphrase(c, crypto.IsSealed(b))
+		if err != nil {
+			return withHint(err, "set "+passphraseEnv+" (or run on a terminal); nothing was changed")
+		}
+		if err := ucl.SealVaultKey(dir, ucl.Options{Passphrase: passphrase(c)}, pass); err != nil {
+			return keyFileHint(err)
+		}
+		if jsonOut(c) {
+			return printJSON(c, map[string]any{"sealed": true, "vault_key": ucl.VaultKeyPath(dir)})
+		}
+		printf(c, "vault key %s sealed: opening the store now needs the passphrase\n", ucl.VaultKeyPath(dir))
+		return nil
+	},
+}
+
+var keysUnsealCommand = &cli.Command{
+	Name:  "unseal",
+	Usage: "store the vault key file without a passphrase again",
+	Description: `Rewrites a sealed DIR/vault.key as the plain key file (mode 0600), after
+opening it with the passphrase (` + passphraseEnv + ` or the terminal). Refused
+while a process serves the store.`,
+	Action: func(c *cli.Context) error {
+		dir := storeDir(c)
+		if err := ucl.UnsealVaultKey(dir, ucl.Options{Passphrase: passphrase(c)}); err != nil {
+			return keyFileHint(err)
+		}
+		if jsonOut(c) {
+			return printJSON(c, map[string]any{"sealed": false, "vault_key": ucl.VaultKeyPath(dir)})
+		}
+		printf(c, "vault key %s unsealed: its protection is now its file mode (0600) only\n", ucl.VaultKeyPath(dir))
+		return nil
+	},
+}
+
+// keyFileHint adds what to do to the errors of sealing and unsealing.
+func keyFileHint(err error) error {
+	switch {
+	case errors.Is(err, ucl.ErrOwnerRunning):
+		return withHint(err, "stop `ucl serve` / `ucl mcp` on this store, then run this again; nothing was changed")
+	case errors.Is(err, ucl.ErrBadPassphrase), errors.Is(err, ucl.ErrSealed):
+		return withHint(err, "give the current passphrase in "+passphraseEnv+" or on the terminal; nothing was changed")
+	}
+	return err
 }

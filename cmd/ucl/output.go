@@ -132,6 +132,7 @@ func engineOptions(c *cli.Context) ucl.Options {
 	return ucl.Options{
 		VaultKeyPath: c.String("vault-key"),
 		Keys:         vaultKeys(c),
+		Passphrase:   passphrase(c),
 		Embedder: ucl.EmbedderOptions{Kind: setting(c, "embedder", "index.embedder"), URL: setting(c, "embed-url", "index.embed_url"),
 			Model:   setting(c, "embed-model", "index.embed_model"),
 			Timeout: c.Duration("embed-timeout"), Dim: c.Int("embed-dim")},

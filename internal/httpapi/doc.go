@@ -44,10 +44,12 @@
 // CODE is the engine error's class (ucl.ClassOf): bad_request (400),
 // not_found (404), conflict (409), forbidden (403), unavailable (503),
 // internal (500); or the server's own: unauthorized (401),
-// method_not_allowed (405), too_large (413: a body over Options.MaxBodyBytes, refused
-// before it is read whole), upstream_unavailable (502), upstream_timeout
-// (504) and no_upstream (503: the proxy has no upstream configured);
-// "codes" lists the engine's sentinel codes
+// method_not_allowed (405), too_large (413: a body over
+// Options.MaxBodyBytes, refused before it is read whole, or an item over
+// the store's event bound, log.MaxEventSize), body_timeout (408: the body
+// did not arrive within Options.BodyReadTimeout), upstream_unavailable
+// (502), upstream_timeout (504) and no_upstream (503: the proxy has no
+// upstream configured); "codes" lists the engine's sentinel codes
 // (ucl.ErrorCodes) when there are any.
 //
 // # The proxy
@@ -77,6 +79,16 @@
 // goes away stores nothing. The user turn's id is derived from the
 // session, the message's index and its text, so a tool-call loop that
 // resends the same user message stores it once.
+//
+// What is stored of a turn is bounded: a user message, a reply or a tool
+// call's arguments longer than the store's event bound (log.MaxEventSize,
+// less room for ids and meta; arguments an eighth of it) are forwarded
+// whole and stored as their first bytes followed by "[ucl: truncated: the
+// first N of M bytes are stored]". An upstream that sends nothing for
+// Options.UpstreamTimeout, before or after its headers, is cut off (a
+// broken stream: nothing stored). One SSE event over 4 MiB is not parsed:
+// it and the rest of the stream are forwarded as they arrive and the
+// exchange is not stored.
 //
 // Response headers X-UCL-Session and X-UCL-Context-Tokens say which
 // session was used and how many tokens of memory were injected.

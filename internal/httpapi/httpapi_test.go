@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -522,6 +523,28 @@ func (u *fakeUpstream) serve(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":%q}}]}\n\n", p)
 		}
 		io.WriteString(w, "data: {\"choices\":[{\"ind")
+	case "stall":
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":%q}}]}\n\n", streamParts[0])
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	case "huge-event":
+		// One event of 3·maxSSEEvent: the last third only after the gate.
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"")
+		chunk := strings.Repeat("x", 64<<10)
+		for n := 0; n < 3*maxSSEEvent; n += len(chunk) {
+			if n == 2*maxSSEEvent+len(chunk) {
+				w.(http.Flusher).Flush()
+				select {
+				case <-u.gate:
+				case <-r.Context().Done():
+					return
+				}
+			}
+			io.WriteString(w, chunk)
+		}
+		io.WriteString(w, "\"}}]}\n\ndata: [DONE]\n\n")
 	case "huge-stream":
 		// A 16 MiB reply in 64 KiB deltas, and a tool call whose
 		// arguments are 2 MiB.
@@ -1097,5 +1120,88 @@ func TestProxyRecordsRepeatedTurns(t *testing.T) {
 	resp, body := e.post("/v1/store", ucl.RememberRequest{Content: "OK", Session: "chat"})
 	if r := decode[ucl.AppendResult](t, body); resp.StatusCode != 200 || r.Results[0].DuplicateOf == "" {
 		t.Fatalf("store of a said turn: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestBodyReadTimeout: a client with a valid token that sends headers and
+// part of a body, then nothing, gets 408 instead of holding a handler
+// forever.
+func TestBodyReadTimeout(t *testing.T) {
+	e := newEnv(t, Options{BodyReadTimeout: 200 * time.Millisecond})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /v1/store HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"content\":", testToken)
+	conn.SetReadDeadline(time.Now().Add(time.Minute)) // a guard, not an assertion
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer to a stalled body: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	wantError(t, resp, b, http.StatusRequestTimeout, "body_timeout")
+}
+
+// TestProxyUpstreamStallsAfterHeaders: an upstream that sends headers and
+// one event, then nothing, is cut off after UpstreamTimeout; the client's
+// response ends and nothing is stored.
+func TestProxyUpstreamStallsAfterHeaders(t *testing.T) {
+	up := newUpstream(t, "stall")
+	e := newEnv(t, Options{Upstream: up.srv.URL + "/v1", UpstreamTimeout: 200 * time.Millisecond})
+	before := len(e.api.appendCalls())
+	done := make(chan []byte, 1)
+	go func() {
+		_, b := e.do("POST", "/v1/chat/completions", "application/json", chatBody(t, true, "user", "hello?"))
+		done <- b
+	}()
+	select {
+	case b := <-done:
+		if !strings.Contains(string(b), "The sofa") {
+			t.Fatalf("the first event was not passed on: %q", b)
+		}
+	case <-time.After(time.Minute): // a guard: without the cut this never ends
+		t.Fatal("the proxy still waits on a stalled upstream")
+	}
+	if n := len(e.api.appendCalls()); n != before {
+		t.Fatalf("%d appends for a broken stream", n-before)
+	}
+}
+
+// TestProxyHugeSSEEventPassedThrough: one SSE event far over maxSSEEvent
+// reaches the client while the upstream is still sending it (it used to
+// be buffered whole: 120 MB held 396 MB), and the exchange is not stored.
+func TestProxyHugeSSEEventPassedThrough(t *testing.T) {
+	up := newUpstream(t, "huge-event")
+	up.gate = make(chan struct{})
+	e := newEnv(t, Options{Upstream: up.srv.URL + "/v1"})
+	before := len(e.api.appendCalls())
+	req, _ := http.NewRequest("POST", e.srv.URL+"/v1/chat/completions", bytes.NewReader(chatBody(t, true, "user", "big")))
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got := make(chan int64, 1)
+	go func() {
+		n, _ := io.CopyN(io.Discard, resp.Body, 2*maxSSEEvent)
+		got <- n
+	}()
+	select {
+	case n := <-got:
+		if n != 2*maxSSEEvent {
+			t.Fatalf("got %d bytes", n)
+		}
+	case <-time.After(time.Minute): // a guard: a buffering proxy never sends them
+		t.Fatal("the proxy holds the event back until its end")
+	}
+	close(up.gate) // now the upstream ends the event and the stream
+	rest, _ := io.ReadAll(resp.Body)
+	if !bytes.HasSuffix(rest, []byte("data: [DONE]\n\n")) {
+		t.Fatalf("stream end %q", rest[max(0, len(rest)-40):])
+	}
+	if n := len(e.api.appendCalls()); n != before {
+		t.Fatalf("%d appends of an unparsed reply", n-before)
 	}
 }

@@ -146,12 +146,15 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 			body, ex.tokens = spliced, tokens
 		}
 	}
-	resp, err := s.upstream(r, http.MethodPost, "/chat/completions", body)
+	uctx, ucancel := context.WithCancel(r.Context())
+	defer ucancel()
+	resp, err := s.upstream(r.WithContext(uctx), http.MethodPost, "/chat/completions", body)
 	if err != nil {
 		s.upstreamError(w, r, err)
 		return
 	}
 	defer resp.Body.Close()
+	resp.Body = &idleBody{ReadCloser: resp.Body, d: s.opts.UpstreamTimeout, cancel: ucancel}
 	copyHeaders(w.Header(), resp.Header)
 	w.Header().Set(SessionHeader, ex.session)
 	w.Header().Set("X-UCL-Context-Tokens", strconv.Itoa(ex.tokens))
@@ -304,6 +307,32 @@ func (c *capped) add(s string) {
 // String is the text as stored (bounded).
 func (c *capped) String() string { return bounded(c.b.String(), c.n, c.max()) }
 
+// errUpstreamIdle is returned by an idleBody whose upstream sent nothing
+// for UpstreamTimeout.
+var errUpstreamIdle = errors.New("the upstream sent nothing in time")
+
+// idleBody cuts an upstream body off (cancels its request) when one read
+// waits longer than d: headers alone do not hold the proxy forever.
+type idleBody struct {
+	io.ReadCloser
+	d      time.Duration
+	cancel context.CancelFunc
+}
+
+func (b *idleBody) Read(p []byte) (int, error) {
+	t := time.AfterFunc(b.d, b.cancel)
+	n, err := b.ReadCloser.Read(p)
+	if !t.Stop() {
+		return n, fmt.Errorf("%w (%s): %v", errUpstreamIdle, b.d, err)
+	}
+	return n, err
+}
+
+// maxSSEEvent bounds one SSE event the proxy buffers to parse: a longer
+// one (no OpenAI event comes near it) is forwarded as it arrives, with the
+// rest of the stream, and the exchange is not stored.
+const maxSSEEvent = 4 << 20
+
 // reply is the assistant's answer as stored.
 type reply struct {
 	content   capped
@@ -372,8 +401,19 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, resp *http.
 		buf     = make([]byte, 32<<10)
 	)
 	calls := map[int]*toolCall{}
+	passthrough := false
 	for {
 		n, rerr := resp.Body.Read(buf)
+		if passthrough {
+			if _, err := w.Write(buf[:n]); err != nil {
+				return
+			}
+			rc.Flush()
+			if rerr != nil {
+				return
+			}
+			continue
+		}
 		pending = append(pending, buf[:n]...)
 		// Forward every complete event; keep a partial one until its end.
 		for {
@@ -395,6 +435,18 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, resp *http.
 				return
 			}
 			pending = pending[end:]
+		}
+		if len(pending) > maxSSEEvent {
+			s.log.Warn("upstream event over the size the proxy parses: passed through, the exchange is not stored",
+				"session", ex.session, "bytes", len(pending), "limit", maxSSEEvent)
+			passthrough = true
+			w.Write(pending)
+			rc.Flush()
+			pending = nil
+			if rerr != nil {
+				return
+			}
+			continue
 		}
 		if rerr != nil {
 			if len(pending) > 0 {

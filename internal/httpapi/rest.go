@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -23,6 +24,7 @@ const (
 	DefaultSimilarityTopK   = 8
 	DefaultSession          = "proxy"
 	DefaultUpstreamTimeout  = 5 * time.Minute
+	DefaultBodyReadTimeout  = time.Minute
 	// maxReplyBytes bounds a non-streamed upstream reply kept in memory.
 	maxReplyBytes = 64 << 20
 )
@@ -55,8 +57,15 @@ type Options struct {
 	// UpstreamKey is sent upstream as the bearer token. It never appears
 	// in logs, errors or the store.
 	UpstreamKey string
-	// UpstreamTimeout bounds the wait for the upstream's response headers.
+	// UpstreamTimeout bounds the wait for the upstream's response headers,
+	// and then for each read of its body: an upstream that sends its
+	// headers and then nothing for that long is cut off (a stream is then
+	// broken and stores nothing).
 	UpstreamTimeout time.Duration
+	// BodyReadTimeout bounds reading a request's body (a client that
+	// sends its headers, with a valid token, and then stalls); default
+	// DefaultBodyReadTimeout.
+	BodyReadTimeout time.Duration
 	// Transport carries upstream requests (default: a clone of
 	// http.DefaultTransport).
 	Transport http.RoundTripper
@@ -117,6 +126,9 @@ func New(api ucl.API, o Options) (*Server, error) {
 	if o.UpstreamTimeout <= 0 {
 		o.UpstreamTimeout = DefaultUpstreamTimeout
 	}
+	if o.BodyReadTimeout <= 0 {
+		o.BodyReadTimeout = DefaultBodyReadTimeout
+	}
 	up, err := NormalizeUpstream(o.Upstream)
 	if err != nil {
 		return nil, err
@@ -139,7 +151,37 @@ func New(api ucl.API, o Options) (*Server, error) {
 
 // Handler is the whole TCP API behind the bearer token.
 func (s *Server) Handler() http.Handler {
-	return RequireToken(s.opts.Token, s.mux)
+	return RequireToken(s.opts.Token, bodyDeadline(s.opts.BodyReadTimeout, s.mux))
+}
+
+// bodyDeadline gives every request (REST, the proxy, /mcp) BodyReadTimeout
+// to deliver its body. The deadline is lifted once the body is read to its
+// end, so that a long streamed answer is not cut by it (the server's
+// background read would hit it and cancel the request).
+func bodyDeadline(d time.Duration, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		if r.Body != nil && r.Body != http.NoBody && rc.SetReadDeadline(time.Now().Add(d)) == nil {
+			r.Body = &liftOnEOF{ReadCloser: r.Body, lift: func() { rc.SetReadDeadline(time.Time{}) }}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// liftOnEOF calls lift once, when its body has been read to the end.
+type liftOnEOF struct {
+	io.ReadCloser
+	lift func()
+	done bool
+}
+
+func (b *liftOnEOF) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF && !b.done {
+		b.done = true
+		b.lift()
+	}
+	return n, err
 }
 
 // ownRoutes are the TCP routes that are not engine methods: the health
@@ -358,8 +400,11 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
+		var ne net.Error
 		if errors.As(err, &mbe) {
 			writeError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("request body is over the limit of %d bytes", s.opts.MaxBodyBytes), nil)
+		} else if errors.As(err, &ne) && ne.Timeout() {
+			writeError(w, http.StatusRequestTimeout, "body_timeout", fmt.Sprintf("the request body did not arrive within %s", s.opts.BodyReadTimeout), nil)
 		} else {
 			writeError(w, http.StatusBadRequest, "bad_request", "read request body: "+err.Error(), nil)
 		}

@@ -174,6 +174,9 @@ type OpenOptions struct {
 	NoKeys bool
 	// Durability overrides the store's durability mode when non-nil.
 	Durability *log.Durability
+	// Passphrase, when set, is asked for the passphrase of a sealed key
+	// file (only then); without it a sealed file is crypto.ErrSealed.
+	Passphrase func() ([]byte, error)
 }
 
 // ReadMeta reads DIR/ucl.json.
@@ -204,7 +207,19 @@ func LoadKeys(dir string, m Meta, o OpenOptions) (*crypto.Keyring, error) {
 			p = filepath.Join(dir, VaultFile)
 		}
 		var err error
-		if kr, err = crypto.LoadKeyring(p); err != nil {
+		kr, err = crypto.LoadKeyring(p)
+		if errors.Is(err, crypto.ErrSealed) && o.Passphrase != nil {
+			pass, perr := o.Passphrase()
+			if perr != nil {
+				return nil, fmt.Errorf("open vault key %s: %w: %w", p, crypto.ErrSealed, perr)
+			}
+			kr, err = crypto.LoadKeyringPassphrase(p, pass)
+			clear(pass)
+		}
+		if errors.Is(err, crypto.ErrSealed) || errors.Is(err, crypto.ErrBadPassphrase) {
+			return nil, err
+		}
+		if err != nil {
 			return nil, fmt.Errorf("%w; pass the store's vault key with --vault-key FILE (or import it with `ucl keys import`)", err)
 		}
 	}

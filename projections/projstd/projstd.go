@@ -416,5 +416,19 @@ func (s *Set) Verify(ctx context.Context, progress func(done, total uint64)) ([]
 	if err := s.CatchUp(ctx, nil); err != nil {
 		return nil, err
 	}
-	return s.Projector.Verify(ctx, Builder(s.src, s.o), progress)
+	mm, err := s.Projector.Verify(ctx, Builder(s.src, s.o), progress)
+	if name, ok := damaged(err); ok {
+		// A projection that cannot even be read is reset and rebuilt
+		// from the log, as a catch-up does, then compared again.
+		reason := fmt.Sprintf("reading it failed: %v", err)
+		s.notify(Notice{Projection: name, Reason: reason + "; rebuilt from the log"})
+		if rerr := s.reset(name, reason); rerr != nil {
+			return nil, errors.Join(err, rerr)
+		}
+		if err := s.CatchUp(ctx, nil); err != nil {
+			return nil, err
+		}
+		return s.Projector.Verify(ctx, Builder(s.src, s.o), progress)
+	}
+	return mm, err
 }

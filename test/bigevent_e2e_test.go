@@ -1,0 +1,114 @@
+package test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/unlimitedcontext/ucl/log"
+)
+
+// rssLimit is the peak resident memory every command must stay under on a
+// store holding the largest events ucl accepts (issue 29: one 16 MB reply
+// made `ucl session list` take 1-4 GB).
+const rssLimit = 300 << 20
+
+// peakRSS runs the ucl binary on dir and returns its result and its peak
+// resident set (the kernel's ru_maxrss, reported by wait4: what /proc's
+// VmHWM shows at exit).
+func peakRSS(t *testing.T, dir, stdin string, args ...string) (result, int64) {
+	t.Helper()
+	cmd := exec.Command(uclBin, args...)
+	cmd.Env = append(os.Environ(), "UCL_DIR="+dir, "UCL_VAULT_KEY=")
+	cmd.Stdin = strings.NewReader(stdin)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		t.Skip("no rusage on this platform")
+	}
+	return result{o.String(), e.String(), code}, ru.Maxrss * 1024 // Linux: kilobytes
+}
+
+// distinctWords is n bytes of words that never repeat and no sentence
+// end: the worst text for the full-text index and the summaries.
+func distinctWords(seed int64, n int) string {
+	r := rand.New(rand.NewSource(seed))
+	var b strings.Builder
+	for b.Len() < n {
+		fmt.Fprintf(&b, "w%x%d ", r.Int63(), b.Len())
+	}
+	return b.String()[:n]
+}
+
+// TestBigEventsBoundedMemory: a conversation turn over log.MaxEventSize is
+// refused by ucl store and ucl append (nothing written, a hint to store it
+// as a document); the largest turn accepted and a 1 MiB document (chunked)
+// are stored; then session list (which builds every projection), query and
+// tombstone each stay under rssLimit.
+func TestBigEventsBoundedMemory(t *testing.T) {
+	dir := newStore(t)
+	huge := distinctWords(1, 16<<20)
+
+	r := ucl(t, dir, huge, "store", "--session", "big", "-")
+	if r.code == 0 || !strings.Contains(r.err, "event too large") || !strings.Contains(r.err, "--kind document") {
+		t.Fatalf("ucl store of a 16 MB turn: %s", r.String()[:min(len(r.String()), 600)])
+	}
+	line, _ := json.Marshal(map[string]string{"session": "big", "role": "assistant", "content": huge})
+	r = ucl(t, dir, string(line)+"\n", "append", "-")
+	if r.code == 0 || !strings.Contains(r.err, "event too large") || !strings.Contains(r.err, `"document"`) {
+		t.Fatalf("ucl append of a 16 MB turn: %s", r.String()[:min(len(r.String()), 600)])
+	}
+	if out := must(t, dir, "", "status", "--json"); !strings.Contains(out, `"head_seq":0`) {
+		t.Fatalf("a refused turn was written: %s", out)
+	}
+
+	// The largest turn accepted: its body (content + session "big" + role
+	// + the flags, kind and lengths) is just under the bound.
+	turn := distinctWords(2, log.MaxEventSize-64)
+	line, _ = json.Marshal(map[string]string{"session": "big", "role": "assistant", "content": turn, "chunk_id": "big-turn"})
+	res, rss := peakRSS(t, dir, string(line)+"\n", "append", "-")
+	if res.code != 0 {
+		t.Fatalf("append the largest turn: %s", res)
+	}
+	t.Logf("append (1 MiB turn): peak RSS %d MB", rss>>20)
+	doc := filepath.Join(t.TempDir(), "doc.txt")
+	if err := os.WriteFile(doc, []byte(huge[:1<<20]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res, rss = peakRSS(t, dir, "", "store", "--session", "big", "--kind", "document", "--file", doc, "--json")
+	if res.code != 0 {
+		t.Fatalf("store a 1 MiB document: %s", res)
+	}
+	t.Logf("store (1 MiB document): peak RSS %d MB", rss>>20)
+
+	for _, args := range [][]string{
+		{"session", "list", "--json"},
+		{"query", strings.Fields(turn)[7], "--json"},
+		{"tombstone", "--chunk", "big-turn", "--json"},
+		{"session", "list", "--json"},
+	} {
+		res, rss := peakRSS(t, dir, "", args...)
+		if res.code != 0 {
+			t.Fatalf("ucl %s: %s", strings.Join(args, " "), res)
+		}
+		t.Logf("ucl %s: peak RSS %d MB", strings.Join(args, " "), rss>>20)
+		if rss > rssLimit {
+			t.Errorf("ucl %s: peak RSS %d MB, over %d MB", strings.Join(args, " "), rss>>20, rssLimit>>20)
+		}
+	}
+}

@@ -1,0 +1,91 @@
+package test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// uclEnv runs the binary with UCL_DIR=dir and extra environment.
+func uclEnv(t *testing.T, dir string, env []string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(uclBin, args...)
+	cmd.Env = append(append(os.Environ(), "UCL_DIR="+dir, "UCL_VAULT_KEY=", "UCL_PASSPHRASE=", "UCL_NEW_PASSPHRASE="), env...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return result{o.String(), e.String(), code}
+}
+
+// TestSealedVaultKey: `ucl keys seal` leaves no key bytes in vault.key; a
+// sealed store opens only with its passphrase (a clear error without it or
+// with a wrong one, no terminal here); a key rotation keeps the file
+// sealed; a passphrase change and `ucl keys unseal` work.
+func TestSealedVaultKey(t *testing.T) {
+	dir := newStore(t)
+	must(t, dir, "", "store", "--session", "s", "the grey cat sleeps on the red sofa")
+	keyFile := filepath.Join(dir, "vault.key")
+	plain, _ := os.ReadFile(keyFile)
+	pw := []string{"UCL_PASSPHRASE=correct horse battery"}
+
+	if r := uclEnv(t, dir, nil, "keys", "seal"); r.code == 0 || !strings.Contains(r.err, "UCL_PASSPHRASE") {
+		t.Fatalf("seal without a passphrase: %s", r)
+	}
+	if r := uclEnv(t, dir, pw, "keys", "seal", "--json"); r.code != 0 || !strings.Contains(r.out, `"sealed":true`) {
+		t.Fatalf("seal: %s", r)
+	}
+	sealed, _ := os.ReadFile(keyFile)
+	if !bytes.HasPrefix(sealed, []byte("UCLSEAL\x01")) || bytes.Contains(sealed, []byte(`"keys"`)) || bytes.Equal(sealed, plain) {
+		t.Fatalf("vault.key is not sealed: %q", sealed)
+	}
+	if fi, _ := os.Stat(keyFile); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v", fi.Mode())
+	}
+
+	r := uclEnv(t, dir, nil, "query", "cat")
+	if r.code == 0 || !strings.Contains(r.err, "sealed") || !strings.Contains(r.err, "UCL_PASSPHRASE") {
+		t.Fatalf("query without the passphrase: %s", r)
+	}
+	r = uclEnv(t, dir, []string{"UCL_PASSPHRASE=wrong"}, "query", "cat")
+	if r.code == 0 || !strings.Contains(r.err, "wrong passphrase") {
+		t.Fatalf("query with a wrong passphrase: %s", r)
+	}
+	if r := uclEnv(t, dir, pw, "query", "cat", "--json"); r.code != 0 || !strings.Contains(r.out, "grey cat") {
+		t.Fatalf("query with the passphrase: %s", r)
+	}
+
+	// A rotation rewrites the key file: still sealed, same passphrase.
+	if r := uclEnv(t, dir, pw, "keys", "rotate", "--yes"); r.code != 0 {
+		t.Fatalf("rotate: %s", r)
+	}
+	after, _ := os.ReadFile(keyFile)
+	if !bytes.HasPrefix(after, []byte("UCLSEAL\x01")) {
+		t.Fatalf("rotation unsealed the key file: %q", after)
+	}
+	if r := uclEnv(t, dir, pw, "query", "cat", "--json"); r.code != 0 || !strings.Contains(r.out, "grey cat") {
+		t.Fatalf("query after rotation: %s", r)
+	}
+
+	// Change the passphrase, then unseal.
+	if r := uclEnv(t, dir, append(pw, "UCL_NEW_PASSPHRASE=second"), "keys", "seal"); r.code != 0 {
+		t.Fatalf("change passphrase: %s", r)
+	}
+	if r := uclEnv(t, dir, pw, "status"); r.code == 0 {
+		t.Fatalf("the old passphrase still opens: %s", r)
+	}
+	if r := uclEnv(t, dir, []string{"UCL_PASSPHRASE=second"}, "keys", "unseal", "--json"); r.code != 0 || !strings.Contains(r.out, `"sealed":false`) {
+		t.Fatalf("unseal: %s", r)
+	}
+	if r := uclEnv(t, dir, nil, "query", "cat", "--json"); r.code != 0 || !strings.Contains(r.out, "grey cat") {
+		t.Fatalf("query after unseal: %s", r)
+	}
+}
