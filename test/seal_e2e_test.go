@@ -10,7 +10,8 @@ import (
 )
 
 // uclEnv runs the binary with UCL_DIR=dir and extra environment.
-func uclEnv(t *testing.T, dir string, env []string, args ...string) result {
+// sealEnv runs ucl with the passphrase variables cleared, then env.
+func sealEnv(t *testing.T, dir string, env []string, args ...string) result {
 	t.Helper()
 	cmd := exec.Command(uclBin, args...)
 	cmd.Env = append(append(os.Environ(), "UCL_DIR="+dir, "UCL_VAULT_KEY=", "UCL_PASSPHRASE=", "UCL_NEW_PASSPHRASE="), env...)
@@ -37,10 +38,10 @@ func TestSealedVaultKey(t *testing.T) {
 	plain, _ := os.ReadFile(keyFile)
 	pw := []string{"UCL_PASSPHRASE=correct horse battery"}
 
-	if r := uclEnv(t, dir, nil, "keys", "seal"); r.code == 0 || !strings.Contains(r.err, "UCL_PASSPHRASE") {
+	if r := sealEnv(t, dir, nil, "keys", "seal"); r.code == 0 || !strings.Contains(r.err, "UCL_PASSPHRASE") {
 		t.Fatalf("seal without a passphrase: %s", r)
 	}
-	if r := uclEnv(t, dir, pw, "keys", "seal", "--json"); r.code != 0 || !strings.Contains(r.out, `"sealed":true`) {
+	if r := sealEnv(t, dir, pw, "keys", "seal", "--json"); r.code != 0 || !strings.Contains(r.out, `"sealed":true`) {
 		t.Fatalf("seal: %s", r)
 	}
 	sealed, _ := os.ReadFile(keyFile)
@@ -51,41 +52,41 @@ func TestSealedVaultKey(t *testing.T) {
 		t.Fatalf("mode %v", fi.Mode())
 	}
 
-	r := uclEnv(t, dir, nil, "query", "cat")
+	r := sealEnv(t, dir, nil, "query", "cat")
 	if r.code == 0 || !strings.Contains(r.err, "sealed") || !strings.Contains(r.err, "UCL_PASSPHRASE") {
 		t.Fatalf("query without the passphrase: %s", r)
 	}
-	r = uclEnv(t, dir, []string{"UCL_PASSPHRASE=wrong"}, "query", "cat")
+	r = sealEnv(t, dir, []string{"UCL_PASSPHRASE=wrong"}, "query", "cat")
 	if r.code == 0 || !strings.Contains(r.err, "wrong passphrase") {
 		t.Fatalf("query with a wrong passphrase: %s", r)
 	}
-	if r := uclEnv(t, dir, pw, "query", "cat", "--json"); r.code != 0 || !strings.Contains(r.out, "grey cat") {
+	if r := sealEnv(t, dir, pw, "query", "cat", "--json"); r.code != 0 || !strings.Contains(r.out, "grey cat") {
 		t.Fatalf("query with the passphrase: %s", r)
 	}
 
 	// A rotation rewrites the key file: still sealed, same passphrase.
-	if r := uclEnv(t, dir, pw, "keys", "rotate", "--yes"); r.code != 0 {
+	if r := sealEnv(t, dir, pw, "keys", "rotate", "--yes"); r.code != 0 {
 		t.Fatalf("rotate: %s", r)
 	}
 	after, _ := os.ReadFile(keyFile)
 	if !bytes.HasPrefix(after, []byte("UCLSEAL\x01")) {
 		t.Fatalf("rotation unsealed the key file: %q", after)
 	}
-	if r := uclEnv(t, dir, pw, "query", "cat", "--json"); r.code != 0 || !strings.Contains(r.out, "grey cat") {
+	if r := sealEnv(t, dir, pw, "query", "cat", "--json"); r.code != 0 || !strings.Contains(r.out, "grey cat") {
 		t.Fatalf("query after rotation: %s", r)
 	}
 
 	// Change the passphrase, then unseal.
-	if r := uclEnv(t, dir, append(pw, "UCL_NEW_PASSPHRASE=second"), "keys", "seal"); r.code != 0 {
+	if r := sealEnv(t, dir, append(pw, "UCL_NEW_PASSPHRASE=second"), "keys", "seal"); r.code != 0 {
 		t.Fatalf("change passphrase: %s", r)
 	}
-	if r := uclEnv(t, dir, pw, "status"); r.code == 0 {
+	if r := sealEnv(t, dir, pw, "status"); r.code == 0 {
 		t.Fatalf("the old passphrase still opens: %s", r)
 	}
-	if r := uclEnv(t, dir, []string{"UCL_PASSPHRASE=second"}, "keys", "unseal", "--json"); r.code != 0 || !strings.Contains(r.out, `"sealed":false`) {
+	if r := sealEnv(t, dir, []string{"UCL_PASSPHRASE=second"}, "keys", "unseal", "--json"); r.code != 0 || !strings.Contains(r.out, `"sealed":false`) {
 		t.Fatalf("unseal: %s", r)
 	}
-	if r := uclEnv(t, dir, nil, "query", "cat", "--json"); r.code != 0 || !strings.Contains(r.out, "grey cat") {
+	if r := sealEnv(t, dir, nil, "query", "cat", "--json"); r.code != 0 || !strings.Contains(r.out, "grey cat") {
 		t.Fatalf("query after unseal: %s", r)
 	}
 }
