@@ -34,6 +34,9 @@
 //	uc_forget         ForgetIn → ForgetOut          a tombstone (hides; not erasure)
 //	uc_status         StatusIn → StatusOut          log head, projections, mirror
 //	uc_edit           EditIn → EditOut              a new version of an item
+//	uc_profile        ProfileIn → ProfileOut        the current profiles: derived facts with their source ids
+//	uc_consolidate    ConsolidateIn → ConsolidateOut
+//	                  derive facts from new turns with the owner's model; stored, refused, duplicates
 //
 // One name per concept in every tool: session (one session: the current
 // one, or the one to read or forget), sessions and kinds (filters),
