@@ -74,28 +74,7 @@ func (s *server) toolProfile(ctx context.Context, _ *mcp.CallToolRequest, in Pro
 		}
 		return textResult(b.String()), out, nil
 	}
-	left := itemsBudget
-	for i, p := range res.Profiles {
-		if i > 0 && left < itemOverhead+minContent {
-			for _, q := range res.Profiles[i:] {
-				out.MoreSubjects = append(out.MoreSubjects, q.Subject)
-			}
-			break
-		}
-		sp := SubjectProfile{ID: p.ID, Subject: p.Subject, Facts: []Fact{}}
-		left -= itemOverhead + 2*len(p.Subject)
-		for j, f := range p.Facts {
-			fact := Fact{ID: f.ID, Text: f.Text, Sources: nonNil(f.Sources)}
-			if c := factCost(fact); j > 0 && c > left {
-				sp.MoreFacts = len(p.Facts) - j
-				break
-			} else {
-				left -= c
-			}
-			sp.Facts = append(sp.Facts, fact)
-		}
-		out.Profiles = append(out.Profiles, sp)
-	}
+	out = profileOut(res)
 	for _, p := range out.Profiles {
 		fmt.Fprintf(&b, "## %s (profile %s, %d fact(s))\n", p.Subject, p.ID, len(p.Facts)+p.MoreFacts)
 		for _, f := range p.Facts {
@@ -107,10 +86,49 @@ func (s *server) toolProfile(ctx context.Context, _ *mcp.CallToolRequest, in Pro
 		b.WriteString("\n")
 	}
 	if len(out.MoreSubjects) > 0 {
-		fmt.Fprintf(&b, "[%d more subject(s), each read with uc_profile {\"subject\":…}: %s]\n", len(out.MoreSubjects), quoteList(out.MoreSubjects))
+		fmt.Fprintf(&b, "[%d more subject(s), each read with uc_profile {\"subject\":…}: %s", out.MoreCount, quoteList(out.MoreSubjects))
+		if out.MoreCount > len(out.MoreSubjects) {
+			b.WriteString(", …")
+		}
+		b.WriteString("]\n")
 	}
 	b.WriteString("Facts are consolidated from the source items named; uc_get reads them.\n")
 	return textResult(b.String()), out, nil
+}
+
+// maxMoreSubjects bounds the subjects a cut uc_profile result names.
+const maxMoreSubjects = 50
+
+// profileOut is the profiles cut to the items budget: the first
+// profile's first fact always, then whole facts while they fit; the
+// subjects that do not fit at all are counted, the first
+// maxMoreSubjects named.
+func profileOut(res *ucl.ProfileResult) ProfileOut {
+	out := ProfileOut{Profiles: []SubjectProfile{}}
+	left := itemsBudget
+	for i, p := range res.Profiles {
+		if i > 0 && left < itemOverhead+minContent {
+			out.MoreCount = len(res.Profiles) - i
+			for _, q := range res.Profiles[i:min(len(res.Profiles), i+maxMoreSubjects)] {
+				out.MoreSubjects = append(out.MoreSubjects, q.Subject)
+			}
+			break
+		}
+		sp := SubjectProfile{ID: p.ID, Subject: p.Subject, Facts: []Fact{}}
+		left -= itemOverhead + 2*len(p.Subject)
+		for j, f := range p.Facts {
+			fact := Fact{ID: f.ID, Text: f.Text, Sources: nonNil(f.Sources)}
+			if c := factCost(fact); (i > 0 || j > 0) && c > left {
+				sp.MoreFacts = len(p.Facts) - j
+				break
+			} else {
+				left -= c
+			}
+			sp.Facts = append(sp.Facts, fact)
+		}
+		out.Profiles = append(out.Profiles, sp)
+	}
+	return out
 }
 
 // ---- uc_consolidate

@@ -314,8 +314,10 @@ type SubjectProfile struct {
 // ProfileOut is the result of uc_profile.
 type ProfileOut struct {
 	Profiles []SubjectProfile `json:"profiles"`
-	// MoreSubjects names subjects left out to bound the result (each is
-	// read with uc_profile and that subject).
+	// MoreCount counts the subjects left out to bound the result;
+	// MoreSubjects names the first 50 of them (each is read with
+	// uc_profile and that subject).
+	MoreCount    int      `json:"more_subjects_count,omitempty"`
 	MoreSubjects []string `json:"more_subjects,omitempty"`
 }
 
