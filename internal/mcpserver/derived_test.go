@@ -31,6 +31,8 @@ type chatModel struct {
 	inputs []consolidate.Input
 	auth   []string
 	answer func(in consolidate.Input) consolidate.Output
+	// failFrom > 0: the failFrom-th request and later answer 500.
+	failFrom int
 }
 
 func newChatModel(t *testing.T, answer func(consolidate.Input) consolidate.Output) *chatModel {
@@ -54,7 +56,12 @@ func newChatModel(t *testing.T, answer func(consolidate.Input) consolidate.Outpu
 		m.mu.Lock()
 		m.inputs = append(m.inputs, in)
 		m.auth = append(m.auth, r.Header.Get("Authorization"))
+		fail := m.failFrom > 0 && len(m.inputs) >= m.failFrom
 		m.mu.Unlock()
+		if fail {
+			http.Error(w, `{"error":{"message":"overloaded"}}`, http.StatusInternalServerError)
+			return
+		}
 		out := m.answer(in)
 		for i := range out.Facts {
 			if out.Facts[i].Supersedes == nil {
@@ -233,5 +240,47 @@ func TestDerivedResultsBounded(t *testing.T) {
 	}
 	if len(po.Profiles) == 0 || po.Profiles[0].MoreFacts == 0 || po.MoreCount != 300-len(po.Profiles) || len(po.MoreSubjects) != maxMoreSubjects {
 		t.Fatalf("profiles %d (first: %d facts, %d more), more subjects %d named %d", len(po.Profiles), len(po.Profiles[0].Facts), po.Profiles[0].MoreFacts, po.MoreCount, len(po.MoreSubjects))
+	}
+}
+
+// TestConsolidateStopsMidRun: when a later request of a run fails, the
+// facts of the earlier ones stay stored and the tool error reports both.
+func TestConsolidateStopsMidRun(t *testing.T) {
+	m := newChatModel(t, func(in consolidate.Input) consolidate.Output {
+		var out consolidate.Output
+		for _, tn := range in.Turns {
+			if strings.Contains(tn.Content, "prefer aisle") {
+				out.Facts = append(out.Facts, consolidate.Fact{Subject: "user", Text: "The user prefers aisle seats.", Sources: []string{tn.ID}})
+			}
+		}
+		return out
+	})
+	m.failFrom = 2
+	e := newEnvOpts(t, ucl.Options{Consolidate: ucl.ConsolidateOptions{Endpoint: m.srv.URL + "/v1", Model: "fake-model"}})
+	ctx := context.Background()
+	// One request carries ucl.DefaultConsolidateTurns turns: the second
+	// request has the rest.
+	for i := range ucl.DefaultConsolidateTurns + 5 {
+		content := fmt.Sprintf("Turn %d about the weather in general.", i)
+		if i == 0 {
+			content = "I always prefer aisle seats."
+		}
+		if _, err := e.store.Remember(ctx, ucl.RememberRequest{Session: "trip", Role: "user", Content: content}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := e.call("uc_consolidate", obj{})
+	text := resultText(res)
+	if !res.IsError || len(m.requests()) != 2 {
+		t.Fatalf("%d model requests, tool error %v: %s", len(m.requests()), res.IsError, text)
+	}
+	for _, want := range []string{"stored 1 fact(s)", "The user prefers aisle seats.", "The run stopped", "500"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("text lacks %q:\n%s", want, text)
+		}
+	}
+	prof, _ := ok[ProfileOut](e, "uc_profile", obj{})
+	if len(prof.Profiles) != 1 || len(prof.Profiles[0].Facts) != 1 {
+		t.Fatalf("the first request's fact is not stored: %+v", prof)
 	}
 }
