@@ -58,7 +58,7 @@ func TestMCPDerivedMemory(t *testing.T) {
 	if len(r.Stored) != 2 || r.Stored[0] == "" || r.Stored[1] == "" {
 		t.Fatalf("stored %v", r.Stored)
 	}
-	if !r.Consolidate.IsError || !strings.Contains(r.Consolidate.Text, "no model is configured") {
+	if !r.Consolidate.IsError || !strings.Contains(r.Consolidate.Text, "no model configured: nothing was sent or stored") {
 		t.Fatalf("uc_consolidate without a model: %+v", r.Consolidate)
 	}
 	if r.Profile.IsError || len(r.Profile.Data.Profiles) != 0 || len(m.requests()) != 0 {

@@ -146,7 +146,9 @@ func (s *server) toolConsolidate(ctx context.Context, _ *mcp.CallToolRequest, in
 	}
 	res, err := s.eng.Consolidate(ctx, ucl.ConsolidateRequest{Session: in.Session, Since: since})
 	if errors.Is(err, consolidate.ErrNoModel) {
-		return nil, out, fmt.Errorf("no model is configured for consolidation: nothing was sent or stored (the store's owner sets [consolidate] model and endpoint in ucl.toml): %w", err)
+		// The engine's message, once (it wraps the sentinel with the same
+		// prefix), and what to do.
+		return nil, out, fmt.Errorf("%w: nothing was sent or stored (the store's owner sets [consolidate] model and endpoint in ucl.toml)", consolidate.ErrNoModel)
 	}
 	if res == nil {
 		return nil, out, engineErr("consolidate", err)

@@ -121,7 +121,7 @@ func TestConsolidateNoModel(t *testing.T) {
 	e := newEnv(t)
 	e.storeIDs(obj{"content": "I always prefer aisle seats.", "session": "trip", "role": "user"})
 	head := e.head()
-	e.fails("uc_consolidate", obj{}, "no model is configured")
+	e.fails("uc_consolidate", obj{}, "no model configured: nothing was sent or stored")
 	if e.head() != head {
 		t.Fatal("a refused uc_consolidate wrote to the log")
 	}

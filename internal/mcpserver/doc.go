@@ -76,6 +76,21 @@
 // resources (uc://sessions/{id}, uc://documents/{id}) are whole: a client
 // reads them on purpose.
 //
+// # Derived memory
+//
+// uc_profile reads the engine's Profile: per subject, the current facts
+// (items of kind knowledge in the derived session) with the ids of the
+// items each comes from (derived_from). uc_consolidate runs the engine's
+// Consolidate with the store owner's model settings ([consolidate] in
+// ucl.toml); a client cannot name a model or an endpoint, so it cannot
+// send the turns elsewhere. Its report counts every fact stored, refused
+// (with the reason) and duplicate, and lists them while they fit the
+// result bound (omitted counts the rest); uc_profile lists whole facts
+// while they fit (more_facts, and more_subjects_count with the first 50
+// subjects, count the rest). Without a model uc_consolidate is a tool
+// error and nothing is sent or stored; a request failing after earlier
+// ones stored facts is a tool error that reports what was stored.
+//
 // # Errors
 //
 // A bad argument (empty query or content, budget ≤ 0, k outside 1..200,
