@@ -130,8 +130,8 @@ var Methods = []Method{
 	unary("snapshot_verify", "SnapshotVerify", API.SnapshotVerify, "", "", "snapshot verify", "check a snapshot"),
 	unary("snapshot_restore", "SnapshotRestore", API.SnapshotRestore, "", "", "snapshot restore", "replace the projections with a snapshot"),
 	unary("snapshot_publish", "SnapshotPublish", API.SnapshotPublish, "", "", "snapshot push", "upload a snapshot to Arweave"),
-	unary("consolidate", "Consolidate", API.Consolidate, "", "", "consolidate", "derive grounded facts and profiles from new turns"),
-	unary("profile", "Profile", API.Profile, "GET /v1/profile", "", "profile", "the current profiles, with facts and sources"),
+	unary("consolidate", "Consolidate", API.Consolidate, "", "uc_consolidate", "consolidate", "derive grounded facts and profiles from new turns"),
+	unary("profile", "Profile", API.Profile, "GET /v1/profile", "uc_profile", "profile", "the current profiles, with facts and sources"),
 	unary("rotate_keys", "RotateKeys", API.RotateKeys, "", "", "keys rotate", "shred tombstoned content with a new vault-key epoch"),
 }
 

@@ -137,7 +137,7 @@ func runTSClient(t *testing.T, session string, args ...string) (tsRun, string) {
 // checkTSRun asserts what the TypeScript client saw of one conversation.
 func checkTSRun(t *testing.T, r tsRun, session string) (q, a, f string) {
 	t.Helper()
-	want := "uc_context uc_edit uc_forget uc_get uc_get_document uc_get_session uc_get_thread uc_index uc_list_sessions uc_period uc_query uc_status uc_store"
+	want := "uc_consolidate uc_context uc_edit uc_forget uc_get uc_get_document uc_get_session uc_get_thread uc_index uc_list_sessions uc_period uc_profile uc_query uc_status uc_store"
 	if got := strings.Join(r.Tools, " "); got != want {
 		t.Fatalf("tools: %s", got)
 	}

@@ -34,6 +34,9 @@
 //	uc_forget         ForgetIn → ForgetOut          a tombstone (hides; not erasure)
 //	uc_status         StatusIn → StatusOut          log head, projections, mirror
 //	uc_edit           EditIn → EditOut              a new version of an item
+//	uc_profile        ProfileIn → ProfileOut        the current profiles: derived facts with their source ids
+//	uc_consolidate    ConsolidateIn → ConsolidateOut
+//	                  derive facts from new turns with the owner's model; stored, refused, duplicates
 //
 // One name per concept in every tool: session (one session: the current
 // one, or the one to read or forget), sessions and kinds (filters),
@@ -72,6 +75,21 @@
 // argument echoed back (uc_query's query) is cut to 200 characters. The
 // resources (uc://sessions/{id}, uc://documents/{id}) are whole: a client
 // reads them on purpose.
+//
+// # Derived memory
+//
+// uc_profile reads the engine's Profile: per subject, the current facts
+// (items of kind knowledge in the derived session) with the ids of the
+// items each comes from (derived_from). uc_consolidate runs the engine's
+// Consolidate with the store owner's model settings ([consolidate] in
+// ucl.toml); a client cannot name a model or an endpoint, so it cannot
+// send the turns elsewhere. Its report counts every fact stored, refused
+// (with the reason) and duplicate, and lists them while they fit the
+// result bound (omitted counts the rest); uc_profile lists whole facts
+// while they fit (more_facts, and more_subjects_count with the first 50
+// subjects, count the rest). Without a model uc_consolidate is a tool
+// error and nothing is sent or stored; a request failing after earlier
+// ones stored facts is a tool error that reports what was stored.
 //
 // # Errors
 //

@@ -23,6 +23,8 @@ type Engine interface {
 	Thread(ctx context.Context, req ucl.ThreadRequest) (*ucl.ThreadResult, error)
 	Status(ctx context.Context, req ucl.StatusRequest) (*ucl.StatusResult, error)
 	ProjectionStatus(ctx context.Context, req ucl.ProjectionStatusRequest) (*ucl.ProjectionsResult, error)
+	Consolidate(ctx context.Context, req ucl.ConsolidateRequest) (*ucl.ConsolidateResult, error)
+	Profile(ctx context.Context, req ucl.ProfileRequest) (*ucl.ProfileResult, error)
 	// Replay is how uc_get_document finds items by name, which no
 	// projection indexes.
 	Replay(ctx context.Context, req ucl.ReplayRequest, fn func(line json.RawMessage) error) error

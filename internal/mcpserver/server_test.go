@@ -219,7 +219,7 @@ func TestListToolsAndResources(t *testing.T) {
 		}
 	}
 	sort.Strings(names)
-	want := "uc_context uc_edit uc_forget uc_get uc_get_document uc_get_session uc_get_thread uc_index uc_list_sessions uc_period uc_query uc_status uc_store"
+	want := "uc_consolidate uc_context uc_edit uc_forget uc_get uc_get_document uc_get_session uc_get_thread uc_index uc_list_sessions uc_period uc_profile uc_query uc_status uc_store"
 	if got := strings.Join(names, " "); got != want {
 		t.Fatalf("tools: got %s, want %s", got, want)
 	}

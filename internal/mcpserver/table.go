@@ -73,19 +73,21 @@ func entry[In, Out any](name, desc string, h handler[In, Out], flags int) ToolEn
 // Descriptions say what each tool is for and when to call it, in as few
 // words as do that: they are in the context of every conversation.
 const (
-	descStore        = `Remember something for later sessions: a conversation turn (give session and role), a fact or decision (kind knowledge), a document (give meta.name) or a tool call (tool, its result as content). parent links a reply; supersedes marks items a changed fact makes outdated; id makes a retry safe. Text already stored in the same session, role and kind is not stored again.`
-	descQuery        = `Search all memory for a question or topic; returns ranked hits with ids and snippets. Read a hit whole with uc_get, its conversation with uc_get_thread. Time phrases ("last week") rank that time first; since/until filter.`
-	descContext      = `Call at the start of a task, or when the user refers to earlier work: one block of the memories relevant to query, packed under budget tokens, ready to use. With session, its recent turns are packed first and shown last, nearest your prompt; before them notes, documents and other sessions.`
-	descGet          = `Read items whole by id. A content longer than the result bound is cut with a marker giving the offset to read on from (offset, limit in bytes). with_chunks returns every chunk of a chunked item; history lists an edited item's versions.`
-	descThread       = `The reply chain around an item: what it replies to, itself, its replies and tool calls, in time order. Call it to see the discussion a hit came from.`
-	descSession      = `One session's items in order, paged (offset, limit), or its last N items. uc_list_sessions gives session ids.`
+	descStore        = `Remember something for later sessions: a conversation turn (give session and role), a fact or decision (kind knowledge), a document (give meta.name) or a tool call (tool, its result as content). Text already stored in the same session, role and kind is not stored again.`
+	descQuery        = `Search all memory for a question or topic; returns ranked hits with ids and snippets. Read a hit whole with uc_get, its conversation with uc_get_thread. Time phrases ("last week") rank that time first.`
+	descContext      = `Call at the start of a task, or when the user refers to earlier work: one block of the memories relevant to query, packed under budget tokens, ready to use. With session, its recent turns are shown last, nearest your prompt.`
+	descGet          = `Read items whole by id. A content longer than the result bound is cut with a marker giving the offset to read on from.`
+	descThread       = `The reply chain around an item, tool calls included, in time order. Call it to see the discussion a hit came from.`
+	descSession      = `One session's items in order, paged, or its last N items. uc_list_sessions gives session ids.`
 	descListSessions = `Sessions, most recently active first, with time span, counts, title and summary. Call it to see what was worked on lately.`
-	descDocument     = `A document or long tool result, reassembled, by id or by name (its meta name, in any session or none). An ambiguous name lists the candidates. A long one is paged by offset/limit (bytes).`
-	descPeriod       = `What was stored in a period, newest first, in every session and without one: "today", "yesterday", "this week", "last month", "May 2023", "3 days ago" or 2023-05-01..2023-05-31. For questions with no search term.`
-	descIndex        = `A map of memory under budget tokens, for a query (any of its words) or everything: few matches whole, more as snippets with ids, many as sessions, months and topics, each with the call that opens it. Start here for broad questions.`
-	descForget       = `Hide items from every read at once: by ids (a document's id hides all its chunks), a session, or a since/until content-time span. Not erasure: the encrypted bytes stay until the vault key is rotated. Give a reason.`
-	descStatus       = `The store's state: events, head, whether the projections caught up, and the Arweave mirror.`
-	descEdit         = `Correct a stored item: a new version replaces its content (and meta, if given); uc_get with history lists the earlier ones. A document is edited whole, by its id. When a fact changed in the world, use uc_store with supersedes instead.`
+	descDocument     = `A document or long tool result, reassembled, by id or by name (meta name, in any session or none). An ambiguous name lists the candidates.`
+	descPeriod       = `What was stored in a period, newest first, in every session and without one. For questions with no search term.`
+	descIndex        = `A map of memory under budget tokens, for a query or everything: few matches whole, more as snippets with ids, many as sessions, months and topics, each with the call that opens it. Start here for broad questions.`
+	descForget       = `Hide items from every read at once: by ids, a session, or a since/until content-time span. Not erasure: the encrypted bytes stay until the vault key is rotated.`
+	descStatus       = `The store's events, head, whether the projections caught up, and the Arweave mirror.`
+	descProfile      = `Current facts per subject (the user, a person, a project) consolidated from past turns, each with its sources' ids. Call it when the user's preferences or circumstances matter.`
+	descConsolidate  = `Derive facts from turns not yet consolidated, with the store's model: stores those their cited turns support, updates profiles, reports facts stored, refused and duplicate. Call it when asked to consolidate memory.`
+	descEdit         = `Correct a stored item: a new version replaces its content; uc_get with history lists the earlier ones. A document is edited whole, by its id. When a fact changed in the world, use uc_store with supersedes instead.`
 )
 
 // toolTable is every tool, in the order tools/list gives them.
@@ -103,6 +105,8 @@ var toolTable = []ToolEntry{
 	entry("uc_forget", descForget, (*server).toolForget, fDestructive),
 	entry("uc_status", descStatus, (*server).toolStatus, fReadOnly),
 	entry("uc_edit", descEdit, (*server).toolEdit, 0),
+	entry("uc_profile", descProfile, (*server).toolProfile, fReadOnly),
+	entry("uc_consolidate", descConsolidate, (*server).toolConsolidate, 0),
 }
 
 // views names the tools that are views over several engine methods

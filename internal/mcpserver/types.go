@@ -282,3 +282,69 @@ type MirrorStatus struct {
 	SafeUpTo   uint64 `json:"safe_up_to" jsonschema:"every event up to this seq is confirmed"`
 	Unuploaded uint64 `json:"unuploaded"`
 }
+
+// ProfileIn are the arguments of uc_profile.
+type ProfileIn struct {
+	Subject string `json:"subject,omitempty" jsonschema:"one subject (default all)"`
+}
+
+// Fact is one derived fact (kind knowledge) with the ids of the items it
+// comes from. In uc_consolidate's report, Reason says why one was refused
+// and DuplicateOf names the stored fact a duplicate repeats.
+type Fact struct {
+	ID          string   `json:"id,omitempty"`
+	Subject     string   `json:"subject,omitempty"`
+	Text        string   `json:"text"`
+	Sources     []string `json:"derived_from"`
+	Supersedes  []string `json:"supersedes,omitempty"`
+	Reason      string   `json:"reason,omitempty"`
+	DuplicateOf string   `json:"duplicate_of,omitempty"`
+}
+
+// SubjectProfile is the current profile of one subject: its facts.
+type SubjectProfile struct {
+	ID      string `json:"id"`
+	Subject string `json:"subject"`
+	Facts   []Fact `json:"facts"`
+	// MoreFacts counts the facts left out to bound the result (uc_get of
+	// the profile's id reads it whole).
+	MoreFacts int `json:"more_facts,omitempty"`
+}
+
+// ProfileOut is the result of uc_profile.
+type ProfileOut struct {
+	Profiles []SubjectProfile `json:"profiles"`
+	// MoreCount counts the subjects left out to bound the result;
+	// MoreSubjects names the first 50 of them (each is read with
+	// uc_profile and that subject).
+	MoreCount    int      `json:"more_subjects_count,omitempty"`
+	MoreSubjects []string `json:"more_subjects,omitempty"`
+}
+
+// ConsolidateIn are the arguments of uc_consolidate. The model and its
+// endpoint are the store owner's settings: a client cannot send turns
+// elsewhere.
+type ConsolidateIn struct {
+	Session string `json:"session,omitempty" jsonschema:"only this session's turns"`
+	Since   string `json:"since,omitempty" jsonschema:"only turns from this content time"`
+}
+
+// ConsolidateOut is the result of uc_consolidate. The counts are whole;
+// the lists are cut to bound the result (Omitted counts what they leave
+// out).
+type ConsolidateOut struct {
+	Model          string `json:"model"`
+	Requests       int    `json:"requests"`
+	Turns          int    `json:"turns"`
+	StoredCount    int    `json:"stored_count"`
+	RefusedCount   int    `json:"refused_count"`
+	DuplicateCount int    `json:"duplicate_count"`
+	Stored         []Fact `json:"stored"`
+	Refused        []Fact `json:"refused"`
+	Duplicates     []Fact `json:"duplicates"`
+	// Profiles are the subjects whose profile this run rewrote.
+	Profiles []string `json:"profiles"`
+	Omitted  int      `json:"omitted,omitempty"`
+	// Pending is true when turns were left for another run.
+	Pending bool `json:"pending,omitempty"`
+}
