@@ -95,6 +95,9 @@ func TestRepairedLogNotClaimedMirrored(t *testing.T) {
 	if status.Mirror.Diverged != 1 || !strings.Contains(status.MirrorText, "another history") {
 		t.Fatalf("status does not say a segment diverged: %+v %q", status.Mirror, status.MirrorText)
 	}
+	if e, err := s.Push(ctx, PushRequest{Gateway: gw.URL(), Estimate: true}); err != nil || e.Estimate == nil || e.Estimate.PendingEvents != 10 {
+		t.Fatalf("estimate after the repair: %+v %v, want 10 pending events", e, err)
+	}
 	// A push refuses (it would fork the mirror) and says how far the
 	// mirror really covers this log.
 	pr, err := s.Push(ctx, PushRequest{Gateway: gw.URL()})
