@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,7 @@ import (
 	"github.com/unlimitedcontext/ucl/arweave"
 	"github.com/unlimitedcontext/ucl/arweave/arlocaltest"
 	"github.com/unlimitedcontext/ucl/internal/mirror"
+	"github.com/unlimitedcontext/ucl/log"
 )
 
 // A pull whose grant is rejected (here a gateway that serves the grantor's
@@ -100,5 +102,50 @@ func TestSharePullRejectedKeepsLastGoodState(t *testing.T) {
 	qr, err := b.Search(ctx, SearchRequest{Text: "cello", Origin: "shared", K: 10})
 	if err != nil || !strings.Contains(asJSON(t, qr), "cello every morning") {
 		t.Fatalf("shared search after a rejected pull: %v %v", qr, err)
+	}
+}
+
+// keepRejected keeps an old grant only when this pull rejected what it
+// found of it, and never over events this pull verified differently.
+func TestKeepRejectedScope(t *testing.T) {
+	g1, g2 := log.ID{1}, log.ID{2}
+	old := func() []*receivedLog {
+		return []*receivedLog{{Grantor: "A", LogID: "L", raws: map[uint64][]byte{3: []byte("three"), 4: []byte("four")}, Grants: []receivedGrant{
+			{ReceivedShare: ReceivedShare{Grant: g1, Seq: 5}, Keys: []receivedKey{{Seq: 3}}},
+			{ReceivedShare: ReceivedShare{Grant: g2, Seq: 6}, Keys: []receivedKey{{Seq: 4}}},
+		}}}
+	}
+	grants := func(logs []*receivedLog) (out []string) {
+		for _, rl := range logs {
+			for _, g := range rl.Grants {
+				out = append(out, rl.Grantor+":"+g.Grant.String()[:2])
+			}
+		}
+		return out
+	}
+	cases := []struct {
+		name     string
+		logs     []*receivedLog
+		rejected []RejectedShare
+		want     string
+		kept     int
+	}{
+		{"nothing rejected: a grant no longer found is dropped", nil, nil, "[]", 0},
+		{"another grantor rejected", nil, []RejectedShare{{Grantor: "C", Reason: "x"}}, "[]", 0},
+		{"one grant rejected", nil, []RejectedShare{{Grantor: "A", Grant: g2.String(), Reason: "x"}}, "[A:02]", 1},
+		{"the grantor's log rejected", nil, []RejectedShare{{Grantor: "A", Reason: "x"}}, "[A:01 A:02]", 2},
+		{"a disclosure of unknown grantor rejected", nil, []RejectedShare{{TxID: "t", Reason: "x"}}, "[A:01 A:02]", 2},
+		{"received again: the new state wins", []*receivedLog{{Grantor: "A", LogID: "L", raws: map[uint64][]byte{3: []byte("three")},
+			Grants: []receivedGrant{{ReceivedShare: ReceivedShare{Grant: g1, Seq: 5, Status: "revoked"}, Keys: []receivedKey{{Seq: 3}}}}}},
+			[]RejectedShare{{Grantor: "A", Reason: "x"}}, "[A:01 A:02]", 1},
+		{"a forked grantor log: the old grant is not kept", []*receivedLog{{Grantor: "A", LogID: "L", raws: map[uint64][]byte{4: []byte("other")},
+			Grants: []receivedGrant{{ReceivedShare: ReceivedShare{Grant: g1, Seq: 5}, Keys: []receivedKey{{Seq: 4}}}}}},
+			[]RejectedShare{{Grantor: "A", Grant: g2.String(), Reason: "x"}}, "[A:01]", 0},
+	}
+	for _, tc := range cases {
+		got, kept := keepRejected(tc.logs, old(), tc.rejected)
+		if fmt.Sprint(grants(got)) != tc.want || kept != tc.kept {
+			t.Errorf("%s: %v kept %d, want %s kept %d", tc.name, grants(got), kept, tc.want, tc.kept)
+		}
 	}
 }
