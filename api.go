@@ -515,6 +515,9 @@ type SegmentView struct {
 	Confirmations *int64 `json:"confirmations,omitempty"`
 	Size          int    `json:"size"`
 	Adopted       bool   `json:"adopted,omitempty"`
+	// Diverged: the local log no longer holds this segment's events (it
+	// was cut below it and regrown): it covers nothing of the local log.
+	Diverged bool `json:"diverged,omitempty"`
 }
 
 // SyncStatusResult is the mirror state.
@@ -552,6 +555,7 @@ type MirrorSummary struct {
 	Submitted  int    `json:"submitted"`
 	Confirmed  int    `json:"confirmed"`
 	Bytes      int64  `json:"bytes"`
+	Diverged   int    `json:"diverged,omitempty"` // segments the local log no longer matches (SegmentView.Diverged)
 }
 
 // StatusResult describes the store.

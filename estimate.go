@@ -50,7 +50,7 @@ type PushEstimate struct {
 // and prices them.
 func (s *Store) estimate(ctx context.Context, cl *arweave.Client, st *mirror.State, via, bundler string, segBytes int, head uint64) (*PushEstimate, error) {
 	logID := s.st.Meta.LogIDBytes()
-	sum, err := st.Summary(logID)
+	sum, _, _, err := s.localSummary(st, logID)
 	if err != nil {
 		return nil, err
 	}

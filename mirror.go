@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
 	"time"
 
 	"github.com/unlimitedcontext/ucl/arweave"
@@ -147,7 +148,7 @@ func (s *Store) Push(ctx context.Context, req PushRequest) (*PushResult, error) 
 	}
 	r, perr := sy.Push(ctx, head)
 	res.CoveredSeq, res.Uploaded, res.Adopted, res.Resolved, res.BytesPosted = r.CoveredSeq, r.Uploaded, r.Adopted, r.Resolved, r.BytesPosted
-	if sum, err := st.Summary(logID); err == nil {
+	if sum, _, _, err := s.localSummary(st, logID); err == nil {
 		res.SafeSeq = sum.SafeSeq
 		if perr != nil {
 			res.CoveredSeq = sum.CoveredSeq
@@ -237,17 +238,14 @@ func (s *Store) SyncStatus(ctx context.Context, req SyncStatusRequest) (*SyncSta
 			}
 		}
 	}
-	sum, err := st.Summary(logID)
-	if err != nil {
-		return nil, err
-	}
-	segs, err := st.Segments(logID)
+	sum, segs, diverged, err := s.localSummary(st, logID)
 	if err != nil {
 		return nil, err
 	}
 	views := make([]SegmentView, 0, len(segs))
-	for _, seg := range segs {
+	for i, seg := range segs {
 		v := segmentView(seg)
+		v.Diverged = i >= diverged
 		if seg.Status == mirror.StatusConfirmed && height >= seg.Height {
 			n := height - seg.Height + 1
 			v.Confirmations = &n
@@ -265,6 +263,50 @@ func (s *Store) SyncStatus(ctx context.Context, req SyncStatusRequest) (*SyncSta
 		out.Payer = "bundler"
 	}
 	return out, nil
+}
+
+// localSummary is st's summary checked against the local log: from the
+// first segment whose recorded head hash is not the local event at its
+// last seq (the log was cut below it by a repair and regrown, or restored
+// from an older copy) the segments cover nothing of the local log, so
+// covered and safe stop before it. diverged is that segment's index
+// (len(segs) when all match). The hash chain makes matching monotone: a
+// segment matches only if every one before it does, so a binary search
+// reads O(log segments) events.
+func (s *Store) localSummary(st *mirror.State, logID [16]byte) (sum mirror.MirrorSummary, segs []mirror.SegmentState, diverged int, err error) {
+	if sum, err = st.Summary(logID); err != nil {
+		return sum, nil, 0, err
+	}
+	if segs, err = st.Segments(logID); err != nil {
+		return sum, nil, 0, err
+	}
+	head, _ := s.st.Log.Head()
+	var readErr error
+	diverged = sort.Search(len(segs), func(i int) bool {
+		if segs[i].LastSeq > head {
+			return true
+		}
+		h, err := s.st.Log.HashAt(segs[i].LastSeq)
+		if err != nil && readErr == nil {
+			readErr = err
+		}
+		return err != nil || mirror.Hash(h) != segs[i].HeadHash
+	})
+	if readErr != nil {
+		return sum, nil, 0, fmt.Errorf("check mirror state against the log: %w", readErr)
+	}
+	if diverged < len(segs) {
+		var limit uint64
+		var limitHash mirror.Hash
+		if diverged > 0 {
+			limit, limitHash = segs[diverged-1].LastSeq, segs[diverged-1].HeadHash
+		}
+		if sum.CoveredSeq > limit {
+			sum.CoveredSeq, sum.CoveredHash = limit, limitHash
+		}
+		sum.SafeSeq = min(sum.SafeSeq, limit)
+	}
+	return sum, segs, diverged, nil
 }
 
 // WatchOptions configure Watch.

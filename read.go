@@ -585,18 +585,21 @@ func (s *Store) Status(ctx context.Context, req StatusRequest) (*StatusResult, e
 		return r, nil
 	}
 	defer st.Close()
-	sum, err := st.Summary(s.st.Meta.LogIDBytes())
+	sum, segs, diverged, err := s.localSummary(st, s.st.Meta.LogIDBytes())
 	if err != nil {
 		r.MirrorText = "state unreadable: " + err.Error()
 		return r, nil
 	}
 	r.Mirror = &MirrorSummary{Segments: sum.Segments, CoveredSeq: sum.CoveredSeq, SafeSeq: sum.SafeSeq,
-		Posting: sum.Posting, Submitted: sum.Submitted, Confirmed: sum.Confirmed, Bytes: sum.Bytes}
+		Posting: sum.Posting, Submitted: sum.Submitted, Confirmed: sum.Confirmed, Bytes: sum.Bytes, Diverged: len(segs) - diverged}
 	switch {
 	case sum.CoveredSeq == 0:
 		r.MirrorText = fmt.Sprintf("nothing mirrored yet (0 of %d events on Arweave)", head)
 	default:
 		r.MirrorText = fmt.Sprintf("%d segments; on Arweave up to %d of %d, confirmed up to %d", sum.Segments, sum.CoveredSeq, head, sum.SafeSeq)
+	}
+	if n := r.Mirror.Diverged; n > 0 {
+		r.MirrorText += fmt.Sprintf("; %d segments on Arweave hold another history than this log (it was cut below them and regrown): pushing refuses until the log is rebuilt from Arweave or a new log is started", n)
 	}
 	return r, nil
 }

@@ -24,7 +24,8 @@ import (
 // to this wallet, verifies each grantor's log like a rebuild does (every
 // segment's transaction signature and owner, the segments' Merkle roots,
 // the hash chain, and the newest checkpoint the grantor anchored), decrypts
-// only what the grants disclose, and replaces the shared area:
+// only what the grants disclose, and replaces the shared area (a grant
+// whose disclosures this pull rejected keeps its last verified state):
 //
 //	DIR/shared/<grantor address>/<log id>.json    what was received (receivedLog)
 //	DIR/shared/<grantor address>/<log id>.events  the granted events, as the
@@ -61,6 +62,9 @@ type SharePullResult struct {
 	Grants   []ReceivedShare `json:"grants"`
 	Chunks   int             `json:"chunks"` // shared chunks now searchable
 	Rejected []RejectedShare `json:"rejected,omitempty"`
+	// Kept counts the grants kept as the last pull verified them because
+	// this pull rejected what it found of them.
+	Kept int `json:"kept,omitempty"`
 	// Digests are the shared projections' digests: the same grants give
 	// the same digests on any device.
 	Digests map[string]string `json:"digests,omitempty"`
@@ -137,6 +141,7 @@ func (s *Store) SharePull(ctx context.Context, req SharePullRequest) (*SharePull
 	if oldArea, err := loadSharedArea(s.sharedDir()); err == nil {
 		if src, err := buildSharedSource(oldArea, w); err == nil {
 			oldSrc = src
+			logs, res.Kept = keepRejected(logs, oldArea, res.Rejected)
 		}
 	}
 	if err := writeSharedArea(s.sharedDir(), logs); err != nil {
@@ -623,6 +628,65 @@ func loadSharedArea(dir string) ([]*receivedLog, error) {
 		}
 	}
 	return out, nil
+}
+
+// keepRejected adds to logs the grants of the old area that this pull did
+// not receive because what it found of them was rejected (a tampered
+// disclosure, a grantor's log that no longer verifies): a rejected pull
+// keeps the last verified state of a grant instead of wiping it. A grant
+// that is simply no longer found is dropped, as before. An old grant whose
+// events differ from the ones this pull verified (a forked grantor log) is
+// not kept.
+func keepRejected(logs, old []*receivedLog, rejected []RejectedShare) ([]*receivedLog, int) {
+	if len(rejected) == 0 {
+		return logs, 0
+	}
+	hit := func(grantor string, grant log.ID) bool {
+		for _, r := range rejected {
+			if r.Grantor == "" || (r.Grantor == grantor && (r.Grant == "" || r.Grant == grant.String())) {
+				return true
+			}
+		}
+		return false
+	}
+	kept := 0
+	for _, o := range old {
+		var cur *receivedLog
+		for _, rl := range logs {
+			if rl.Grantor == o.Grantor && rl.LogID == o.LogID {
+				cur = rl
+			}
+		}
+	grants:
+		for _, g := range o.Grants {
+			if !hit(o.Grantor, g.Grant) {
+				continue
+			}
+			if cur != nil {
+				for _, ng := range cur.Grants {
+					if ng.Grant == g.Grant {
+						continue grants
+					}
+				}
+				for _, k := range g.Keys {
+					if raw, ok := cur.raws[k.Seq]; ok && !bytes.Equal(raw, o.raws[k.Seq]) {
+						continue grants
+					}
+				}
+			}
+			if cur == nil {
+				cur = &receivedLog{Grantor: o.Grantor, LogID: o.LogID, raws: map[uint64][]byte{}}
+				logs = append(logs, cur)
+			}
+			for _, k := range g.Keys {
+				cur.raws[k.Seq] = o.raws[k.Seq]
+			}
+			cur.Grants = append(cur.Grants, g)
+			sort.Slice(cur.Grants, func(i, j int) bool { return cur.Grants[i].Seq < cur.Grants[j].Seq })
+			kept++
+		}
+	}
+	return logs, kept
 }
 
 // sortedLogs orders logs as loadSharedArea does: by grantor, then log id.

@@ -60,12 +60,22 @@
 //     the order of its stored key (IDKey), uvarint len(id)‖id‖fieldhash
 //     (16 bytes)‖mentions (as stored), then a zero byte and,
 //     per document the bleve index holds in id order, uvarint len(id)‖id,
-//     then a one byte and the seqs of "changes" in order (8 bytes BE).
-//     The second part covers what searches read: a document missing from
-//     (or left over in) the index changes the digest, so `project verify`
-//     catches it. It includes applied but uncommitted changes (Digest
-//     executes the pending batch first) and never depends on segment
-//     layout. Version 2 added the index part.
+//     then a one byte and the seqs of "changes" in order (8 bytes BE),
+//     then (format 5) a two byte and, per field in the order content,
+//     session, kind, role, chunk_parent, meta: uvarint len(field)‖field,
+//     per term the index holds for a live document, in the dictionary's
+//     byte order, 0x01‖uvarint len(term)‖term‖uvarint n‖n × (uvarint
+//     len(id)‖id‖uvarint freq) by id, then a zero byte.
+//     The index parts cover what searches read: a document missing from
+//     (or left over in) the index, or re-indexed with other text under
+//     its id, changes the digest, so `project verify` catches it. It
+//     includes applied but uncommitted changes (Digest executes the
+//     pending batch first) and never depends on segment layout. Version 2
+//     added the ids of the index, version 5 its terms (the on-disk files
+//     are as in format 4; the bump makes a format-4 projection, and a
+//     snapshot's format-4 digest, rebuild rather than compare digests of
+//     two definitions). Reading every posting makes Digest cost about one
+//     pass over the index.
 //   - Deleted documents leave the disk: scorch only flags them in their
 //     segment, whose term dictionary keeps their words, and keeps old
 //     segment files while old snapshots name them. A Commit that deleted
@@ -101,6 +111,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -135,7 +146,7 @@ const Name = "fts"
 
 // FormatVersion is the on-disk format version; change it whenever the
 // mapping, the analyzer or the field hash changes.
-const FormatVersion = 4
+const FormatVersion = 5
 
 // DefaultBatchSize is the number of queued operations after which Apply
 // executes the pending batch.
@@ -1115,9 +1126,154 @@ func (x *Index) Digest() ([32]byte, error) {
 	for _, seq := range order {
 		h.Write(binary.BigEndian.AppendUint64(nil, seq))
 	}
+	// Format 5: then a two byte and the indexed terms, what searches
+	// match and score (see the package doc).
+	h.Write([]byte{2})
+	if err := x.hashPostings(h); err != nil {
+		return [32]byte{}, err
+	}
 	var out [32]byte
 	copy(out[:], h.Sum(nil))
 	return out, nil
+}
+
+// hashPostings writes to h, per indexed field in a fixed order, every term
+// with the live documents that hold it (by chunk id, sorted) and its
+// frequency in each: a document re-indexed with other text under the same
+// id changes it. Terms come in byte order, merged over the segments, so it
+// does not depend on segment layout. It reads the segments itself, in this
+// goroutine: bleve's own FieldDict reads them in goroutines of its own,
+// where a panic on a damaged segment could not be recovered (the caller
+// turns one here into a damaged projection). Memory: the postings of one
+// term, and one chunk id per document.
+func (x *Index) hashPostings(h io.Writer) (err error) {
+	adv, err := x.idx.Advanced()
+	if err != nil {
+		return fmt.Errorf("read fts index: %w", err)
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		return fmt.Errorf("read fts index: %w", err)
+	}
+	defer func() {
+		if cerr := r.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("read fts index: %w", cerr)
+		}
+	}()
+	snap, ok := r.(*scorch.IndexSnapshot)
+	if !ok {
+		return fmt.Errorf("read fts index: %w: not a scorch index", ErrCorrupt)
+	}
+	segs := snap.Segments()
+	ids := make([]map[uint64]string, len(segs)) // per segment: doc number -> chunk id
+	type posting struct {
+		id   string
+		freq uint64
+	}
+	// cursor is one segment's term dictionary of a field, at term.
+	type cursor struct {
+		term  string
+		next  func() (*index.DictEntry, error)
+		visit func(term []byte, fn func(num, freq uint64) error) error
+		seg   int
+	}
+	var b []byte
+	var ps []posting
+	for _, field := range [...]string{fieldContent, fieldSession, fieldKind, fieldRole, fieldChunkParent, fieldMeta} {
+		b = binary.AppendUvarint(b[:0], uint64(len(field)))
+		h.Write(append(b, field...))
+		var cs []*cursor
+		for i, ss := range segs {
+			dict, err := ss.Segment().Dictionary(field)
+			if err != nil {
+				return fmt.Errorf("read fts index terms of %s: %w", field, err)
+			}
+			itr := dict.AutomatonIterator(nil, nil, nil)
+			deleted := ss.Deleted()
+			c := &cursor{next: itr.Next, seg: i, visit: func(term []byte, fn func(num, freq uint64) error) error {
+				pl, err := dict.PostingsList(term, deleted, nil)
+				if err != nil {
+					return err
+				}
+				it := pl.Iterator(true, false, false, nil)
+				for {
+					p, err := it.Next()
+					if err != nil || p == nil {
+						return err
+					}
+					if err := fn(p.Number(), p.Frequency()); err != nil {
+						return err
+					}
+				}
+			}}
+			de, err := c.next()
+			if err != nil {
+				return fmt.Errorf("read fts index terms of %s: %w", field, err)
+			}
+			if de != nil {
+				c.term = de.Term
+				cs = append(cs, c)
+			}
+		}
+		for len(cs) > 0 {
+			term := cs[0].term
+			for _, c := range cs[1:] {
+				term = min(term, c.term)
+			}
+			ps = ps[:0]
+			live := cs[:0]
+			for _, c := range cs {
+				if c.term == term {
+					ss := segs[c.seg]
+					err := c.visit([]byte(term), func(num, freq uint64) error {
+						if ids[c.seg] == nil {
+							ids[c.seg] = map[uint64]string{}
+						}
+						id, ok := ids[c.seg][num]
+						if !ok {
+							bid, err := ss.DocID(num)
+							if err != nil {
+								return err
+							}
+							id = string(bid)
+							ids[c.seg][num] = id
+						}
+						ps = append(ps, posting{id, freq})
+						return nil
+					})
+					if err != nil {
+						return fmt.Errorf("read fts index postings of %s: %w", field, err)
+					}
+					de, err := c.next()
+					if err != nil {
+						return fmt.Errorf("read fts index terms of %s: %w", field, err)
+					}
+					if de == nil {
+						continue
+					}
+					c.term = de.Term
+				}
+				live = append(live, c)
+			}
+			cs = live
+			if len(ps) == 0 {
+				continue // only deleted documents hold it
+			}
+			sort.Slice(ps, func(i, j int) bool { return ps[i].id < ps[j].id })
+			b = append(b[:0], 1)
+			b = binary.AppendUvarint(b, uint64(len(term)))
+			b = append(b, term...)
+			b = binary.AppendUvarint(b, uint64(len(ps)))
+			for _, p := range ps {
+				b = binary.AppendUvarint(b, uint64(len(p.id)))
+				b = append(b, p.id...)
+				b = binary.AppendUvarint(b, p.freq)
+			}
+			h.Write(b)
+		}
+		h.Write([]byte{0})
+	}
+	return nil
 }
 
 // indexIDs returns the ids of every document in the bleve index, sorted.
