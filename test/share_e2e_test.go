@@ -312,7 +312,8 @@ func TestShareEndToEnd(t *testing.T) {
 		post(filepath.Join(a.dir, "wallet.json"), bad)
 		mine(t, gw)
 		r := ucl(t, b.dir, "", "share", "pull", "--gateway", url, "--json")
-		if r.code == 0 || !strings.Contains(r.err, "share failed verification") || !strings.Contains(r.err, "hint:") {
+		// Under --json the error is one JSON object on stderr, its hint a field.
+		if r.code == 0 || !strings.Contains(r.err, "share failed verification") || !strings.Contains(r.err, `"hint":`) {
 			t.Fatalf("pull with forged grants: %s", r)
 		}
 		doc := jsonDoc(t, r.out)
