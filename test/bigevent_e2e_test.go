@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -25,7 +26,7 @@ const rssLimit = 300 << 20
 // VmHWM shows at exit).
 func peakRSS(t *testing.T, dir, stdin string, args ...string) (result, int64) {
 	t.Helper()
-	cmd := exec.Command(uclBin, args...)
+	cmd := exec.Command(plainBin(t), args...)
 	cmd.Env = append(os.Environ(), "UCL_DIR="+dir, "UCL_VAULT_KEY=")
 	cmd.Stdin = strings.NewReader(stdin)
 	var o, e bytes.Buffer
@@ -42,6 +43,35 @@ func peakRSS(t *testing.T, dir, stdin string, args ...string) (result, int64) {
 		t.Skip("no rusage on this platform")
 	}
 	return result{o.String(), e.String(), code}, ru.Maxrss * 1024 // Linux: kilobytes
+}
+
+var (
+	plainOnce sync.Once
+	plainPath string
+	plainErr  error
+)
+
+// plainBin is a ucl binary built without the race detector: under -race
+// (make test) uclBin is instrumented, and the detector's shadow memory
+// multiplies a process's RSS several times, which would measure the
+// detector, not ucl. Without -race it is uclBin itself.
+func plainBin(t *testing.T) string {
+	t.Helper()
+	if !raceEnabled {
+		return uclBin
+	}
+	plainOnce.Do(func() {
+		plainPath = filepath.Join(filepath.Dir(uclBin), "ucl-plain")
+		cmd := exec.Command("go", "build", "-o", plainPath, "../cmd/ucl")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			plainErr = fmt.Errorf("build ucl without -race: %v\n%s", err, out)
+		}
+	})
+	if plainErr != nil {
+		t.Fatal(plainErr)
+	}
+	return plainPath
 }
 
 // distinctWords is n bytes of words that never repeat and no sentence

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -274,19 +275,24 @@ func TestMCPTypeScriptClientHTTP(t *testing.T) {
 	}
 }
 
-// lockedWriter serialises writes from the server's goroutines.
+// lockedWriter serialises writes from the server's goroutines (or a
+// process's output copier) with reads of what was written.
 type lockedWriter struct {
-	mu chan struct{}
+	mu sync.Mutex
 	w  *strings.Builder
 }
 
 func (l *lockedWriter) Write(p []byte) (int, error) {
-	if l.mu == nil {
-		l.mu = make(chan struct{}, 1)
-	}
-	l.mu <- struct{}{}
-	defer func() { <-l.mu }()
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// String returns what was written so far.
+func (l *lockedWriter) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.String()
 }
 
 // mcpProc is a `ucl mcp` process with a Go SDK client attached.

@@ -167,7 +167,8 @@ func TestStoreFileFlagCLI(t *testing.T) {
 		want string
 	}{
 		{[]string{"store", "--file", path, "more text"}, 2, "both TEXT and --file given"},
-		{[]string{"store", "--file", filepath.Join(t.TempDir(), "missing.txt")}, 1, "nothing was written"},
+		// A file that is not there is a bad value of --file: a usage error.
+		{[]string{"store", "--file", filepath.Join(t.TempDir(), "missing.txt")}, 2, "nothing was written"},
 	} {
 		if r := ucl(t, dir, "", tc.args...); r.code != tc.code || !strings.Contains(r.err, tc.want) {
 			t.Errorf("%v: %s", tc.args, r)
