@@ -8,10 +8,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
-	"syscall"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/unlimitedcontext/ucl/log"
 )
@@ -26,23 +28,65 @@ const rssLimit = 300 << 20
 // VmHWM shows at exit).
 func peakRSS(t *testing.T, dir, stdin string, args ...string) (result, int64) {
 	t.Helper()
+	if _, err := os.Stat("/proc/self/status"); err != nil {
+		t.Skip("no /proc on this platform")
+	}
 	cmd := exec.Command(plainBin(t), args...)
 	cmd.Env = append(os.Environ(), "UCL_DIR="+dir, "UCL_VAULT_KEY=")
 	cmd.Stdin = strings.NewReader(stdin)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The child's own high-water mark, VmHWM in /proc/PID/status, read
+	// until it exits (it only grows, so the last read is the peak up to
+	// then). Not the rusage of wait4: Go starts children with vfork, and
+	// Linux then counts the parent's resident set (this test process)
+	// into the child's ru_maxrss.
+	var peak atomic.Int64
+	done := make(chan struct{})
+	polled := make(chan struct{})
+	go func() {
+		defer close(polled)
+		path := fmt.Sprintf("/proc/%d/status", cmd.Process.Pid)
+		for {
+			if kb := vmHWM(path); kb*1024 > peak.Load() {
+				peak.Store(kb * 1024)
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}()
+	err := cmd.Wait()
+	close(done)
+	<-polled
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	if !ok {
-		t.Skip("no rusage on this platform")
+	return result{o.String(), e.String(), code}, peak.Load()
+}
+
+// vmHWM reads the VmHWM line (kB) of a /proc status file; 0 when the
+// process is gone or the line absent.
+func vmHWM(path string) int64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
 	}
-	return result{o.String(), e.String(), code}, ru.Maxrss * 1024 // Linux: kilobytes
+	for _, ln := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(ln, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb
+		}
+	}
+	return 0
 }
 
 var (
