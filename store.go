@@ -112,7 +112,7 @@ func Open(dir string, o Options) (*Store, error) {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
-	so := store.OpenOptions{Keys: o.Keys, VaultKeyPath: o.VaultKeyPath, Durability: o.Durability}
+	so := store.OpenOptions{Keys: o.Keys, VaultKeyPath: o.VaultKeyPath, Durability: o.Durability, Replicate: o.Replicate}
 	st, err := store.Open(dir, so)
 	var keyErr error
 	if err != nil {

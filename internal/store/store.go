@@ -174,6 +174,8 @@ type OpenOptions struct {
 	NoKeys bool
 	// Durability overrides the store's durability mode when non-nil.
 	Durability *log.Durability
+	// Replicate is the log's replication hook (log.Options.Replicate).
+	Replicate func(first uint64, raws [][]byte) error
 }
 
 // ReadMeta reads DIR/ucl.json.
@@ -270,7 +272,7 @@ func Open(dir string, o OpenOptions) (*Store, error) {
 		d = *o.Durability
 	}
 	s.Log, err = log.Open(filepath.Join(dir, LogDir), log.Options{Keys: s.Keys, Durability: d,
-		CorruptDir: filepath.Join(dir, "corrupt")})
+		CorruptDir: filepath.Join(dir, "corrupt"), Replicate: o.Replicate})
 	if err != nil {
 		return nil, err
 	}
