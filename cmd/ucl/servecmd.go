@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -100,7 +101,7 @@ Every TCP route needs "Authorization: Bearer TOKEN"; the token is DIR/token
 API key comes from UCL_UPSTREAM_API_KEY or OPENAI_API_KEY. Settings come from
 flags, then the environment, then DIR/ucl.toml (` + "`ucl config show`" + `).
 Stops on SIGINT/SIGTERM after in-flight requests finish.`,
-	Flags: serveFlags,
+	Flags: slices.Concat(serveFlags, clusterFlags),
 	Subcommands: []*cli.Command{
 		{
 			Name:  "token",

@@ -158,12 +158,26 @@ func runServeStores(c *cli.Context) error {
 	opts := engineOptions(c)
 	opts.Consolidate = consolidateOptions(cfg)
 	opts.Embedder.Kind, opts.Embedder.URL, opts.Embedder.Model = cfg.String("index.embedder"), cfg.String("index.embed_url"), cfg.String("index.embed_model")
+	node, leave, err := startCluster(c, dir)
+	if err != nil {
+		return err
+	}
+	if leave != nil {
+		defer leave()
+	}
 	host, err := tenant.NewHost(tenant.Options{
 		Dir: dir,
-		Open: func(sd string) (*ucl.Store, error) {
+		Open: func(name, sd string) (tenant.Opened, error) {
 			o := opts
 			o.Keys, o.VaultKeyPath = nil, "" // each store its own DIR/NAME/vault.key
-			return ucl.Open(sd, o)
+			if node != nil {
+				return clusterOpen(c, node, name, sd, o)
+			}
+			s, err := ucl.Open(sd, o)
+			if err != nil {
+				return tenant.Opened{}, err
+			}
+			return tenant.Opened{API: s, Close: s.Close, Serve: s.Serve}, nil
 		},
 		Handler: func(api ucl.API, token string) (http.Handler, error) {
 			mcpH, err := mcpserver.HTTPHandler(mcpserver.New(api, mcpserver.Options{Version: version, Log: c.App.ErrWriter}), token)

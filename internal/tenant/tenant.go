@@ -157,8 +157,8 @@ func Remove(dir, name string) error {
 type Options struct {
 	// Dir holds the stores.
 	Dir string
-	// Open opens the store in a directory (the host owns it until Close).
-	Open func(storeDir string) (*ucl.Store, error)
+	// Open opens the store name in storeDir.
+	Open func(name, storeDir string) (Opened, error)
 	// Handler builds a store's HTTP face (REST, proxy, MCP) for the
 	// store's token.
 	Handler func(api ucl.API, token string) (http.Handler, error)
@@ -175,6 +175,20 @@ type Options struct {
 	Log io.Writer
 	// Now is the clock (nil: time.Now); tests of the bucket set it.
 	Now func() time.Time
+}
+
+// Opened is a store as Options.Open gives it.
+type Opened struct {
+	// API is the store's engine (or a client of its owner elsewhere).
+	API ucl.API
+	// Close releases it.
+	Close func() error
+	// Serve, when set, answers the store's owner socket until its context
+	// ends (only a store this process owns has one).
+	Serve func(ctx context.Context) error
+	// Transient is used for one request and closed after it (a client of
+	// an owner elsewhere in a cluster: the owner may change at any time).
+	Transient bool
 }
 
 // Host serves the stores of a directory (package doc).
@@ -200,7 +214,7 @@ type entry struct {
 	// open state, guarded by openMu (opening may take a while; other
 	// stores must not wait for it)
 	openMu   sync.Mutex
-	st       *ucl.Store
+	st       *Opened
 	h        http.Handler
 	sockStop context.CancelFunc
 	sockDone chan error
@@ -316,7 +330,7 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer h.release(e)
-	hd, err := h.open(e, tok)
+	hd, done, err := h.open(e, tok)
 	if err != nil {
 		h.log.Error("open store", "store", e.name, "err", err)
 		writeError(w, http.StatusServiceUnavailable, "unavailable", fmt.Sprintf("store %s cannot be opened: %v", e.name, err))
@@ -325,6 +339,7 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.o.MaxBodyBytes > 0 {
 		r.Body = http.MaxBytesReader(w, r.Body, h.o.MaxBodyBytes)
 	}
+	defer done()
 	hd.ServeHTTP(w, r)
 }
 
@@ -377,28 +392,36 @@ func (h *Host) release(e *entry) {
 	h.mu.Unlock()
 }
 
-// open returns the store's handler, opening the store if it is closed.
-func (h *Host) open(e *entry, tok string) (http.Handler, error) {
+// open returns the store's handler, opening the store if it is closed,
+// and what to call once the request is done.
+func (h *Host) open(e *entry, tok string) (http.Handler, func(), error) {
 	e.openMu.Lock()
 	defer e.openMu.Unlock()
 	if e.h != nil {
-		return e.h, nil
+		return e.h, func() {}, nil
 	}
-	st, err := h.o.Open(e.dir)
+	st, err := h.o.Open(e.name, e.dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	hd, err := h.o.Handler(st, tok)
+	hd, err := h.o.Handler(st.API, tok)
 	if err != nil {
 		st.Close()
-		return nil, err
+		return nil, nil, err
+	}
+	if st.Transient {
+		return hd, func() { st.Close() }, nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- st.Serve(ctx) }()
-	e.st, e.h, e.sockStop, e.sockDone = st, hd, cancel, done
+	if st.Serve != nil {
+		go func() { done <- st.Serve(ctx) }()
+	} else {
+		done <- nil
+	}
+	e.st, e.h, e.sockStop, e.sockDone = &st, hd, cancel, done
 	h.log.Info("opened store", "store", e.name)
-	return hd, nil
+	return hd, func() {}, nil
 }
 
 // closeStore closes an open store. Called with e.openMu held.

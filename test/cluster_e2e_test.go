@@ -1,0 +1,148 @@
+package test
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func freeTCPPort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// startNode runs one `ucl serve --stores` cluster node; its address
+// arrives on the returned channel ("" if it did not come up).
+func startNode(t *testing.T, args ...string) (*served, chan string) {
+	cmd := exec.Command(uclBin, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
+	cmd.Env = append(os.Environ(), "UCL_VAULT_KEY=")
+	pr, pw := io.Pipe()
+	s := &served{cmd: cmd, stderr: &syncBuffer{}, done: make(chan error, 1)}
+	cmd.Stderr = io.MultiWriter(s.stderr, pw)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { s.done <- cmd.Wait(); pw.Close() }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		<-s.done
+	})
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			if m := servingLine.FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+				io.Copy(io.Discard, pr)
+				return
+			}
+		}
+		addr <- ""
+	}()
+	return s, addr
+}
+
+// Three `ucl serve --stores --cluster-embed` processes whose embedded
+// JetStream servers form one cluster: appends through any node reach the
+// store's owner; after kill -9 of the owner another node takes the store
+// over from the stream with every acknowledged event, and appends go on.
+func TestClusterServeKillOwner(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	var dirs []string
+	for i := 0; i < 3; i++ {
+		dirs = append(dirs, filepath.Join(root, fmt.Sprintf("node%d", i)))
+	}
+	tok := storesCreate(t, dirs[0], "alice")
+	// The store's identity on every node (package cluster's doc).
+	for _, d := range dirs[1:] {
+		if out, err := exec.Command("cp", "-r", dirs[0], d).CombinedOutput(); err != nil {
+			t.Fatalf("cp: %v %s", err, out)
+		}
+	}
+	ports := []int{freeTCPPort(t), freeTCPPort(t), freeTCPPort(t)}
+	var routes []string
+	for _, p := range ports {
+		routes = append(routes, fmt.Sprintf("127.0.0.1:%d", p))
+	}
+	var nodes []*served
+	var addrs []chan string
+	for i := range dirs {
+		s, a := startNode(t, "--stores", dirs[i], "--cluster-embed", "--cluster-route-listen", routes[i],
+			"--cluster-routes", strings.Join(routes, ","), "--node-id", fmt.Sprintf("n%d", i),
+			"--lease-ttl", "2s", "--replicas", "3", "--rate", "1000", "--burst", "1000")
+		nodes, addrs = append(nodes, s), append(addrs, a)
+	}
+	base := make([]string, 3)
+	for i := range nodes {
+		a := <-addrs[i]
+		if a == "" {
+			t.Fatalf("node %d did not come up: %s", i, nodes[i].stderr.String())
+		}
+		base[i] = "http://" + a
+	}
+
+	// Node 0 is asked first: it takes the lease.
+	for i := 0; i < 5; i++ {
+		if code, _, m := restPost(t, base[0], tok, "/v1/store", fmt.Sprintf(`{"content":"acked kiwi fact %d"}`, i)); code != 200 {
+			t.Fatalf("store via node 0: %d %v", code, m)
+		}
+	}
+	if code, _, m := restPost(t, base[1], tok, "/v1/store", `{"content":"acked kiwi fact via node 1"}`); code != 200 {
+		t.Fatalf("store via node 1: %d %v %s", code, m, nodes[1].stderr.String())
+	}
+	if code, st := restGet(t, base[2], tok, "/v1/status"); code != 200 || st["head_seq"].(float64) != 6 {
+		t.Fatalf("status via node 2: %d %v", code, st)
+	}
+	if !strings.Contains(nodes[0].stderr.String(), "owning store alice") {
+		t.Fatalf("node 0 does not own alice: %s", nodes[0].stderr.String())
+	}
+
+	// kill -9 the owner.
+	nodes[0].cmd.Process.Kill()
+	t0 := time.Now()
+	var st map[string]any
+	for {
+		var code int
+		code, st = restGet(t, base[1], tok, "/v1/status")
+		if code == 200 {
+			break
+		}
+		if time.Since(t0) > 90*time.Second {
+			t.Fatalf("no takeover: %d %v\nnode1: %s\nnode2: %s", code, st, nodes[1].stderr.String(), nodes[2].stderr.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("served again %s after kill -9 (lease TTL 2s)", time.Since(t0).Round(time.Millisecond))
+	if st["head_seq"].(float64) != 6 {
+		t.Fatalf("after takeover: %v", st)
+	}
+	got := searchTexts(t, base[2], tok, "acked kiwi fact")
+	for i := 0; i < 5; i++ {
+		if !strings.Contains(got, fmt.Sprintf("acked kiwi fact %d", i)) {
+			t.Fatalf("after takeover fact %d is missing: %s", i, got)
+		}
+	}
+	if !strings.Contains(got, "via node 1") {
+		t.Fatalf("after takeover the forwarded fact is missing: %s", got)
+	}
+	if code, _, m := restPost(t, base[2], tok, "/v1/store", `{"content":"after the takeover"}`); code != 200 {
+		t.Fatalf("store after takeover: %d %v", code, m)
+	}
+	if code, st := restGet(t, base[1], tok, "/v1/status"); code != 200 || st["head_seq"].(float64) != 7 {
+		t.Fatalf("status after takeover append: %d %v", code, st)
+	}
+}
