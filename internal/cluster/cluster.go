@@ -464,11 +464,16 @@ func (f *forwarder) RoundTrip(r *http.Request) (*http.Response, error) {
 		ctx, cancel = context.WithTimeout(ctx, f.n.cfg.Timeout)
 		defer cancel()
 	}
-	// No responder means no node answers the store's subject (yet: a new
-	// owner's subscription takes a moment to reach every server). Nothing
-	// was delivered, so asking again is safe; the wait is bounded by ctx.
+	// No responder means no node answers the store's subject: a new
+	// owner's subscription has not reached every server yet, or the owner
+	// died. Nothing was delivered, so asking again is safe, as long as a
+	// lease says some node owns the store (bounded by ctx); once none does,
+	// the caller should take the store over instead of waiting.
 	resp, err := f.n.nc.RequestMsgWithContext(ctx, m)
-	for wait := 10 * time.Millisecond; errors.Is(err, nats.ErrNoResponders); wait = min(2*wait, time.Second) {
+	for wait := 10 * time.Millisecond; errors.Is(err, nats.ErrNoResponders); wait = min(2*wait, 250*time.Millisecond) {
+		if owner, oerr := f.n.Owner(f.name); oerr != nil || owner == "" {
+			break
+		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(wait):
