@@ -20,6 +20,17 @@ import (
 	"github.com/unlimitedcontext/ucl/log"
 )
 
+type serverT = server.Server
+
+func freePortB(b *testing.B) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
 func freePort(t *testing.T) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
