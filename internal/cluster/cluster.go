@@ -347,8 +347,9 @@ func (o *Owned) replicate(first uint64, raws [][]byte) error {
 
 func (o *Owned) renew() {
 	defer o.wg.Done()
-	t := time.NewTicker(o.n.cfg.LeaseTTL / 3)
+	t := time.NewTicker(o.n.cfg.LeaseTTL / 4)
 	defer t.Stop()
+	renewed := time.Now()
 	for {
 		select {
 		case <-o.stop:
@@ -357,14 +358,17 @@ func (o *Owned) renew() {
 		}
 		o.mu.Lock()
 		rev, err := o.n.kv.Update(o.name, []byte(o.n.cfg.NodeID), o.rev)
-		if err != nil {
-			// Another node may own it now: stop publishing (the stream's
-			// expected sequence would refuse a stale write anyway).
+		if err == nil {
+			o.rev, renewed = rev, time.Now()
+		} else if time.Since(renewed) >= o.n.cfg.LeaseTTL/2 {
+			// One failed renewal may be a slow moment; failing for half
+			// the TTL means another node may own the store before we
+			// could know: stop publishing (the stream's expected sequence
+			// would refuse a stale write anyway).
 			o.lost = true
 			o.mu.Unlock()
 			return
 		}
-		o.rev = rev
 		o.mu.Unlock()
 	}
 }
