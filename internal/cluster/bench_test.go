@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -42,21 +43,33 @@ func BenchmarkAppend(b *testing.B) {
 				b.ResetTimer()
 				var wg sync.WaitGroup
 				per := (b.N + writers - 1) / writers
+				lat := make([][]time.Duration, writers)
 				for w := 0; w < writers; w++ {
 					wg.Add(1)
 					go func(w int) {
 						defer wg.Done()
 						for i := 0; i < per; i++ {
+							t0 := time.Now()
 							if _, err := api.Remember(ctx, ucl.RememberRequest{Content: fmt.Sprintf("writer %d fact %d", w, i)}); err != nil {
 								b.Error(err)
 								return
 							}
+							lat[w] = append(lat[w], time.Since(t0))
 						}
 					}(w)
 				}
 				wg.Wait()
 				b.StopTimer()
 				b.ReportMetric(float64(per*writers)/b.Elapsed().Seconds(), "appends/s")
+				var all []time.Duration
+				for _, l := range lat {
+					all = append(all, l...)
+				}
+				slices.Sort(all)
+				if len(all) > 0 {
+					b.ReportMetric(float64(all[len(all)/2].Microseconds())/1000, "p50-ms")
+					b.ReportMetric(float64(all[len(all)*99/100].Microseconds())/1000, "p99-ms")
+				}
 			})
 		}
 	}
