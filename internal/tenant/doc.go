@@ -27,4 +27,9 @@
 // with Options.Burst in reserve; a request over it gets 429 with
 // Retry-After (whole seconds, at least 1). Request bodies are capped per
 // request at Options.MaxBodyBytes (413).
+//
+// Options.Open decides what "open" means: on one machine it opens the
+// store; in a cluster (internal/cluster) it either takes the store over or
+// returns a client of its owner elsewhere, marked Transient so it is used
+// for one request only (the owner may change at any time).
 package tenant

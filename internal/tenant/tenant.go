@@ -439,7 +439,9 @@ func (h *Host) closeStore(e *entry, why string) error {
 
 func (h *Host) reaper() {
 	defer h.wg.Done()
-	tick := time.NewTicker(max(h.o.IdleTimeout/4, 10*time.Millisecond))
+	// At most a second between looks: an idle store closes within a
+	// second of its timeout whatever the timeout.
+	tick := time.NewTicker(min(max(h.o.IdleTimeout/4, 10*time.Millisecond), time.Second))
 	defer tick.Stop()
 	for {
 		select {
