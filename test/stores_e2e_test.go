@@ -64,6 +64,11 @@ func TestServeStores(t *testing.T) {
 	if r := ucl(t, "", "", "stores", "create", "--stores", stores, "alice"); r.code == 0 {
 		t.Fatalf("creating alice twice succeeded: %s", r)
 	}
+	storesCreate(t, stores, "carol")
+	must(t, "", "", "stores", "rm", "--stores", stores, "carol")
+	if r := ucl(t, "", "", "stores", "rm", "--stores", stores, "carol"); r.code == 0 {
+		t.Fatalf("removing carol twice succeeded: %s", r)
+	}
 	list := jsonDoc(t, must(t, "", "", "stores", "list", "--stores", stores, "--json"))
 	if n := len(list["stores"].([]any)); n != 2 {
 		t.Fatalf("stores list: %v", list)
