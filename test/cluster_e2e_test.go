@@ -95,10 +95,21 @@ func TestClusterServeKillOwner(t *testing.T) {
 		base[i] = "http://" + a
 	}
 
-	// Node 0 is asked first: it takes the lease.
+	// Node 0 is asked first: it takes the lease. A cluster that has just
+	// formed may not place a three-replica stream yet: the store cannot be
+	// opened (503, nothing written) until it can.
+	for t0 := time.Now(); ; time.Sleep(200 * time.Millisecond) {
+		code, m := restGet(t, base[0], tok, "/v1/status")
+		if code == 200 {
+			break
+		}
+		if code != 503 || time.Since(t0) > 60*time.Second {
+			t.Fatalf("first request to node 0: %d %v\n%s", code, m, nodes[0].stderr.String())
+		}
+	}
 	for i := 0; i < 5; i++ {
 		if code, _, m := restPost(t, base[0], tok, "/v1/store", fmt.Sprintf(`{"content":"acked kiwi fact %d"}`, i)); code != 200 {
-			t.Fatalf("store via node 0: %d %v", code, m)
+			t.Fatalf("store via node 0: %d %v\n%s", code, m, nodes[0].stderr.String())
 		}
 	}
 	if code, _, m := restPost(t, base[1], tok, "/v1/store", `{"content":"acked kiwi fact via node 1"}`); code != 200 {
@@ -188,6 +199,17 @@ func TestClusterServeManyStores(t *testing.T) {
 			t.Fatalf("node %d did not come up: %s", i, nodes[i].stderr.String())
 		}
 		base[i] = "http://" + a
+	}
+	// A cluster that has just formed may not place a three-replica stream
+	// yet (503, nothing written): wait for the first store to open.
+	for t0 := time.Now(); ; time.Sleep(200 * time.Millisecond) {
+		code, m := restGet(t, base[0], toks["user00"], "/v1/status")
+		if code == 200 {
+			break
+		}
+		if code != 503 || time.Since(t0) > 60*time.Second {
+			t.Fatalf("first request: %d %v\n%s", code, m, nodes[0].stderr.String())
+		}
 	}
 	// Writes through node (store+k)%3, reads of one's own write through
 	// the next node: ownership spreads over the nodes.
