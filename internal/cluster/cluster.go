@@ -358,16 +358,32 @@ func (o *Owned) renew() {
 		}
 		o.mu.Lock()
 		rev, err := o.n.kv.Update(o.name, []byte(o.n.cfg.NodeID), o.rev)
+		if err != nil {
+			// The key gone (expired during a slow moment, e.g. a JetStream
+			// leader election): take it again. Safe: had anyone else owned
+			// the store meanwhile and appended, the stream's expected
+			// sequence refuses our next publish.
+			e, gerr := o.n.kv.Get(o.name)
+			switch {
+			case errors.Is(gerr, nats.ErrKeyNotFound):
+				rev, err = o.n.kv.Create(o.name, []byte(o.n.cfg.NodeID))
+			case gerr == nil && string(e.Value()) != o.n.cfg.NodeID:
+				// Another node owns it: stop answering its requests (the
+				// queue group would share them with the new owner).
+				o.lost = true
+				o.mu.Unlock()
+				o.sub.Unsubscribe()
+				return
+			}
+		}
 		if err == nil {
-			o.rev, renewed = rev, time.Now()
+			o.rev, renewed, o.lost = rev, time.Now(), false
 		} else if time.Since(renewed) >= o.n.cfg.LeaseTTL/2 {
-			// One failed renewal may be a slow moment; failing for half
-			// the TTL means another node may own the store before we
-			// could know: stop publishing (the stream's expected sequence
-			// would refuse a stale write anyway).
+			// Failing for half the TTL means another node may own the
+			// store before we could know: stop publishing until a renewal
+			// succeeds (the stream's expected sequence would refuse a
+			// stale write anyway).
 			o.lost = true
-			o.mu.Unlock()
-			return
 		}
 		o.mu.Unlock()
 	}
@@ -387,8 +403,8 @@ func (o *Owned) shut() (first bool, err error) {
 		close(o.stop)
 		o.wg.Wait()
 		err = o.sub.Unsubscribe()
-		if errors.Is(err, nats.ErrConnectionClosed) {
-			err = nil // the node left the cluster first: nothing to end
+		if errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, nats.ErrBadSubscription) {
+			err = nil // the node left the cluster, or lost the lease, first
 		}
 		err = errors.Join(err, o.Store.Close())
 	})
