@@ -91,6 +91,13 @@ func Attach(dir string, o Options) (API, error) {
 	}
 }
 
+// NewClient returns an API whose requests (POST /v1/{method}, the
+// socket's protocol, see Handler) travel over rt: a cluster forwards them
+// to a store's owner on another machine. dir is what Dir reports.
+func NewClient(dir string, rt http.RoundTripper) *Client {
+	return &Client{dir: dir, hc: &http.Client{Transport: rt}}
+}
+
 // Close releases the client's idle connections; the owner keeps running.
 func (c *Client) Close() error {
 	c.hc.CloseIdleConnections()

@@ -102,6 +102,7 @@ var errorCodes = []struct {
 	{"log_id_conflict", log.ErrIDConflict, ClassConflict},
 	{"log_locked", log.ErrLocked, ClassUnavailable},
 	{"log_closed", log.ErrClosed, ClassUnavailable},
+	{"not_replicated", log.ErrNotReplicated, ClassUnavailable},
 	{"log_not_found", log.ErrNotFound, ClassNotFound},
 	{"log_no_keys", log.ErrNoKeys, ClassForbidden},
 	{"log_failed", log.ErrFailed, ClassUnavailable},

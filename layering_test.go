@@ -13,7 +13,8 @@ const module = "github.com/unlimitedcontext/ucl"
 func frontEnd(p string) bool {
 	rel := strings.TrimPrefix(strings.TrimPrefix(p, module), "/")
 	return strings.HasPrefix(rel, "cmd/") || rel == "test" || strings.HasPrefix(rel, "test/") ||
-		rel == "internal/mcpserver" || strings.HasPrefix(rel, "internal/mcpserver/") || rel == "internal/httpapi"
+		rel == "internal/mcpserver" || strings.HasPrefix(rel, "internal/mcpserver/") || rel == "internal/httpapi" ||
+		rel == "internal/tenant" || rel == "internal/cluster" // serve many stores, on one machine or several
 }
 
 // forbiddenDeps lists, per package, packages it must not depend on

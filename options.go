@@ -78,6 +78,10 @@ type Options struct {
 	// damaged projection reset from the log, staging leftovers of a crash
 	// removed), for the user to see. Default: printed to standard error.
 	Warn func(msg string)
+	// Replicate, when set, must accept every commit of new events before
+	// the append is acknowledged (log.Options.Replicate; internal/cluster
+	// sets it). nil on the single-machine path.
+	Replicate func(first uint64, raws [][]byte) error
 }
 
 // InitOptions configure Init.

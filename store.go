@@ -113,7 +113,8 @@ func Open(dir string, o Options) (*Store, error) {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
-	so := store.OpenOptions{Keys: o.Keys, VaultKeyPath: o.VaultKeyPath, Durability: o.Durability, Passphrase: o.Passphrase}
+	so := store.OpenOptions{Keys: o.Keys, VaultKeyPath: o.VaultKeyPath, Durability: o.Durability, Passphrase: o.Passphrase,
+		Replicate: o.Replicate}
 	st, err := store.Open(dir, so)
 	var keyErr error
 	if err != nil {

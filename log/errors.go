@@ -31,6 +31,10 @@ var (
 	ErrIDConflict = errors.New("log: event id already used with different content")
 	// ErrLocked is returned when another process owns the store.
 	ErrLocked = errors.New("log: store is in use by another process")
+	// ErrNotReplicated is returned by appends when Options.Replicate
+	// failed: the events are in the local WAL but were not acknowledged,
+	// and the log takes no more appends until it is reopened.
+	ErrNotReplicated = errors.New("log: events not replicated")
 	// ErrClosed is returned by calls on a closed log.
 	ErrClosed = errors.New("log: closed")
 	// ErrNotFound is returned when a seq is outside the log.

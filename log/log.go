@@ -86,6 +86,14 @@ type Options struct {
 	// Warn receives what Open repaired or could not trust, for the user to
 	// see (default: printed to standard error). Repairs are never silent.
 	Warn func(msg string)
+	// Replicate, when set, is called after each commit of appended events
+	// (not of imported ones) with the seq of the first and the sealed
+	// events (as Raw returns them), before the appends return: a cluster
+	// acknowledges an append only once it is also in its replicated
+	// stream. An error fails the appends with ErrNotReplicated and stops
+	// the log taking appends (the events stay in the WAL; reconciling them
+	// is the caller's job on the next open).
+	Replicate func(first uint64, raws [][]byte) error
 }
 
 // Entry is one event to append.
@@ -624,6 +632,18 @@ func (l *Log) commit(batch []*appendReq) {
 		return
 	}
 	l.advance(all, seq, prev)
+	if l.opts.Replicate != nil {
+		raws := make([][]byte, len(all))
+		for i, p := range all {
+			raws[i] = p.data[:len(p.data)-crcSize]
+		}
+		if err := l.opts.Replicate(all[0].seq, raws); err != nil {
+			l.failed = fmt.Errorf("%w: %v", ErrNotReplicated, err)
+			for _, r := range ok {
+				r.err, r.res = fmt.Errorf("append: %w", l.failed), nil
+			}
+		}
+	}
 	for _, r := range ok {
 		for _, p := range r.preps {
 			if p.typ == TypeRekey {

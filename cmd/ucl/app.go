@@ -27,7 +27,7 @@ func commands() []*cli.Command {
 		queryCommand, contextCommand, indexCommand, dedupeCommand, sessionCommand, projectCommand,
 		auditCommand, statusCommand, consolidateCommand, profileCommand,
 		snapshotCommand, syncCommand, rebuildCommand, shareCommand,
-		daemonCommand, mcpCommand, serveCommand, configCommand, versionCommand, newHelpCommand(),
+		daemonCommand, mcpCommand, serveCommand, storesCommand, configCommand, versionCommand, newHelpCommand(),
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/unlimitedcontext/ucl/internal/config"
 	"github.com/unlimitedcontext/ucl/internal/httpapi"
 	"github.com/unlimitedcontext/ucl/internal/mcpserver"
+	"github.com/unlimitedcontext/ucl/internal/tenant"
 	"github.com/unlimitedcontext/ucl/log"
 )
 
@@ -29,6 +31,10 @@ var serveFlags = []cli.Flag{
 	&cli.StringFlag{Name: "upstream", Usage: "OpenAI-compatible base URL: https://api.openai.com/v1 (canonical) or https://api.openai.com, a bare host gets /v1 (config proxy.upstream, UCL_UPSTREAM)"},
 	&cli.StringFlag{Name: "default-session", Usage: "session of proxied requests naming none (config proxy.default_session)"},
 	&cli.IntFlag{Name: "max-context-tokens", Usage: "token budget of the injected memory (config retrieval.max_context_tokens)"},
+	storesFlag,
+	&cli.DurationFlag{Name: "idle-timeout", Value: tenant.DefaultIdleTimeout, Usage: "with --stores: close a store after this long without requests"},
+	&cli.Float64Flag{Name: "rate", Value: tenant.DefaultRate, Usage: "with --stores: requests a second per store (429 beyond)"},
+	&cli.IntFlag{Name: "burst", Value: tenant.DefaultBurst, Usage: "with --stores: requests per store allowed at once above --rate"},
 }
 
 var serveFlagKeys = map[string]string{
@@ -45,6 +51,12 @@ var embedderFlagKeys = map[string][2]string{
 // loadConfig resolves DIR/ucl.toml, the environment and the flags given on
 // the command line.
 func loadConfig(c *cli.Context) (*config.Config, error) {
+	return loadConfigIn(c, storeDir(c))
+}
+
+// loadConfigIn is loadConfig with the settings file of dir (the stores
+// directory of `ucl serve --stores`).
+func loadConfigIn(c *cli.Context, dir string) (*config.Config, error) {
 	flags := map[string]string{}
 	for name, key := range serveFlagKeys {
 		if c.IsSet(name) {
@@ -61,7 +73,7 @@ func loadConfig(c *cli.Context) (*config.Config, error) {
 			flags[ke[0]] = c.String(name)
 		}
 	}
-	cfg, err := config.Load(storeDir(c), os.Getenv, flags)
+	cfg, err := config.Load(dir, os.Getenv, flags)
 	if err != nil {
 		return nil, configError(err, "fix the setting named above (see docs/serve.md for every key)")
 	}
@@ -89,7 +101,7 @@ Every TCP route needs "Authorization: Bearer TOKEN"; the token is DIR/token
 API key comes from UCL_UPSTREAM_API_KEY or OPENAI_API_KEY. Settings come from
 flags, then the environment, then DIR/ucl.toml (` + "`ucl config show`" + `).
 Stops on SIGINT/SIGTERM after in-flight requests finish.`,
-	Flags: serveFlags,
+	Flags: slices.Concat(serveFlags, clusterFlags),
 	Subcommands: []*cli.Command{
 		{
 			Name:  "token",
@@ -122,6 +134,9 @@ Stops on SIGINT/SIGTERM after in-flight requests finish.`,
 func runServe(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return usage("ucl serve takes flags only (see `ucl serve --help`)", "unexpected argument %q", c.Args().First())
+	}
+	if c.IsSet("stores") {
+		return runServeStores(c)
 	}
 	dir := storeDir(c)
 	cfg, err := loadConfig(c)
@@ -156,19 +171,7 @@ func runServe(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	srv, err := httpapi.New(s, httpapi.Options{
-		Token: token, MCP: mcpH,
-		MaxBodyBytes:     int64(cfg.Int("proxy.max_body_bytes")),
-		Upstream:         upstream,
-		UpstreamKey:      cfg.UpstreamKey,
-		UpstreamTimeout:  cfg.Duration("proxy.upstream_timeout"),
-		MaxContextTokens: cfg.Int("retrieval.max_context_tokens"),
-		RecencyWindow:    cfg.Int("retrieval.recency_window"),
-		SimilarityTopK:   cfg.Int("retrieval.similarity_top_k"),
-		DefaultSession:   cfg.String("proxy.default_session"),
-		InjectAs:         cfg.String("proxy.inject"),
-		Log:              c.App.ErrWriter,
-	})
+	srv, err := httpapi.New(s, httpOptions(c, cfg, upstream, token, mcpH))
 	if err != nil {
 		return err
 	}
@@ -215,6 +218,23 @@ func runServe(c *cli.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// httpOptions are the TCP faces' settings from the effective config.
+func httpOptions(c *cli.Context, cfg *config.Config, upstream, token string, mcpH http.Handler) httpapi.Options {
+	return httpapi.Options{
+		Token: token, MCP: mcpH,
+		MaxBodyBytes:     int64(cfg.Int("proxy.max_body_bytes")),
+		Upstream:         upstream,
+		UpstreamKey:      cfg.UpstreamKey,
+		UpstreamTimeout:  cfg.Duration("proxy.upstream_timeout"),
+		MaxContextTokens: cfg.Int("retrieval.max_context_tokens"),
+		RecencyWindow:    cfg.Int("retrieval.recency_window"),
+		SimilarityTopK:   cfg.Int("retrieval.similarity_top_k"),
+		DefaultSession:   cfg.String("proxy.default_session"),
+		InjectAs:         cfg.String("proxy.inject"),
+		Log:              c.App.ErrWriter,
+	}
 }
 
 func ownerName(dir string) string {

@@ -177,6 +177,8 @@ type OpenOptions struct {
 	// Passphrase, when set, is asked for the passphrase of a sealed key
 	// file (only then); without it a sealed file is crypto.ErrSealed.
 	Passphrase func() ([]byte, error)
+	// Replicate is the log's replication hook (log.Options.Replicate).
+	Replicate func(first uint64, raws [][]byte) error
 }
 
 // ReadMeta reads DIR/ucl.json.
@@ -285,7 +287,7 @@ func Open(dir string, o OpenOptions) (*Store, error) {
 		d = *o.Durability
 	}
 	s.Log, err = log.Open(filepath.Join(dir, LogDir), log.Options{Keys: s.Keys, Durability: d,
-		CorruptDir: filepath.Join(dir, "corrupt")})
+		CorruptDir: filepath.Join(dir, "corrupt"), Replicate: o.Replicate})
 	if err != nil {
 		return nil, err
 	}

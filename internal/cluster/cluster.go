@@ -1,0 +1,518 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/unlimitedcontext/ucl"
+	"github.com/unlimitedcontext/ucl/internal/store"
+	"github.com/unlimitedcontext/ucl/log"
+)
+
+// Defaults of Config's zero fields.
+const (
+	DefaultReplicas = 3
+	DefaultLeaseTTL = 10 * time.Second
+	DefaultTimeout  = 10 * time.Second
+	// OwnersBucket is the KV bucket of the leases.
+	OwnersBucket = "ucl-owners"
+	// importBatch is how many stream events one log.Import writes.
+	importBatch = 1024
+)
+
+var (
+	// ErrLeaseHeld is returned by Own when another node holds the lease.
+	ErrLeaseHeld = errors.New("cluster: another node owns the store")
+	// ErrLeaseLost is returned by appends after the owner failed to renew
+	// its lease: another node may own the store now.
+	ErrLeaseLost = errors.New("cluster: lease lost")
+	// ErrForked is returned by Reconcile when the local log and the
+	// stream hold different events at the same seq.
+	ErrForked = errors.New("cluster: local log and stream differ")
+	// ErrNoOwner is returned by a forwarded request when no node owns the
+	// store (no responder on its subject).
+	ErrNoOwner = errors.New("cluster: no node owns the store")
+)
+
+// Config configures Connect.
+type Config struct {
+	// URL is the NATS server (or comma-separated servers).
+	URL string
+	// NodeID names this node in leases (default: the NATS client name).
+	NodeID string
+	// Replicas of each store's stream and of the lease bucket.
+	Replicas int
+	// LeaseTTL is how long a lease lives without renewal.
+	LeaseTTL time.Duration
+	// Timeout bounds one publish, request or KV operation.
+	Timeout time.Duration
+}
+
+// Node is one machine's connection to the cluster.
+type Node struct {
+	cfg Config
+	nc  *nats.Conn
+	js  nats.JetStreamContext
+	kv  nats.KeyValue
+}
+
+// Connect joins the cluster at cfg.URL, creating the lease bucket if it
+// does not exist.
+func Connect(cfg Config) (*Node, error) {
+	if cfg.Replicas <= 0 {
+		cfg.Replicas = DefaultReplicas
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = DefaultLeaseTTL
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.NodeID == "" {
+		return nil, errors.New("cluster: Config.NodeID is required")
+	}
+	nc, err := nats.Connect(cfg.URL, nats.Name("ucl-"+cfg.NodeID), nats.Timeout(cfg.Timeout))
+	if err != nil {
+		return nil, fmt.Errorf("connect to NATS %s: %w", cfg.URL, err)
+	}
+	js, err := nc.JetStream(nats.MaxWait(cfg.Timeout))
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("connect to JetStream: %w", err)
+	}
+	kv, err := js.KeyValue(OwnersBucket)
+	if errors.Is(err, nats.ErrBucketNotFound) {
+		kv, err = js.CreateKeyValue(&nats.KeyValueConfig{Bucket: OwnersBucket, TTL: cfg.LeaseTTL,
+			Replicas: cfg.Replicas, Storage: nats.FileStorage})
+	}
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("open the lease bucket: %w", err)
+	}
+	return &Node{cfg: cfg, nc: nc, js: js, kv: kv}, nil
+}
+
+// Close leaves the cluster (stores owned through Own must be closed first).
+func (n *Node) Close() { n.nc.Close() }
+
+// ID is the node's id.
+func (n *Node) ID() string { return n.cfg.NodeID }
+
+// StreamName and Subject are the store's stream and subject (package doc).
+func StreamName(logID string) string { return "UCL_" + logID }
+
+// Subject is where the events of log logID are published.
+func Subject(logID string) string { return "UCL." + logID }
+
+// ReqSubject is where requests for the store name's owner go.
+func ReqSubject(name string) string { return "ucl.req." + name }
+
+// EnsureStream creates the stream of log logID if it does not exist.
+func (n *Node) EnsureStream(logID string) error {
+	_, err := n.js.StreamInfo(StreamName(logID))
+	if errors.Is(err, nats.ErrStreamNotFound) {
+		_, err = n.js.AddStream(&nats.StreamConfig{Name: StreamName(logID), Subjects: []string{Subject(logID)},
+			Replicas: n.cfg.Replicas, Storage: nats.FileStorage})
+	}
+	if err != nil {
+		return fmt.Errorf("stream of log %s: %w", logID, err)
+	}
+	return nil
+}
+
+// Publish appends events first.. to the stream of logID, each only
+// directly after its predecessor (ExpectLastSequence), and returns once
+// the stream has acknowledged them all.
+func (n *Node) Publish(logID string, first uint64, raws [][]byte) error {
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Timeout)
+	defer cancel()
+	for i, raw := range raws {
+		seq := first + uint64(i)
+		// No Nats-Msg-Id: the stream's duplicate window answers a repeated
+		// id with a success before it checks the expected sequence, which
+		// would let a stale writer think its different event was stored.
+		_, err := n.js.Publish(Subject(logID), raw, nats.ExpectLastSequence(seq-1), nats.Context(ctx))
+		if err != nil {
+			// The stream already holding this very event at seq (an earlier
+			// try whose ack was lost) is success; anything else at seq is
+			// another writer's and refuses this one.
+			if got, gerr := n.StreamRaw(logID, seq); gerr == nil && bytes.Equal(got, raw) {
+				continue
+			}
+			return fmt.Errorf("publish event %d of log %s: %w", seq, logID, err)
+		}
+	}
+	return nil
+}
+
+// StreamHead is the last seq in the stream of logID.
+func (n *Node) StreamHead(logID string) (uint64, error) {
+	si, err := n.js.StreamInfo(StreamName(logID))
+	if err != nil {
+		return 0, fmt.Errorf("stream of log %s: %w", logID, err)
+	}
+	return si.State.LastSeq, nil
+}
+
+// StreamRaw is event seq of the stream of logID.
+func (n *Node) StreamRaw(logID string, seq uint64) ([]byte, error) {
+	m, err := n.js.GetMsg(StreamName(logID), seq)
+	if err != nil {
+		return nil, fmt.Errorf("read event %d of the stream of log %s: %w", seq, logID, err)
+	}
+	return m.Data, nil
+}
+
+// Reconcile brings the local log l and the stream of logID to the same
+// head: events the stream has beyond l are imported (verified as rebuild
+// verifies Arweave segments), events l has beyond the stream (written
+// locally, never acknowledged) are published, and a difference at the
+// seq where both end is ErrForked. It returns how many events moved each
+// way.
+func (n *Node) Reconcile(ctx context.Context, l *log.Log, logID string) (imported, published uint64, err error) {
+	last, err := n.StreamHead(logID)
+	if err != nil {
+		return 0, 0, err
+	}
+	head, _ := l.Head()
+	if common := min(head, last); common > 0 {
+		sr, err := n.StreamRaw(logID, common)
+		if err != nil {
+			return 0, 0, err
+		}
+		lr, err := l.Raw(common)
+		if err != nil {
+			return 0, 0, fmt.Errorf("reconcile: %w", err)
+		}
+		if sha256.Sum256(sr) != sha256.Sum256(lr) {
+			return 0, 0, fmt.Errorf("reconcile log %s at seq %d: %w", logID, common, ErrForked)
+		}
+	}
+	for seq := head + 1; seq <= last; {
+		var batch [][]byte
+		for ; seq <= last && len(batch) < importBatch; seq++ {
+			raw, err := n.StreamRaw(logID, seq)
+			if err != nil {
+				return imported, 0, err
+			}
+			batch = append(batch, raw)
+		}
+		if err := l.Import(ctx, batch); err != nil {
+			return imported, 0, fmt.Errorf("reconcile log %s: %w", logID, err)
+		}
+		imported += uint64(len(batch))
+	}
+	if head > last {
+		var raws [][]byte
+		for seq := last + 1; seq <= head; seq++ {
+			raw, err := l.Raw(seq)
+			if err != nil {
+				return 0, 0, fmt.Errorf("reconcile: %w", err)
+			}
+			raws = append(raws, raw)
+		}
+		if err := n.Publish(logID, last+1, raws); err != nil {
+			return 0, 0, fmt.Errorf("reconcile: %w", err)
+		}
+		published = uint64(len(raws))
+	}
+	return imported, published, nil
+}
+
+// Owner returns the node id holding the lease of store name ("" : none).
+func (n *Node) Owner(name string) (string, error) {
+	e, err := n.kv.Get(name)
+	if errors.Is(err, nats.ErrKeyNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read the lease of %s: %w", name, err)
+	}
+	return string(e.Value()), nil
+}
+
+// acquire takes the lease of name, returning its revision.
+func (n *Node) acquire(name string) (uint64, error) {
+	rev, err := n.kv.Create(name, []byte(n.cfg.NodeID))
+	if err == nil {
+		return rev, nil
+	}
+	if !errors.Is(err, nats.ErrKeyExists) {
+		return 0, fmt.Errorf("take the lease of %s: %w", name, err)
+	}
+	e, gerr := n.kv.Get(name)
+	if gerr == nil && string(e.Value()) == n.cfg.NodeID {
+		// Ours from before a restart: take it up again where it is.
+		return n.kv.Update(name, []byte(n.cfg.NodeID), e.Revision())
+	}
+	owner := "?"
+	if gerr == nil {
+		owner = string(e.Value())
+	}
+	return 0, fmt.Errorf("take the lease of %s: %w (%s)", name, ErrLeaseHeld, owner)
+}
+
+// Owned is a store this node owns.
+type Owned struct {
+	Store *ucl.Store
+	// Imported and Published are what Reconcile moved at takeover.
+	Imported, Published uint64
+	// Took is how long taking the store took (lease, reconcile, open).
+	Took time.Duration
+
+	n     *Node
+	name  string
+	logID string
+	sub   *nats.Subscription
+	stop  chan struct{}
+	once  sync.Once
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	rev   uint64
+	lost  bool
+}
+
+// Own takes store name (in dir) over: lease, stream, reconcile, open with
+// the publish hook, answer its requests, renew the lease.
+func (n *Node) Own(ctx context.Context, name, dir string, opts ucl.Options) (*Owned, error) {
+	t0 := time.Now()
+	meta, err := store.ReadMeta(dir)
+	if err != nil {
+		return nil, err
+	}
+	rev, err := n.acquire(name)
+	if err != nil {
+		return nil, err
+	}
+	o := &Owned{n: n, name: name, logID: meta.LogID, rev: rev, stop: make(chan struct{})}
+	fail := func(err error) (*Owned, error) {
+		n.kv.Delete(name, nats.LastRevision(o.rev))
+		return nil, err
+	}
+	if err := n.EnsureStream(meta.LogID); err != nil {
+		return fail(err)
+	}
+	st, err := store.Open(dir, store.OpenOptions{Keys: opts.Keys, VaultKeyPath: opts.VaultKeyPath})
+	if err != nil {
+		return fail(err)
+	}
+	o.Imported, o.Published, err = n.Reconcile(ctx, st.Log, meta.LogID)
+	if cerr := st.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fail(err)
+	}
+	opts.Replicate = o.replicate
+	s, err := ucl.Open(dir, opts)
+	if err != nil {
+		return fail(err)
+	}
+	o.Store = s
+	h := ucl.Handler(s)
+	o.sub, err = n.nc.QueueSubscribe(ReqSubject(name), "owner", func(m *nats.Msg) { go n.serveMsg(h, m) })
+	if err == nil {
+		err = n.nc.Flush()
+	}
+	if err != nil {
+		s.Close()
+		return fail(fmt.Errorf("answer requests for %s: %w", name, err))
+	}
+	o.wg.Add(1)
+	go o.renew()
+	o.Took = time.Since(t0)
+	return o, nil
+}
+
+func (o *Owned) replicate(first uint64, raws [][]byte) error {
+	o.mu.Lock()
+	lost := o.lost
+	o.mu.Unlock()
+	if lost {
+		return ErrLeaseLost
+	}
+	return o.n.Publish(o.logID, first, raws)
+}
+
+func (o *Owned) renew() {
+	defer o.wg.Done()
+	t := time.NewTicker(o.n.cfg.LeaseTTL / 4)
+	defer t.Stop()
+	renewed := time.Now()
+	for {
+		select {
+		case <-o.stop:
+			return
+		case <-t.C:
+		}
+		o.mu.Lock()
+		rev, err := o.n.kv.Update(o.name, []byte(o.n.cfg.NodeID), o.rev)
+		if err != nil {
+			// The key gone (expired during a slow moment, e.g. a JetStream
+			// leader election): take it again. Safe: had anyone else owned
+			// the store meanwhile and appended, the stream's expected
+			// sequence refuses our next publish.
+			e, gerr := o.n.kv.Get(o.name)
+			switch {
+			case errors.Is(gerr, nats.ErrKeyNotFound):
+				rev, err = o.n.kv.Create(o.name, []byte(o.n.cfg.NodeID))
+			case gerr == nil && string(e.Value()) != o.n.cfg.NodeID:
+				// Another node owns it: stop answering its requests (the
+				// queue group would share them with the new owner).
+				o.lost = true
+				o.mu.Unlock()
+				o.sub.Unsubscribe()
+				return
+			}
+		}
+		if err == nil {
+			o.rev, renewed, o.lost = rev, time.Now(), false
+		} else if time.Since(renewed) >= o.n.cfg.LeaseTTL/2 {
+			// Failing for half the TTL means another node may own the
+			// store before we could know: stop publishing until a renewal
+			// succeeds (the stream's expected sequence would refuse a
+			// stale write anyway).
+			o.lost = true
+		}
+		o.mu.Unlock()
+	}
+}
+
+// Lost reports whether the lease was lost.
+func (o *Owned) Lost() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.lost
+}
+
+// shut stops serving; first reports whether this call did it.
+func (o *Owned) shut() (first bool, err error) {
+	o.once.Do(func() {
+		first = true
+		close(o.stop)
+		o.wg.Wait()
+		err = o.sub.Unsubscribe()
+		if errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, nats.ErrBadSubscription) {
+			err = nil // the node left the cluster, or lost the lease, first
+		}
+		err = errors.Join(err, o.Store.Close())
+	})
+	return first, err
+}
+
+// Close stops serving the store and gives up its lease.
+func (o *Owned) Close() error {
+	first, err := o.shut()
+	if !first {
+		return nil
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.lost {
+		err = errors.Join(err, o.n.kv.Delete(o.name, nats.LastRevision(o.rev)))
+	}
+	return err
+}
+
+// Abandon stops serving the store and keeps its lease until it expires,
+// as a crashed owner would (tests and a node that must stop at once).
+func (o *Owned) Abandon() error {
+	_, err := o.shut()
+	return err
+}
+
+// serveMsg answers one forwarded request with the store's socket handler.
+func (n *Node) serveMsg(h http.Handler, m *nats.Msg) {
+	path := m.Header.Get("Ucl-Path")
+	rec := httptest.NewRecorder()
+	req, err := http.NewRequest(http.MethodPost, "http://ucl"+path, bytes.NewReader(m.Data))
+	if err != nil {
+		rec.WriteHeader(http.StatusBadRequest)
+	} else {
+		req.Header.Set("Content-Type", "application/json")
+		h.ServeHTTP(rec, req)
+	}
+	r := nats.NewMsg(m.Reply)
+	r.Header.Set("Ucl-Status", strconv.Itoa(rec.Code))
+	r.Data = rec.Body.Bytes()
+	// Headers take a little of the payload limit too.
+	if int64(len(r.Data))+1024 > n.nc.MaxPayload() {
+		r.Header.Set("Ucl-Status", strconv.Itoa(http.StatusOK))
+		r.Data = []byte(`{"error":{"message":"the owner's answer is over the cluster's message size limit; ask the owner node directly or narrow the request","class":"unavailable"}}`)
+	}
+	m.RespondMsg(r) // a requester that went away has nothing to read it
+}
+
+// Client returns an API for store name that forwards every call to its
+// owner, wherever it runs.
+func (n *Node) Client(name string) *ucl.Client {
+	return ucl.NewClient(name, &forwarder{n: n, name: name})
+}
+
+type forwarder struct {
+	n    *Node
+	name string
+}
+
+func (f *forwarder) RoundTrip(r *http.Request) (*http.Response, error) {
+	var body []byte
+	if r.Body != nil {
+		b, err := io.ReadAll(r.Body)
+		r.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		body = b
+	}
+	m := nats.NewMsg(ReqSubject(f.name))
+	m.Header.Set("Ucl-Path", r.URL.Path)
+	m.Data = body
+	ctx := r.Context()
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, f.n.cfg.Timeout)
+		defer cancel()
+	}
+	// No responder means no node answers the store's subject: a new
+	// owner's subscription has not reached every server yet, or the owner
+	// died. Nothing was delivered, so asking again is safe, as long as a
+	// lease says some node owns the store (bounded by ctx); once none does,
+	// the caller should take the store over instead of waiting.
+	resp, err := f.n.nc.RequestMsgWithContext(ctx, m)
+	for wait := 10 * time.Millisecond; errors.Is(err, nats.ErrNoResponders); wait = min(2*wait, 250*time.Millisecond) {
+		if owner, oerr := f.n.Owner(f.name); oerr != nil || owner == "" {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+			resp, err = f.n.nc.RequestMsgWithContext(ctx, m)
+			continue
+		}
+		break
+	}
+	if errors.Is(err, nats.ErrNoResponders) {
+		return nil, fmt.Errorf("forward to the owner of %s: %w", f.name, ErrNoOwner)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("forward to the owner of %s: %w", f.name, err)
+	}
+	code, _ := strconv.Atoi(resp.Header.Get("Ucl-Status"))
+	if code == 0 {
+		code = http.StatusBadGateway
+	}
+	return &http.Response{StatusCode: code, Status: strconv.Itoa(code) + " " + http.StatusText(code),
+		Header: http.Header{"Content-Type": {"application/json"}}, Body: io.NopCloser(bytes.NewReader(resp.Data)),
+		ContentLength: int64(len(resp.Data)), Request: r}, nil
+}

@@ -1,0 +1,61 @@
+// Package cluster runs ucl stores on several machines over NATS JetStream
+// (DESIGN.md §14): each store has one owner node at a time, every
+// acknowledged append is also in a replicated stream, and any node can
+// take a store over from that stream when its owner dies. The
+// single-machine path does not use this package.
+//
+// # Subjects and streams
+//
+//	UCL.<log id>          the store's events, one message per event, the
+//	                      message data being the sealed event exactly as
+//	                      log.Log.Raw returns it (header, ciphertext; no
+//	                      CRC). Stream "UCL_<log id>" holds only this
+//	                      subject, file storage, Config.Replicas replicas,
+//	                      no limits: stream sequence N is log seq N.
+//	ucl.req.<store name>  requests for the store's owner (queue group
+//	                      "owner"): header Ucl-Path is the socket route
+//	                      (/v1/{method}, see ucl.Handler), the data its JSON
+//	                      request body; the reply carries header
+//	                      Ucl-Status (the HTTP status ucl.Handler gave) and
+//	                      the response body. Any node forwards a request
+//	                      this way (Node.Client): the method table decides
+//	                      everything, nothing here knows a method.
+//
+// # KV bucket "ucl-owners"
+//
+//	key <store name>      value: the owner's node id. The bucket's TTL is
+//	                      Config.LeaseTTL: a lease not renewed within it
+//	                      expires. Taking a lease is a Create (fails while
+//	                      another node holds it); renewing is an Update
+//	                      with the revision the owner last wrote (fails if
+//	                      anyone else wrote the key since).
+//
+// # The ack rule
+//
+// An append is acknowledged when its events are in the owner's local WAL
+// (fsynced as the store's durability says) and in the store's stream:
+// each event is published with ExpectLastSequence(seq-1), so the stream
+// takes event N only directly after event N-1 and a second writer (a
+// former owner that missed its lease's expiry) is refused instead of
+// forking the chain. A publish that fails fails the append with
+// log.ErrNotReplicated and the store takes no more appends until it is
+// opened again: a node cut off from NATS refuses writes.
+//
+// Between the WAL write and the stream's ack a crash leaves events in the
+// local WAL that were never acknowledged. When the node owns the store
+// again, Reconcile publishes them if the stream still ends where the local
+// log left it; if another owner has extended the stream meanwhile the
+// local log has forked from it (ErrForked) and the store is refused until
+// an operator moves that local log aside (its events were never acked).
+//
+// # Takeover
+//
+// Own takes the lease, makes sure the stream exists, reads the stream
+// from the local log's head on into the local log with log.Log.Import
+// (which verifies every event's seq, prev hash and seal, as rebuild does
+// for Arweave segments), then opens the store with the publish hook and
+// answers its request subject. The store's directory must already hold
+// its identity (ucl.json, vault key, wallet): provision it on every node
+// that may own the store; only the log travels through the stream.
+// Arweave mirroring stays with the owner.
+package cluster
