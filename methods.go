@@ -158,8 +158,9 @@ func MethodByTool(tool string) (*Method, bool) {
 // FillRequest sets the fields of req (a pointer to a request struct)
 // named, by their JSON names, in params: path wildcards and query
 // parameters of a REST route. Numbers and booleans are parsed; a list
-// field takes repeated values or a comma-separated one. An unknown name
-// or a value of the wrong type is ErrBadRequest.
+// field takes repeated values or a comma-separated one. An unknown name,
+// a value of the wrong type, or a string field already set (by a POST
+// body) to another value is ErrBadRequest.
 func FillRequest(req any, params map[string][]string) error {
 	v := reflect.ValueOf(req).Elem()
 	fields := jsonFields(v.Type())
@@ -172,7 +173,12 @@ func FillRequest(req any, params map[string][]string) error {
 		var raw string
 		switch f.Kind() {
 		case reflect.String:
-			b, _ := json.Marshal(vals[len(vals)-1])
+			v := vals[len(vals)-1]
+			if have := f.String(); have != "" && have != v {
+				// A POST body that names the item differently from its path.
+				return fmt.Errorf("%s %q in the body differs from %q in the path: %w", name, have, v, ErrBadRequest)
+			}
+			b, _ := json.Marshal(v)
 			raw = string(b)
 		case reflect.Slice:
 			var items []string

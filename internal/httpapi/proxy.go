@@ -67,8 +67,6 @@ func (m chatMessage) text() string {
 	return b.String()
 }
 
-func normalize(s string) string { return strings.Join(strings.Fields(s), " ") }
-
 // exchange is one proxied request as the store will see it.
 type exchange struct {
 	session  string

@@ -300,12 +300,7 @@ func (s *Server) methodRoute(m *ucl.Method) http.HandlerFunc {
 			}
 		}
 		for _, name := range wildcards {
-			v := r.PathValue(name)
-			if body := fieldString(req, name); body != "" && body != v {
-				writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("body %s %q differs from the path's %q", name, body, v), nil)
-				return
-			}
-			params[name] = []string{v}
+			params[name] = []string{r.PathValue(name)}
 		}
 		if err := ucl.FillRequest(req, params); err != nil {
 			s.answer(w, r, nil, err)
@@ -316,20 +311,6 @@ func (s *Server) methodRoute(m *ucl.Method) http.HandlerFunc {
 	}
 }
 
-// fieldString returns the string field of req (a pointer to a struct)
-// whose JSON name is name ("" : none or not a string).
-func fieldString(req any, name string) string {
-	b, err := json.Marshal(req)
-	if err != nil {
-		return ""
-	}
-	var m map[string]any
-	if json.Unmarshal(b, &m) != nil {
-		return ""
-	}
-	v, _ := m[name].(string)
-	return v
-}
 
 // apiError is the JSON error body.
 type apiError struct {
