@@ -3,28 +3,16 @@ package test
 import (
 	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// uclEnv runs the binary with UCL_DIR=dir and extra environment.
-// sealEnv runs ucl with the passphrase variables cleared, then env.
+// sealEnv runs ucl with the passphrase variables cleared, then env (the
+// later value of a variable wins).
 func sealEnv(t *testing.T, dir string, env []string, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(uclBin, args...)
-	cmd.Env = append(append(os.Environ(), "UCL_DIR="+dir, "UCL_VAULT_KEY=", "UCL_PASSPHRASE=", "UCL_NEW_PASSPHRASE="), env...)
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return result{o.String(), e.String(), code}
+	return uclEnv(t, dir, append([]string{"UCL_PASSPHRASE=", "UCL_NEW_PASSPHRASE="}, env...), args...)
 }
 
 // TestSealedVaultKey: `ucl keys seal` leaves no key bytes in vault.key; a
