@@ -202,9 +202,6 @@ const (
 	ClassInternal Class = "internal"
 )
 
-// Classes lists every class, in the order faces document them.
-var Classes = []Class{ClassBadRequest, ClassNotFound, ClassConflict, ClassForbidden, ClassUnavailable, ClassInternal}
-
 // ClassOf returns err's class: that of the first sentinel in the code
 // table err matches whose class is not ClassInternal, else ClassInternal.
 // An error received from the owner keeps the class the owner gave it.

@@ -84,14 +84,15 @@ func TestFourFacesAgree(t *testing.T) {
 	// The Go client over the owner's socket.
 	// serve prints its line as its socket starts listening: wait for it.
 	var c *uclpkg.Client
-	for i := 0; ; i++ {
+	// A generous bound: a busy 2-core machine under -race may be slow to
+	// start listening; this is a wait, not a timing assertion.
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(25 * time.Millisecond) {
 		if c, err = uclpkg.Dial(dir); err == nil {
 			break
 		}
-		if i == 200 {
+		if time.Now().After(deadline) {
 			t.Fatalf("dial the owner: %v", err)
 		}
-		time.Sleep(25 * time.Millisecond)
 	}
 	defer c.Close()
 	ctx := context.Background()
