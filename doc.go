@@ -21,7 +21,7 @@
 //	VerifyLog(ctx, dir, Options, Progress)        full log scan: by the owner when one serves, else here (works on a log Open refuses)
 //	LoadVaultKey(dir, Options) / ImportVaultKey(dir, kr) / VaultKeyPath(dir)
 //	SealVaultKey(dir, Options, passphrase) / UnsealVaultKey(dir, Options)   passphrase sealing of vault.key (crypto/doc.go); Options.Passphrase opens a sealed one
-//	VerifyProof(ctx, VerifyProofRequest) (*VerifyProofResult, error)   check a proof file: no store, no key
+//	VerifyProof(ctx, proof.VerifyRequest) (*proof.VerifyResult, error)   check a proof file: no store, no key (package proof)
 //	ValidateJSONL(jsonl, chunkTokens) / ParseTime(s) / ErrorCodes(err) / SocketPath(dir)
 //
 // # Near-duplicates
@@ -74,7 +74,7 @@
 //	Push(ctx, PushRequest) (*PushResult, error)                  mirror to Arweave
 //	SyncStatus(ctx, SyncStatusRequest) (*SyncStatusResult, error)
 //	Checkpoints(ctx, CheckpointsRequest) (*CheckpointsResult, error)   anchored Merkle checkpoints
-//	Prove(ctx, ProveRequest) (*log.Proof, error)                 audit proof against the newest covering checkpoint
+//	Prove(ctx, ProveRequest) (*log.Proof, error)                 audit proof against the newest covering checkpoint (package proof)
 //	Status(ctx, StatusRequest) (*StatusResult, error)
 //	ShareGrant(ctx, ShareGrantRequest) (*ShareGrantResult, error)      grant live chunks to an Arweave address (share.go)
 //	ShareRevoke / ShareList                                           revoke a grant; grants given and received

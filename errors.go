@@ -15,6 +15,7 @@ import (
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections"
 	"github.com/unlimitedcontext/ucl/projections/timelines"
+	"github.com/unlimitedcontext/ucl/proof"
 	"github.com/unlimitedcontext/ucl/query"
 	"github.com/unlimitedcontext/ucl/snapshot"
 )
@@ -133,11 +134,11 @@ var errorCodes = []struct {
 	{"arweave_unavailable", arweave.ErrUnavailable, ClassUnavailable},
 	{"arweave_rejected", arweave.ErrRejected, ClassUnavailable},
 	{"arweave_graphql", arweave.ErrGraphQL, ClassUnavailable},
-	{"not_anchored", ErrNotAnchored, ClassNotFound},
-	{"checkpoint_diverged", ErrCheckpointDiverged, ClassConflict},
-	{"proof_rejected", ErrProofRejected, ClassConflict},
-	{"history_rewritten", ErrHistoryRewritten, ClassConflict},
-	{"checkpoint_hidden", ErrCheckpointHidden, ClassConflict},
+	{"not_anchored", proof.ErrNotAnchored, ClassNotFound},
+	{"checkpoint_diverged", proof.ErrCheckpointDiverged, ClassConflict},
+	{"proof_rejected", proof.ErrProofRejected, ClassConflict},
+	{"history_rewritten", proof.ErrHistoryRewritten, ClassConflict},
+	{"checkpoint_hidden", proof.ErrCheckpointHidden, ClassConflict},
 	{"log_bad_proof", log.ErrBadProof, ClassBadRequest},
 	{"arweave_tx_signature", arweave.ErrTxSignature, ClassConflict},
 	{"log_inconsistent", log.ErrInconsistent, ClassConflict},

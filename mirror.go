@@ -12,6 +12,7 @@ import (
 	"github.com/unlimitedcontext/ucl/internal/mirror"
 	"github.com/unlimitedcontext/ucl/internal/store"
 	"github.com/unlimitedcontext/ucl/log"
+	"github.com/unlimitedcontext/ucl/proof"
 )
 
 // wallet returns the store's wallet.
@@ -383,7 +384,7 @@ func Watch(ctx context.Context, api API, o WatchOptions, report func(WatchReport
 				lastFlush, failures = time.Now(), 0
 			case errors.Is(err, ErrNoWallet), errors.Is(err, ErrBadWallet), errors.Is(err, ErrBadRequest),
 				errors.Is(err, mirror.ErrDiverged), errors.Is(err, mirror.ErrMirrorStateCorrupt),
-				errors.Is(err, ErrCheckpointDiverged):
+				errors.Is(err, proof.ErrCheckpointDiverged):
 				// A retry cannot fix these.
 				return err
 			default:

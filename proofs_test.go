@@ -13,6 +13,7 @@ import (
 	"github.com/unlimitedcontext/ucl/arweave"
 	"github.com/unlimitedcontext/ucl/crypto"
 	"github.com/unlimitedcontext/ucl/log"
+	"github.com/unlimitedcontext/ucl/proof"
 )
 
 // The store's Merkle tree follows the log lazily, and a proof built from
@@ -74,7 +75,7 @@ func TestVerifyProofOffline(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = VerifyProof(ctx, VerifyProofRequest{Proof: b, Gateway: gw.URL})
+		_, err = VerifyProof(ctx, proof.VerifyRequest{Proof: b, Gateway: gw.URL})
 		return err
 	}
 
@@ -95,15 +96,15 @@ func TestVerifyProofOffline(t *testing.T) {
 		q := *p
 		q.Inclusion = append([]string{}, p.Inclusion...)
 		change(&q)
-		if err := verify(q); !errors.Is(err, ErrProofRejected) {
-			t.Errorf("%s changed: err = %v, want ErrProofRejected", name, err)
+		if err := verify(q); !errors.Is(err, proof.ErrProofRejected) {
+			t.Errorf("%s changed: err = %v, want proof.ErrProofRejected", name, err)
 		}
 	}
 	if n := calls.Load(); n != 0 {
 		t.Fatalf("offline rejections asked the gateway %d times", n)
 	}
 	err = verify(*p)
-	if err == nil || errors.Is(err, ErrProofRejected) || !errors.Is(err, arweave.ErrNotFound) {
+	if err == nil || errors.Is(err, proof.ErrProofRejected) || !errors.Is(err, arweave.ErrNotFound) {
 		t.Fatalf("unknown transaction: err = %v, want a not-found error that is not a rejection", err)
 	}
 }

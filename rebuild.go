@@ -18,6 +18,7 @@ import (
 	"github.com/unlimitedcontext/ucl/internal/snapgw"
 	"github.com/unlimitedcontext/ucl/internal/store"
 	"github.com/unlimitedcontext/ucl/log"
+	"github.com/unlimitedcontext/ucl/proof"
 	"github.com/unlimitedcontext/ucl/snapshot"
 )
 
@@ -69,18 +70,18 @@ type RebuildResult struct {
 	Answered []string `json:"answered,omitempty"`
 	// Gateways is each configured gateway's newest checkpoint when there
 	// are several; GatewaysDisagree is set when they differ.
-	Gateways         []GatewayCheckpoint `json:"gateways,omitempty"`
-	GatewaysDisagree bool                `json:"gateways_disagree,omitempty"`
-	LogID            string              `json:"log_id"`
-	Events           uint64              `json:"events"`
-	HeadSeq          uint64              `json:"head_seq"`
-	HeadHash         string              `json:"head_hash"`
-	Segments         int                 `json:"segments"`
-	PendingSegments  int                 `json:"pending_segments"`
-	Duplicates       int                 `json:"duplicates"`
-	Bytes            int64               `json:"bytes"`
-	Digests          map[string]string   `json:"digests"`
-	Partial          bool                `json:"partial"`
+	Gateways         []proof.GatewayCheckpoint `json:"gateways,omitempty"`
+	GatewaysDisagree bool                      `json:"gateways_disagree,omitempty"`
+	LogID            string                    `json:"log_id"`
+	Events           uint64                    `json:"events"`
+	HeadSeq          uint64                    `json:"head_seq"`
+	HeadHash         string                    `json:"head_hash"`
+	Segments         int                       `json:"segments"`
+	PendingSegments  int                       `json:"pending_segments"`
+	Duplicates       int                       `json:"duplicates"`
+	Bytes            int64                     `json:"bytes"`
+	Digests          map[string]string         `json:"digests"`
+	Partial          bool                      `json:"partial"`
 	// Problem is what stopped a partial rebuild.
 	Problem        string          `json:"problem,omitempty"`
 	LogSeconds     float64         `json:"log_seconds"`
@@ -88,7 +89,7 @@ type RebuildResult struct {
 	Snapshot       RebuildSnapshot `json:"snapshot"`
 	// Checkpoint is the anchored checkpoint the rebuilt log was checked
 	// against.
-	Checkpoint RebuildCheckpoint `json:"checkpoint"`
+	Checkpoint proof.LogCheck `json:"checkpoint"`
 	// MirroredSeq is how far the new store's mirror state records the log
 	// as on Arweave: the segments it was rebuilt from are adopted, so the
 	// store does not report them as unmirrored or upload them again.
@@ -210,9 +211,9 @@ func Rebuild(ctx context.Context, o RebuildOptions) (*RebuildResult, error) {
 		res.Problem = out.partial.Error()
 	}
 	res.Answered = cl.Answered()
-	res.Gateways, res.GatewaysDisagree = compareCheckpoints(ctx, cl.Endpoints(), owner, logID)
+	res.Gateways, res.GatewaysDisagree = proof.CompareGateways(ctx, cl.Endpoints(), arweaveOptions(), owner, logID)
 	if res.GatewaysDisagree && o.Warn != nil {
-		o.Warn(disagreement(res.Gateways))
+		o.Warn(proof.Disagreement(res.Gateways))
 	}
 	// The rebuilt store reads from where it was rebuilt.
 	if err := rememberArweave(dir, ArweaveSettings{Gateway: cl.Endpoints().String()}); err != nil && o.Warn != nil {
@@ -230,7 +231,7 @@ type rebuildOutcome struct {
 	head       uint64
 	hash       log.Hash
 	partial    error // the *GapError or *TxRejectedError that stopped a partial rebuild
-	checkpoint RebuildCheckpoint
+	checkpoint proof.LogCheck
 }
 
 // findLogID lists the log ids of owner's segments and picks the only one.
@@ -339,7 +340,7 @@ func rebuildLog(ctx context.Context, cl *arweave.Client, o RebuildOptions, dir, 
 	// items cannot be, through a gateway); the wallet-signed checkpoint
 	// covers them all through its Merkle root. The tree stays as the new
 	// store's.
-	tree, err := log.OpenTree(s.Path(merkleDir))
+	tree, err := log.OpenTree(s.Path(proof.MerkleDir))
 	if err != nil {
 		return out, fmt.Errorf("rebuild: %w", err)
 	}
@@ -347,9 +348,9 @@ func rebuildLog(ctx context.Context, cl *arweave.Client, o RebuildOptions, dir, 
 	if err := tree.CatchUp(ctx, s.Log); err != nil {
 		return out, fmt.Errorf("rebuild: %w", err)
 	}
-	out.checkpoint, err = checkRebuilt(ctx, cl, owner, logID, tree, out.head)
+	out.checkpoint, err = proof.CheckLog(ctx, cl, owner, logID, tree, out.head)
 	switch {
-	case errors.Is(err, ErrCheckpointDiverged) && o.Branch != "":
+	case errors.Is(err, proof.ErrCheckpointDiverged) && o.Branch != "":
 		// The branch asked for is not the anchored history: say so.
 		out.checkpoint.Reason = err.Error()
 	case err != nil:

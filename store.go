@@ -18,6 +18,7 @@ import (
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections"
 	"github.com/unlimitedcontext/ucl/projections/projstd"
+	"github.com/unlimitedcontext/ucl/proof"
 	"github.com/unlimitedcontext/ucl/query"
 )
 
@@ -61,9 +62,8 @@ type Store struct {
 	sharedMu  sync.Mutex
 	shared    *projstd.Set
 	sharedSrc *sharedSource
-	mirror    sync.Mutex // one push at a time
-	treeMu    sync.Mutex // guards tree
-	tree      *log.Tree  // the Merkle tree, opened on first use
+	mirror    sync.Mutex   // one push at a time
+	tree      proof.Merkle // the Merkle tree, opened on first use
 	closeMu   sync.Mutex
 	closed    bool
 	// appended is signalled (non-blocking) after every append, waking the
@@ -169,7 +169,7 @@ func (s *Store) Close() error {
 	defer s.projMu.Unlock()
 	s.sharedMu.Lock()
 	defer s.sharedMu.Unlock()
-	err := errors.Join(s.closeSetLocked(), s.closeSharedLocked(), s.closeTree())
+	err := errors.Join(s.closeSetLocked(), s.closeSharedLocked(), s.tree.Close())
 	if s.cache != nil {
 		err = errors.Join(err, s.cache.Close())
 		s.cache = nil

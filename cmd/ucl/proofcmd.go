@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/unlimitedcontext/ucl"
+	"github.com/unlimitedcontext/ucl/proof"
 )
 
 var auditCheckpointsCommand = &cli.Command{
@@ -69,9 +70,9 @@ it with ucl audit verify-proof, without this store or its keys.`,
 			defer cancel()
 			p, err := api.Prove(ctx, ucl.ProveRequest{Seq: seq, Gateway: gatewaySetting(c)})
 			switch {
-			case errors.Is(err, ucl.ErrNotAnchored):
+			case errors.Is(err, proof.ErrNotAnchored):
 				return withHint(err, "run `ucl sync push` to mirror the log and anchor a checkpoint, then prove again")
-			case errors.Is(err, ucl.ErrCheckpointDiverged):
+			case errors.Is(err, proof.ErrCheckpointDiverged):
 				return withHint(err, "this store's log is not the history its wallet anchored; nothing can be proven from it")
 			case err != nil:
 				return mirrorError(err, "ucl audit prove")
@@ -130,12 +131,12 @@ compared, and a disagreement is reported.`,
 		}
 		ctx, cancel := signalContext()
 		defer cancel()
-		r, err := ucl.VerifyProof(ctx, ucl.VerifyProofRequest{Proof: b, Gateway: gw})
+		r, err := ucl.VerifyProof(ctx, proof.VerifyRequest{Proof: b, Gateway: gw})
 		if err != nil {
 			if jsonOut(c) {
 				printJSON(c, map[string]any{"ok": false, "error": err.Error(), "codes": ucl.ErrorCodes(err)})
 			}
-			if errors.Is(err, ucl.ErrProofRejected) {
+			if errors.Is(err, proof.ErrProofRejected) {
 				return err
 			}
 			return withHint(err, "the proof was not checked to the end: try again or another --gateway")
@@ -143,7 +144,7 @@ compared, and a disagreement is reported.`,
 		if jsonOut(c) {
 			return printJSON(c, struct {
 				OK bool `json:"ok"`
-				*ucl.VerifyProofResult
+				*proof.VerifyResult
 			}{true, r})
 		}
 		printf(c, "%s\n", r.Sentence)

@@ -22,6 +22,7 @@ import (
 	"github.com/unlimitedcontext/ucl"
 	"github.com/unlimitedcontext/ucl/crypto"
 	"github.com/unlimitedcontext/ucl/internal/config"
+	"github.com/unlimitedcontext/ucl/proof"
 )
 
 func syncGatewayFlag() *cli.StringFlag {
@@ -84,7 +85,7 @@ func gatewayHint(err error, again string) string {
 		return "interrupted; nothing was lost: run `" + again + "` again to resume"
 	case errors.Is(err, ucl.ErrMirrorDiverged):
 		return "nothing was uploaded: this log is not the history already on Arweave; to continue the mirrored history, rebuild a new store from it with `ucl rebuild`"
-	case errors.Is(err, ucl.ErrCheckpointDiverged):
+	case errors.Is(err, proof.ErrCheckpointDiverged):
 		return "the segments were pushed but no checkpoint was anchored: this log is not the history this wallet already anchored for its id"
 	case errors.Is(err, ucl.ErrMirrorStateCorrupt):
 		return "the mirror state is derived data: delete it and run `" + again + "` again (it is re-adopted from the gateway)"
@@ -333,7 +334,7 @@ func rebuildHint(err error) string {
 		return "nothing was written. Two histories were uploaded for the same seqs: pass --branch TX with the transaction whose history to keep"
 	case errors.Is(err, ucl.ErrBranchNotFound):
 		return "nothing was written: --branch must be one of the transactions the fork error named"
-	case errors.Is(err, ucl.ErrCheckpointDiverged):
+	case errors.Is(err, proof.ErrCheckpointDiverged):
 		return "nothing was written. The segments on Arweave do not add up to the history the wallet itself anchored in a signed checkpoint: the gateway serves altered or other segments, or the wallet anchored a rewritten history; try another --gateway"
 	case errors.Is(err, ucl.ErrTxSignature):
 		return "nothing was written. A checkpoint transaction the gateway serves does not verify (altered, or not this wallet's): try another --gateway"

@@ -1,4 +1,4 @@
-package ucl
+package proof
 
 import (
 	"context"
@@ -21,18 +21,19 @@ type GatewayCheckpoint struct {
 	Error   string `json:"error,omitempty"`  // the gateway could not be asked
 }
 
-// compareCheckpoints asks every gateway of ep on its own for owner's newest
+// CompareGateways asks every gateway of ep on its own (a client each, with
+// opts) for owner's newest
 // checkpoint of logID. disagree is set when two gateways that answered name
 // different newest checkpoints: one of them lags, or hides checkpoints (the
 // omission one gateway alone cannot reveal). With one gateway it returns
 // nothing.
-func compareCheckpoints(ctx context.Context, ep arweave.Endpoints, owner string, logID [16]byte) (views []GatewayCheckpoint, disagree bool) {
+func CompareGateways(ctx context.Context, ep arweave.Endpoints, opts arweave.Options, owner string, logID [16]byte) (views []GatewayCheckpoint, disagree bool) {
 	if len(ep.Gateways) < 2 {
 		return nil, false
 	}
 	for _, one := range ep.Each() {
 		v := GatewayCheckpoint{Gateway: one.Gateways[0]}
-		cps, err := mirror.FindCheckpoints(ctx, arweave.NewClientEndpoints(one, nil, arweaveOptions()), owner, logID)
+		cps, err := mirror.FindCheckpoints(ctx, arweave.NewClientEndpoints(one, nil, opts), owner, logID)
 		switch {
 		case err != nil:
 			v.Error = err.Error()
@@ -56,8 +57,8 @@ func compareCheckpoints(ctx context.Context, ep arweave.Endpoints, owner string,
 	return views, disagree
 }
 
-// disagreement says in a sentence how gateways' newest checkpoints differ.
-func disagreement(views []GatewayCheckpoint) string {
+// Disagreement says in a sentence how gateways' newest checkpoints differ.
+func Disagreement(views []GatewayCheckpoint) string {
 	parts := make([]string, 0, len(views))
 	for _, v := range views {
 		switch {

@@ -1,4 +1,4 @@
-package ucl
+package proof
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/unlimitedcontext/ucl/arweave"
@@ -18,91 +19,100 @@ import (
 var (
 	// ErrNotAnchored is returned by Prove when no anchored checkpoint of
 	// this log covers the event yet.
-	ErrNotAnchored = errors.New("ucl: no anchored checkpoint covers the event")
+	ErrNotAnchored = errors.New("proof: no anchored checkpoint covers the event")
 	// ErrCheckpointDiverged is returned when this store's log does not
 	// match a checkpoint its wallet anchored for the same log id (a fork or
 	// a replaced log): nothing is anchored or proven from it.
-	ErrCheckpointDiverged = errors.New("ucl: the log does not match an anchored checkpoint")
-	// ErrProofRejected is returned by VerifyProof when the proof or its
+	ErrCheckpointDiverged = errors.New("proof: the log does not match an anchored checkpoint")
+	// ErrProofRejected is returned by Verify when the proof or its
 	// anchoring does not verify; the message names the check that failed.
-	ErrProofRejected = errors.New("ucl: proof rejected")
+	ErrProofRejected = errors.New("proof: rejected")
 	// ErrHistoryRewritten is returned (with ErrProofRejected) when a later
 	// checkpoint anchored by the same wallet is not consistent with the
 	// proof's: the log was rewritten after the proof.
-	ErrHistoryRewritten = errors.New("ucl: anchored history rewritten")
-	// ErrCheckpointHidden is returned by VerifyProof when a checkpoint
+	ErrHistoryRewritten = errors.New("proof: anchored history rewritten")
+	// ErrCheckpointHidden is returned by Verify when a checkpoint
 	// transaction the owner signed names, as its previous checkpoint
 	// (UC-Prev-Checkpoint), one the gateway does not list: the gateway
 	// hides part of the anchored history, so the proof cannot be checked
 	// against all of it. The message names the hidden transaction.
-	ErrCheckpointHidden = errors.New("ucl: the gateway hides an anchored checkpoint")
+	ErrCheckpointHidden = errors.New("proof: the gateway hides an anchored checkpoint")
 )
 
-// merkleDir is the Merkle tree's directory in the store (derived data).
-const merkleDir = "merkle"
+// MerkleDir is the Merkle tree's directory in a store (derived data).
+const MerkleDir = "merkle"
 
 // maxCheckpointData bounds a checkpoint transaction's data (a note and a
 // consistency proof of at most 64 nodes is far below it).
 const maxCheckpointData = 64 << 10
 
-// merkle returns the store's Merkle tree, opened on first use and caught
-// up with the log.
-func (s *Store) merkle(ctx context.Context) (*log.Tree, error) {
-	s.treeMu.Lock()
-	defer s.treeMu.Unlock()
-	if s.tree == nil {
-		t, err := log.OpenTree(s.st.Path(merkleDir))
+// Merkle is a store's Merkle tree, opened on first use and caught up
+// with the log before each use. Its zero value is ready; it is safe for
+// concurrent use.
+type Merkle struct {
+	mu   sync.Mutex
+	tree *log.Tree
+}
+
+// Tree returns the tree of the store directory's MerkleDir dir, opened on
+// first use, caught up with l.
+func (m *Merkle) Tree(ctx context.Context, dir string, l *log.Log) (*log.Tree, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.tree == nil {
+		t, err := log.OpenTree(dir)
 		if err != nil {
 			return nil, err
 		}
-		s.tree = t
+		m.tree = t
 	}
-	if err := s.tree.CatchUp(ctx, s.st.Log); err != nil {
+	if err := m.tree.CatchUp(ctx, l); err != nil {
 		return nil, err
 	}
-	return s.tree, nil
+	return m.tree, nil
 }
 
-func (s *Store) closeTree() error {
-	s.treeMu.Lock()
-	defer s.treeMu.Unlock()
-	if s.tree == nil {
+// Close closes the tree if it was opened; Tree opens it again.
+func (m *Merkle) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.tree == nil {
 		return nil
 	}
-	err := s.tree.Close()
-	s.tree = nil
+	err := m.tree.Close()
+	m.tree = nil
 	return err
 }
 
-// CheckpointView is one anchored checkpoint.
-type CheckpointView struct {
-	Size    uint64 `json:"size"`
-	Root    string `json:"root"` // hex
-	TxID    string `json:"tx"`
-	Prev    string `json:"prev,omitempty"`
-	Height  int64  `json:"height,omitempty"`
-	Pending bool   `json:"pending,omitempty"`
-	// Anchored is set in a push result when this push posted it.
-	Anchored bool `json:"anchored,omitempty"`
+// Log is what anchoring and proving need of a store: its log, its id
+// (hex) and its Merkle tree caught up with the log.
+type Log struct {
+	ID   string
+	Log  *log.Log
+	Tree func(context.Context) (*log.Tree, error)
 }
 
-func viewOf(c mirror.CheckpointTx) CheckpointView {
-	return CheckpointView{Size: c.Size, Root: hex.EncodeToString(c.Root), TxID: c.ID, Prev: c.Prev, Height: c.Height, Pending: c.Pending}
-}
-
-// anchor anchors a checkpoint of the first size events (after a push
-// mirrored them), unless this wallet already anchored that size. The
-// previous checkpoint comes from GraphQL, so a rebuilt store continues the
-// chain; one whose root disagrees with this log is ErrCheckpointDiverged.
-func (s *Store) anchor(ctx context.Context, cl mirror.Gateway, w *arweave.Wallet, size uint64) (*CheckpointView, error) {
-	tree, err := s.merkle(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("anchor checkpoint: %w", err)
+// Anchor anchors a checkpoint of lg's first size events (after a push
+// mirrored them) signed by w, unless w already anchored that size: then it
+// returns that checkpoint with anchored false. The previous checkpoint
+// comes from GraphQL, so a rebuilt store continues the chain; one whose
+// root disagrees with this log is ErrCheckpointDiverged. A new one is
+// returned pending.
+func Anchor(ctx context.Context, lg Log, cl mirror.Gateway, w *arweave.Wallet, size uint64) (c mirror.CheckpointTx, anchored bool, err error) {
+	fail := func(err error) (mirror.CheckpointTx, bool, error) {
+		return mirror.CheckpointTx{}, false, fmt.Errorf("anchor checkpoint: %w", err)
 	}
-	logID := s.st.Meta.LogIDBytes()
+	tree, err := lg.Tree(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	logID, err := logIDBytes(lg.ID)
+	if err != nil {
+		return fail(err)
+	}
 	cps, err := mirror.FindCheckpoints(ctx, cl, w.Address(), logID)
 	if err != nil {
-		return nil, fmt.Errorf("anchor checkpoint: %w", err)
+		return fail(err)
 	}
 	var prev *mirror.CheckpointTx
 	for i := range cps {
@@ -115,157 +125,121 @@ func (s *Store) anchor(ctx context.Context, cl mirror.Gateway, w *arweave.Wallet
 	if prev != nil {
 		root, err := tree.Root(prev.Size)
 		if err != nil {
-			return nil, fmt.Errorf("anchor checkpoint: %w", err)
+			return fail(err)
 		}
 		if !bytes.Equal(root, prev.Root) {
-			return nil, fmt.Errorf("anchor checkpoint: %w: checkpoint %s of %d events has root %x, this log's is %x",
-				ErrCheckpointDiverged, prev.ID, prev.Size, prev.Root, root)
+			return fail(fmt.Errorf("%w: checkpoint %s of %d events has root %x, this log's is %x",
+				ErrCheckpointDiverged, prev.ID, prev.Size, prev.Root, root))
 		}
 		if prev.Size == size {
-			v := viewOf(*prev)
-			return &v, nil
+			return *prev, false, nil
 		}
 		prevSize, prevID = prev.Size, prev.ID
 	}
 	root, err := tree.Root(size)
 	if err != nil {
-		return nil, fmt.Errorf("anchor checkpoint: %w", err)
+		return fail(err)
 	}
 	var cons [][]byte
 	if prevSize > 0 {
 		if cons, err = tree.ConsistencyProof(prevSize, size); err != nil {
-			return nil, fmt.Errorf("anchor checkpoint: %w", err)
+			return fail(err)
 		}
 	}
 	skey, vkey, err := crypto.NoteKey(w.PrivateKey(), w.Address())
 	if err != nil {
-		return nil, fmt.Errorf("anchor checkpoint: %w", err)
+		return fail(err)
 	}
-	note, err := log.SignCheckpoint(log.Checkpoint{Origin: log.CheckpointOrigin(s.st.Meta.LogID), Size: size, Root: root}, skey)
+	note, err := log.SignCheckpoint(log.Checkpoint{Origin: log.CheckpointOrigin(lg.ID), Size: size, Root: root}, skey)
 	if err != nil {
-		return nil, fmt.Errorf("anchor checkpoint: %w", err)
+		return fail(err)
 	}
 	data := log.Anchor{Note: note, PrevSize: prevSize, Consistency: cons}.Encode()
 	id, err := mirror.PostCheckpoint(ctx, cl, mirror.CheckpointAnchor{
 		LogID: logID, Size: size, Root: root, Prev: prevID, NoteKey: vkey, Data: data})
 	if err != nil {
-		return nil, fmt.Errorf("anchor checkpoint: %w", err)
+		return fail(err)
 	}
-	return &CheckpointView{Size: size, Root: hex.EncodeToString(root), TxID: id, Prev: prevID, Pending: true, Anchored: true}, nil
+	c = mirror.CheckpointTx{Size: size, Root: root, Prev: prevID, NoteKey: vkey}
+	c.ID, c.Pending = id, true
+	return c, true, nil
 }
 
-// CheckpointsRequest lists the anchored checkpoints of the store's log.
-type CheckpointsRequest struct {
-	Gateway string `json:"gateway,omitempty"`
-}
-
-// CheckpointsResult lists anchored checkpoints by tree size.
-type CheckpointsResult struct {
-	LogID       string           `json:"log_id"`
-	Owner       string           `json:"owner"`
-	Checkpoints []CheckpointView `json:"checkpoints"`
-}
-
-// Checkpoints lists the checkpoints this store's wallet anchored for its
-// log, as the gateway reports them (unverified), ordered by tree size.
-func (s *Store) Checkpoints(ctx context.Context, req CheckpointsRequest) (*CheckpointsResult, error) {
-	w, err := s.wallet()
+// Prove builds a self-contained proof (log.Proof) that event seq of lg
+// (whose head is head) is in the log as anchored by the newest checkpoint
+// owner anchored that covers it. The checkpoint note is taken from its
+// transaction (checked like a verifier would); the inclusion path is read
+// from the Merkle tree, O(log n) nodes.
+func Prove(ctx context.Context, lg Log, cl mirror.Gateway, owner string, seq, head uint64) (*log.Proof, error) {
+	logID, err := logIDBytes(lg.ID)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("prove seq %d: %w", seq, err)
 	}
-	cl, err := newClient(s.gatewayFor(req.Gateway), nil)
+	cps, err := mirror.FindCheckpoints(ctx, cl, owner, logID)
 	if err != nil {
-		return nil, err
-	}
-	cps, err := mirror.FindCheckpoints(ctx, cl, w.Address(), s.st.Meta.LogIDBytes())
-	if err != nil {
-		return nil, err
-	}
-	out := &CheckpointsResult{LogID: s.st.Meta.LogID, Owner: w.Address(), Checkpoints: []CheckpointView{}}
-	for _, c := range cps {
-		out.Checkpoints = append(out.Checkpoints, viewOf(c))
-	}
-	return out, nil
-}
-
-// ProveRequest asks for an audit proof of one event.
-type ProveRequest struct {
-	Seq     uint64 `json:"seq"`
-	Gateway string `json:"gateway,omitempty"`
-}
-
-// Prove builds a self-contained proof (log.Proof) that event Seq is in the
-// log as anchored by the newest checkpoint that covers it. The checkpoint
-// note is taken from its transaction (checked like a verifier would);
-// the inclusion path is read from the Merkle tree, O(log n) nodes.
-func (s *Store) Prove(ctx context.Context, req ProveRequest) (*log.Proof, error) {
-	head, _ := s.st.Log.Head()
-	if req.Seq == 0 || req.Seq > head {
-		return nil, badRequest("no event %d in a log of %d events", req.Seq, head)
-	}
-	w, err := s.wallet()
-	if err != nil {
-		return nil, err
-	}
-	cl, err := newClient(s.gatewayFor(req.Gateway), nil)
-	if err != nil {
-		return nil, err
-	}
-	logID := s.st.Meta.LogIDBytes()
-	cps, err := mirror.FindCheckpoints(ctx, cl, w.Address(), logID)
-	if err != nil {
-		return nil, fmt.Errorf("prove seq %d: %w", req.Seq, err)
+		return nil, fmt.Errorf("prove seq %d: %w", seq, err)
 	}
 	var cp *mirror.CheckpointTx
 	for i := range cps {
-		if cps[i].Size >= req.Seq && cps[i].Size <= head {
+		if cps[i].Size >= seq && cps[i].Size <= head {
 			cp = &cps[i]
 		}
 	}
 	if cp == nil {
-		return nil, fmt.Errorf("prove seq %d: %w (push to anchor one)", req.Seq, ErrNotAnchored)
+		return nil, fmt.Errorf("prove seq %d: %w (push to anchor one)", seq, ErrNotAnchored)
 	}
-	tree, err := s.merkle(ctx)
+	tree, err := lg.Tree(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("prove seq %d: %w", req.Seq, err)
+		return nil, fmt.Errorf("prove seq %d: %w", seq, err)
 	}
 	root, err := tree.Root(cp.Size)
 	if err != nil {
-		return nil, fmt.Errorf("prove seq %d: %w", req.Seq, err)
+		return nil, fmt.Errorf("prove seq %d: %w", seq, err)
 	}
 	if !bytes.Equal(root, cp.Root) {
 		return nil, fmt.Errorf("prove seq %d: %w: checkpoint %s of %d events has root %x, this log's is %x",
-			req.Seq, ErrCheckpointDiverged, cp.ID, cp.Size, cp.Root, root)
+			seq, ErrCheckpointDiverged, cp.ID, cp.Size, cp.Root, root)
 	}
 	vt, err := cl.FetchVerifiedTx(ctx, cp.ID, maxCheckpointData)
 	if err != nil {
-		return nil, fmt.Errorf("prove seq %d: %w", req.Seq, err)
+		return nil, fmt.Errorf("prove seq %d: %w", seq, err)
 	}
 	a, err := log.DecodeAnchor(vt.Data)
 	if err != nil {
-		return nil, fmt.Errorf("prove seq %d: checkpoint %s: %w", req.Seq, cp.ID, err)
+		return nil, fmt.Errorf("prove seq %d: checkpoint %s: %w", seq, cp.ID, err)
 	}
-	p, err := log.ProveEvent(s.st.Log, tree, req.Seq, cp.Size)
+	p, err := log.ProveEvent(lg.Log, tree, seq, cp.Size)
 	if err != nil {
 		return nil, err
 	}
-	p.LogID, p.Checkpoint, p.NoteKey = s.st.Meta.LogID, string(a.Note), cp.NoteKey
+	p.LogID, p.Checkpoint, p.NoteKey = lg.ID, string(a.Note), cp.NoteKey
 	p.CheckpointTx, p.Owner, p.AnchoredAt = cp.ID, vt.Owner, vt.Height
 	if _, err := p.Verify(); err != nil {
-		return nil, fmt.Errorf("prove seq %d: %w", req.Seq, err)
+		return nil, fmt.Errorf("prove seq %d: %w", seq, err)
 	}
 	return p, nil
 }
 
-// VerifyProofRequest is a proof file to verify against a gateway. It
-// needs no store and no key.
-type VerifyProofRequest struct {
+// logIDBytes decodes a hex log id.
+func logIDBytes(id string) ([16]byte, error) {
+	var out [16]byte
+	b, err := hex.DecodeString(id)
+	if err != nil || len(b) != 16 {
+		return out, fmt.Errorf("log id %q: want 32 hex digits", id)
+	}
+	copy(out[:], b)
+	return out, nil
+}
+
+// VerifyRequest is a proof file to verify against a gateway. It needs no
+// store and no key.
+type VerifyRequest struct {
 	Proof   []byte `json:"-"`
 	Gateway string `json:"gateway,omitempty"`
 }
 
-// VerifyProofResult is what a verified proof established.
-type VerifyProofResult struct {
+// VerifyResult is what a verified proof established.
+type VerifyResult struct {
 	Seq          uint64 `json:"seq"`
 	LogID        string `json:"log_id"`
 	Type         string `json:"type"`
@@ -304,7 +278,9 @@ func rejected(format string, a ...any) error {
 	return fmt.Errorf("verify proof: %w: "+format, append([]any{ErrProofRejected}, a...)...)
 }
 
-// VerifyProof verifies a proof file without a store and without trusting
+// Verify verifies a proof file through cl (the client of req.Gateway; opts
+// build one client per gateway to compare them) without a store and
+// without trusting
 // the gateway: the proof itself (note signature, header, inclusion); the
 // anchoring transaction's own RSA-PSS signature, that its owner key hashes
 // to the proof's owner, its data (the note) and tags; that the note key is
@@ -314,7 +290,7 @@ func rejected(format string, a ...any) error {
 // consistency proofs their transactions carry, and that the
 // UC-Prev-Checkpoint link of each of them names a checkpoint the gateway
 // lists (else ErrCheckpointHidden: the gateway left one out).
-func VerifyProof(ctx context.Context, req VerifyProofRequest) (*VerifyProofResult, error) {
+func Verify(ctx context.Context, cl *arweave.Client, opts arweave.Options, req VerifyRequest) (*VerifyResult, error) {
 	p, err := log.DecodeProof(req.Proof)
 	if err != nil {
 		return nil, rejected("%w", err)
@@ -334,10 +310,6 @@ func VerifyProof(ctx context.Context, req VerifyProofRequest) (*VerifyProofResul
 	}
 	if !strings.HasPrefix(p.NoteKey, p.Owner+"+") {
 		return nil, rejected("the note key is not named after the owner %s", p.Owner)
-	}
-	cl, err := newClient(req.Gateway, nil)
-	if err != nil {
-		return nil, err
 	}
 	check := func(id string) (*arweave.VerifiedTx, mirror.CheckpointTx, log.Checkpoint, log.Anchor, error) {
 		var ct mirror.CheckpointTx
@@ -384,7 +356,7 @@ func VerifyProof(ctx context.Context, req VerifyProofRequest) (*VerifyProofResul
 		return nil, rejected("the proof says its checkpoint was anchored at block height %d (anchored_height); the gateway has transaction %s at height %d",
 			p.AnchoredAt, p.CheckpointTx, vt.Height)
 	}
-	res := &VerifyProofResult{Seq: p.Seq, LogID: p.LogID, Type: ev.Header.Type.String(), EventID: ev.Header.ID.String(),
+	res := &VerifyResult{Seq: p.Seq, LogID: p.LogID, Type: ev.Header.Type.String(), EventID: ev.Header.ID.String(),
 		EventHash: ev.Hash.String(), Time: time.UnixMilli(ev.Header.Time).UTC().Format(time.RFC3339Nano), Owner: p.Owner,
 		TreeSize: p.TreeSize, Root: hex.EncodeToString(ev.Checkpoint.Root), CheckpointTx: p.CheckpointTx, Height: vt.Height,
 		NewestSize: p.TreeSize}
@@ -458,20 +430,21 @@ func VerifyProof(ctx context.Context, req VerifyProofRequest) (*VerifyProofResul
 	if len(cl.Endpoints().Gateways) > 1 {
 		res.Sentence += " Answered by " + strings.Join(res.Answered, ", ") + "."
 	}
-	res.Gateways, res.Disagree = compareCheckpoints(ctx, cl.Endpoints(), p.Owner, lid)
+	res.Gateways, res.Disagree = CompareGateways(ctx, cl.Endpoints(), opts, p.Owner, lid)
 	if res.Disagree {
-		res.Sentence += " Warning: " + disagreement(res.Gateways) + "."
+		res.Sentence += " Warning: " + Disagreement(res.Gateways) + "."
 	}
 	return res, nil
 }
 
-// RebuildCheckpoint is what a rebuild learned from the wallet's anchored
-// checkpoints: the newest one the rebuilt log covers, checked (transaction
-// signature by the wallet, note signature, root) against the rebuilt
-// log's Merkle root. It covers the segments whatever their transport
-// (L1 or bundled), since the root commits to every event hash.
-type RebuildCheckpoint struct {
-	// Verified is set when the rebuilt log's first Size events match a
+// LogCheck is what a log fetched from Arweave (a rebuild's, a grantor's)
+// learned from the wallet's anchored checkpoints: the newest one the log
+// covers, checked (transaction signature by the wallet, note signature,
+// root) against the log's Merkle root. It covers the segments whatever
+// their transport (L1 or bundled), since the root commits to every event
+// hash.
+type LogCheck struct {
+	// Verified is set when the log's first Size events match a
 	// checkpoint signed by the wallet.
 	Verified bool   `json:"verified"`
 	Size     uint64 `json:"size,omitempty"`
@@ -482,16 +455,16 @@ type RebuildCheckpoint struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// checkRebuilt compares the rebuilt log (its tree) with the newest
+// CheckLog compares a fetched log (its tree) with the newest
 // checkpoint of at most head events that owner anchored for logID. A
 // checkpoint whose transaction verifies but whose root differs is
 // ErrCheckpointDiverged; one whose transaction does not verify is
 // arweave.ErrTxSignature. A checkpoint the gateway serves only as pending
 // is passed over for an older one.
-func checkRebuilt(ctx context.Context, cl mirror.Gateway, owner string, logID [16]byte, tree *log.Tree, head uint64) (RebuildCheckpoint, error) {
+func CheckLog(ctx context.Context, cl mirror.Gateway, owner string, logID [16]byte, tree *log.Tree, head uint64) (LogCheck, error) {
 	cps, err := mirror.FindCheckpoints(ctx, cl, owner, logID)
 	if err != nil {
-		return RebuildCheckpoint{Reason: err.Error()}, nil
+		return LogCheck{Reason: err.Error()}, nil
 	}
 	for i := len(cps) - 1; i >= 0; i-- {
 		c := cps[i]
@@ -503,40 +476,40 @@ func checkRebuilt(ctx context.Context, cl mirror.Gateway, owner string, logID [1
 		case errors.Is(err, arweave.ErrTxPending):
 			continue
 		case errors.Is(err, arweave.ErrTxSignature):
-			return RebuildCheckpoint{}, fmt.Errorf("check checkpoint %s: %w", c.ID, err)
+			return LogCheck{}, fmt.Errorf("check checkpoint %s: %w", c.ID, err)
 		case err != nil:
-			return RebuildCheckpoint{Reason: err.Error()}, nil
+			return LogCheck{Reason: err.Error()}, nil
 		}
 		if vt.Owner != owner {
-			return RebuildCheckpoint{}, fmt.Errorf("check checkpoint %s: %w: signed by %s, not %s", c.ID, arweave.ErrTxSignature, vt.Owner, owner)
+			return LogCheck{}, fmt.Errorf("check checkpoint %s: %w: signed by %s, not %s", c.ID, arweave.ErrTxSignature, vt.Owner, owner)
 		}
 		ct, err := mirror.ParseCheckpointTags(logID, vt.Tags)
 		if err != nil {
-			return RebuildCheckpoint{}, fmt.Errorf("check checkpoint %s: %w", c.ID, err)
+			return LogCheck{}, fmt.Errorf("check checkpoint %s: %w", c.ID, err)
 		}
 		a, err := log.DecodeAnchor(vt.Data)
 		if err != nil {
-			return RebuildCheckpoint{}, fmt.Errorf("check checkpoint %s: %w", c.ID, err)
+			return LogCheck{}, fmt.Errorf("check checkpoint %s: %w", c.ID, err)
 		}
 		if !strings.HasPrefix(ct.NoteKey, owner+"+") {
-			return RebuildCheckpoint{}, fmt.Errorf("check checkpoint %s: %w: note key not named after %s", c.ID, log.ErrBadProof, owner)
+			return LogCheck{}, fmt.Errorf("check checkpoint %s: %w: note key not named after %s", c.ID, log.ErrBadProof, owner)
 		}
 		cp, err := log.OpenCheckpoint(a.Note, ct.NoteKey)
 		if err != nil {
-			return RebuildCheckpoint{}, fmt.Errorf("check checkpoint %s: %w", c.ID, err)
+			return LogCheck{}, fmt.Errorf("check checkpoint %s: %w", c.ID, err)
 		}
 		if cp.Origin != log.CheckpointOrigin(hex.EncodeToString(logID[:])) || cp.Size != ct.Size || !bytes.Equal(cp.Root, ct.Root) {
-			return RebuildCheckpoint{}, fmt.Errorf("check checkpoint %s: %w: its tags disagree with its note", c.ID, log.ErrBadProof)
+			return LogCheck{}, fmt.Errorf("check checkpoint %s: %w: its tags disagree with its note", c.ID, log.ErrBadProof)
 		}
 		root, err := tree.Root(cp.Size)
 		if err != nil {
-			return RebuildCheckpoint{}, fmt.Errorf("check checkpoint %s: %w", c.ID, err)
+			return LogCheck{}, fmt.Errorf("check checkpoint %s: %w", c.ID, err)
 		}
 		if !bytes.Equal(root, cp.Root) {
-			return RebuildCheckpoint{}, fmt.Errorf("%w: checkpoint %s of %d events, signed by the wallet, has root %x; the rebuilt log's is %x",
+			return LogCheck{}, fmt.Errorf("%w: checkpoint %s of %d events, signed by the wallet, has root %x; the rebuilt log's is %x",
 				ErrCheckpointDiverged, c.ID, cp.Size, cp.Root, root)
 		}
-		return RebuildCheckpoint{Verified: true, Size: cp.Size, TxID: c.ID, Height: vt.Height}, nil
+		return LogCheck{Verified: true, Size: cp.Size, TxID: c.ID, Height: vt.Height}, nil
 	}
-	return RebuildCheckpoint{Reason: "no checkpoint anchored for the rebuilt events"}, nil
+	return LogCheck{Reason: "no checkpoint anchored for the rebuilt events"}, nil
 }
