@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/unlimitedcontext/ucl/index"
 	"github.com/unlimitedcontext/ucl/projections/dedup"
 	"github.com/unlimitedcontext/ucl/projections/projstd"
 	"github.com/unlimitedcontext/ucl/projections/timelines"
@@ -108,7 +109,7 @@ func dedupeOn(ctx context.Context, set *projstd.Set, req DedupeRequest, th float
 	if set.Dedup == nil {
 		return nil, fmt.Errorf("dedupe: the dedup projection is not open")
 	}
-	keep := filterOf(req.Sessions, req.Kinds, 0, 0)
+	keep := index.Filter(req.Sessions, req.Kinds, 0, 0)
 	var items []dedup.Item
 	if err := set.Dedup.Each(func(it dedup.Item) error {
 		if keep(it) {
@@ -226,7 +227,7 @@ func dedupeOn(ctx context.Context, set *projstd.Set, req DedupeRequest, th float
 		for _, i := range ms {
 			c := chunks[i]
 			g.Members = append(g.Members, DedupeMember{ID: c.ID, Seq: c.Seq, Time: time.UnixMilli(c.Time).UTC().Format(time.RFC3339),
-				Session: c.Session, Role: c.Role, Kind: c.Kind.String(), Snippet: shorten(c.Content, indexSnippetRunes)})
+				Session: c.Session, Role: c.Role, Kind: c.Kind.String(), Snippet: index.Snippet(c.Content)})
 			if dedup.Hash(c.Content) != h0 {
 				g.Exact = false
 			}

@@ -65,7 +65,7 @@
 //	Get(ctx, GetRequest) (*GetResult, error)                     chunks by id, documents by parent (Content: the exact text); History: every version
 //	Edit(ctx, EditRequest) (*EditResult, error)                  a new version of an item (documents re-chunked whole); ErrUnknownItem, ErrTombstoned, ErrEditChunk
 //	Thread(ctx, ThreadRequest) (*ThreadResult, error)            parent (reply-to) links followed up and down, tool calls included
-//	Index(ctx, IndexRequest) (*IndexResult, error)               a navigable map under a token budget (index.go)
+//	Index(ctx, IndexRequest) (*IndexResult, error)               a navigable map under a token budget (package index; links as data)
 //	Dedupe(ctx, DedupeRequest) (*DedupeResult, error)            near-duplicate groups (MinHash); changes nothing
 //	CatchUp(ctx, CatchUpRequest) (*ProjectionsResult, error)
 //	ProjectionStatus(ctx, ProjectionStatusRequest) (*ProjectionsResult, error)

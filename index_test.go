@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unlimitedcontext/ucl/index"
 	"github.com/unlimitedcontext/ucl/internal/textutil"
 	"github.com/unlimitedcontext/ucl/query"
 )
@@ -83,7 +84,7 @@ func checkIndex(t *testing.T, s *Store, res *IndexResult, budget int) {
 		if _, err := s.Session(context.Background(), SessionRequest{ID: g.Key, Limit: 1}); err != nil {
 			t.Fatalf("session group %q does not open: %v", g.Key, err)
 		}
-		if !strings.Contains(res.Text, "→ "+g.CLI+"\n") && !strings.Contains(res.Text, "→ "+g.Open+"\n") {
+		if !strings.Contains(res.Text, "→ "+g.Open.String()+"\n") {
 			t.Fatalf("session group %q: its call is not in the text", g.Key)
 		}
 	}
@@ -106,7 +107,7 @@ func TestIndexUnderBudgetAtEveryScale(t *testing.T) {
 				t.Fatal(err)
 			}
 			now := last.Add(24 * time.Hour).Format(time.RFC3339)
-			for _, budget := range []int{MinIndexBudget, 1000, 4000} {
+			for _, budget := range []int{index.MinBudget, 1000, 4000} {
 				for _, q := range []string{"cello", ""} {
 					t0 := time.Now()
 					res, err := s.Index(ctx, IndexRequest{Query: q, Budget: budget, Now: now})
@@ -128,11 +129,11 @@ func TestIndexUnderBudgetAtEveryScale(t *testing.T) {
 						len(res.Sessions), len(res.Sessions)+res.Omitted.Sessions, len(res.Months), len(res.Topics))
 					switch {
 					case budget < 4000:
-					case want <= IndexFull && len(res.Items) != want:
+					case want <= index.Full && len(res.Items) != want:
 						t.Fatalf("%d matches: %d shown in full", want, len(res.Items))
-					case want > IndexFull && want <= IndexSnippets && len(res.Snippets) == 0:
+					case want > index.Full && want <= index.Snippets && len(res.Snippets) == 0:
 						t.Fatalf("%d matches: no snippets", want)
-					case want > IndexSnippets && (len(res.Sessions) == 0 || len(res.Months) == 0):
+					case want > index.Snippets && (len(res.Sessions) == 0 || len(res.Months) == 0):
 						t.Fatalf("%d matches: no groups", want)
 					}
 				}
@@ -168,7 +169,7 @@ func TestIndexTopicsAndZoom(t *testing.T) {
 	s := newTestStore(t)
 	last := fillIndexStore(t, s, 1200)
 	now := last.Add(time.Hour).Format(time.RFC3339)
-	res, err := s.Index(ctx, IndexRequest{Query: "cello", Budget: 6000, Now: now, For: "mcp"})
+	res, err := s.Index(ctx, IndexRequest{Query: "cello", Budget: 6000, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,13 +177,21 @@ func TestIndexTopicsAndZoom(t *testing.T) {
 	if len(res.Topics) == 0 || len(res.Months) == 0 {
 		t.Fatalf("no topics or months: %s", res.Text)
 	}
-	if !strings.Contains(res.Text, "uc_index {") {
-		t.Fatalf("mcp index names no uc_index call:\n%s", res.Text)
+	if !strings.Contains(res.Text, " → index {") {
+		t.Fatalf("index names no index call:\n%s", res.Text)
 	}
-	// A month group's call opens its matches: a smaller index.
+	// A month group's call opens its matches: a smaller index. The link is
+	// data: a method of the table and its request's fields.
 	g := res.Months[len(res.Months)-1]
+	if m, ok := MethodByName(g.Open.Method); !ok || m.Name != "index" {
+		t.Fatalf("month link %+v: not the index method", g.Open)
+	}
 	var args IndexRequest
-	if err := json.Unmarshal([]byte(strings.TrimPrefix(g.Open, "uc_index ")), &args); err != nil {
+	b, err := json.Marshal(g.Open.Args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &args); err != nil {
 		t.Fatalf("%s: %v", g.Open, err)
 	}
 	args.Budget = 6000
@@ -210,7 +219,7 @@ func TestIndexBadInput(t *testing.T) {
 	if _, err := s.Index(ctx, IndexRequest{Budget: 10}); !errors.Is(err, query.ErrBadBudget) {
 		t.Fatalf("tiny budget: %v", err)
 	}
-	for _, req := range []IndexRequest{{Since: "nope"}, {Kinds: []string{"poems"}}, {For: "llm"}, {Since: "2023-02-01", Until: "2023-01-01"}} {
+	for _, req := range []IndexRequest{{Since: "nope"}, {Kinds: []string{"poems"}}, {Since: "2023-02-01", Until: "2023-01-01"}} {
 		if _, err := s.Index(ctx, req); !errors.Is(err, ErrBadRequest) {
 			t.Fatalf("%+v: %v", req, err)
 		}
@@ -238,7 +247,7 @@ func TestIndexLongMatchesDegrade(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkIndex(t, s, res, budget)
-		if res.Matches <= 5 || res.Matches > IndexFull {
+		if res.Matches <= 5 || res.Matches > index.Full {
 			t.Fatalf("matches %d: the documents should be a few chunks each", res.Matches)
 		}
 		if len(res.Items)+len(res.Snippets) == 0 {

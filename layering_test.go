@@ -28,6 +28,7 @@ var forbiddenDeps = map[string][]string{
 	// The features moved out of the engine work on what it hands them,
 	// never on the store layout or the projections.
 	"proof": {"internal/store", "projections", "snapshot", "query"},
+	"index": {"internal/store", "snapshot", "arweave", "internal/mirror"},
 }
 
 // TestLayering asserts the import directions: front ends (cmd/..., the

@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	engine "github.com/unlimitedcontext/ucl"
+	"github.com/unlimitedcontext/ucl/index"
 	"github.com/unlimitedcontext/ucl/internal/mcpserver"
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections/projtest"
@@ -88,7 +89,7 @@ type tsRun struct {
 			IsError bool   `json:"isError"`
 			Text    string `json:"text"`
 		} `json:"wizard"`
-		IndexOverview engine.IndexOverview `json:"indexOverview"`
+		IndexOverview index.Overview `json:"indexOverview"`
 		ByName        struct {
 			IsError bool   `json:"isError"`
 			ID      string `json:"id"`

@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/unlimitedcontext/ucl"
+	"github.com/unlimitedcontext/ucl/index"
 	"github.com/unlimitedcontext/ucl/query"
 )
 
@@ -37,12 +38,12 @@ max(bytes/4, 4/3 per word)). Deterministic for a given --now.`,
 		if c.NArg() > 1 {
 			return usage(`quote the query: ucl index "text with spaces"`, "too many arguments")
 		}
-		if b := c.Int("budget"); b < ucl.MinIndexBudget {
-			return usage(fmt.Sprintf("--budget takes at least %d tokens, e.g. --budget 2000", ucl.MinIndexBudget), "bad --budget %d", b)
+		if b := c.Int("budget"); b < index.MinBudget {
+			return usage(fmt.Sprintf("--budget takes at least %d tokens, e.g. --budget 2000", index.MinBudget), "bad --budget %d", b)
 		}
 		req := ucl.IndexRequest{Query: c.Args().First(), Budget: c.Int("budget"), Sessions: c.StringSlice("session"),
 			Kinds: c.StringSlice("kind"), Since: c.String("since"), Until: c.String("until"), Now: c.String("now"),
-			NoTemporal: c.Bool("no-time"), For: "cli"}
+			NoTemporal: c.Bool("no-time")}
 		for _, k := range req.Kinds {
 			switch k {
 			case "conversation", "document", "knowledge", "tool_call", "profile":
@@ -68,6 +69,9 @@ max(bytes/4, 4/3 per word)). Deterministic for a given --now.`,
 			if err != nil {
 				return err
 			}
+			// The engine gives each group's call as data; the text shows
+			// it as the command that opens it (the JSON keeps the data).
+			index.Rewrite(res, cliCommand)
 			if jsonOut(c) {
 				return printJSON(c, res)
 			}
@@ -140,4 +144,62 @@ item of the same session, role and kind already returns that item instead.)`,
 			return nil
 		})
 	},
+}
+
+// cliCommand renders an index link (an engine method and its request's
+// fields) as the ucl command that runs it.
+func cliCommand(l index.Link) string {
+	cmd := []string{"ucl"}
+	str := func(k string) string { v, _ := l.Args[k].(string); return v }
+	switch l.Method {
+	case "session":
+		return "ucl session show " + shellQuote(str("id"))
+	case "index":
+		cmd = append(cmd, "index")
+		if q := str("query"); q != "" {
+			cmd = append(cmd, shellQuote(q))
+		}
+		for _, f := range []struct{ arg, flag string }{{"sessions", "--session"}, {"kinds", "--kind"}} {
+			for _, v := range strList(l.Args[f.arg]) {
+				cmd = append(cmd, f.flag, shellQuote(v))
+			}
+		}
+		for _, f := range []string{"since", "until", "now"} {
+			if v := str(f); v != "" {
+				cmd = append(cmd, "--"+f, shellQuote(v))
+			}
+		}
+		return strings.Join(cmd, " ")
+	}
+	// A method the index does not link to today: as the engine gives it
+	// (TestIndexLinksAsCommands holds the two it does).
+	return l.String()
+}
+
+// strList is a link argument's list of strings: []string in the owner's
+// process, []any once it crossed the socket as JSON.
+func strList(v any) []string {
+	switch v := v.(type) {
+	case []string:
+		return v
+	case []any:
+		out := make([]string, 0, len(v))
+		for _, x := range v {
+			if s, ok := x.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// shellQuote quotes s for a POSIX shell unless it needs none.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '-' || r == '_' || r == '.' || r == ':' || r == '/' || r == '#' || (r >= '0' && r <= '9') || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z'))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

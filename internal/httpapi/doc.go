@@ -26,7 +26,7 @@
 //	                                  ucl.AppendRequest (application/json) → ucl.AppendResult
 //	POST   /v1/query                  ucl.SearchRequest → ucl.SearchResult
 //	POST   /v1/context                ucl.ContextRequest → ucl.ContextResult
-//	POST   /v1/index                  ucl.IndexRequest → ucl.IndexResult (the navigable index)
+//	POST   /v1/index                  ucl.IndexRequest → ucl.IndexResult (the navigable index; links as data, index/doc.go)
 //	POST   /v1/get                    ucl.GetRequest → ucl.GetResult
 //	POST   /v1/dedupe                 ucl.DedupeRequest → ucl.DedupeResult
 //	GET    /v1/profile?subject=S      ucl.ProfileResult (derived memory: the current profiles)

@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -45,13 +46,11 @@ func TestIndex(t *testing.T) {
 		t.Fatalf("index of 700: %+v\n%s", out, text)
 	}
 	m := out.Months[0]
-	if !strings.HasPrefix(m.Open, "uc_index ") || !strings.Contains(text, m.Open) {
+	if m.Open.Tool != "uc_index" || !strings.Contains(text, " → "+m.Open.String()+"\n") {
 		t.Fatalf("month group call %q not in the text:\n%s", m.Open, text)
 	}
 	var args IndexIn
-	if err := json.Unmarshal([]byte(strings.TrimPrefix(m.Open, "uc_index ")), &args); err != nil {
-		t.Fatal(err)
-	}
+	strictArgs(t, m.Open, &args)
 	sub, _ := ok[IndexOut](e, "uc_index", args)
 	if sub.Matches != m.Matches {
 		t.Fatalf("month %s: %d matches in the group, %d when opened", m.Key, m.Matches, sub.Matches)
@@ -67,6 +66,54 @@ func TestIndex(t *testing.T) {
 	e.fails("uc_index", IndexIn{Kinds: []string{"email"}}, "kinds")
 	e.fails("uc_index", IndexIn{Since: "soon"}, "since")
 	e.fails("uc_index", IndexIn{Now: "whenever"}, "now")
+}
+
+// strictArgs decodes a tool call's arguments into in, refusing a name the
+// tool does not take.
+func strictArgs(t *testing.T, c ToolCall, in any) {
+	t.Helper()
+	b, err := json.Marshal(c.Arguments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(in); err != nil {
+		t.Fatalf("%s: %v", c, err)
+	}
+}
+
+// The engine returns each group's call as data (a method and its
+// request's fields); uc_index shows it as a call of this server's tools,
+// in the text and the structured result, with the tools' own argument
+// names, and the call opens the group.
+func TestIndexLinksAreToolCalls(t *testing.T) {
+	e := newEnv(t)
+	var sb strings.Builder
+	for i := 0; i < 600; i++ {
+		fmt.Fprintf(&sb, `{"session":"h%02d","role":"user","content":"Harbour log %d, berth %d.","time":"2023-%02d-10T10:00:00Z"}`+"\n", i/30, i, i%41, 1+i%5)
+	}
+	if _, err := e.store.Append(t.Context(), appendReq(sb.String())); err != nil {
+		t.Fatal(err)
+	}
+	out, text := ok[IndexOut](e, "uc_index", IndexIn{Budget: 1200})
+	if len(out.Sessions) == 0 || out.Tokens > 1200 || textutil.EstimateTokens(text) > 1200 {
+		t.Fatalf("index of the store: %+v\n%s", out, text)
+	}
+	if strings.Contains(text, " → session {") || strings.Contains(text, " → index {") || strings.Contains(text, "ucl ") {
+		t.Fatalf("a link is not in the MCP syntax:\n%s", text)
+	}
+	for _, g := range out.Sessions {
+		if g.Open.Tool != "uc_get_session" || !strings.Contains(text, " → "+g.Open.String()+"\n") {
+			t.Fatalf("session group %s: call %s not in the text:\n%s", g.Key, g.Open, text)
+		}
+		var in SessionIn
+		strictArgs(t, g.Open, &in)
+		got, _ := ok[SessionOut](e, "uc_get_session", in)
+		if got.Session.ID != g.Key {
+			t.Fatalf("the call of session group %s opened %+v", g.Key, got.Session)
+		}
+	}
 }
 
 func TestStoreDuplicate(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/unlimitedcontext/ucl"
+	"github.com/unlimitedcontext/ucl/index"
 	"github.com/unlimitedcontext/ucl/internal/ingest"
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections/timelines"
@@ -763,12 +764,12 @@ func (s *server) toolPeriod(ctx context.Context, _ *mcp.CallToolRequest, in Peri
 // ucl.IndexSnippets of them.
 func (s *server) sessionless(ctx context.Context, kinds []string, since, until int64) ([]ucl.Item, int, error) {
 	res, err := s.eng.Index(ctx, ucl.IndexRequest{Sessions: []string{""}, Kinds: kinds, Since: fmtMS(since), Until: fmtMS(until),
-		Now: s.now(), Budget: maxIndexBudget, For: "mcp"})
+		Now: s.now(), Budget: maxIndexBudget})
 	if err != nil {
 		return nil, 0, engineErr("period", err)
 	}
 	var ids []string
-	for _, list := range [][]ucl.IndexItem{res.Items, res.Snippets} {
+	for _, list := range [][]index.Item{res.Items, res.Snippets} {
 		for _, it := range list {
 			ids = append(ids, it.ID)
 		}

@@ -1,4 +1,4 @@
-package ucl
+package index
 
 import (
 	"context"
@@ -16,46 +16,78 @@ import (
 	"github.com/unlimitedcontext/ucl/query"
 )
 
-// Index tiers and bounds (see Store.Index).
+// Tiers and bounds (see Build).
 const (
-	// IndexFull is how many matches the index shows in full at most.
-	IndexFull = 50
-	// IndexSnippets is how many matches it lists as dated snippets at most.
-	IndexSnippets = 500
-	// IndexMaxMatches caps the matches of a query the index counts and
-	// groups; beyond it the counts are lower bounds (Capped).
-	IndexMaxMatches = 200_000
-	// MinIndexBudget is the smallest token budget an index accepts.
-	MinIndexBudget = 100
-	// indexSnippetRunes is the length of a snippet or a group's summary.
-	indexSnippetRunes = 140
-	// indexTopics is how many topic clusters the index builds at most.
-	indexTopics = 12
+	// Full is how many matches the index shows in full at most.
+	Full = 50
+	// Snippets is how many matches it lists as dated snippets at most.
+	Snippets = 500
+	// MaxMatches caps the matches of a query the index counts and groups;
+	// beyond it the counts are lower bounds (Capped).
+	MaxMatches = 200_000
+	// MinBudget is the smallest token budget an index accepts.
+	MinBudget = 100
+	// snippetRunes is the length of a snippet or a group's summary.
+	snippetRunes = 140
+	// maxTopics is how many topic clusters the index builds at most.
+	maxTopics = 12
 )
 
-// IndexRequest asks for a navigable map of the store (no Query) or of the
-// items matching Query.
-type IndexRequest struct {
-	// Query selects the items whose text matches (full-text, any term;
-	// time phrases such as "last week" become a time filter). Empty: every
-	// live item.
-	Query    string   `json:"query,omitempty"`
-	Budget   int      `json:"budget,omitempty"` // tokens of Text (0: DefaultBudget)
-	Now      string   `json:"now,omitempty"`    // reference time (default: now)
-	Sessions []string `json:"sessions,omitempty"`
-	Kinds    []string `json:"kinds,omitempty"`
-	Since    string   `json:"since,omitempty"`
-	Until    string   `json:"until,omitempty"`
-	// NoTemporal keeps time phrases in Query as words.
-	NoTemporal bool `json:"no_temporal,omitempty"`
-	// For says whose calls Text names to open a group: "cli" (default,
-	// `ucl ...` commands) or "mcp" (MCP tool calls).
-	For      string   `json:"for,omitempty"`
-	Progress Progress `json:"-"`
+// Request is what Build maps: an index request parsed by the engine.
+type Request struct {
+	// Query is the query as asked (shown in the header and repeated in
+	// links); Text its words left once time phrases became Since/Until
+	// ("": every live item); Empty is set when the time phrases leave no
+	// window (nothing matches).
+	Query string
+	Text  string
+	Empty bool
+	// Sessions and Kinds filter (empty: all); Since and Until bound the
+	// content time (unix ms, 0: open).
+	Sessions, Kinds []string
+	Since, Until    int64
+	// Now is the reference time; NowArg the request's own "now" ("" if it
+	// gave none), repeated in links so they open the same view.
+	Now    time.Time
+	NowArg string
+	Budget int // tokens of Text, at least MinBudget
 }
 
-// IndexItem is one match shown in full (Content) or as a snippet.
-type IndexItem struct {
+// Link is a call that opens a group: an engine method (its wire name in
+// the method table) and the arguments of its request (by their JSON
+// names). Each face renders it in its own syntax (a CLI command, an MCP
+// tool call); String is the engine's own form.
+type Link struct {
+	Method string         `json:"method"`
+	Args   map[string]any `json:"args"`
+}
+
+// String renders the link as METHOD {ARGS as JSON}, the form Text carries.
+func (l Link) String() string { return l.Method + " " + callJSON(l.Args) }
+
+// reserve is how many tokens more than String a line counts for its link,
+// so that a face's own rendering of it still fits the budget: a rendering
+// may be up to 4+8·v bytes (plus 3 per single quote in a value) and 1+2·v
+// words longer than String, v the link's values (strings, list items).
+func (l Link) reserve() int {
+	v, quotes := 0, 0
+	count := func(s string) { v++; quotes += strings.Count(s, "'") }
+	for _, a := range l.Args {
+		switch a := a.(type) {
+		case string:
+			count(a)
+		case []string:
+			for _, s := range a {
+				count(s)
+			}
+		}
+	}
+	bytes, words := 4+8*v+3*quotes, 1+2*v
+	return max((bytes+3)/4, (words*4+2)/3) + 1
+}
+
+// Item is one match shown in full (Content) or as a snippet.
+type Item struct {
 	ID      string `json:"id"`
 	Seq     uint64 `json:"seq"`
 	Time    string `json:"time"`
@@ -66,8 +98,8 @@ type IndexItem struct {
 	Snippet string `json:"snippet,omitempty"`
 }
 
-// IndexGroup is a group of matches: a session, a month or a topic.
-type IndexGroup struct {
+// Group is a group of matches: a session, a month or a topic.
+type Group struct {
 	Key      string   `json:"key"` // session id, YYYY-MM, or topic term
 	Label    string   `json:"label,omitempty"`
 	Matches  int      `json:"matches"`
@@ -76,15 +108,15 @@ type IndexGroup struct {
 	Last     string   `json:"last"`
 	Summary  string   `json:"summary,omitempty"` // the session's L0 summary (shortened)
 	IDs      []string `json:"session_ids,omitempty"`
-	// Open is the MCP call and CLI the command that open the group.
-	Open string `json:"open"`
-	CLI  string `json:"cli"`
+	// Open is the call that opens the group; Text shows it (as
+	// Link.String, or as a face rewrote it) after the group's line.
+	Open Link `json:"open"`
 }
 
-// IndexOverview counts the matches by content time, in disjoint windows
+// Overview counts the matches by content time, in disjoint windows
 // before Now (UTC): today, earlier this week (from Monday), earlier this
 // month, older. Later counts content times after Now.
-type IndexOverview struct {
+type Overview struct {
 	Later     int `json:"later,omitempty"`
 	Today     int `json:"today"`
 	ThisWeek  int `json:"this_week"`
@@ -92,106 +124,48 @@ type IndexOverview struct {
 	Older     int `json:"older"`
 }
 
-// IndexOmitted counts what matched but the budget left out.
-type IndexOmitted struct {
+// Omitted counts what matched but the budget left out.
+type Omitted struct {
 	Matches  int `json:"matches"`
 	Sessions int `json:"sessions"`
 	Months   int `json:"months"`
 	Topics   int `json:"topics"`
 }
 
-// IndexResult is the index: structured, and as Text under the budget.
-type IndexResult struct {
-	Query    string        `json:"query,omitempty"`
-	Now      string        `json:"now"`
-	Since    int64         `json:"since_ms,omitempty"` // effective time filter
-	Until    int64         `json:"until_ms,omitempty"`
-	Matches  int           `json:"matches"`
-	Capped   bool          `json:"capped,omitempty"` // Matches is a lower bound
-	Overview IndexOverview `json:"overview"`
-	Items    []IndexItem   `json:"items"`
-	Snippets []IndexItem   `json:"snippets"`
-	Sessions []IndexGroup  `json:"sessions"`
-	Months   []IndexGroup  `json:"months"`
-	Topics   []IndexGroup  `json:"topics"`
-	Omitted  IndexOmitted  `json:"omitted"`
-	Budget   int           `json:"budget"`
-	Tokens   int           `json:"tokens"` // textutil.EstimateTokens(Text)
-	Text     string        `json:"text"`
+// Result is the index: structured, and as Text under the budget.
+type Result struct {
+	Query    string   `json:"query,omitempty"`
+	Now      string   `json:"now"`
+	Since    int64    `json:"since_ms,omitempty"` // effective time filter
+	Until    int64    `json:"until_ms,omitempty"`
+	Matches  int      `json:"matches"`
+	Capped   bool     `json:"capped,omitempty"` // Matches is a lower bound
+	Overview Overview `json:"overview"`
+	Items    []Item   `json:"items"`
+	Snippets []Item   `json:"snippets"`
+	Sessions []Group  `json:"sessions"`
+	Months   []Group  `json:"months"`
+	Topics   []Group  `json:"topics"`
+	Omitted  Omitted  `json:"omitted"`
+	Budget   int      `json:"budget"`
+	Tokens   int      `json:"tokens"` // textutil.EstimateTokens(Text)
+	Text     string   `json:"text"`
 }
 
-// Index builds a map of the store an LLM can navigate with the other
-// calls, always within req.Budget tokens (textutil.EstimateTokens of Text):
-// up to IndexFull matches in full when there are that few; else up to
-// IndexSnippets as dated snippets with ids; beyond that groups — sessions
-// (with counts, time spans, L0 summaries), months and topic clusters (the
-// sessions' L0 key terms, clustered greedily) — each with the call that
-// opens it, then the best matches as snippets in the budget left; and
-// always a time overview. Matches of a query are ranked by BM25 (ties by
-// chunk id); without a query, newest first. It is deterministic given Now.
-func (s *Store) Index(ctx context.Context, req IndexRequest) (*IndexResult, error) {
-	if req.Budget == 0 {
-		req.Budget = DefaultBudget
-	}
-	if req.Budget < MinIndexBudget {
-		return nil, fmt.Errorf("index: budget %d: %w: want at least %d tokens", req.Budget, query.ErrBadBudget, MinIndexBudget)
-	}
-	switch req.For {
-	case "", "cli", "mcp":
-	default:
-		return nil, badRequest("index: for %q: want cli or mcp", req.For)
-	}
-	for _, k := range req.Kinds {
-		switch k {
-		case "conversation", "document", "knowledge", "tool_call", "profile":
-		default:
-			return nil, fmt.Errorf("unknown kind %q: %w", k, ErrBadRequest)
-		}
-	}
-	since, err := parseTime("since", req.Since)
-	if err != nil {
-		return nil, err
-	}
-	until, err := parseTime("until", req.Until)
-	if err != nil {
-		return nil, err
-	}
-	if since != 0 && until != 0 && until <= since {
-		return nil, badRequest("empty time range")
-	}
-	now := time.Now().UTC()
-	if req.Now != "" {
-		ms, err := parseTime("now", req.Now)
-		if err != nil {
-			return nil, err
-		}
-		now = time.UnixMilli(ms).UTC()
-	}
-	text := strings.TrimSpace(req.Query)
-	empty := false // the time phrases leave no window
-	if text != "" && !req.NoTemporal {
-		if t := query.ParseTemporal(text, now); len(t.Matches) > 0 {
-			text = t.Text
-			if t.Since != 0 && t.Since > since {
-				since = t.Since
-			}
-			if t.Until != 0 && (until == 0 || t.Until < until) {
-				until = t.Until
-			}
-			empty = since != 0 && until != 0 && until <= since
-		}
-	}
-	var res *IndexResult
-	err = s.readProj(ctx, req.Progress, func(set *projstd.Set, _ bool) error {
-		var err error
-		res, err = buildIndex(ctx, set, req, text, now, since, until, empty)
-		return err
-	})
-	return res, err
-}
-
-// buildIndex is Index over a set at the log head.
-func buildIndex(ctx context.Context, set *projstd.Set, req IndexRequest, text string, now time.Time, since, until int64, empty bool) (*IndexResult, error) {
+// Build builds a map of the store an LLM can navigate with the other
+// calls, always within req.Budget tokens (textutil.EstimateTokens of Text,
+// with each link counted as its face may render it, see Link): up to Full
+// matches in full when there are that few; else up to Snippets as dated
+// snippets with ids; beyond that groups — sessions (with counts, time
+// spans, L0 summaries), months and topic clusters (the sessions' L0 key
+// terms, clustered greedily) — each with the call that opens it, then the
+// best matches as snippets in the budget left; and always a time
+// overview. Matches of a query are ranked by BM25 (ties by chunk id);
+// without a query, newest first. It is deterministic given req.Now. set
+// must be at the log head; it reads its dedup, timelines, full-text and
+// summary projections.
+func Build(ctx context.Context, set *projstd.Set, req Request) (*Result, error) {
+	text, now, since, until, empty := req.Text, req.Now, req.Since, req.Until, req.Empty
 	if set.Dedup == nil || set.Timelines == nil {
 		return nil, fmt.Errorf("index: the dedup and timelines projections are needed")
 	}
@@ -203,11 +177,11 @@ func buildIndex(ctx context.Context, set *projstd.Set, req IndexRequest, text st
 		if set.FTS == nil {
 			return nil, fmt.Errorf("index: the full-text projection is needed for a query")
 		}
-		hits, err := set.FTS.Search(ctx, fts.Query{Text: text, K: IndexMaxMatches, Sessions: req.Sessions, Kinds: req.Kinds, Since: since, Until: until})
+		hits, err := set.FTS.Search(ctx, fts.Query{Text: text, K: MaxMatches, Sessions: req.Sessions, Kinds: req.Kinds, Since: since, Until: until})
 		if err != nil {
 			return nil, fmt.Errorf("index: %w", err)
 		}
-		capped = len(hits) == IndexMaxMatches
+		capped = len(hits) == MaxMatches
 		ids := make([]string, len(hits))
 		for i, h := range hits {
 			ids[i] = h.ChunkID
@@ -216,7 +190,7 @@ func buildIndex(ctx context.Context, set *projstd.Set, req IndexRequest, text st
 			return nil, fmt.Errorf("index: %w", err)
 		}
 	default:
-		keep := filterOf(req.Sessions, req.Kinds, since, until)
+		keep := Filter(req.Sessions, req.Kinds, since, until)
 		err := set.Dedup.Each(func(it dedup.Item) error {
 			if keep(it) {
 				matches = append(matches, it)
@@ -238,16 +212,18 @@ func buildIndex(ctx context.Context, set *projstd.Set, req IndexRequest, text st
 		})
 	}
 	b := &indexBuilder{set: set, req: req, text: text, now: now, since: since, until: until, matches: matches}
-	res := &IndexResult{Query: req.Query, Now: now.Format(time.RFC3339), Since: since, Until: until,
+	res := &Result{Query: req.Query, Now: now.Format(time.RFC3339), Since: since, Until: until,
 		Matches: len(matches), Capped: capped, Budget: req.Budget,
-		Items: []IndexItem{}, Snippets: []IndexItem{}, Sessions: []IndexGroup{}, Months: []IndexGroup{}, Topics: []IndexGroup{}}
+		Items: []Item{}, Snippets: []Item{}, Sessions: []Group{}, Months: []Group{}, Topics: []Group{}}
 	if err := b.build(res); err != nil {
 		return nil, fmt.Errorf("index: %w", err)
 	}
 	return res, nil
 }
 
-func filterOf(sessions, kinds []string, since, until int64) func(dedup.Item) bool {
+// Filter reports whether an item is in one of sessions and kinds (empty:
+// any) with a content time in [since, until) (0: open).
+func Filter(sessions, kinds []string, since, until int64) func(dedup.Item) bool {
 	in := func(list []string, v string) bool {
 		if len(list) == 0 {
 			return true
@@ -268,14 +244,21 @@ func filterOf(sessions, kinds []string, since, until int64) func(dedup.Item) boo
 // indexBuilder packs an index under the budget.
 type indexBuilder struct {
 	set          *projstd.Set
-	req          IndexRequest
+	req          Request
 	text         string
 	now          time.Time
 	since, until int64
 	matches      []dedup.Item
 
 	lines  []string
-	tokens int // sum of EstimateTokens(line+"\n"): at least the text's count minus one
+	tokens int // sum of EstimateTokens(line+"\n") and links' reserves: at least the text's count minus one
+}
+
+// line is a line of a section and the tokens it counts for beyond its
+// own: its link's reserve.
+type line struct {
+	text  string
+	extra int
 }
 
 // fits reports whether line (and reserve tokens after it) still fit.
@@ -291,24 +274,57 @@ func (b *indexBuilder) add(line string) {
 // section adds title and then lines while they fit under limit tokens
 // used in total (and the budget), keeping reserve free; it returns how
 // many lines it added.
-func (b *indexBuilder) section(title string, lines []string, limit, reserve int) int {
+func (b *indexBuilder) section(title string, lines []line, limit, reserve int) int {
 	if len(lines) == 0 {
 		return 0
 	}
+	cost := func(l line) int { return textutil.EstimateTokens(l.text+"\n") + l.extra }
 	limit = min(limit, b.req.Budget)
-	if b.tokens+textutil.EstimateTokens(title+"\n")+textutil.EstimateTokens(lines[0]+"\n")+reserve+1 > limit {
+	if b.tokens+textutil.EstimateTokens(title+"\n")+cost(lines[0])+reserve+1 > limit {
 		return 0
 	}
 	b.add(title)
 	n := 0
 	for _, ln := range lines {
-		if b.tokens+textutil.EstimateTokens(ln+"\n")+reserve+1 > limit {
+		if b.tokens+cost(ln)+reserve+1 > limit {
 			break
 		}
-		b.add(ln)
+		b.add(ln.text)
+		b.tokens += ln.extra
 		n++
 	}
 	return n
+}
+
+// Rewrite renders the link of every group Text shows with render (a
+// face's own syntax) and recounts Tokens. Text stays within the budget
+// when each rendering is within the bounds Link.reserve allows for.
+func Rewrite(res *Result, render func(Link) string) {
+	to := map[string]string{}
+	for _, gs := range [][]Group{res.Months, res.Topics, res.Sessions} {
+		for _, g := range gs {
+			to[g.Open.String()] = render(g.Open)
+		}
+	}
+	const arrow = " → "
+	lines := strings.SplitAfter(res.Text, "\n")
+	for i, ln := range lines {
+		body := strings.TrimSuffix(ln, "\n")
+		// The link ends the line; an arrow may also occur inside it.
+		for at := strings.Index(body, arrow); at >= 0; {
+			if r, ok := to[body[at+len(arrow):]]; ok {
+				lines[i] = body[:at+len(arrow)] + r + ln[len(body):]
+				break
+			}
+			next := strings.Index(body[at+len(arrow):], arrow)
+			if next < 0 {
+				break
+			}
+			at += len(arrow) + next
+		}
+	}
+	res.Text = strings.Join(lines, "")
+	res.Tokens = textutil.EstimateTokens(res.Text)
 }
 
 func fmtDay(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02") }
@@ -323,6 +339,10 @@ func fmtBound(ms int64) string {
 	return t.Format("2006-01-02T15:04:05.999Z07:00")
 }
 func fmtTime(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04") }
+
+// Snippet is s as an index shows it in a snippet or a group's summary:
+// white space made single spaces, cut to snippetRunes runes with "…".
+func Snippet(s string) string { return shorten(s, snippetRunes) }
 
 func shorten(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
@@ -341,59 +361,35 @@ func callJSON(v any) string {
 	return string(b)
 }
 
-func shellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r == '-' || r == '_' || r == '.' || r == ':' || r == '/' || r == '#' || (r >= '0' && r <= '9') || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z'))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// zoom is the index call restricted further: the MCP call and the CLI
-// command.
-func (b *indexBuilder) zoom(q string, sessions []string, since, until int64) (string, string) {
+// zoom is the index call restricted further.
+func (b *indexBuilder) zoom(q string, sessions []string, since, until int64) Link {
 	args := map[string]any{}
-	cli := []string{"ucl", "index"}
 	if q != "" {
 		args["query"] = q
-		cli = append(cli, shellQuote(q))
 	}
 	if len(sessions) > 0 {
 		args["sessions"] = sessions
-		for _, s := range sessions {
-			cli = append(cli, "--session", shellQuote(s))
-		}
 	}
 	if len(b.req.Kinds) > 0 {
 		args["kinds"] = b.req.Kinds
-		for _, k := range b.req.Kinds {
-			cli = append(cli, "--kind", k)
-		}
 	}
 	if since != 0 {
 		args["since"] = fmtBound(since)
-		cli = append(cli, "--since", fmtBound(since))
 	}
 	if until != 0 {
 		args["until"] = fmtBound(until)
-		cli = append(cli, "--until", fmtBound(until))
 	}
-	if b.req.Now != "" {
-		args["now"] = b.req.Now
-		cli = append(cli, "--now", shellQuote(b.req.Now))
+	if b.req.NowArg != "" {
+		args["now"] = b.req.NowArg
 	}
-	return "uc_index " + callJSON(args), strings.Join(cli, " ")
+	return Link{Method: "index", Args: args}
 }
 
-func (b *indexBuilder) call(g IndexGroup) string {
-	if b.req.For == "mcp" {
-		return g.Open
-	}
-	return g.CLI
-}
+// linked is a group's line with its link, and what the line counts for
+// beyond its own tokens.
+func linked(line string, l Link) (string, int) { return line + " → " + l.String(), l.reserve() }
 
-func (b *indexBuilder) build(res *IndexResult) error {
+func (b *indexBuilder) build(res *Result) error {
 	ms := b.matches
 	// Overview.
 	day := time.Date(b.now.Year(), b.now.Month(), b.now.Day(), 0, 0, 0, 0, time.UTC)
@@ -456,7 +452,7 @@ func (b *indexBuilder) build(res *IndexResult) error {
 	switch {
 	case n == 0:
 		b.add("no matches.")
-	case n <= IndexFull:
+	case n <= Full:
 		k, err := b.fullItems(res, footerReserve)
 		if err != nil {
 			return err
@@ -467,19 +463,19 @@ func (b *indexBuilder) build(res *IndexResult) error {
 			return err
 		}
 		shown += k
-	case n <= IndexSnippets:
-		k, err := b.snippets(res, 0, n, b.req.Budget, footerReserve, "matches, best first (snippets; open one with uc_get / ucl get ID)")
+	case n <= Snippets:
+		k, err := b.snippets(res, 0, n, b.req.Budget, footerReserve, "matches, best first (snippets; get opens one by id)")
 		if err != nil {
 			return err
 		}
 		shown = k
 	}
 	if shown < n {
-		// Groups: everything not shown lies in them. Beyond IndexSnippets
+		// Groups: everything not shown lies in them. Beyond Snippets
 		// the best matches come first, in a quarter of the budget left.
-		if n > IndexSnippets {
+		if n > Snippets {
 			limit := b.tokens + (b.req.Budget-b.tokens-footerReserve)/4
-			k, err := b.snippets(res, 0, min(n, IndexFull), limit, footerReserve, "best matches (snippets)")
+			k, err := b.snippets(res, 0, min(n, Full), limit, footerReserve, "best matches (snippets)")
 			if err != nil {
 				return err
 			}
@@ -509,7 +505,7 @@ func (b *indexBuilder) build(res *IndexResult) error {
 }
 
 // fullItems adds matches in full while they fit, from the first.
-func (b *indexBuilder) fullItems(res *IndexResult, reserve int) (int, error) {
+func (b *indexBuilder) fullItems(res *Result, reserve int) (int, error) {
 	title := "matches in full (best first):"
 	added := false
 	for i, m := range b.matches {
@@ -533,7 +529,7 @@ func (b *indexBuilder) fullItems(res *IndexResult, reserve int) (int, error) {
 			added = true
 		}
 		b.add(ln)
-		res.Items = append(res.Items, IndexItem{ID: c.ID, Seq: c.Seq, Time: time.UnixMilli(c.Time).UTC().Format(time.RFC3339),
+		res.Items = append(res.Items, Item{ID: c.ID, Seq: c.Seq, Time: time.UnixMilli(c.Time).UTC().Format(time.RFC3339),
 			Session: c.Session, Role: c.Role, Kind: c.Kind.String(), Content: c.Content})
 	}
 	return len(b.matches), nil
@@ -550,7 +546,7 @@ func whoOf(session, role string) string {
 }
 
 // snippets lists matches [from, to) as snippets while they fit in limit.
-func (b *indexBuilder) snippets(res *IndexResult, from, to, limit, reserve int, title string) (int, error) {
+func (b *indexBuilder) snippets(res *Result, from, to, limit, reserve int, title string) (int, error) {
 	added := false
 	for i := from; i < to; i++ {
 		m := b.matches[i]
@@ -561,7 +557,7 @@ func (b *indexBuilder) snippets(res *IndexResult, from, to, limit, reserve int, 
 		if !ok {
 			return 0, fmt.Errorf("chunk %s: in the dedup projection, not in timelines", m.ChunkID)
 		}
-		sn := shorten(c.Content, indexSnippetRunes)
+		sn := shorten(c.Content, snippetRunes)
 		ln := fmt.Sprintf("- %s %s %s: %s", c.ID, fmtDay(c.Time), whoOf(c.Session, c.Role), sn)
 		extra := 0
 		if !added {
@@ -575,7 +571,7 @@ func (b *indexBuilder) snippets(res *IndexResult, from, to, limit, reserve int, 
 			added = true
 		}
 		b.add(ln)
-		res.Snippets = append(res.Snippets, IndexItem{ID: c.ID, Seq: c.Seq, Time: time.UnixMilli(c.Time).UTC().Format(time.RFC3339),
+		res.Snippets = append(res.Snippets, Item{ID: c.ID, Seq: c.Seq, Time: time.UnixMilli(c.Time).UTC().Format(time.RFC3339),
 			Session: c.Session, Role: c.Role, Kind: c.Kind.String(), Snippet: sn})
 	}
 	return to - from, nil
@@ -590,7 +586,7 @@ type sessAgg struct {
 // groups adds the month, topic and session groups of every match while
 // they fit: months in up to a quarter of the budget left, topics in up to
 // a third of what is left then, sessions (the many) in the rest.
-func (b *indexBuilder) groups(res *IndexResult, reserve int) error {
+func (b *indexBuilder) groups(res *Result, reserve int) error {
 	limit := b.req.Budget
 	bySess := map[string]*sessAgg{}
 	byMonth := map[string]*sessAgg{}
@@ -635,8 +631,8 @@ func (b *indexBuilder) groups(res *IndexResult, reserve int) error {
 
 	// Months: a quarter of what is left.
 	monthLimit := b.tokens + (limit-b.tokens-reserve)/4
-	var monthLines []string
-	var monthGroups []IndexGroup
+	var monthLines []line
+	var monthGroups []Group
 	for _, a := range months {
 		t, err := time.Parse("2006-01", a.id)
 		if err != nil {
@@ -649,10 +645,11 @@ func (b *indexBuilder) groups(res *IndexResult, reserve int) error {
 		if b.until != 0 && b.until < hi {
 			hi = b.until
 		}
-		g := IndexGroup{Key: a.id, Matches: a.n, Sessions: len(monthSessions[a.id]),
+		g := Group{Key: a.id, Matches: a.n, Sessions: len(monthSessions[a.id]),
 			First: time.UnixMilli(a.first).UTC().Format(time.RFC3339), Last: time.UnixMilli(a.last).UTC().Format(time.RFC3339)}
-		g.Open, g.CLI = b.zoom(b.req.Query, b.req.Sessions, lo, hi)
-		monthLines = append(monthLines, fmt.Sprintf("- %s: %d matches in %d sessions → %s", a.id, a.n, g.Sessions, b.call(g)))
+		g.Open = b.zoom(b.req.Query, b.req.Sessions, lo, hi)
+		ln, extra := linked(fmt.Sprintf("- %s: %d matches in %d sessions", a.id, a.n, g.Sessions), g.Open)
+		monthLines = append(monthLines, line{ln, extra})
 		monthGroups = append(monthGroups, g)
 	}
 	k := b.section(fmt.Sprintf("months (%d, newest first):", len(months)), monthLines, monthLimit, reserve)
@@ -663,25 +660,26 @@ func (b *indexBuilder) groups(res *IndexResult, reserve int) error {
 	if err != nil {
 		return err
 	}
-	var topicLines []string
+	var topicLines []line
 	for _, g := range topics {
-		topicLines = append(topicLines, fmt.Sprintf("- %s: %d matches in %d sessions, %s..%s → %s", g.Label, g.Matches, g.Sessions, g.First[:10], g.Last[:10], b.call(g)))
+		ln, extra := linked(fmt.Sprintf("- %s: %d matches in %d sessions, %s..%s", g.Label, g.Matches, g.Sessions, g.First[:10], g.Last[:10]), g.Open)
+		topicLines = append(topicLines, line{ln, extra})
 	}
 	k = b.section(fmt.Sprintf("topics (%d, from the sessions' key terms):", len(topics)), topicLines, b.tokens+(limit-b.tokens-reserve)/3, reserve)
 	res.Topics = append(res.Topics, topics[:k]...)
 	res.Omitted.Topics = len(topics) - k
 	// Sessions: the rest.
 	sessLimit := limit
-	var sessLines []string
-	var sessGroups []IndexGroup
+	var sessLines []line
+	var sessGroups []Group
 	for _, a := range sess {
-		if len(sessLines) >= IndexSnippets {
+		if len(sessLines) >= Snippets {
 			break
 		}
-		g := IndexGroup{Key: a.id, Matches: a.n, First: time.UnixMilli(a.first).UTC().Format(time.RFC3339), Last: time.UnixMilli(a.last).UTC().Format(time.RFC3339)}
+		g := Group{Key: a.id, Matches: a.n, First: time.UnixMilli(a.first).UTC().Format(time.RFC3339), Last: time.UnixMilli(a.last).UTC().Format(time.RFC3339)}
 		if a.id == "" {
 			g.Label = "(no session)"
-			g.Open, g.CLI = b.zoom(b.req.Query, nil, b.since, b.until)
+			g.Open = b.zoom(b.req.Query, nil, b.since, b.until)
 		} else {
 			if b.set.Summary != nil {
 				sum, ok, err := b.set.Summary.Session(a.id)
@@ -689,14 +687,13 @@ func (b *indexBuilder) groups(res *IndexResult, reserve int) error {
 					return err
 				}
 				if ok {
-					g.Summary = shorten(sum.Text, indexSnippetRunes)
+					g.Summary = shorten(sum.Text, snippetRunes)
 				}
 			}
 			if b.req.Query == "" && len(b.req.Kinds) == 0 && b.since == 0 && b.until == 0 {
-				g.Open = "uc_get_session " + callJSON(map[string]string{"session": a.id})
-				g.CLI = "ucl session show " + shellQuote(a.id)
+				g.Open = Link{Method: "session", Args: map[string]any{"id": a.id}}
 			} else {
-				g.Open, g.CLI = b.zoom(b.req.Query, []string{a.id}, b.since, b.until)
+				g.Open = b.zoom(b.req.Query, []string{a.id}, b.since, b.until)
 			}
 		}
 		name := g.Label
@@ -707,8 +704,8 @@ func (b *indexBuilder) groups(res *IndexResult, reserve int) error {
 		if g.Summary != "" {
 			ln += " — " + g.Summary
 		}
-		ln += " → " + b.call(g)
-		sessLines = append(sessLines, ln)
+		ln, extra := linked(ln, g.Open)
+		sessLines = append(sessLines, line{ln, extra})
 		sessGroups = append(sessGroups, g)
 		// Stop building lines far past what can fit (summaries cost reads).
 		if len(sessLines)*12 > b.req.Budget {
@@ -726,8 +723,8 @@ func (b *indexBuilder) groups(res *IndexResult, reserve int) error {
 // the term whose sessions (not yet in a topic) hold the most matches
 // (ties: the term) makes a topic of those sessions, if there are at least
 // two; terms of the query are skipped (every match has them). At most
-// indexTopics topics, from the 2,000 sessions with the most matches.
-func (b *indexBuilder) topics(sess []*sessAgg) ([]IndexGroup, error) {
+// maxTopics topics, from the 2,000 sessions with the most matches.
+func (b *indexBuilder) topics(sess []*sessAgg) ([]Group, error) {
 	if b.set.Summary == nil {
 		return nil, nil
 	}
@@ -767,8 +764,8 @@ func (b *indexBuilder) topics(sess []*sessAgg) ([]IndexGroup, error) {
 		}
 	}
 	taken := map[string]bool{}
-	var out []IndexGroup
-	for len(out) < indexTopics {
+	var out []Group
+	for len(out) < maxTopics {
 		best, bestN := "", 0
 		for t, ss := range terms {
 			n, k := 0, 0
@@ -788,7 +785,7 @@ func (b *indexBuilder) topics(sess []*sessAgg) ([]IndexGroup, error) {
 		if best == "" {
 			break
 		}
-		g := IndexGroup{Key: best, Matches: bestN}
+		g := Group{Key: best, Matches: bestN}
 		co := map[string]int{}
 		var first, last int64
 		for _, a := range terms[best] {
@@ -825,9 +822,9 @@ func (b *indexBuilder) topics(sess []*sessAgg) ([]IndexGroup, error) {
 			g.Label += " (with " + strings.Join(cos[:min(3, len(cos))], ", ") + ")"
 		}
 		if len(g.IDs) <= 8 {
-			g.Open, g.CLI = b.zoom(b.req.Query, g.IDs, b.since, b.until)
+			g.Open = b.zoom(b.req.Query, g.IDs, b.since, b.until)
 		} else {
-			g.Open, g.CLI = b.zoom(best, b.req.Sessions, b.since, b.until)
+			g.Open = b.zoom(best, b.req.Sessions, b.since, b.until)
 		}
 		out = append(out, g)
 	}
