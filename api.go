@@ -99,7 +99,7 @@ type API interface {
 	// SnapshotPublish uploads a snapshot to Arweave.
 	SnapshotPublish(ctx context.Context, req SnapshotPublishRequest) (*snapshot.PushResult, error)
 	// RotateKeys shreds tombstoned content: a new vault-key epoch, live
-	// DEKs rewrapped, local state cleaned, the old epoch wiped (rotate.go).
+	// DEKs rewrapped, local state cleaned, the old epoch wiped (package rotate).
 	RotateKeys(ctx context.Context, req RotateKeysRequest) (*RotateKeysResult, error)
 	// Consolidate sends the turns not yet consolidated to the configured
 	// model and appends the grounded facts and profiles it derives, each

@@ -82,7 +82,7 @@
 //	SnapshotCreate / SnapshotList / SnapshotVerify / SnapshotRestore / SnapshotPublish
 //	Consolidate(ctx, ConsolidateRequest) (*ConsolidateResult, error)   derived memory: grounded facts and profiles as events, citing sources
 //	Profile(ctx, ProfileRequest) (*ProfileResult, error)               the current profiles with their facts and sources
-//	RotateKeys(ctx, RotateKeysRequest) (*RotateKeysResult, error)      shred: new epoch, live DEKs rewrapped, old epoch wiped
+//	RotateKeys(ctx, RotateKeysRequest) (*RotateKeysResult, error)      shred: new epoch, live DEKs rewrapped, old epoch wiped (package rotate)
 //
 // Derived memory (consolidate_engine.go, package consolidate; *Store and
 // *Client implement Consolidator, methods consolidate and profile on the
@@ -136,44 +136,13 @@
 //
 // Attach (see client.go) finds the owner: it dials DIR/ucl.sock; a socket
 // nobody answers while the store lock is free is stale (owner killed) and
-// is removed; with no owner the caller opens the store itself.//
-// # Key rotation (shredding)
+// is removed; with no owner the caller opens the store itself.
 //
-// RotateKeys (`ucl keys rotate`) erases tombstoned content for good: it
-// makes vault-key epoch e+1, appends rekey events carrying the DEK of every
-// event that is not tombstoned content rewrapped under e+1 (at least one
-// rekey event per rotation, up to RotateKeysRequest.KeysPerEvent keys
-// each), deletes the local state that could hold tombstoned content or
-// depend on epoch e (the projections, rebuilt from the live log after the
-// wipe; every local snapshot; the corrupt/ directory's cut log bytes; the
-// embedding cache keeps only the vectors of live chunks, copied into a new
-// file), then removes epoch e from the keyring and DIR/vault.key. Reading
-// an event of a wiped epoch looks its DEK up in the newest rekey event
-// naming it (log.Rekeys); an event no rekey event names, of an epoch
-// older than the newest rekey event's, was shredded by design: reads
-// report log.ErrShredded, Replay and AuditLog mark it "shredded", and
-// tombstones before the newest completed rotation show erasure "shredded".
+// # Packages behind the engine
 //
-// The journal DIR/rotate.journal exists only while a rotation runs
-// (golden: testdata/rotate.journal.golden; decoder fuzzed):
-//
-//	off len field
-//	  0   8 magic "UCLROT\x00\x01" (the last byte is the format version)
-//	  8   1 phase: 1 begun, 2 keyed, 3 rekeyed, 4 cleaned
-//	  9   4 from epoch uint32 LE (the epoch being shredded)
-//	 13   4 to epoch   uint32 LE (from+1)
-//	 17   8 the new key's fingerprint digest (the hex part of "EPOCH:hex")
-//	 25   4 CRC-32C (Castagnoli) of bytes 0..24, LE
-//
-// Every write of it, of vault.key and of ucl.json is atomic (temp file,
-// fsync, rename, fsync dir). The steps: journal phase 1; vault.key with
-// both epochs (current e+1); ucl.json names the new key; journal phase 2;
-// the keyring switches under the log's commit lock (every later event is
-// wrapped under e+1); rekey events; phase 3; local state cleaned; phase 4;
-// vault.key without epoch e; journal removed. Open resumes an interrupted
-// rotation: in phase 1 no event is wrapped under e+1 yet, so it rolls back
-// (epoch e+1 dropped from vault.key, ucl.json names epoch e again, journal
-// removed); from phase 2 on it finishes, writing only the rekey keys still
-// missing. While the journal exists the store's keyring holds both epochs,
-// so it opens at every step.
+// Features with formats of their own live in packages the engine calls
+// with a small seam of what they need, each specified in its doc.go:
+// snapshot (projection snapshots), proof (anchored checkpoints, audit
+// proofs; proof.Log), index (the navigable index; links as data), rotate
+// (vault-key rotation and its journal; rotate.Env).
 package ucl

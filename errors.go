@@ -17,6 +17,7 @@ import (
 	"github.com/unlimitedcontext/ucl/projections/timelines"
 	"github.com/unlimitedcontext/ucl/proof"
 	"github.com/unlimitedcontext/ucl/query"
+	"github.com/unlimitedcontext/ucl/rotate"
 	"github.com/unlimitedcontext/ucl/snapshot"
 )
 
@@ -155,9 +156,9 @@ var errorCodes = []struct {
 	{"not_for_this_wallet", crypto.ErrNotForThisWallet, ClassForbidden},
 	{"arweave_disclosure", mirror.ErrDisclosure, ClassConflict},
 	{"log_shredded", log.ErrShredded, ClassNotFound},
-	{"rotation_needs_key", ErrRotationNeedsKey, ClassForbidden},
-	{"bad_rotate_journal", ErrBadRotateJournal, ClassInternal},
-	{"key_outside_store", ErrKeyOutsideStore, ClassBadRequest},
+	{"rotation_needs_key", rotate.ErrNeedsKey, ClassForbidden},
+	{"bad_rotate_journal", rotate.ErrBadJournal, ClassInternal},
+	{"key_outside_store", rotate.ErrKeyOutsideStore, ClassBadRequest},
 	{"outcome_unknown", ErrOutcomeUnknown, ClassUnavailable},
 	{"log_too_large", log.ErrTooLarge, ClassBadRequest},
 	{"no_model", consolidate.ErrNoModel, ClassUnavailable},

@@ -9,6 +9,7 @@ import (
 	"github.com/unlimitedcontext/ucl/crypto"
 	"github.com/unlimitedcontext/ucl/internal/store"
 	"github.com/unlimitedcontext/ucl/log"
+	"github.com/unlimitedcontext/ucl/rotate"
 )
 
 // ErrNoVaultKey is returned by LoadVaultKey when the store has no vault key
@@ -60,7 +61,7 @@ func SealVaultKey(dir string, o Options, passphrase []byte) error {
 	if err := kr.SealWith(passphrase, crypto.DefaultScrypt); err != nil {
 		return fmt.Errorf("seal vault key: %w", err)
 	}
-	return saveKeys(kr, VaultKeyPath(dir))
+	return rotate.SaveKeys(kr, VaultKeyPath(dir))
 }
 
 // UnsealVaultKey rewrites a sealed DIR/vault.key as the plain key file
@@ -71,7 +72,7 @@ func UnsealVaultKey(dir string, o Options) error {
 		return err
 	}
 	kr.Unseal()
-	return saveKeys(kr, VaultKeyPath(dir))
+	return rotate.SaveKeys(kr, VaultKeyPath(dir))
 }
 
 // ownKeyFile loads DIR/vault.key (not o.Keys or o.VaultKeyPath: sealing

@@ -27,8 +27,9 @@ var forbiddenDeps = map[string][]string{
 	"internal/mirror": {"log", "projections", "internal/store", "snapshot"},
 	// The features moved out of the engine work on what it hands them,
 	// never on the store layout or the projections.
-	"proof": {"internal/store", "projections", "snapshot", "query"},
-	"index": {"internal/store", "snapshot", "arweave", "internal/mirror"},
+	"proof":  {"internal/store", "projections", "snapshot", "query"},
+	"index":  {"internal/store", "snapshot", "arweave", "internal/mirror"},
+	"rotate": {"projections", "snapshot", "internal/mirror", "query"},
 }
 
 // TestLayering asserts the import directions: front ends (cmd/..., the

@@ -3,7 +3,6 @@ package ucl
 import (
 	"bytes"
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/unlimitedcontext/ucl/log"
+	"github.com/unlimitedcontext/ucl/rotate"
 )
 
 // walkBytes reports every file under dir whose bytes contain any needle.
@@ -169,49 +169,10 @@ func TestRotateKeysShreds(t *testing.T) {
 	if err != nil || len(r.Results) != 30 {
 		t.Fatalf("search after second rotation: %v %v", r, err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, RotateJournalFile)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(dir, rotate.JournalFile)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("journal left: %v", err)
 	}
 	_ = log.ErrShredded
-}
-
-// The journal's encoding is frozen by a golden file.
-func TestRotateJournalGolden(t *testing.T) {
-	j := rotJournal{Phase: rotRekeyed, From: 3, To: 4, NewFP: [8]byte{0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4}}
-	b := j.encode()
-	golden(t, "rotate.journal.golden", []byte(hex.EncodeToString(b)+"\n"))
-	got, err := decodeRotJournal(b)
-	if err != nil || got != j {
-		t.Fatalf("decode: %+v %v", got, err)
-	}
-	for i := range b {
-		c := append([]byte(nil), b...)
-		c[i] ^= 0x40
-		if _, err := decodeRotJournal(c); !errors.Is(err, ErrBadRotateJournal) {
-			t.Fatalf("flipped byte %d accepted: %v", i, err)
-		}
-	}
-	if _, err := decodeRotJournal(b[:len(b)-1]); !errors.Is(err, ErrBadRotateJournal) {
-		t.Fatalf("short journal accepted: %v", err)
-	}
-}
-
-// FuzzRotateJournal: the decoder never panics, and what it accepts
-// re-encodes to the same bytes.
-func FuzzRotateJournal(f *testing.F) {
-	f.Add(rotJournal{Phase: rotBegun, From: 1, To: 2}.encode())
-	f.Add(rotJournal{Phase: rotCleaned, From: 7, To: 8, NewFP: [8]byte{9}}.encode())
-	f.Add([]byte("UCLROT\x00\x01"))
-	f.Add([]byte{})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		j, err := decodeRotJournal(b)
-		if err != nil {
-			return
-		}
-		if !bytes.Equal(j.encode(), b) {
-			t.Fatalf("accepted %x re-encodes to %x", b, j.encode())
-		}
-	})
 }
 
 // A store with nothing in it rotates too (one empty rekey event marks the

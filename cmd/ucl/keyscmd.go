@@ -13,6 +13,7 @@ import (
 	"github.com/unlimitedcontext/ucl"
 	"github.com/unlimitedcontext/ucl/crypto"
 	"github.com/unlimitedcontext/ucl/log"
+	"github.com/unlimitedcontext/ucl/rotate"
 )
 
 // exportNote is what `ucl keys export` says about rotations.
@@ -39,7 +40,7 @@ them. Asks for confirmation on a terminal; --yes skips it (and is
 required when standard input is not a terminal).`,
 	Flags: []cli.Flag{
 		&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "do not ask for confirmation"},
-		&cli.IntFlag{Name: "keys-per-event", Usage: "data keys per rekey event", Value: ucl.DefaultRekeyKeysPerEvent, Hidden: true},
+		&cli.IntFlag{Name: "keys-per-event", Usage: "data keys per rekey event", Value: rotate.DefaultKeysPerEvent, Hidden: true},
 	},
 	Action: func(c *cli.Context) error {
 		if c.NArg() > 0 {
@@ -61,7 +62,7 @@ required when standard input is not a terminal).`,
 		return withAPI(c, func(api ucl.API) error {
 			res, err := api.RotateKeys(context.Background(), req)
 			done()
-			if errors.Is(err, ucl.ErrKeyOutsideStore) {
+			if errors.Is(err, rotate.ErrKeyOutsideStore) {
 				return withHint(err, "run it without --vault-key (and UCL_VAULT_KEY), with the key in the store's vault.key (`ucl keys import` puts it there); nothing was changed")
 			}
 			if errors.Is(err, log.ErrNoKeys) {

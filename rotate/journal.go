@@ -1,4 +1,4 @@
-package ucl
+package rotate
 
 import (
 	"encoding/binary"
@@ -12,13 +12,13 @@ import (
 	"github.com/unlimitedcontext/ucl/internal/fsutil"
 )
 
-// RotateJournalFile is the rotation journal's name in the store directory.
-const RotateJournalFile = "rotate.journal"
+// JournalFile is the rotation journal's name in the store directory.
+const JournalFile = "rotate.journal"
 
-// ErrBadRotateJournal is returned when DIR/rotate.journal cannot be decoded:
-// a key rotation was interrupted and its state is unreadable. Nothing is
-// changed; the store does not open until the file is dealt with.
-var ErrBadRotateJournal = errors.New("ucl: malformed key-rotation journal")
+// ErrBadJournal is returned when DIR/rotate.journal cannot be decoded: a
+// key rotation was interrupted and its state is unreadable. Nothing is
+// changed; the rotation is not resumed until the file is dealt with.
+var ErrBadJournal = errors.New("rotate: malformed key-rotation journal")
 
 // Rotation phases, in the order a rotation passes them (wire values).
 const (
@@ -64,23 +64,23 @@ func (j rotJournal) encode() []byte {
 func decodeRotJournal(b []byte) (rotJournal, error) {
 	var j rotJournal
 	if len(b) != rotJournalN {
-		return j, fmt.Errorf("%w: %d bytes, want %d", ErrBadRotateJournal, len(b), rotJournalN)
+		return j, fmt.Errorf("%w: %d bytes, want %d", ErrBadJournal, len(b), rotJournalN)
 	}
 	if [8]byte(b[:8]) != rotMagic {
-		return j, fmt.Errorf("%w: bad magic or version", ErrBadRotateJournal)
+		return j, fmt.Errorf("%w: bad magic or version", ErrBadJournal)
 	}
 	if crc32.Checksum(b[:rotJournalN-4], crc32.MakeTable(crc32.Castagnoli)) != binary.LittleEndian.Uint32(b[rotJournalN-4:]) {
-		return j, fmt.Errorf("%w: checksum mismatch", ErrBadRotateJournal)
+		return j, fmt.Errorf("%w: checksum mismatch", ErrBadJournal)
 	}
 	j.Phase = b[8]
 	j.From = binary.LittleEndian.Uint32(b[9:])
 	j.To = binary.LittleEndian.Uint32(b[13:])
 	copy(j.NewFP[:], b[17:25])
 	if j.Phase < rotBegun || j.Phase > rotCleaned {
-		return j, fmt.Errorf("%w: phase %d", ErrBadRotateJournal, j.Phase)
+		return j, fmt.Errorf("%w: phase %d", ErrBadJournal, j.Phase)
 	}
 	if j.From == 0 || j.To != j.From+1 {
-		return j, fmt.Errorf("%w: epochs %d -> %d", ErrBadRotateJournal, j.From, j.To)
+		return j, fmt.Errorf("%w: epochs %d -> %d", ErrBadJournal, j.From, j.To)
 	}
 	return j, nil
 }

@@ -1,4 +1,4 @@
-package ucl
+package rotate
 
 import (
 	"context"
@@ -19,36 +19,56 @@ import (
 	"github.com/unlimitedcontext/ucl/log"
 )
 
-// ErrRotationNeedsKey is returned when an interrupted key rotation cannot
-// be finished with the keyring given: it lacks the epoch being shredded
+// ErrNeedsKey is returned when an interrupted key rotation cannot be
+// finished with the keyring given: it lacks the epoch being shredded
 // (whose DEKs still need rewrapping). The store's own vault key file holds
 // it until the rotation ends.
-var ErrRotationNeedsKey = errors.New("ucl: an interrupted key rotation needs the store's own vault key")
+var ErrNeedsKey = errors.New("rotate: an interrupted key rotation needs the store's own vault key")
 
-// ErrKeyOutsideStore is returned by RotateKeys when the store was opened
-// with a vault key given from outside it (a key or recovery code passed in,
-// another key file): a rotation replaces the store's own key file,
-// DIR/vault.key, and would leave the outside copy holding the wiped epoch.
-var ErrKeyOutsideStore = errors.New("ucl: the vault key was given from outside the store")
+// ErrKeyOutsideStore is returned by the engine's RotateKeys when the store
+// was opened with a vault key given from outside it (a key or recovery
+// code passed in, another key file): a rotation replaces the store's own
+// key file, DIR/vault.key, and would leave the outside copy holding the
+// wiped epoch.
+var ErrKeyOutsideStore = errors.New("rotate: the vault key was given from outside the store")
 
-// DefaultRekeyKeysPerEvent is how many rewrapped DEKs one rekey event
-// carries (48 bytes each in its body).
-const DefaultRekeyKeysPerEvent = 1024
+// DefaultKeysPerEvent is how many rewrapped DEKs one rekey event carries
+// (48 bytes each in its body).
+const DefaultKeysPerEvent = 1024
 
-// RotateNote is what every rotation result says about recovery codes.
-const RotateNote = "The shredded events are unreadable for everyone, from this device and from Arweave, as long as no copy of " +
+// Note is what every rotation result says about recovery codes.
+const Note = "The shredded events are unreadable for everyone, from this device and from Arweave, as long as no copy of " +
 	"the wiped key survives elsewhere: recovery codes exported before this rotation still hold it, so destroy them (they no " +
 	"longer open the store) and export a new recovery code now."
 
-// RotateKeysRequest asks for a vault-key rotation (shred).
-type RotateKeysRequest struct {
-	// KeysPerEvent caps the DEKs per rekey event (0: DefaultRekeyKeysPerEvent).
-	KeysPerEvent int      `json:"keys_per_event,omitempty"`
-	Progress     Progress `json:"-"`
+// Env is what a rotation needs of the store it runs on. The caller holds
+// the store's projection lock for the whole rotation: nothing reads the
+// projections while they are deleted and rebuilt.
+type Env struct {
+	Dir  string // the store directory (vault.key, ucl.json, the journal)
+	Log  *log.Log
+	Keys *crypto.Keyring // the store's keyring, adopted in place as epochs change
+	// KeyFingerprint is the fingerprint the store's metadata (ucl.json)
+	// names; SetKeyFingerprint rewrites it (atomically) to name fp.
+	KeyFingerprint    func() string
+	SetKeyFingerprint func(fp string) error
+	// CloseProjections closes the projection set before its directory is
+	// deleted; CloseEmbedCache the embedding cache before it is rewritten;
+	// Rebuild brings the projections (rebuilt from nothing) to the head.
+	CloseProjections func() error
+	CloseEmbedCache  func() error
+	Rebuild          func(ctx context.Context, p Progress) error
+	// Appended is told of each rekey event appended (the mirror loop
+	// uploads them like any other).
+	Appended func()
 }
 
-// RotateKeysResult says what a rotation did.
-type RotateKeysResult struct {
+// Progress reports a rotation's stages: rekey-scan (events read), rekey
+// (keys rewrapped).
+type Progress func(stage string, done, total uint64)
+
+// Result says what a rotation did.
+type Result struct {
 	FromEpoch   uint32 `json:"from_epoch"`
 	ToEpoch     uint32 `json:"to_epoch"`
 	Fingerprint string `json:"fingerprint"` // of the new current key
@@ -59,8 +79,8 @@ type RotateKeysResult struct {
 	// Shredded lists the store events this rotation made unreadable (their
 	// chunk was tombstoned); ShreddedBefore counts those earlier rotations
 	// had shredded already.
-	Shredded       []ShreddedEvent `json:"shredded"`
-	ShreddedBefore int             `json:"shredded_before"`
+	Shredded       []Shredded `json:"shredded"`
+	ShreddedBefore int        `json:"shredded_before"`
 	// Local state: snapshots deleted (they were sealed under the shredded
 	// epoch and may hold tombstoned content), embedding-cache entries
 	// dropped (everything but the vectors of live chunks), corrupt/ files
@@ -80,11 +100,19 @@ type RotateKeysResult struct {
 	Note           string  `json:"note"`
 }
 
-// ShreddedEvent is a store event a rotation shredded.
-type ShreddedEvent struct {
+// Shredded is a store event a rotation shredded.
+type Shredded struct {
 	Seq     uint64 `json:"seq"`
 	ChunkID string `json:"chunk_id"`
 }
+
+// embedCacheFile and corruptDir are the store's embedding cache and the
+// directory of bytes cut from torn log tails, both rewritten by a
+// rotation.
+const (
+	embedCacheFile = "embed-cache.db"
+	corruptDir     = "corrupt"
+)
 
 // rotateCrashAt is a test hook: UCL_TEST_ROTATE_CRASH_AT=N kills the process
 // with SIGKILL at the Nth step boundary of a rotation, so crash tests land
@@ -92,10 +120,10 @@ type ShreddedEvent struct {
 var rotateCrashAt, _ = strconv.Atoi(os.Getenv("UCL_TEST_ROTATE_CRASH_AT"))
 
 type rotation struct {
-	s      *Store
+	env    Env
 	path   string // the journal
 	j      rotJournal
-	res    *RotateKeysResult
+	res    *Result
 	points int
 	prog   Progress
 	per    int
@@ -113,25 +141,18 @@ func (r *rotation) point() {
 	}
 }
 
-// RotateKeys shreds tombstoned content: it makes vault-key epoch e+1,
-// appends rekey events rewrapping the DEK of every event that is not
-// tombstoned content, deletes or rebuilds the local state that could hold
-// tombstoned content or the old key (projections, snapshots, embedding
-// cache, corrupt/), and wipes epoch e from the keyring and the key file.
-// A journal (DIR/rotate.journal) makes it crash safe: Open finishes a
-// rotation that got as far as switching epochs and rolls back one that
-// did not.
-func (s *Store) RotateKeys(ctx context.Context, req RotateKeysRequest) (*RotateKeysResult, error) {
-	if err := s.needKeys(); err != nil {
-		return nil, err
-	}
-	if p := s.opts.VaultKeyPath; (p == "" && s.opts.Keys != nil) || (p != "" && !sameFile(p, store.VaultKeyFile(s.st.Dir))) {
-		return nil, fmt.Errorf("rotate keys: %w: a rotation rewrites %s", ErrKeyOutsideStore, store.VaultKeyFile(s.st.Dir))
-	}
-	s.projMu.Lock()
-	defer s.projMu.Unlock()
+// Start shreds tombstoned content: it makes vault-key epoch e+1, appends
+// rekey events rewrapping the DEK of every event that is not tombstoned
+// content (at most keysPerEvent keys each, 0: DefaultKeysPerEvent),
+// deletes or rebuilds the local state that could hold tombstoned content
+// or the old key (projections, snapshots, embedding cache, corrupt/), and
+// wipes epoch e from the keyring and the key file. A journal
+// (DIR/rotate.journal) makes it crash safe: Resume finishes a rotation
+// that got as far as switching epochs and rolls back one that did not. A
+// rotation an earlier call left unfinished is finished instead.
+func Start(ctx context.Context, env Env, keysPerEvent int, p Progress) (*Result, error) {
 	t0 := time.Now()
-	r := &rotation{s: s, path: s.st.Path(RotateJournalFile), prog: req.Progress, per: req.KeysPerEvent}
+	r := &rotation{env: env, path: filepath.Join(env.Dir, JournalFile), prog: p, per: keysPerEvent}
 	j, ok, err := readRotJournal(r.path)
 	if err != nil {
 		return nil, err
@@ -139,9 +160,9 @@ func (s *Store) RotateKeys(ctx context.Context, req RotateKeysRequest) (*RotateK
 	if ok {
 		// Open finishes interrupted rotations; one still here failed then.
 		r.j = j
-		r.res = &RotateKeysResult{FromEpoch: j.From, ToEpoch: j.To, Resumed: true}
+		r.res = &Result{FromEpoch: j.From, ToEpoch: j.To, Resumed: true}
 	} else {
-		kr := s.st.Keys
+		kr := env.Keys
 		next, err := kr.WithNewEpoch()
 		if err != nil {
 			return nil, fmt.Errorf("rotate keys: %w", err)
@@ -151,12 +172,12 @@ func (s *Store) RotateKeys(ctx context.Context, req RotateKeysRequest) (*RotateK
 			return nil, fmt.Errorf("rotate keys: %w", err)
 		}
 		r.j = rotJournal{Phase: rotBegun, From: kr.Current(), To: next.Current(), NewFP: fp}
-		r.res = &RotateKeysResult{FromEpoch: r.j.From, ToEpoch: r.j.To}
+		r.res = &Result{FromEpoch: r.j.From, ToEpoch: r.j.To}
 		if err := writeRotJournal(r.path, r.j); err != nil {
 			return nil, err
 		}
 		r.point()
-		if err := saveKeys(next, store.VaultKeyFile(s.st.Dir)); err != nil {
+		if err := SaveKeys(next, store.VaultKeyFile(env.Dir)); err != nil {
 			return nil, fmt.Errorf("rotate keys: save the new key: %w", err)
 		}
 		r.point()
@@ -168,21 +189,23 @@ func (s *Store) RotateKeys(ctx context.Context, req RotateKeysRequest) (*RotateK
 	return r.res, nil
 }
 
-// resumeRotation finishes or rolls back a rotation a crash interrupted;
-// Open calls it. It returns nil when there was none.
-func (s *Store) resumeRotation(ctx context.Context) (*RotateKeysResult, error) {
-	path := s.st.Path(RotateJournalFile)
+// Interrupted reports the rotation a crash interrupted in dir, if any: the
+// epoch it shreds and the new one.
+func Interrupted(dir string) (from, to uint32, ok bool, err error) {
+	j, ok, err := readRotJournal(filepath.Join(dir, JournalFile))
+	return j.From, j.To, ok, err
+}
+
+// Resume finishes or rolls back a rotation a crash interrupted; the
+// engine's Open calls it. It returns nil when there was none.
+func Resume(ctx context.Context, env Env) (*Result, error) {
+	path := filepath.Join(env.Dir, JournalFile)
 	j, ok, err := readRotJournal(path)
 	if err != nil || !ok {
 		return nil, err
 	}
-	if err := s.needKeys(); err != nil {
-		return nil, fmt.Errorf("finish the interrupted key rotation (epoch %d to %d): %w", j.From, j.To, err)
-	}
-	s.projMu.Lock()
-	defer s.projMu.Unlock()
 	t0 := time.Now()
-	r := &rotation{s: s, path: path, j: j, res: &RotateKeysResult{FromEpoch: j.From, ToEpoch: j.To, Resumed: true}}
+	r := &rotation{env: env, path: path, j: j, res: &Result{FromEpoch: j.From, ToEpoch: j.To, Resumed: true}}
 	if j.Phase == rotBegun {
 		if err := r.rollback(); err != nil {
 			return nil, err
@@ -202,29 +225,26 @@ func (s *Store) resumeRotation(ctx context.Context) (*RotateKeysResult, error) {
 // wrapped under the new epoch, so its key is dropped from the key file,
 // the metadata names the old key again and the journal goes.
 func (r *rotation) rollback() error {
-	s := r.s
-	kr := s.st.Keys
+	env := r.env
+	kr := env.Keys
 	if kr.Has(r.j.To) {
 		if !kr.Has(r.j.From) {
-			return fmt.Errorf("roll back the key rotation: %w (epoch %d)", ErrRotationNeedsKey, r.j.From)
+			return fmt.Errorf("roll back the key rotation: %w (epoch %d)", ErrNeedsKey, r.j.From)
 		}
 		old, err := kr.Without(r.j.To)
 		if err != nil {
 			return err
 		}
-		if err := saveKeys(old, store.VaultKeyFile(s.st.Dir)); err != nil {
+		if err := SaveKeys(old, store.VaultKeyFile(env.Dir)); err != nil {
 			return fmt.Errorf("roll back the key rotation: %w", err)
 		}
 		kr.Adopt(old)
-		s.st.Log.KeysChanged()
+		env.Log.KeysChanged()
 	}
-	if fp := kr.FingerprintOf(r.j.From); fp != "" && s.st.Meta.KeyFingerprint != fp {
-		m := s.st.Meta
-		m.KeyFingerprint = fp
-		if err := store.WriteMeta(s.st.Dir, m); err != nil {
+	if fp := kr.FingerprintOf(r.j.From); fp != "" && env.KeyFingerprint() != fp {
+		if err := env.SetKeyFingerprint(fp); err != nil {
 			return fmt.Errorf("roll back the key rotation: %w", err)
 		}
-		s.st.Meta = m
 	}
 	if err := os.Remove(r.path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("roll back the key rotation: %w", err)
@@ -234,32 +254,30 @@ func (r *rotation) rollback() error {
 
 // run takes the rotation from its journal's phase to the end.
 func (r *rotation) run(ctx context.Context) error {
-	s := r.s
-	dir := s.st.Dir
+	env := r.env
+	dir := env.Dir
 	if r.j.Phase <= rotKeyed {
 		// The keyring in memory may still be the old one (a fresh
 		// rotation): take the key file's, which holds both epochs.
-		if !s.st.Keys.Has(r.j.To) {
-			both, err := s.st.Keys.Reload(store.VaultKeyFile(dir))
+		if !env.Keys.Has(r.j.To) {
+			both, err := env.Keys.Reload(store.VaultKeyFile(dir))
 			if err != nil {
 				return fmt.Errorf("rotate keys: %w", err)
 			}
 			if !both.Has(r.j.To) || !both.Has(r.j.From) {
-				return fmt.Errorf("rotate keys: %w (epochs %d and %d)", ErrRotationNeedsKey, r.j.From, r.j.To)
+				return fmt.Errorf("rotate keys: %w (epochs %d and %d)", ErrNeedsKey, r.j.From, r.j.To)
 			}
-			if _, err := s.st.Log.SwapKeys(func() error { s.st.Keys.Adopt(both); return nil }); err != nil {
+			if _, err := env.Log.SwapKeys(func() error { env.Keys.Adopt(both); return nil }); err != nil {
 				return err
 			}
 		}
-		if fp, _ := fpDigest(s.st.Keys.FingerprintOf(r.j.To)); fp != r.j.NewFP {
-			return fmt.Errorf("rotate keys: %w: the key file's epoch %d is not the journal's", ErrBadRotateJournal, r.j.To)
+		if fp, _ := fpDigest(env.Keys.FingerprintOf(r.j.To)); fp != r.j.NewFP {
+			return fmt.Errorf("rotate keys: %w: the key file's epoch %d is not the journal's", ErrBadJournal, r.j.To)
 		}
-		if m := s.st.Meta; m.KeyFingerprint != s.st.Keys.FingerprintOf(r.j.To) {
-			m.KeyFingerprint = s.st.Keys.FingerprintOf(r.j.To)
-			if err := store.WriteMeta(dir, m); err != nil {
+		if fp := env.Keys.FingerprintOf(r.j.To); env.KeyFingerprint() != fp {
+			if err := env.SetKeyFingerprint(fp); err != nil {
 				return fmt.Errorf("rotate keys: %w", err)
 			}
-			s.st.Meta = m
 			r.point()
 		}
 		if r.j.Phase < rotKeyed {
@@ -271,8 +289,8 @@ func (r *rotation) run(ctx context.Context) error {
 		}
 	}
 	if r.j.Phase == rotKeyed {
-		if !s.st.Keys.Has(r.j.From) {
-			return fmt.Errorf("rotate keys: %w (epoch %d)", ErrRotationNeedsKey, r.j.From)
+		if !env.Keys.Has(r.j.From) {
+			return fmt.Errorf("rotate keys: %w (epoch %d)", ErrNeedsKey, r.j.From)
 		}
 		if err := r.rekey(ctx); err != nil {
 			return err
@@ -294,26 +312,26 @@ func (r *rotation) run(ctx context.Context) error {
 		r.point()
 	}
 	// rotCleaned: wipe the old epoch.
-	kr := s.st.Keys
+	kr := env.Keys
 	if kr.Has(r.j.From) {
 		final, err := kr.Without(r.j.From)
 		if err != nil {
 			return err
 		}
-		if err := saveKeys(final, store.VaultKeyFile(dir)); err != nil {
+		if err := SaveKeys(final, store.VaultKeyFile(dir)); err != nil {
 			return fmt.Errorf("rotate keys: wipe epoch %d: %w", r.j.From, err)
 		}
 		r.point()
 		kr.Adopt(final)
-		s.st.Log.KeysChanged()
-	} else if f, err := s.st.Keys.Reload(store.VaultKeyFile(dir)); err == nil && f.Has(r.j.From) {
+		env.Log.KeysChanged()
+	} else if f, err := env.Keys.Reload(store.VaultKeyFile(dir)); err == nil && f.Has(r.j.From) {
 		// Resumed with a keyring given on the command line: the file
 		// still holds the old epoch.
 		final, err := f.Without(r.j.From)
 		if err != nil {
 			return err
 		}
-		if err := saveKeys(final, store.VaultKeyFile(dir)); err != nil {
+		if err := SaveKeys(final, store.VaultKeyFile(dir)); err != nil {
 			return fmt.Errorf("rotate keys: wipe epoch %d: %w", r.j.From, err)
 		}
 	}
@@ -325,17 +343,17 @@ func (r *rotation) run(ctx context.Context) error {
 	}
 	r.point()
 	r.res.Fingerprint = kr.Fingerprint()
-	r.res.Note = RotateNote
+	r.res.Note = Note
 	// The projections were deleted in clean; rebuild them now, from the
 	// log where shredded events have no content any more.
 	tp := time.Now()
 	defer func() { r.res.ProjectSeconds = time.Since(tp).Seconds() }()
-	if _, err := s.caughtUpLocked(ctx, r.prog); err != nil {
+	if err := env.Rebuild(ctx, r.prog); err != nil {
 		return fmt.Errorf("rotate keys: the rotation is complete; rebuilding the projections failed: %w", err)
 	}
 	r.res.ProjectionsRebuilt = true
 	if r.res.Shredded == nil {
-		r.res.Shredded = []ShreddedEvent{}
+		r.res.Shredded = []Shredded{}
 	}
 	if r.res.SnapshotsDeleted == nil {
 		r.res.SnapshotsDeleted = []string{}
@@ -358,8 +376,8 @@ type liveChunk struct {
 // tombstoned content and whose DEK is not yet wrapped under the new
 // epoch. Rerun after a crash, it writes only what is still missing.
 func (r *rotation) rekey(ctx context.Context) error {
-	s := r.s
-	l := s.st.Log
+	env := r.env
+	l := env.Log
 	// Every event after head is wrapped under the new epoch (SwapKeys).
 	head, err := l.SwapKeys(func() error { return nil })
 	if err != nil {
@@ -437,17 +455,17 @@ func (r *rotation) rekey(ctx context.Context) error {
 	}
 	for q, id := range dead {
 		if !rk.Covered(q, r.j.To) {
-			r.res.Shredded = append(r.res.Shredded, ShreddedEvent{Seq: q, ChunkID: id})
+			r.res.Shredded = append(r.res.Shredded, Shredded{Seq: q, ChunkID: id})
 		}
 	}
 	sort.Slice(r.res.Shredded, func(i, k int) bool { return r.res.Shredded[i].Seq < r.res.Shredded[k].Seq })
-	w, err := s.st.Keys.Wrapper(r.j.To)
+	w, err := env.Keys.Wrapper(r.j.To)
 	if err != nil {
 		return fmt.Errorf("rotate keys: %w", err)
 	}
 	per := r.per
 	if per <= 0 {
-		per = DefaultRekeyKeysPerEvent
+		per = DefaultKeysPerEvent
 	}
 	// Every DEK is rewrapped before the first rekey event is written:
 	// appending one drops the log's rekey map, which DEKs of older epochs
@@ -474,7 +492,7 @@ func (r *rotation) rekey(ctx context.Context) error {
 		if _, err := l.Append(ctx, log.Entry{Body: &log.Rekey{Epoch: r.j.To, Keys: keys}}); err != nil {
 			return fmt.Errorf("rotate keys: append rekey event: %w", err)
 		}
-		s.notifyAppend() // the mirror loop uploads rekey events like any other
+		env.Appended() // the mirror loop uploads rekey events like any other
 		r.res.RekeyEvents++
 		r.res.Rekeyed += len(keys)
 		if r.prog != nil {
@@ -506,20 +524,21 @@ func (r *rotation) hasRekeyTo(rk *log.Rekeys) bool { return rk.Newest() >= r.j.T
 // clean removes or rewrites the local state that may hold tombstoned
 // content or depend on the old epoch.
 func (r *rotation) clean(ctx context.Context) error {
-	s := r.s
+	env := r.env
+	path := func(name string) string { return filepath.Join(env.Dir, name) }
 	// Projections: deleted here, rebuilt from the live log once the old
 	// epoch is gone (run), so no projection file ever held shredded text
 	// after the rotation, whatever compaction each one does.
-	if err := s.closeSetLocked(); err != nil {
+	if err := env.CloseProjections(); err != nil {
 		return fmt.Errorf("rotate keys: close projections: %w", err)
 	}
-	if err := os.RemoveAll(s.st.Path(store.ProjectionsDir)); err != nil {
+	if err := os.RemoveAll(path(store.ProjectionsDir)); err != nil {
 		return fmt.Errorf("rotate keys: remove projections: %w", err)
 	}
 	r.point()
 	// Snapshots: every local one predates the rotation, is sealed under an
 	// epoch being wiped and may hold tombstoned content. Deleted.
-	snaps := s.st.Path(store.SnapshotsDir)
+	snaps := path(store.SnapshotsDir)
 	if ents, err := os.ReadDir(snaps); err == nil {
 		for _, e := range ents {
 			if err := os.RemoveAll(filepath.Join(snaps, e.Name())); err != nil {
@@ -535,14 +554,11 @@ func (r *rotation) clean(ctx context.Context) error {
 	r.point()
 	// Embedding cache: keep only the vectors of live chunks (a resumed
 	// rotation that lost the live set keeps nothing: the cache refills).
-	if s.cache != nil {
-		if err := s.cache.Close(); err != nil {
-			return fmt.Errorf("rotate keys: close embedding cache: %w", err)
-		}
-		s.cache, s.popts = nil, nil
+	if err := env.CloseEmbedCache(); err != nil {
+		return fmt.Errorf("rotate keys: close embedding cache: %w", err)
 	}
 	live := r.liveContent
-	dropped, err := vector.KeepOnly(s.st.Path("embed-cache.db"), func(h [32]byte) bool { return live[h] })
+	dropped, err := vector.KeepOnly(path(embedCacheFile), func(h [32]byte) bool { return live[h] })
 	if err != nil {
 		return fmt.Errorf("rotate keys: %w", err)
 	}
@@ -551,7 +567,7 @@ func (r *rotation) clean(ctx context.Context) error {
 	// corrupt/: bytes cut from torn log tails, events sealed under DEKs
 	// wrapped under old epochs. Never acknowledged, and after the wipe
 	// unreadable: deleted, so nothing sealed under the shredded epoch stays.
-	cdir := s.st.Path("corrupt")
+	cdir := path(corruptDir)
 	if ents, err := os.ReadDir(cdir); err == nil {
 		for _, e := range ents {
 			if err := os.RemoveAll(filepath.Join(cdir, e.Name())); err != nil {
@@ -566,18 +582,18 @@ func (r *rotation) clean(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// shredCut returns the seq before which every tombstone is shredded: the
+// ShredCut returns the seq before which every tombstone of l is shredded: the
 // first rekey event of the newest completed rotation (one whose old epoch
 // the keyring no longer holds), 0 when no rotation completed. A rotation
 // rewraps every event up to its first rekey event except tombstoned
 // content, so a tombstone before that point had its targets shredded.
-func (s *Store) shredCut(ctx context.Context) (uint64, error) {
-	kr := s.st.Keys
+// (kr is the store's keyring; nil: 0.)
+func ShredCut(ctx context.Context, l *log.Log, kr *crypto.Keyring) (uint64, error) {
 	if kr == nil {
 		return 0, nil
 	}
 	first := map[uint32]uint64{}
-	err := s.st.Log.ForEachHeader(ctx, 0, 0, func(h *log.Header) error {
+	err := l.ForEachHeader(ctx, 0, 0, func(h *log.Header) error {
 		if h.Type == log.TypeRekey {
 			if _, ok := first[h.KeyEpoch]; !ok {
 				first[h.KeyEpoch] = h.Seq
@@ -597,23 +613,13 @@ func (s *Store) shredCut(ctx context.Context) (uint64, error) {
 	return cut, nil
 }
 
-// sameFile reports whether two paths name the same existing file.
-func sameFile(a, b string) bool {
-	fa, err := os.Stat(a)
-	if err != nil {
-		return false
-	}
-	fb, err := os.Stat(b)
-	return err == nil && os.SameFile(fa, fb)
-}
-
-// saveKeys replaces the store's key file with kr, then overwrites the
+// SaveKeys replaces the store's key file with kr, then overwrites the
 // replaced file's bytes through a descriptor opened before the rename, so
 // the old keys do not linger in its freed blocks (on file systems that
 // write in place; copy-on-write ones and SSD remapping keep no promise).
 // The new file is in place before anything is overwritten: a crash
 // between the two loses nothing.
-func saveKeys(kr *crypto.Keyring, path string) error {
+func SaveKeys(kr *crypto.Keyring, path string) error {
 	old, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("open the key file: %w", err)
