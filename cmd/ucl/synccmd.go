@@ -298,16 +298,7 @@ func syncStatusAction(c *cli.Context) error {
 		}
 		printf(c, "log %s: head %d; %s\n", r.LogID, r.HeadSeq, mirroredText(r.CoveredSeq, r.HeadSeq, r.SafeSeq))
 		printf(c, "%d segments (%s): %d confirmed, %d submitted, %d posting\n", r.SegmentCount, humanBytes(r.Bytes), r.Confirmed, r.Submitted, r.Posting)
-		if len(r.Segments) > 0 {
-			printf(c, "%10s %10s  %-10s %6s %5s  %s\n", "first", "last", "status", "height", "conf", "tx")
-		}
-		for _, v := range r.Segments {
-			conf := "-"
-			if v.Confirmations != nil {
-				conf = fmt.Sprint(*v.Confirmations)
-			}
-			printf(c, "%10d %10d  %-10s %6d %5s  %s\n", v.First, v.Last, v.Status, v.Height, conf, v.TxID)
-		}
+		printf(c, "%s", segmentTable(r.Segments))
 		switch {
 		case r.Payer == "bundler":
 			printf(c, "pushes go through the bundler %s (free under 100 KiB per item)\n", r.Bundler)
@@ -324,6 +315,34 @@ func syncStatusAction(c *cli.Context) error {
 		}
 		return nil
 	})
+}
+
+// segmentTable is sync status's table of segments: one line each, a
+// diverged one marked (the local log no longer holds its events), and a
+// line saying what that means when there is one.
+func segmentTable(segs []ucl.SegmentView) string {
+	if len(segs) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%10s %10s  %-10s %6s %5s  %s\n", "first", "last", "status", "height", "conf", "tx")
+	diverged := 0
+	for _, v := range segs {
+		conf := "-"
+		if v.Confirmations != nil {
+			conf = fmt.Sprint(*v.Confirmations)
+		}
+		mark := ""
+		if v.Diverged {
+			mark = "  DIVERGED"
+			diverged++
+		}
+		fmt.Fprintf(&b, "%10d %10d  %-10s %6d %5s  %s%s\n", v.First, v.Last, v.Status, v.Height, conf, v.TxID, mark)
+	}
+	if diverged > 0 {
+		fmt.Fprintf(&b, "%d segment(s) DIVERGED: the local log no longer holds their events (it was cut below them and took other events since); they cover nothing of it\n", diverged)
+	}
+	return b.String()
 }
 
 func rebuildHint(err error) string {
