@@ -26,7 +26,7 @@ var (
 	ErrCheckpointDiverged = errors.New("proof: the log does not match an anchored checkpoint")
 	// ErrProofRejected is returned by Verify when the proof or its
 	// anchoring does not verify; the message names the check that failed.
-	ErrProofRejected = errors.New("proof: rejected")
+	ErrProofRejected = errors.New("proof: proof rejected")
 	// ErrHistoryRewritten is returned (with ErrProofRejected) when a later
 	// checkpoint anchored by the same wallet is not consistent with the
 	// proof's: the log was rewritten after the proof.
