@@ -59,8 +59,14 @@
 // has the name; several are a tool error listing them (ErrAmbiguous).
 // uc_period reads the sessions in the period, and the items without a
 // session through the engine's index (session filter ""), which lists at
-// most ucl.IndexSnippets of them; beyond that PeriodOut.Unlisted counts
+// most index.Snippets of them; beyond that PeriodOut.Unlisted counts
 // those it could not list.
+//
+// uc_index's groups each carry the call that opens them: the engine gives
+// it as data (an engine method and its request's fields, index.Link), and
+// this server shows it as a call of its own tools (IndexGroup.Open, a
+// ToolCall; "session" becomes uc_get_session with argument session) in
+// the text and the structured content alike (index.Rewrite).
 //
 // # Bounds
 //

@@ -761,7 +761,7 @@ func (s *server) toolPeriod(ctx context.Context, _ *mcp.CallToolRequest, in Peri
 // time is in [since, until) (0: open) and, of those, how many it could not
 // list. Sessions do not reach them, so they come from the engine's index
 // (the session filter "" is "no session"), which lists at most
-// ucl.IndexSnippets of them.
+// index.Snippets of them.
 func (s *server) sessionless(ctx context.Context, kinds []string, since, until int64) ([]ucl.Item, int, error) {
 	res, err := s.eng.Index(ctx, ucl.IndexRequest{Sessions: []string{""}, Kinds: kinds, Since: fmtMS(since), Until: fmtMS(until),
 		Now: s.now(), Budget: maxIndexBudget})

@@ -233,7 +233,7 @@ type PeriodOut struct {
 	Total      int    `json:"total"`
 	NextOffset int    `json:"next_offset,omitempty"`
 	// Unlisted counts items without a session in the period beyond the
-	// most the engine's index lists (ucl.IndexSnippets): they are in
+	// most the engine's index lists (index.Snippets): they are in
 	// Total but no page shows them; a shorter period does.
 	Unlisted int `json:"unlisted,omitempty"`
 }
