@@ -11,11 +11,11 @@ import (
 	"github.com/unlimitedcontext/ucl/internal/fsutil"
 )
 
-// ArweaveFile remembers where the store's mirror lives (DIR/arweave.json):
+// arweaveFile remembers where the store's mirror lives (DIR/arweave.json):
 // the gateway endpoints and the bundler of the last successful push (or of
 // a rebuild), so later commands that talk to Arweave use them without
 // being told again.
-const ArweaveFile = "arweave.json"
+const arweaveFile = "arweave.json"
 
 // Push modes (PushRequest.Via).
 const (
@@ -42,7 +42,7 @@ type ArweaveSettings struct {
 // remembers nothing (it is a convenience, rewritten by the next push).
 func RememberedArweave(dir string) ArweaveSettings {
 	var a ArweaveSettings
-	f, err := os.Open(filepath.Join(dir, ArweaveFile))
+	f, err := os.Open(filepath.Join(dir, arweaveFile))
 	if err != nil {
 		return a
 	}
@@ -70,7 +70,7 @@ func rememberArweave(dir string, a ArweaveSettings) error {
 	if err != nil {
 		return err
 	}
-	if err := fsutil.WriteFileAtomic(filepath.Join(dir, ArweaveFile), append(b, '\n'), 0o600); err != nil {
+	if err := fsutil.WriteFileAtomic(filepath.Join(dir, arweaveFile), append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("remember the gateway: %w", err)
 	}
 	return nil

@@ -21,7 +21,7 @@ func TestRememberedArweave(t *testing.T) {
 	}
 	// What does not parse is not remembered, and is no error.
 	for _, bad := range []string{"{", `{"gateway":"ftp://x","bundler":"nope"}`, `{"gateway":"` + strings.Repeat("a", 70<<10) + `"}`} {
-		if err := os.WriteFile(filepath.Join(dir, ArweaveFile), []byte(bad), 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, arweaveFile), []byte(bad), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		if got := RememberedArweave(dir); got != (ArweaveSettings{}) {

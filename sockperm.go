@@ -10,10 +10,10 @@ import (
 	"syscall"
 )
 
-// ErrForeignPeer is returned by a peer check when the process at the
+// errForeignPeer is returned by a peer check when the process at the
 // other end of the owner's socket runs as another user: the owner answers
 // only its own user, whatever the socket's file mode.
-var ErrForeignPeer = errors.New("ucl: socket peer is another user")
+var errForeignPeer = errors.New("ucl: socket peer is another user")
 
 // listenOwner creates the owner's socket at path so that no other user
 // can connect to it at any moment, whatever the umask and the mode of the
@@ -105,7 +105,7 @@ func (l *peerListener) Accept() (net.Conn, error) {
 	}
 }
 
-// checkPeer returns nil when the peer of c runs as uid, ErrForeignPeer
+// checkPeer returns nil when the peer of c runs as uid, errForeignPeer
 // when it runs as another user, and an error when its credentials cannot
 // be read (the connection is then refused too).
 func checkPeer(c *net.UnixConn, uid int) error {
@@ -125,7 +125,7 @@ func checkPeer(c *net.UnixConn, uid int) error {
 		return fmt.Errorf("peer credentials: %w", perr)
 	}
 	if peer != uid {
-		return fmt.Errorf("peer uid %d, owner uid %d: %w", peer, uid, ErrForeignPeer)
+		return fmt.Errorf("peer uid %d, owner uid %d: %w", peer, uid, errForeignPeer)
 	}
 	return nil
 }

@@ -52,8 +52,8 @@ func TestPeerCredRefusesAnotherUID(t *testing.T) {
 	if err := checkPeer(sc, os.Getuid()); err != nil {
 		t.Fatalf("own uid refused: %v", err)
 	}
-	if err := checkPeer(sc, os.Getuid()+1); !errors.Is(err, ErrForeignPeer) {
-		t.Fatalf("another uid: got %v, want ErrForeignPeer", err)
+	if err := checkPeer(sc, os.Getuid()+1); !errors.Is(err, errForeignPeer) {
+		t.Fatalf("another uid: got %v, want errForeignPeer", err)
 	}
 
 	// The listener closes a foreign peer's connection unread and goes on
@@ -79,7 +79,7 @@ func TestPeerCredRefusesAnotherUID(t *testing.T) {
 		t.Fatalf("foreign peer read %d bytes, err %v; want EOF or a reset", n, err)
 	}
 	pl.Close()
-	if err := <-accepted; errors.Is(err, ErrForeignPeer) || (err != nil && !errors.Is(err, net.ErrClosed)) {
+	if err := <-accepted; errors.Is(err, errForeignPeer) || (err != nil && !errors.Is(err, net.ErrClosed)) {
 		t.Fatalf("accept: %v", err)
 	}
 }
