@@ -21,13 +21,17 @@ import (
 )
 
 // Sharing (DESIGN.md §4). A grant is a share_grant event in the grantor's
-// own log: a fresh share key, RSA-OAEP-wrapped to the grantee, and the DEKs
-// of the granted chunks wrapped under it. The grantee cannot read the
-// grantor's log (its bodies are sealed under the grantor's vault key), so
-// Push discloses to the grantee, in signed uploads tagged UC-Grantee (the
-// disclosure format is in the internal/mirror package doc), the DEK of the grant
-// event itself, then of every later tombstone that removes a granted chunk
-// and of the revoke. SharePull (sharepull.go) is the grantee's side.
+// own log: a fresh share key, RSA-OAEP-wrapped to the grantee, and the
+// granted chunks with their events (v3; v1/v2 grants carried the chunks'
+// DEKs in the body). The grantee cannot read the grantor's log (its bodies
+// are sealed under the grantor's vault key), so Push discloses to the
+// grantee, in signed uploads tagged UC-Grantee (the disclosure format is in
+// the internal/mirror package doc), the DEK of the grant event itself with
+// those of its chunks whose content still exists, then of every later
+// tombstone that removes a granted chunk and of the revoke. A chunk
+// tombstoned and shredded by a key rotation before the grant's first push
+// is never keyed to the grantee (it learns the id, hidden); an old-format
+// grant carrying such a chunk's DEK is withheld, never disclosed. SharePull (sharepull.go) is the grantee's side.
 //
 // The share key is bound to the grantor (crypto.ShareBinding: the RSA-OAEP
 // label names the grantor's address, log id and the grant's event id, drawn
@@ -130,7 +134,10 @@ type GivenShare struct {
 	Chunks   int      `json:"chunks"`
 	Note     string   `json:"note,omitempty"`
 	Follow   bool     `json:"follow,omitempty"`
-	Status   string   `json:"status"` // active or revoked
+	// Status is active, revoked, or withheld: a grant made by an older
+	// version whose body carries the key of a chunk a rotation shredded
+	// since, never sent (grant again).
+	Status string `json:"status"`
 	// Followed counts the chunks disclosed since the grant because it
 	// follows its session.
 	Followed int `json:"followed,omitempty"`
@@ -284,14 +291,19 @@ func (s *Store) ShareGrant(ctx context.Context, req ShareGrantRequest) (*ShareGr
 	if err != nil {
 		return nil, err
 	}
-	w, err := crypto.NewWrapper(shareKey)
-	if err != nil {
-		return nil, err
-	}
-	g := &log.ShareGrant{Grantee: req.To, ShareKey: wrapped, Chunks: ids, Note: req.Note, OwnKey: shareKey, Follow: req.Follow}
+	g := &log.ShareGrant{Grantee: req.To, ShareKey: wrapped, Note: req.Note, OwnKey: shareKey, Follow: req.Follow}
 	if req.Session != "" {
 		g.Sessions = []string{req.Session}
 	}
+	// The grant names each chunk's event (v3), not its DEK: the DEKs go
+	// to the grantee in the push's disclosure, and only for content that
+	// still exists then (a rotation may shred a chunk tombstoned before
+	// that push, and the grant must not keep a key to it).
+	type granted struct {
+		id  string
+		seq uint64
+	}
+	var gs []granted
 	for _, id := range ids {
 		c, ok, err := set.Timelines.Chunk(id)
 		if err != nil {
@@ -300,22 +312,12 @@ func (s *Store) ShareGrant(ctx context.Context, req ShareGrantRequest) (*ShareGr
 		if !ok {
 			return nil, fmt.Errorf("grant: chunk %s vanished: %w", id, ErrEmptyScope)
 		}
-		raw, err := s.st.Log.Raw(c.Seq)
-		if err != nil {
-			return nil, err
-		}
-		dek, err := s.dekOf(raw)
-		if err != nil {
-			return nil, err
-		}
-		k := log.WrappedKey{Seq: c.Seq}
-		if err := w.Wrap(k.Wrapped[:], dek); err != nil {
-			return nil, err
-		}
-		clear(dek)
-		g.Keys = append(g.Keys, k)
+		gs = append(gs, granted{id, c.Seq})
 	}
-	sort.Slice(g.Keys, func(i, j int) bool { return g.Keys[i].Seq < g.Keys[j].Seq })
+	sort.Slice(gs, func(i, j int) bool { return gs[i].seq < gs[j].seq })
+	for _, c := range gs {
+		g.Chunks, g.Seqs = append(g.Chunks, c.id), append(g.Seqs, c.seq)
+	}
 	r, err := s.st.Log.Append(ctx, log.Entry{ID: gid, Body: g})
 	if err != nil {
 		return nil, err
@@ -427,6 +429,9 @@ func (s *Store) givenShares(ctx context.Context) ([]GivenShare, error) {
 			if g.ID == out[i].Grant && len(g.TxIDs) > 0 {
 				out[i].Sent, out[i].Followed = true, len(g.Followed)
 			}
+			if g.ID == out[i].Grant && g.Withheld && out[i].Status == "active" {
+				out[i].Status = "withheld"
+			}
 		}
 	}
 	return out, nil
@@ -486,6 +491,10 @@ type sharePushItem struct {
 	// their tombstones must still reach the grantee.
 	Granted []followedChunk `json:"granted,omitempty"`
 	TxIDs   []string        `json:"tx_ids,omitempty"`
+	// Withheld: a grant of the v1/v2 format (its body carries its chunks'
+	// DEKs) found, at its first disclosure, to name a chunk a key
+	// rotation had shredded; it is never disclosed (Closed is set too).
+	Withheld bool `json:"withheld,omitempty"`
 }
 
 func (s *Store) loadSharePush() (*sharePush, error) {
@@ -620,8 +629,8 @@ func (s *Store) disclose(ctx context.Context, cl mirror.Gateway, covered uint64)
 			}
 			have := map[string]bool{}
 			var granted []followedChunk
-			for _, k := range g.Keys {
-				raw, err := s.st.Log.Raw(k.Seq)
+			for _, seq := range grantSeqs(g) {
+				raw, err := s.st.Log.Raw(seq)
 				if err != nil {
 					return err
 				}
@@ -668,6 +677,28 @@ func (s *Store) disclose(ctx context.Context, cl mirror.Gateway, covered uint64)
 		var seqs []uint64
 		var last log.Hash
 		if it.Disclosed < gev.Seq {
+			// The grant's first disclosure: with a v3 grant, the DEKs of
+			// its chunks whose content exists (one a rotation shredded
+			// is not sent: its tombstone is, below). A v1/v2 grant
+			// carries its chunks' DEKs in its body: if a rotation has
+			// shredded one of them, disclosing the grant would hand the
+			// grantee a key to that chunk's ciphertext, so it is withheld.
+			live, shredded, err := s.grantedLive(g)
+			if err != nil {
+				return posted, fmt.Errorf("disclose shares: %w", err)
+			}
+			if len(g.Seqs) == 0 && shredded > 0 {
+				it.Closed, it.Withheld = true, true
+				s.opts.Warn(fmt.Sprintf("grant %s to %s is not sent: it was made by an older version and carries the key of %d chunk(s) "+
+					"a key rotation shredded since; grant again (a new grant sends only what exists)", it.ID, it.Grantee, shredded))
+				if err := s.saveSharePush(st); err != nil {
+					return posted, err
+				}
+				continue
+			}
+			if len(g.Seqs) != 0 {
+				seqs = live
+			}
 			seqs, last = append(seqs, gev.Seq), gev.Hash
 		}
 		closed := false
@@ -745,6 +776,43 @@ func (s *Store) disclose(ctx context.Context, cl mirror.Gateway, covered uint64)
 	}
 	st.Scanned = covered
 	return posted, s.saveSharePush(st)
+}
+
+// grantSeqs returns the events of a grant's chunks: listed (v3) or those
+// its keys are for (v1, v2).
+func grantSeqs(g *log.ShareGrant) []uint64 {
+	if len(g.Seqs) != 0 {
+		return g.Seqs
+	}
+	seqs := make([]uint64, len(g.Keys))
+	for i, k := range g.Keys {
+		seqs[i] = k.Seq
+	}
+	return seqs
+}
+
+// grantedLive returns the events of a grant's chunks whose content exists
+// (a DEK can be had for them), ascending, and how many a key rotation
+// shredded.
+func (s *Store) grantedLive(g *log.ShareGrant) (live []uint64, shredded int, err error) {
+	for _, seq := range grantSeqs(g) {
+		raw, err := s.st.Log.Raw(seq)
+		if err != nil {
+			return nil, 0, err
+		}
+		dek, err := s.dekOf(raw)
+		if errors.Is(err, log.ErrShredded) {
+			shredded++
+			continue
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		clear(dek)
+		live = append(live, seq)
+	}
+	sort.Slice(live, func(i, j int) bool { return live[i] < live[j] })
+	return live, shredded, nil
 }
 
 // followedChunk is what tombstone matching needs of a followed chunk.

@@ -124,9 +124,10 @@ func TestShareGrantWrapping(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := ev.Body.(*log.ShareGrant)
-	if g.Grantee != wb.Address() || g.Note != "n" || len(g.Keys) != 2 || len(g.OwnKey) != log.ShareKeySize {
-		t.Fatalf("grant body: %+v", g)
+	if g.Grantee != wb.Address() || g.Note != "n" || len(g.Keys) != 0 || len(g.Seqs) != 2 || len(g.OwnKey) != log.ShareKeySize {
+		t.Fatalf("grant body (v3: seqs, no keys): %+v", g)
 	}
+	gkeys := disclosedChunkKeys(t, s, g)
 	sk, err := crypto.UnwrapBoundShareKey(wb.PrivateKey(), g.ShareKey, s.shareBinding(res.Grant))
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +139,7 @@ func TestShareGrantWrapping(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range g.Keys {
+	for _, k := range gkeys {
 		raw, err := s.Log().Raw(k.Seq)
 		if err != nil {
 			t.Fatal(err)
@@ -152,7 +153,7 @@ func TestShareGrantWrapping(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := openDisclosed(other, w, g.Keys[0].Wrapped); err == nil {
+	if err := openDisclosed(other, w, gkeys[0].Wrapped); err == nil {
 		t.Fatal("a granted key opens an event outside the grant")
 	}
 	// Another wallet (wallet-a, the grantor's own) cannot unwrap.
@@ -190,6 +191,9 @@ func TestShareGrantWrapping(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys := map[uint64][][40]byte{res.Seq: {wk}}
+	for _, k := range gkeys {
+		keys[k.Seq] = [][40]byte{k.Wrapped}
+	}
 	rg, err := receiveGrant(rl, res.Grant, g.ShareKey, w, keys, wb.Address())
 	if err != nil {
 		t.Fatal(err)
@@ -197,13 +201,25 @@ func TestShareGrantWrapping(t *testing.T) {
 	if len(rg.Chunks) != 2 || rg.Status != "active" || rg.Note != "n" {
 		t.Fatalf("received: %+v", rg)
 	}
+	// A granted chunk whose key was not disclosed (shredded before the
+	// first push) is hidden, known by id only; a disclosed key for an
+	// event the grant does not list is refused.
+	part := map[uint64][][40]byte{res.Seq: {wk}, gkeys[1].Seq: {gkeys[1].Wrapped}}
+	if rg, err := receiveGrant(rl, res.Grant, g.ShareKey, w, part, wb.Address()); err != nil || len(rg.Chunks) != 1 ||
+		fmt.Sprint(rg.Hidden) != fmt.Sprint([]string{g.Chunks[0]}) {
+		t.Fatalf("a chunk without a disclosed key: %+v %v", rg, err)
+	}
+	extra := map[uint64][][40]byte{res.Seq: {wk}, 3: {gkeys[0].Wrapped}}
+	if _, err := receiveGrant(rl, res.Grant, g.ShareKey, w, extra, wb.Address()); err == nil || !strings.Contains(err.Error(), "not a granted chunk") {
+		t.Fatalf("a disclosed key outside the grant: %v", err)
+	}
 	if _, err := receiveGrant(rl, res.Grant, bad, w, keys, wb.Address()); !errors.Is(err, mirror.ErrDisclosure) {
 		t.Fatalf("grant disclosed with another share key: %v", err)
 	}
 	if _, err := receiveGrant(rl, res.Grant, g.ShareKey, w, keys, wa.Address()); err == nil {
 		t.Fatal("a grant to B accepted for A")
 	}
-	flipped := map[uint64][][40]byte{res.Seq: {wk}}
+	flipped := map[uint64][][40]byte{res.Seq: {wk}, gkeys[0].Seq: {gkeys[0].Wrapped}}
 	flipped[res.Seq][0][5] ^= 1
 	if _, err := receiveGrant(rl, res.Grant, g.ShareKey, w, flipped, wb.Address()); err == nil {
 		t.Fatal("a tampered grant key accepted")
@@ -235,6 +251,33 @@ func TestShareGrantWrapping(t *testing.T) {
 	}
 }
 
+// disclosedChunkKeys wraps the DEKs of a v3 grant's chunks under its share
+// key, as the grantor's push discloses them.
+func disclosedChunkKeys(t *testing.T, s *Store, g *log.ShareGrant) []log.WrappedKey {
+	t.Helper()
+	w, err := crypto.NewWrapper(g.OwnKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []log.WrappedKey
+	for _, seq := range g.Seqs {
+		raw, err := s.Log().Raw(seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dek, err := s.dekOf(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := log.WrappedKey{Seq: seq}
+		if err := w.Wrap(k.Wrapped[:], dek); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
 // The shared projection source is deterministic: the same area gives the
 // same events and hashes; a hidden chunk changes them.
 func TestSharedSourceDeterministic(t *testing.T) {
@@ -251,7 +294,7 @@ func TestSharedSourceDeterministic(t *testing.T) {
 	// The share key is bound to the grantor, its log and the grant.
 	rl := &receivedLog{Grantor: s.st.Meta.WalletAddress, LogID: s.st.Meta.LogID, raws: map[uint64][]byte{}}
 	rg := receivedGrant{ReceivedShare: ReceivedShare{Grant: res.Grant}, ShareKey: g.ShareKey}
-	for _, k := range g.Keys {
+	for _, k := range disclosedChunkKeys(t, s, g) {
 		raw, err := s.Log().Raw(k.Seq)
 		if err != nil {
 			t.Fatal(err)

@@ -452,22 +452,53 @@ func receiveGrant(rl *receivedLog, id log.ID, wrapped []byte, w *crypto.Wrapper,
 		wrapped []byte
 	}
 	var chunks []chunk
-	for _, k := range g.Keys {
-		ev, err := open1(k.Seq, k.Wrapped)
+	// A chunk edited before the grant is granted as it reads now: its key
+	// is the edit event's.
+	addChunk := func(seq uint64, wk [40]byte) error {
+		ev, err := open1(seq, wk)
 		if err != nil {
-			return nil, fmt.Errorf("grant %s: %w", id, err)
+			return fmt.Errorf("grant %s: %w", id, err)
 		}
-		// A chunk edited before the grant is granted as it reads now: its
-		// key is the edit event's.
 		sb := ev.Chunk()
 		if sb == nil || !granted[sb.ChunkID] || ev.Seq >= gev.Seq {
-			return nil, fmt.Errorf("grant %s: event %d is not a granted chunk", id, k.Seq)
+			return fmt.Errorf("grant %s: event %d is not a granted chunk", id, seq)
 		}
-		chunks = append(chunks, chunk{k.Seq, sb.ChunkID, sb.Session, sb.Time, append([]byte(nil), k.Wrapped[:]...)})
+		chunks = append(chunks, chunk{seq, sb.ChunkID, sb.Session, sb.Time, append([]byte(nil), wk[:]...)})
+		return nil
+	}
+	for _, k := range g.Keys {
+		if err := addChunk(k.Seq, k.Wrapped); err != nil {
+			return nil, err
+		}
 	}
 	rg := &receivedGrant{ReceivedShare: ReceivedShare{Grant: id, Seq: gev.Seq, Time: gev.Time, Note: g.Note, Follow: g.Follow,
 		Status: "active", Chunks: []string{}}, ShareKey: wrapped}
 	hidden := map[string]bool{}
+	// A v3 grant lists its chunks' events; their DEKs come in the
+	// disclosures. One not disclosed was tombstoned and shredded before
+	// the grant was first pushed: the grantee knows only its id, hidden.
+	inGrant := map[uint64]bool{}
+	for i, seq := range g.Seqs {
+		inGrant[seq] = true
+		if _, ok := keys[seq]; !ok {
+			rg.Hidden = append(rg.Hidden, g.Chunks[i])
+			continue
+		}
+		var err error
+		for _, wk := range keys[seq] { // the key that opens it
+			if err = addChunk(seq, wk); err == nil {
+				break
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	for _, seq := range seqs {
+		if seq < gev.Seq && len(g.Seqs) != 0 && !inGrant[seq] {
+			return nil, fmt.Errorf("grant %s: event %d is not a granted chunk", id, seq)
+		}
+	}
 	for _, seq := range seqs {
 		if seq <= gev.Seq {
 			continue

@@ -425,12 +425,17 @@ func (s *Store) readProjOnce(ctx context.Context, p Progress, fn func(set *projs
 // guardRead runs a projection read and turns a panic (or a memory fault
 // on a mapped file) into a *projections.DamagedError naming the projection
 // whose package is on the panicking stack (bleve's is the full-text
-// index's).
+// index's). A returned error that says a projection's files did not read
+// (projstd.AsDamage: its corrupt-record sentinel, an error of bleve's) is
+// one too; any other error (a bad request, a missing id, the log's) is
+// returned as it is.
 func guardRead(fn func() error) (err error) {
 	old := debug.SetPanicOnFault(true)
 	defer func() {
 		debug.SetPanicOnFault(old)
-		if r := recover(); r != nil {
+		if r := recover(); r == nil {
+			err = projstd.AsDamage(err)
+		} else {
 			st := string(debug.Stack())
 			name := ""
 			for _, n := range projstd.Names {
@@ -478,7 +483,10 @@ func (s *Store) engine(set *projstd.Set) *query.Engine {
 func (s *Store) query(ctx context.Context, p Progress, fn func(e *query.Engine) error) error {
 	var found error // damage found by a shared reader
 	err := s.readProj(ctx, p, func(set *projstd.Set, exclusive bool) error {
-		err := fn(s.engine(set))
+		// Only the last run counts: readProj reruns fn after it healed
+		// damage the first run found.
+		found = nil
+		err := projstd.AsDamage(fn(s.engine(set)))
 		if _, damaged := projections.Damaged(err); damaged {
 			if exclusive {
 				return s.healLocked(ctx, p, set, err, fn)

@@ -75,6 +75,16 @@
 //	               later in the granted sessions are disclosed too; other bits
 //	               rejected), note str, own key str (the 32-byte share key, or
 //	               empty). Written only when one of these is set (else v1).
+//	share_grant v3: version=3, grantee str, wrapped share key bytes, sessions,
+//	               chunk ids (as v1), seqs (uvarint n ≥ 1, n × uint64 LE,
+//	               strictly ascending from 1: seq i is the event of chunk id i),
+//	               flags u8, note str, own key str (32 bytes, required) as v2.
+//	               No keys: the grantor's push discloses each granted event's
+//	               DEK under the share key, and only while its content exists,
+//	               so a chunk tombstoned and shredded by a key rotation before
+//	               the grant is disclosed leaves the grantee no key to its
+//	               ciphertext (with v1/v2 the grant body itself carried it).
+//	               Written for every new grant; v1 and v2 are still read.
 //	share_revoke v1: version=1, grant event id [16], grantee str, reason str
 //	rekey v1:      version=1, new epoch uint32, keys (uvarint n × (seq uint64,
 //	               40-byte DEK wrapped under the new epoch))

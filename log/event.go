@@ -25,6 +25,7 @@ const (
 	tombstoneBodyVersion = 1
 	grantBodyVersion     = 1
 	grantBodyVersion2    = 2
+	grantBodyVersion3    = 3
 	revokeBodyVersion    = 1
 	rekeyBodyVersion     = 1
 )
@@ -281,6 +282,13 @@ type ShareGrant struct {
 	// needs it to disclose later events of the grant (tombstones, the
 	// revoke) to the grantee without the grantee's RSA key.
 	OwnKey []byte `json:"-"`
+	// Seqs are the events of the granted chunks, ascending, Seqs[i] the
+	// event of Chunks[i] (v3, which has no Keys). Their DEKs are not in the body: the grantor's push
+	// discloses them under the share key, each only while its content
+	// exists, so a chunk tombstoned and shredded by a key rotation before
+	// the grant is disclosed leaves no key to its ciphertext with the
+	// grantee. A v1/v2 body carries the DEKs in Keys instead.
+	Seqs []uint64 `json:"seqs,omitempty"`
 }
 
 // ShareKeySize is the size of a share key (AES-256).
@@ -460,19 +468,40 @@ func (g *ShareGrant) appendTo(b []byte, _ *Header) ([]byte, error) {
 	if len(g.OwnKey) != 0 && len(g.OwnKey) != ShareKeySize {
 		return nil, fmt.Errorf("field own key: %w: %d bytes", ErrMalformed, len(g.OwnKey))
 	}
-	// v1 when nothing of v2 is set: every body has one encoding.
-	v2 := g.Follow || g.Note != "" || len(g.OwnKey) != 0
-	if v2 {
+	// v3 when the DEKs are left to disclosures (Seqs), else v1 when
+	// nothing of v2 is set: every body has one encoding.
+	v3 := len(g.Seqs) != 0
+	v2 := !v3 && (g.Follow || g.Note != "" || len(g.OwnKey) != 0)
+	switch {
+	case v3 && len(g.Keys) != 0:
+		return nil, fmt.Errorf("field keys: %w: a grant with seqs carries no keys", ErrMalformed)
+	case v3 && len(g.Chunks) != len(g.Seqs):
+		return nil, fmt.Errorf("field seqs: %w: %d seqs for %d chunks", ErrMalformed, len(g.Seqs), len(g.Chunks))
+	case v3 && len(g.OwnKey) != ShareKeySize:
+		return nil, fmt.Errorf("field own key: %w: a grant with seqs needs its share key", ErrMalformed)
+	case v3:
+		b = append(b, grantBodyVersion3)
+	case v2:
 		b = append(b, grantBodyVersion2)
-	} else {
+	default:
 		b = append(b, grantBodyVersion)
 	}
 	b = appendStr(b, g.Grantee)
 	b = appendStr(b, string(g.ShareKey))
 	b = appendStrs(b, g.Sessions)
 	b = appendStrs(b, g.Chunks)
-	b = appendKeys(b, g.Keys)
-	if !v2 {
+	if v3 {
+		b = binary.AppendUvarint(b, uint64(len(g.Seqs)))
+		for i, q := range g.Seqs {
+			if q == 0 || (i > 0 && q <= g.Seqs[i-1]) {
+				return nil, fmt.Errorf("field seqs: %w: not ascending from 1", ErrMalformed)
+			}
+			b = binary.LittleEndian.AppendUint64(b, q)
+		}
+	} else {
+		b = appendKeys(b, g.Keys)
+	}
+	if !v2 && !v3 {
 		return b, nil
 	}
 	var flags byte
@@ -728,15 +757,32 @@ func (d *dec) tombstone() *Tombstone {
 func (d *dec) grant() *ShareGrant {
 	g := &ShareGrant{}
 	v := d.byte1()
-	if d.err == nil && v != grantBodyVersion && v != grantBodyVersion2 {
-		d.err = fmt.Errorf("%w: body version %d (this build reads %d and %d)", ErrUnsupportedVersion, v, grantBodyVersion, grantBodyVersion2)
+	if d.err == nil && v != grantBodyVersion && v != grantBodyVersion2 && v != grantBodyVersion3 {
+		d.err = fmt.Errorf("%w: body version %d (this build reads %d to %d)", ErrUnsupportedVersion, v, grantBodyVersion, grantBodyVersion3)
 	}
 	g.Grantee = d.str()
 	g.ShareKey = []byte(d.str())
 	g.Sessions = d.strs()
 	g.Chunks = d.strs()
-	g.Keys = d.keys()
-	if v != grantBodyVersion2 || d.err != nil {
+	if v == grantBodyVersion3 {
+		n := d.count(8)
+		if d.err == nil && n == 0 {
+			d.fail("v3 grant without seqs")
+		}
+		if d.err == nil && n != len(g.Chunks) {
+			d.fail("v3 grant with %d seqs for %d chunks", n, len(g.Chunks))
+		}
+		for i := 0; i < n && d.err == nil; i++ {
+			q := d.u64()
+			if d.err == nil && (q == 0 || (i > 0 && q <= g.Seqs[i-1])) {
+				d.fail("grant seqs not ascending from 1")
+			}
+			g.Seqs = append(g.Seqs, q)
+		}
+	} else {
+		g.Keys = d.keys()
+	}
+	if v == grantBodyVersion || d.err != nil {
 		return g
 	}
 	flags := d.byte1()
@@ -752,7 +798,9 @@ func (d *dec) grant() *ShareGrant {
 	case d.err != nil:
 	case len(g.OwnKey) != 0 && len(g.OwnKey) != ShareKeySize:
 		d.fail("own key of %d bytes", len(g.OwnKey))
-	case !g.Follow && g.Note == "" && len(g.OwnKey) == 0:
+	case v == grantBodyVersion3 && len(g.OwnKey) == 0:
+		d.fail("v3 grant without its share key")
+	case v == grantBodyVersion2 && !g.Follow && g.Note == "" && len(g.OwnKey) == 0:
 		d.fail("non-canonical v2 grant without v2 fields")
 	}
 	return g

@@ -26,6 +26,8 @@ var goldenBodies = []struct {
 		Keys: []WrappedKey{{Seq: 7, Wrapped: [40]byte{9}}}}},
 	{"share_grant_v2", &ShareGrant{Grantee: "addr", ShareKey: []byte{1, 2, 3}, Chunks: []string{"c1", "c2"},
 		Keys: []WrappedKey{{Seq: 7, Wrapped: [40]byte{9}}}, Follow: true, Note: "for the review", OwnKey: bytes.Repeat([]byte{5}, ShareKeySize)}},
+	{"share_grant_v3", &ShareGrant{Grantee: "addr", ShareKey: []byte{1, 2, 3}, Sessions: []string{"s1"}, Chunks: []string{"c1", "c2"},
+		Seqs: []uint64{7, 300}, Follow: true, Note: "for the review", OwnKey: bytes.Repeat([]byte{5}, ShareKeySize)}},
 	{"share_revoke", &ShareRevoke{Grant: ID{0xaa}, Grantee: "addr", Reason: "done"}},
 	{"rekey", &Rekey{Epoch: 2, Keys: []WrappedKey{{Seq: 1, Wrapped: [40]byte{1}}, {Seq: 3, Wrapped: [40]byte{3}}}}},
 	{"store_tool", &Store{Kind: KindToolCall, Session: "s1", Role: "assistant", Content: "22C, sunny", Parent: "turn-3",

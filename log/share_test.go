@@ -30,8 +30,8 @@ func TestGrantV2Canonical(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if _, err := DecodeBody(TypeShareGrant, append([]byte{3}, v1[1:]...), &h); !errors.Is(err, ErrUnsupportedVersion) {
-		t.Errorf("v3: %v", err)
+	if _, err := DecodeBody(TypeShareGrant, append([]byte{4}, v1[1:]...), &h); !errors.Is(err, ErrUnsupportedVersion) {
+		t.Errorf("v4: %v", err)
 	}
 	g := &ShareGrant{Grantee: "g", ShareKey: []byte{1}, Follow: true, OwnKey: bytes.Repeat([]byte{4}, ShareKeySize)}
 	b, err := EncodeBody(g, &h)
@@ -47,6 +47,61 @@ func TestGrantV2Canonical(t *testing.T) {
 	}
 	if _, err := EncodeBody(&ShareGrant{Grantee: "g", OwnKey: []byte{1}}, &h); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("own key of 1 byte: %v", err)
+	}
+}
+
+// A v3 grant lists seqs and carries no keys; it is written only with its
+// share key and read back only in its one canonical form.
+func TestGrantV3Canonical(t *testing.T) {
+	h := goldenHeader(TypeShareGrant)
+	own := bytes.Repeat([]byte{4}, ShareKeySize)
+	g := &ShareGrant{Grantee: "g", ShareKey: []byte{1}, Chunks: []string{"a", "b"}, Seqs: []uint64{3, 9}, OwnKey: own}
+	b, err := EncodeBody(g, &h)
+	if err != nil || b[0] != 3 {
+		t.Fatalf("a grant with seqs: %v", err)
+	}
+	back, err := DecodeBody(TypeShareGrant, b, &h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bg := back.(*ShareGrant); len(bg.Seqs) != 2 || bg.Seqs[1] != 9 || len(bg.Keys) != 0 || !bytes.Equal(bg.OwnKey, own) {
+		t.Fatalf("round trip: %+v", bg)
+	}
+	for name, bad := range map[string]*ShareGrant{
+		"seqs and keys":        {Grantee: "g", Chunks: []string{"a"}, Seqs: []uint64{1}, Keys: []WrappedKey{{Seq: 1}}, OwnKey: own},
+		"seqs without own key": {Grantee: "g", Chunks: []string{"a"}, Seqs: []uint64{1}},
+		"seqs not ascending":   {Grantee: "g", Chunks: []string{"a", "b"}, Seqs: []uint64{2, 2}, OwnKey: own},
+		"seq 0":                {Grantee: "g", Chunks: []string{"a"}, Seqs: []uint64{0}, OwnKey: own},
+		"fewer seqs":           {Grantee: "g", Chunks: []string{"a", "b"}, Seqs: []uint64{1}, OwnKey: own},
+	} {
+		if _, err := EncodeBody(bad, &h); !errors.Is(err, ErrMalformed) {
+			t.Errorf("encode %s: %v", name, err)
+		}
+	}
+	// Hand-made bodies: the prefix up to the seqs, then variants.
+	pre := []byte{3, 1, 'g', 1, 1, 0, 1, 1, 'c'} // one chunk, "c"
+	tail := append([]byte{0, 0, 32}, own...)
+	seq := func(q byte) []byte { return []byte{q, 0, 0, 0, 0, 0, 0, 0} }
+	cat := func(parts ...[]byte) []byte {
+		var out []byte
+		for _, p := range parts {
+			out = append(out, p...)
+		}
+		return out
+	}
+	if _, err := DecodeBody(TypeShareGrant, cat(pre, []byte{1}, seq(5), tail), &h); err != nil {
+		t.Fatalf("hand-made v3: %v", err)
+	}
+	for name, b := range map[string][]byte{
+		"no seqs":            cat(pre, []byte{0}, tail),
+		"more seqs":          cat(pre, []byte{2}, seq(5), seq(6), tail),
+		"seqs descending":    cat([]byte{3, 1, 'g', 1, 1, 0, 2, 1, 'c', 1, 'd'}, []byte{2}, seq(5), seq(4), tail),
+		"without share key":  cat(pre, []byte{1}, seq(5), []byte{0, 0, 0}),
+		"count past the end": cat(pre, []byte{9}, seq(5)),
+	} {
+		if _, err := DecodeBody(TypeShareGrant, b, &h); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -55,6 +56,23 @@ func Guard(name string, fn func() error) (err error) {
 		}
 	}()
 	return fn()
+}
+
+// GuardStore is Guard for a call into a storage library (bleve) that
+// reads only the projection's own files with a request the projection
+// built: an error it returns is damage too (bleve's "error loading
+// roaring bitmap", "tried to load freq chunk that doesn't exist", a bare
+// EOF from a cut segment), except a cancelled context, which is the
+// caller's.
+func GuardStore(ctx context.Context, name string, fn func() error) error {
+	err := Guard(name, fn)
+	if err == nil || ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	if _, ok := Damaged(err); ok {
+		return err
+	}
+	return &DamagedError{Projection: name, Err: err}
 }
 
 // DamageMarker is the file that flags a projection directory for a reset

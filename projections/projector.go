@@ -262,9 +262,11 @@ func (pr *Projector) plan(src Source, force map[Projection]bool) ([]*run, uint64
 // true (a rebuild from 1 always starts from an empty projection).
 func resumePoint(src Source, p Projection, head uint64) (start uint64, reset bool, err error) {
 	if sv, ok := p.(StoredVersioner); ok {
+		// What a projection's own files say of it: an error reading
+		// that is damage to them (the catch-up resets the projection).
 		v, err := sv.StoredVersion()
 		if err != nil {
-			return 0, false, fmt.Errorf("read stored version of %s: %w", p.Name(), err)
+			return 0, false, &DamagedError{Projection: p.Name(), Err: fmt.Errorf("read stored version: %w", err)}
 		}
 		if v != 0 && v != p.Version() {
 			return 1, true, nil
@@ -272,7 +274,7 @@ func resumePoint(src Source, p Projection, head uint64) (start uint64, reset boo
 	}
 	cp, err := p.Checkpoint()
 	if err != nil {
-		return 0, false, fmt.Errorf("read checkpoint of %s: %w", p.Name(), err)
+		return 0, false, &DamagedError{Projection: p.Name(), Err: fmt.Errorf("read checkpoint: %w", err)}
 	}
 	if cp.Seq == 0 {
 		// Nothing committed, but data may have been flushed ahead of the

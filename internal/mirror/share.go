@@ -27,8 +27,11 @@ import (
 //	                       seqs strictly ascending
 //
 // The first disclosure of a grant discloses the grant event itself (whose
-// body lists the granted chunks and carries their DEKs under the share
-// key). Later ones, written by the grantor's push, disclose the tombstones
+// body lists the granted chunks) and, for a share_grant v3, the DEKs of
+// the granted chunks whose content still exists (seqs before the grant's;
+// a chunk tombstoned and shredded by a key rotation before this
+// disclosure gets no key, anywhere). A v1/v2 grant carries its chunks'
+// DEKs in its body instead. Later ones, written by the grantor's push, disclose the tombstones
 // that remove granted chunks and the revoke of the grant, so the grantee
 // learns of them without ever holding the grantor's vault key. The event
 // bytes themselves come from the grantor's segments, which the grantee

@@ -1553,7 +1553,7 @@ func (x *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 	}
 	var res *bleve.SearchResult
 	search := func(req *bleve.SearchRequest) error {
-		return projections.Guard(Name, func() error {
+		return projections.GuardStore(ctx, Name, func() error {
 			var err error
 			res, err = x.idx.SearchInContext(ctx, req)
 			return err
@@ -1730,7 +1730,7 @@ func fuzzyEdits(n int) int {
 // nothing (nil when every word matches). Callers hold x.mu.
 func (x *Index) fuzzyTerms(ctx context.Context, text string) ([]query.Query, error) {
 	var out []query.Query
-	err := projections.Guard(Name, func() error {
+	err := projections.GuardStore(ctx, Name, func() error {
 		ai, err := x.idx.Advanced()
 		if err != nil {
 			return err
@@ -1862,7 +1862,12 @@ func (x *Index) WithMeta(ctx context.Context, meta map[string]string, limit int)
 	}
 	req := bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(qs...), limit+1, 0, false)
 	req.SortBy([]string{"_id"})
-	res, err := x.idx.SearchInContext(ctx, req)
+	var res *bleve.SearchResult
+	err = projections.GuardStore(ctx, Name, func() error {
+		var err error
+		res, err = x.idx.SearchInContext(ctx, req)
+		return err
+	})
 	if err != nil {
 		return nil, false, fmt.Errorf("fts with meta: %w", err)
 	}

@@ -338,11 +338,50 @@ func damaged(err error) (string, bool) {
 	if name, ok := projections.Damaged(err); ok {
 		return name, true
 	}
+	name := corrupt(err)
 	var ae *projections.ApplyError
-	if errors.As(err, &ae) && (errors.Is(err, timelines.ErrCorrupt) || errors.Is(err, summary.ErrCorrupt) || errors.Is(err, fts.ErrCorrupt) || errors.Is(err, dedup.ErrCorrupt) || errors.Is(err, errVectorsCorrupt)) {
-		return ae.Projection, true
+	if name != "" && errors.As(err, &ae) {
+		name = ae.Projection
 	}
-	return "", false
+	return name, name != ""
+}
+
+// corrupt names the projection whose stored state err says does not
+// decode ("" when err says nothing of the kind): each projection returns
+// its own sentinel for a record of its files that fails its checks.
+func corrupt(err error) string {
+	switch {
+	case errors.Is(err, timelines.ErrCorrupt):
+		return timelines.Name
+	case errors.Is(err, fts.ErrCorrupt), errors.Is(err, fts.ErrIndexMismatch):
+		return fts.Name
+	case errors.Is(err, summary.ErrCorrupt):
+		return summary.Name
+	case errors.Is(err, dedup.ErrCorrupt):
+		return dedup.Name
+	case errors.Is(err, errVectorsCorrupt):
+		return "vectors"
+	}
+	return ""
+}
+
+// AsDamage returns err as a *projections.DamagedError when it says that a
+// projection's stored state could not be read: already one (a panic, a
+// file the projection refused), or an error wrapping a projection's
+// corrupt-record sentinel. Anything else (a bad request, a missing id, a
+// cancelled context, the log's own errors) is returned as it is: only
+// damage makes a reader reset a projection and rebuild it from the log.
+func AsDamage(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := projections.Damaged(err); ok {
+		return err
+	}
+	if name, ok := damaged(err); ok {
+		return &projections.DamagedError{Projection: name, Err: err}
+	}
+	return err
 }
 
 // CatchUp brings every projection to the source's head. A projection that
