@@ -109,7 +109,7 @@ func BenchmarkRebuildAll(b *testing.B) {
 func BenchmarkProjectionRecall(b *testing.B) {
 	for _, n := range benchSizes() {
 		b.Run(fmt.Sprintf("chunks=%d", n), func(b *testing.B) {
-			v, err := OpenVectors(b.TempDir(), VectorOptions{ExactBelow: 1})
+			v, err := OpenVectors(b.TempDir(), VectorOptions{Graph: true, ExactBelow: 1})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -175,9 +175,9 @@ func sortDurations(d []time.Duration) {
 // BenchmarkVectorsBuild: the vector projection alone, fed store events of
 // ~60 Zipf-vocabulary words and committed every 10,000 events as a
 // catch-up does, at the sizes in UCL_BENCH_VEC_N (comma-separated; default
-// 10000) with the graph starting at UCL_BENCH_VEC_EXACT live vectors
-// (default DefaultExactBelow; set it below the size to measure the graph
-// regime at sizes this machine can hold). Reports events/s, CPU per event
+// 10000), without a graph (the default), or, when UCL_BENCH_VEC_EXACT is
+// set, with VectorOptions.Graph and the graph starting at that many live
+// vectors (the layout before version 6). Reports events/s, CPU per event
 // (the process's), and the largest Go heap seen at a commit.
 func BenchmarkVectorsBuild(b *testing.B) {
 	sizes := []int{10_000}
@@ -191,19 +191,24 @@ func BenchmarkVectorsBuild(b *testing.B) {
 			sizes = append(sizes, n)
 		}
 	}
-	exact := DefaultExactBelow
+	exact, graph := DefaultExactBelow, false
 	if s := os.Getenv("UCL_BENCH_VEC_EXACT"); s != "" {
+		graph = true
 		var err error
 		if exact, err = strconv.Atoi(s); err != nil || exact <= 0 {
 			b.Fatalf("UCL_BENCH_VEC_EXACT: %q", s)
 		}
 	}
 	for _, n := range sizes {
-		b.Run(fmt.Sprintf("events=%d/exact=%d", n, exact), func(b *testing.B) {
+		name := fmt.Sprintf("events=%d/nograph", n)
+		if graph {
+			name = fmt.Sprintf("events=%d/exact=%d", n, exact)
+		}
+		b.Run(name, func(b *testing.B) {
 			evs := projtest.Generate(projtest.Config{Seed: 42, N: n, StoresOnly: true, Vocab: 30000})
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				v, err := OpenVectors(b.TempDir(), VectorOptions{ExactBelow: exact})
+				v, err := OpenVectors(b.TempDir(), VectorOptions{Graph: graph, ExactBelow: exact})
 				if err != nil {
 					b.Fatal(err)
 				}

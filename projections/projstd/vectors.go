@@ -33,9 +33,16 @@ type VectorOptions struct {
 	// package vector's benchmark), which keeps the full rebuild of every
 	// projection at 100K near its one-minute target; and EfSearch 256.
 	HNSW vector.HNSWOptions
-	// ExactBelow: collections with fewer live vectors are searched exactly
-	// (brute force, the oracle, recall 1); larger ones through the HNSW
-	// graph. Default DefaultExactBelow.
+	// Graph keeps the HNSW graph once the live count reaches ExactBelow,
+	// and searches through it above that (the only layout before version
+	// 6). Off by default: search is exact at every size, which costs no
+	// graph insertion per vector on a catch-up (an insertion's cost grows
+	// with the graph: at 200K it was over 90% of the build's CPU) and
+	// keeps recall at 1 on the hash embedder's nearly orthogonal vectors.
+	Graph bool
+	// ExactBelow: with Graph, collections with fewer live vectors are
+	// searched exactly (brute force, the oracle, recall 1); larger ones
+	// through the HNSW graph. Default DefaultExactBelow.
 	ExactBelow int
 	// GraphEvery: before graph.bin first exists, it is written once this
 	// many operations, and a quarter of the live vectors, have accumulated
@@ -48,7 +55,7 @@ type VectorOptions struct {
 }
 
 // DefaultExactBelow is where vector search switches from exact to the
-// graph. Measured on this project's 2-core machine (make bench): an exact
+// graph, with VectorOptions.Graph. Measured on this project's 2-core machine (make bench): an exact
 // top-10 over 100K×384 took ~4-5 ms as a float32 scan, and the 8-bit scan
 // it now is (package vector, q8.go) takes under a quarter of the float
 // scan's time (k=200: 13.5 → 3.0 ms, BenchmarkExactScan100K), while
@@ -69,8 +76,9 @@ const DefaultExactBelow = 120_000
 // one bbolt element a chunk instead of two, a tenth of the file). A
 // store of another version is rebuilt from the log
 // on open (the state tag differs), and a snapshot of another version is
-// refused and rebuilt.
-const vectorsVersion = 5
+// refused and rebuilt. Version 6 builds no graph unless
+// VectorOptions.Graph asks for one (the state tag says which).
+const vectorsVersion = 6
 
 // VectorProjection embeds every live chunk and indexes it for search.
 //
@@ -91,8 +99,9 @@ const vectorsVersion = 5
 // is built on first use, so commands that do not search vectors (bm25
 // queries, session lists) never pay for it.
 //
-// At the operation that brings the live count to ExactBelow, the HNSW
-// graph is started: every live vector is added in chunk id order, then
+// By default (version 6) that is all at any size: no graph is built and
+// every search is exact. With VectorOptions.Graph, at the operation that
+// brings the live count to ExactBelow, the HNSW graph is started: every live vector is added in chunk id order, then
 // every later operation in order. That point and that set are functions of
 // the event sequence alone (never of commit boundaries), so an incremental
 // build, a rebuild and a restore give the same graph bytes (the graph is a
@@ -222,9 +231,12 @@ func (v *VectorProjection) versionTag() []byte {
 func (v *VectorProjection) DigestKey() string { return string(v.versionTag()) }
 
 // stateTag is what the stored state was built with: the version tag and
-// the threshold where the graph starts (the graph's bytes depend on it,
-// the digest does not). A change rebuilds.
+// whether a graph is kept and the threshold where it starts (the graph's
+// bytes depend on it, the digest does not). A change rebuilds.
 func (v *VectorProjection) stateTag() []byte {
+	if !v.opts.Graph {
+		return []byte(fmt.Sprintf("%s/nograph", v.versionTag()))
+	}
 	return []byte(fmt.Sprintf("%s/exact%d", v.versionTag(), v.opts.ExactBelow))
 }
 
@@ -491,7 +503,7 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 			switch {
 			case graphOn:
 				graphOps = append(graphOps, op)
-			case live >= v.opts.ExactBelow:
+			case v.opts.Graph && live >= v.opts.ExactBelow:
 				// The graph starts here: every live vector, in id order.
 				graphOn, crossed = true, true
 				c := vb.Cursor()

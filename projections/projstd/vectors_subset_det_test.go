@@ -69,7 +69,7 @@ func TestVectorsSessionSearchSameOnEveryPath(t *testing.T) {
 // process opens (graph.bin, its delta records and the operations after
 // them) answer the same.
 func TestVectorsSessionSearchSameOnGraph(t *testing.T) {
-	subset, _ := sessionSearchPaths(t, VectorOptions{ExactBelow: 1000, GraphEvery: 300})
+	subset, _ := sessionSearchPaths(t, VectorOptions{Graph: true, ExactBelow: 1000, GraphEvery: 300})
 	if subset != 0 {
 		t.Fatalf("%d subset searches on the graph", subset)
 	}
