@@ -125,6 +125,9 @@ type VectorProjection struct {
 	cp   projections.Checkpoint
 	live int // committed live vectors
 
+	sf   *os.File // scan.bin (vectorscan.go)
+	next uint64   // committed slots in scan.bin
+
 	graphOn    bool   // the graph exists (the live count reached ExactBelow)
 	graph      uint64 // seq graph.bin is current to
 	graphSize  int64  // graph.bin's size, checked at open
@@ -149,6 +152,7 @@ type chunkMeta struct {
 	session string
 	time    int64
 	seq     uint64
+	slot    uint64 // in scan.bin; set by Commit
 }
 
 type vecOp struct {
@@ -168,7 +172,7 @@ var (
 	kVer    = []byte("version")
 	kGraph  = []byte("graph")
 	kLive   = []byte("live")
-	buckets = [][]byte{bMeta, bVecs, bOps}
+	buckets = [][]byte{bMeta, bVecs, bOps, bSlots}
 )
 
 // The freelist is synced: with NoFreelistSync, bbolt rebuilds it at open
@@ -290,6 +294,9 @@ func (v *VectorProjection) load() error {
 		if b := m.Get(kLive); len(b) == 8 {
 			v.live = int(binary.BigEndian.Uint64(b))
 		}
+		if b := m.Get(kNext); len(b) == 8 {
+			v.next = binary.BigEndian.Uint64(b)
+		}
 		if b := m.Get(kGraph); b != nil {
 			if err := v.decodeGraphRecord(b); err != nil {
 				return err
@@ -301,7 +308,10 @@ func (v *VectorProjection) load() error {
 	if err != nil {
 		return fmt.Errorf("open vectors: %w", err)
 	}
-	return v.checkGraphFiles()
+	if err := v.checkGraphFiles(); err != nil {
+		return err
+	}
+	return v.openScanFile()
 }
 
 // loadMeta reads the live chunks' metadata (what Apply needs to resolve
@@ -478,25 +488,58 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 		}
 	}
 	live, graphOn, crossed := v.live, v.graphOn, false
+	next := v.next
 	var logged int
 	var newIdx vector.Index
+	sl := vector.SlotLen(dim)
 	err := v.db.Update(func(tx *bolt.Tx) error {
-		vb, ob := tx.Bucket(bVecs), tx.Bucket(bOps)
+		vb, ob, sb := tx.Bucket(bVecs), tx.Bucket(bOps), tx.Bucket(bSlots)
 		var graphOps []vecOp
+		var writes []slotWrite
 		for _, op := range v.ops {
-			existed := vb.Get(projections.IDKey(op.id)) != nil
+			key := projections.IDKey(op.id)
+			old := vb.Get(key)
+			existed := old != nil
+			var slot uint64
+			if existed {
+				_, raw, err := splitValue(old, dim)
+				if err != nil {
+					return err
+				}
+				cm, err := decodeMeta(raw)
+				if err != nil {
+					return err
+				}
+				slot = cm.slot
+			}
 			if op.del {
 				if existed {
 					live--
+					if err := sb.Delete(slotKey(slot)); err != nil {
+						return err
+					}
+					writes = append(writes, slotWrite{slot: slot})
 				}
-				if err := vb.Delete(projections.IDKey(op.id)); err != nil {
+				if err := vb.Delete(key); err != nil {
 					return err
 				}
 			} else {
 				if !existed {
 					live++
+					slot = next
+					next++
+					if err := sb.Put(slotKey(slot), key); err != nil {
+						return err
+					}
 				}
-				if err := vb.Put(projections.IDKey(op.id), appendMeta(op.rec, v.meta[op.id])); err != nil {
+				code := make([]byte, sl)
+				if err := vector.EncodeSlot(code, op.vec); err != nil {
+					return fmt.Errorf("vectors: seq %d: %w", op.seq, err)
+				}
+				writes = append(writes, slotWrite{slot: slot, b: code})
+				m := v.meta[op.id]
+				m.slot = slot
+				if err := vb.Put(key, appendMeta(op.rec, m)); err != nil {
 					return err
 				}
 			}
@@ -553,6 +596,15 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 				return err
 			}
 		}
+		// The slots are durable before the database says they exist.
+		if err := v.writeSlots(writes); err != nil {
+			return err
+		}
+		var nx [8]byte
+		binary.BigEndian.PutUint64(nx[:], next)
+		if err := m.Put(kNext, nx[:]); err != nil {
+			return err
+		}
 		var n [8]byte
 		binary.BigEndian.PutUint64(n[:], uint64(live))
 		if err := m.Put(kLive, n[:]); err != nil {
@@ -585,7 +637,7 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 	if newIdx != nil {
 		v.idx = newIdx
 	}
-	v.live, v.graphOn = live, graphOn
+	v.live, v.graphOn, v.next = live, graphOn, next
 	v.sinceGraph += logged
 	v.ops = v.ops[:0]
 	v.cp = cp
@@ -661,15 +713,30 @@ func (v *VectorProjection) embedPending(ctx context.Context) error {
 
 // Digest implements projections.Projection: the index's content digest
 // (ids and vector bytes in id order) bound to the version tag.
+//
+// Without a graph and before the exact index is loaded, it is computed
+// from the database and checks scan.bin on the way (storedDigest); the
+// loaded index's digest is the same.
 func (v *VectorProjection) Digest() ([32]byte, error) {
-	idx, err := v.index()
-	if err != nil {
-		return [32]byte{}, err
+	var d [32]byte
+	v.loadMu.Lock()
+	loaded := v.idx != nil
+	v.loadMu.Unlock()
+	if !v.graphOn && !loaded {
+		var err error
+		if d, err = v.storedDigest(); err != nil {
+			return [32]byte{}, err
+		}
+	} else {
+		idx, err := v.index()
+		if err != nil {
+			return [32]byte{}, err
+		}
+		if err := v.verifyGraph(idx); err != nil {
+			return [32]byte{}, err
+		}
+		d = idx.Digest()
 	}
-	if err := v.verifyGraph(idx); err != nil {
-		return [32]byte{}, err
-	}
-	d := idx.Digest()
 	h := sha256.New()
 	h.Write(v.versionTag())
 	h.Write(d[:])
@@ -707,10 +774,18 @@ func (v *VectorProjection) Reset() error {
 	if err != nil {
 		return fmt.Errorf("reset vectors: %w", err)
 	}
-	for _, f := range []string{"graph.bin", "graph.delta"} {
+	if v.sf != nil {
+		v.sf.Close()
+		v.sf = nil
+	}
+	for _, f := range []string{"graph.bin", "graph.delta", scanFileName} {
 		if err := os.Remove(filepath.Join(v.dir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
+	}
+	v.next = 0
+	if err := v.openScanFile(); err != nil {
+		return fmt.Errorf("reset vectors: %w", err)
 	}
 	v.meta, v.ops, v.cp, v.live = map[string]chunkMeta{}, nil, projections.Checkpoint{}, 0
 	v.bySession = nil
@@ -722,12 +797,19 @@ func (v *VectorProjection) Reset() error {
 }
 
 // Close implements projections.Projection.
-func (v *VectorProjection) Close() error { return v.db.Close() }
+func (v *VectorProjection) Close() error {
+	err := v.db.Close()
+	if v.sf != nil {
+		err = errors.Join(err, v.sf.Close())
+		v.sf = nil
+	}
+	return err
+}
 
 // Size reports the bytes on disk.
 func (v *VectorProjection) Size() int64 {
 	var n int64
-	for _, f := range []string{"vectors.db", "graph.bin", "graph.delta"} {
+	for _, f := range []string{"vectors.db", "graph.bin", "graph.delta", scanFileName} {
 		if fi, err := os.Stat(filepath.Join(v.dir, f)); err == nil {
 			n += fi.Size()
 		}
@@ -862,17 +944,15 @@ func (v *VectorProjection) searchVec(q []float32, k int) ([]vector.Hit, error) {
 	var hits []vector.Hit
 	var err error
 	v.loadMu.Lock()
-	scan := v.idx == nil && !v.graphOn && v.scans == 0
+	scan := v.idx == nil && !v.graphOn
 	var idx vector.Index
 	var ierr error
-	if scan {
-		v.scans++
-	} else {
+	if !scan {
 		idx, ierr = v.index()
 	}
 	v.loadMu.Unlock()
 	if scan {
-		hits, err = v.scan(q, k)
+		hits, err = v.scanSearch(q, k)
 	} else {
 		if ierr != nil {
 			return nil, ierr
@@ -900,13 +980,15 @@ func checkVec(vec []float32, dim int) error {
 }
 
 // appendMeta returns the stored value of a chunk: its vector record rec
-// (quant.go) ‖ varint time ‖ uvarint seq ‖ session (to the end). The
-// varints are minimal, so a value has one encoding.
+// (quant.go) ‖ varint time ‖ uvarint seq ‖ uvarint slot (in scan.bin) ‖
+// session (to the end). The varints are minimal, so a value has one
+// encoding.
 func appendMeta(rec []byte, m chunkMeta) []byte {
-	b := make([]byte, 0, len(rec)+2*binary.MaxVarintLen64+len(m.session))
+	b := make([]byte, 0, len(rec)+3*binary.MaxVarintLen64+len(m.session))
 	b = append(b, rec...)
 	b = binary.AppendVarint(b, m.time)
 	b = binary.AppendUvarint(b, m.seq)
+	b = binary.AppendUvarint(b, m.slot)
 	return append(b, m.session...)
 }
 
@@ -930,11 +1012,11 @@ func decodeVecRecord(b []byte, dst []float32) error {
 
 // decodeMeta parses the chunk record that follows a vector (appendMeta).
 func decodeMeta(b []byte) (chunkMeta, error) {
-	t, seq, session, err := splitMeta(b)
+	t, seq, slot, session, err := splitMeta(b)
 	if err != nil {
 		return chunkMeta{}, err
 	}
-	return chunkMeta{time: t, seq: seq, session: string(session)}, nil
+	return chunkMeta{time: t, seq: seq, slot: slot, session: string(session)}, nil
 }
 
 // errChunkRecord is made once: splitMeta runs for every stored vector
@@ -943,17 +1025,22 @@ var errChunkRecord = fmt.Errorf("decode chunk record: %w", errVectorsCorrupt)
 
 // splitMeta parses a chunk record without copying its session (the
 // session filter of a scan in place tests every record's).
-func splitMeta(b []byte) (t int64, seq uint64, session []byte, err error) {
+func splitMeta(b []byte) (t int64, seq, slot uint64, session []byte, err error) {
 	bad := errChunkRecord
 	t, n := binary.Varint(b)
 	if n <= 0 || n != len(binary.AppendVarint(nil, t)) {
-		return 0, 0, nil, bad
+		return 0, 0, 0, nil, bad
 	}
 	seq, m := binary.Uvarint(b[n:])
 	if m <= 0 || m != len(binary.AppendUvarint(nil, seq)) {
-		return 0, 0, nil, bad
+		return 0, 0, 0, nil, bad
 	}
-	return t, seq, b[n+m:], nil
+	n += m
+	slot, m = binary.Uvarint(b[n:])
+	if m <= 0 || m != len(binary.AppendUvarint(nil, slot)) {
+		return 0, 0, 0, nil, bad
+	}
+	return t, seq, slot, b[n+m:], nil
 }
 
 // forEachMeta calls fn with every stored chunk's id and record, in key

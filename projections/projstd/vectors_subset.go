@@ -153,7 +153,7 @@ func (v *VectorProjection) SearchVectorIn(ctx context.Context, q []float32, k in
 		in[s] = true
 	}
 	v.loadMu.Lock()
-	if v.graphOn {
+	if v.declinesSubsets() {
 		v.loadMu.Unlock()
 		return nil, false, nil
 	}
@@ -241,7 +241,7 @@ var errSubsetDeclined = errors.New("session subset declined")
 func (v *VectorProjection) scanIn(q []float32, k int, in map[string]bool) ([]vector.Hit, bool, error) {
 	most, n := v.live/subsetMaxShare, 0
 	hits, err := v.scanWhere(q, k, func(meta []byte) (bool, error) {
-		_, _, session, err := splitMeta(meta)
+		_, _, _, session, err := splitMeta(meta)
 		if err != nil || !in[string(session)] {
 			return false, err
 		}
@@ -268,5 +268,13 @@ func (v *VectorProjection) scanIn(q []float32, k int, in map[string]bool) ([]vec
 func (v *VectorProjection) DeclinesSubsets() bool {
 	v.loadMu.Lock()
 	defer v.loadMu.Unlock()
-	return v.graphOn
+	return v.declinesSubsets()
+}
+
+// declinesSubsets: once the graph serves, or, without a graph, from
+// ExactBelow live vectors, where holding the exact index that a subset
+// search needs would cost more memory than scanning scan.bin does time
+// (1.9 GB at a million 384-d chunks). Caller holds loadMu.
+func (v *VectorProjection) declinesSubsets() bool {
+	return v.graphOn || (!v.opts.Graph && v.live >= v.opts.ExactBelow)
 }
