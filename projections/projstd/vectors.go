@@ -83,26 +83,32 @@ const vectorsVersion = 6
 // VectorProjection embeds every live chunk and indexes it for search.
 //
 // State (vectors.db, bbolt): "meta" holds the version tag, the checkpoint,
-// the number of live vectors and, once the graph exists, the seq and size
-// of graph.bin; "vecs" maps chunk id to its vector, scaled to unit length
-// and quantised to 8 bits with a per-vector step (4 + dim bytes,
-// quant.go), the one stored copy of the vectors below the graph
-// threshold, followed by what tombstones and session filters need
-// (encodeMeta: varint time ‖ uvarint seq ‖ session, to the end). The
-// indexes hold exactly these vector values. The bucket keys a chunk id as
+// the number of live vectors, the number of slots in scan.bin ("slotnext")
+// and, once a graph exists, the seq and size of graph.bin; "vecs" maps
+// chunk id to its vector, scaled to unit length and quantised to 8 bits
+// with a per-vector step (4 + dim bytes, quant.go), followed by what
+// tombstones and session filters need and the chunk's slot (appendMeta:
+// varint time ‖ uvarint seq ‖ uvarint slot ‖ session, to the end);
+// "slots" maps a slot (uint64 BE) to the chunk's key. The indexes hold
+// exactly these vector values. The buckets key a chunk id as
 // projections.IDKey does: tag 0 and the 16 bytes of a 32-lowercase-hex
-// id, else tag 1 and the id's bytes; no other key is valid.
+// id, else tag 1 and the id's bytes; no other key is valid. scan.bin
+// holds every live vector's code slot, the form exact search scans
+// (vectorscan.go).
 //
-// Below ExactBelow live vectors, search is exact and no graph exists:
-// catch-up writes vectors and nothing else, and opening reads nothing but
-// the meta bucket. The in-memory index (a vector.Exact loaded from "vecs")
-// is built on first use, so commands that do not search vectors (bm25
-// queries, session lists) never pay for it.
+// Without a graph, search is exact at any size: each search scans
+// scan.bin in blocks and scores its best candidates from "vecs"
+// (vector.ScanSlots, vector.ScanSearch), with the hits the exact index
+// would give; catch-up writes vectors and slots and nothing else, and
+// opening reads nothing but the meta bucket. The in-memory exact index (a
+// vector.Exact loaded from "vecs") is loaded only by the session-subset
+// search below ExactBelow live vectors (SearchVectorIn), so commands that
+// do not search vectors (bm25 queries, session lists) never pay for it.
 //
-// By default (version 6) that is all at any size: no graph is built and
-// every search is exact. With VectorOptions.Graph, at the operation that
-// brings the live count to ExactBelow, the HNSW graph is started: every live vector is added in chunk id order, then
-// every later operation in order. That point and that set are functions of
+// By default (version 6) no graph is built. With VectorOptions.Graph, at
+// the operation that brings the live count to ExactBelow, the HNSW graph
+// is started: every live vector is added in chunk id order, then every
+// later operation in order. That point and that set are functions of
 // the event sequence alone (never of commit boundaries), so an incremental
 // build, a rebuild and a restore give the same graph bytes (the graph is a
 // pure function of its operation sequence, package vector). From then on
@@ -926,11 +932,10 @@ type exactSearcher interface {
 }
 
 // SearchText embeds text and returns the k nearest live chunks (cosine; a
-// hit's ID is the chunk id): exactly below ExactBelow vectors, through the
-// graph above. Below the
-// graph, the first search of a process scans the stored vectors in place
-// (vector.ScanSearch: the same hits as the loaded index, without loading
-// it); later ones load the index and search it in memory.
+// hit's ID is the chunk id): exactly, through the graph once one serves
+// (VectorOptions.Graph). Without a graph every search scans scan.bin
+// (the hits of the loaded exact index, without loading it), or searches
+// the exact index if a subset search has loaded it.
 func (v *VectorProjection) SearchText(ctx context.Context, text string, k int) ([]vector.Hit, error) {
 	vs, err := v.opts.Embedder.Embed(ctx, []string{text})
 	if err != nil {

@@ -123,11 +123,12 @@ const subsetMaxShare = 4
 // sessions of a large store).
 //
 // ok is false, and the caller searches everything and filters, when the
-// sessions hold more than 1/subsetMaxShare of the live vectors, or once
-// the HNSW graph holds the vectors. A graph search costs about the same
-// whatever the store's size, and restricting it to sessions would need a
-// filtered graph walk that loses recall when the sessions are a small
-// share of the graph.
+// sessions hold more than 1/subsetMaxShare of the live vectors, or from
+// ExactBelow live vectors (declinesSubsets): a subset search needs the
+// exact index in memory, and from there it would cost more memory than
+// a full scan of scan.bin costs time; with VectorOptions.Graph, once the
+// graph serves, whose restriction to sessions would need a filtered
+// graph walk that loses recall when the sessions are a small share.
 //
 // Whether it declines, and the hits it returns, are functions of the
 // stored vectors and the request alone, never of what this process has
@@ -263,8 +264,8 @@ func (v *VectorProjection) scanIn(q []float32, k int, in map[string]bool) ([]vec
 }
 
 // DeclinesSubsets reports whether SearchVectorIn declines every session
-// subset: it does once the graph serves, which depends only on the stored
-// vectors (the live count reached ExactBelow), never on what is loaded.
+// subset: it does from ExactBelow live vectors (see declinesSubsets),
+// which depends only on the stored vectors, never on what is loaded.
 func (v *VectorProjection) DeclinesSubsets() bool {
 	v.loadMu.Lock()
 	defer v.loadMu.Unlock()
