@@ -24,7 +24,7 @@ func (waitingVectors) DeclinesSubsets() bool { return false }
 // concurrently with BM25 instead of after it. The responses must be the
 // ones of the deferred search, request for request.
 func TestGraphANNConcurrentWithBM25SameAnswer(t *testing.T) {
-	l, set, _ := generatedSet(t, 22, projstd.Options{Vectors: projstd.VectorOptions{ExactBelow: 500}})
+	l, set, _ := generatedSet(t, 22, projstd.Options{Vectors: projstd.VectorOptions{Graph: true, ExactBelow: 500}})
 	defer set.Close()
 	ctx := context.Background()
 	if !set.Vectors.DeclinesSubsets() {

@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -190,5 +192,35 @@ func TestEmbedWeighted(t *testing.T) {
 	p, c := h.EmbedOne("pottery"), h.EmbedOne("class")
 	if dot(up, p) <= dot(up, c) {
 		t.Fatalf("weighting pottery up: cos(pottery) %.3f <= cos(class) %.3f", dot(up, p), dot(up, c))
+	}
+}
+
+// TestHashEmbedParallelSameVectors: a batch large enough to be split
+// between goroutines gives each text the vector it has alone.
+func TestHashEmbedParallelSameVectors(t *testing.T) {
+	e, err := NewHashEmbedder(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := make([]string, 4*embedParallelMin+3)
+	for i := range texts {
+		texts[i] = fmt.Sprintf("text %d about the parallel embedding of batch item %d", i, i*i)
+	}
+	got, err := e.Embed(context.Background(), texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, text := range texts {
+		want := e.EmbedOne(text)
+		for j := range want {
+			if math.Float32bits(got[i][j]) != math.Float32bits(want[j]) {
+				t.Fatalf("text %d, component %d: %v, alone %v", i, j, got[i][j], want[j])
+			}
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := e.Embed(ctx, texts); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled batch: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package projstd
 import (
 	"context"
 	"fmt"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -109,7 +110,7 @@ func BenchmarkRebuildAll(b *testing.B) {
 func BenchmarkProjectionRecall(b *testing.B) {
 	for _, n := range benchSizes() {
 		b.Run(fmt.Sprintf("chunks=%d", n), func(b *testing.B) {
-			v, err := OpenVectors(b.TempDir(), VectorOptions{ExactBelow: 1})
+			v, err := OpenVectors(b.TempDir(), VectorOptions{Graph: true, ExactBelow: 1})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -175,10 +176,15 @@ func sortDurations(d []time.Duration) {
 // BenchmarkVectorsBuild: the vector projection alone, fed store events of
 // ~60 Zipf-vocabulary words and committed every 10,000 events as a
 // catch-up does, at the sizes in UCL_BENCH_VEC_N (comma-separated; default
-// 10000) with the graph starting at UCL_BENCH_VEC_EXACT live vectors
-// (default DefaultExactBelow; set it below the size to measure the graph
-// regime at sizes this machine can hold). Reports events/s, CPU per event
-// (the process's), and the largest Go heap seen at a commit.
+// 10000), without a graph (the default), or, when UCL_BENCH_VEC_EXACT is
+// set, with VectorOptions.Graph and the graph starting at that many live
+// vectors (the layout before version 6). Above 200,000 events the events
+// are generated 100,000 at a time (seeds 42, 43, ...; generation is not
+// timed), so the benchmark does not hold them all. With UCL_BENCH_VEC_DIR
+// the projection is built there (emptied first) and kept for
+// BenchmarkVectorsQuery. The build ends with Compact, as a bulk catch-up
+// does. Reports events/s, CPU per event (the process's), and the largest
+// Go heap seen at a commit.
 func BenchmarkVectorsBuild(b *testing.B) {
 	sizes := []int{10_000}
 	if s := os.Getenv("UCL_BENCH_VEC_N"); s != "" {
@@ -191,41 +197,82 @@ func BenchmarkVectorsBuild(b *testing.B) {
 			sizes = append(sizes, n)
 		}
 	}
-	exact := DefaultExactBelow
+	exact, graph := DefaultExactBelow, false
 	if s := os.Getenv("UCL_BENCH_VEC_EXACT"); s != "" {
+		graph = true
 		var err error
 		if exact, err = strconv.Atoi(s); err != nil || exact <= 0 {
 			b.Fatalf("UCL_BENCH_VEC_EXACT: %q", s)
 		}
 	}
+	keep := os.Getenv("UCL_BENCH_VEC_DIR")
 	for _, n := range sizes {
-		b.Run(fmt.Sprintf("events=%d/exact=%d", n, exact), func(b *testing.B) {
-			evs := projtest.Generate(projtest.Config{Seed: 42, N: n, StoresOnly: true, Vocab: 30000})
+		name := fmt.Sprintf("events=%d/nograph", n)
+		if graph {
+			name = fmt.Sprintf("events=%d/exact=%d", n, exact)
+		}
+		b.Run(name, func(b *testing.B) {
+			piece := n
+			if n > 200_000 {
+				piece = 100_000
+			}
+			gen := func(i int) []*log.Event {
+				m := min(piece, n-i*piece)
+				evs := projtest.Generate(projtest.Config{Seed: 42 + int64(i), N: m, StoresOnly: true, Vocab: 30000})
+				for _, ev := range evs {
+					ev.Seq += uint64(i * piece)
+				}
+				return evs
+			}
+			var first []*log.Event
+			if piece == n {
+				first = gen(0)
+			}
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				v, err := OpenVectors(b.TempDir(), VectorOptions{ExactBelow: exact})
+				dir := b.TempDir()
+				if keep != "" {
+					if err := os.RemoveAll(keep); err != nil {
+						b.Fatal(err)
+					}
+					dir = keep
+				}
+				v, err := OpenVectors(dir, VectorOptions{Graph: graph, ExactBelow: exact})
 				if err != nil {
 					b.Fatal(err)
 				}
 				var peak uint64
 				var ms runtime.MemStats
+				var genCPU, genWall time.Duration
 				t0, cpu0 := time.Now(), cpuTime()
-				for j, ev := range evs {
-					if err := v.Apply(ev); err != nil {
-						b.Fatal(err)
+				for p := 0; p*piece < n; p++ {
+					evs := first
+					if evs == nil {
+						g0, c0 := time.Now(), cpuTime()
+						evs = gen(p)
+						genWall, genCPU = genWall+time.Since(g0), genCPU+cpuTime()-c0
 					}
-					if (j+1)%10_000 == 0 || j == len(evs)-1 {
-						if err := v.Commit(projections.Checkpoint{Seq: ev.Seq, Hash: ev.Hash}); err != nil {
+					for j, ev := range evs {
+						if err := v.Apply(ev); err != nil {
 							b.Fatal(err)
 						}
-						runtime.ReadMemStats(&ms)
-						peak = max(peak, ms.HeapInuse)
+						if (j+1)%10_000 == 0 || j == len(evs)-1 {
+							if err := v.Commit(projections.Checkpoint{Seq: ev.Seq, Hash: ev.Hash}); err != nil {
+								b.Fatal(err)
+							}
+							runtime.ReadMemStats(&ms)
+							peak = max(peak, ms.HeapInuse)
+						}
 					}
 				}
 				if err := v.Flush(); err != nil {
 					b.Fatal(err)
 				}
-				el, cpu := time.Since(t0), cpuTime()-cpu0
+				// As the projector ends a bulk catch-up (Compacter).
+				if err := v.Compact(); err != nil {
+					b.Fatal(err)
+				}
+				el, cpu := time.Since(t0)-genWall, cpuTime()-cpu0-genCPU
 				v.Close()
 				b.ReportMetric(float64(n)/el.Seconds(), "events/s")
 				b.ReportMetric(float64(cpu.Microseconds())/float64(n), "cpu-us/event")
@@ -233,4 +280,76 @@ func BenchmarkVectorsBuild(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkVectorsQuery: one process's searches (k=10) of the projection
+// BenchmarkVectorsBuild kept in UCL_BENCH_VEC_DIR, opened as a query
+// process opens it, over 30 generated queries: wall and CPU time per
+// query. With UCL_BENCH_VEC_RECALL=1 it also prints recall@10 against
+// the exact scan of the stored vectors in place (ScanSearch over the
+// database's records, which does not read scan.bin: run it apart when
+// measuring the process's memory, since it reads the whole database).
+func BenchmarkVectorsQuery(b *testing.B) {
+	dir := os.Getenv("UCL_BENCH_VEC_DIR")
+	if dir == "" {
+		b.Skip("UCL_BENCH_VEC_DIR names no built projection")
+	}
+	v, err := OpenVectors(dir, VectorOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer v.Close()
+	if v.live == 0 {
+		b.Fatalf("%s holds no vectors", dir)
+	}
+	ctx := context.Background()
+	r := rand.New(rand.NewSource(11))
+	var qs [][]float32
+	for len(qs) < 30 {
+		q, err := v.EmbedQuery(ctx, projtest.QueryText(r), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		qs = append(qs, q)
+	}
+	var got [][]vector.Hit
+	b.ResetTimer()
+	t0, cpu0 := time.Now(), cpuTime()
+	for i := 0; i < b.N; i++ {
+		got = got[:0]
+		for _, q := range qs {
+			hits, err := v.SearchVector(ctx, q, 10)
+			if err != nil {
+				b.Fatal(err)
+			}
+			got = append(got, hits)
+		}
+	}
+	el, cpu := time.Since(t0), cpuTime()-cpu0
+	b.StopTimer()
+	nq := float64(b.N * len(qs))
+	b.ReportMetric(el.Seconds()*1000/nq, "ms/query")
+	b.ReportMetric(cpu.Seconds()*1000/nq, "cpu-ms/query")
+	b.ReportMetric(float64(v.live), "vectors")
+	if os.Getenv("UCL_BENCH_VEC_RECALL") == "" {
+		return
+	}
+	found, total := 0, 0
+	for i, q := range qs {
+		want, err := v.scan(q, 10)
+		if err != nil {
+			b.Fatal(err)
+		}
+		in := map[string]bool{}
+		for _, h := range got[i] {
+			in[h.ID] = true
+		}
+		for _, h := range want {
+			total++
+			if in[h.ID] {
+				found++
+			}
+		}
+	}
+	b.ReportMetric(float64(found)/float64(max(total, 1)), "recall@10")
 }

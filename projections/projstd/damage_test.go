@@ -50,7 +50,7 @@ var damages = map[string]func(t *testing.T, path string){
 
 // damageOpts make the vector projection start its graph (graph.bin) at 100
 // live vectors, so the damage tests cover the graph file.
-var damageOpts = Options{Vectors: VectorOptions{GraphEvery: 100, ExactBelow: 100}}
+var damageOpts = Options{Vectors: VectorOptions{GraphEvery: 100, Graph: true, ExactBelow: 100}}
 
 // buildSet builds the standard set over src in dir, returns its digests.
 func buildSet(t *testing.T, dir string, src projections.Source) map[string]string {

@@ -42,7 +42,7 @@ func TestVectorGraphBytesDeterministic(t *testing.T) {
 	deltas := 0 // commits after which graph.delta held records
 	build := func(graphEvery, commitEvery int, reopen bool) []byte {
 		dir := t.TempDir()
-		o := VectorOptions{GraphEvery: graphEvery, ExactBelow: 300}
+		o := VectorOptions{GraphEvery: graphEvery, Graph: true, ExactBelow: 300}
 		v, err := OpenVectors(dir, o)
 		if err != nil {
 			t.Fatal(err)

@@ -6,7 +6,7 @@ import (
 
 func TestVecValueRoundTrip(t *testing.T) {
 	vals, rec := quantize([]float32{0.5, -0.25, 0, 1})
-	for _, m := range []chunkMeta{{}, {session: "s1", time: 1_700_000_000_000, seq: 42}, {session: "ünï", time: -5, seq: 1 << 40}} {
+	for _, m := range []chunkMeta{{}, {session: "s1", time: 1_700_000_000_000, seq: 42}, {session: "ünï", time: -5, seq: 1 << 40, slot: 1 << 33}} {
 		b := appendMeta(rec, m)
 		r, raw, err := splitValue(b, 4)
 		if err != nil || string(r) != string(rec) {
@@ -42,7 +42,7 @@ func TestVecValueRoundTrip(t *testing.T) {
 // (one encoding per record).
 func FuzzDecodeMeta(f *testing.F) {
 	f.Add(appendMeta(nil, chunkMeta{session: "s1", time: 1_700_000_000_000, seq: 42}))
-	f.Add(appendMeta(nil, chunkMeta{time: -5}))
+	f.Add(appendMeta(nil, chunkMeta{time: -5, slot: 300}))
 	f.Add([]byte{})
 	f.Add([]byte{0x80, 0x00, 0x01})
 	f.Fuzz(func(t *testing.T, b []byte) {

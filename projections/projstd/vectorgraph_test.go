@@ -15,7 +15,7 @@ import (
 // cut off by the next save; the graph ends as a single uninterrupted build.
 func TestGraphDeltaTornTail(t *testing.T) {
 	evs := projtest.Events(5, 900)
-	o := VectorOptions{GraphEvery: 50, ExactBelow: 200}
+	o := VectorOptions{GraphEvery: 50, Graph: true, ExactBelow: 200}
 	graphOf := func(v *VectorProjection) []byte {
 		t.Helper()
 		idx, err := v.Index()

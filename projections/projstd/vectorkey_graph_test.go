@@ -18,7 +18,7 @@ import (
 // stored vectors sorted by id.
 func TestVectorGraphStartsInIDOrder(t *testing.T) {
 	evs := projtest.StoreEvents(11, 400)
-	a, err := OpenVectors(t.TempDir(), VectorOptions{ExactBelow: 1 << 30})
+	a, err := OpenVectors(t.TempDir(), VectorOptions{Graph: true, ExactBelow: 1 << 30})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestVectorGraphStartsInIDOrder(t *testing.T) {
 	}
 	evs = evs[:last+1]
 	a.Close()
-	if a, err = OpenVectors(t.TempDir(), VectorOptions{ExactBelow: 1 << 30}); err != nil {
+	if a, err = OpenVectors(t.TempDir(), VectorOptions{Graph: true, ExactBelow: 1 << 30}); err != nil {
 		t.Fatal(err)
 	}
 	applyCommit(t, a, evs)
@@ -69,7 +69,7 @@ func TestVectorGraphStartsInIDOrder(t *testing.T) {
 	}
 	sort.Slice(recs, func(i, j int) bool { return recs[i].id < recs[j].id })
 
-	b, err := OpenVectors(t.TempDir(), VectorOptions{ExactBelow: len(recs)})
+	b, err := OpenVectors(t.TempDir(), VectorOptions{Graph: true, ExactBelow: len(recs)})
 	if err != nil {
 		t.Fatal(err)
 	}

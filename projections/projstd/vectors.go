@@ -33,9 +33,16 @@ type VectorOptions struct {
 	// package vector's benchmark), which keeps the full rebuild of every
 	// projection at 100K near its one-minute target; and EfSearch 256.
 	HNSW vector.HNSWOptions
-	// ExactBelow: collections with fewer live vectors are searched exactly
-	// (brute force, the oracle, recall 1); larger ones through the HNSW
-	// graph. Default DefaultExactBelow.
+	// Graph keeps the HNSW graph once the live count reaches ExactBelow,
+	// and searches through it above that (the only layout before version
+	// 6). Off by default: search is exact at every size, which costs no
+	// graph insertion per vector on a catch-up (an insertion's cost grows
+	// with the graph: at 200K it was over 90% of the build's CPU) and
+	// keeps recall at 1 on the hash embedder's nearly orthogonal vectors.
+	Graph bool
+	// ExactBelow: with Graph, collections with fewer live vectors are
+	// searched exactly (brute force, the oracle, recall 1); larger ones
+	// through the HNSW graph. Default DefaultExactBelow.
 	ExactBelow int
 	// GraphEvery: before graph.bin first exists, it is written once this
 	// many operations, and a quarter of the live vectors, have accumulated
@@ -48,7 +55,7 @@ type VectorOptions struct {
 }
 
 // DefaultExactBelow is where vector search switches from exact to the
-// graph. Measured on this project's 2-core machine (make bench): an exact
+// graph, with VectorOptions.Graph. Measured on this project's 2-core machine (make bench): an exact
 // top-10 over 100K×384 took ~4-5 ms as a float32 scan, and the 8-bit scan
 // it now is (package vector, q8.go) takes under a quarter of the float
 // scan's time (k=200: 13.5 → 3.0 ms, BenchmarkExactScan100K), while
@@ -69,31 +76,39 @@ const DefaultExactBelow = 120_000
 // one bbolt element a chunk instead of two, a tenth of the file). A
 // store of another version is rebuilt from the log
 // on open (the state tag differs), and a snapshot of another version is
-// refused and rebuilt.
-const vectorsVersion = 5
+// refused and rebuilt. Version 6 builds no graph unless
+// VectorOptions.Graph asks for one (the state tag says which).
+const vectorsVersion = 6
 
 // VectorProjection embeds every live chunk and indexes it for search.
 //
 // State (vectors.db, bbolt): "meta" holds the version tag, the checkpoint,
-// the number of live vectors and, once the graph exists, the seq and size
-// of graph.bin; "vecs" maps chunk id to its vector, scaled to unit length
-// and quantised to 8 bits with a per-vector step (4 + dim bytes,
-// quant.go), the one stored copy of the vectors below the graph
-// threshold, followed by what tombstones and session filters need
-// (encodeMeta: varint time ‖ uvarint seq ‖ session, to the end). The
-// indexes hold exactly these vector values. The bucket keys a chunk id as
+// the number of live vectors, the number of slots in scan.bin ("slotnext")
+// and, once a graph exists, the seq and size of graph.bin; "vecs" maps
+// chunk id to its vector, scaled to unit length and quantised to 8 bits
+// with a per-vector step (4 + dim bytes, quant.go), followed by what
+// tombstones and session filters need and the chunk's slot (appendMeta:
+// varint time ‖ uvarint seq ‖ uvarint slot ‖ session, to the end);
+// "slots" maps a slot (uint64 BE) to the chunk's key. The indexes hold
+// exactly these vector values. The buckets key a chunk id as
 // projections.IDKey does: tag 0 and the 16 bytes of a 32-lowercase-hex
-// id, else tag 1 and the id's bytes; no other key is valid.
+// id, else tag 1 and the id's bytes; no other key is valid. scan.bin
+// holds every live vector's code slot, the form exact search scans
+// (vectorscan.go).
 //
-// Below ExactBelow live vectors, search is exact and no graph exists:
-// catch-up writes vectors and nothing else, and opening reads nothing but
-// the meta bucket. The in-memory index (a vector.Exact loaded from "vecs")
-// is built on first use, so commands that do not search vectors (bm25
-// queries, session lists) never pay for it.
+// Without a graph, search is exact at any size: each search scans
+// scan.bin in blocks and scores its best candidates from "vecs"
+// (vector.ScanSlots, vector.ScanSearch), with the hits the exact index
+// would give; catch-up writes vectors and slots and nothing else, and
+// opening reads nothing but the meta bucket. The in-memory exact index (a
+// vector.Exact loaded from "vecs") is loaded only by the session-subset
+// search below ExactBelow live vectors (SearchVectorIn), so commands that
+// do not search vectors (bm25 queries, session lists) never pay for it.
 //
-// At the operation that brings the live count to ExactBelow, the HNSW
-// graph is started: every live vector is added in chunk id order, then
-// every later operation in order. That point and that set are functions of
+// By default (version 6) no graph is built. With VectorOptions.Graph, at
+// the operation that brings the live count to ExactBelow, the HNSW graph
+// is started: every live vector is added in chunk id order, then every
+// later operation in order. That point and that set are functions of
 // the event sequence alone (never of commit boundaries), so an incremental
 // build, a rebuild and a restore give the same graph bytes (the graph is a
 // pure function of its operation sequence, package vector). From then on
@@ -115,6 +130,9 @@ type VectorProjection struct {
 	db   *bolt.DB
 	cp   projections.Checkpoint
 	live int // committed live vectors
+
+	sf   *os.File // scan.bin (vectorscan.go)
+	next uint64   // committed slots in scan.bin
 
 	graphOn    bool   // the graph exists (the live count reached ExactBelow)
 	graph      uint64 // seq graph.bin is current to
@@ -140,6 +158,7 @@ type chunkMeta struct {
 	session string
 	time    int64
 	seq     uint64
+	slot    uint64 // in scan.bin; set by Commit
 }
 
 type vecOp struct {
@@ -159,7 +178,7 @@ var (
 	kVer    = []byte("version")
 	kGraph  = []byte("graph")
 	kLive   = []byte("live")
-	buckets = [][]byte{bMeta, bVecs, bOps}
+	buckets = [][]byte{bMeta, bVecs, bOps, bSlots}
 )
 
 // The freelist is synced: with NoFreelistSync, bbolt rebuilds it at open
@@ -222,9 +241,12 @@ func (v *VectorProjection) versionTag() []byte {
 func (v *VectorProjection) DigestKey() string { return string(v.versionTag()) }
 
 // stateTag is what the stored state was built with: the version tag and
-// the threshold where the graph starts (the graph's bytes depend on it,
-// the digest does not). A change rebuilds.
+// whether a graph is kept and the threshold where it starts (the graph's
+// bytes depend on it, the digest does not). A change rebuilds.
 func (v *VectorProjection) stateTag() []byte {
+	if !v.opts.Graph {
+		return []byte(fmt.Sprintf("%s/nograph", v.versionTag()))
+	}
 	return []byte(fmt.Sprintf("%s/exact%d", v.versionTag(), v.opts.ExactBelow))
 }
 
@@ -278,6 +300,9 @@ func (v *VectorProjection) load() error {
 		if b := m.Get(kLive); len(b) == 8 {
 			v.live = int(binary.BigEndian.Uint64(b))
 		}
+		if b := m.Get(kNext); len(b) == 8 {
+			v.next = binary.BigEndian.Uint64(b)
+		}
 		if b := m.Get(kGraph); b != nil {
 			if err := v.decodeGraphRecord(b); err != nil {
 				return err
@@ -289,7 +314,10 @@ func (v *VectorProjection) load() error {
 	if err != nil {
 		return fmt.Errorf("open vectors: %w", err)
 	}
-	return v.checkGraphFiles()
+	if err := v.checkGraphFiles(); err != nil {
+		return err
+	}
+	return v.openScanFile()
 }
 
 // loadMeta reads the live chunks' metadata (what Apply needs to resolve
@@ -466,32 +494,65 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 		}
 	}
 	live, graphOn, crossed := v.live, v.graphOn, false
+	next := v.next
 	var logged int
 	var newIdx vector.Index
+	sl := vector.SlotLen(dim)
 	err := v.db.Update(func(tx *bolt.Tx) error {
-		vb, ob := tx.Bucket(bVecs), tx.Bucket(bOps)
+		vb, ob, sb := tx.Bucket(bVecs), tx.Bucket(bOps), tx.Bucket(bSlots)
 		var graphOps []vecOp
+		var writes []slotWrite
 		for _, op := range v.ops {
-			existed := vb.Get(projections.IDKey(op.id)) != nil
+			key := projections.IDKey(op.id)
+			old := vb.Get(key)
+			existed := old != nil
+			var slot uint64
+			if existed {
+				_, raw, err := splitValue(old, dim)
+				if err != nil {
+					return err
+				}
+				cm, err := decodeMeta(raw)
+				if err != nil {
+					return err
+				}
+				slot = cm.slot
+			}
 			if op.del {
 				if existed {
 					live--
+					if err := sb.Delete(slotKey(slot)); err != nil {
+						return err
+					}
+					writes = append(writes, slotWrite{slot: slot})
 				}
-				if err := vb.Delete(projections.IDKey(op.id)); err != nil {
+				if err := vb.Delete(key); err != nil {
 					return err
 				}
 			} else {
 				if !existed {
 					live++
+					slot = next
+					next++
+					if err := sb.Put(slotKey(slot), key); err != nil {
+						return err
+					}
 				}
-				if err := vb.Put(projections.IDKey(op.id), appendMeta(op.rec, v.meta[op.id])); err != nil {
+				code := make([]byte, sl)
+				if err := vector.EncodeSlot(code, op.vec); err != nil {
+					return fmt.Errorf("vectors: seq %d: %w", op.seq, err)
+				}
+				writes = append(writes, slotWrite{slot: slot, b: code})
+				m := v.meta[op.id]
+				m.slot = slot
+				if err := vb.Put(key, appendMeta(op.rec, m)); err != nil {
 					return err
 				}
 			}
 			switch {
 			case graphOn:
 				graphOps = append(graphOps, op)
-			case live >= v.opts.ExactBelow:
+			case v.opts.Graph && live >= v.opts.ExactBelow:
 				// The graph starts here: every live vector, in id order.
 				graphOn, crossed = true, true
 				c := vb.Cursor()
@@ -541,6 +602,15 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 				return err
 			}
 		}
+		// The slots are durable before the database says they exist.
+		if err := v.writeSlots(writes); err != nil {
+			return err
+		}
+		var nx [8]byte
+		binary.BigEndian.PutUint64(nx[:], next)
+		if err := m.Put(kNext, nx[:]); err != nil {
+			return err
+		}
 		var n [8]byte
 		binary.BigEndian.PutUint64(n[:], uint64(live))
 		if err := m.Put(kLive, n[:]); err != nil {
@@ -573,7 +643,7 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 	if newIdx != nil {
 		v.idx = newIdx
 	}
-	v.live, v.graphOn = live, graphOn
+	v.live, v.graphOn, v.next = live, graphOn, next
 	v.sinceGraph += logged
 	v.ops = v.ops[:0]
 	v.cp = cp
@@ -649,15 +719,30 @@ func (v *VectorProjection) embedPending(ctx context.Context) error {
 
 // Digest implements projections.Projection: the index's content digest
 // (ids and vector bytes in id order) bound to the version tag.
+//
+// Without a graph and before the exact index is loaded, it is computed
+// from the database and checks scan.bin on the way (storedDigest); the
+// loaded index's digest is the same.
 func (v *VectorProjection) Digest() ([32]byte, error) {
-	idx, err := v.index()
-	if err != nil {
-		return [32]byte{}, err
+	var d [32]byte
+	v.loadMu.Lock()
+	loaded := v.idx != nil
+	v.loadMu.Unlock()
+	if !v.graphOn && !loaded {
+		var err error
+		if d, err = v.storedDigest(); err != nil {
+			return [32]byte{}, err
+		}
+	} else {
+		idx, err := v.index()
+		if err != nil {
+			return [32]byte{}, err
+		}
+		if err := v.verifyGraph(idx); err != nil {
+			return [32]byte{}, err
+		}
+		d = idx.Digest()
 	}
-	if err := v.verifyGraph(idx); err != nil {
-		return [32]byte{}, err
-	}
-	d := idx.Digest()
 	h := sha256.New()
 	h.Write(v.versionTag())
 	h.Write(d[:])
@@ -695,10 +780,18 @@ func (v *VectorProjection) Reset() error {
 	if err != nil {
 		return fmt.Errorf("reset vectors: %w", err)
 	}
-	for _, f := range []string{"graph.bin", "graph.delta"} {
+	if v.sf != nil {
+		v.sf.Close()
+		v.sf = nil
+	}
+	for _, f := range []string{"graph.bin", "graph.delta", scanFileName} {
 		if err := os.Remove(filepath.Join(v.dir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
+	}
+	v.next = 0
+	if err := v.openScanFile(); err != nil {
+		return fmt.Errorf("reset vectors: %w", err)
 	}
 	v.meta, v.ops, v.cp, v.live = map[string]chunkMeta{}, nil, projections.Checkpoint{}, 0
 	v.bySession = nil
@@ -710,12 +803,19 @@ func (v *VectorProjection) Reset() error {
 }
 
 // Close implements projections.Projection.
-func (v *VectorProjection) Close() error { return v.db.Close() }
+func (v *VectorProjection) Close() error {
+	err := v.db.Close()
+	if v.sf != nil {
+		err = errors.Join(err, v.sf.Close())
+		v.sf = nil
+	}
+	return err
+}
 
 // Size reports the bytes on disk.
 func (v *VectorProjection) Size() int64 {
 	var n int64
-	for _, f := range []string{"vectors.db", "graph.bin", "graph.delta"} {
+	for _, f := range []string{"vectors.db", "graph.bin", "graph.delta", scanFileName} {
 		if fi, err := os.Stat(filepath.Join(v.dir, f)); err == nil {
 			n += fi.Size()
 		}
@@ -832,11 +932,10 @@ type exactSearcher interface {
 }
 
 // SearchText embeds text and returns the k nearest live chunks (cosine; a
-// hit's ID is the chunk id): exactly below ExactBelow vectors, through the
-// graph above. Below the
-// graph, the first search of a process scans the stored vectors in place
-// (vector.ScanSearch: the same hits as the loaded index, without loading
-// it); later ones load the index and search it in memory.
+// hit's ID is the chunk id): exactly, through the graph once one serves
+// (VectorOptions.Graph). Without a graph every search scans scan.bin
+// (the hits of the loaded exact index, without loading it), or searches
+// the exact index if a subset search has loaded it.
 func (v *VectorProjection) SearchText(ctx context.Context, text string, k int) ([]vector.Hit, error) {
 	vs, err := v.opts.Embedder.Embed(ctx, []string{text})
 	if err != nil {
@@ -850,17 +949,15 @@ func (v *VectorProjection) searchVec(q []float32, k int) ([]vector.Hit, error) {
 	var hits []vector.Hit
 	var err error
 	v.loadMu.Lock()
-	scan := v.idx == nil && !v.graphOn && v.scans == 0
+	scan := v.idx == nil && !v.graphOn
 	var idx vector.Index
 	var ierr error
-	if scan {
-		v.scans++
-	} else {
+	if !scan {
 		idx, ierr = v.index()
 	}
 	v.loadMu.Unlock()
 	if scan {
-		hits, err = v.scan(q, k)
+		hits, err = v.scanSearch(q, k)
 	} else {
 		if ierr != nil {
 			return nil, ierr
@@ -888,13 +985,15 @@ func checkVec(vec []float32, dim int) error {
 }
 
 // appendMeta returns the stored value of a chunk: its vector record rec
-// (quant.go) ‖ varint time ‖ uvarint seq ‖ session (to the end). The
-// varints are minimal, so a value has one encoding.
+// (quant.go) ‖ varint time ‖ uvarint seq ‖ uvarint slot (in scan.bin) ‖
+// session (to the end). The varints are minimal, so a value has one
+// encoding.
 func appendMeta(rec []byte, m chunkMeta) []byte {
-	b := make([]byte, 0, len(rec)+2*binary.MaxVarintLen64+len(m.session))
+	b := make([]byte, 0, len(rec)+3*binary.MaxVarintLen64+len(m.session))
 	b = append(b, rec...)
 	b = binary.AppendVarint(b, m.time)
 	b = binary.AppendUvarint(b, m.seq)
+	b = binary.AppendUvarint(b, m.slot)
 	return append(b, m.session...)
 }
 
@@ -918,11 +1017,11 @@ func decodeVecRecord(b []byte, dst []float32) error {
 
 // decodeMeta parses the chunk record that follows a vector (appendMeta).
 func decodeMeta(b []byte) (chunkMeta, error) {
-	t, seq, session, err := splitMeta(b)
+	t, seq, slot, session, err := splitMeta(b)
 	if err != nil {
 		return chunkMeta{}, err
 	}
-	return chunkMeta{time: t, seq: seq, session: string(session)}, nil
+	return chunkMeta{time: t, seq: seq, slot: slot, session: string(session)}, nil
 }
 
 // errChunkRecord is made once: splitMeta runs for every stored vector
@@ -931,17 +1030,22 @@ var errChunkRecord = fmt.Errorf("decode chunk record: %w", errVectorsCorrupt)
 
 // splitMeta parses a chunk record without copying its session (the
 // session filter of a scan in place tests every record's).
-func splitMeta(b []byte) (t int64, seq uint64, session []byte, err error) {
+func splitMeta(b []byte) (t int64, seq, slot uint64, session []byte, err error) {
 	bad := errChunkRecord
 	t, n := binary.Varint(b)
 	if n <= 0 || n != len(binary.AppendVarint(nil, t)) {
-		return 0, 0, nil, bad
+		return 0, 0, 0, nil, bad
 	}
 	seq, m := binary.Uvarint(b[n:])
 	if m <= 0 || m != len(binary.AppendUvarint(nil, seq)) {
-		return 0, 0, nil, bad
+		return 0, 0, 0, nil, bad
 	}
-	return t, seq, b[n+m:], nil
+	n += m
+	slot, m = binary.Uvarint(b[n:])
+	if m <= 0 || m != len(binary.AppendUvarint(nil, slot)) {
+		return 0, 0, 0, nil, bad
+	}
+	return t, seq, slot, b[n+m:], nil
 }
 
 // forEachMeta calls fn with every stored chunk's id and record, in key

@@ -123,11 +123,12 @@ const subsetMaxShare = 4
 // sessions of a large store).
 //
 // ok is false, and the caller searches everything and filters, when the
-// sessions hold more than 1/subsetMaxShare of the live vectors, or once
-// the HNSW graph holds the vectors. A graph search costs about the same
-// whatever the store's size, and restricting it to sessions would need a
-// filtered graph walk that loses recall when the sessions are a small
-// share of the graph.
+// sessions hold more than 1/subsetMaxShare of the live vectors, or from
+// ExactBelow live vectors (declinesSubsets): a subset search needs the
+// exact index in memory, and from there it would cost more memory than
+// a full scan of scan.bin costs time; with VectorOptions.Graph, once the
+// graph serves, whose restriction to sessions would need a filtered
+// graph walk that loses recall when the sessions are a small share.
 //
 // Whether it declines, and the hits it returns, are functions of the
 // stored vectors and the request alone, never of what this process has
@@ -153,7 +154,7 @@ func (v *VectorProjection) SearchVectorIn(ctx context.Context, q []float32, k in
 		in[s] = true
 	}
 	v.loadMu.Lock()
-	if v.graphOn {
+	if v.declinesSubsets() {
 		v.loadMu.Unlock()
 		return nil, false, nil
 	}
@@ -241,7 +242,7 @@ var errSubsetDeclined = errors.New("session subset declined")
 func (v *VectorProjection) scanIn(q []float32, k int, in map[string]bool) ([]vector.Hit, bool, error) {
 	most, n := v.live/subsetMaxShare, 0
 	hits, err := v.scanWhere(q, k, func(meta []byte) (bool, error) {
-		_, _, session, err := splitMeta(meta)
+		_, _, _, session, err := splitMeta(meta)
 		if err != nil || !in[string(session)] {
 			return false, err
 		}
@@ -263,10 +264,18 @@ func (v *VectorProjection) scanIn(q []float32, k int, in map[string]bool) ([]vec
 }
 
 // DeclinesSubsets reports whether SearchVectorIn declines every session
-// subset: it does once the graph serves, which depends only on the stored
-// vectors (the live count reached ExactBelow), never on what is loaded.
+// subset: it does from ExactBelow live vectors (see declinesSubsets),
+// which depends only on the stored vectors, never on what is loaded.
 func (v *VectorProjection) DeclinesSubsets() bool {
 	v.loadMu.Lock()
 	defer v.loadMu.Unlock()
-	return v.graphOn
+	return v.declinesSubsets()
+}
+
+// declinesSubsets: once the graph serves, or, without a graph, from
+// ExactBelow live vectors, where holding the exact index that a subset
+// search needs would cost more memory than scanning scan.bin does time
+// (1.9 GB at a million 384-d chunks). Caller holds loadMu.
+func (v *VectorProjection) declinesSubsets() bool {
+	return v.graphOn || (!v.opts.Graph && v.live >= v.opts.ExactBelow)
 }

@@ -69,7 +69,7 @@ func TestVectorsSessionSearchSameOnEveryPath(t *testing.T) {
 // process opens (graph.bin, its delta records and the operations after
 // them) answer the same.
 func TestVectorsSessionSearchSameOnGraph(t *testing.T) {
-	subset, _ := sessionSearchPaths(t, VectorOptions{ExactBelow: 1000, GraphEvery: 300})
+	subset, _ := sessionSearchPaths(t, VectorOptions{Graph: true, ExactBelow: 1000, GraphEvery: 300})
 	if subset != 0 {
 		t.Fatalf("%d subset searches on the graph", subset)
 	}
@@ -153,6 +153,7 @@ func sessionSearchPaths(t *testing.T, o VectorOptions) (subset, declined int) {
 	}
 	// A process that opens the store: one projection per trial, so each
 	// trial's first search is a process's first.
+	loadedIn := 0
 	for _, tr := range trials {
 		fresh, err := OpenVectors(dir, o)
 		if err != nil {
@@ -161,12 +162,17 @@ func sessionSearchPaths(t *testing.T, o VectorOptions) (subset, declined int) {
 		for i := 0; i < 3; i++ { // in place, in place or loading, loaded
 			tr.got = append(tr.got, annIn(t, fresh, tr.q, tr.k, 4*tr.k, tr.set, sessionOf))
 		}
-		if fresh.idx == nil {
-			t.Fatal("three searches did not load the index: the loaded path is untested")
+		// A declined subset searches everything through scan.bin, which
+		// loads nothing.
+		if fresh.idx != nil {
+			loadedIn++
 		}
 		if err := fresh.Close(); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if loadedIn == 0 && !built.graphOn {
+		t.Fatal("no trial's searches loaded the index: the loaded path is untested")
 	}
 	// Reopened with meta loaded as Apply loads it and the index warm.
 	warm, err := OpenVectors(dir, o)

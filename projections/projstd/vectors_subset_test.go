@@ -162,7 +162,7 @@ func TestVectorsSearchVectorInEqualsSubsetOracle(t *testing.T) {
 // Once the graph serves, it declines: the engine searches the graph and
 // filters.
 func TestVectorsSearchVectorInDeclinesOnGraph(t *testing.T) {
-	v, err := OpenVectors(t.TempDir(), VectorOptions{ExactBelow: 100})
+	v, err := OpenVectors(t.TempDir(), VectorOptions{Graph: true, ExactBelow: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 // engine can merge the two into one ranking; unknown and repeated ids give
 // no extra hit.
 func TestScoreVectorsAreTheSearchScores(t *testing.T) {
-	for _, o := range []VectorOptions{{}, {ExactBelow: 100}} {
+	for _, o := range []VectorOptions{{}, {Graph: true, ExactBelow: 100}} {
 		dir := t.TempDir()
 		v, err := OpenVectors(dir, o)
 		if err != nil {

@@ -1,0 +1,245 @@
+package vector
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"sync"
+	"unsafe"
+)
+
+// Code slots: the form in which a store too large to hold in memory is
+// searched exactly. A slot is what Exact keeps to scan one vector (q8.go):
+//
+//	slot = step float64 LE ‖ codes int8 × dim        (8 + dim bytes)
+//
+// where codes and step are quantizeVec of the vector normalised as Add
+// stores it. A zero vector, and an empty (deleted) slot, are all zeros
+// (step 0): never a candidate. Slots sit back to back in a file that the
+// caller numbers and keeps (projstd's scan.bin); ScanSlots reads them in
+// blocks through an io.ReaderAt, so a scan costs the process a few
+// blocks of memory however large the file (read from the page cache, not
+// mapped: a mapped scan would count the whole file in the process's
+// resident set), and adding a vector costs one slot, whatever the size.
+//
+// ScanSlots computes the approximate score exactly as Exact.Search does
+// and returns every slot whose score is at least the rerank(k)-th best,
+// ties at that boundary included. Those slots' ids and vectors, given to
+// ScanSearch, give exactly Exact.Search's answer over the same (id,
+// vector) set: ScanSearch keeps the rerank(k) best of them by (score, id),
+// which are Exact's rerank(k) best, then ranks them by the float score.
+
+// SlotLen returns the length of a code slot of dim dimensions.
+func SlotLen(dim int) int { return 8 + dim }
+
+// EncodeSlot writes the code slot of v (dim = len(v)) into dst (len
+// SlotLen(dim)). It fails as Add fails on v.
+func EncodeSlot(dst []byte, v []float32) error {
+	dim := len(v)
+	if len(dst) != SlotLen(dim) {
+		return fmt.Errorf("encode slot: %d bytes for %d dimensions: %w", len(dst), dim, ErrDimension)
+	}
+	nv, zero, err := normalized(v, dim)
+	if err != nil {
+		return fmt.Errorf("encode slot: %w", err)
+	}
+	if zero {
+		clear(dst)
+		return nil
+	}
+	codes := make([]int8, dim)
+	s := quantizeVec(nv, codes)
+	binary.LittleEndian.PutUint64(dst, math.Float64bits(s))
+	for i, c := range codes {
+		dst[8+i] = byte(c)
+	}
+	return nil
+}
+
+// SlotCand is a candidate slot of ScanSlots: its number and approximate
+// score.
+type SlotCand struct {
+	Slot  uint64
+	Score float32
+}
+
+// slotBlock is how many slots ScanSlots reads at once (~100 KB at 384
+// dimensions).
+const slotBlock = 256
+
+// ErrSlotFile is returned (wrapped) when a slot's step is not a valid
+// step (negative, NaN, infinite): the slot file is damaged.
+var ErrSlotFile = errors.New("vector: damaged slot file")
+
+// ScanSlots scans n slots of dimension dim stored back to back in r from
+// offset off, scores them against q as Exact.Search does, and returns
+// the slots whose score is among the rerank(k) best, with every slot tied
+// with the last of those (so the caller can break the ties by id), in
+// slot order. A zero q returns none. From two blocks on, the halves are
+// read and scored by two goroutines.
+func ScanSlots(q []float32, dim, k int, n uint64, r io.ReaderAt, off int64) ([]SlotCand, error) {
+	if k <= 0 {
+		return nil, fmt.Errorf("scan slots: k=%d: %w", k, ErrInvalidK)
+	}
+	nq, zero, err := normalized(q, dim)
+	if err != nil {
+		return nil, fmt.Errorf("scan slots: %w", err)
+	}
+	if zero || n == 0 {
+		return nil, nil
+	}
+	cq, qs := quantizeQuery(nq)
+	sl := SlotLen(dim)
+	scan := func(lo, hi uint64, t *slotTop) error {
+		buf := make([]byte, slotBlock*sl)
+		for b := lo; b < hi; b += slotBlock {
+			m := min(hi-b, slotBlock)
+			chunk := buf[:int(m)*sl]
+			if _, err := r.ReadAt(chunk, off+int64(b)*int64(sl)); err != nil {
+				return fmt.Errorf("scan slots: read slots %d..%d: %w", b, b+m, err)
+			}
+			for j := 0; j < int(m); j++ {
+				s := chunk[j*sl : (j+1)*sl]
+				vs := math.Float64frombits(binary.LittleEndian.Uint64(s))
+				if vs == 0 {
+					continue
+				}
+				if !(vs > 0) || math.IsInf(vs, 0) {
+					return fmt.Errorf("scan slots: slot %d step %v: %w", b+uint64(j), vs, ErrSlotFile)
+				}
+				sc := approx(dotQ8(cq, int8s(s[8:])), qs, vs)
+				if t.admits(sc) {
+					t.offer(SlotCand{Slot: b + uint64(j), Score: sc})
+				}
+			}
+		}
+		return nil
+	}
+	want := rerank(k)
+	a := &slotTop{r: want}
+	if n < 2*slotBlock {
+		if err := scan(0, n, a); err != nil {
+			return nil, err
+		}
+	} else {
+		b := &slotTop{r: want}
+		mid := n / 2
+		var berr error
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() { defer wg.Done(); berr = scan(mid, n, b) }()
+		aerr := scan(0, mid, a)
+		wg.Wait()
+		if err := errors.Join(aerr, berr); err != nil {
+			return nil, err
+		}
+		for _, c := range b.all() {
+			a.offer(c)
+		}
+	}
+	out := a.all()
+	sort.Slice(out, func(i, j int) bool { return out[i].Slot < out[j].Slot })
+	return out, nil
+}
+
+// slotTop keeps the r best candidates by score (a min-heap on score, the
+// worst at the root) and, beside them, every candidate tied with the
+// root's score that did not fit: together, all candidates scoring at
+// least the r-th best score. Slot numbers do not decide anything.
+type slotTop struct {
+	r    int
+	h    []SlotCand
+	ties []SlotCand // score == h[0].Score, beyond r
+}
+
+func (t *slotTop) admits(s float32) bool { return len(t.h) < t.r || s >= t.h[0].Score }
+
+func (t *slotTop) offer(c SlotCand) {
+	if len(t.h) < t.r {
+		t.h = append(t.h, c)
+		i := len(t.h) - 1
+		for i > 0 {
+			p := (i - 1) / 2
+			if t.h[p].Score <= t.h[i].Score {
+				break
+			}
+			t.h[i], t.h[p] = t.h[p], t.h[i]
+			i = p
+		}
+		return
+	}
+	root := t.h[0].Score
+	switch {
+	case c.Score < root:
+		return
+	case c.Score == root:
+		t.ties = append(t.ties, c)
+		return
+	}
+	out := t.h[0]
+	t.h[0] = c
+	i := 0
+	for {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(t.h) && t.h[l].Score < t.h[m].Score {
+			m = l
+		}
+		if r < len(t.h) && t.h[r].Score < t.h[m].Score {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		t.h[i], t.h[m] = t.h[m], t.h[i]
+		i = m
+	}
+	// The evicted candidate, and the ties, still tie the r-th best
+	// score if the new root has it.
+	if t.h[0].Score == root {
+		t.ties = append(t.ties, out)
+	} else {
+		t.ties = t.ties[:0]
+	}
+}
+
+func (t *slotTop) all() []SlotCand {
+	return append(append([]SlotCand(nil), t.h...), t.ties...)
+}
+
+// int8s views b as int8s (same memory, no copy).
+func int8s(b []byte) []int8 {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*int8)(unsafe.Pointer(&b[0])), len(b))
+}
+
+// DigestEach is ContentDigest of the (id, vector) pairs read gives, each
+// vector normalised as Add stores it: the Digest of an index holding
+// them, computed without one. ids need not be sorted; read(id, dst)
+// writes id's vector into dst (len dim).
+func DigestEach(dim int, ids []string, read func(id string, dst []float32) error) ([32]byte, error) {
+	raw := make([]float32, dim)
+	nv := make([]float32, dim)
+	var rerr error
+	d := ContentDigest(dim, ids, func(id string) []float32 {
+		if rerr != nil {
+			return nv
+		}
+		if err := read(id, raw); err != nil {
+			rerr = err
+			return nv
+		}
+		if _, _, err := normalizedInto(nv, raw, dim); err != nil {
+			rerr = fmt.Errorf("digest vector %q: %w", id, err)
+		}
+		return nv
+	})
+	if rerr != nil {
+		return [32]byte{}, rerr
+	}
+	return d, nil
+}

@@ -1,0 +1,157 @@
+package vector
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+)
+
+// TestScanSlotsIsExact: the slots ScanSlots selects, scored by
+// ScanSearch, answer what Exact.Search answers over the same vectors,
+// with duplicates (ties at the candidate boundary, broken by id), zero
+// vectors and emptied slots among them, through the one-goroutine and
+// the two-goroutine scans. The ids are numbered against slot order, so a
+// tie broken by slot instead of id would show.
+func TestScanSlotsIsExact(t *testing.T) {
+	const dim = 32
+	for _, n := range []int{300, 2*slotBlock + 77} {
+		vs := clusteredData(7, n, dim, 8, 0.3)
+		for i := 0; i < n; i += 5 {
+			vs[i] = vs[0] // 1/5 identical: ties at every boundary
+		}
+		vs[3] = make([]float32, dim)
+		x := mustExact(t, dim)
+		sl := SlotLen(dim)
+		file := make([]byte, n*sl)
+		ids := make([]string, n)
+		for i, v := range vs {
+			ids[i] = idOf(n - i)
+			if i%7 == 6 {
+				continue // an emptied slot: all zeros
+			}
+			if err := x.Add(ids[i], v); err != nil {
+				t.Fatal(err)
+			}
+			if err := EncodeSlot(file[i*sl:(i+1)*sl], v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The same slots in a file, after 3 bytes of header.
+		f, err := os.Create(filepath.Join(t.TempDir(), "slots"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.Write(append([]byte("hdr"), file...)); err != nil {
+			t.Fatal(err)
+		}
+		for qi, q := range clusteredData(8, 20, dim, 8, 0.3) {
+			if qi == 0 {
+				q = vs[0]
+			}
+			for _, k := range []int{1, 10, 50} {
+				want, err := x.Search(q, k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cands, err := ScanSlots(q, dim, k, uint64(n), bytes.NewReader(file), 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fromFile, err := ScanSlots(q, dim, k, uint64(n), f, 3)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(fromFile, cands) {
+					t.Fatalf("n=%d query %d k=%d: the file gives %v, the reader %v", n, qi, k, fromFile, cands)
+				}
+				got, err := ScanSearch(q, dim, k, func(fn func(string, []float32, []int8) error) error {
+					for _, c := range cands {
+						if err := fn(ids[c.Slot], vs[c.Slot], nil); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("n=%d query %d k=%d: slots give %v, exact %v", n, qi, k, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestScanSlotsDamage: a slot whose step is not a step is an error that
+// names the damage, and a short file is a read error.
+func TestScanSlotsDamage(t *testing.T) {
+	const dim = 16
+	sl := SlotLen(dim)
+	file := make([]byte, 4*sl)
+	v := make([]float32, dim)
+	v[0] = 1
+	for i := 0; i < 4; i++ {
+		if err := EncodeSlot(file[i*sl:(i+1)*sl], v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bad := slices.Clone(file)
+	copy(bad[2*sl:], []byte{0, 0, 0, 0, 0, 0, 0xf8, 0x7f}) // NaN
+	if _, err := ScanSlots(v, dim, 1, 4, bytes.NewReader(bad), 0); !errors.Is(err, ErrSlotFile) {
+		t.Fatalf("NaN step: %v", err)
+	}
+	if _, err := ScanSlots(v, dim, 1, 5, bytes.NewReader(file), 0); err == nil {
+		t.Fatal("a slot beyond the file: no error")
+	}
+	if err := EncodeSlot(file[:sl], []float32{float32(math.NaN())}); err == nil {
+		t.Fatal("encoded a NaN vector")
+	}
+}
+
+// BenchmarkScanSlots: an exact k=10 search of a file of 100K 384-d code
+// slots (39 MB, read through the page cache), as projstd's scan.bin is
+// searched. UCL_BENCH_SLOTS sets the count.
+func BenchmarkScanSlots(b *testing.B) {
+	n := 100_000
+	if s := os.Getenv("UCL_BENCH_SLOTS"); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil || n <= 0 {
+			b.Fatalf("UCL_BENCH_SLOTS %q", s)
+		}
+	}
+	const dim = 384
+	path := filepath.Join(b.TempDir(), "slots")
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	sl := SlotLen(dim)
+	buf := make([]byte, 0, 1024*sl)
+	for i, v := range uniformData(3, n, dim) {
+		buf = buf[:len(buf)+sl]
+		if err := EncodeSlot(buf[len(buf)-sl:], v); err != nil {
+			b.Fatal(err)
+		}
+		if len(buf) == cap(buf) || i == n-1 {
+			if _, err := f.Write(buf); err != nil {
+				b.Fatal(err)
+			}
+			buf = buf[:0]
+		}
+	}
+	qs := uniformData(4, 16, dim)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := ScanSlots(qs[i%len(qs)], dim, 10, uint64(n), f, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,146 @@
+package projstd
+
+import (
+	"bytes"
+	"context"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/unlimitedcontext/ucl/log"
+	"github.com/unlimitedcontext/ucl/projections"
+	"github.com/unlimitedcontext/ucl/projections/projtest"
+)
+
+func buildVectors(t *testing.T, dir string, evs []*log.Event, every int) *VectorProjection {
+	t.Helper()
+	v, err := OpenVectors(dir, VectorOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ev := range evs {
+		if err := v.Apply(ev); err != nil {
+			t.Fatal(err)
+		}
+		if (i+1)%every == 0 || i == len(evs)-1 {
+			if err := v.Commit(projections.Checkpoint{Seq: ev.Seq, Hash: ev.Hash}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return v
+}
+
+// TestScanFileFollowsOperations: scan.bin is a function of the events,
+// not of the commit boundaries (tombstones and edits among them), a
+// search through it answers what the loaded exact index answers, and
+// verify (Digest) finds a damaged slot.
+func TestScanFileFollowsOperations(t *testing.T) {
+	evs := projtest.ConvEvents(3, 500)
+	var files [][]byte
+	var digests [][32]byte
+	var dirs []string
+	for _, every := range []int{1000, 37, 9} {
+		dir := t.TempDir()
+		v := buildVectors(t, dir, evs, every)
+		d, err := v.Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.idx != nil {
+			t.Fatal("Digest loaded the index")
+		}
+		if err := v.Close(); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, scanFileName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, digests, dirs = append(files, b), append(digests, d), append(dirs, dir)
+	}
+	for i := 1; i < len(files); i++ {
+		if !bytes.Equal(files[i], files[0]) || digests[i] != digests[0] {
+			t.Fatalf("commit pattern %d: scan.bin or digest differs from one commit's", i)
+		}
+	}
+	v, err := OpenVectors(dirs[0], VectorOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.next <= uint64(v.live) {
+		t.Fatalf("%d slots for %d live vectors: the events removed nothing", v.next, v.live)
+	}
+	ctx := context.Background()
+	r := rand.New(rand.NewSource(5))
+	var scanned [][]any
+	for i := 0; i < 20; i++ {
+		q := projtest.QueryText(r)
+		hits, err := v.SearchText(ctx, q, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scanned = append(scanned, []any{q, hits})
+	}
+	if v.idx != nil {
+		t.Fatal("a search loaded the index")
+	}
+	if _, err := v.index(); err != nil {
+		t.Fatal(err)
+	}
+	nonEmpty := 0
+	for _, s := range scanned {
+		hits, err := v.SearchText(ctx, s[0].(string), 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(hits, s[1]) {
+			t.Fatalf("%q: scan.bin gives %v, the exact index %v", s[0], s[1], hits)
+		}
+		if len(hits) > 0 {
+			nonEmpty++
+		}
+	}
+	if nonEmpty < 10 {
+		t.Fatalf("only %d of 20 queries hit", nonEmpty)
+	}
+	v.Close()
+
+	// One flipped code byte in a live slot: verify fails as damage.
+	path := filepath.Join(dirs[0], scanFileName)
+	b := files[0]
+	flipped := false
+	for s := 0; s < len(b[scanHeader:])/(8+384); s++ {
+		off := scanHeader + s*(8+384)
+		if !bytes.Equal(b[off:off+8], make([]byte, 8)) {
+			b[off+8+5] ^= 0x01
+			flipped = true
+			break
+		}
+	}
+	if !flipped {
+		t.Fatal("no live slot")
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if v, err = OpenVectors(dirs[0], VectorOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	if _, err := v.Digest(); err == nil {
+		t.Fatal("a damaged slot verified")
+	} else if _, ok := projections.Damaged(err); !ok {
+		t.Fatalf("damaged slot: %v, not damage", err)
+	}
+	// A file cut short of the committed slots does not open.
+	v.Close()
+	if err := os.Truncate(path, int64(len(b)-1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenVectors(dirs[0], VectorOptions{}); err == nil {
+		t.Fatal("a short scan.bin opened")
+	}
+}
