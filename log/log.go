@@ -238,7 +238,7 @@ func (l *Log) open() error {
 			return fmt.Errorf("open log: %w", err)
 		}
 	}
-	l.segBytes = l.lastSegmentSize()
+	l.segBytes = l.lastSegmentSize(n)
 	if l.headf, err = os.OpenFile(filepath.Join(l.dir, headMarkFile), os.O_CREATE|os.O_RDWR, 0o600); err != nil {
 		return errors.Join(fmt.Errorf("open log: %w", err), l.closeWAL())
 	}
@@ -367,16 +367,24 @@ func (l *Log) ensureIDs() error {
 	return nil
 }
 
-func (l *Log) lastSegmentSize() int {
+// lastSegmentSize returns the bytes of entries in the last segment file
+// (without a preallocated zero tail), the head being seq head.
+func (l *Log) lastSegmentSize(head uint64) int {
 	segs, err := listSegments(l.dir)
 	if err != nil || len(segs) == 0 {
 		return 0
 	}
-	fi, err := os.Stat(filepath.Join(l.dir, segs[len(segs)-1].name))
+	s := segs[len(segs)-1]
+	path := filepath.Join(l.dir, s.name)
+	fi, err := os.Stat(path)
 	if err != nil {
 		return 0
 	}
-	return int(fi.Size())
+	end, err := entriesEnd(path, s, head, fi)
+	if err != nil {
+		return int(fi.Size())
+	}
+	return int(end)
 }
 
 // writeHeadMark records the head as acknowledged. It is not fsynced: it
@@ -715,7 +723,7 @@ func (l *Log) rollback(head uint64) error {
 	l.mu.Lock()
 	l.tw = w
 	l.mu.Unlock()
-	l.segBytes = l.lastSegmentSize()
+	l.segBytes = l.lastSegmentSize(head)
 	return nil
 }
 
