@@ -1116,7 +1116,7 @@ func (l *Log) Events(ctx context.Context, from, to uint64, fn func(*Event) error
 		return err
 	}
 	next := from
-	return decryptPipeline(ctx, l.decrypt, func(emit func(seq uint64, raw []byte) error) error {
+	return decryptPipeline(ctx, l.decryptScratch, func(emit func(seq uint64, raw []byte) error) error {
 		return scanFiles(l.dir, from, to, emit)
 	}, func(ev *Event) error {
 		if ev.Seq != next {
@@ -1133,7 +1133,7 @@ func (l *Log) Events(ctx context.Context, from, to uint64, fn func(*Event) error
 // decryptPipeline decrypts records produced by scan on worker goroutines in
 // chunks and hands them to fn in order.
 // An event shredded by a key rotation comes out with a *Shredded body.
-func decryptPipeline(ctx context.Context, decrypt func([]byte) (*Event, error), scan func(emit func(uint64, []byte) error) error, fn func(*Event) error) error {
+func decryptPipeline(ctx context.Context, decrypt func(raw, scratch []byte) (*Event, []byte, error), scan func(emit func(uint64, []byte) error) error, fn func(*Event) error) error {
 	const chunk = 256
 	workers := runtime.GOMAXPROCS(0)
 	type job struct {
@@ -1149,10 +1149,13 @@ func decryptPipeline(ctx context.Context, decrypt func([]byte) (*Event, error), 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var scratch []byte
 			for j := range jobs {
 				j.evs = make([]*Event, len(j.raws))
 				for k, raw := range j.raws {
-					ev, err := decrypt(raw)
+					var ev *Event
+					var err error
+					ev, scratch, err = decrypt(raw, scratch)
 					if errors.Is(err, ErrShredded) {
 						ev, err = shreddedEvent(raw)
 					}
