@@ -149,8 +149,13 @@ const Name = "fts"
 const FormatVersion = 5
 
 // DefaultBatchSize is the number of queued operations after which Apply
-// executes the pending batch.
-const DefaultBatchSize = 10000
+// executes the pending batch. It is above the projector's commit interval
+// (projections.DefaultCommitEvery): a catch-up's batch is then executed by
+// its Commit, checkpoint included, as one bleve batch. At the interval
+// itself, Apply executed the full batch just before the Commit executed
+// its own, nearly empty one: two segments and two persister fsyncs a
+// commit.
+const DefaultBatchSize = 2 * projections.DefaultCommitEvery
 
 var (
 	// ErrClosed is returned when a method is called after Close.
