@@ -7,7 +7,7 @@
 // FTS5 (fts.go). It is a separate module so the product depends on
 // neither; `make bench-peers` runs it.
 //
-//	go run . -rounds 3 -replay 20000 -fts 100000
+//	go run . -rounds 3 -replay 200000 -fts 100000   (make bench-1m)
 //
 // Workloads (512-byte contents, DESIGN.md §10):
 //
@@ -54,7 +54,7 @@ func main() {
 	batches := flag.Int("batches", 100, "batches of 256 per round")
 	singles := flag.Int("singles", 300, "single durable appends per round")
 	replay := flag.Int("replay", 20000, "events replayed per round")
-	ftsN := flag.Int("fts", 100000, "documents of the full-text build figure (0: skip it)")
+	ftsN := flag.Int("fts", 20000, "documents of the full-text build figure (0: skip it)")
 	child := flag.String("child", "", "internal: run one full-text build in this process (ucl or fts5) and print its time")
 	dir := flag.String("dir", "", "directory for the logs (default: a temp dir; put it on the disk you measure)")
 	flag.Parse()
