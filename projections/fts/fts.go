@@ -267,8 +267,8 @@ type Index struct {
 	kwAnalyzer analysis.Analyzer
 
 	batch      *bleve.Batch
-	batchBytes int // text queued in batch (Options.BatchBytes)
-	sideOps map[string]*docMeta // side-table changes since the last Commit
+	batchBytes int                 // text queued in batch (Options.BatchBytes)
+	sideOps    map[string]*docMeta // side-table changes since the last Commit
 	// purge is set when documents were deleted since the last Commit: the
 	// Commit then merges the deletions out of the segments (package doc).
 	purge bool
