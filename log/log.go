@@ -765,6 +765,7 @@ type prepared struct {
 	epoch   uint32
 	wrapped [WrappedKeySize]byte
 	dek     [crypto.KeySize]byte
+	sealer  *crypto.Sealer // the DEK's key schedule, made here, not in the serial commit
 	plain   []byte
 }
 
@@ -831,6 +832,9 @@ func (l *Log) prepare(e Entry, p *prepared) error {
 		return err
 	}
 	if _, err := rand.Read(p.dek[:]); err != nil {
+		return err
+	}
+	if p.sealer, err = crypto.NewSealer(p.dek[:]); err != nil {
 		return err
 	}
 	return w.Wrap(p.wrapped[:], p.dek[:])
@@ -904,10 +908,9 @@ func (l *Log) build(e Entry, pr *prepared, seq uint64, prev Hash, batch []pendin
 	}
 	h := Header{Version: FormatVersion, Type: pr.typ, Seq: seq + 1, Time: pr.time, ID: pr.id,
 		KeyEpoch: pr.epoch, WrappedDEK: pr.wrapped, Prev: prev}
-	raw, err := sealRaw(&h, pr.plain, pr.dek[:])
-	if err != nil {
-		return Result{}, nil, err
-	}
+	buf := make([]byte, HeaderSize, HeaderSize+len(pr.plain)+crypto.TagSize+crcSize)
+	h.Encode(buf)
+	raw := pr.sealer.Seal(buf, buf[:HeaderSize], pr.plain)
 	hash := Hash(sha256.Sum256(raw))
 	return Result{Seq: h.Seq, ID: h.ID, Hash: hash}, &pending{data: appendCRC(raw, false), id: h.ID, seq: h.Seq, hash: hash}, nil
 }
