@@ -616,7 +616,11 @@ func (l *Log) commit(batch []*appendReq) {
 			r.res[i] = res
 			if p != nil {
 				all = append(all, *p)
-				newIDs[p.id] = len(all) - 1
+				if !e.ID.IsZero() {
+					// Only a client-supplied id can come again in the
+					// batch; a random one is new by construction.
+					newIDs[p.id] = len(all) - 1
+				}
 				seq, prev = p.seq, p.hash
 			}
 		}
