@@ -109,9 +109,10 @@ bench:
 	$(MAKE) bench-peers
 	@echo "== not run: the 1M-event \`ucl query\` process figure (issue 9). Opt in with make bench-1m (builds two 1M-event stores once into BENCH_1M_DIR, 10-50 min each, then reuses them)"
 
-# The log beside etcd's WAL in one run, alternating rounds (DESIGN.md §10's
-# "same run" figures). A separate module (bench/peers): the product does not
-# depend on etcd. PEERS_FLAGS: -rounds, -batches, -singles, -replay, -dir.
+# The log beside etcd's WAL and SQLite in one run, alternating rounds
+# (DESIGN.md §10's "same run" figures), then the fts build beside SQLite
+# FTS5. A separate module (bench/peers): the product depends on neither.
+# PEERS_FLAGS: -rounds, -batches, -singles, -replay, -fts, -dir.
 PEERS_FLAGS ?=
 bench-peers:
 	cd bench/peers && $(GO) run . $(PEERS_FLAGS)
@@ -128,6 +129,7 @@ bench-100k:
 BENCH_1M_DIR ?= $(CURDIR)/.bench-1m
 bench-1m:
 	UCL_BENCH_1M=1 UCL_BENCH_1M_DIR=$(BENCH_1M_DIR) $(GO) test -run '^$$' -bench 'BenchmarkCommands/events=1M' -benchtime 1x -timeout 0 -v ./test/
+	cd bench/peers && $(GO) run . -rounds 3 -replay 200000 -fts 100000
 
 fuzz:
 	@for pkg in $$($(GO) list ./...); do \

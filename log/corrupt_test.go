@@ -37,17 +37,31 @@ func TestTornTail(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		cut  func(b []byte, ents []fileEntry) []byte
+		// zeros: nothing of the last write reached the disk; its zeros
+		// are indistinguishable from a preallocated file's unused space,
+		// the end of the log and nothing to cut.
+		zeros bool
 	}{
-		{"cut inside data", func(b []byte, e []fileEntry) []byte { return b[:e[len(e)-1].off+40] }},
+		{"cut inside data", func(b []byte, e []fileEntry) []byte { return b[:e[len(e)-1].off+40] }, false},
 		{"cut inside length", func(b []byte, e []fileEntry) []byte {
 			// a two-byte uvarint cut after its first byte
 			return b[:e[len(e)-1].off+1]
-		}},
+		}, false},
 		{"zero-filled tail", func(b []byte, e []fileEntry) []byte {
 			last := e[len(e)-1].off
 			out := append([]byte{}, b[:last]...)
 			return append(out, make([]byte, 4096)...)
-		}},
+		}, true},
+		{"torn write into a preallocated tail", func(b []byte, e []fileEntry) []byte {
+			// The last entry's first sectors reached the disk, the rest of
+			// the preallocated file is still zeros.
+			last := e[len(e)-1]
+			out := append([]byte{}, b[:last.end]...)
+			out = append(out, make([]byte, 64<<10)...)
+			cut := (int(last.off) + 1024) / 512 * 512
+			clear(out[cut:])
+			return out
+		}, false},
 		{"last entry with zeroed sector", func(b []byte, e []fileEntry) []byte {
 			out := append([]byte{}, b...)
 			// pad the last entry so it spans a whole sector, zero it
@@ -58,7 +72,7 @@ func TestTornTail(t *testing.T) {
 			}
 			copy(out[start:start+512], make([]byte, 512))
 			return out
-		}},
+		}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
@@ -100,7 +114,12 @@ func TestTornTail(t *testing.T) {
 				t.Fatal(err)
 			}
 			// NoRepair refuses and changes nothing.
-			if _, err := Open(dir, Options{Keys: kr, NoRepair: true}); !errors.Is(err, ErrTorn) {
+			if l, err := Open(dir, Options{Keys: kr, NoRepair: true}); tc.zeros {
+				if err != nil {
+					t.Fatalf("NoRepair open of a zero tail: %v", err)
+				}
+				l.Close()
+			} else if !errors.Is(err, ErrTorn) {
 				t.Fatalf("NoRepair open: %v", err)
 			}
 			l = openT(t, dir, kr, Options{})
@@ -111,8 +130,11 @@ func TestTornTail(t *testing.T) {
 				t.Fatalf("%d events", got)
 			}
 			aside, _ := os.ReadDir(filepath.Join(root, "corrupt"))
-			if len(aside) != 1 {
-				t.Fatalf("cut bytes not kept aside: %v", aside)
+			if want := map[bool]int{false: 1, true: 0}[tc.zeros]; len(aside) != want {
+				t.Fatalf("%d files kept aside, want %d: %v", len(aside), want, aside)
+			}
+			if (l.Repaired() == nil) != tc.zeros {
+				t.Fatalf("repair report %v", l.Repaired())
 			}
 			appendN(t, l, 2)
 			l.Close()

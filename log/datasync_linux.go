@@ -20,3 +20,17 @@ func dataSync(f *os.File) error {
 		}
 	}
 }
+
+// preallocate reserves n bytes of f from off on (fallocate mode 0: the file
+// grows to off+n, the new bytes read as zeros).
+func preallocate(f *os.File, off, n int64) error {
+	if n <= 0 {
+		return nil
+	}
+	for {
+		err := syscall.Fallocate(int(f.Fd()), 0, off, n)
+		if err != syscall.EINTR {
+			return err
+		}
+	}
+}

@@ -136,7 +136,19 @@
 // write, where tidwall grows one buffer the size of the open segment) and
 // reads them itself; the bytes are tidwall's, file for file
 // (TestTailWriterMatchesTidwall), so logs written before and after are the
-// same format. The framing has no checksum, so ucl's entry data is
+// same format.
+//
+// The open (last) segment file may go on past its entries with zero bytes:
+// the writer preallocates the space ahead of its writes (fallocate, as
+// etcd's WAL does; in steps growing from 64 KiB to 4 MiB, never past the
+// segment size), so that an fdatasync after an append does not also
+// journal the file's growth. A zero byte where an entry's length would
+// start, with only zeros after it, is the end of the entries: unused space,
+// not a tear. The writer cuts the file back to its entries when it closes
+// the log or starts the next file, so a closed store's files are exactly
+// their entries, as before; only a store left by a crash has a zero tail
+// (a binary from before preallocation repairs it as a torn write of zeros,
+// cutting nothing but zeros). The framing has no checksum, so ucl's entry data is
 //
 //	raw ‖ CRC-32C(raw)    (4 bytes, little-endian)  the last entry of a write batch
 //	raw ‖ ^CRC-32C(raw)   (the bitwise complement)  every other entry of the batch
@@ -192,9 +204,13 @@
 // An append is acknowledged only after its fsync (durability "sync" and
 // "group"). A crash can therefore leave, at the end of the log only, bytes of
 // an unacknowledged write: an entry whose length runs past the end of the
-// last file, a run of zero bytes, a final entry with a bad CRC that contains
-// a zeroed 512-byte sector, and entries after the last final entry (a batch
-// whose end never reached the disk, possibly spanning several files). Open
+// last file; a final entry with a bad CRC followed by nothing but zeros,
+// whose written bytes stop at a 512-byte sector boundary inside it (the
+// rest of a preallocated file is zeros) or that contains a zeroed sector;
+// and entries after the last final entry (a batch whose end never reached
+// the disk, possibly spanning several files). A write of which nothing
+// reached the disk leaves only zeros: the unused space above, nothing to
+// cut (the head mark still catches an acknowledged event missing). Open
 // cuts exactly that: the cut bytes are copied aside into the store's
 // corrupt/ directory, the files are truncated (later files removed) and
 // fsynced, the log is re-verified, and the cut is reported (Log.Repaired,

@@ -85,18 +85,25 @@ type tailState struct {
 	goodEnd int64 // offset just past the last entry that parsed and checked
 	torn    bool  // bytes after goodEnd are a torn write (only meaningful for the last file)
 	err     error // set when the bytes after goodEnd are damage, not a tear
+	// zeros: the bytes after goodEnd are all zero, unused space of a
+	// preallocated file (or a write of which nothing reached the disk): the
+	// end of the entries, neither torn nor damaged.
+	zeros bool
 }
 
 // parseSegment splits a segment file into entries. It stops at the first
-// entry that does not parse or check, and classifies what follows: a torn
-// write (length past EOF, only zero bytes, or a final entry with a bad CRC
-// that holds a zeroed 512-byte sector) or corruption.
+// entry that does not parse or check, and classifies what follows: the end
+// (only zero bytes: preallocated space), a torn write (length past EOF, or
+// a final entry with a bad CRC followed by nothing but zeros, where the
+// written bytes stop at a sector boundary inside the entry or a zeroed
+// 512-byte sector lies in it) or corruption.
 func parseSegment(b []byte) ([]fileEntry, tailState) {
 	var ents []fileEntry
+	z := nonZeroEnd(b)
 	off := 0
 	for off < len(b) {
-		if allZero(b[off:]) {
-			return ents, tailState{goodEnd: int64(off), torn: true}
+		if off >= z {
+			return ents, tailState{goodEnd: int64(off), zeros: true}
 		}
 		n, k := binary.Uvarint(b[off:])
 		if k == 0 {
@@ -112,8 +119,10 @@ func parseSegment(b []byte) ([]fileEntry, tailState) {
 		data := b[off+k : end]
 		_, final, err := checkEntry(data)
 		if err != nil {
-			last := end == len(b)
-			if last && hasZeroSector(b, off, end) {
+			// Nothing written after it (a preallocated file's zeros at most),
+			// and the write visibly stopped inside it.
+			last := end >= z
+			if last && (hasZeroSector(b, off, end) || alignUp(z, sector) < end) {
 				return ents, tailState{goodEnd: int64(off), torn: true}
 			}
 			return ents, tailState{goodEnd: int64(off), err: err}
@@ -124,20 +133,31 @@ func parseSegment(b []byte) ([]fileEntry, tailState) {
 	return ents, tailState{goodEnd: int64(off)}
 }
 
-func allZero(b []byte) bool {
-	for _, c := range b {
-		if c != 0 {
-			return false
-		}
+// nonZeroEnd returns the offset just past the last non-zero byte of b (0
+// when b is all zeros).
+func nonZeroEnd(b []byte) int {
+	i := len(b)
+	// Word at a time: a preallocated tail is mostly zeros.
+	for i >= 8 && binary.LittleEndian.Uint64(b[i-8:i]) == 0 {
+		i -= 8
 	}
-	return true
+	for i > 0 && b[i-1] == 0 {
+		i--
+	}
+	return i
 }
+
+// sector is the unit a disk writes whole or not at all: a write cut short
+// by a crash leaves whole sectors unwritten (zeros in a preallocated or
+// extended file).
+const sector = 512
+
+func alignUp(n, to int) int { return (n + to - 1) / to * to }
 
 // hasZeroSector reports whether b[from:to] covers a whole 512-byte-aligned
 // sector of zeros: the mark of a write the disk never finished (etcd's
 // isTornEntry heuristic).
 func hasZeroSector(b []byte, from, to int) bool {
-	const sector = 512
 	var zero [sector]byte
 	start := (from + sector - 1) / sector * sector
 	for s := start; s+sector <= to; s += sector {

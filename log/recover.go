@@ -271,10 +271,10 @@ func (p *cutPlan) apply(dir, corruptDir, reason string) (*RepairReport, error) {
 		if i == p.cutIdx {
 			off = p.cutOff
 		}
-		if off > int64(len(b)) {
-			off = int64(len(b))
-		}
-		if int64(len(b)) == off {
+		// A preallocated file's zeros after the last written byte are
+		// unused space, not cut bytes worth keeping.
+		b = b[:min(len(b), alignUp(nonZeroEnd(b), sector))]
+		if off >= int64(len(b)) {
 			continue
 		}
 		aside := fmt.Sprintf("%s.%d.cut", name, off)
@@ -449,7 +449,7 @@ func Repair(dir, corruptDir string) (*RepairReport, error) {
 		if cutIdx >= 0 {
 			break
 		}
-		if int64(len(b)) > st.goodEnd {
+		if st.err != nil || st.torn { // not a zero tail: that is unused space
 			cutIdx, cutOff = i, st.goodEnd
 			reason = fmt.Sprintf("damaged bytes after seq %d", last)
 			break

@@ -106,6 +106,19 @@ func keyFor(kr *crypto.Keyring, h *Header, rekeys func() (*Rekeys, error)) (uint
 // decryptResolved is DecryptWith, looking the DEK up in the rekey events
 // (rekeys, built on demand) when the event's own epoch was rotated away.
 func decryptResolved(kr *crypto.Keyring, raw []byte, rekeys func() (*Rekeys, error)) (*Event, error) {
+	ev, _, err := decryptInto(kr, raw, rekeys, nil)
+	return ev, err
+}
+
+// decryptInto is decryptResolved decrypting into scratch (grown as
+// needed and returned for the next call): the decoded body copies what it
+// keeps, so a replay reuses one plaintext buffer per worker.
+func decryptInto(kr *crypto.Keyring, raw []byte, rekeys func() (*Rekeys, error), scratch []byte) (*Event, []byte, error) {
+	ev, err := decryptBody(kr, raw, rekeys, &scratch)
+	return ev, scratch, err
+}
+
+func decryptBody(kr *crypto.Keyring, raw []byte, rekeys func() (*Rekeys, error), scratch *[]byte) (*Event, error) {
 	h, err := DecodeHeader(raw)
 	if err != nil {
 		return nil, err
@@ -122,12 +135,22 @@ func decryptResolved(kr *crypto.Keyring, raw []byte, rekeys func() (*Rekeys, err
 	if err := w.Unwrap(dek[:], wrapped[:]); err != nil {
 		return nil, fmt.Errorf("decrypt seq %d: unwrap data key: %w", h.Seq, err)
 	}
-	plain, err := crypto.Open(nil, dek[:], raw[:HeaderSize], raw[HeaderSize:])
+	var dst []byte
+	if scratch != nil {
+		dst = (*scratch)[:0]
+	}
+	plain, err := crypto.Open(dst, dek[:], raw[:HeaderSize], raw[HeaderSize:])
 	clear(dek[:])
 	if err != nil {
 		return nil, fmt.Errorf("decrypt seq %d: %w", h.Seq, err)
 	}
+	if scratch != nil && cap(plain) <= maxKeptBuf {
+		*scratch = plain[:0]
+	}
 	body, err := DecodeBody(h.Type, plain, &h)
+	if scratch != nil {
+		clear(plain) // the buffer outlives the event: no plaintext left in it
+	}
 	if err != nil {
 		return nil, fmt.Errorf("seq %d: %w", h.Seq, err)
 	}
@@ -228,6 +251,11 @@ func (l *Log) KeysChanged() { l.forgetRekeys() }
 // decrypt opens one event with the log's keys and rekey events.
 func (l *Log) decrypt(raw []byte) (*Event, error) {
 	return decryptResolved(l.opts.Keys, raw, l.Rekeys)
+}
+
+// decryptScratch is decrypt into a reused plaintext buffer (decryptInto).
+func (l *Log) decryptScratch(raw, scratch []byte) (*Event, []byte, error) {
+	return decryptInto(l.opts.Keys, raw, l.Rekeys, scratch)
 }
 
 // Shredded reports whether the event at seq was shredded by a rotation:

@@ -20,7 +20,8 @@ import (
 type tailWriter struct {
 	dir     string
 	f       *os.File
-	size    int    // bytes in f
+	size    int    // bytes of entries in f: where the next write goes
+	alloc   int    // bytes in f, with the preallocated zero tail
 	last    uint64 // index of the last entry written
 	segSize int
 	noSync  bool
@@ -30,6 +31,19 @@ type tailWriter struct {
 // maxKeptBuf bounds the buffer kept between batches: a rare huge batch
 // does not pin its memory.
 const maxKeptBuf = 4 << 20
+
+// Preallocation (as etcd's WAL does): the writer reserves the space ahead
+// of its writes with fallocate, so that an fdatasync after an append does
+// not also journal the file's growth and block allocation on every write.
+// It grows the reserve geometrically from minPrealloc to maxPrealloc, never
+// past the segment size, so a small store's file stays small and a reader
+// of the last segment reads at most maxPrealloc of zeros. The zero tail is
+// unused space (parseSegment); a file the writer closes or cycles is cut
+// back to its entries, so a closed store's files are exactly its entries.
+const (
+	minPrealloc = 64 << 10
+	maxPrealloc = 4 << 20
+)
 
 // openTail opens the last segment of dir for appending after entry head
 // (verified by the caller), creating the first file of an empty log.
@@ -45,7 +59,8 @@ func openTail(dir string, head uint64, segSize int, noSync bool) (*tailWriter, e
 		}
 		return w, nil
 	}
-	name := filepath.Join(dir, segs[len(segs)-1].name)
+	s := segs[len(segs)-1]
+	name := filepath.Join(dir, s.name)
 	f, err := os.OpenFile(name, os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open segment: %w", err)
@@ -55,8 +70,43 @@ func openTail(dir string, head uint64, segSize int, noSync bool) (*tailWriter, e
 		f.Close()
 		return nil, fmt.Errorf("open segment: %w", err)
 	}
-	w.f, w.size = f, int(fi.Size())
+	end, err := entriesEnd(name, s, head, fi)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	w.f, w.size, w.alloc = f, int(end), int(fi.Size())
 	return w, nil
+}
+
+// entriesEnd returns where the entries of segment s (file path, info fi)
+// end when head is the log's last seq: where the next write goes. That is
+// the file's size unless the file has a preallocated zero tail. Open has
+// just parsed the last segment (segtail.go remembers it); otherwise the
+// file is parsed again.
+func entriesEnd(path string, s segFile, head uint64, fi os.FileInfo) (int64, error) {
+	if head < s.first {
+		return 0, nil
+	}
+	k := head - s.first + 1 // entries the file holds
+	segTails.Lock()
+	so := segTails.m[path]
+	if so != nil && os.SameFile(fi, so.fi) && uint64(len(so.offs)) == k {
+		end := so.end
+		segTails.Unlock()
+		return end, nil
+	}
+	segTails.Unlock()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, fmt.Errorf("read segment %s: %w", s.name, err)
+	}
+	ents, st := parseSegment(b)
+	if uint64(len(ents)) != k || st.err != nil || st.torn {
+		return 0, &CorruptionError{Seq: s.first + uint64(min(uint64(len(ents)), k)), Segment: s.name, Offset: st.goodEnd,
+			Err: fmt.Errorf("%w: the last segment holds %d entries after seq %d, the head is seq %d", ErrChainBroken, len(ents), s.first-1, head)}
+	}
+	return st.goodEnd, nil
 }
 
 // create starts the segment file whose first entry is first.
@@ -65,13 +115,45 @@ func (w *tailWriter) create(first uint64) error {
 	if err != nil {
 		return fmt.Errorf("create segment: %w", err)
 	}
-	w.f, w.size = f, 0
+	w.f, w.size, w.alloc = f, 0, 0
+	return nil
+}
+
+// reserve makes sure n more bytes fit in the preallocated space. A failed
+// preallocation (a file system without fallocate, a full disk) is not an
+// error: the write that follows extends the file, or fails, as without it.
+func (w *tailWriter) reserve(n int) {
+	need := w.size + n
+	if need <= w.alloc {
+		return
+	}
+	step := min(max(w.alloc, minPrealloc), maxPrealloc)
+	to := min(need+step, max(need, w.segSize))
+	if preallocate(w.f, int64(w.alloc), int64(to-w.alloc)) == nil {
+		w.alloc = to
+	}
+}
+
+// trim cuts the file back to its entries, dropping the preallocated tail.
+func (w *tailWriter) trim() error {
+	if w.alloc <= w.size {
+		return nil
+	}
+	if err := w.f.Truncate(int64(w.size)); err != nil {
+		return fmt.Errorf("trim segment: %w", err)
+	}
+	w.alloc = w.size
 	return nil
 }
 
 // cycle closes the current file (fsynced, as tidwall does whatever the
 // durability) and starts the next.
 func (w *tailWriter) cycle() error {
+	// A sealed segment has no zero tail: cut before the fsync, so the cut
+	// is durable before the next file exists.
+	if err := w.trim(); err != nil {
+		return err
+	}
 	if err := w.f.Sync(); err != nil {
 		return fmt.Errorf("sync segment: %w", err)
 	}
@@ -84,10 +166,12 @@ func (w *tailWriter) cycle() error {
 
 // flush writes b at the end of the current file.
 func (w *tailWriter) flush(b []byte) error {
+	w.reserve(len(b))
 	if _, err := w.f.WriteAt(b, int64(w.size)); err != nil {
 		return fmt.Errorf("write segment: %w", err)
 	}
 	w.size += len(b)
+	w.alloc = max(w.alloc, w.size)
 	return nil
 }
 
@@ -147,7 +231,12 @@ func (w *tailWriter) close() error {
 	if w == nil || w.f == nil {
 		return nil
 	}
-	err := w.f.Close()
+	// Not fsynced: a crash before the cut reaches the disk leaves the zero
+	// tail, which readers take as unused space.
+	err := w.trim()
+	if cerr := w.f.Close(); err == nil {
+		err = cerr
+	}
 	w.f = nil
 	return err
 }

@@ -1,11 +1,13 @@
-// Command peers measures ucl's log beside its peer, etcd's WAL (the
-// write-ahead log of etcd 3.7, go.etcd.io/etcd/server/v3/storage/wal), in
-// one run on one disk, alternating rounds, and prints each figure of
-// DESIGN.md §10 that names the peer with the ratio ucl ÷ peer as
-// median [min–max] over the rounds. It is a separate module so the product
-// does not depend on etcd; `make bench-peers` runs it.
+// Command peers measures ucl's log beside its peers, etcd's WAL (the
+// write-ahead log of etcd 3.7, go.etcd.io/etcd/server/v3/storage/wal) and
+// SQLite (modernc.org/sqlite, WAL mode, synchronous=FULL), in one run on
+// one disk, alternating rounds, and prints each figure of DESIGN.md §10
+// that names a peer with the ratio ucl ÷ peer as median [min–max] over the
+// rounds; then the full-text build of ucl's fts projection beside SQLite
+// FTS5 (fts.go). It is a separate module so the product depends on
+// neither; `make bench-peers` runs it.
 //
-//	go run . -rounds 3 -replay 20000
+//	go run . -rounds 3 -replay 200000 -fts 100000   (make bench-1m)
 //
 // Workloads (512-byte contents, DESIGN.md §10):
 //
@@ -15,7 +17,9 @@
 //     entry, each fsynced;
 //   - replay: ucl Events over the whole log (CRC, hash chain, SHA-256 and
 //     AES-GCM decrypt of every event, both cores) vs etcd ReadAll (CRC
-//     chain, decode).
+//     chain, decode) vs SQLite reading every row in seq order;
+//   - SQLite: one transaction per batch (or per event for the single
+//     writer) of INSERTs into a (seq INTEGER PRIMARY KEY, data BLOB) table.
 //
 // ucl also pays per-event keys (a data key wrapped under the vault key per
 // event), encryption and the hash chain; etcd stores plaintext.
@@ -27,6 +31,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"syscall"
@@ -49,8 +54,24 @@ func main() {
 	batches := flag.Int("batches", 100, "batches of 256 per round")
 	singles := flag.Int("singles", 300, "single durable appends per round")
 	replay := flag.Int("replay", 20000, "events replayed per round")
+	ftsN := flag.Int("fts", 20000, "documents of the full-text build figure (0: skip it)")
+	child := flag.String("child", "", "internal: run one full-text build in this process (ucl or fts5) and print its time")
 	dir := flag.String("dir", "", "directory for the logs (default: a temp dir; put it on the disk you measure)")
 	flag.Parse()
+	if *child != "" {
+		if p := os.Getenv("PEERS_CPUPROFILE"); p != "" {
+			f, err := os.Create(p)
+			if err != nil {
+				fail(err)
+			}
+			if err := pprof.StartCPUProfile(f); err != nil {
+				fail(err)
+			}
+			defer pprof.StopCPUProfile()
+		}
+		runChild(*child, *dir, *ftsN)
+		return
+	}
 	root := *dir
 	if root == "" {
 		var err error
@@ -64,22 +85,35 @@ func main() {
 		fail(err)
 	}
 	figs := []figure{
-		{name: "durable append, batches of 256", ucl: func(d string) result { return uclBatches(d, kr, *batches) }, peer: func(d string) result { return etcdBatches(d, *batches) }},
-		{name: "durable append, 1 writer", ucl: func(d string) result { return uclSingles(d, kr, *singles) }, peer: func(d string) result { return etcdSingles(d, *singles) }},
-		{name: fmt.Sprintf("replay %d (verify + decrypt)", *replay), ucl: func(d string) result { return uclReplay(d, kr, *replay) }, peer: func(d string) result { return etcdReplay(d, *replay) }},
+		{name: "durable append, batches of 256", ucl: func(d string) result { return uclBatches(d, kr, *batches) },
+			peers: []func(string) result{func(d string) result { return etcdBatches(d, *batches) }, func(d string) result { return sqliteBatches(d, *batches) }}},
+		{name: "durable append, 1 writer", ucl: func(d string) result { return uclSingles(d, kr, *singles) },
+			peers: []func(string) result{func(d string) result { return etcdSingles(d, *singles) }, func(d string) result { return sqliteSingles(d, *singles) }}},
+		{name: fmt.Sprintf("replay %d (verify + decrypt)", *replay), ucl: func(d string) result { return uclReplay(d, kr, *replay) },
+			peers: []func(string) result{func(d string) result { return etcdReplay(d, *replay) }, func(d string) result { return sqliteReplay(d, *replay) }}},
 	}
-	fmt.Printf("%-34s %10s %10s  %-24s %9s %9s\n", "figure (events/s)", "ucl", "etcd WAL", "ucl/etcd med [min-max]", "ucl cpu", "etcd cpu")
+	fmt.Printf("%-34s %9s %9s %9s  %-22s %-22s %8s %8s %8s\n", "figure (events/s)", "ucl", "etcd WAL", "SQLite", "ucl/etcd med [min-max]", "ucl/SQLite med [min-max]", "ucl cpu", "etcd cpu", "SQL cpu")
 	for _, f := range figs {
-		var us, ps, rs, uc, pc []float64
+		var us []float64
+		var uc []float64
+		ps := make([][]float64, len(f.peers))
+		rs := make([][]float64, len(f.peers))
+		pc := make([][]float64, len(f.peers))
 		for r := 0; r < *rounds; r++ {
 			u := f.ucl(filepath.Join(root, fmt.Sprintf("ucl-%d", r)))
-			p := f.peer(filepath.Join(root, fmt.Sprintf("etcd-%d", r)))
-			us, ps, rs = append(us, u.rate), append(ps, p.rate), append(rs, u.rate/p.rate)
-			uc, pc = append(uc, u.cpuPerEvent), append(pc, p.cpuPerEvent)
+			us, uc = append(us, u.rate), append(uc, u.cpuPerEvent)
+			for k, peer := range f.peers {
+				p := peer(filepath.Join(root, fmt.Sprintf("peer%d-%d", k, r)))
+				ps[k], rs[k], pc[k] = append(ps[k], p.rate), append(rs[k], u.rate/p.rate), append(pc[k], p.cpuPerEvent)
+			}
 		}
-		fmt.Printf("%-34s %10.0f %10.0f  %5.2f [%.2f-%.2f]%8s %6.1f µs %6.1f µs\n", f.name, median(us), median(ps), median(rs), minOf(rs), maxOf(rs), "", median(uc), median(pc))
+		fmt.Printf("%-34s %9.0f %9.0f %9.0f  %5.2f [%.2f-%.2f]%6s %5.2f [%.2f-%.2f]%6s %5.1f µs %5.1f µs %5.1f µs\n", f.name, median(us), median(ps[0]), median(ps[1]),
+			median(rs[0]), minOf(rs[0]), maxOf(rs[0]), "", median(rs[1]), minOf(rs[1]), maxOf(rs[1]), "", median(uc), median(pc[0]), median(pc[1]))
 	}
 	fmt.Println("(cpu: the process's user+system CPU time per event over the timed part; on a shared machine the rates measure the queue for a core and the disk, the CPU what the work costs)")
+	if *ftsN > 0 {
+		ftsFigure(root, *rounds, *ftsN)
+	}
 }
 
 // result is one timed workload: events per second and CPU µs per event.
@@ -110,8 +144,9 @@ func cpuTime() time.Duration {
 }
 
 type figure struct {
-	name      string
-	ucl, peer func(dir string) result
+	name  string
+	ucl   func(dir string) result
+	peers []func(dir string) result // etcd WAL, SQLite
 }
 
 func fail(err error) {

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"crypto/sha256"
+	"database/sql"
+	"encoding/binary"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/unlimitedcontext/ucl/log"
+	"github.com/unlimitedcontext/ucl/projections"
+	"github.com/unlimitedcontext/ucl/projections/fts"
+	"github.com/unlimitedcontext/ucl/projections/projtest"
+)
+
+// The full-text figure: ucl's fts projection (bleve scorch, the build path
+// of a catch-up: Apply per event, Commit every
+// projections.DefaultCommitEvery) beside SQLite FTS5 (one column, porter
+// stemming, a transaction per 10K rows), each building an index of the
+// same n documents (60 words of Zipf-distributed text over a 50K-word
+// synthetic vocabulary, generated while indexing) in a process of its own,
+// so that its peak RSS is its own. No log is read: this is the index build
+// alone.
+
+const ftsCommitEvery = projections.DefaultCommitEvery
+
+// ftsDoc is document i of the corpus (r advanced in order).
+func ftsDoc(r *rand.Rand, i int) (session, content string, ms int64) {
+	return fmt.Sprintf("s%d", i/50), projtest.TextZipf(r, 60, 50_000), projtest.BaseTime + int64(i)*30_000
+}
+
+func runChild(which, dir string, n int) {
+	t0, cpu0 := time.Now(), cpuTime()
+	switch which {
+	case "ucl":
+		uclFTS(dir, n)
+	case "fts5":
+		fts5Build(dir, n)
+	default:
+		fail(fmt.Errorf("unknown child %q", which))
+	}
+	fmt.Printf("%f %f\n", time.Since(t0).Seconds(), (cpuTime() - cpu0).Seconds())
+}
+
+func uclFTS(dir string, n int) {
+	x, err := fts.Open(dir)
+	if err != nil {
+		fail(err)
+	}
+	r := rand.New(rand.NewSource(1))
+	for i := 0; i < n; i++ {
+		session, content, ms := ftsDoc(r, i)
+		var id log.ID
+		binary.BigEndian.PutUint64(id[8:], uint64(i+1))
+		seq := uint64(i + 1)
+		ev := &log.Event{
+			Header: log.Header{Version: log.FormatVersion, Type: log.TypeStore, Seq: seq, Time: ms, ID: id},
+			Hash:   sha256.Sum256(id[:]),
+			Body: &log.Store{ChunkID: id.String(), Kind: log.KindConversation, Session: session, Role: "user",
+				Content: content, Time: ms},
+		}
+		if err := x.Apply(ev); err != nil {
+			fail(err)
+		}
+		if (i+1)%ftsCommitEvery == 0 || i == n-1 {
+			if err := x.Commit(projections.Checkpoint{Seq: ev.Seq, Hash: ev.Hash}); err != nil {
+				fail(err)
+			}
+		}
+	}
+	if err := x.Close(); err != nil {
+		fail(err)
+	}
+}
+
+func fts5Build(dir string, n int) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		fail(err)
+	}
+	db, err := sql.Open("sqlite", filepath.Join(dir, "fts.db"))
+	if err != nil {
+		fail(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	for _, p := range []string{"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL",
+		"CREATE VIRTUAL TABLE docs USING fts5(content, tokenize='porter unicode61')"} {
+		if _, err := db.Exec(p); err != nil {
+			fail(fmt.Errorf("sqlite %q: %w", p, err))
+		}
+	}
+	r := rand.New(rand.NewSource(1))
+	for i := 0; i < n; i += ftsCommitEvery {
+		tx, err := db.Begin()
+		if err != nil {
+			fail(err)
+		}
+		st, err := tx.Prepare("INSERT INTO docs (rowid, content) VALUES (?, ?)")
+		if err != nil {
+			fail(err)
+		}
+		for j := i; j < min(n, i+ftsCommitEvery); j++ {
+			_, content, _ := ftsDoc(r, j)
+			if _, err := st.Exec(j+1, content); err != nil {
+				fail(err)
+			}
+		}
+		st.Close()
+		if err := tx.Commit(); err != nil {
+			fail(err)
+		}
+	}
+}
+
+// childRun runs one build in a child process: wall and CPU seconds as it
+// measured them, and its peak RSS in bytes (the child's own rusage).
+func childRun(which, dir string, n int) (wall, cpu float64, rss int64) {
+	os.RemoveAll(dir)
+	defer os.RemoveAll(dir)
+	cmd := exec.Command(os.Args[0], "-child", which, "-dir", dir, "-fts", strconv.Itoa(n))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		fail(fmt.Errorf("%s build: %w", which, err))
+	}
+	f := strings.Fields(string(out))
+	if len(f) != 2 {
+		fail(fmt.Errorf("%s build printed %q", which, out))
+	}
+	wall, _ = strconv.ParseFloat(f[0], 64)
+	cpu, _ = strconv.ParseFloat(f[1], 64)
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		rss = ru.Maxrss * 1024 // kilobytes on Linux
+	}
+	return wall, cpu, rss
+}
+
+func ftsFigure(root string, rounds, n int) {
+	var uw, pw, uc, pc, rt, rc []float64
+	var urss, prss []float64
+	for r := 0; r < rounds; r++ {
+		w, c, m := childRun("ucl", filepath.Join(root, "fts-ucl"), n)
+		uw, uc, urss = append(uw, w), append(uc, c), append(urss, float64(m)/1e6)
+		w2, c2, m2 := childRun("fts5", filepath.Join(root, "fts-sqlite"), n)
+		pw, pc, prss = append(pw, w2), append(pc, c2), append(prss, float64(m2)/1e6)
+		rt, rc = append(rt, w/w2), append(rc, c/c2)
+	}
+	fmt.Printf("\nfull-text build of %d documents (own process each, alternating):\n", n)
+	fmt.Printf("%-10s %9s %9s %10s\n", "", "wall s", "cpu s", "peak RSS")
+	fmt.Printf("%-10s %9.2f %9.2f %7.0f MB\n", "ucl fts", median(uw), median(uc), median(urss))
+	fmt.Printf("%-10s %9.2f %9.2f %7.0f MB\n", "FTS5", median(pw), median(pc), median(prss))
+	fmt.Printf("ucl/FTS5: wall %.2f [%.2f-%.2f], cpu %.2f [%.2f-%.2f], peak RSS %.1f\n", median(rt), minOf(rt), maxOf(rt),
+		median(rc), minOf(rc), maxOf(rc), median(urss)/median(prss))
+}
