@@ -48,10 +48,10 @@ type StoreIn struct {
 	Role       string            `json:"role,omitempty" jsonschema:"user (default), assistant, system, developer or tool"`
 	Kind       string            `json:"kind,omitempty" jsonschema:"conversation (default), document, knowledge or tool_call"`
 	Meta       map[string]string `json:"meta,omitempty" jsonschema:"string pairs; name is how uc_get_document finds it"`
-	Parent     string            `json:"parent,omitempty" jsonschema:"id of the item this replies to"`
+	Parent     string            `json:"parent,omitempty" jsonschema:"id this replies to"`
 	Time       string            `json:"time,omitempty" jsonschema:"when it happened (default now)"`
 	Tool       *ToolIn           `json:"tool,omitempty" jsonschema:"makes it a tool call"`
-	Supersedes []string          `json:"supersedes,omitempty" jsonschema:"ids of items this one makes outdated"`
+	Supersedes []string          `json:"supersedes,omitempty" jsonschema:"ids this makes outdated"`
 	ID         string            `json:"id,omitempty" jsonschema:"idempotency key (a retry writes nothing)"`
 	// AllowDuplicate turns near-duplicate detection off for this call.
 	AllowDuplicate bool `json:"allow_duplicate,omitempty" jsonschema:"store even if already stored"`
@@ -142,7 +142,7 @@ type ContextOut struct {
 // GetIn are the arguments of uc_get.
 type GetIn struct {
 	IDs        []string `json:"ids"`
-	WithChunks bool     `json:"with_chunks,omitempty" jsonschema:"a chunk's id gives every chunk of its whole"`
+	WithChunks bool     `json:"with_chunks,omitempty" jsonschema:"a chunk's id gives its whole"`
 	History    bool     `json:"history,omitempty" jsonschema:"also every version of an edited item"`
 	Offset     int      `json:"offset,omitempty" jsonschema:"first byte of each content"`
 	Limit      int      `json:"limit,omitempty" jsonschema:"most bytes (default and most 32768)"`
@@ -232,7 +232,7 @@ type DocumentOut struct {
 
 // PeriodIn are the arguments of uc_period.
 type PeriodIn struct {
-	Period   string   `json:"period" jsonschema:"today, this week, last month, May 2023, 3 days ago, or 2023-05-01..2023-05-31"`
+	Period   string   `json:"period" jsonschema:"today, last month, May 2023, 3 days ago, 2023-05-01..2023-05-31"`
 	Sessions []string `json:"sessions,omitempty"`
 	Kinds    []string `json:"kinds,omitempty"`
 	Offset   int      `json:"offset,omitempty" jsonschema:"first item (paging)"`
