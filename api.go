@@ -378,7 +378,9 @@ type SessionRequest struct {
 	Limit  int    `json:"limit,omitempty"` // 0: all
 	// Last asks for the last Last chunks instead of a page from Offset
 	// (the recent turns of a long session, without reading the rest).
-	Last     int      `json:"last,omitempty"`
+	Last int `json:"last,omitempty"`
+	// AsOf shows the session as it stood at a log seq or time (asof.go).
+	AsOf     string   `json:"as_of,omitempty"`
 	Progress Progress `json:"-"`
 }
 
@@ -404,6 +406,8 @@ type GetRequest struct {
 	Meta map[string]string `json:"meta,omitempty"`
 	// History adds every version of each item found, oldest first.
 	History bool `json:"history,omitempty"`
+	// AsOf reads the items as they stood at a log seq or time (asof.go).
+	AsOf string `json:"as_of,omitempty"`
 }
 
 // GetItem is one requested id: a chunk, or a document's chunks in order.

@@ -13,7 +13,8 @@ import (
 	"github.com/unlimitedcontext/ucl/query"
 )
 
-// Memory as of a moment (SearchRequest.AsOf): what retrieval answered
+// Memory as of a moment (SearchRequest.AsOf, SessionRequest.AsOf,
+// GetRequest.AsOf): what retrieval, a session or an item read
 // when the log ended at a given seq — items stored later left out,
 // tombstones, edits and supersedes made later not yet applied.
 //
@@ -31,7 +32,10 @@ import (
 // rebuild` of a store that size). Content a tombstone shredded (its key
 // destroyed) cannot come back: such events read as they are now.
 // Shared chunks (ucl share pull) are not part of the log and are left
-// out of an as-of answer.
+// out of an as-of answer. A session (Store.Session) is read from the live
+// projections only when none of its chunks is of a later seq (it is then
+// as it was, summary included), else from the rebuilt prefix; Store.Get
+// reads items as retrieval does (one of a later seq was not there yet).
 
 // resolveAsOf turns SEQ (digits) or a TIME (RFC 3339 or a date) into a
 // log seq: the time's is the last event appended at or before it (binary
@@ -117,6 +121,15 @@ var errAsOfRebuild = errors.New("as-of needs a rebuild")
 // queryAsOf runs fn with an engine answering as of seq (see the comment
 // at the top of this file); q.AsOf is set by the caller.
 func (s *Store) queryAsOf(ctx context.Context, p Progress, seq uint64, fn func(e *query.Engine) error) error {
+	return s.readAsOf(ctx, p, seq, func(set *projstd.Set, _ bool) error { return fn(s.engine(set)) })
+}
+
+// readAsOf runs fn over projections that hold memory as of seq: the live
+// ones (live true: fn leaves out chunks of a later seq, or returns
+// errAsOfRebuild when that does not give what memory held) when no event
+// after seq changed or hid an item stored by then; else the projections
+// of the log prefix, built in a temporary directory (live false).
+func (s *Store) readAsOf(ctx context.Context, p Progress, seq uint64, fn func(set *projstd.Set, live bool) error) error {
 	err := s.readProj(ctx, p, func(set *projstd.Set, _ bool) error {
 		if set.FTS == nil {
 			return errAsOfRebuild // no record of changes: rebuild
@@ -128,7 +141,7 @@ func (s *Store) queryAsOf(ctx context.Context, p Progress, seq uint64, fn func(e
 		if changed {
 			return errAsOfRebuild
 		}
-		return fn(s.engine(set))
+		return fn(set, true)
 	})
 	if !errors.Is(err, errAsOfRebuild) {
 		return err
@@ -152,7 +165,21 @@ func (s *Store) queryAsOf(ctx context.Context, p Progress, seq uint64, fn func(e
 	if err := set.CatchUp(ctx, p.stage("project as of")); err != nil {
 		return fmt.Errorf("as-of projections: %w", err)
 	}
-	return fn(s.engine(set))
+	return fn(set, false)
+}
+
+// readAt is readProj, or readAsOf when asOf names a moment (SEQ or TIME);
+// seq is then the moment's seq, else 0.
+func (s *Store) readAt(ctx context.Context, p Progress, asOf string) (seq uint64, read func(fn func(set *projstd.Set, live bool) error) error, err error) {
+	if asOf == "" {
+		return 0, func(fn func(*projstd.Set, bool) error) error {
+			return s.readProj(ctx, p, func(set *projstd.Set, _ bool) error { return fn(set, false) })
+		}, nil
+	}
+	if seq, err = s.resolveAsOf(ctx, asOf); err != nil {
+		return 0, nil, err
+	}
+	return seq, func(fn func(*projstd.Set, bool) error) error { return s.readAsOf(ctx, p, seq, fn) }, nil
 }
 
 // runner returns how to run a query for r: over the live projections, or

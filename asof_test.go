@@ -91,3 +91,88 @@ func itoa(n uint64) string {
 		}
 	}
 }
+
+// TestAsOfSessionGet: a session and an item as they stood at a seq —
+// before and after an edit and a tombstone (the rebuilt prefix), and
+// before a later turn with nothing changed since (the live projections).
+func TestAsOfSessionGet(t *testing.T) {
+	s := newTestStore(t)
+	ctx := context.Background()
+	remember := func(content string) EventResult {
+		t.Helper()
+		r, err := s.Remember(ctx, RememberRequest{Content: content, Session: "trip", Time: "2023-05-08T10:00:00Z", AllowDuplicate: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Results[0]
+	}
+	session := func(asOf string) string {
+		t.Helper()
+		r, err := s.Session(ctx, SessionRequest{ID: "trip", AsOf: asOf})
+		if err != nil {
+			t.Fatalf("session as of %q: %v", asOf, err)
+		}
+		var out []string
+		for _, c := range r.Chunks {
+			out = append(out, c.Content)
+		}
+		if r.Total != len(out) || r.Session.Chunks != len(out) {
+			t.Fatalf("session as of %q: total %d, info %d, %d chunks", asOf, r.Total, r.Session.Chunks, len(out))
+		}
+		return strings.Join(out, "|")
+	}
+	get := func(id, asOf string) (bool, string) {
+		t.Helper()
+		r, err := s.Get(ctx, GetRequest{IDs: []string{id}, AsOf: asOf})
+		if err != nil {
+			t.Fatalf("get %s as of %q: %v", id, asOf, err)
+		}
+		return r.Items[0].Found, r.Items[0].Content
+	}
+	hotel := remember("The hotel in Lisbon is booked for June.")
+	flight := remember("The flight to Lisbon leaves at nine.")
+	taxi := remember("A taxi to the airport is ordered.")
+	// Nothing changed yet: the live projections, later turns left out.
+	if got := session(itoa(flight.Seq)); got != "The hotel in Lisbon is booked for June.|The flight to Lisbon leaves at nine." {
+		t.Fatalf("session as of the flight: %s", got)
+	}
+	if found, _ := get(taxi.ID.String(), itoa(flight.Seq)); found {
+		t.Fatal("the taxi, stored later, found as of the flight")
+	}
+	ed, err := s.Edit(ctx, EditRequest{ID: flight.ID.String(), Content: "The flight to Lisbon leaves at noon."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tomb, err := s.Tombstone(ctx, TombstoneRequest{Chunks: []string{hotel.ID.String()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Now: the hotel gone, the flight at noon.
+	if got := session(""); strings.Contains(got, "hotel") || !strings.Contains(got, "noon") {
+		t.Fatalf("session now: %s", got)
+	}
+	// Before the edit and the tombstone: as it was (the rebuilt prefix).
+	if got := session(itoa(taxi.Seq)); got != "The hotel in Lisbon is booked for June.|The flight to Lisbon leaves at nine.|A taxi to the airport is ordered." {
+		t.Fatalf("session as of the taxi: %s", got)
+	}
+	if found, content := get(flight.ID.String(), itoa(taxi.Seq)); !found || !strings.Contains(content, "nine") {
+		t.Fatalf("flight as of the taxi: %v %q", found, content)
+	}
+	if found, _ := get(hotel.ID.String(), itoa(taxi.Seq)); !found {
+		t.Fatal("the hotel, tombstoned later, not found as of the taxi")
+	}
+	// After the edit, before the tombstone.
+	if found, content := get(flight.ID.String(), itoa(ed.Results[0].Seq)); !found || !strings.Contains(content, "noon") {
+		t.Fatalf("flight as of the edit: %v %q", found, content)
+	}
+	if found, _ := get(hotel.ID.String(), itoa(ed.Results[0].Seq)); !found {
+		t.Fatal("hotel as of the edit: not found")
+	}
+	// After the tombstone.
+	if found, _ := get(hotel.ID.String(), itoa(tomb.Seq)); found {
+		t.Fatal("hotel as of its tombstone: found")
+	}
+	if _, err := s.Session(ctx, SessionRequest{ID: "trip", AsOf: "0"}); !errors.Is(err, ErrBadRequest) {
+		t.Fatalf("session as of 0: %v", err)
+	}
+}

@@ -443,10 +443,19 @@ func (s *Store) Session(ctx context.Context, req SessionRequest) (*SessionResult
 		return nil, badRequest("bad page %d+%d (last %d)", req.Offset, req.Limit, req.Last)
 	}
 	var res *SessionResult
-	err := s.readProj(ctx, req.Progress, func(set *projstd.Set, _ bool) error {
+	asOf, read, err := s.readAt(ctx, req.Progress, req.AsOf)
+	if err != nil {
+		return nil, err
+	}
+	err = read(func(set *projstd.Set, live bool) error {
 		offset, limit := req.Offset, req.Limit
 		if req.Last > 0 {
 			offset, limit = -req.Last, 0
+		}
+		if live && asOf != 0 { // as it was only if nothing was added since (asof.go)
+			if _, all, _, err := set.Timelines.SessionPage(req.ID, 0, 0); err == nil && slices.ContainsFunc(all, func(c timelines.Chunk) bool { return c.Seq > asOf }) {
+				return errAsOfRebuild
+			}
 		}
 		info, chunks, total, err := set.Timelines.SessionPage(req.ID, offset, limit)
 		if err != nil {
@@ -478,7 +487,11 @@ func (s *Store) Get(ctx context.Context, req GetRequest) (*GetResult, error) {
 			return nil, badRequest("meta: empty key")
 		}
 	}
-	err := s.readProj(ctx, nil, func(set *projstd.Set, _ bool) error {
+	asOf, read, err := s.readAt(ctx, nil, req.AsOf)
+	if err != nil {
+		return nil, err
+	}
+	err = read(func(set *projstd.Set, live bool) error {
 		ids := req.IDs
 		if len(req.Meta) > 0 {
 			found, more, err := set.FTS.WithMeta(ctx, req.Meta, GetMetaLimit)
@@ -487,7 +500,7 @@ func (s *Store) Get(ctx context.Context, req GetRequest) (*GetResult, error) {
 			}
 			ids, res.More = append(slices.Clip(ids), found...), more
 		}
-		for _, id := range ids {
+		for i, id := range ids {
 			it := GetItem{ID: id, Chunks: []Item{}}
 			c, ok, err := set.Timelines.Chunk(id)
 			if err != nil {
@@ -495,12 +508,21 @@ func (s *Store) Get(ctx context.Context, req GetRequest) (*GetResult, error) {
 			}
 			var parts []timelines.Chunk
 			if ok {
+				if live && c.Seq > asOf { // stored later: not there yet
+					if i < len(req.IDs) { // asked for by id (not found by meta)
+						res.Items = append(res.Items, it)
+					}
+					continue
+				}
 				parts = []timelines.Chunk{c}
 				it.Content = c.Content
 			} else {
 				parts, err = set.Timelines.Document(id)
 				if err != nil && !errors.Is(err, timelines.ErrNotFound) {
 					return err
+				}
+				if live {
+					parts = slices.DeleteFunc(parts, func(c timelines.Chunk) bool { return c.Seq > asOf })
 				}
 				it.Content, it.Missing = joinChunks(parts)
 			}

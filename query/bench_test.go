@@ -145,24 +145,28 @@ func BenchmarkSearch(b *testing.B) {
 func BenchmarkContext(b *testing.B) {
 	now := time.UnixMilli(projtest.BaseTime).UTC()
 	for _, n := range benchSizes() {
-		b.Run(sizeName(n)+"/budget4000", func(b *testing.B) {
-			f := benchFixture(b, n)
-			e := f.engine(query.Options{})
-			ctx := context.Background()
-			ds := make([]time.Duration, 0, b.N)
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				t0 := time.Now()
-				if _, err := e.Context(ctx, query.ContextRequest{
-					Request: query.Request{Text: benchQueries[i%len(benchQueries)], Now: now, Session: "sess-42-001"},
-					Budget:  4000, RecentTurns: 6}); err != nil {
-					b.Fatal(err)
+		for _, budget := range []int{1000, 4000} {
+			b.Run(sizeName(n)+"/budget"+itoa(budget), func(b *testing.B) {
+				f := benchFixture(b, n)
+				e := f.engine(query.Options{})
+				ctx := context.Background()
+				ds := make([]time.Duration, 0, b.N)
+				cpu0 := cpuTime()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					t0 := time.Now()
+					if _, err := e.Context(ctx, query.ContextRequest{
+						Request: query.Request{Text: benchQueries[i%len(benchQueries)], Now: now, Session: "sess-42-001"},
+						Budget:  budget, RecentTurns: 6}); err != nil {
+						b.Fatal(err)
+					}
+					ds = append(ds, time.Since(t0))
 				}
-				ds = append(ds, time.Since(t0))
-			}
-			b.StopTimer()
-			reportPercentiles(b, ds)
-		})
+				b.StopTimer()
+				reportPercentiles(b, ds)
+				b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+			})
+		}
 	}
 }
 

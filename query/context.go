@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/unlimitedcontext/ucl/internal/textutil"
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections/timelines"
 )
@@ -41,9 +42,12 @@ func ParseFormat(s string) (Format, error) {
 const (
 	// DefaultContextK is the fewest ranked chunks considered when
 	// Request.K is 0; a larger budget considers more (ContextK).
-	DefaultContextK    = 20
-	DefaultFullChunks  = 3   // best-ranked chunks kept whole when they fit
-	DefaultChunkTokens = 150 // key-sentence bound of lower-ranked chunks
+	DefaultContextK   = 20
+	DefaultFullChunks = 3 // best-ranked chunks kept whole when they fit
+	// DefaultChunkTokens is the most a lower-ranked chunk keeps of itself
+	// when ContextRequest.ChunkTokens is 0 (it starts as a snippet of
+	// SnippetTokens and grows while the budget allows).
+	DefaultChunkTokens = 150
 	// minSlack: with fewer tokens left, packing stops trying chunks (a turn
 	// header alone costs more).
 	minSlack = 8
@@ -52,12 +56,22 @@ const (
 )
 
 // ContextK is how many ranked chunks a context of budget tokens considers
-// when Request.K is 0: enough short turns (~30 tokens each) to fill the
-// budget, at least DefaultContextK, at most MaxK. A budget left unused is
-// evidence left out; chunks that do not fit are cheap to skip.
+// when Request.K is 0: enough snippets (~20 tokens each with their header)
+// to fill the budget, at least DefaultContextK, at most MaxK. A budget left
+// unused is evidence left out; chunks that do not fit are cheap to skip.
 func ContextK(budget int) int {
-	return min(max(budget/30, DefaultContextK), MaxK)
+	return min(max(budget/20, DefaultContextK), MaxK)
 }
+
+// SnippetTokens bounds what a chunk below the first FullChunks keeps of
+// itself when ContextRequest.ChunkTokens is 0: the sentence about the
+// query, about one clause. Placed as snippets, a small budget holds more
+// ranked chunks than it would hold whole; when every ranked chunk is in,
+// the budget left grows them back (Assemble). On the LoCoMo development
+// set the evidence reached a 1,000-token context for 87.5% of the
+// questions with 150-token chunks and for 90.9% with snippets (the other
+// LoCoMo conversations: 86.5% and 90.6%).
+const SnippetTokens = 20
 
 // ContextRequest asks for a context: Request selects and ranks the chunks
 // (Request.Session is the active session; Request.K the number of ranked
@@ -73,8 +87,10 @@ type ContextRequest struct {
 	// FullChunks is how many of the best-ranked chunks are kept whole when
 	// they fit (default DefaultFullChunks; negative: none).
 	FullChunks int
-	// ChunkTokens bounds the key sentences kept of lower-ranked chunks
-	// (default DefaultChunkTokens).
+	// ChunkTokens bounds what lower-ranked chunks keep of themselves: the
+	// sentences about the query (snippet), else their key sentences
+	// (default: SnippetTokens, grown up to DefaultChunkTokens while the
+	// budget allows).
 	ChunkTokens int
 	// Exclude, when set, leaves out every recent turn and ranked chunk
 	// whose content it reports: what the caller already carries (the
@@ -133,9 +149,11 @@ func (e *Engine) ownerOf(id string) string {
 //     whole is trimmed to its key sentences, and the first that cannot fit
 //     even trimmed ends this step (older turns would be out of order).
 //  2. Ranked chunks in rank order (those already present skipped): the
-//     first FullChunks whole if they fit, the others trimmed to ChunkTokens
-//     of key sentences; a chunk that does not fit is trimmed further to
-//     what fits, and dropped only when not even a few words fit. Later,
+//     first FullChunks whole if they fit, the others cut to ChunkTokens:
+//     the sentence holding the most query words and its neighbours
+//     (snippet), or the key sentences when none holds one; a chunk that
+//     does not fit is cut further to what fits, and dropped only when not
+//     even a few words fit. Later,
 //     smaller chunks may still fit after a drop; once fewer than a turn
 //     header's tokens are left, the rest are dropped untried. With
 //     Request.K unset, ContextK(Budget) ranked chunks are considered, so a
@@ -168,9 +186,11 @@ func (e *Engine) Assemble(ctx context.Context, req ContextRequest) (*Assembly, e
 	if full == 0 {
 		full = DefaultFullChunks
 	}
-	chunkTokens := req.ChunkTokens
-	if chunkTokens <= 0 {
-		chunkTokens = DefaultChunkTokens
+	// Without a ChunkTokens of the caller, lower-ranked chunks are placed
+	// as snippets first and grown afterwards while the budget allows.
+	chunkTokens, grow := req.ChunkTokens, req.ChunkTokens <= 0
+	if grow {
+		chunkTokens = SnippetTokens
 	}
 	hasText := strings.TrimSpace(req.Text) != ""
 	if !hasText && (req.Session == "" || req.RecentTurns == 0) {
@@ -187,6 +207,18 @@ func (e *Engine) Assemble(ctx context.Context, req ContextRequest) (*Assembly, e
 		}
 	}
 	tok := e.opts.Tokenizer
+	// A ranked chunk below the first FullChunks is cut to the sentences
+	// about the query, so a small budget holds more of the ranked chunks.
+	var terms map[string]bool
+	if hasText {
+		terms = snippetTerms(req.Text)
+	}
+	trim := func(content string, limit int) string {
+		if s := snippet(content, terms, limit); s != "" {
+			return s
+		}
+		return e.opts.Trim(content, limit)
+	}
 	r := &renderer{format: format, active: req.Session}
 	var items []packed
 	cost := func(extra ...packed) int {
@@ -232,7 +264,7 @@ func (e *Engine) Assemble(ctx context.Context, req ContextRequest) (*Assembly, e
 				items = append(items, packed{c: c, content: c.Content, from: from})
 				return true
 			}
-		} else if t := e.opts.Trim(c.Content, limit); fits(c, from, t, t != c.Content, within, slack) {
+		} else if t := trim(c.Content, limit); fits(c, from, t, t != c.Content, within, slack) {
 			items = append(items, packed{c: c, content: t, trimmed: t != c.Content, from: from})
 			return true
 		}
@@ -240,7 +272,7 @@ func (e *Engine) Assemble(ctx context.Context, req ContextRequest) (*Assembly, e
 		best := ""
 		for lo < hi { // largest bound whose trim fits
 			mid := (lo + hi + 1) / 2
-			if t := e.opts.Trim(c.Content, mid); fits(c, from, t, true, within, slack) {
+			if t := trim(c.Content, mid); fits(c, from, t, true, within, slack) {
 				lo, best = mid, t
 			} else {
 				hi = mid - 1
@@ -367,8 +399,8 @@ func (e *Engine) Assemble(ctx context.Context, req ContextRequest) (*Assembly, e
 						continue
 					}
 					content := cj.chunk.Content
-					if j >= full {
-						content = e.opts.Trim(content, chunkTokens)
+					if j >= full || grow {
+						content = trim(content, chunkTokens)
 					}
 					if content == "" {
 						break
@@ -389,12 +421,67 @@ func (e *Engine) Assemble(ctx context.Context, req ContextRequest) (*Assembly, e
 				}
 			}
 			seen[c.chunk.ID] = true
-			if fit(c.chunk, froms[i], i < full, chunkTokens, budget) {
+			if fit(c.chunk, froms[i], i < full && !grow, chunkTokens, budget) {
 				a.Included = append(a.Included, c.chunk.ID)
 				group = 2
 			} else {
 				a.Dropped = append(a.Dropped, c.chunk.ID)
 				group = 1
+			}
+		}
+	}
+	if grow && len(items) > 0 {
+		// Breadth first, then depth: the ranked chunks went in as
+		// snippets; the budget left grows them back in rank order, the
+		// first FullChunks whole, the others to DefaultChunkTokens of key
+		// sentences (whole when that short). All at once when they fit,
+		// else one by one. The number of chunks placed depends on the
+		// snippets alone, so a larger budget never holds fewer.
+		rank := make(map[string]int, len(cs))
+		for i := range cs {
+			if _, ok := rank[cs[i].chunk.ID]; !ok {
+				rank[cs[i].chunk.ID] = i
+			}
+		}
+		up := make([]packed, len(items))
+		n := 0
+		for i, it := range items {
+			up[i] = it
+			rk, ok := rank[it.c.ID]
+			if !it.trimmed || !ok {
+				continue
+			}
+			t := it.c.Content
+			if rk >= full {
+				t = trim(t, DefaultChunkTokens)
+			}
+			if tok.CountTokens(t) > tok.CountTokens(it.content) {
+				up[i].content, up[i].trimmed = t, t != it.c.Content
+				n++
+			}
+		}
+		if n > 0 && tok.CountTokens(string(r.render(up))) <= budget {
+			items = up
+		} else if n > 0 {
+			order := make([]int, 0, n)
+			for i := range items {
+				if items[i].content != up[i].content {
+					order = append(order, i)
+				}
+			}
+			sort.SliceStable(order, func(x, y int) bool { return rank[items[order[x]].c.ID] < rank[items[order[y]].c.ID] })
+			used := tok.CountTokens(string(r.render(items)))
+			for _, i := range order {
+				if budget-used < minSlack {
+					break
+				}
+				was := items[i]
+				items[i] = up[i]
+				if n := tok.CountTokens(string(r.render(items))); n > budget {
+					items[i] = was
+				} else {
+					used = n
+				}
 			}
 		}
 	}
@@ -802,3 +889,128 @@ func (e *Engine) mergeCands(ctx context.Context, req ContextRequest, budget int,
 	}
 	return cs, froms, nil
 }
+
+// snippetTerms are the words of a query a snippet looks for: its content
+// words, each cut to its first snippetStem letters so a plural or a tense
+// still matches ("paintings" and "painted" meet at "paint").
+func snippetTerms(q string) map[string]bool {
+	m := map[string]bool{}
+	for _, w := range textutil.ContentWords(q) {
+		m[snippetStem(w)] = true
+	}
+	return m
+}
+
+// snippetStemLen bounds the letters of a word a snippet compares.
+const snippetStemLen = 5
+
+func snippetStem(w string) string {
+	n := 0
+	for i := range w {
+		if n == snippetStemLen {
+			return w[:i]
+		}
+		n++
+	}
+	return w
+}
+
+// snippet is the part of content a lower-ranked chunk brings to a context
+// within limit tokens: content itself when it fits; else the sentence that
+// holds the most query terms (the first of equals), then its neighbours,
+// the next before the previous, while they fit, in their original order.
+// When the best sentence alone does not fit, the words around its first
+// query term that fit. "" when no sentence holds a query term (the caller
+// then keeps the key sentences instead).
+func snippet(content string, terms map[string]bool, limit int) string {
+	if limit <= 0 {
+		return ""
+	}
+	if textutil.EstimateTokens(content) <= limit {
+		return content
+	}
+	if len(terms) == 0 {
+		return ""
+	}
+	sents := textutil.Sentences(content)
+	best, bestN := -1, 0
+	for i, s := range sents {
+		n, seen := 0, map[string]bool{}
+		for _, w := range textutil.ContentWords(s) {
+			if st := snippetStem(w); terms[st] && !seen[st] {
+				seen[st] = true
+				n++
+			}
+		}
+		if n > bestN {
+			best, bestN = i, n
+		}
+	}
+	if best < 0 {
+		return ""
+	}
+	lo, hi := best, best
+	join := func(lo, hi int) string { return strings.Join(sents[lo:hi+1], " ") }
+	if textutil.EstimateTokens(join(lo, hi)) > limit {
+		return window(sents[best], terms, limit)
+	}
+	for {
+		grew := false
+		if hi+1 < len(sents) && textutil.EstimateTokens(join(lo, hi+1)) <= limit {
+			hi++
+			grew = true
+		}
+		if lo > 0 && textutil.EstimateTokens(join(lo-1, hi)) <= limit {
+			lo--
+			grew = true
+		}
+		if !grew {
+			return join(lo, hi)
+		}
+	}
+}
+
+// window is the longest run of sentence's words that starts at most
+// windowLead words before its first query term and fits limit tokens with
+// an ellipsis at each cut end; "" when not even that term fits.
+func window(sentence string, terms map[string]bool, limit int) string {
+	fs := strings.Fields(sentence)
+	at := -1
+	for i, f := range fs {
+		for _, w := range textutil.Words(f) {
+			if terms[snippetStem(w)] {
+				at = i
+				break
+			}
+		}
+		if at >= 0 {
+			break
+		}
+	}
+	if at < 0 {
+		return ""
+	}
+	lo := max(at-windowLead, 0)
+	text := func(hi int) string {
+		t := strings.Join(fs[lo:hi], " ")
+		if lo > 0 {
+			t = "… " + t
+		}
+		if hi < len(fs) {
+			t += " …"
+		}
+		return t
+	}
+	hi := at + 1
+	if textutil.EstimateTokens(text(hi)) > limit {
+		return ""
+	}
+	for hi < len(fs) && textutil.EstimateTokens(text(hi+1)) <= limit {
+		hi++
+	}
+	return text(hi)
+}
+
+// windowLead is how many words before the first query term a window keeps
+// (the subject of a clause usually comes first).
+const windowLead = 3

@@ -279,10 +279,52 @@ func TestContextFillsBudget(t *testing.T) {
 	if len(a.Included)+len(a.Dropped) > 5 {
 		t.Errorf("K 5: %d included, %d dropped", len(a.Included), len(a.Dropped))
 	}
-	if got := query.ContextK(1000); got != 33 {
+	if got := query.ContextK(1000); got != 50 {
 		t.Errorf("ContextK(1000) = %d", got)
 	}
 	if query.ContextK(10) != query.DefaultContextK || query.ContextK(1<<20) != query.MaxK {
 		t.Error("ContextK bounds")
+	}
+}
+
+// TestContextSnippets: when the ranked chunks do not fit whole, the ones
+// below the first FullChunks go in as the sentence about the query, so a
+// small budget holds every one of them, each with the words asked for;
+// a budget that holds them whole gets them whole.
+func TestContextSnippets(t *testing.T) {
+	var bodies []log.Body
+	for i := 0; i < 24; i++ {
+		bodies = append(bodies, &log.Store{ChunkID: fmt.Sprintf("t%02d", i), Session: fmt.Sprintf("s%d", i%4), Role: "user",
+			Kind: log.KindConversation, Time: at(time.Duration(i) * time.Hour),
+			Content: fmt.Sprintf("We spent the whole afternoon of day %d at the harbour watching the boats come in. "+
+				"The kayak number %d was painted bright orange. Afterwards everyone went home tired but happy.", i, i)})
+	}
+	f := newFixture(t, t.TempDir())
+	f.apply(t, chain(t, bodies...))
+	e := f.engine(query.Options{})
+	req := query.ContextRequest{Request: query.Request{Text: "orange kayak", Now: now0, K: 24}, Budget: 700, Format: query.FormatText}
+	whole := 0
+	for _, b := range bodies {
+		whole += textutil.EstimateTokens(b.(*log.Store).Content)
+	}
+	if whole <= req.Budget {
+		t.Fatalf("the turns count %d tokens, within the budget %d: nothing to cut", whole, req.Budget)
+	}
+	a, err := e.Assemble(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Included) != 24 || len(a.Dropped) != 0 {
+		t.Fatalf("included %d dropped %d, want all 24 in %d tokens", len(a.Included), len(a.Dropped), req.Budget)
+	}
+	for _, ln := range strings.Split(strings.TrimSpace(string(a.Output)), "\n") {
+		if strings.HasPrefix(ln, "[") && !strings.Contains(ln, "kayak number") {
+			t.Errorf("a turn without the sentence asked about: %s", ln)
+		}
+	}
+	// A budget that holds every turn whole gets them whole.
+	req.Budget = 4 * whole
+	if a, err = e.Assemble(context.Background(), req); err != nil || len(a.Trimmed) != 0 || len(a.Included) != 24 {
+		t.Fatalf("large budget: err %v, trimmed %d included %d", err, len(a.Trimmed), len(a.Included))
 	}
 }

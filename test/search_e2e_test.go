@@ -85,6 +85,24 @@ func TestSearchFeaturesCLI(t *testing.T) {
 	if r := ucl(t, dir, "", "query", "Lisbon", "--as-of", "999"); r.code == 0 {
 		t.Fatalf("--as-of past the head accepted: %s", r)
 	}
+	// get and session show --as-of: the flight before its edit, the
+	// secret before its tombstone, the trip before the porto turn.
+	if got := must(t, dir, "", "get", "flight", "--as-of", "2"); got != "Book the 9am flight to Lisbon" {
+		t.Fatalf("get flight --as-of 2: %q", got)
+	}
+	if got := must(t, dir, "", "get", "secret", "--as-of", "8"); got != "a secret about Lisbon" {
+		t.Fatalf("get secret --as-of 8: %q", got)
+	}
+	if r := ucl(t, dir, "", "get", "secret"); r.code == 0 {
+		t.Fatalf("tombstoned secret returned by get: %s", r)
+	}
+	trip := must(t, dir, "", "--json", "session", "show", "trip", "--as-of", "3")
+	if !strings.Contains(trip, "9am") || strings.Contains(trip, "Porto") || strings.Contains(trip, "noon") {
+		t.Fatalf("session show trip --as-of 3: %s", trip)
+	}
+	if cur := must(t, dir, "", "--json", "session", "show", "trip"); !strings.Contains(cur, "Porto") || strings.Contains(cur, "9am") {
+		t.Fatalf("session show trip: %s", cur)
+	}
 }
 
 // `ucl replay` output appends into a fresh store and reproduces every

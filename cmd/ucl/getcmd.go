@@ -30,6 +30,7 @@ it, in time order (--depth N: at most N steps each way).`,
 		&cli.BoolFlag{Name: "history", Usage: "list every version of the item (edits), oldest first"},
 		&cli.BoolFlag{Name: "thread", Usage: "show the thread around ID: parents up, replies and tool calls down"},
 		&cli.IntFlag{Name: "depth", Usage: "with --thread: follow at most `N` steps each way (0: all)"},
+		&cli.StringFlag{Name: "as-of", Usage: "the item as it stood at log `SEQ|TIME` (later edits and tombstones not applied)"},
 	},
 	Action: func(c *cli.Context) error {
 		if c.NArg() == 0 {
@@ -50,7 +51,10 @@ it, in time order (--depth N: at most N steps each way).`,
 		if c.Bool("thread") && c.NArg() > 1 {
 			return usage("ucl get ID --thread", "--thread takes one id")
 		}
-		req := ucl.GetRequest{IDs: c.Args().Slice(), History: c.Bool("history")}
+		if c.Bool("thread") && c.IsSet("as-of") {
+			return usage("give --thread or --as-of, not both", "--as-of does not go with --thread")
+		}
+		req := ucl.GetRequest{IDs: c.Args().Slice(), History: c.Bool("history"), AsOf: c.String("as-of")}
 		return withAPI(c, func(api ucl.API) error {
 			if c.Bool("thread") {
 				return runThread(c, api, req.IDs[0])

@@ -150,6 +150,7 @@ var sessionCommand = &cli.Command{
 			ArgsUsage: "ID",
 			Flags: []cli.Flag{
 				&cli.IntFlag{Name: "last", Usage: "only the session's last `N` chunks (its most recent turns)"},
+				&cli.StringFlag{Name: "as-of", Usage: "the session as it stood at log `SEQ|TIME` (later turns left out, later tombstones and edits not applied)"},
 			},
 			Action: func(c *cli.Context) error {
 				if c.NArg() != 1 {
@@ -160,7 +161,7 @@ var sessionCommand = &cli.Command{
 				}
 				return withAPI(c, func(api ucl.API) error {
 					prog, done := stagedProgress(c)
-					res, err := api.Session(context.Background(), ucl.SessionRequest{ID: c.Args().First(), Last: c.Int("last"), Progress: prog})
+					res, err := api.Session(context.Background(), ucl.SessionRequest{ID: c.Args().First(), Last: c.Int("last"), AsOf: c.String("as-of"), Progress: prog})
 					done()
 					if err != nil {
 						return withHint(err, "see `ucl session list` for the session ids")

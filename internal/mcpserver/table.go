@@ -73,21 +73,21 @@ func entry[In, Out any](name, desc string, h handler[In, Out], flags int) ToolEn
 // Descriptions say what each tool is for and when to call it, in as few
 // words as do that: they are in the context of every conversation.
 const (
-	descStore        = `Remember something for later sessions: a conversation turn (give session and role), a fact or decision (kind knowledge), a document (give meta.name) or a tool call (tool, its result as content). Text already stored in the same session, role and kind is not stored again.`
-	descQuery        = `Search all memory for a question or topic; returns ranked hits with ids and snippets. Read a hit whole with uc_get, its conversation with uc_get_thread. Time phrases ("last week") rank that time first.`
-	descContext      = `Call at the start of a task, or when the user refers to earlier work: one block of the memories relevant to query, packed under budget tokens, ready to use. With session, its recent turns are shown last, nearest your prompt.`
-	descGet          = `Read items whole by id. A content longer than the result bound is cut with a marker giving the offset to read on from.`
-	descThread       = `The reply chain around an item, tool calls included, in time order. Call it to see the discussion a hit came from.`
+	descStore        = `Remember something: a conversation turn (give session and role), a fact or decision (kind knowledge), a document (give meta.name) or a tool call (tool; its result as content). Same text in the same session, role and kind is skipped.`
+	descQuery        = `Search all memory: ranked hits with ids and snippets (uc_get reads one whole, uc_get_thread its conversation). Time phrases ("last week") rank that time first.`
+	descContext      = `Call at the start of a task or when the user refers to earlier work: the memories relevant to query in one block under budget tokens. With session, its recent turns are shown last.`
+	descGet          = `Read items whole by id. Content over the result bound is cut with a marker giving the offset to read on from.`
+	descThread       = `The reply chain around an item, tool calls included, in time order: the discussion a hit came from.`
 	descSession      = `One session's items in order, paged, or its last N items. uc_list_sessions gives session ids.`
-	descListSessions = `Sessions, most recently active first, with time span, counts, title and summary. Call it to see what was worked on lately.`
-	descDocument     = `A document or long tool result, reassembled, by id or by name (meta name, in any session or none). An ambiguous name lists the candidates.`
-	descPeriod       = `What was stored in a period, newest first, in every session and without one. For questions with no search term.`
-	descIndex        = `A map of memory under budget tokens, for a query or everything: few matches whole, more as snippets with ids, many as sessions, months and topics, each with the call that opens it. Start here for broad questions.`
-	descForget       = `Hide items from every read at once: by ids, a session, or a since/until content-time span. Not erasure: the encrypted bytes stay until the vault key is rotated.`
+	descListSessions = `Sessions, most recently active first, with span, counts, title and summary: what was worked on lately.`
+	descDocument     = `A document or long tool result, reassembled, by id or by meta name (any session). An ambiguous name lists the candidates.`
+	descPeriod       = `What was stored in a period, newest first, in any session or none. For questions with no search term.`
+	descIndex        = `A map of memory under budget tokens, for a query or all: few matches whole, more as snippets, many as sessions, months and topics, each with the call that opens it. Start here for broad questions.`
+	descForget       = `Hide items from every read: by ids, a session, or a since/until content-time span. Not erasure: the encrypted bytes stay until the vault key is rotated.`
 	descStatus       = `The store's events, head, whether the projections caught up, and the Arweave mirror.`
-	descProfile      = `Current facts per subject (the user, a person, a project) consolidated from past turns, each with its sources' ids. Call it when the user's preferences or circumstances matter.`
-	descConsolidate  = `Derive facts from turns not yet consolidated, with the store's model: stores those their cited turns support, updates profiles, reports facts stored, refused and duplicate. Call it when asked to consolidate memory.`
-	descEdit         = `Correct a stored item: a new version replaces its content; uc_get with history lists the earlier ones. A document is edited whole, by its id. When a fact changed in the world, use uc_store with supersedes instead.`
+	descProfile      = `Current facts per subject (the user, a person, a project) from past turns, with source ids. Call it when the user's preferences or circumstances matter.`
+	descConsolidate  = `Derive facts from unconsolidated turns with the store's model: stores those their cited turns support, updates profiles, reports what was stored, refused or duplicate. Call it when asked to.`
+	descEdit         = `Correct a stored item: a new version replaces its content (uc_get with history lists old ones); a document is edited whole. When a fact changed in the world, use uc_store with supersedes.`
 )
 
 // toolTable is every tool, in the order tools/list gives them.

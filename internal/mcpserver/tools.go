@@ -149,6 +149,7 @@ func (s *server) toolQuery(ctx context.Context, _ *mcp.CallToolRequest, in Query
 	}
 	req := ucl.SearchRequest{Text: in.Query, K: k, Session: in.Session, Sessions: in.Sessions, Kinds: in.Kinds, Roles: in.Roles,
 		Now: s.now(), IncludeSuperseded: in.IncludeSuperseded}
+	in.Recall.apply(&req)
 	if in.Now != "" {
 		req.Now = in.Now // the engine parses it, as for every face
 	}
@@ -204,6 +205,19 @@ func (s *server) toolQuery(ctx context.Context, _ *mcp.CallToolRequest, in Query
 	return textResult(b.String()), out, nil
 }
 
+// apply sets the shared arguments on req; the engine checks them (a bad
+// as_of, tz or meta key is its request error, as on every face).
+func (r Recall) apply(req *ucl.SearchRequest) {
+	req.AsOf, req.Meta, req.TZ = r.AsOf, r.Meta, r.TZ
+	if r.Diverse {
+		req.MMR = DiverseMMR
+	}
+}
+
+// DiverseMMR is the relevance weight of diverse: true (as the CLI's
+// --diverse).
+const DiverseMMR = 0.7
+
 // ---- uc_context
 
 func (s *server) toolContext(ctx context.Context, _ *mcp.CallToolRequest, in ContextIn) (*mcp.CallToolResult, ContextOut, error) {
@@ -234,10 +248,9 @@ func (s *server) toolContext(ctx context.Context, _ *mcp.CallToolRequest, in Con
 			return nil, out, err
 		}
 	}
-	res, err := s.eng.Context(ctx, ucl.ContextRequest{
-		SearchRequest: ucl.SearchRequest{Text: in.Query, Session: in.Session, Now: s.now()},
-		Budget:        budget, Recent: recent, Format: string(format),
-	})
+	sr := ucl.SearchRequest{Text: in.Query, Session: in.Session, Now: s.now()}
+	in.Recall.apply(&sr)
+	res, err := s.eng.Context(ctx, ucl.ContextRequest{SearchRequest: sr, Budget: budget, Recent: recent, Format: string(format)})
 	if err != nil {
 		return nil, out, engineErr("context", err)
 	}
@@ -260,7 +273,7 @@ func (s *server) toolGet(ctx context.Context, _ *mcp.CallToolRequest, in GetIn) 
 	if err != nil {
 		return nil, out, err
 	}
-	chunks, err := s.getChunks(ctx, in.IDs)
+	chunks, err := s.getChunksAt(ctx, in.IDs, in.AsOf)
 	if err != nil {
 		return nil, out, err
 	}
@@ -272,7 +285,7 @@ func (s *server) toolGet(ctx context.Context, _ *mcp.CallToolRequest, in GetIn) 
 			}
 		}
 		if len(parents) > 0 {
-			whole, err := s.getChunks(ctx, parents)
+			whole, err := s.getChunksAt(ctx, parents, in.AsOf)
 			if err != nil {
 				return nil, out, err
 			}
@@ -342,18 +355,23 @@ func checkWindow(offset, limit int) (int, error) {
 // order given, a document's chunks in order. Unknown ids are one error that
 // names them all.
 func (s *server) getChunks(ctx context.Context, ids []string) ([]ucl.Item, error) {
+	return s.getChunksAt(ctx, ids, "")
+}
+
+// getChunksAt is getChunks as of a log seq or time ("": now).
+func (s *server) getChunksAt(ctx context.Context, ids []string, asOf string) ([]ucl.Item, error) {
 	for _, id := range ids {
 		if strings.TrimSpace(id) == "" {
 			return nil, badArg("ids", "contains an empty id")
 		}
 	}
-	res, err := s.eng.Get(ctx, ucl.GetRequest{IDs: ids})
+	res, err := s.eng.Get(ctx, ucl.GetRequest{IDs: ids, AsOf: asOf})
 	if errors.Is(err, timelines.ErrNotFound) && len(ids) > 1 {
 		// The engine may fail the whole batch on one unknown id; ask id by
 		// id so the error can name every missing one.
 		res, err = &ucl.GetResult{}, nil
 		for _, id := range ids {
-			one, err := s.eng.Get(ctx, ucl.GetRequest{IDs: []string{id}})
+			one, err := s.eng.Get(ctx, ucl.GetRequest{IDs: []string{id}, AsOf: asOf})
 			switch {
 			case errors.Is(err, timelines.ErrNotFound):
 				res.Items = append(res.Items, ucl.GetItem{ID: id})
@@ -394,7 +412,7 @@ func (s *server) toolSession(ctx context.Context, _ *mcp.CallToolRequest, in Ses
 	if in.Offset < 0 {
 		return nil, out, badArg("offset", "must be 0 or more, got %d", in.Offset)
 	}
-	req := ucl.SessionRequest{ID: in.Session, Offset: in.Offset}
+	req := ucl.SessionRequest{ID: in.Session, Offset: in.Offset, AsOf: in.AsOf}
 	if in.Last != 0 {
 		if in.Offset != 0 || in.Limit != 0 {
 			return nil, out, badArg("last", "cannot be combined with offset or limit: last=%d asks for the most recent items", in.Last)

@@ -45,16 +45,16 @@ type Item struct {
 type StoreIn struct {
 	Content    string            `json:"content" jsonschema:"the text; a tool call's result (may be empty then)"`
 	Session    string            `json:"session,omitempty" jsonschema:"the conversation's id"`
-	Role       string            `json:"role,omitempty" jsonschema:"user (default for turns), assistant, system, developer or tool"`
+	Role       string            `json:"role,omitempty" jsonschema:"user (default), assistant, system, developer or tool"`
 	Kind       string            `json:"kind,omitempty" jsonschema:"conversation (default), document, knowledge or tool_call"`
 	Meta       map[string]string `json:"meta,omitempty" jsonschema:"string pairs; name is how uc_get_document finds it"`
-	Parent     string            `json:"parent,omitempty" jsonschema:"id of the item this replies to"`
+	Parent     string            `json:"parent,omitempty" jsonschema:"id this replies to"`
 	Time       string            `json:"time,omitempty" jsonschema:"when it happened (default now)"`
 	Tool       *ToolIn           `json:"tool,omitempty" jsonschema:"makes it a tool call"`
-	Supersedes []string          `json:"supersedes,omitempty" jsonschema:"ids of items this one makes outdated"`
-	ID         string            `json:"id,omitempty" jsonschema:"idempotency key: a retry with the same id writes nothing"`
+	Supersedes []string          `json:"supersedes,omitempty" jsonschema:"ids this makes outdated"`
+	ID         string            `json:"id,omitempty" jsonschema:"idempotency key (a retry writes nothing)"`
 	// AllowDuplicate turns near-duplicate detection off for this call.
-	AllowDuplicate bool `json:"allow_duplicate,omitempty" jsonschema:"store even if the same text is already stored"`
+	AllowDuplicate bool `json:"allow_duplicate,omitempty" jsonschema:"store even if already stored"`
 }
 
 // StoreOut is the result of uc_store.
@@ -71,15 +71,26 @@ type StoreOut struct {
 type QueryIn struct {
 	Query             string   `json:"query"`
 	K                 int      `json:"k,omitempty" jsonschema:"hits, 1 to 200 (default 10)"`
-	Session           string   `json:"session,omitempty" jsonschema:"the current session: its items rank a little higher"`
-	Sessions          []string `json:"sessions,omitempty" jsonschema:"only these sessions"`
-	Kinds             []string `json:"kinds,omitempty" jsonschema:"only these kinds"`
-	Roles             []string `json:"roles,omitempty" jsonschema:"only these roles"`
-	Since             string   `json:"since,omitempty" jsonschema:"content time from (RFC 3339, date or unix ms)"`
+	Session           string   `json:"session,omitempty" jsonschema:"the current session (ranks higher)"`
+	Sessions          []string `json:"sessions,omitempty"`
+	Kinds             []string `json:"kinds,omitempty"`
+	Roles             []string `json:"roles,omitempty"`
+	Since             string   `json:"since,omitempty" jsonschema:"content time from (RFC 3339 or date)"`
 	Until             string   `json:"until,omitempty" jsonschema:"content time before"`
 	Mode              string   `json:"mode,omitempty" jsonschema:"hybrid (default), bm25 or vector"`
-	IncludeSuperseded bool     `json:"include_superseded,omitempty" jsonschema:"rank outdated items like the others"`
-	Now               string   `json:"now,omitempty" jsonschema:"reference time (default now)"`
+	IncludeSuperseded bool     `json:"include_superseded,omitempty" jsonschema:"outdated items too"`
+	Now               string   `json:"now,omitempty"`
+	Recall
+}
+
+// Recall are the arguments uc_query and uc_context share beyond the
+// query: memory as of a moment, a metadata filter, diversity, and the
+// time zone of time phrases.
+type Recall struct {
+	AsOf    string            `json:"as_of,omitempty" jsonschema:"seq or time: memory then"`
+	Meta    map[string]string `json:"meta,omitempty" jsonschema:"meta pairs to match"`
+	Diverse bool              `json:"diverse,omitempty" jsonschema:"vary hits (MMR)"`
+	TZ      string            `json:"tz,omitempty" jsonschema:"IANA time zone"`
 }
 
 // Hit is one ranked result of uc_query.
@@ -110,11 +121,12 @@ type QueryOut struct {
 
 // ContextIn are the arguments of uc_context.
 type ContextIn struct {
-	Query   string `json:"query,omitempty" jsonschema:"the user's latest message; may be empty when session is given"`
+	Query   string `json:"query,omitempty" jsonschema:"the user's message (may be empty with session)"`
 	Session string `json:"session,omitempty" jsonschema:"the current session"`
 	Budget  *int   `json:"budget,omitempty" jsonschema:"tokens, 1 to 100000 (default 4000)"`
-	Recent  *int   `json:"recent,omitempty" jsonschema:"recent turns of session to include (default 6)"`
+	Recent  *int   `json:"recent,omitempty" jsonschema:"recent turns of session (default 6)"`
 	Format  string `json:"format,omitempty" jsonschema:"xml (default), json or text"`
+	Recall
 }
 
 // ContextOut is the structured result of uc_context; the block itself is
@@ -130,10 +142,11 @@ type ContextOut struct {
 // GetIn are the arguments of uc_get.
 type GetIn struct {
 	IDs        []string `json:"ids"`
-	WithChunks bool     `json:"with_chunks,omitempty" jsonschema:"a chunk's id gives every chunk of its whole"`
+	WithChunks bool     `json:"with_chunks,omitempty" jsonschema:"a chunk's id gives its whole"`
 	History    bool     `json:"history,omitempty" jsonschema:"also every version of an edited item"`
-	Offset     int      `json:"offset,omitempty" jsonschema:"first byte of each content to return"`
-	Limit      int      `json:"limit,omitempty" jsonschema:"most bytes of content (default and most 32768)"`
+	Offset     int      `json:"offset,omitempty" jsonschema:"first byte of each content"`
+	Limit      int      `json:"limit,omitempty" jsonschema:"most bytes (default and most 32768)"`
+	AsOf       string   `json:"as_of,omitempty" jsonschema:"log seq or time"`
 }
 
 // GetOut is the result of uc_get.
@@ -145,7 +158,7 @@ type GetOut struct {
 // ThreadIn are the arguments of uc_get_thread.
 type ThreadIn struct {
 	ID    string `json:"id"`
-	Depth int    `json:"depth,omitempty" jsonschema:"replies to follow each way, 1 to 100 (default 10)"`
+	Depth int    `json:"depth,omitempty" jsonschema:"steps each way, 1 to 100 (default 10)"`
 }
 
 // ThreadOut is the result of uc_get_thread.
@@ -162,6 +175,7 @@ type SessionIn struct {
 	Offset  int    `json:"offset,omitempty" jsonschema:"first item (paging)"`
 	Limit   int    `json:"limit,omitempty" jsonschema:"most items, 1 to 500 (default 50)"`
 	Last    int    `json:"last,omitempty" jsonschema:"instead: the last N items"`
+	AsOf    string `json:"as_of,omitempty" jsonschema:"log seq or time"`
 }
 
 // SessionOut is the result of uc_get_session.
@@ -218,9 +232,9 @@ type DocumentOut struct {
 
 // PeriodIn are the arguments of uc_period.
 type PeriodIn struct {
-	Period   string   `json:"period" jsonschema:"today, this week, last month, May 2023, 3 days ago, or 2023-05-01..2023-05-31"`
-	Sessions []string `json:"sessions,omitempty" jsonschema:"only these sessions"`
-	Kinds    []string `json:"kinds,omitempty" jsonschema:"only these kinds"`
+	Period   string   `json:"period" jsonschema:"today, last month, May 2023, 3 days ago, 2023-05-01..2023-05-31"`
+	Sessions []string `json:"sessions,omitempty"`
+	Kinds    []string `json:"kinds,omitempty"`
 	Offset   int      `json:"offset,omitempty" jsonschema:"first item (paging)"`
 	Limit    int      `json:"limit,omitempty" jsonschema:"most items, 1 to 500 (default 50)"`
 }
@@ -241,7 +255,7 @@ type PeriodOut struct {
 // ForgetIn are the arguments of uc_forget.
 type ForgetIn struct {
 	IDs     []string `json:"ids,omitempty" jsonschema:"items (a document's id: all its chunks)"`
-	Session string   `json:"session,omitempty" jsonschema:"a whole session (with since/until: that span of it)"`
+	Session string   `json:"session,omitempty" jsonschema:"a whole session (with since/until: that span)"`
 	Since   string   `json:"since,omitempty" jsonschema:"content time from (needs until)"`
 	Until   string   `json:"until,omitempty" jsonschema:"content time before"`
 	Reason  string   `json:"reason,omitempty" jsonschema:"kept in the audit trail"`
