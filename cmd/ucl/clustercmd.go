@@ -25,6 +25,7 @@ var clusterFlags = []cli.Flag{
 	&cli.StringFlag{Name: "node-id", Usage: "this node's name in leases (default: host name and route address)"},
 	&cli.IntFlag{Name: "replicas", Value: cluster.DefaultReplicas, Usage: "replicas of each store's stream (3 in a 3-node cluster)"},
 	&cli.DurationFlag{Name: "lease-ttl", Value: cluster.DefaultLeaseTTL, Usage: "an owner that does not renew its lease this long loses its stores"},
+	&cli.IntFlag{Name: "snapshot-every", Value: cluster.DefaultSnapshotEvery, Usage: "an owner puts a snapshot of a store in the cluster's object store every this many events (negative: never)"},
 }
 
 // startCluster joins the cluster --cluster or --cluster-embed names (nil,
@@ -77,7 +78,8 @@ func startCluster(c *cli.Context, dir string) (*cluster.Node, func(), error) {
 	// servers meet: wait for it, bounded.
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		n, err := cluster.Connect(cluster.Config{URL: url, NodeID: id, Replicas: c.Int("replicas"), LeaseTTL: c.Duration("lease-ttl")})
+		n, err := cluster.Connect(cluster.Config{URL: url, NodeID: id, Replicas: c.Int("replicas"), LeaseTTL: c.Duration("lease-ttl"),
+			SnapshotEvery: c.Int("snapshot-every")})
 		if err == nil {
 			fmt.Fprintf(c.App.ErrWriter, "ucl: cluster node %s on %s\n", id, url)
 			return n, func() { n.Close(); stop() }, nil
@@ -112,8 +114,12 @@ func clusterOpen(c *cli.Context, node *cluster.Node, name, dir string, o ucl.Opt
 	if owner == "" || owner == node.ID() {
 		ow, err := node.Own(context.Background(), name, dir, o)
 		if err == nil {
-			fmt.Fprintf(c.App.ErrWriter, "ucl: owning store %s (took %s, %d events from the stream, %d published)\n",
-				name, ow.Took.Round(time.Millisecond), ow.Imported, ow.Published)
+			snap := "no snapshot restored"
+			if ow.Snapshot.Used {
+				snap = fmt.Sprintf("projections from snapshot %s at seq %d, %d replayed", ow.Snapshot.Name, ow.Snapshot.Seq, ow.Snapshot.Replayed)
+			}
+			fmt.Fprintf(c.App.ErrWriter, "ucl: owning store %s (took %s, %d events from the stream, %d published; %s)\n",
+				name, ow.Took.Round(time.Millisecond), ow.Imported, ow.Published, snap)
 			return tenant.Opened{API: ow.Store, Close: ow.Close, Serve: ow.Store.Serve}, nil
 		}
 		if !errors.Is(err, cluster.ErrLeaseHeld) {

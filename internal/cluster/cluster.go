@@ -18,6 +18,7 @@ import (
 	"github.com/unlimitedcontext/ucl"
 	"github.com/unlimitedcontext/ucl/internal/store"
 	"github.com/unlimitedcontext/ucl/log"
+	"github.com/unlimitedcontext/ucl/snapshot"
 )
 
 // Defaults of Config's zero fields.
@@ -25,8 +26,12 @@ const (
 	DefaultReplicas = 3
 	DefaultLeaseTTL = 10 * time.Second
 	DefaultTimeout  = 10 * time.Second
+	// DefaultSnapshotEvery is Config.SnapshotEvery's default.
+	DefaultSnapshotEvery = 1000
 	// OwnersBucket is the KV bucket of the leases.
 	OwnersBucket = "ucl-owners"
+	// SnapshotsBucket is the object store of the stores' newest snapshots.
+	SnapshotsBucket = "ucl-snapshots"
 	// importBatch is how many stream events one log.Import writes.
 	importBatch = 1024
 )
@@ -57,6 +62,10 @@ type Config struct {
 	LeaseTTL time.Duration
 	// Timeout bounds one publish, request or KV operation.
 	Timeout time.Duration
+	// SnapshotEvery: an owner puts a snapshot of a store's projections in
+	// the object store each time this many events were appended since
+	// the last one (0: DefaultSnapshotEvery; negative: never).
+	SnapshotEvery int
 }
 
 // Node is one machine's connection to the cluster.
@@ -65,6 +74,7 @@ type Node struct {
 	nc  *nats.Conn
 	js  nats.JetStreamContext
 	kv  nats.KeyValue
+	obs nats.ObjectStore
 }
 
 // Connect joins the cluster at cfg.URL, creating the lease bucket if it
@@ -78,6 +88,9 @@ func Connect(cfg Config) (*Node, error) {
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.SnapshotEvery == 0 {
+		cfg.SnapshotEvery = DefaultSnapshotEvery
 	}
 	if cfg.NodeID == "" {
 		return nil, errors.New("cluster: Config.NodeID is required")
@@ -100,7 +113,16 @@ func Connect(cfg Config) (*Node, error) {
 		nc.Close()
 		return nil, fmt.Errorf("open the lease bucket: %w", err)
 	}
-	return &Node{cfg: cfg, nc: nc, js: js, kv: kv}, nil
+	obs, err := js.ObjectStore(SnapshotsBucket)
+	if errors.Is(err, nats.ErrStreamNotFound) || errors.Is(err, nats.ErrBucketNotFound) {
+		obs, err = js.CreateObjectStore(&nats.ObjectStoreConfig{Bucket: SnapshotsBucket,
+			Replicas: cfg.Replicas, Storage: nats.FileStorage})
+	}
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("open the snapshot bucket: %w", err)
+	}
+	return &Node{cfg: cfg, nc: nc, js: js, kv: kv, obs: obs}, nil
 }
 
 // Close leaves the cluster (stores owned through Own must be closed first).
@@ -174,6 +196,46 @@ func (n *Node) StreamRaw(logID string, seq uint64) ([]byte, error) {
 	return m.Data, nil
 }
 
+// readStream hands events from..last of the stream of logID to each, in
+// batches of up to importBatch, in seq order. One ordered consumer
+// streams them (flow-controlled), instead of one request per event.
+func (n *Node) readStream(ctx context.Context, logID string, from, last uint64, each func([][]byte) error) error {
+	if from > last {
+		return nil
+	}
+	sub, err := n.js.SubscribeSync(Subject(logID), nats.OrderedConsumer(), nats.StartSequence(from),
+		nats.BindStream(StreamName(logID)))
+	if err != nil {
+		return fmt.Errorf("read the stream of log %s: %w", logID, err)
+	}
+	defer sub.Unsubscribe()
+	batch := make([][]byte, 0, min(last-from+1, importBatch))
+	for seq := from; seq <= last; seq++ {
+		mctx, cancel := context.WithTimeout(ctx, n.cfg.Timeout)
+		m, err := sub.NextMsgWithContext(mctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("read event %d of the stream of log %s: %w", seq, logID, err)
+		}
+		md, err := m.Metadata()
+		if err != nil {
+			return fmt.Errorf("read event %d of the stream of log %s: %w", seq, logID, err)
+		}
+		if md.Sequence.Stream != seq {
+			// The stream has no limits: a gap means it lost events.
+			return fmt.Errorf("read the stream of log %s: got seq %d, want %d", logID, md.Sequence.Stream, seq)
+		}
+		batch = append(batch, m.Data)
+		if len(batch) == cap(batch) || seq == last {
+			if err := each(batch); err != nil {
+				return err
+			}
+			batch = make([][]byte, 0, min(last-seq, importBatch))
+		}
+	}
+	return nil
+}
+
 // Reconcile brings the local log l and the stream of logID to the same
 // head: events the stream has beyond l are imported (verified as rebuild
 // verifies Arweave segments), events l has beyond the stream (written
@@ -199,19 +261,15 @@ func (n *Node) Reconcile(ctx context.Context, l *log.Log, logID string) (importe
 			return 0, 0, fmt.Errorf("reconcile log %s at seq %d: %w", logID, common, ErrForked)
 		}
 	}
-	for seq := head + 1; seq <= last; {
-		var batch [][]byte
-		for ; seq <= last && len(batch) < importBatch; seq++ {
-			raw, err := n.StreamRaw(logID, seq)
-			if err != nil {
-				return imported, 0, err
-			}
-			batch = append(batch, raw)
-		}
+	err = n.readStream(ctx, logID, head+1, last, func(batch [][]byte) error {
 		if err := l.Import(ctx, batch); err != nil {
-			return imported, 0, fmt.Errorf("reconcile log %s: %w", logID, err)
+			return fmt.Errorf("reconcile log %s: %w", logID, err)
 		}
 		imported += uint64(len(batch))
+		return nil
+	})
+	if err != nil {
+		return imported, 0, err
 	}
 	if head > last {
 		var raws [][]byte
@@ -270,6 +328,9 @@ type Owned struct {
 	Imported, Published uint64
 	// Took is how long taking the store took (lease, reconcile, open).
 	Took time.Duration
+	// Snapshot says whether the projections were restored from the
+	// object store (only tried when the local log was empty).
+	Snapshot SnapshotUse
 
 	n     *Node
 	name  string
@@ -281,6 +342,11 @@ type Owned struct {
 	mu    sync.Mutex
 	rev   uint64
 	lost  bool
+	// snapSeq is the seq of the newest snapshot in the object store;
+	// snapDue wakes the snapshotter.
+	snapSeq uint64
+	snapDue chan struct{}
+	warn    func(string)
 }
 
 // Own takes store name (in dir) over: lease, stream, reconcile, open with
@@ -295,7 +361,8 @@ func (n *Node) Own(ctx context.Context, name, dir string, opts ucl.Options) (*Ow
 	if err != nil {
 		return nil, err
 	}
-	o := &Owned{n: n, name: name, logID: meta.LogID, rev: rev, stop: make(chan struct{})}
+	o := &Owned{n: n, name: name, logID: meta.LogID, rev: rev, stop: make(chan struct{}),
+		snapDue: make(chan struct{}, 1), warn: opts.Warn}
 	fail := func(err error) (*Owned, error) {
 		n.kv.Delete(name, nats.LastRevision(o.rev))
 		return nil, err
@@ -307,6 +374,7 @@ func (n *Node) Own(ctx context.Context, name, dir string, opts ucl.Options) (*Ow
 	if err != nil {
 		return fail(err)
 	}
+	head0, _ := st.Log.Head()
 	o.Imported, o.Published, err = n.Reconcile(ctx, st.Log, meta.LogID)
 	if cerr := st.Close(); err == nil {
 		err = cerr
@@ -320,6 +388,21 @@ func (n *Node) Own(ctx context.Context, name, dir string, opts ucl.Options) (*Ow
 		return fail(err)
 	}
 	o.Store = s
+	if head0 == 0 && o.Imported > 0 {
+		// Nothing local: the projections start from the newest snapshot
+		// instead of replaying the whole log (the log itself is imported
+		// whole: it is the source of truth, verified from seq 1).
+		o.Snapshot = n.restoreSnapshot(ctx, s, dir, meta.LogID)
+	} else {
+		o.Snapshot.Reason = "the local log was not empty"
+	}
+	if o.Snapshot.Used {
+		o.snapSeq = o.Snapshot.Seq
+	} else if b, err := n.obs.GetBytes(manifestObject(meta.LogID)); err == nil {
+		if m, err := snapshot.ParseManifest(b); err == nil {
+			o.snapSeq = m.Seq
+		}
+	}
 	h := ucl.Handler(s)
 	o.sub, err = n.nc.QueueSubscribe(ReqSubject(name), "owner", func(m *nats.Msg) { go n.serveMsg(h, m) })
 	if err == nil {
@@ -329,8 +412,9 @@ func (n *Node) Own(ctx context.Context, name, dir string, opts ucl.Options) (*Ow
 		s.Close()
 		return fail(fmt.Errorf("answer requests for %s: %w", name, err))
 	}
-	o.wg.Add(1)
+	o.wg.Add(2)
 	go o.renew()
+	go o.snapshotter()
 	o.Took = time.Since(t0)
 	return o, nil
 }
@@ -342,7 +426,21 @@ func (o *Owned) replicate(first uint64, raws [][]byte) error {
 	if lost {
 		return ErrLeaseLost
 	}
-	return o.n.Publish(o.logID, first, raws)
+	if err := o.n.Publish(o.logID, first, raws); err != nil {
+		return err
+	}
+	if every := o.n.cfg.SnapshotEvery; every > 0 {
+		o.mu.Lock()
+		due := first+uint64(len(raws))-1 >= o.snapSeq+uint64(every)
+		o.mu.Unlock()
+		if due {
+			select {
+			case o.snapDue <- struct{}{}:
+			default: // one is due already
+			}
+		}
+	}
+	return nil
 }
 
 func (o *Owned) renew() {

@@ -30,6 +30,18 @@
 //	                      with the revision the owner last wrote (fails if
 //	                      anyone else wrote the key since).
 //
+// # Object store "ucl-snapshots"
+//
+//	<log id>/manifest        the manifest.json of the log's newest
+//	                         snapshot (snapshot package doc)
+//	<log id>/archive/<name>  its archive.bin, <name> being the manifest's
+//	                         name
+//
+// The owner snapshots a store's projections (snapshot.Create at the log
+// head) every Config.SnapshotEvery events and puts the archive, then the
+// manifest, then deletes the archive the old manifest named. Replicas as
+// Config.Replicas.
+//
 // # The ack rule
 //
 // An append is acknowledged when its events are in the owner's local WAL
@@ -53,8 +65,14 @@
 // Own takes the lease, makes sure the stream exists, reads the stream
 // from the local log's head on into the local log with log.Log.Import
 // (which verifies every event's seq, prev hash and seal, as rebuild does
-// for Arweave segments), then opens the store with the publish hook and
-// answers its request subject. The store's directory must already hold
+// for Arweave segments; one ordered consumer streams the events, imported
+// in batches of 1024), then opens the store with the publish hook and
+// answers its request subject. When the local log was empty, the
+// projections are restored from the object store's snapshot (its archive
+// checked against the manifest, the manifest's head hash against the
+// imported log) and only the events after it are replayed; the log
+// itself is always imported whole, as rebuild does from Arweave, since it
+// is the source of truth. The store's directory must already hold
 // its identity (ucl.json, vault key, wallet): provision it on every node
 // that may own the store; only the log travels through the stream.
 // Arweave mirroring stays with the owner.
