@@ -42,41 +42,57 @@ wallet and bearer token. create prints the token once; only its hash is kept
 	Subcommands: []*cli.Command{
 		{
 			Name:      "create",
-			Usage:     "create the store NAME and print its bearer token (once)",
-			ArgsUsage: "NAME",
-			Flags:     []cli.Flag{storesFlag},
+			Usage:     "create the stores NAME... and print each one's bearer token (once)",
+			ArgsUsage: "NAME [NAME...]",
+			Flags: []cli.Flag{storesFlag,
+				&cli.StringFlag{Name: "wallet", Usage: "import this Arweave wallet (JWK file) into each new store instead of generating one per store"}},
 			Action: func(c *cli.Context) error {
 				dir, err := storesDir(c)
 				if err != nil {
 					return err
 				}
-				if c.NArg() != 1 {
-					return usage("ucl stores create NAME", "want one store name")
+				if c.NArg() < 1 {
+					return usage("ucl stores create NAME [NAME...]", "want a store name")
 				}
-				name := c.Args().First()
-				tok, err := tenant.Create(dir, name, func(sd string) error {
-					s, err := ucl.Init(sd, ucl.InitOptions{}) // its own vault key and wallet
-					if err != nil {
+				var w *ucl.Wallet
+				if p := c.String("wallet"); p != "" {
+					if w, err = ucl.LoadWallet(p); err != nil {
+						return badValue(err, "--wallet takes an Arweave JWK file")
+					}
+				}
+				var made []map[string]any
+				for _, name := range c.Args().Slice() {
+					tok, err := tenant.Create(dir, name, func(sd string) error {
+						// Its own vault key; its own wallet unless one was given.
+						s, err := ucl.Init(sd, ucl.InitOptions{Wallet: w})
+						if err != nil {
+							return err
+						}
+						return s.Close()
+					})
+					switch {
+					case errors.Is(err, tenant.ErrBadName):
+						return usage("a store name is 1-64 characters of a-z, 0-9, - and _, starting with a letter or digit", "%v", err)
+					case errors.Is(err, tenant.ErrExists):
+						return withHint(err, "pick another name, or remove it first with `ucl stores rm NAME`")
+					case err != nil:
 						return err
 					}
-					return s.Close()
-				})
-				switch {
-				case errors.Is(err, tenant.ErrBadName):
-					return usage("a store name is 1-64 characters of a-z, 0-9, - and _, starting with a letter or digit", "%v", err)
-				case errors.Is(err, tenant.ErrExists):
-					return withHint(err, "pick another name, or remove it first with `ucl stores rm NAME`")
-				case err != nil:
-					return err
+					sd := filepath.Join(dir, name)
+					made = append(made, map[string]any{"name": name, "dir": sd, "token": tok, "vault_key": ucl.VaultKeyPath(sd)})
+					if !jsonOut(c) {
+						printf(c, "Created store %s in %s\n", name, sd)
+						printf(c, "  token:      %s\n", tok)
+						printf(c, "  vault key:  %s (mode 0600)\n", ucl.VaultKeyPath(sd))
+					}
 				}
-				sd := filepath.Join(dir, name)
 				if jsonOut(c) {
-					return printJSON(c, map[string]any{"name": name, "dir": sd, "token": tok, "vault_key": ucl.VaultKeyPath(sd)})
+					if len(made) == 1 {
+						return printJSON(c, made[0])
+					}
+					return printJSON(c, map[string]any{"stores": made})
 				}
-				printf(c, "Created store %s in %s\n", name, sd)
-				printf(c, "  token:      %s\n", tok)
-				printf(c, "  vault key:  %s (mode 0600)\n", ucl.VaultKeyPath(sd))
-				printf(c, "The token is shown only now; ucl keeps its hash. Back up the vault key (ucl keys export --dir %s).\n", sd)
+				printf(c, "A token is shown only now; ucl keeps its hash. Back up each vault key (ucl keys export --dir DIR/NAME).\n")
 				return nil
 			},
 		},
