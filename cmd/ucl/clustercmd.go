@@ -120,7 +120,7 @@ func clusterOpen(c *cli.Context, node *cluster.Node, name, dir string, o ucl.Opt
 			}
 			fmt.Fprintf(c.App.ErrWriter, "ucl: owning store %s (took %s, %d events from the stream, %d published; %s)\n",
 				name, ow.Took.Round(time.Millisecond), ow.Imported, ow.Published, snap)
-			return tenant.Opened{API: ow.Store, Close: ow.Close, Serve: ow.Store.Serve}, nil
+			return tenant.Opened{API: ow.Store, Close: ow.Close, Serve: ow.Store.Serve, Valid: ow.Valid}, nil
 		}
 		if !errors.Is(err, cluster.ErrLeaseHeld) {
 			return tenant.Opened{}, err

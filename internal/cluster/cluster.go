@@ -155,27 +155,54 @@ func (n *Node) EnsureStream(logID string) error {
 
 // Publish appends events first.. to the stream of logID, each only
 // directly after its predecessor (ExpectLastSequence), and returns once
-// the stream has acknowledged them all.
+// the stream has acknowledged them all. An attempt that gets no answer
+// (no responders, a timeout: the stream's leader is being elected, e.g.
+// after a server died) is tried again, for up to twice Config.Timeout in
+// all: safe, since the expected sequence admits the event only once, and
+// better than failing the append, which stops the store taking writes.
 func (n *Node) Publish(logID string, first uint64, raws [][]byte) error {
-	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*n.cfg.Timeout)
 	defer cancel()
 	for i, raw := range raws {
-		seq := first + uint64(i)
-		// No Nats-Msg-Id: the stream's duplicate window answers a repeated
-		// id with a success before it checks the expected sequence, which
-		// would let a stale writer think its different event was stored.
-		_, err := n.js.Publish(Subject(logID), raw, nats.ExpectLastSequence(seq-1), nats.Context(ctx))
-		if err != nil {
-			// The stream already holding this very event at seq (an earlier
-			// try whose ack was lost) is success; anything else at seq is
-			// another writer's and refuses this one.
-			if got, gerr := n.StreamRaw(logID, seq); gerr == nil && bytes.Equal(got, raw) {
-				continue
-			}
-			return fmt.Errorf("publish event %d of log %s: %w", seq, logID, err)
+		if err := n.publishOne(ctx, logID, first+uint64(i), raw); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// publishAttempt bounds one publish attempt within Publish's budget.
+const publishAttempt = 3 * time.Second
+
+func (n *Node) publishOne(ctx context.Context, logID string, seq uint64, raw []byte) error {
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		actx, cancel := context.WithTimeout(ctx, publishAttempt)
+		// No Nats-Msg-Id: the stream's duplicate window answers a repeated
+		// id with a success before it checks the expected sequence, which
+		// would let a stale writer think its different event was stored.
+		_, err := n.js.Publish(Subject(logID), raw, nats.ExpectLastSequence(seq-1), nats.Context(actx))
+		cancel()
+		if err == nil {
+			return nil
+		}
+		// The stream already holding this very event at seq (an earlier
+		// try whose ack was lost) is success; anything else at seq is
+		// another writer's and refuses this one.
+		if got, gerr := n.StreamRaw(logID, seq); gerr == nil && bytes.Equal(got, raw) {
+			return nil
+		}
+		var apiErr *nats.APIError
+		unanswered := !errors.As(err, &apiErr) && (errors.Is(err, context.DeadlineExceeded) ||
+			errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrNoStreamResponse))
+		if !unanswered || ctx.Err() != nil {
+			return fmt.Errorf("publish event %d of log %s: %w", seq, logID, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("publish event %d of log %s: %w", seq, logID, err)
+		case <-time.After(wait):
+		}
+	}
 }
 
 // StreamHead is the last seq in the stream of logID.
@@ -342,6 +369,10 @@ type Owned struct {
 	mu    sync.Mutex
 	rev   uint64
 	lost  bool
+	// renewed is when the lease was last taken or renewed; broken is set
+	// once a replicate failed (the log takes no more appends).
+	renewed time.Time
+	broken  bool
 	// snapSeq is the seq of the newest snapshot in the object store;
 	// snapDue wakes the snapshotter.
 	snapSeq uint64
@@ -361,7 +392,7 @@ func (n *Node) Own(ctx context.Context, name, dir string, opts ucl.Options) (*Ow
 	if err != nil {
 		return nil, err
 	}
-	o := &Owned{n: n, name: name, logID: meta.LogID, rev: rev, stop: make(chan struct{}),
+	o := &Owned{n: n, name: name, logID: meta.LogID, rev: rev, stop: make(chan struct{}), renewed: time.Now(),
 		snapDue: make(chan struct{}, 1), warn: opts.Warn}
 	fail := func(err error) (*Owned, error) {
 		n.kv.Delete(name, nats.LastRevision(o.rev))
@@ -419,11 +450,15 @@ func (n *Node) Own(ctx context.Context, name, dir string, opts ucl.Options) (*Ow
 	return o, nil
 }
 
-func (o *Owned) replicate(first uint64, raws [][]byte) error {
-	o.mu.Lock()
-	lost := o.lost
-	o.mu.Unlock()
-	if lost {
+func (o *Owned) replicate(first uint64, raws [][]byte) (err error) {
+	defer func() {
+		if err != nil {
+			o.mu.Lock()
+			o.broken = true
+			o.mu.Unlock()
+		}
+	}()
+	if !o.Valid() {
 		return ErrLeaseLost
 	}
 	if err := o.n.Publish(o.logID, first, raws); err != nil {
@@ -447,44 +482,57 @@ func (o *Owned) renew() {
 	defer o.wg.Done()
 	t := time.NewTicker(o.n.cfg.LeaseTTL / 4)
 	defer t.Stop()
-	renewed := time.Now()
 	for {
 		select {
 		case <-o.stop:
 			return
 		case <-t.C:
 		}
+		// No lock across the network calls: Valid must answer at once.
 		o.mu.Lock()
-		rev, err := o.n.kv.Update(o.name, []byte(o.n.cfg.NodeID), o.rev)
+		rev := o.rev
+		o.mu.Unlock()
+		nrev, err := o.n.kv.Update(o.name, []byte(o.n.cfg.NodeID), rev)
+		taken := false
 		if err != nil {
-			// The key gone (expired during a slow moment, e.g. a JetStream
-			// leader election): take it again. Safe: had anyone else owned
-			// the store meanwhile and appended, the stream's expected
-			// sequence refuses our next publish.
+			// Another node holds the key, or it expired (this node was
+			// paused, or JetStream was electing leaders longer than the
+			// TTL): either way another node may have served the store
+			// since, so this copy is done. The server opens the store
+			// anew, which takes the lease again and reconciles.
 			e, gerr := o.n.kv.Get(o.name)
-			switch {
-			case errors.Is(gerr, nats.ErrKeyNotFound):
-				rev, err = o.n.kv.Create(o.name, []byte(o.n.cfg.NodeID))
-			case gerr == nil && string(e.Value()) != o.n.cfg.NodeID:
-				// Another node owns it: stop answering its requests (the
-				// queue group would share them with the new owner).
-				o.lost = true
-				o.mu.Unlock()
-				o.sub.Unsubscribe()
-				return
-			}
+			taken = errors.Is(gerr, nats.ErrKeyNotFound) || (gerr == nil && string(e.Value()) != o.n.cfg.NodeID)
 		}
-		if err == nil {
-			o.rev, renewed, o.lost = rev, time.Now(), false
-		} else if time.Since(renewed) >= o.n.cfg.LeaseTTL/2 {
+		o.mu.Lock()
+		switch {
+		case err == nil:
+			o.rev, o.renewed = nrev, time.Now()
+		case taken, time.Since(o.renewed) >= o.n.cfg.LeaseTTL/2:
 			// Failing for half the TTL means another node may own the
-			// store before we could know: stop publishing until a renewal
-			// succeeds (the stream's expected sequence would refuse a
-			// stale write anyway).
+			// store before this one could know.
 			o.lost = true
 		}
+		lost := o.lost
 		o.mu.Unlock()
+		if lost {
+			// Stop answering its requests (the queue group would share
+			// them with the new owner).
+			o.sub.Unsubscribe()
+			return
+		}
 	}
+}
+
+// Valid reports whether this node may still serve the store: the lease
+// was renewed within half its TTL (another node can take it only after
+// the whole TTL), it was not lost, and no append failed to replicate
+// (after which the log takes no more appends). A server should drop an
+// Owned that is not valid and open the store anew: that forwards to the
+// new owner, or takes the store again and reconciles.
+func (o *Owned) Valid() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return !o.lost && !o.broken && time.Since(o.renewed) < o.n.cfg.LeaseTTL/2
 }
 
 // Lost reports whether the lease was lost.

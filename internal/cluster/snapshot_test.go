@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/unlimitedcontext/ucl"
+	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/snapshot"
 )
 
@@ -139,5 +141,56 @@ func TestClusterSnapshotRestore(t *testing.T) {
 	}
 	if len(res.Results) != events {
 		t.Fatalf("without the snapshot a search finds %d items, want %d", len(res.Results), events)
+	}
+}
+
+// An owner whose lease another node took stops being valid (so a server
+// drops its copy and forwards instead of answering stale reads) and
+// refuses appends.
+func TestClusterLeaseLostInvalid(t *testing.T) {
+	ctx := context.Background()
+	srv := startOne(t)
+	cfg := Config{URL: srv.ClientURL(), Replicas: 1, LeaseTTL: 2 * time.Second, Timeout: 5 * time.Second}
+	ca, cb := cfg, cfg
+	ca.NodeID, cb.NodeID = "a", "b"
+	na, nb := connectCfg(t, ca), connectCfg(t, cb)
+	root := t.TempDir()
+	dirs := []string{filepath.Join(root, "a", "alice"), filepath.Join(root, "b", "alice")}
+	s, err := ucl.Init(dirs[0], ucl.InitOptions{Options: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	copyDir(t, dirs[0], dirs[1])
+	oa, err := na.Own(ctx, "alice", dirs[0], quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer oa.Close()
+	if _, err := oa.Store.Remember(ctx, ucl.RememberRequest{Content: "first"}); err != nil {
+		t.Fatal(err)
+	}
+	if !oa.Valid() {
+		t.Fatal("a fresh owner is not valid")
+	}
+	// The lease taken from under a (as after a pause longer than the TTL).
+	if err := nb.kv.Delete("alice"); err != nil {
+		t.Fatal(err)
+	}
+	ob, err := nb.Own(ctx, "alice", dirs[1], quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ob.Close()
+	for t0 := time.Now(); oa.Valid(); time.Sleep(20 * time.Millisecond) {
+		if time.Since(t0) > 30*time.Second {
+			t.Fatal("the old owner is still valid after another node took its lease")
+		}
+	}
+	if _, err := oa.Store.Remember(ctx, ucl.RememberRequest{Content: "stale"}); !errors.Is(err, log.ErrNotReplicated) {
+		t.Fatalf("an append on the old owner: %v, want ErrNotReplicated", err)
+	}
+	if _, err := ob.Store.Remember(ctx, ucl.RememberRequest{Content: "second"}); err != nil {
+		t.Fatal(err)
 	}
 }

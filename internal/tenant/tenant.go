@@ -189,6 +189,10 @@ type Opened struct {
 	// Transient is used for one request and closed after it (a client of
 	// an owner elsewhere in a cluster: the owner may change at any time).
 	Transient bool
+	// Valid, when set, is asked before each request: false closes the
+	// store and opens it anew for the request (a cluster owner that lost
+	// its lease, or whose log stopped taking appends).
+	Valid func() bool
 }
 
 // Host serves the stores of a directory (package doc).
@@ -397,6 +401,11 @@ func (h *Host) release(e *entry) {
 func (h *Host) open(e *entry, tok string) (http.Handler, func(), error) {
 	e.openMu.Lock()
 	defer e.openMu.Unlock()
+	if e.h != nil && e.st.Valid != nil && !e.st.Valid() {
+		if err := h.closeStore(e, "no longer valid"); err != nil {
+			h.log.Error("close store", "store", e.name, "err", err)
+		}
+	}
 	if e.h != nil {
 		return e.h, func() {}, nil
 	}
