@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -355,6 +356,10 @@ type Owned struct {
 	Imported, Published uint64
 	// Took is how long taking the store took (lease, reconcile, open).
 	Took time.Duration
+	// Cut, when set, is the local tail cut at takeover: events this node
+	// wrote but the stream never acknowledged (it holds others at those
+	// seqs), kept in the store's corrupt/ directory.
+	Cut *log.RepairReport
 	// Snapshot says whether the projections were restored from the
 	// object store (only tried when the local log was empty).
 	Snapshot SnapshotUse
@@ -380,6 +385,80 @@ type Owned struct {
 	warn    func(string)
 }
 
+// CutDir is where, in a store's directory, a takeover keeps the local
+// events it cut (as ucl audit repair does).
+const CutDir = "corrupt"
+
+// catchUp reconciles the local log in dir with the stream (Reconcile). A
+// local tail the stream does not hold, while the stream holds other
+// events at those seqs, was never acknowledged (an acknowledged event is
+// in the stream at its seq): it is cut, kept in dir/CutDir, and the
+// stream's events imported in its place. It returns the local head before.
+func (n *Node) catchUp(ctx context.Context, o *Owned, dir, logID string, opts ucl.Options) (head0 uint64, err error) {
+	reconcile := func(fork bool) (keep uint64, forked bool, err error) {
+		st, err := store.Open(dir, store.OpenOptions{Keys: opts.Keys, VaultKeyPath: opts.VaultKeyPath})
+		if err != nil {
+			return 0, false, err
+		}
+		defer func() {
+			if cerr := st.Close(); err == nil {
+				err = cerr
+			}
+		}()
+		if !fork {
+			head0, _ = st.Log.Head()
+		}
+		o.Imported, o.Published, err = n.Reconcile(ctx, st.Log, logID)
+		if errors.Is(err, ErrForked) && !fork {
+			keep, ferr := n.forkPoint(st.Log, logID)
+			if ferr != nil {
+				return 0, false, fmt.Errorf("%w (%w)", err, ferr)
+			}
+			return keep, true, nil
+		}
+		return 0, false, err
+	}
+	keep, forked, err := reconcile(false)
+	if err != nil || !forked {
+		return head0, err
+	}
+	rep, err := log.CutAfter(filepath.Join(dir, store.LogDir), filepath.Join(dir, CutDir), keep,
+		"never acknowledged: the cluster's stream holds other events at these seqs")
+	if err != nil {
+		return head0, fmt.Errorf("cut the unacknowledged tail of log %s: %w", logID, err)
+	}
+	o.Cut = rep
+	if o.warn != nil && rep != nil {
+		o.warn(fmt.Sprintf("store %s: %s", o.name, rep))
+	}
+	_, _, err = reconcile(true)
+	return head0, err
+}
+
+// forkPoint is the newest seq at which the local log l and the stream of
+// logID hold the same event (0: none).
+func (n *Node) forkPoint(l *log.Log, logID string) (uint64, error) {
+	head, _ := l.Head()
+	last, err := n.StreamHead(logID)
+	if err != nil {
+		return 0, err
+	}
+	for seq := min(head, last); seq > 0; seq-- {
+		sr, err := n.StreamRaw(logID, seq)
+		if err != nil {
+			return 0, err
+		}
+		lr, err := l.Raw(seq)
+		if err != nil {
+			return 0, fmt.Errorf("fork point: %w", err)
+		}
+		if bytes.Equal(sr, lr) {
+			return seq, nil
+		}
+	}
+	return 0, nil
+}
+
 // Own takes store name (in dir) over: lease, stream, reconcile, open with
 // the publish hook, answer its requests, renew the lease.
 func (n *Node) Own(ctx context.Context, name, dir string, opts ucl.Options) (*Owned, error) {
@@ -401,15 +480,7 @@ func (n *Node) Own(ctx context.Context, name, dir string, opts ucl.Options) (*Ow
 	if err := n.EnsureStream(meta.LogID); err != nil {
 		return fail(err)
 	}
-	st, err := store.Open(dir, store.OpenOptions{Keys: opts.Keys, VaultKeyPath: opts.VaultKeyPath})
-	if err != nil {
-		return fail(err)
-	}
-	head0, _ := st.Log.Head()
-	o.Imported, o.Published, err = n.Reconcile(ctx, st.Log, meta.LogID)
-	if cerr := st.Close(); err == nil {
-		err = cerr
-	}
+	head0, err := n.catchUp(ctx, o, dir, meta.LogID, opts)
 	if err != nil {
 		return fail(err)
 	}
