@@ -129,3 +129,25 @@ func clusterOpen(c *cli.Context, node *cluster.Node, name, dir string, o ucl.Opt
 	cl := node.Client(name)
 	return tenant.Opened{API: cl, Close: cl.Close, Transient: true}, nil
 }
+
+// watchLeases takes over, as soon as their leases expire, the stores of
+// this node's directory whose owner stopped renewing (at most 8 at once).
+func watchLeases(c *cli.Context, ctx context.Context, node *cluster.Node, host *tenant.Host) {
+	sem := make(chan struct{}, 8)
+	err := node.WatchLeases(ctx, func(name string) {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		go func() {
+			defer func() { <-sem }()
+			if err := host.Warm(name); err != nil && !errors.Is(err, tenant.ErrNoStore) {
+				fmt.Fprintf(c.App.ErrWriter, "ucl: take over store %s: %v\n", name, err)
+			}
+		}()
+	})
+	if err != nil {
+		fmt.Fprintf(c.App.ErrWriter, "ucl: warning: %v; stores whose owner dies are taken over on their next request only\n", err)
+	}
+}

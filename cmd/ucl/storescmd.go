@@ -216,6 +216,11 @@ func runServeStores(c *cli.Context) error {
 		return err
 	}
 	defer host.Close()
+	if node != nil {
+		wctx, wstop := context.WithCancel(context.Background())
+		defer wstop()
+		go watchLeases(c, wctx, node, host)
+	}
 	ln, err := net.Listen("tcp", cfg.String("proxy.listen"))
 	if err != nil {
 		return withHint(fmt.Errorf("serve: listen: %w", err), "pick another address with --listen (or proxy.listen in DIR/ucl.toml)")

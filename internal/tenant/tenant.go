@@ -397,11 +397,12 @@ func (h *Host) release(e *entry) {
 }
 
 // open returns the store's handler, opening the store if it is closed,
-// and what to call once the request is done.
+// and what to call once the request is done. tok "" (Warm) opens the
+// store only: the handler is built for the first request's token.
 func (h *Host) open(e *entry, tok string) (http.Handler, func(), error) {
 	e.openMu.Lock()
 	defer e.openMu.Unlock()
-	if e.h != nil && e.st.Valid != nil && !e.st.Valid() {
+	if e.st != nil && e.st.Valid != nil && !e.st.Valid() {
 		if err := h.closeStore(e, "no longer valid"); err != nil {
 			h.log.Error("close store", "store", e.name, "err", err)
 		}
@@ -409,28 +410,72 @@ func (h *Host) open(e *entry, tok string) (http.Handler, func(), error) {
 	if e.h != nil {
 		return e.h, func() {}, nil
 	}
-	st, err := h.o.Open(e.name, e.dir)
+	if e.st == nil {
+		st, err := h.o.Open(e.name, e.dir)
+		if err != nil {
+			return nil, nil, err
+		}
+		if st.Transient {
+			if tok == "" {
+				st.Close()
+				return nil, func() {}, nil
+			}
+			hd, err := h.o.Handler(st.API, tok)
+			if err != nil {
+				st.Close()
+				return nil, nil, err
+			}
+			return hd, func() { st.Close() }, nil
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		if st.Serve != nil {
+			go func() { done <- st.Serve(ctx) }()
+		} else {
+			done <- nil
+		}
+		e.st, e.sockStop, e.sockDone = &st, cancel, done
+		h.log.Info("opened store", "store", e.name)
+	}
+	if tok == "" {
+		return nil, func() {}, nil
+	}
+	hd, err := h.o.Handler(e.st.API, tok)
 	if err != nil {
 		return nil, nil, err
 	}
-	hd, err := h.o.Handler(st.API, tok)
-	if err != nil {
-		st.Close()
-		return nil, nil, err
-	}
-	if st.Transient {
-		return hd, func() { st.Close() }, nil
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	if st.Serve != nil {
-		go func() { done <- st.Serve(ctx) }()
-	} else {
-		done <- nil
-	}
-	e.st, e.h, e.sockStop, e.sockDone = &st, hd, cancel, done
-	h.log.Info("opened store", "store", e.name)
+	e.h = hd
 	return hd, func() {}, nil
+}
+
+// Warm opens store name as a request would, without one: a cluster node
+// takes over a store whose owner died before anyone asks for it. A store
+// that opens only as a client of an owner elsewhere is closed again. The
+// store then closes after IdleTimeout like any other.
+func (h *Host) Warm(name string) error {
+	h.mu.Lock()
+	e := h.stores[name]
+	if now := h.o.Now(); e == nil && !h.closed && now.Sub(h.scan) >= time.Second {
+		h.scan = now
+		if err := h.rescan(); err != nil {
+			h.mu.Unlock()
+			return err
+		}
+		e = h.stores[name]
+	}
+	if e == nil || h.closed {
+		h.mu.Unlock()
+		return fmt.Errorf("warm store %q: %w", name, ErrNoStore)
+	}
+	e.inflight++
+	h.mu.Unlock()
+	defer h.release(e)
+	_, done, err := h.open(e, "")
+	if err != nil {
+		return fmt.Errorf("warm store %q: %w", name, err)
+	}
+	done()
+	return nil
 }
 
 // closeStore closes an open store. Called with e.openMu held.
