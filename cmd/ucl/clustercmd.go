@@ -107,6 +107,9 @@ func splitHostPort(s string) (string, int, error) {
 // clusterOpen owns the store if no node does (taking it over from the
 // stream), else forwards to its owner for one request.
 func clusterOpen(c *cli.Context, node *cluster.Node, name, dir string, o ucl.Options) (tenant.Opened, error) {
+	if err := node.Connected(); err != nil {
+		return tenant.Opened{}, err
+	}
 	owner, err := node.Owner(name)
 	if err != nil {
 		return tenant.Opened{}, err

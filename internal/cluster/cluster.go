@@ -49,7 +49,19 @@ var (
 	// ErrNoOwner is returned by a forwarded request when no node owns the
 	// store (no responder on its subject).
 	ErrNoOwner = errors.New("cluster: no node owns the store")
+	// ErrCutOff is returned by Connected when this node has no connection
+	// to NATS: it serves no store and takes no write until it has.
+	ErrCutOff = errors.New("cluster: this node is cut off from NATS and takes no writes until it reconnects")
 )
+
+// Connected returns nil when the node's NATS connection is up, else
+// ErrCutOff with the connection's state.
+func (n *Node) Connected() error {
+	if st := n.nc.Status(); st != nats.CONNECTED {
+		return fmt.Errorf("%w (connection %s)", ErrCutOff, st)
+	}
+	return nil
+}
 
 // Config configures Connect.
 type Config struct {
