@@ -485,8 +485,18 @@ func (n *Node) Own(ctx context.Context, name, dir string, opts ucl.Options) (*Ow
 	}
 	o := &Owned{n: n, name: name, logID: meta.LogID, rev: rev, stop: make(chan struct{}), renewed: time.Now(),
 		snapDue: make(chan struct{}, 1), warn: opts.Warn}
+	// Renewing from now on: importing a long stream may take longer than
+	// the lease lives.
+	o.wg.Add(1)
+	go o.renew()
 	fail := func(err error) (*Owned, error) {
-		n.kv.Delete(name, nats.LastRevision(o.rev))
+		close(o.stop)
+		o.wg.Wait()
+		o.mu.Lock()
+		if !o.lost {
+			n.kv.Delete(name, nats.LastRevision(o.rev))
+		}
+		o.mu.Unlock()
 		return nil, err
 	}
 	if err := n.EnsureStream(meta.LogID); err != nil {
@@ -518,16 +528,24 @@ func (n *Node) Own(ctx context.Context, name, dir string, opts ucl.Options) (*Ow
 		}
 	}
 	h := ucl.Handler(s)
-	o.sub, err = n.nc.QueueSubscribe(ReqSubject(name), "owner", func(m *nats.Msg) { go n.serveMsg(h, m) })
+	sub, err := n.nc.QueueSubscribe(ReqSubject(name), "owner", func(m *nats.Msg) { go n.serveMsg(h, m) })
 	if err == nil {
 		err = n.nc.Flush()
 	}
+	if err == nil && !o.Valid() {
+		err = ErrLeaseLost // while taking the store over
+	}
 	if err != nil {
+		if sub != nil {
+			sub.Unsubscribe()
+		}
 		s.Close()
 		return fail(fmt.Errorf("answer requests for %s: %w", name, err))
 	}
-	o.wg.Add(2)
-	go o.renew()
+	o.mu.Lock()
+	o.sub = sub
+	o.mu.Unlock()
+	o.wg.Add(1)
 	go o.snapshotter()
 	o.Took = time.Since(t0)
 	return o, nil
@@ -595,12 +613,14 @@ func (o *Owned) renew() {
 			// store before this one could know.
 			o.lost = true
 		}
-		lost := o.lost
+		lost, sub := o.lost, o.sub
 		o.mu.Unlock()
 		if lost {
 			// Stop answering its requests (the queue group would share
 			// them with the new owner).
-			o.sub.Unsubscribe()
+			if sub != nil {
+				sub.Unsubscribe()
+			}
 			return
 		}
 	}
@@ -649,7 +669,13 @@ func (o *Owned) Close() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if !o.lost {
-		err = errors.Join(err, o.n.kv.Delete(o.name, nats.LastRevision(o.rev)))
+		derr := o.n.kv.Delete(o.name, nats.LastRevision(o.rev))
+		var apiErr *nats.APIError
+		if errors.As(derr, &apiErr) && (apiErr.ErrorCode == nats.JSErrCodeStreamWrongLastSequence ||
+			apiErr.ErrorCode == nats.JSErrCodeStreamWrongLastSequenceConstant) {
+			derr = nil // another node holds it now: not ours to give back
+		}
+		err = errors.Join(err, derr)
 	}
 	return err
 }

@@ -175,6 +175,11 @@ type Options struct {
 	Log io.Writer
 	// Now is the clock (nil: time.Now); tests of the bucket set it.
 	Now func() time.Time
+	// Lookup, when set, is asked about a token no store in Dir has (by
+	// its hash): it may provision the store into Dir (a cluster node
+	// fetching its identity) and return nil, after which Dir is scanned
+	// again. Lookups run one at a time.
+	Lookup func(tokenHash string) error
 }
 
 // Opened is a store as Options.Open gives it.
@@ -206,6 +211,7 @@ type Host struct {
 	stop   chan struct{}
 	wg     sync.WaitGroup
 	closed bool
+	lookMu sync.Mutex // one Lookup at a time
 }
 
 type entry struct {
@@ -323,6 +329,9 @@ func bearer(r *http.Request) string {
 func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	tok := bearer(r)
 	e, wait, ok := h.admit(tok)
+	if e == nil && tok != "" && h.o.Lookup != nil && h.lookup(tok) {
+		e, wait, ok = h.admit(tok)
+	}
 	if e == nil {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="ucl"`)
 		writeError(w, http.StatusUnauthorized, "unauthorized", "send Authorization: Bearer <token> (the token `ucl stores create NAME` printed)")
@@ -345,6 +354,26 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer done()
 	hd.ServeHTTP(w, r)
+}
+
+// lookup asks Options.Lookup about tok and rescans Dir when it provided
+// the store.
+func (h *Host) lookup(tok string) bool {
+	h.lookMu.Lock()
+	defer h.lookMu.Unlock()
+	if err := h.o.Lookup(HashToken(tok)); err != nil {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return false
+	}
+	if err := h.rescan(); err != nil {
+		h.log.Error("rescan stores", "err", err)
+		return false
+	}
+	return true
 }
 
 // admit finds the store of tok (nil: none) and takes one token of its
