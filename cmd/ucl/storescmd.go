@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"text/tabwriter"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/unlimitedcontext/ucl"
+	"github.com/unlimitedcontext/ucl/internal/cluster"
 	"github.com/unlimitedcontext/ucl/internal/httpapi"
 	"github.com/unlimitedcontext/ucl/internal/mcpserver"
 	"github.com/unlimitedcontext/ucl/internal/tenant"
@@ -45,7 +47,9 @@ wallet and bearer token. create prints the token once; only its hash is kept
 			Usage:     "create the stores NAME... and print each one's bearer token (once)",
 			ArgsUsage: "NAME [NAME...]",
 			Flags: []cli.Flag{storesFlag,
-				&cli.StringFlag{Name: "wallet", Usage: "import this Arweave wallet (JWK file) into each new store instead of generating one per store"}},
+				&cli.StringFlag{Name: "wallet", Usage: "import this Arweave wallet (JWK file) into each new store instead of generating one per store"},
+				&cli.StringFlag{Name: "cluster", Usage: "also publish each new store's identity to this cluster (nats://host:port), sealed under --cluster-key: every node can serve it at once"},
+				clusterKeyFlag},
 			Action: func(c *cli.Context) error {
 				dir, err := storesDir(c)
 				if err != nil {
@@ -59,6 +63,21 @@ wallet and bearer token. create prints the token once; only its hash is kept
 					if w, err = ucl.LoadWallet(p); err != nil {
 						return badValue(err, "--wallet takes an Arweave JWK file")
 					}
+				}
+				key, err := clusterKey(c)
+				if err != nil {
+					return err
+				}
+				var node *cluster.Node
+				if url := c.String("cluster"); url != "" {
+					if key == nil {
+						return usage("--cluster needs --cluster-key FILE (the cluster key every node has)", "no cluster key")
+					}
+					hn, _ := os.Hostname()
+					if node, err = cluster.Connect(cluster.Config{URL: url, NodeID: "stores-create-" + hn}); err != nil {
+						return withHint(err, "check --cluster: a node's NATS address (its --cluster-listen, or the NATS cluster's)")
+					}
+					defer node.Close()
 				}
 				var made []map[string]any
 				for _, name := range c.Args().Slice() {
@@ -79,6 +98,11 @@ wallet and bearer token. create prints the token once; only its hash is kept
 						return err
 					}
 					sd := filepath.Join(dir, name)
+					if node != nil {
+						if err := node.PublishIdentity(name, sd, key); err != nil {
+							return withHint(err, "the store was created here; publish it again by serving it once with --cluster-key")
+						}
+					}
 					made = append(made, map[string]any{"name": name, "dir": sd, "token": tok, "vault_key": ucl.VaultKeyPath(sd)})
 					if !jsonOut(c) {
 						printf(c, "Created store %s in %s\n", name, sd)
@@ -174,9 +198,25 @@ func runServeStores(c *cli.Context) error {
 	opts := engineOptions(c)
 	opts.Consolidate = consolidateOptions(cfg)
 	opts.Embedder.Kind, opts.Embedder.URL, opts.Embedder.Model = cfg.String("index.embedder"), cfg.String("index.embed_url"), cfg.String("index.embed_model")
+	key, err := clusterKey(c)
+	if err != nil {
+		return err
+	}
 	node, leave, err := startCluster(c, dir)
 	if err != nil {
 		return err
+	}
+	var lookup func(string) error
+	if node != nil && key != nil {
+		lookup = func(hash string) error {
+			name, err := node.FetchIdentity(hash, dir, key)
+			if err == nil {
+				fmt.Fprintf(c.App.ErrWriter, "ucl: store %s provisioned from the cluster\n", name)
+			} else if !errors.Is(err, cluster.ErrNoIdentity) {
+				fmt.Fprintf(c.App.ErrWriter, "ucl: warning: fetch a store from the cluster: %v\n", err)
+			}
+			return err
+		}
 	}
 	if leave != nil {
 		defer leave()
@@ -187,7 +227,7 @@ func runServeStores(c *cli.Context) error {
 			o := opts
 			o.Keys, o.VaultKeyPath = nil, "" // each store its own DIR/NAME/vault.key
 			if node != nil {
-				return clusterOpen(c, node, name, sd, o)
+				return clusterOpen(c, node, key, name, sd, o)
 			}
 			s, err := ucl.Open(sd, o)
 			if err != nil {
@@ -211,6 +251,7 @@ func runServeStores(c *cli.Context) error {
 		Burst:        c.Int("burst"),
 		MaxBodyBytes: int64(cfg.Int("proxy.max_body_bytes")),
 		Log:          c.App.ErrWriter,
+		Lookup:       lookup,
 	})
 	if err != nil {
 		return err

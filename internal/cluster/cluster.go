@@ -88,6 +88,7 @@ type Node struct {
 	js  nats.JetStreamContext
 	kv  nats.KeyValue
 	obs nats.ObjectStore
+	ids nats.KeyValue // IdentityBucket
 }
 
 // Connect joins the cluster at cfg.URL, creating the lease bucket if it
@@ -135,7 +136,12 @@ func Connect(cfg Config) (*Node, error) {
 		nc.Close()
 		return nil, fmt.Errorf("open the snapshot bucket: %w", err)
 	}
-	return &Node{cfg: cfg, nc: nc, js: js, kv: kv, obs: obs}, nil
+	n := &Node{cfg: cfg, nc: nc, js: js, kv: kv, obs: obs}
+	if n.ids, err = n.identityKV(); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return n, nil
 }
 
 // Close leaves the cluster (stores owned through Own must be closed first).
@@ -532,7 +538,7 @@ func (n *Node) Own(ctx context.Context, name, dir string, opts ucl.Options) (*Ow
 	if err == nil {
 		err = n.nc.Flush()
 	}
-	if err == nil && !o.Valid() {
+	if err == nil && o.Lost() {
 		err = ErrLeaseLost // while taking the store over
 	}
 	if err != nil {

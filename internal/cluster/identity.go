@@ -84,10 +84,7 @@ func (n *Node) PublishIdentity(name, dir string, key []byte) error {
 		}
 		files[f] = b
 	}
-	kv, err := n.identityKV()
-	if err != nil {
-		return err
-	}
+	kv := n.ids
 	if e, err := kv.Get("store." + name); err == nil {
 		old, err := openIdentity(name, e.Value(), key)
 		if err != nil {
@@ -124,10 +121,7 @@ func (n *Node) FetchIdentity(tokenHash, storesDir string, key []byte) (string, e
 	if _, err := hex.DecodeString(tokenHash); err != nil || len(tokenHash) != 64 {
 		return "", fmt.Errorf("fetch a store identity: %w", ErrNoIdentity)
 	}
-	kv, err := n.identityKV()
-	if err != nil {
-		return "", err
-	}
+	kv := n.ids
 	e, err := kv.Get("token." + tokenHash)
 	if errors.Is(err, nats.ErrKeyNotFound) {
 		return "", fmt.Errorf("fetch a store identity: %w", ErrNoIdentity)
