@@ -3,7 +3,9 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"slices"
 	"sync"
 	"testing"
@@ -137,5 +139,135 @@ func connectB(b *testing.B, url, id string) *Node {
 			b.Fatal(err)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// BenchmarkStreamRead reads a 2000-event stream (500-byte events, one
+// JetStream server) the way a takeover imports it: one direct get per
+// event (as before) and one ordered consumer (readStream). ns/op is per
+// event.
+func BenchmarkStreamRead(b *testing.B) {
+	s, err := StartEmbedded(EmbedConfig{Name: "solo", Port: -1, StoreDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Shutdown()
+	n, err := Connect(Config{URL: s.ClientURL(), NodeID: "a", Replicas: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer n.Close()
+	const events = 2000
+	logID := "0123456789abcdef0123456789abcdef"
+	if err := n.EnsureStream(logID); err != nil {
+		b.Fatal(err)
+	}
+	raw := make([]byte, 500)
+	for i := 0; i < events; i++ {
+		if _, err := n.js.PublishAsync(Subject(logID), raw); err != nil {
+			b.Fatal(err)
+		}
+	}
+	<-n.js.PublishAsyncComplete()
+	ctx := context.Background()
+	b.Run("get-per-event", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			seq := uint64(i%events) + 1
+			if _, err := n.StreamRaw(logID, seq); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("ordered-consumer", func(b *testing.B) {
+		for done := 0; done < b.N; done += events {
+			if err := n.readStream(ctx, logID, 1, events, func([][]byte) error { return nil }); err != nil {
+				b.Fatal(err)
+			}
+		}
+		// ns/op per event: the loop read whole streams.
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(((b.N+events-1)/events)*events), "ns/event")
+	})
+}
+
+// BenchmarkTakeoverSnapshot measures a takeover by a node with nothing of
+// a 3000-event store, up to its first search answered (the projections
+// caught up): with the newest snapshot in the object store (the
+// projections restored, nothing replayed) and without (every event
+// projected). One JetStream server; ns/op is one takeover.
+func BenchmarkTakeoverSnapshot(b *testing.B) {
+	ctx := context.Background()
+	s, err := StartEmbedded(EmbedConfig{Name: "solo", Port: -1, StoreDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Shutdown()
+	n, err := Connect(Config{URL: s.ClientURL(), NodeID: "a", Replicas: 1, SnapshotEvery: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer n.Close()
+	root := b.TempDir()
+	pristine := filepath.Join(root, "pristine")
+	st, err := ucl.Init(pristine, ucl.InitOptions{Options: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sr, err := st.Status(ctx, ucl.StatusRequest{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	logID := sr.LogID
+	st.Close()
+	first := filepath.Join(root, "first")
+	copyDirB(b, pristine, first)
+	o, err := n.Own(ctx, "bench", first, quiet)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var jl strings.Builder
+	for i := 0; i < 3000; i++ {
+		fmt.Fprintf(&jl, `{"kind":"knowledge","content":"fact number %d about the orchard, its pears and its plums"}`+"\n", i)
+	}
+	if _, err := o.Store.Append(ctx, ucl.AppendRequest{JSONL: jl.String()}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := o.PutSnapshot(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if err := o.Close(); err != nil {
+		b.Fatal(err)
+	}
+	takeover := func(b *testing.B, wantSnap bool) {
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			dir := filepath.Join(root, fmt.Sprintf("t%d-%v", i, wantSnap))
+			copyDirB(b, pristine, dir)
+			b.StartTimer()
+			o, err := n.Own(ctx, "bench", dir, quiet)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if o.Snapshot.Used != wantSnap || o.Imported != 3000 {
+				b.Fatalf("takeover: snapshot %+v, imported %d", o.Snapshot, o.Imported)
+			}
+			if _, err := o.Store.Search(ctx, ucl.SearchRequest{Text: "pears", K: 5}); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			o.Close()
+			b.StartTimer()
+		}
+	}
+	b.Run("with-snapshot", func(b *testing.B) { takeover(b, true) })
+	if err := n.obs.Delete(manifestObject(logID)); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("without-snapshot", func(b *testing.B) { takeover(b, false) })
+}
+
+func copyDirB(b *testing.B, src, dst string) {
+	b.Helper()
+	if out, err := exec.Command("cp", "-r", src, dst).CombinedOutput(); err != nil {
+		b.Fatalf("cp: %v %s", err, out)
 	}
 }
