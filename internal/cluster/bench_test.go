@@ -237,10 +237,12 @@ func BenchmarkTakeoverSnapshot(b *testing.B) {
 	if err := o.Close(); err != nil {
 		b.Fatal(err)
 	}
+	runs := 0
 	takeover := func(b *testing.B, wantSnap bool) {
 		for i := 0; i < b.N; i++ {
 			b.StopTimer()
-			dir := filepath.Join(root, fmt.Sprintf("t%d-%v", i, wantSnap))
+			runs++
+			dir := filepath.Join(root, fmt.Sprintf("t%d", runs))
 			copyDirB(b, pristine, dir)
 			b.StartTimer()
 			o, err := n.Own(ctx, "bench", dir, quiet)
