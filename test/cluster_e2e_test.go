@@ -604,6 +604,9 @@ func TestClusterServeStores(t *testing.T) {
 			t.Fatalf("%s after the rejoin: node 0 %v %v, node 2 %v %v", name, st0, err0, st2, err2)
 		}
 	}
+	if os.Getenv("UCL_CLUSTER_LOGS") != "" { // every node's log, for a look at what moved
+		t.Log(logs())
+	}
 	back := strings.Count(nodes[0].stderr.String(), "owning store")
 	t.Logf("node 0 rejoined and took back %d stores; heads agree; cut tails: %d; whole test %s",
 		back, strings.Count(nodes[0].stderr.String(), "log repaired: cut"), time.Since(tStart).Round(time.Millisecond))

@@ -23,6 +23,7 @@ func (n *Node) WatchLeases(ctx context.Context, takeover func(name string)) erro
 	defer w.Stop()
 	ttl := n.cfg.LeaseTTL
 	seen := map[string]time.Time{} // store -> when its lease was last written (or last acted on)
+	cutOff := false
 	tick := time.NewTicker(max(ttl/4, 10*time.Millisecond))
 	defer tick.Stop()
 	for {
@@ -42,6 +43,20 @@ func (n *Node) WatchLeases(ctx context.Context, takeover func(name string)) erro
 				delete(seen, e.Key())
 			}
 		case now := <-tick.C:
+			if n.Connected() != nil {
+				// Cut off, no update arrives: every lease would look stale.
+				// Once back, what was missed is unknown: start the clocks
+				// again (a lease still unrenewed a TTL later is stale).
+				cutOff = true
+				continue
+			}
+			if cutOff {
+				cutOff = false
+				for name := range seen {
+					seen[name] = now
+				}
+				continue
+			}
 			for name, at := range seen {
 				if now.Sub(at) >= ttl {
 					// Again in half a TTL if nobody writes it meanwhile.
