@@ -90,6 +90,17 @@ func TestClusterSnapshotRestore(t *testing.T) {
 	if err := oa.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// The snapshotter may have put a newer one meanwhile (Close waits for
+	// it): the newest is the one a takeover uses.
+	man, _, err := na.FetchSnapshot(logID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m0, err := snapshot.ParseManifest(man)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snapSeq = m0.Seq
 
 	ob, err := nb.Own(ctx, "alice", dirs[1], quiet)
 	if err != nil {
@@ -116,7 +127,7 @@ func TestClusterSnapshotRestore(t *testing.T) {
 
 	// An archive that does not match its manifest: refused, and the
 	// projections come from the log.
-	man, _, err := nb.FetchSnapshot(logID)
+	man, _, err = nb.FetchSnapshot(logID)
 	if err != nil {
 		t.Fatal(err)
 	}
