@@ -25,6 +25,23 @@ var clusterFlags = []cli.Flag{
 	&cli.StringFlag{Name: "node-id", Usage: "this node's name in leases (default: host name and route address)"},
 	&cli.IntFlag{Name: "replicas", Value: cluster.DefaultReplicas, Usage: "replicas of each store's stream (3 in a 3-node cluster)"},
 	&cli.DurationFlag{Name: "lease-ttl", Value: cluster.DefaultLeaseTTL, Usage: "an owner that does not renew its lease this long loses its stores"},
+	clusterKeyFlag,
+	&cli.IntFlag{Name: "snapshot-every", Value: cluster.DefaultSnapshotEvery, Usage: "an owner puts a snapshot of a store in the cluster's object store every this many events (negative: never)"},
+}
+
+var clusterKeyFlag = &cli.StringFlag{Name: "cluster-key", Usage: "file of the cluster key (64 hex digits, e.g. `openssl rand -hex 32`), the same on every node: stores' identities are shared through the cluster sealed under it, so a node serves a store it was never given"}
+
+// clusterKey reads --cluster-key (nil: not given).
+func clusterKey(c *cli.Context) ([]byte, error) {
+	p := c.String("cluster-key")
+	if p == "" {
+		return nil, nil
+	}
+	k, err := cluster.LoadClusterKey(p)
+	if err != nil {
+		return nil, badValue(err, "--cluster-key takes a file of 64 hex digits (openssl rand -hex 32 > FILE), the same on every node")
+	}
+	return k, nil
 }
 
 // startCluster joins the cluster --cluster or --cluster-embed names (nil,
@@ -77,7 +94,8 @@ func startCluster(c *cli.Context, dir string) (*cluster.Node, func(), error) {
 	// servers meet: wait for it, bounded.
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		n, err := cluster.Connect(cluster.Config{URL: url, NodeID: id, Replicas: c.Int("replicas"), LeaseTTL: c.Duration("lease-ttl")})
+		n, err := cluster.Connect(cluster.Config{URL: url, NodeID: id, Replicas: c.Int("replicas"), LeaseTTL: c.Duration("lease-ttl"),
+			SnapshotEvery: c.Int("snapshot-every")})
 		if err == nil {
 			fmt.Fprintf(c.App.ErrWriter, "ucl: cluster node %s on %s\n", id, url)
 			return n, func() { n.Close(); stop() }, nil
@@ -104,7 +122,10 @@ func splitHostPort(s string) (string, int, error) {
 
 // clusterOpen owns the store if no node does (taking it over from the
 // stream), else forwards to its owner for one request.
-func clusterOpen(c *cli.Context, node *cluster.Node, name, dir string, o ucl.Options) (tenant.Opened, error) {
+func clusterOpen(c *cli.Context, node *cluster.Node, key []byte, name, dir string, o ucl.Options) (tenant.Opened, error) {
+	if err := node.Connected(); err != nil {
+		return tenant.Opened{}, err
+	}
 	owner, err := node.Owner(name)
 	if err != nil {
 		return tenant.Opened{}, err
@@ -112,9 +133,19 @@ func clusterOpen(c *cli.Context, node *cluster.Node, name, dir string, o ucl.Opt
 	if owner == "" || owner == node.ID() {
 		ow, err := node.Own(context.Background(), name, dir, o)
 		if err == nil {
-			fmt.Fprintf(c.App.ErrWriter, "ucl: owning store %s (took %s, %d events from the stream, %d published)\n",
-				name, ow.Took.Round(time.Millisecond), ow.Imported, ow.Published)
-			return tenant.Opened{API: ow.Store, Close: ow.Close, Serve: ow.Store.Serve}, nil
+			snap := "no snapshot restored"
+			if ow.Snapshot.Used {
+				snap = fmt.Sprintf("projections from snapshot %s at seq %d, %d replayed", ow.Snapshot.Name, ow.Snapshot.Seq, ow.Snapshot.Replayed)
+			}
+			fmt.Fprintf(c.App.ErrWriter, "ucl: owning store %s (took %s, %d events from the stream, %d published; %s)\n",
+				name, ow.Took.Round(time.Millisecond), ow.Imported, ow.Published, snap)
+			if key != nil {
+				// Any node with the key can serve it from now on.
+				if err := node.PublishIdentity(name, dir, key); err != nil {
+					fmt.Fprintf(c.App.ErrWriter, "ucl: warning: store %s: %v\n", name, err)
+				}
+			}
+			return tenant.Opened{API: ow.Store, Close: ow.Close, Serve: ow.Store.Serve, Valid: ow.Valid}, nil
 		}
 		if !errors.Is(err, cluster.ErrLeaseHeld) {
 			return tenant.Opened{}, err
@@ -122,4 +153,26 @@ func clusterOpen(c *cli.Context, node *cluster.Node, name, dir string, o ucl.Opt
 	}
 	cl := node.Client(name)
 	return tenant.Opened{API: cl, Close: cl.Close, Transient: true}, nil
+}
+
+// watchLeases takes over, as soon as their leases expire, the stores of
+// this node's directory whose owner stopped renewing (at most 8 at once).
+func watchLeases(c *cli.Context, ctx context.Context, node *cluster.Node, host *tenant.Host) {
+	sem := make(chan struct{}, 8)
+	err := node.WatchLeases(ctx, func(name string) {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		go func() {
+			defer func() { <-sem }()
+			if err := host.Warm(name); err != nil && !errors.Is(err, tenant.ErrNoStore) {
+				fmt.Fprintf(c.App.ErrWriter, "ucl: take over store %s: %v\n", name, err)
+			}
+		}()
+	})
+	if err != nil {
+		fmt.Fprintf(c.App.ErrWriter, "ucl: warning: %v; stores whose owner dies are taken over on their next request only\n", err)
+	}
 }

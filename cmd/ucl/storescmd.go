@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"text/tabwriter"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/unlimitedcontext/ucl"
+	"github.com/unlimitedcontext/ucl/internal/cluster"
 	"github.com/unlimitedcontext/ucl/internal/httpapi"
 	"github.com/unlimitedcontext/ucl/internal/mcpserver"
 	"github.com/unlimitedcontext/ucl/internal/tenant"
@@ -42,41 +44,79 @@ wallet and bearer token. create prints the token once; only its hash is kept
 	Subcommands: []*cli.Command{
 		{
 			Name:      "create",
-			Usage:     "create the store NAME and print its bearer token (once)",
-			ArgsUsage: "NAME",
-			Flags:     []cli.Flag{storesFlag},
+			Usage:     "create the stores NAME... and print each one's bearer token (once)",
+			ArgsUsage: "NAME [NAME...]",
+			Flags: []cli.Flag{storesFlag,
+				&cli.StringFlag{Name: "wallet", Usage: "import this Arweave wallet (JWK file) into each new store instead of generating one per store"},
+				&cli.StringFlag{Name: "cluster", Usage: "also publish each new store's identity to this cluster (nats://host:port), sealed under --cluster-key: every node can serve it at once"},
+				clusterKeyFlag},
 			Action: func(c *cli.Context) error {
 				dir, err := storesDir(c)
 				if err != nil {
 					return err
 				}
-				if c.NArg() != 1 {
-					return usage("ucl stores create NAME", "want one store name")
+				if c.NArg() < 1 {
+					return usage("ucl stores create NAME [NAME...]", "want a store name")
 				}
-				name := c.Args().First()
-				tok, err := tenant.Create(dir, name, func(sd string) error {
-					s, err := ucl.Init(sd, ucl.InitOptions{}) // its own vault key and wallet
-					if err != nil {
-						return err
+				var w *ucl.Wallet
+				if p := c.String("wallet"); p != "" {
+					if w, err = ucl.LoadWallet(p); err != nil {
+						return badValue(err, "--wallet takes an Arweave JWK file")
 					}
-					return s.Close()
-				})
-				switch {
-				case errors.Is(err, tenant.ErrBadName):
-					return usage("a store name is 1-64 characters of a-z, 0-9, - and _, starting with a letter or digit", "%v", err)
-				case errors.Is(err, tenant.ErrExists):
-					return withHint(err, "pick another name, or remove it first with `ucl stores rm NAME`")
-				case err != nil:
+				}
+				key, err := clusterKey(c)
+				if err != nil {
 					return err
 				}
-				sd := filepath.Join(dir, name)
-				if jsonOut(c) {
-					return printJSON(c, map[string]any{"name": name, "dir": sd, "token": tok, "vault_key": ucl.VaultKeyPath(sd)})
+				var node *cluster.Node
+				if url := c.String("cluster"); url != "" {
+					if key == nil {
+						return usage("--cluster needs --cluster-key FILE (the cluster key every node has)", "no cluster key")
+					}
+					hn, _ := os.Hostname()
+					if node, err = cluster.Connect(cluster.Config{URL: url, NodeID: "stores-create-" + hn}); err != nil {
+						return withHint(err, "check --cluster: a node's NATS address (its --cluster-listen, or the NATS cluster's)")
+					}
+					defer node.Close()
 				}
-				printf(c, "Created store %s in %s\n", name, sd)
-				printf(c, "  token:      %s\n", tok)
-				printf(c, "  vault key:  %s (mode 0600)\n", ucl.VaultKeyPath(sd))
-				printf(c, "The token is shown only now; ucl keeps its hash. Back up the vault key (ucl keys export --dir %s).\n", sd)
+				var made []map[string]any
+				for _, name := range c.Args().Slice() {
+					tok, err := tenant.Create(dir, name, func(sd string) error {
+						// Its own vault key; its own wallet unless one was given.
+						s, err := ucl.Init(sd, ucl.InitOptions{Wallet: w})
+						if err != nil {
+							return err
+						}
+						return s.Close()
+					})
+					switch {
+					case errors.Is(err, tenant.ErrBadName):
+						return usage("a store name is 1-64 characters of a-z, 0-9, - and _, starting with a letter or digit", "%v", err)
+					case errors.Is(err, tenant.ErrExists):
+						return withHint(err, "pick another name, or remove it first with `ucl stores rm NAME`")
+					case err != nil:
+						return err
+					}
+					sd := filepath.Join(dir, name)
+					if node != nil {
+						if err := node.PublishIdentity(name, sd, key); err != nil {
+							return withHint(err, "the store was created here; publish it again by serving it once with --cluster-key")
+						}
+					}
+					made = append(made, map[string]any{"name": name, "dir": sd, "token": tok, "vault_key": ucl.VaultKeyPath(sd)})
+					if !jsonOut(c) {
+						printf(c, "Created store %s in %s\n", name, sd)
+						printf(c, "  token:      %s\n", tok)
+						printf(c, "  vault key:  %s (mode 0600)\n", ucl.VaultKeyPath(sd))
+					}
+				}
+				if jsonOut(c) {
+					if len(made) == 1 {
+						return printJSON(c, made[0])
+					}
+					return printJSON(c, map[string]any{"stores": made})
+				}
+				printf(c, "A token is shown only now; ucl keeps its hash. Back up each vault key (ucl keys export --dir DIR/NAME).\n")
 				return nil
 			},
 		},
@@ -158,9 +198,25 @@ func runServeStores(c *cli.Context) error {
 	opts := engineOptions(c)
 	opts.Consolidate = consolidateOptions(cfg)
 	opts.Embedder.Kind, opts.Embedder.URL, opts.Embedder.Model = cfg.String("index.embedder"), cfg.String("index.embed_url"), cfg.String("index.embed_model")
+	key, err := clusterKey(c)
+	if err != nil {
+		return err
+	}
 	node, leave, err := startCluster(c, dir)
 	if err != nil {
 		return err
+	}
+	var lookup func(string) error
+	if node != nil && key != nil {
+		lookup = func(hash string) error {
+			name, err := node.FetchIdentity(hash, dir, key)
+			if err == nil {
+				fmt.Fprintf(c.App.ErrWriter, "ucl: store %s provisioned from the cluster\n", name)
+			} else if !errors.Is(err, cluster.ErrNoIdentity) {
+				fmt.Fprintf(c.App.ErrWriter, "ucl: warning: fetch a store from the cluster: %v\n", err)
+			}
+			return err
+		}
 	}
 	if leave != nil {
 		defer leave()
@@ -171,7 +227,7 @@ func runServeStores(c *cli.Context) error {
 			o := opts
 			o.Keys, o.VaultKeyPath = nil, "" // each store its own DIR/NAME/vault.key
 			if node != nil {
-				return clusterOpen(c, node, name, sd, o)
+				return clusterOpen(c, node, key, name, sd, o)
 			}
 			s, err := ucl.Open(sd, o)
 			if err != nil {
@@ -195,11 +251,17 @@ func runServeStores(c *cli.Context) error {
 		Burst:        c.Int("burst"),
 		MaxBodyBytes: int64(cfg.Int("proxy.max_body_bytes")),
 		Log:          c.App.ErrWriter,
+		Lookup:       lookup,
 	})
 	if err != nil {
 		return err
 	}
 	defer host.Close()
+	if node != nil {
+		wctx, wstop := context.WithCancel(context.Background())
+		defer wstop()
+		go watchLeases(c, wctx, node, host)
+	}
 	ln, err := net.Listen("tcp", cfg.String("proxy.listen"))
 	if err != nil {
 		return withHint(fmt.Errorf("serve: listen: %w", err), "pick another address with --listen (or proxy.listen in DIR/ucl.toml)")

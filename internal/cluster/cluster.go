@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/unlimitedcontext/ucl"
 	"github.com/unlimitedcontext/ucl/internal/store"
 	"github.com/unlimitedcontext/ucl/log"
+	"github.com/unlimitedcontext/ucl/snapshot"
 )
 
 // Defaults of Config's zero fields.
@@ -25,8 +27,12 @@ const (
 	DefaultReplicas = 3
 	DefaultLeaseTTL = 10 * time.Second
 	DefaultTimeout  = 10 * time.Second
+	// DefaultSnapshotEvery is Config.SnapshotEvery's default.
+	DefaultSnapshotEvery = 1000
 	// OwnersBucket is the KV bucket of the leases.
 	OwnersBucket = "ucl-owners"
+	// SnapshotsBucket is the object store of the stores' newest snapshots.
+	SnapshotsBucket = "ucl-snapshots"
 	// importBatch is how many stream events one log.Import writes.
 	importBatch = 1024
 )
@@ -43,7 +49,19 @@ var (
 	// ErrNoOwner is returned by a forwarded request when no node owns the
 	// store (no responder on its subject).
 	ErrNoOwner = errors.New("cluster: no node owns the store")
+	// ErrCutOff is returned by Connected when this node has no connection
+	// to NATS: it serves no store and takes no write until it has.
+	ErrCutOff = errors.New("cluster: this node is cut off from NATS and takes no writes until it reconnects")
 )
+
+// Connected returns nil when the node's NATS connection is up, else
+// ErrCutOff with the connection's state.
+func (n *Node) Connected() error {
+	if st := n.nc.Status(); st != nats.CONNECTED {
+		return fmt.Errorf("%w (connection %s)", ErrCutOff, st)
+	}
+	return nil
+}
 
 // Config configures Connect.
 type Config struct {
@@ -57,6 +75,10 @@ type Config struct {
 	LeaseTTL time.Duration
 	// Timeout bounds one publish, request or KV operation.
 	Timeout time.Duration
+	// SnapshotEvery: an owner puts a snapshot of a store's projections in
+	// the object store each time this many events were appended since
+	// the last one (0: DefaultSnapshotEvery; negative: never).
+	SnapshotEvery int
 }
 
 // Node is one machine's connection to the cluster.
@@ -65,6 +87,8 @@ type Node struct {
 	nc  *nats.Conn
 	js  nats.JetStreamContext
 	kv  nats.KeyValue
+	obs nats.ObjectStore
+	ids nats.KeyValue // IdentityBucket
 }
 
 // Connect joins the cluster at cfg.URL, creating the lease bucket if it
@@ -78,6 +102,9 @@ func Connect(cfg Config) (*Node, error) {
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.SnapshotEvery == 0 {
+		cfg.SnapshotEvery = DefaultSnapshotEvery
 	}
 	if cfg.NodeID == "" {
 		return nil, errors.New("cluster: Config.NodeID is required")
@@ -100,7 +127,21 @@ func Connect(cfg Config) (*Node, error) {
 		nc.Close()
 		return nil, fmt.Errorf("open the lease bucket: %w", err)
 	}
-	return &Node{cfg: cfg, nc: nc, js: js, kv: kv}, nil
+	obs, err := js.ObjectStore(SnapshotsBucket)
+	if errors.Is(err, nats.ErrStreamNotFound) || errors.Is(err, nats.ErrBucketNotFound) {
+		obs, err = js.CreateObjectStore(&nats.ObjectStoreConfig{Bucket: SnapshotsBucket,
+			Replicas: cfg.Replicas, Storage: nats.FileStorage})
+	}
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("open the snapshot bucket: %w", err)
+	}
+	n := &Node{cfg: cfg, nc: nc, js: js, kv: kv, obs: obs}
+	if n.ids, err = n.identityKV(); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return n, nil
 }
 
 // Close leaves the cluster (stores owned through Own must be closed first).
@@ -133,27 +174,54 @@ func (n *Node) EnsureStream(logID string) error {
 
 // Publish appends events first.. to the stream of logID, each only
 // directly after its predecessor (ExpectLastSequence), and returns once
-// the stream has acknowledged them all.
+// the stream has acknowledged them all. An attempt that gets no answer
+// (no responders, a timeout: the stream's leader is being elected, e.g.
+// after a server died) is tried again, for up to twice Config.Timeout in
+// all: safe, since the expected sequence admits the event only once, and
+// better than failing the append, which stops the store taking writes.
 func (n *Node) Publish(logID string, first uint64, raws [][]byte) error {
-	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*n.cfg.Timeout)
 	defer cancel()
 	for i, raw := range raws {
-		seq := first + uint64(i)
-		// No Nats-Msg-Id: the stream's duplicate window answers a repeated
-		// id with a success before it checks the expected sequence, which
-		// would let a stale writer think its different event was stored.
-		_, err := n.js.Publish(Subject(logID), raw, nats.ExpectLastSequence(seq-1), nats.Context(ctx))
-		if err != nil {
-			// The stream already holding this very event at seq (an earlier
-			// try whose ack was lost) is success; anything else at seq is
-			// another writer's and refuses this one.
-			if got, gerr := n.StreamRaw(logID, seq); gerr == nil && bytes.Equal(got, raw) {
-				continue
-			}
-			return fmt.Errorf("publish event %d of log %s: %w", seq, logID, err)
+		if err := n.publishOne(ctx, logID, first+uint64(i), raw); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// publishAttempt bounds one publish attempt within Publish's budget.
+const publishAttempt = 3 * time.Second
+
+func (n *Node) publishOne(ctx context.Context, logID string, seq uint64, raw []byte) error {
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		actx, cancel := context.WithTimeout(ctx, publishAttempt)
+		// No Nats-Msg-Id: the stream's duplicate window answers a repeated
+		// id with a success before it checks the expected sequence, which
+		// would let a stale writer think its different event was stored.
+		_, err := n.js.Publish(Subject(logID), raw, nats.ExpectLastSequence(seq-1), nats.Context(actx))
+		cancel()
+		if err == nil {
+			return nil
+		}
+		// The stream already holding this very event at seq (an earlier
+		// try whose ack was lost) is success; anything else at seq is
+		// another writer's and refuses this one.
+		if got, gerr := n.StreamRaw(logID, seq); gerr == nil && bytes.Equal(got, raw) {
+			return nil
+		}
+		var apiErr *nats.APIError
+		unanswered := !errors.As(err, &apiErr) && (errors.Is(err, context.DeadlineExceeded) ||
+			errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrNoStreamResponse))
+		if !unanswered || ctx.Err() != nil {
+			return fmt.Errorf("publish event %d of log %s: %w", seq, logID, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("publish event %d of log %s: %w", seq, logID, err)
+		case <-time.After(wait):
+		}
+	}
 }
 
 // StreamHead is the last seq in the stream of logID.
@@ -172,6 +240,46 @@ func (n *Node) StreamRaw(logID string, seq uint64) ([]byte, error) {
 		return nil, fmt.Errorf("read event %d of the stream of log %s: %w", seq, logID, err)
 	}
 	return m.Data, nil
+}
+
+// readStream hands events from..last of the stream of logID to each, in
+// batches of up to importBatch, in seq order. One ordered consumer
+// streams them (flow-controlled), instead of one request per event.
+func (n *Node) readStream(ctx context.Context, logID string, from, last uint64, each func([][]byte) error) error {
+	if from > last {
+		return nil
+	}
+	sub, err := n.js.SubscribeSync(Subject(logID), nats.OrderedConsumer(), nats.StartSequence(from),
+		nats.BindStream(StreamName(logID)))
+	if err != nil {
+		return fmt.Errorf("read the stream of log %s: %w", logID, err)
+	}
+	defer sub.Unsubscribe()
+	batch := make([][]byte, 0, min(last-from+1, importBatch))
+	for seq := from; seq <= last; seq++ {
+		mctx, cancel := context.WithTimeout(ctx, n.cfg.Timeout)
+		m, err := sub.NextMsgWithContext(mctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("read event %d of the stream of log %s: %w", seq, logID, err)
+		}
+		md, err := m.Metadata()
+		if err != nil {
+			return fmt.Errorf("read event %d of the stream of log %s: %w", seq, logID, err)
+		}
+		if md.Sequence.Stream != seq {
+			// The stream has no limits: a gap means it lost events.
+			return fmt.Errorf("read the stream of log %s: got seq %d, want %d", logID, md.Sequence.Stream, seq)
+		}
+		batch = append(batch, m.Data)
+		if len(batch) == cap(batch) || seq == last {
+			if err := each(batch); err != nil {
+				return err
+			}
+			batch = make([][]byte, 0, min(last-seq, importBatch))
+		}
+	}
+	return nil
 }
 
 // Reconcile brings the local log l and the stream of logID to the same
@@ -199,19 +307,15 @@ func (n *Node) Reconcile(ctx context.Context, l *log.Log, logID string) (importe
 			return 0, 0, fmt.Errorf("reconcile log %s at seq %d: %w", logID, common, ErrForked)
 		}
 	}
-	for seq := head + 1; seq <= last; {
-		var batch [][]byte
-		for ; seq <= last && len(batch) < importBatch; seq++ {
-			raw, err := n.StreamRaw(logID, seq)
-			if err != nil {
-				return imported, 0, err
-			}
-			batch = append(batch, raw)
-		}
+	err = n.readStream(ctx, logID, head+1, last, func(batch [][]byte) error {
 		if err := l.Import(ctx, batch); err != nil {
-			return imported, 0, fmt.Errorf("reconcile log %s: %w", logID, err)
+			return fmt.Errorf("reconcile log %s: %w", logID, err)
 		}
 		imported += uint64(len(batch))
+		return nil
+	})
+	if err != nil {
+		return imported, 0, err
 	}
 	if head > last {
 		var raws [][]byte
@@ -270,6 +374,13 @@ type Owned struct {
 	Imported, Published uint64
 	// Took is how long taking the store took (lease, reconcile, open).
 	Took time.Duration
+	// Cut, when set, is the local tail cut at takeover: events this node
+	// wrote but the stream never acknowledged (it holds others at those
+	// seqs), kept in the store's corrupt/ directory.
+	Cut *log.RepairReport
+	// Snapshot says whether the projections were restored from the
+	// object store (only tried when the local log was empty).
+	Snapshot SnapshotUse
 
 	n     *Node
 	name  string
@@ -281,6 +392,89 @@ type Owned struct {
 	mu    sync.Mutex
 	rev   uint64
 	lost  bool
+	// renewed is when the lease was last taken or renewed; broken is set
+	// once a replicate failed (the log takes no more appends).
+	renewed time.Time
+	broken  bool
+	// snapSeq is the seq of the newest snapshot in the object store;
+	// snapDue wakes the snapshotter.
+	snapSeq uint64
+	snapDue chan struct{}
+	warn    func(string)
+}
+
+// CutDir is where, in a store's directory, a takeover keeps the local
+// events it cut (as ucl audit repair does).
+const CutDir = "corrupt"
+
+// catchUp reconciles the local log in dir with the stream (Reconcile). A
+// local tail the stream does not hold, while the stream holds other
+// events at those seqs, was never acknowledged (an acknowledged event is
+// in the stream at its seq): it is cut, kept in dir/CutDir, and the
+// stream's events imported in its place. It returns the local head before.
+func (n *Node) catchUp(ctx context.Context, o *Owned, dir, logID string, opts ucl.Options) (head0 uint64, err error) {
+	reconcile := func(fork bool) (keep uint64, forked bool, err error) {
+		st, err := store.Open(dir, store.OpenOptions{Keys: opts.Keys, VaultKeyPath: opts.VaultKeyPath})
+		if err != nil {
+			return 0, false, err
+		}
+		defer func() {
+			if cerr := st.Close(); err == nil {
+				err = cerr
+			}
+		}()
+		if !fork {
+			head0, _ = st.Log.Head()
+		}
+		o.Imported, o.Published, err = n.Reconcile(ctx, st.Log, logID)
+		if errors.Is(err, ErrForked) && !fork {
+			keep, ferr := n.forkPoint(st.Log, logID)
+			if ferr != nil {
+				return 0, false, fmt.Errorf("%w (%w)", err, ferr)
+			}
+			return keep, true, nil
+		}
+		return 0, false, err
+	}
+	keep, forked, err := reconcile(false)
+	if err != nil || !forked {
+		return head0, err
+	}
+	rep, err := log.CutAfter(filepath.Join(dir, store.LogDir), filepath.Join(dir, CutDir), keep,
+		"never acknowledged: the cluster's stream holds other events at these seqs")
+	if err != nil {
+		return head0, fmt.Errorf("cut the unacknowledged tail of log %s: %w", logID, err)
+	}
+	o.Cut = rep
+	if o.warn != nil && rep != nil {
+		o.warn(fmt.Sprintf("store %s: %s", o.name, rep))
+	}
+	_, _, err = reconcile(true)
+	return head0, err
+}
+
+// forkPoint is the newest seq at which the local log l and the stream of
+// logID hold the same event (0: none).
+func (n *Node) forkPoint(l *log.Log, logID string) (uint64, error) {
+	head, _ := l.Head()
+	last, err := n.StreamHead(logID)
+	if err != nil {
+		return 0, err
+	}
+	for seq := min(head, last); seq > 0; seq-- {
+		sr, err := n.StreamRaw(logID, seq)
+		if err != nil {
+			return 0, err
+		}
+		lr, err := l.Raw(seq)
+		if err != nil {
+			return 0, fmt.Errorf("fork point: %w", err)
+		}
+		if bytes.Equal(sr, lr) {
+			return seq, nil
+		}
+	}
+	return 0, nil
 }
 
 // Own takes store name (in dir) over: lease, stream, reconcile, open with
@@ -295,22 +489,26 @@ func (n *Node) Own(ctx context.Context, name, dir string, opts ucl.Options) (*Ow
 	if err != nil {
 		return nil, err
 	}
-	o := &Owned{n: n, name: name, logID: meta.LogID, rev: rev, stop: make(chan struct{})}
+	o := &Owned{n: n, name: name, logID: meta.LogID, rev: rev, stop: make(chan struct{}), renewed: time.Now(),
+		snapDue: make(chan struct{}, 1), warn: opts.Warn}
+	// Renewing from now on: importing a long stream may take longer than
+	// the lease lives.
+	o.wg.Add(1)
+	go o.renew()
 	fail := func(err error) (*Owned, error) {
-		n.kv.Delete(name, nats.LastRevision(o.rev))
+		close(o.stop)
+		o.wg.Wait()
+		o.mu.Lock()
+		if !o.lost {
+			n.kv.Delete(name, nats.LastRevision(o.rev))
+		}
+		o.mu.Unlock()
 		return nil, err
 	}
 	if err := n.EnsureStream(meta.LogID); err != nil {
 		return fail(err)
 	}
-	st, err := store.Open(dir, store.OpenOptions{Keys: opts.Keys, VaultKeyPath: opts.VaultKeyPath})
-	if err != nil {
-		return fail(err)
-	}
-	o.Imported, o.Published, err = n.Reconcile(ctx, st.Log, meta.LogID)
-	if cerr := st.Close(); err == nil {
-		err = cerr
-	}
+	head0, err := n.catchUp(ctx, o, dir, meta.LogID, opts)
 	if err != nil {
 		return fail(err)
 	}
@@ -320,73 +518,130 @@ func (n *Node) Own(ctx context.Context, name, dir string, opts ucl.Options) (*Ow
 		return fail(err)
 	}
 	o.Store = s
+	if head0 == 0 && o.Imported > 0 {
+		// Nothing local: the projections start from the newest snapshot
+		// instead of replaying the whole log (the log itself is imported
+		// whole: it is the source of truth, verified from seq 1).
+		o.Snapshot = n.restoreSnapshot(ctx, s, dir, meta.LogID)
+	} else {
+		o.Snapshot.Reason = "the local log was not empty"
+	}
+	if o.Snapshot.Used {
+		o.snapSeq = o.Snapshot.Seq
+	} else if b, err := n.obs.GetBytes(manifestObject(meta.LogID)); err == nil {
+		if m, err := snapshot.ParseManifest(b); err == nil {
+			o.snapSeq = m.Seq
+		}
+	}
 	h := ucl.Handler(s)
-	o.sub, err = n.nc.QueueSubscribe(ReqSubject(name), "owner", func(m *nats.Msg) { go n.serveMsg(h, m) })
+	sub, err := n.nc.QueueSubscribe(ReqSubject(name), "owner", func(m *nats.Msg) { go n.serveMsg(h, m) })
 	if err == nil {
 		err = n.nc.Flush()
 	}
+	if err == nil && o.Lost() {
+		err = ErrLeaseLost // while taking the store over
+	}
 	if err != nil {
+		if sub != nil {
+			sub.Unsubscribe()
+		}
 		s.Close()
 		return fail(fmt.Errorf("answer requests for %s: %w", name, err))
 	}
+	o.mu.Lock()
+	o.sub = sub
+	o.mu.Unlock()
 	o.wg.Add(1)
-	go o.renew()
+	go o.snapshotter()
 	o.Took = time.Since(t0)
 	return o, nil
 }
 
-func (o *Owned) replicate(first uint64, raws [][]byte) error {
-	o.mu.Lock()
-	lost := o.lost
-	o.mu.Unlock()
-	if lost {
+func (o *Owned) replicate(first uint64, raws [][]byte) (err error) {
+	defer func() {
+		if err != nil {
+			o.mu.Lock()
+			o.broken = true
+			o.mu.Unlock()
+		}
+	}()
+	if !o.Valid() {
 		return ErrLeaseLost
 	}
-	return o.n.Publish(o.logID, first, raws)
+	if err := o.n.Publish(o.logID, first, raws); err != nil {
+		return err
+	}
+	if every := o.n.cfg.SnapshotEvery; every > 0 {
+		o.mu.Lock()
+		due := first+uint64(len(raws))-1 >= o.snapSeq+uint64(every)
+		o.mu.Unlock()
+		if due {
+			select {
+			case o.snapDue <- struct{}{}:
+			default: // one is due already
+			}
+		}
+	}
+	return nil
 }
 
 func (o *Owned) renew() {
 	defer o.wg.Done()
 	t := time.NewTicker(o.n.cfg.LeaseTTL / 4)
 	defer t.Stop()
-	renewed := time.Now()
 	for {
 		select {
 		case <-o.stop:
 			return
 		case <-t.C:
 		}
+		// No lock across the network calls: Valid must answer at once.
 		o.mu.Lock()
-		rev, err := o.n.kv.Update(o.name, []byte(o.n.cfg.NodeID), o.rev)
+		rev := o.rev
+		o.mu.Unlock()
+		nrev, err := o.n.kv.Update(o.name, []byte(o.n.cfg.NodeID), rev)
+		taken := false
 		if err != nil {
-			// The key gone (expired during a slow moment, e.g. a JetStream
-			// leader election): take it again. Safe: had anyone else owned
-			// the store meanwhile and appended, the stream's expected
-			// sequence refuses our next publish.
+			// Another node holds the key, or it expired (this node was
+			// paused, or JetStream was electing leaders longer than the
+			// TTL): either way another node may have served the store
+			// since, so this copy is done. The server opens the store
+			// anew, which takes the lease again and reconciles.
 			e, gerr := o.n.kv.Get(o.name)
-			switch {
-			case errors.Is(gerr, nats.ErrKeyNotFound):
-				rev, err = o.n.kv.Create(o.name, []byte(o.n.cfg.NodeID))
-			case gerr == nil && string(e.Value()) != o.n.cfg.NodeID:
-				// Another node owns it: stop answering its requests (the
-				// queue group would share them with the new owner).
-				o.lost = true
-				o.mu.Unlock()
-				o.sub.Unsubscribe()
-				return
-			}
+			taken = errors.Is(gerr, nats.ErrKeyNotFound) || (gerr == nil && string(e.Value()) != o.n.cfg.NodeID)
 		}
-		if err == nil {
-			o.rev, renewed, o.lost = rev, time.Now(), false
-		} else if time.Since(renewed) >= o.n.cfg.LeaseTTL/2 {
+		o.mu.Lock()
+		switch {
+		case err == nil:
+			o.rev, o.renewed = nrev, time.Now()
+		case taken, time.Since(o.renewed) >= o.n.cfg.LeaseTTL/2:
 			// Failing for half the TTL means another node may own the
-			// store before we could know: stop publishing until a renewal
-			// succeeds (the stream's expected sequence would refuse a
-			// stale write anyway).
+			// store before this one could know.
 			o.lost = true
 		}
+		lost, sub := o.lost, o.sub
 		o.mu.Unlock()
+		if lost {
+			// Stop answering its requests (the queue group would share
+			// them with the new owner).
+			if sub != nil {
+				sub.Unsubscribe()
+			}
+			return
+		}
 	}
+}
+
+// Valid reports whether this node may still serve the store: the lease
+// was renewed within half its TTL (another node can take it only after
+// the whole TTL), it was not lost, and no append failed to replicate
+// (after which the log takes no more appends). A server should drop an
+// Owned that is not valid and open the store anew: that forwards to the
+// new owner, or takes the store again and reconciles.
+func (o *Owned) Valid() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return !o.lost && !o.broken && time.Since(o.renewed) < o.n.cfg.LeaseTTL/2
 }
 
 // Lost reports whether the lease was lost.
@@ -420,7 +675,13 @@ func (o *Owned) Close() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if !o.lost {
-		err = errors.Join(err, o.n.kv.Delete(o.name, nats.LastRevision(o.rev)))
+		derr := o.n.kv.Delete(o.name, nats.LastRevision(o.rev))
+		var apiErr *nats.APIError
+		if errors.As(derr, &apiErr) && (apiErr.ErrorCode == nats.JSErrCodeStreamWrongLastSequence ||
+			apiErr.ErrorCode == nats.JSErrCodeStreamWrongLastSequenceConstant) {
+			derr = nil // another node holds it now: not ours to give back
+		}
+		err = errors.Join(err, derr)
 	}
 	return err
 }

@@ -245,7 +245,8 @@ func TestClusterTakeover(t *testing.T) {
 		t.Fatalf("stream head after takeover append %d, want 12", l3)
 	}
 	// Node a's local log holds event 12 "never acknowledged", which the
-	// stream now holds differently: reconciling it must refuse, not fork.
+	// stream now holds differently: taking the store again cuts that tail
+	// (kept aside) and follows the stream, never forking it.
 	na := connect(t, srvs[2].ClientURL(), "a", ttl)
 	defer na.Close()
 	if err := ob.Close(); err != nil {
@@ -253,13 +254,41 @@ func TestClusterTakeover(t *testing.T) {
 	}
 	// (A lease node b could not give back, e.g. after a slow renewal,
 	// expires within the TTL.)
+	var oa2 *Owned
 	for t1 := time.Now(); ; time.Sleep(100 * time.Millisecond) {
-		_, err = na.Own(ctx, "alice", dirs[0], quiet)
+		oa2, err = na.Own(ctx, "alice", dirs[0], quiet)
 		if !errors.Is(err, ErrLeaseHeld) || time.Since(t1) > 60*time.Second {
 			break
 		}
 	}
-	if !errors.Is(err, ErrForked) {
-		t.Fatalf("the old owner's divergent log: %v, want ErrForked", err)
+	if err != nil {
+		t.Fatalf("the old owner with an unacknowledged tail: %v", err)
+	}
+	defer oa2.Close()
+	if oa2.Cut == nil || oa2.Cut.FromSeq != 12 || oa2.Cut.ToSeq != 12 || oa2.Imported != 1 || len(oa2.Cut.SavedTo) != 1 {
+		t.Fatalf("the old owner's takeover: cut %+v, imported %d; want seq 12 cut and 1 imported", oa2.Cut, oa2.Imported)
+	}
+	if _, err := os.Stat(oa2.Cut.SavedTo[0]); err != nil || !strings.HasPrefix(oa2.Cut.SavedTo[0], filepath.Join(dirs[0], CutDir)) {
+		t.Fatalf("the cut event is not kept in %s: %v", filepath.Join(dirs[0], CutDir), oa2.Cut.SavedTo)
+	}
+	st3 := status(t, oa2.Store)
+	raw12, err := na.StreamRaw(logID, 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := sha256.Sum256(raw12); st3.HeadSeq != 12 || st3.HeadHash != hex.EncodeToString(h[:]) {
+		t.Fatalf("after the cut the old owner's head is %d %s, want the stream's 12", st3.HeadSeq, st3.HeadHash)
+	}
+	res, err = oa2.Store.Search(ctx, ucl.SearchRequest{Text: "never acknowledged", K: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res.Results {
+		if strings.Contains(r.Content, "never acknowledged") {
+			t.Fatalf("the cut event is still searchable: %+v", r)
+		}
+	}
+	if _, err := oa2.Store.Remember(ctx, ucl.RememberRequest{Content: "back on the one chain"}); err != nil {
+		t.Fatal(err)
 	}
 }

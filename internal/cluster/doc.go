@@ -30,6 +30,46 @@
 //	                      with the revision the owner last wrote (fails if
 //	                      anyone else wrote the key since).
 //
+// An owner renews its lease every quarter TTL from the moment it takes it
+// (a takeover importing a long stream may outlast the TTL). It serves the
+// store only while valid (Owned.Valid): renewed within half the TTL, not
+// lost to another node, and no append failed to replicate; a server
+// drops an owner that is not valid and opens the store anew. Every node
+// watches the bucket (WatchLeases): a key not written for a whole TTL
+// belongs to an owner that stopped, and the node takes that store over at
+// once if it has the store's directory. A key deleted (an owner closing
+// the store) is not a reason to take it.
+//
+// # KV bucket "ucl-stores" (provisioning)
+//
+//	store.<name>          the store's identity files sealed under the
+//	                      cluster key: AES-256-GCM, value = nonce (12) ‖
+//	                      ciphertext, associated data
+//	                      "ucl-store-identity-v1" 0x00 <name>; plaintext a
+//	                      JSON object {file name: base64 bytes} of
+//	                      ucl.json, vault.key, wallet.json and token.sha256
+//	token.<sha256 hex>    value: the store name its token opens
+//
+// The cluster key (32 bytes, a file of 64 hex digits) is the same on
+// every node. A node that gets a token no local store has fetches
+// token.<hash>, then store.<name>, checks that the token hash inside is
+// the one asked for, and writes the files into DIR/<name> (staged, then
+// renamed). A name already published with other files is refused, never
+// overwritten. Whoever holds the key and can read the bucket holds every
+// store's vault key: treat it as such.
+//
+// # Object store "ucl-snapshots"
+//
+//	<log id>/manifest        the manifest.json of the log's newest
+//	                         snapshot (snapshot package doc)
+//	<log id>/archive/<name>  its archive.bin, <name> being the manifest's
+//	                         name
+//
+// The owner snapshots a store's projections (snapshot.Create at the log
+// head) every Config.SnapshotEvery events and puts the archive, then the
+// manifest, then deletes the archive the old manifest named. Replicas as
+// Config.Replicas.
+//
 // # The ack rule
 //
 // An append is acknowledged when its events are in the owner's local WAL
@@ -45,17 +85,34 @@
 // local WAL that were never acknowledged. When the node owns the store
 // again, Reconcile publishes them if the stream still ends where the local
 // log left it; if another owner has extended the stream meanwhile the
-// local log has forked from it (ErrForked) and the store is refused until
-// an operator moves that local log aside (its events were never acked).
+// local log has forked from it (ErrForked): Own cuts the local log back to
+// the newest event it shares with the stream (log.CutAfter, the cut bytes
+// kept in DIR/NAME/corrupt as ucl audit repair keeps them) and imports the
+// stream's events instead. Cutting is safe because an acknowledged event
+// is in the stream at its seq: an event that differs from the stream's was
+// never acknowledged, nor was any after it. An append that failed with
+// ErrNotReplicated has an unknown outcome: its event may be published
+// later by this reconcile, or cut.
+//
+// A publish that gets no answer (no responders, a timeout: the stream's
+// RAFT group is electing a leader, 4 to 9 s in nats-server after a server
+// dies) is tried again for up to twice Config.Timeout before it fails.
 //
 // # Takeover
 //
 // Own takes the lease, makes sure the stream exists, reads the stream
 // from the local log's head on into the local log with log.Log.Import
 // (which verifies every event's seq, prev hash and seal, as rebuild does
-// for Arweave segments), then opens the store with the publish hook and
-// answers its request subject. The store's directory must already hold
-// its identity (ucl.json, vault key, wallet): provision it on every node
-// that may own the store; only the log travels through the stream.
+// for Arweave segments; one ordered consumer streams the events, imported
+// in batches of 1024), then opens the store with the publish hook and
+// answers its request subject. When the local log was empty, the
+// projections are restored from the object store's snapshot (its archive
+// checked against the manifest, the manifest's head hash against the
+// imported log) and only the events after it are replayed; the log
+// itself is always imported whole, as rebuild does from Arweave, since it
+// is the source of truth. The store's directory must already hold its
+// identity (ucl.json, vault key, wallet): copied by hand, or fetched from
+// "ucl-stores" with the cluster key; only the log travels through the
+// stream.
 // Arweave mirroring stays with the owner.
 package cluster

@@ -44,7 +44,12 @@ func StartEmbedded(c EmbedConfig) (*server.Server, error) {
 		if c.ClusterHost == "" {
 			c.ClusterHost = c.Host
 		}
-		o.Cluster = server.ClusterOpts{Name: c.ClusterName, Host: c.ClusterHost, Port: c.ClusterPort}
+		// NoAdvertise: the embedded server's clients are its own node (and
+		// nodes told its address); advertising its peers' client addresses,
+		// loopback by default, would send a remote client to addresses
+		// that are not its to reach. A client reaches other servers only
+		// through the URLs it was given.
+		o.Cluster = server.ClusterOpts{Name: c.ClusterName, Host: c.ClusterHost, Port: c.ClusterPort, NoAdvertise: true}
 		for _, r := range c.Routes {
 			u, err := url.Parse(r)
 			if err != nil {

@@ -175,6 +175,11 @@ type Options struct {
 	Log io.Writer
 	// Now is the clock (nil: time.Now); tests of the bucket set it.
 	Now func() time.Time
+	// Lookup, when set, is asked about a token no store in Dir has (by
+	// its hash): it may provision the store into Dir (a cluster node
+	// fetching its identity) and return nil, after which Dir is scanned
+	// again. Lookups run one at a time.
+	Lookup func(tokenHash string) error
 }
 
 // Opened is a store as Options.Open gives it.
@@ -189,6 +194,10 @@ type Opened struct {
 	// Transient is used for one request and closed after it (a client of
 	// an owner elsewhere in a cluster: the owner may change at any time).
 	Transient bool
+	// Valid, when set, is asked before each request: false closes the
+	// store and opens it anew for the request (a cluster owner that lost
+	// its lease, or whose log stopped taking appends).
+	Valid func() bool
 }
 
 // Host serves the stores of a directory (package doc).
@@ -202,6 +211,7 @@ type Host struct {
 	stop   chan struct{}
 	wg     sync.WaitGroup
 	closed bool
+	lookMu sync.Mutex // one Lookup at a time
 }
 
 type entry struct {
@@ -319,6 +329,9 @@ func bearer(r *http.Request) string {
 func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	tok := bearer(r)
 	e, wait, ok := h.admit(tok)
+	if e == nil && tok != "" && h.o.Lookup != nil && h.lookup(tok) {
+		e, wait, ok = h.admit(tok)
+	}
 	if e == nil {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="ucl"`)
 		writeError(w, http.StatusUnauthorized, "unauthorized", "send Authorization: Bearer <token> (the token `ucl stores create NAME` printed)")
@@ -341,6 +354,26 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer done()
 	hd.ServeHTTP(w, r)
+}
+
+// lookup asks Options.Lookup about tok and rescans Dir when it provided
+// the store.
+func (h *Host) lookup(tok string) bool {
+	h.lookMu.Lock()
+	defer h.lookMu.Unlock()
+	if err := h.o.Lookup(HashToken(tok)); err != nil {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return false
+	}
+	if err := h.rescan(); err != nil {
+		h.log.Error("rescan stores", "err", err)
+		return false
+	}
+	return true
 }
 
 // admit finds the store of tok (nil: none) and takes one token of its
@@ -393,35 +426,85 @@ func (h *Host) release(e *entry) {
 }
 
 // open returns the store's handler, opening the store if it is closed,
-// and what to call once the request is done.
+// and what to call once the request is done. tok "" (Warm) opens the
+// store only: the handler is built for the first request's token.
 func (h *Host) open(e *entry, tok string) (http.Handler, func(), error) {
 	e.openMu.Lock()
 	defer e.openMu.Unlock()
+	if e.st != nil && e.st.Valid != nil && !e.st.Valid() {
+		if err := h.closeStore(e, "no longer valid"); err != nil {
+			h.log.Error("close store", "store", e.name, "err", err)
+		}
+	}
 	if e.h != nil {
 		return e.h, func() {}, nil
 	}
-	st, err := h.o.Open(e.name, e.dir)
+	if e.st == nil {
+		st, err := h.o.Open(e.name, e.dir)
+		if err != nil {
+			return nil, nil, err
+		}
+		if st.Transient {
+			if tok == "" {
+				st.Close()
+				return nil, func() {}, nil
+			}
+			hd, err := h.o.Handler(st.API, tok)
+			if err != nil {
+				st.Close()
+				return nil, nil, err
+			}
+			return hd, func() { st.Close() }, nil
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		if st.Serve != nil {
+			go func() { done <- st.Serve(ctx) }()
+		} else {
+			done <- nil
+		}
+		e.st, e.sockStop, e.sockDone = &st, cancel, done
+		h.log.Info("opened store", "store", e.name)
+	}
+	if tok == "" {
+		return nil, func() {}, nil
+	}
+	hd, err := h.o.Handler(e.st.API, tok)
 	if err != nil {
 		return nil, nil, err
 	}
-	hd, err := h.o.Handler(st.API, tok)
-	if err != nil {
-		st.Close()
-		return nil, nil, err
-	}
-	if st.Transient {
-		return hd, func() { st.Close() }, nil
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	if st.Serve != nil {
-		go func() { done <- st.Serve(ctx) }()
-	} else {
-		done <- nil
-	}
-	e.st, e.h, e.sockStop, e.sockDone = &st, hd, cancel, done
-	h.log.Info("opened store", "store", e.name)
+	e.h = hd
 	return hd, func() {}, nil
+}
+
+// Warm opens store name as a request would, without one: a cluster node
+// takes over a store whose owner died before anyone asks for it. A store
+// that opens only as a client of an owner elsewhere is closed again. The
+// store then closes after IdleTimeout like any other.
+func (h *Host) Warm(name string) error {
+	h.mu.Lock()
+	e := h.stores[name]
+	if now := h.o.Now(); e == nil && !h.closed && now.Sub(h.scan) >= time.Second {
+		h.scan = now
+		if err := h.rescan(); err != nil {
+			h.mu.Unlock()
+			return err
+		}
+		e = h.stores[name]
+	}
+	if e == nil || h.closed {
+		h.mu.Unlock()
+		return fmt.Errorf("warm store %q: %w", name, ErrNoStore)
+	}
+	e.inflight++
+	h.mu.Unlock()
+	defer h.release(e)
+	_, done, err := h.open(e, "")
+	if err != nil {
+		return fmt.Errorf("warm store %q: %w", name, err)
+	}
+	done()
+	return nil
 }
 
 // closeStore closes an open store. Called with e.openMu held.

@@ -100,3 +100,54 @@ func TestHostLimitsAndIdle(t *testing.T) {
 		t.Fatalf("opens %d closes %d, want 2 and 1", opens, closes)
 	}
 }
+
+// An open store whose Valid turns false is closed and opened anew for the
+// next request (a cluster owner that lost its lease must not go on
+// answering from its own copy).
+func TestHostReopensInvalid(t *testing.T) {
+	dir := t.TempDir()
+	tok, err := Create(dir, "alice", func(sd string) error { return os.MkdirAll(sd, 0o700) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	opens, closes, valid := 0, 0, true
+	h, err := NewHost(Options{Dir: dir, IdleTimeout: time.Hour,
+		Open: func(name, sd string) (Opened, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			opens++
+			return Opened{Close: func() error { mu.Lock(); closes++; mu.Unlock(); return nil },
+				Valid: func() bool { mu.Lock(); defer mu.Unlock(); return valid }}, nil
+		},
+		Handler: func(ucl.API, string) (http.Handler, error) {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}), nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	do := func() {
+		r := httptest.NewRequest("GET", "/v1/status", nil)
+		r.Header.Set("Authorization", "Bearer "+tok)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != 200 {
+			t.Fatalf("status %d", w.Code)
+		}
+	}
+	do()
+	do()
+	mu.Lock()
+	if opens != 1 || closes != 0 {
+		t.Fatalf("while valid: %d opens, %d closes; want 1, 0", opens, closes)
+	}
+	valid = false
+	mu.Unlock()
+	do()
+	mu.Lock()
+	defer mu.Unlock()
+	if opens != 2 || closes != 1 {
+		t.Fatalf("after Valid turned false: %d opens, %d closes; want 2, 1", opens, closes)
+	}
+}
