@@ -311,7 +311,6 @@ func (s *Server) methodRoute(m *ucl.Method) http.HandlerFunc {
 	}
 }
 
-
 // apiError is the JSON error body.
 type apiError struct {
 	Error struct {

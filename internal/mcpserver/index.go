@@ -25,8 +25,8 @@ type IndexIn struct {
 
 // IndexOut is the result of uc_index: the structure of the text answer.
 type IndexOut struct {
-	Matches  int               `json:"matches" jsonschema:"items matching"`
-	Capped   bool              `json:"capped,omitempty" jsonschema:"true when matches is a lower bound"`
+	Matches  int            `json:"matches" jsonschema:"items matching"`
+	Capped   bool           `json:"capped,omitempty" jsonschema:"true when matches is a lower bound"`
 	Overview index.Overview `json:"overview" jsonschema:"matches by content time: after now, today, earlier this week, earlier this month, older"`
 	Items    []index.Item   `json:"items" jsonschema:"matches shown in full"`
 	Snippets []index.Item   `json:"snippets" jsonschema:"matches shown as snippets (uc_get opens one)"`
@@ -34,7 +34,7 @@ type IndexOut struct {
 	Months   []IndexGroup   `json:"months"`
 	Topics   []IndexGroup   `json:"topics"`
 	Omitted  index.Omitted  `json:"omitted" jsonschema:"what matched but did not fit the budget"`
-	Tokens   int               `json:"tokens" jsonschema:"estimated tokens of the text answer"`
+	Tokens   int            `json:"tokens" jsonschema:"estimated tokens of the text answer"`
 }
 
 // IndexGroup is a group of uc_index's answer: the engine's group (package

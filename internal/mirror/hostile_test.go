@@ -291,6 +291,10 @@ func TestHostileGatewayEndlessPagination(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			opt := hostileOpt
 			opt.MaxPages = 50
+			// This gateway never stalls: a page that took longer than
+			// hostileOpt's 300 ms on a loaded -race run was retried and
+			// counted twice by the gateway (101 pages served for 100).
+			opt.RequestTimeout = 30 * time.Second
 			c := h.client(t, opt)
 			ctx := testCtx(t)
 
