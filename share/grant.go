@@ -19,6 +19,8 @@ import (
 	"github.com/unlimitedcontext/ucl/proof"
 )
 
+// The errors of sharing, returned by the engine's Share* methods (their
+// codes and classes are in package ucl's errors.go).
 var (
 	// ErrBadAddress is returned when a grantee is not an Arweave address
 	// (43 characters of base64url).
@@ -27,15 +29,15 @@ var (
 	// grantee: the gateway knows no transaction from the address, or the
 	// key given does not hash to it.
 	ErrNoGranteeKey = errors.New("ucl: no known public key for the address")
-	// ErrEmptyScope is returned by ShareGrant when the scope names nothing
-	// or matches no live chunk; nothing is written.
+	// ErrEmptyScope is returned by the engine's ShareGrant when the scope
+	// names nothing or matches no live chunk; nothing is written.
 	ErrEmptyScope = errors.New("ucl: share scope matches no live chunk")
-	// ErrUnknownGrant is returned by ShareRevoke when the id is not an
-	// active grant of this store.
+	// ErrUnknownGrant is returned by Revoke (the engine's ShareRevoke)
+	// when the id is not an active grant of this store.
 	ErrUnknownGrant = errors.New("ucl: no active share grant with that id")
-	// ErrShareRejected is returned by SharePull when a grant or the
-	// grantor's log did not verify; the result lists what was rejected and
-	// what else was received.
+	// ErrShareRejected is returned by the engine's SharePull when a grant
+	// or the grantor's log did not verify; the result lists what was
+	// rejected and what else was received.
 	ErrShareRejected = errors.New("ucl: a share failed verification")
 )
 
