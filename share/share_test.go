@@ -20,7 +20,7 @@ import (
 // grantor is a grantor's log (wallet-a's, from arweave/testdata: no RSA
 // key generation) of three chunks, c1 and c2 in session s1, c3 in s2,
 // and the grantee wallet-b.
-func grantor(t *testing.T) (Env, *arweave.Wallet, *arweave.Wallet) {
+func grantor(t testing.TB) (Env, *arweave.Wallet, *arweave.Wallet) {
 	t.Helper()
 	wa, err := arweave.LoadWallet("../arweave/testdata/wallet-a.json")
 	if err != nil {
@@ -58,7 +58,7 @@ func grantor(t *testing.T) (Env, *arweave.Wallet, *arweave.Wallet) {
 
 // grantS1 appends a grant of s1's chunks (seqs 1 and 2) to wb and returns
 // its event and body.
-func grantS1(t *testing.T, env Env, wb *arweave.Wallet) (log.Result, *log.ShareGrant) {
+func grantS1(t testing.TB, env Env, wb *arweave.Wallet) (log.Result, *log.ShareGrant) {
 	t.Helper()
 	e, err := NewGrant(env, Grant{To: wb.Address(), Key: &wb.PrivateKey().PublicKey, Session: "s1", Note: "n",
 		Chunks: []Chunk{{"c2", 2}, {"c1", 1}}})
@@ -74,7 +74,7 @@ func grantS1(t *testing.T, env Env, wb *arweave.Wallet) (log.Result, *log.ShareG
 
 // disclosedKeys wraps the DEKs of the events seqs under a grant's share
 // key, as the grantor's push discloses them.
-func disclosedKeys(t *testing.T, env Env, g *log.ShareGrant, seqs ...uint64) []log.WrappedKey {
+func disclosedKeys(t testing.TB, env Env, g *log.ShareGrant, seqs ...uint64) []log.WrappedKey {
 	t.Helper()
 	w, err := crypto.NewWrapper(g.OwnKey)
 	if err != nil {
