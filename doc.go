@@ -76,9 +76,9 @@
 //	Checkpoints(ctx, CheckpointsRequest) (*CheckpointsResult, error)   anchored Merkle checkpoints
 //	Prove(ctx, ProveRequest) (*log.Proof, error)                 audit proof against the newest covering checkpoint (package proof)
 //	Status(ctx, StatusRequest) (*StatusResult, error)
-//	ShareGrant(ctx, ShareGrantRequest) (*ShareGrantResult, error)      grant live chunks to an Arweave address (share.go)
+//	ShareGrant(ctx, ShareGrantRequest) (*ShareGrantResult, error)      grant live chunks to an Arweave address (package share)
 //	ShareRevoke / ShareList                                           revoke a grant; grants given and received
-//	SharePull(ctx, SharePullRequest) (*SharePullResult, error)        receive grants: verify, decrypt, project (sharepull.go)
+//	SharePull(ctx, SharePullRequest) (*SharePullResult, error)        receive grants: verify, decrypt, project (package share)
 //	SnapshotCreate / SnapshotList / SnapshotVerify / SnapshotRestore / SnapshotPublish
 //	Consolidate(ctx, ConsolidateRequest) (*ConsolidateResult, error)   derived memory: grounded facts and profiles as events, citing sources
 //	Profile(ctx, ProfileRequest) (*ProfileResult, error)               the current profiles with their facts and sources

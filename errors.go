@@ -18,6 +18,7 @@ import (
 	"github.com/unlimitedcontext/ucl/proof"
 	"github.com/unlimitedcontext/ucl/query"
 	"github.com/unlimitedcontext/ucl/rotate"
+	"github.com/unlimitedcontext/ucl/share"
 	"github.com/unlimitedcontext/ucl/snapshot"
 )
 
@@ -148,11 +149,11 @@ var errorCodes = []struct {
 	{"unknown_item", ErrUnknownItem, ClassNotFound},
 	{"item_tombstoned", ErrTombstoned, ClassConflict},
 	{"edit_chunk", ErrEditChunk, ClassBadRequest},
-	{"bad_address", ErrBadAddress, ClassBadRequest},
-	{"no_grantee_key", ErrNoGranteeKey, ClassNotFound},
-	{"empty_scope", ErrEmptyScope, ClassBadRequest},
-	{"unknown_grant", ErrUnknownGrant, ClassNotFound},
-	{"share_rejected", ErrShareRejected, ClassConflict},
+	{"bad_address", share.ErrBadAddress, ClassBadRequest},
+	{"no_grantee_key", share.ErrNoGranteeKey, ClassNotFound},
+	{"empty_scope", share.ErrEmptyScope, ClassBadRequest},
+	{"unknown_grant", share.ErrUnknownGrant, ClassNotFound},
+	{"share_rejected", share.ErrShareRejected, ClassConflict},
 	{"not_for_this_wallet", crypto.ErrNotForThisWallet, ClassForbidden},
 	{"arweave_disclosure", mirror.ErrDisclosure, ClassConflict},
 	{"log_shredded", log.ErrShredded, ClassNotFound},

@@ -30,6 +30,9 @@ var forbiddenDeps = map[string][]string{
 	"proof":  {"internal/store", "projections", "snapshot", "query"},
 	"index":  {"internal/store", "snapshot", "arweave", "internal/mirror"},
 	"rotate": {"projections", "snapshot", "internal/mirror", "query"},
+	// Sharing works on its Env and the gateway the engine hands it; the
+	// shared projections are the engine's.
+	"share": {"internal/store", "snapshot", "query", "projections/projstd", "index", "rotate"},
 }
 
 // TestLayering asserts the import directions: front ends (cmd/..., the

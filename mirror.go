@@ -34,15 +34,15 @@ func gatewayOr(g string) string {
 	return g
 }
 
-// ArweaveTimeoutEnv, when set to a duration, bounds each Arweave request
+// arweaveTimeoutEnv, when set to a duration, bounds each Arweave request
 // (gateway or bundler) by it and each call with its retries by twice it,
 // instead of 30s and 60s: for slow links, or tests of a gateway that hangs.
-const ArweaveTimeoutEnv = "UCL_ARWEAVE_TIMEOUT"
+const arweaveTimeoutEnv = "UCL_ARWEAVE_TIMEOUT"
 
 // arweaveOptions are the transport options of every client.
 func arweaveOptions() arweave.Options {
 	var o arweave.Options
-	if d, err := time.ParseDuration(os.Getenv(ArweaveTimeoutEnv)); err == nil && d > 0 {
+	if d, err := time.ParseDuration(os.Getenv(arweaveTimeoutEnv)); err == nil && d > 0 {
 		o.RequestTimeout, o.CallTimeout = d, 2*d
 	}
 	return o

@@ -278,7 +278,7 @@ func TestDEKAfterRotation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dek, err := s.dekOf(raw)
+	dek, err := s.st.Log.DEK(raw)
 	if err != nil {
 		t.Fatalf("live event after rotation: %v", err)
 	}
@@ -290,7 +290,7 @@ func TestDEKAfterRotation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.dekOf(raw); !errors.Is(err, log.ErrShredded) {
+	if _, err := s.st.Log.DEK(raw); !errors.Is(err, log.ErrShredded) {
 		t.Fatalf("shredded event gave a key: %v", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/unlimitedcontext/ucl/crypto"
 	"github.com/unlimitedcontext/ucl/internal/mirror"
 	"github.com/unlimitedcontext/ucl/log"
+	"github.com/unlimitedcontext/ucl/share"
 )
 
 // Issue 29, left over from item 1: a grant made, then one of its chunks
@@ -144,7 +145,7 @@ func appendV2Grant(t *testing.T, s *Store, wb *arweave.Wallet, seqs []uint64) lo
 	if err != nil {
 		t.Fatal(err)
 	}
-	wrapped, err := crypto.WrapBoundShareKey(&wb.PrivateKey().PublicKey, sk, s.shareBinding(gid))
+	wrapped, err := crypto.WrapBoundShareKey(&wb.PrivateKey().PublicKey, sk, share.Binding(s.shareEnv(), gid))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +163,7 @@ func appendV2Grant(t *testing.T, s *Store, wb *arweave.Wallet, seqs []uint64) lo
 		if err != nil {
 			t.Fatal(err)
 		}
-		dek, err := s.dekOf(raw)
+		dek, err := s.st.Log.DEK(raw)
 		if err != nil {
 			t.Fatal(err)
 		}

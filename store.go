@@ -20,6 +20,7 @@ import (
 	"github.com/unlimitedcontext/ucl/projections/projstd"
 	"github.com/unlimitedcontext/ucl/proof"
 	"github.com/unlimitedcontext/ucl/query"
+	"github.com/unlimitedcontext/ucl/share"
 )
 
 // Store is an open ucl store: the log, its keys and wallet, the projection
@@ -57,11 +58,12 @@ type Store struct {
 	// consolidateMu runs one consolidation at a time (consolidate_engine.go).
 	consolidateMu sync.Mutex
 	// sharedMu guards shared and sharedSrc, the projections of what other
-	// wallets shared with this store (sharesrc.go), opened on first use,
-	// and every call on them; taken after projMu (shared or not).
+	// wallets shared with this store (shareapi.go, package share), opened
+	// on first use, and every call on them; taken after projMu (shared or
+	// not).
 	sharedMu  sync.Mutex
 	shared    *projstd.Set
-	sharedSrc *sharedSource
+	sharedSrc *share.Source
 	mirror    sync.Mutex   // one push at a time
 	tree      proof.Merkle // the Merkle tree, opened on first use
 	closeMu   sync.Mutex

@@ -10,6 +10,7 @@ import (
 
 	"github.com/unlimitedcontext/ucl"
 	"github.com/unlimitedcontext/ucl/crypto"
+	"github.com/unlimitedcontext/ucl/share"
 )
 
 var shareCommand = &cli.Command{
@@ -72,11 +73,11 @@ grantee's wallet JWK or its public half).`,
 			defer cancel()
 			res, err := api.ShareGrant(ctx, req)
 			switch {
-			case errors.Is(err, ucl.ErrBadAddress):
+			case errors.Is(err, share.ErrBadAddress):
 				return withHint(err, "an Arweave address is 43 characters of base64url (the grantee's `ucl status` shows it); nothing was written")
-			case errors.Is(err, ucl.ErrNoGranteeKey):
+			case errors.Is(err, share.ErrNoGranteeKey):
 				return withHint(err, "the gateway knows no transaction from that address (the grantee can run `ucl sync push` once), or pass its public key with --key FILE; nothing was written")
-			case errors.Is(err, ucl.ErrEmptyScope):
+			case errors.Is(err, share.ErrEmptyScope):
 				return withHint(err, "nothing was written; check the ids with `ucl query` or `ucl session list`")
 			case err != nil:
 				return withHint(err, gatewayHint(err, "ucl share grant"))
@@ -99,7 +100,7 @@ var shareRevokeCommand = &cli.Command{
 	Name:        "revoke",
 	Usage:       "revoke a grant",
 	ArgsUsage:   "GRANT_ID",
-	Description: ucl.ShareRevokeNote,
+	Description: share.RevokeNote,
 	Flags:       []cli.Flag{&cli.StringFlag{Name: "reason", Usage: "why (kept in the audit trail)"}},
 	Action: func(c *cli.Context) error {
 		if c.NArg() != 1 {
@@ -109,7 +110,7 @@ var shareRevokeCommand = &cli.Command{
 			ctx, cancel := signalContext()
 			defer cancel()
 			res, err := api.ShareRevoke(ctx, ucl.ShareRevokeRequest{Grant: c.Args().First(), Reason: c.String("reason")})
-			if errors.Is(err, ucl.ErrUnknownGrant) {
+			if errors.Is(err, share.ErrUnknownGrant) {
 				return withHint(err, "`ucl share list` shows the grants and their status; nothing was written")
 			}
 			if err != nil {
@@ -193,7 +194,7 @@ never in this store's log. Chunks the grantor tombstoned since disappear.`,
 				}
 			}
 			switch {
-			case errors.Is(err, ucl.ErrShareRejected):
+			case errors.Is(err, share.ErrShareRejected):
 				return withHint(err, "what did not verify was left out and nothing of it was stored; the rest was received")
 			case errors.Is(err, crypto.ErrNotForThisWallet):
 				return withHint(err, "the grant is for another wallet")

@@ -1,52 +1,26 @@
-package ucl
+package share
 
 import (
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
-	"strings"
 
-	"github.com/unlimitedcontext/ucl/arweave"
 	"github.com/unlimitedcontext/ucl/crypto"
 	"github.com/unlimitedcontext/ucl/internal/fsutil"
 	"github.com/unlimitedcontext/ucl/internal/mirror"
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections"
+	"github.com/unlimitedcontext/ucl/proof"
 )
 
-// Sharing (DESIGN.md §4). A grant is a share_grant event in the grantor's
-// own log: a fresh share key, RSA-OAEP-wrapped to the grantee, and the
-// granted chunks with their events (v3; v1/v2 grants carried the chunks'
-// DEKs in the body). The grantee cannot read the grantor's log (its bodies
-// are sealed under the grantor's vault key), so Push discloses to the
-// grantee, in signed uploads tagged UC-Grantee (the disclosure format is in
-// the internal/mirror package doc), the DEK of the grant event itself with
-// those of its chunks whose content still exists, then of every later
-// tombstone that removes a granted chunk and of the revoke. A chunk
-// tombstoned and shredded by a key rotation before the grant's first push
-// is never keyed to the grantee (it learns the id, hidden); an old-format
-// grant carrying such a chunk's DEK is withheld, never disclosed. SharePull (sharepull.go) is the grantee's side.
-//
-// The share key is bound to the grantor (crypto.ShareBinding: the RSA-OAEP
-// label names the grantor's address, log id and the grant's event id, drawn
-// before the grant is appended). Anyone can re-post a grantor's public
-// segments and disclosures under their own signature; the grantee unwraps
-// with the signer it verified, so such a copy yields no key and is
-// rejected. Grants of the unbound v1 format are refused at the grantee.
-//
-// A grant that follows its session (share_grant v2 flag) also covers the
-// chunks stored in the session after it: each push discloses their DEKs
-// under the grant's share key, in the same disclosures, until the revoke.
-// They are not written as follow-up grant events in the log: the grant
-// event records the intent, and the disclosures, signed by the wallet, are
-// the record of what was sent.
-
+// The errors of sharing, returned by the engine's Share* methods (their
+// codes and classes are in package ucl's errors.go).
 var (
 	// ErrBadAddress is returned when a grantee is not an Arweave address
 	// (43 characters of base64url).
@@ -55,77 +29,24 @@ var (
 	// grantee: the gateway knows no transaction from the address, or the
 	// key given does not hash to it.
 	ErrNoGranteeKey = errors.New("ucl: no known public key for the address")
-	// ErrEmptyScope is returned by ShareGrant when the scope names nothing
-	// or matches no live chunk; nothing is written.
+	// ErrEmptyScope is returned by the engine's ShareGrant when the scope
+	// names nothing or matches no live chunk; nothing is written.
 	ErrEmptyScope = errors.New("ucl: share scope matches no live chunk")
-	// ErrUnknownGrant is returned by ShareRevoke when the id is not an
-	// active grant of this store.
+	// ErrUnknownGrant is returned by Revoke (the engine's ShareRevoke)
+	// when the id is not an active grant of this store.
 	ErrUnknownGrant = errors.New("ucl: no active share grant with that id")
-	// ErrShareRejected is returned by SharePull when a grant or the
-	// grantor's log did not verify; the result lists what was rejected and
-	// what else was received.
+	// ErrShareRejected is returned by the engine's SharePull when a grant
+	// or the grantor's log did not verify; the result lists what was
+	// rejected and what else was received.
 	ErrShareRejected = errors.New("ucl: a share failed verification")
 )
 
-// ShareRevokeNote says what a revoke cannot do.
-const ShareRevokeNote = "note: the revoke stops this grant from now on (later tombstones of its chunks are no longer sent); " +
+// RevokeNote says what a revoke cannot do.
+const RevokeNote = "note: the revoke stops this grant from now on (later tombstones of its chunks are no longer sent); " +
 	"what was already shared stays readable by the recipient, who holds its keys."
 
-// ShareGrantRequest names a grantee and a scope. Scope selectors combine
-// like a tombstone's: chunks and documents are added; a session and a
-// content-time range [Since, Until) select the live chunks matching both.
-type ShareGrantRequest struct {
-	To string `json:"to"` // the grantee's Arweave address
-	// Key is the grantee's public key as a JWK (a wallet file or its public
-	// half: "n" is used). Empty: the key is taken from the gateway (the
-	// owner of any transaction of the address).
-	Key       string   `json:"key,omitempty"`
-	Gateway   string   `json:"gateway,omitempty"`
-	Session   string   `json:"session,omitempty"`
-	Chunks    []string `json:"chunks,omitempty"`
-	Documents []string `json:"documents,omitempty"`
-	Since     string   `json:"since,omitempty"`
-	Until     string   `json:"until,omitempty"`
-	Note      string   `json:"note,omitempty"`
-	// Follow also grants the chunks stored in Session after the grant,
-	// until it is revoked: each push discloses them to the grantee.
-	Follow bool `json:"follow,omitempty"`
-}
-
-// ShareGrantResult is the appended grant.
-type ShareGrantResult struct {
-	Grant    log.ID   `json:"grant"`
-	Seq      uint64   `json:"seq"`
-	Hash     log.Hash `json:"hash"`
-	Grantee  string   `json:"grantee"`
-	KeyFrom  string   `json:"key_from"` // "gateway" or "given"
-	Sessions []string `json:"sessions,omitempty"`
-	Chunks   []string `json:"chunks"`
-	Note     string   `json:"note,omitempty"`
-	Follow   bool     `json:"follow,omitempty"`
-}
-
-// ShareRevokeRequest names a grant to revoke.
-type ShareRevokeRequest struct {
-	Grant  string `json:"grant"` // the grant event id (hex)
-	Reason string `json:"reason,omitempty"`
-}
-
-// ShareRevokeResult is the appended revoke.
-type ShareRevokeResult struct {
-	Seq     uint64   `json:"seq"`
-	ID      log.ID   `json:"id"`
-	Hash    log.Hash `json:"hash"`
-	Grant   log.ID   `json:"grant"`
-	Grantee string   `json:"grantee"`
-	Note    string   `json:"note"`
-}
-
-// ShareListRequest lists grants.
-type ShareListRequest struct{}
-
-// GivenShare is a grant this store made.
-type GivenShare struct {
+// Given is a grant this store made (an element of ShareList's result).
+type Given struct {
 	Grant    log.ID   `json:"grant"`
 	Seq      uint64   `json:"seq"`
 	Time     int64    `json:"time_ms"`
@@ -146,9 +67,10 @@ type GivenShare struct {
 	Sent bool `json:"sent"`
 }
 
-// ReceivedShare is a grant another wallet made to this one, as of the
-// last pull.
-type ReceivedShare struct {
+// Received is a grant another wallet made to this one, as of the last
+// pull (an element of ShareList's and SharePull's results, and the head
+// of a grant in the shared area).
+type Received struct {
 	Grant   log.ID   `json:"grant"`
 	Grantor string   `json:"grantor"`
 	LogID   string   `json:"log_id"`
@@ -162,190 +84,102 @@ type ReceivedShare struct {
 	TxIDs   []string `json:"tx_ids"`
 	// Checkpoint says whether the grantor's log was checked against a
 	// checkpoint the grantor anchored.
-	Checkpoint RebuildCheckpoint `json:"checkpoint"`
+	Checkpoint proof.LogCheck `json:"checkpoint"`
 }
 
-// ShareListResult lists given and received grants.
-type ShareListResult struct {
-	Given    []GivenShare    `json:"given"`
-	Received []ReceivedShare `json:"received"`
+// Env is what sharing works on: the grantor's log, its identity and the
+// store directory that holds the disclosure bookkeeping (share-push.json)
+// and the shared area (shared/).
+type Env struct {
+	Dir     string
+	Log     *log.Log
+	Address string   // this store's wallet address
+	LogID   [16]byte // this store's log id
+	// Warn receives what a push leaves out and why (nil: dropped).
+	Warn func(string)
 }
 
-// openEnd stands for "no end" in a scope given only a start.
-const openEnd = 1<<63 - 1
+func (e Env) path(name string) string { return filepath.Join(e.Dir, name) }
 
-// validAddress reports whether a is an Arweave address: base64url without
-// padding of a 32-byte hash.
-func validAddress(a string) bool {
-	if len(a) != 43 {
-		return false
+func (e Env) warn(msg string) {
+	if e.Warn != nil {
+		e.Warn(msg)
 	}
-	b, err := base64.RawURLEncoding.DecodeString(a)
-	return err == nil && len(b) == 32
 }
 
-// granteeKey returns the grantee's RSA key: from the JWK given, else from
-// the gateway; either way checked against the address.
-func granteeKey(ctx context.Context, req ShareGrantRequest, gateway string) (*rsa.PublicKey, string, error) {
-	if req.Key != "" {
-		var jwk struct {
-			N string `json:"n"`
-		}
-		if err := json.Unmarshal([]byte(req.Key), &jwk); err != nil || jwk.N == "" {
-			return nil, "", fmt.Errorf("read grantee key: not a JWK with a modulus: %w", ErrBadRequest)
-		}
-		pk, err := arweave.PublicKeyFromOwner(jwk.N, req.To)
-		if err != nil {
-			return nil, "", fmt.Errorf("grantee key: %v: %w", err, ErrNoGranteeKey)
-		}
-		return pk, "given", nil
-	}
-	cl, err := newClient(gateway, nil)
-	if err != nil {
-		return nil, "", err
-	}
-	info, err := cl.FetchPublicKey(ctx, req.To)
-	switch {
-	case errors.Is(err, arweave.ErrNotFound):
-		return nil, "", fmt.Errorf("%v: %w", err, ErrNoGranteeKey)
-	case errors.Is(err, arweave.ErrOwnerMismatch):
-		return nil, "", fmt.Errorf("%v: %w", err, ErrNoGranteeKey)
-	case err != nil:
-		return nil, "", err
-	}
-	return info.Key, "gateway", nil
+// Chunk is a chunk to grant: its id and the seq of the event that holds
+// its current text.
+type Chunk struct {
+	ID  string
+	Seq uint64
 }
 
-// ShareGrant grants the live chunks of a scope to an Arweave address. The
-// grant is mirrored, and disclosed to the grantee, by the next Push.
-func (s *Store) ShareGrant(ctx context.Context, req ShareGrantRequest) (*ShareGrantResult, error) {
-	if err := s.needKeys(); err != nil {
-		return nil, err
-	}
-	if !validAddress(req.To) {
-		return nil, fmt.Errorf("grantee %q: %w", req.To, ErrBadAddress)
-	}
-	ts := &log.Tombstone{Chunks: append([]string(nil), req.Chunks...), Session: req.Session}
-	var err error
-	if ts.From, err = parseTime("since", req.Since); err != nil {
-		return nil, err
-	}
-	if ts.To, err = parseTime("until", req.Until); err != nil {
-		return nil, err
-	}
-	if ts.From != 0 && ts.To == 0 {
-		ts.To = openEnd
-	}
-	if ts.To != 0 && ts.To <= ts.From {
-		return nil, badRequest("bad time range")
-	}
-	if len(ts.Chunks) == 0 && len(req.Documents) == 0 && ts.Session == "" && ts.To == 0 {
-		return nil, fmt.Errorf("grant: %w: no session, chunk, document or time range given", ErrEmptyScope)
-	}
-	if req.Follow && req.Session == "" {
-		return nil, badRequest("following needs a session to follow")
-	}
-	pub, from, err := granteeKey(ctx, req, s.gatewayFor(req.Gateway))
-	if err != nil {
-		return nil, err
-	}
-	s.lockProj()
-	defer s.projMu.Unlock()
-	set, err := s.caughtUpLocked(ctx, nil)
-	if err != nil {
-		return nil, err
-	}
-	if ts.Chunks, err = documentChunks(set, req.Documents, ts.Chunks); err != nil {
-		if errors.Is(err, ErrNoDocument) {
-			return nil, fmt.Errorf("grant: %w: %w", err, ErrEmptyScope)
-		}
-		return nil, err
-	}
-	ids, err := set.Timelines.Matches(ts)
-	if err != nil {
-		return nil, err
-	}
-	if len(ids) == 0 {
-		d := *ts
-		if d.To == openEnd {
-			d.From, d.To = 0, 0 // the open end is no date to print
-		}
-		what := describeTargets(&d)
-		if d.From != ts.From {
-			what = strings.TrimPrefix(strings.TrimSpace(what+" and content time from "+req.Since+" on"), "and ")
-		}
-		return nil, fmt.Errorf("grant %s: %w", what, ErrEmptyScope)
-	}
+// Grant is a grant to make: the grantee's address and RSA key, the
+// chunks, and the session a following grant follows.
+type Grant struct {
+	To      string
+	Key     *rsa.PublicKey
+	Session string
+	Chunks  []Chunk
+	Note    string
+	Follow  bool
+}
+
+// NewGrant returns the share_grant event of g (v3): a fresh share key
+// wrapped to the grantee and bound to this grantor, its log and the
+// grant's event id (drawn here), and the chunks' events in log order.
+// The caller appends it; the next push discloses it.
+func NewGrant(env Env, g Grant) (log.Entry, error) {
 	shareKey, err := crypto.NewKey()
 	if err != nil {
-		return nil, err
+		return log.Entry{}, err
 	}
 	// The grant's event id is drawn here: with the grantor's address and
 	// log id it binds the share key (crypto.ShareBinding), so a copy of the
 	// grant re-signed by another wallet does not unwrap at the grantee.
 	var gid log.ID
 	if _, err := rand.Read(gid[:]); err != nil {
-		return nil, err
+		return log.Entry{}, err
 	}
-	wrapped, err := crypto.WrapBoundShareKey(pub, shareKey, s.shareBinding(gid))
+	wrapped, err := crypto.WrapBoundShareKey(g.Key, shareKey, Binding(env, gid))
 	if err != nil {
-		return nil, err
+		return log.Entry{}, err
 	}
-	g := &log.ShareGrant{Grantee: req.To, ShareKey: wrapped, Note: req.Note, OwnKey: shareKey, Follow: req.Follow}
-	if req.Session != "" {
-		g.Sessions = []string{req.Session}
+	b := &log.ShareGrant{Grantee: g.To, ShareKey: wrapped, Note: g.Note, OwnKey: shareKey, Follow: g.Follow}
+	if g.Session != "" {
+		b.Sessions = []string{g.Session}
 	}
 	// The grant names each chunk's event (v3), not its DEK: the DEKs go
 	// to the grantee in the push's disclosure, and only for content that
 	// still exists then (a rotation may shred a chunk tombstoned before
 	// that push, and the grant must not keep a key to it).
-	type granted struct {
-		id  string
-		seq uint64
+	cs := append([]Chunk(nil), g.Chunks...)
+	sort.Slice(cs, func(i, j int) bool { return cs[i].Seq < cs[j].Seq })
+	for _, c := range cs {
+		b.Chunks, b.Seqs = append(b.Chunks, c.ID), append(b.Seqs, c.Seq)
 	}
-	var gs []granted
-	for _, id := range ids {
-		c, ok, err := set.Timelines.Chunk(id)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return nil, fmt.Errorf("grant: chunk %s vanished: %w", id, ErrEmptyScope)
-		}
-		gs = append(gs, granted{id, c.Seq})
-	}
-	sort.Slice(gs, func(i, j int) bool { return gs[i].seq < gs[j].seq })
-	for _, c := range gs {
-		g.Chunks, g.Seqs = append(g.Chunks, c.id), append(g.Seqs, c.seq)
-	}
-	r, err := s.st.Log.Append(ctx, log.Entry{ID: gid, Body: g})
-	if err != nil {
-		return nil, err
-	}
-	s.notifyAppend()
-	return &ShareGrantResult{Grant: r.ID, Seq: r.Seq, Hash: r.Hash, Grantee: req.To, KeyFrom: from,
-		Sessions: g.Sessions, Chunks: ids, Note: req.Note, Follow: req.Follow}, nil
+	return log.Entry{ID: gid, Body: b}, nil
 }
 
-// shareBinding is what this store's grant gid binds its share key to.
-func (s *Store) shareBinding(gid log.ID) crypto.ShareBinding {
-	return crypto.ShareBinding{Grantor: s.st.Meta.WalletAddress, LogID: s.st.Meta.LogIDBytes(), Grant: gid}
+// Binding is what the grant gid of env's store binds its share key to.
+func Binding(env Env, gid log.ID) crypto.ShareBinding {
+	return crypto.ShareBinding{Grantor: env.Address, LogID: env.LogID, Grant: gid}
 }
 
 // grantAt reads the grant with event id id.
-func (s *Store) grantAt(id log.ID) (*log.Event, *log.ShareGrant, error) {
-	seq, ok, err := s.st.Log.Lookup(id)
+func grantAt(l *log.Log, id log.ID) (*log.Event, *log.ShareGrant, error) {
+	seq, ok, err := l.Lookup(id)
 	if err != nil {
 		return nil, nil, err
 	}
 	if !ok {
 		return nil, nil, fmt.Errorf("grant %s: %w", id, ErrUnknownGrant)
 	}
-	raw, err := s.st.Log.Raw(seq)
+	raw, err := l.Raw(seq)
 	if err != nil {
 		return nil, nil, err
 	}
-	ev, err := s.st.Log.Decrypt(raw)
+	ev, err := l.Decrypt(raw)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -356,47 +190,42 @@ func (s *Store) grantAt(id log.ID) (*log.Event, *log.ShareGrant, error) {
 	return ev, g, nil
 }
 
-// ShareRevoke appends a revoke of a grant. What the grantee already
-// received stays readable by it (ShareRevokeNote).
-func (s *Store) ShareRevoke(ctx context.Context, req ShareRevokeRequest) (*ShareRevokeResult, error) {
-	if err := s.needKeys(); err != nil {
-		return nil, err
-	}
-	id, err := log.ParseID(req.Grant)
+// Revoke returns the share_revoke event of the active grant with event
+// id grant (hex), and its grantee. What the grantee already received
+// stays readable by it (RevokeNote).
+func Revoke(ctx context.Context, env Env, grant, reason string) (log.Entry, string, error) {
+	id, err := log.ParseID(grant)
 	if err != nil {
-		return nil, fmt.Errorf("grant id %q: %w", req.Grant, ErrUnknownGrant)
+		return log.Entry{}, "", fmt.Errorf("grant id %q: %w", grant, ErrUnknownGrant)
 	}
-	_, g, err := s.grantAt(id)
+	_, g, err := grantAt(env.Log, id)
 	if err != nil {
-		return nil, err
+		return log.Entry{}, "", err
 	}
-	given, err := s.givenShares(ctx)
+	given, err := GivenShares(ctx, env)
 	if err != nil {
-		return nil, err
+		return log.Entry{}, "", err
 	}
 	for _, gs := range given {
 		if gs.Grant == id && gs.Status == "revoked" {
-			return nil, fmt.Errorf("grant %s is already revoked: %w", id, ErrUnknownGrant)
+			return log.Entry{}, "", fmt.Errorf("grant %s is already revoked: %w", id, ErrUnknownGrant)
 		}
 	}
-	r, err := s.st.Log.Append(ctx, log.Entry{Body: &log.ShareRevoke{Grant: id, Grantee: g.Grantee, Reason: req.Reason}})
-	if err != nil {
-		return nil, err
-	}
-	s.notifyAppend()
-	return &ShareRevokeResult{Seq: r.Seq, ID: r.ID, Hash: r.Hash, Grant: id, Grantee: g.Grantee, Note: ShareRevokeNote}, nil
+	return log.Entry{Body: &log.ShareRevoke{Grant: id, Grantee: g.Grantee, Reason: reason}}, g.Grantee, nil
 }
 
-// givenShares scans the log for grants and revokes.
-func (s *Store) givenShares(ctx context.Context) ([]GivenShare, error) {
-	var out []GivenShare
+// GivenShares lists the grants of env's log, with their state: revoked,
+// sent (disclosed by a push), withheld.
+func GivenShares(ctx context.Context, env Env) ([]Given, error) {
+	l := env.Log
+	var out []Given
 	at := map[log.ID]int{}
 	// Headers say the type: only grants and revokes are decrypted.
-	err := s.st.Log.Records(ctx, 1, 0, func(r *log.Record) error {
+	err := l.Records(ctx, 1, 0, func(r *log.Record) error {
 		if r.Header.Type != log.TypeShareGrant && r.Header.Type != log.TypeShareRevoke {
 			return nil
 		}
-		ev, err := s.st.Log.Decrypt(r.Raw)
+		ev, err := l.Decrypt(r.Raw)
 		if errors.Is(err, log.ErrShredded) && r.Header.Type == log.TypeStore {
 			// Tombstoned and erased by a key rotation before any push
 			// disclosed it: gone, for the grantee too.
@@ -408,7 +237,7 @@ func (s *Store) givenShares(ctx context.Context) ([]GivenShare, error) {
 		switch b := ev.Body.(type) {
 		case *log.ShareGrant:
 			at[ev.ID] = len(out)
-			out = append(out, GivenShare{Grant: ev.ID, Seq: ev.Seq, Time: ev.Time, Grantee: b.Grantee,
+			out = append(out, Given{Grant: ev.ID, Seq: ev.Seq, Time: ev.Time, Grantee: b.Grantee,
 				Sessions: b.Sessions, Chunks: len(b.Chunks), Note: b.Note, Follow: b.Follow, Status: "active"})
 		case *log.ShareRevoke:
 			if i, ok := at[b.Grant]; ok {
@@ -420,7 +249,7 @@ func (s *Store) givenShares(ctx context.Context) ([]GivenShare, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := s.loadSharePush()
+	st, err := loadSharePush(env)
 	if err != nil {
 		return nil, err
 	}
@@ -435,34 +264,6 @@ func (s *Store) givenShares(ctx context.Context) ([]GivenShare, error) {
 		}
 	}
 	return out, nil
-}
-
-// ShareList lists the grants this store made (from its log) and those it
-// received (as of the last SharePull).
-func (s *Store) ShareList(ctx context.Context, req ShareListRequest) (*ShareListResult, error) {
-	if err := s.needKeys(); err != nil {
-		return nil, err
-	}
-	given, err := s.givenShares(ctx)
-	if err != nil {
-		return nil, err
-	}
-	s.sharedMu.Lock() // a pull swaps the area under it
-	area, err := loadSharedArea(s.sharedDir())
-	s.sharedMu.Unlock()
-	if err != nil {
-		return nil, err
-	}
-	res := &ShareListResult{Given: given, Received: []ReceivedShare{}}
-	if res.Given == nil {
-		res.Given = []GivenShare{}
-	}
-	for _, gl := range area {
-		for _, g := range gl.Grants {
-			res.Received = append(res.Received, g.ReceivedShare)
-		}
-	}
-	return res, nil
 }
 
 // sharePushFile records what Push has disclosed to grantees.
@@ -497,9 +298,9 @@ type sharePushItem struct {
 	Withheld bool `json:"withheld,omitempty"`
 }
 
-func (s *Store) loadSharePush() (*sharePush, error) {
+func loadSharePush(env Env) (*sharePush, error) {
 	st := &sharePush{}
-	b, err := os.ReadFile(s.st.Path(sharePushFile))
+	b, err := os.ReadFile(env.path(sharePushFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return st, nil
 	}
@@ -513,24 +314,23 @@ func (s *Store) loadSharePush() (*sharePush, error) {
 	return st, nil
 }
 
-func (s *Store) saveSharePush(st *sharePush) error {
+func saveSharePush(env Env, st *sharePush) error {
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return err
 	}
-	return fsutil.WriteFileAtomic(s.st.Path(sharePushFile), b, 0o600)
+	return fsutil.WriteFileAtomic(env.path(sharePushFile), b, 0o600)
 }
 
 // disclose posts, for every grant among events 1..covered, the DEKs its
 // grantee needs and does not have: the grant itself, then tombstones that
 // remove granted chunks and the grant's revoke. Only mirrored events are
-// disclosed (the grantee reads them from the segments). Called by Push
-// under s.mirror.
-func (s *Store) disclose(ctx context.Context, cl mirror.Gateway, covered uint64) (int, error) {
-	if s.st.Keys == nil {
-		return 0, nil
-	}
-	st, err := s.loadSharePush()
+// disclosed (the grantee reads them from the segments). It returns how
+// many disclosures it posted. The engine's push calls it after mirroring
+// events 1..covered, with the vault key open.
+func Disclose(ctx context.Context, env Env, cl mirror.Gateway, covered uint64) (int, error) {
+	l := env.Log
+	st, err := loadSharePush(env)
 	if err != nil {
 		return 0, err
 	}
@@ -553,7 +353,7 @@ func (s *Store) disclose(ctx context.Context, cl mirror.Gateway, covered uint64)
 	for _, g := range st.Grants {
 		following = following || (g.Follow && !g.Closed)
 	}
-	err = s.st.Log.Records(ctx, st.Scanned+1, covered, func(r *log.Record) error {
+	err = l.Records(ctx, st.Scanned+1, covered, func(r *log.Record) error {
 		switch r.Header.Type {
 		case log.TypeShareGrant, log.TypeTombstone, log.TypeShareRevoke:
 		case log.TypeStore:
@@ -563,7 +363,7 @@ func (s *Store) disclose(ctx context.Context, cl mirror.Gateway, covered uint64)
 		default:
 			return nil
 		}
-		ev, err := s.st.Log.Decrypt(r.Raw)
+		ev, err := l.Decrypt(r.Raw)
 		if errors.Is(err, log.ErrShredded) && r.Header.Type == log.TypeStore {
 			// Tombstoned and erased by a key rotation before any push
 			// disclosed it: gone, for the grantee too.
@@ -596,13 +396,13 @@ func (s *Store) disclose(ctx context.Context, cl mirror.Gateway, covered uint64)
 		return 0, fmt.Errorf("disclose shares: %w", err)
 	}
 	posted := 0
-	logID := s.st.Meta.LogIDBytes()
+	logID := env.LogID
 	for i := range st.Grants {
 		it := &st.Grants[i]
 		if it.Closed || it.Disclosed >= covered {
 			continue
 		}
-		gev, g, err := s.grantAt(it.ID)
+		gev, g, err := grantAt(l, it.ID)
 		if err != nil {
 			return posted, fmt.Errorf("disclose shares: %w", err)
 		}
@@ -630,11 +430,11 @@ func (s *Store) disclose(ctx context.Context, cl mirror.Gateway, covered uint64)
 			have := map[string]bool{}
 			var granted []followedChunk
 			for _, seq := range grantSeqs(g) {
-				raw, err := s.st.Log.Raw(seq)
+				raw, err := l.Raw(seq)
 				if err != nil {
 					return err
 				}
-				ev, err := s.st.Log.Decrypt(raw)
+				ev, err := l.Decrypt(raw)
 				if errors.Is(err, log.ErrShredded) {
 					continue
 				}
@@ -683,15 +483,15 @@ func (s *Store) disclose(ctx context.Context, cl mirror.Gateway, covered uint64)
 			// carries its chunks' DEKs in its body: if a rotation has
 			// shredded one of them, disclosing the grant would hand the
 			// grantee a key to that chunk's ciphertext, so it is withheld.
-			live, shredded, err := s.grantedLive(g)
+			live, shredded, err := grantedLive(l, g)
 			if err != nil {
 				return posted, fmt.Errorf("disclose shares: %w", err)
 			}
 			if len(g.Seqs) == 0 && shredded > 0 {
 				it.Closed, it.Withheld = true, true
-				s.opts.Warn(fmt.Sprintf("grant %s to %s is not sent: it was made by an older version and carries the key of %d chunk(s) "+
+				env.warn(fmt.Sprintf("grant %s to %s is not sent: it was made by an older version and carries the key of %d chunk(s) "+
 					"a key rotation shredded since; grant again (a new grant sends only what exists)", it.ID, it.Grantee, shredded))
-				if err := s.saveSharePush(st); err != nil {
+				if err := saveSharePush(env, st); err != nil {
 					return posted, err
 				}
 				continue
@@ -746,11 +546,11 @@ func (s *Store) disclose(ctx context.Context, cl mirror.Gateway, covered uint64)
 			}
 			d := mirror.Disclosure{Grant: it.ID, ShareKey: g.ShareKey}
 			for _, seq := range seqs {
-				raw, err := s.st.Log.Raw(seq)
+				raw, err := l.Raw(seq)
 				if err != nil {
 					return posted, err
 				}
-				dek, err := s.dekOf(raw)
+				dek, err := l.DEK(raw)
 				if err != nil {
 					return posted, err
 				}
@@ -770,12 +570,12 @@ func (s *Store) disclose(ctx context.Context, cl mirror.Gateway, covered uint64)
 			it.TxIDs = append(it.TxIDs, id)
 		}
 		it.Disclosed, it.Closed = covered, closed
-		if err := s.saveSharePush(st); err != nil {
+		if err := saveSharePush(env, st); err != nil {
 			return posted, err
 		}
 	}
 	st.Scanned = covered
-	return posted, s.saveSharePush(st)
+	return posted, saveSharePush(env, st)
 }
 
 // grantSeqs returns the events of a grant's chunks: listed (v3) or those
@@ -794,13 +594,13 @@ func grantSeqs(g *log.ShareGrant) []uint64 {
 // grantedLive returns the events of a grant's chunks whose content exists
 // (a DEK can be had for them), ascending, and how many a key rotation
 // shredded.
-func (s *Store) grantedLive(g *log.ShareGrant) (live []uint64, shredded int, err error) {
+func grantedLive(l *log.Log, g *log.ShareGrant) (live []uint64, shredded int, err error) {
 	for _, seq := range grantSeqs(g) {
-		raw, err := s.st.Log.Raw(seq)
+		raw, err := l.Raw(seq)
 		if err != nil {
 			return nil, 0, err
 		}
-		dek, err := s.dekOf(raw)
+		dek, err := l.DEK(raw)
 		if errors.Is(err, log.ErrShredded) {
 			shredded++
 			continue
@@ -829,12 +629,4 @@ func inStrings(ss []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// dekOf returns the data key of one of this log's events: wrapped in its
-// header, or, once a key rotation wiped that epoch, in the newest rekey
-// event naming it. Every DEK a grant or a disclosure carries comes from
-// here; a shredded event has none (log.ErrShredded).
-func (s *Store) dekOf(raw []byte) ([]byte, error) {
-	return s.st.Log.DEK(raw)
 }

@@ -1,8 +1,9 @@
-package ucl
+package share
 
 import (
 	"bytes"
 	"context"
+	"crypto/rsa"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -12,62 +13,23 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/unlimitedcontext/ucl/arweave"
 	"github.com/unlimitedcontext/ucl/crypto"
 	"github.com/unlimitedcontext/ucl/internal/fsutil"
 	"github.com/unlimitedcontext/ucl/internal/mirror"
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections"
+	"github.com/unlimitedcontext/ucl/proof"
 )
 
-// The grantee's side of sharing. SharePull finds the disclosures addressed
-// to this wallet, verifies each grantor's log like a rebuild does (every
-// segment's transaction signature and owner, the segments' Merkle roots,
-// the hash chain, and the newest checkpoint the grantor anchored), decrypts
-// only what the grants disclose, and replaces the shared area (a grant
-// whose disclosures this pull rejected keeps its last verified state):
-//
-//	DIR/shared/<grantor address>/<log id>.json    what was received (receivedLog)
-//	DIR/shared/<grantor address>/<log id>.events  the granted events, as the
-//	                                              grantor's log has them:
-//	                                              uvarint(len) ‖ raw, by seq
-//
-// The area is only ever written whole by a pull (built beside, then
-// swapped in), never by anything else, and the grantor's events never
-// enter this store's own log. Keys stay wrapped on disk: the share key
-// under this wallet's RSA key, the DEKs under the share key.
+// areaDir is the per-grantor area of received shares (DIR/shared).
+const areaDir = "shared"
 
-// sharedDirName is the per-grantor area of received shares.
-const sharedDirName = "shared"
-
-func (s *Store) sharedDir() string { return s.st.Path(sharedDirName) }
-
-// SharePullRequest fetches shares addressed to this store's wallet.
-type SharePullRequest struct {
-	Gateway  string   `json:"gateway,omitempty"`
-	Progress Progress `json:"-"`
-}
-
-// RejectedShare is a disclosure or a grant that did not verify.
-type RejectedShare struct {
+// Rejected is a disclosure or a grant that did not verify.
+type Rejected struct {
 	TxID    string `json:"tx_id,omitempty"`
 	Grantor string `json:"grantor,omitempty"`
 	Grant   string `json:"grant,omitempty"`
 	Reason  string `json:"reason"`
-}
-
-// SharePullResult is what a pull received.
-type SharePullResult struct {
-	Address  string          `json:"address"` // this wallet, the grantee
-	Grants   []ReceivedShare `json:"grants"`
-	Chunks   int             `json:"chunks"` // shared chunks now searchable
-	Rejected []RejectedShare `json:"rejected,omitempty"`
-	// Kept counts the grants kept as the last pull verified them because
-	// this pull rejected what it found of them.
-	Kept int `json:"kept,omitempty"`
-	// Digests are the shared projections' digests: the same grants give
-	// the same digests on any device.
-	Digests map[string]string `json:"digests,omitempty"`
 }
 
 // receivedLog is what one grantor's log shared with this wallet.
@@ -82,7 +44,7 @@ type receivedLog struct {
 // chunks again: the share key as wrapped to this wallet and each live
 // chunk's DEK under the share key.
 type receivedGrant struct {
-	ReceivedShare
+	Received
 	ShareKey []byte        `json:"share_key"`
 	Keys     []receivedKey `json:"keys"`
 }
@@ -92,102 +54,102 @@ type receivedKey struct {
 	Wrapped []byte `json:"wrapped"`
 }
 
-// SharePull fetches and verifies the grants addressed to this store's
-// wallet and makes their live chunks searchable (origin shared). A grant
-// or a grantor's log that does not verify is left out and reported
-// (ErrShareRejected, with the result); the rest is received.
-func (s *Store) SharePull(ctx context.Context, req SharePullRequest) (*SharePullResult, error) {
-	if err := s.needKeys(); err != nil {
-		return nil, err
-	}
-	w, err := s.wallet()
+// Fetched is what a pull found for this wallet: each grantor's log
+// verified, with the grants it received, and what was rejected.
+type Fetched struct {
+	logs     []*receivedLog
+	Rejected []Rejected
+}
+
+// Fetch finds the disclosures addressed to the wallet me (priv its key),
+// verifies each grantor's log like a rebuild does and decrypts what the
+// grants disclose. A grant or a grantor's log that does not verify is
+// left out and listed in Rejected; the error is for the lookup itself.
+// Nothing is written but temporary Merkle trees under env.Dir.
+func Fetch(ctx context.Context, env Env, cl mirror.Gateway, priv *rsa.PrivateKey, me string) (*Fetched, error) {
+	found, rejected, err := mirror.FetchDisclosures(ctx, cl, me)
 	if err != nil {
 		return nil, err
 	}
-	cl, err := newClient(s.gatewayFor(req.Gateway), w)
-	if err != nil {
-		return nil, err
-	}
-	found, rejected, err := mirror.FetchDisclosures(ctx, cl, w.Address())
-	if err != nil {
-		return nil, fmt.Errorf("pull shares: %w", err)
-	}
-	res := &SharePullResult{Address: w.Address(), Grants: []ReceivedShare{}}
+	f := &Fetched{}
 	for _, r := range rejected {
-		res.Rejected = append(res.Rejected, RejectedShare{TxID: r.TxID, Reason: r.Err.Error()})
+		f.Rejected = append(f.Rejected, Rejected{TxID: r.TxID, Reason: r.Err.Error()})
 	}
-	var logs []*receivedLog
 	for i := 0; i < len(found); {
 		j := i
 		for j < len(found) && found[j].Grantor == found[i].Grantor && found[j].Meta.LogID == found[i].Meta.LogID {
 			j++
 		}
-		rl, rej := s.receiveLog(ctx, cl, w, found[i:j])
-		res.Rejected = append(res.Rejected, rej...)
+		rl, rej := receiveLog(ctx, env, cl, priv, me, found[i:j])
+		f.Rejected = append(f.Rejected, rej...)
 		if rl != nil && len(rl.Grants) > 0 {
-			logs = append(logs, rl)
+			f.logs = append(f.logs, rl)
 		}
 		i = j
 	}
-	// The area and the shared projections change under projMu: searches
-	// read them under it, and two pulls do not write the area at once.
-	s.lockProj()
-	defer s.projMu.Unlock()
-	s.sharedMu.Lock()
-	defer s.sharedMu.Unlock()
+	return f, nil
+}
+
+// Replaced is what Replace made of the shared area.
+type Replaced struct {
+	Grants []Received // in the area now, by grantor, log id and seq
+	// Kept counts the grants kept as the last pull verified them because
+	// this pull rejected what it found of them.
+	Kept int
+	// Rebuild: the shared sequence did not only grow (or there was none),
+	// so the shared projections must be rebuilt from scratch: the text of
+	// chunks hidden since the last pull must not linger in the old files'
+	// free pages.
+	Rebuild bool
+}
+
+// Replace writes what f received as the shared area of env.Dir, keeping
+// the last verified state of each grant f rejected (a grant whose
+// disclosures did not verify this time). The caller serialises it with
+// every reader of the area.
+func Replace(env Env, f *Fetched, priv *rsa.PrivateKey) (*Replaced, error) {
+	dir := env.path(areaDir)
+	logs := f.logs
+	res := &Replaced{Grants: []Received{}}
 	// The chain of what was shared before: kept projections are reused
 	// only if the new area extends it. A damaged old area is only replaced.
-	oldSrc := &sharedSource{}
-	if oldArea, err := loadSharedArea(s.sharedDir()); err == nil {
-		if src, err := buildSharedSource(oldArea, w); err == nil {
+	oldSrc := &Source{}
+	if oldArea, err := loadArea(dir); err == nil {
+		if src, err := buildSource(oldArea, priv); err == nil {
 			oldSrc = src
-			logs, res.Kept = keepRejected(logs, oldArea, res.Rejected)
+			logs, res.Kept = keepRejected(logs, oldArea, f.Rejected)
 		}
 	}
-	if err := writeSharedArea(s.sharedDir(), logs); err != nil {
+	if err := writeArea(dir, logs); err != nil {
 		return nil, fmt.Errorf("pull shares: %w", err)
 	}
 	for _, rl := range logs {
 		for _, g := range rl.Grants {
-			res.Grants = append(res.Grants, g.ReceivedShare)
+			res.Grants = append(res.Grants, g.Received)
 		}
 	}
-	if err := s.closeSharedLocked(); err != nil {
-		return res, err
-	}
-	// Unless the shared sequence only grew, the projections are rebuilt
-	// from scratch: the text of chunks hidden since the last pull must not
-	// linger in the old files' free pages.
-	newSrc, err := buildSharedSource(sortedLogs(logs), w)
+	newSrc, err := buildSource(sortedLogs(logs), priv)
 	if err != nil {
 		return res, err
 	}
-	if len(oldSrc.items) == 0 || !newSrc.extends(oldSrc) {
-		if err := os.RemoveAll(s.st.Path(sharedProjectionsDir)); err != nil {
-			return res, err
-		}
-	}
-	set, src, err := s.sharedSetLocked(ctx, req.Progress)
-	if err != nil {
-		return res, err
-	}
-	if set != nil {
-		res.Chunks = len(src.items)
-		// The next process opens the vectors from this graph instead of
-		// replaying every insert (see flushVectorsAfter).
-		if set.Vectors != nil {
-			if err := set.Vectors.Flush(); err != nil {
-				return res, err
-			}
-		}
-		if res.Digests, err = set.Projector.Digests(); err != nil {
-			return res, err
-		}
-	}
-	if len(res.Rejected) > 0 {
-		return res, fmt.Errorf("pull shares: %d rejected (first: %s): %w", len(res.Rejected), res.Rejected[0].Reason, ErrShareRejected)
-	}
+	res.Rebuild = len(oldSrc.items) == 0 || !newSrc.extends(oldSrc)
 	return res, nil
+}
+
+// Area lists the grants of the shared area of env.Dir, as of the last
+// pull (no keys needed).
+func Area(env Env) ([]Received, error) {
+	area, err := loadArea(env.path(areaDir))
+	if err != nil {
+		return nil, err
+	}
+	var out []Received
+	for _, rl := range area {
+		for _, g := range rl.Grants {
+			out = append(out, g.Received)
+		}
+	}
+	return out, nil
 }
 
 // verifyChainRecord is the rebuild's chain check of one record.
@@ -207,11 +169,11 @@ func verifyChainRecord(prev mirror.Hash, r mirror.Record) error {
 
 // receiveLog verifies one grantor's log and decrypts what its disclosures
 // give this wallet.
-func (s *Store) receiveLog(ctx context.Context, cl mirror.Gateway, w *arweave.Wallet, ds []mirror.FoundDisclosure) (*receivedLog, []RejectedShare) {
+func receiveLog(ctx context.Context, env Env, cl mirror.Gateway, priv *rsa.PrivateKey, me string, ds []mirror.FoundDisclosure) (*receivedLog, []Rejected) {
 	grantor, logID := ds[0].Grantor, ds[0].Meta.LogID
-	var rejected []RejectedShare
+	var rejected []Rejected
 	reject := func(tx string, grant log.ID, err error) {
-		r := RejectedShare{TxID: tx, Grantor: grantor, Reason: err.Error()}
+		r := Rejected{TxID: tx, Grantor: grantor, Reason: err.Error()}
 		if !grant.IsZero() {
 			r.Grant = grant.String()
 		}
@@ -235,7 +197,7 @@ func (s *Store) receiveLog(ctx context.Context, cl mirror.Gateway, w *arweave.Wa
 			// Bound to the grantor that signed the disclosure (and the
 			// segments Rebuild checks below), its log and the grant: a
 			// re-signed copy fails here.
-			sk, err := crypto.UnwrapBoundShareKey(w.PrivateKey(), d.D.ShareKey, crypto.ShareBinding{Grantor: grantor, LogID: logID, Grant: d.D.Grant})
+			sk, err := crypto.UnwrapBoundShareKey(priv, d.D.ShareKey, crypto.ShareBinding{Grantor: grantor, LogID: logID, Grant: d.D.Grant})
 			if errors.Is(err, crypto.ErrUnboundShareKey) {
 				err = fmt.Errorf("%w: refused, since another wallet could re-sign it as its own; the grantor can revoke it and grant again", err)
 			}
@@ -262,7 +224,7 @@ func (s *Store) receiveLog(ctx context.Context, cl mirror.Gateway, w *arweave.Wa
 	if len(order) == 0 {
 		return nil, rejected
 	}
-	rejectAll := func(err error) (*receivedLog, []RejectedShare) {
+	rejectAll := func(err error) (*receivedLog, []Rejected) {
 		for _, gi := range order {
 			for _, d := range gi.ds {
 				reject(d.TxID, gi.id, err)
@@ -292,7 +254,7 @@ func (s *Store) receiveLog(ctx context.Context, cl mirror.Gateway, w *arweave.Wa
 	if uint64(len(hashes)) < maxSeq {
 		return rejectAll(fmt.Errorf("grantor's log ends at %d, before the disclosed event %d", len(hashes), maxSeq))
 	}
-	cp, err := s.checkGrantorLog(ctx, cl, grantor, logID, hashes)
+	cp, err := checkGrantorLog(ctx, env.Dir, cl, grantor, logID, hashes)
 	if err != nil {
 		return rejectAll(fmt.Errorf("grantor's log: %w", err))
 	}
@@ -328,7 +290,7 @@ func (s *Store) receiveLog(ctx context.Context, cl mirror.Gateway, w *arweave.Wa
 		if len(gi.txs) == 0 {
 			continue
 		}
-		g, err := receiveGrant(rl, gi.id, gi.wrapped, gi.w, gi.keys, w.Address())
+		g, err := receiveGrant(rl, gi.id, gi.wrapped, gi.w, gi.keys, me)
 		if err != nil {
 			reject(strings.Join(gi.txs, ","), gi.id, err)
 			continue
@@ -361,21 +323,21 @@ func openDisclosed(raw []byte, w *crypto.Wrapper, wk [40]byte) error {
 
 // checkGrantorLog checks the fetched log against the newest checkpoint the
 // grantor anchored (the rebuild's check).
-func (s *Store) checkGrantorLog(ctx context.Context, cl mirror.Gateway, grantor string, logID [16]byte, hashes []log.Hash) (RebuildCheckpoint, error) {
-	dir, err := os.MkdirTemp(s.st.Dir, "shared-tree-")
+func checkGrantorLog(ctx context.Context, storeDir string, cl mirror.Gateway, grantor string, logID [16]byte, hashes []log.Hash) (proof.LogCheck, error) {
+	dir, err := os.MkdirTemp(storeDir, "shared-tree-")
 	if err != nil {
-		return RebuildCheckpoint{}, err
+		return proof.LogCheck{}, err
 	}
 	defer os.RemoveAll(dir)
 	tree, err := log.OpenTree(dir)
 	if err != nil {
-		return RebuildCheckpoint{}, err
+		return proof.LogCheck{}, err
 	}
 	defer tree.Close()
 	if err := tree.Append(hashes); err != nil {
-		return RebuildCheckpoint{}, err
+		return proof.LogCheck{}, err
 	}
-	return checkRebuilt(ctx, cl, grantor, logID, tree, uint64(len(hashes)))
+	return proof.CheckLog(ctx, cl, grantor, logID, tree, uint64(len(hashes)))
 }
 
 // receiveGrant decrypts one grant and what was disclosed with it: the
@@ -471,7 +433,7 @@ func receiveGrant(rl *receivedLog, id log.ID, wrapped []byte, w *crypto.Wrapper,
 			return nil, err
 		}
 	}
-	rg := &receivedGrant{ReceivedShare: ReceivedShare{Grant: id, Seq: gev.Seq, Time: gev.Time, Note: g.Note, Follow: g.Follow,
+	rg := &receivedGrant{Received: Received{Grant: id, Seq: gev.Seq, Time: gev.Time, Note: g.Note, Follow: g.Follow,
 		Status: "active", Chunks: []string{}}, ShareKey: wrapped}
 	hidden := map[string]bool{}
 	// A v3 grant lists its chunks' events; their DEKs come in the
@@ -545,10 +507,10 @@ func receiveGrant(rl *receivedLog, id log.ID, wrapped []byte, w *crypto.Wrapper,
 	return rg, nil
 }
 
-// writeSharedArea replaces the shared area with logs: built beside it,
+// writeArea replaces the shared area with logs: built beside it,
 // then swapped in by renames, so a crash leaves the old area or the new
-// one (loadSharedArea falls back to the old one if the swap was cut).
-func writeSharedArea(dir string, logs []*receivedLog) error {
+// one (loadArea falls back to the old one if the swap was cut).
+func writeArea(dir string, logs []*receivedLog) error {
 	tmp, old := dir+".new", dir+".old"
 	if err := os.RemoveAll(tmp); err != nil {
 		return err
@@ -600,9 +562,9 @@ func writeSharedArea(dir string, logs []*receivedLog) error {
 	return os.RemoveAll(old)
 }
 
-// loadSharedArea reads the shared area (no keys needed), sorted by grantor
+// loadArea reads the shared area (no keys needed), sorted by grantor
 // and log id, with each log's events.
-func loadSharedArea(dir string) ([]*receivedLog, error) {
+func loadArea(dir string) ([]*receivedLog, error) {
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		if _, err := os.Stat(dir + ".old"); err == nil {
 			dir += ".old" // a swap cut short: the previous area is whole
@@ -668,7 +630,7 @@ func loadSharedArea(dir string) ([]*receivedLog, error) {
 // that is simply no longer found is dropped, as before. An old grant whose
 // events differ from the ones this pull verified (a forked grantor log) is
 // not kept.
-func keepRejected(logs, old []*receivedLog, rejected []RejectedShare) ([]*receivedLog, int) {
+func keepRejected(logs, old []*receivedLog, rejected []Rejected) ([]*receivedLog, int) {
 	if len(rejected) == 0 {
 		return logs, 0
 	}
@@ -720,7 +682,7 @@ func keepRejected(logs, old []*receivedLog, rejected []RejectedShare) ([]*receiv
 	return logs, kept
 }
 
-// sortedLogs orders logs as loadSharedArea does: by grantor, then log id.
+// sortedLogs orders logs as loadArea does: by grantor, then log id.
 func sortedLogs(logs []*receivedLog) []*receivedLog {
 	out := append([]*receivedLog(nil), logs...)
 	sort.Slice(out, func(i, j int) bool {
