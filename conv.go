@@ -162,6 +162,9 @@ func (s *Store) Edit(ctx context.Context, req EditRequest) (*EditResult, error) 
 	if chunkTokens <= 0 {
 		chunkTokens = DefaultChunkTokens
 	}
+	if err := log.CheckDocumentSize(&st); err != nil {
+		return nil, fmt.Errorf("edit %q: %w: %w (split the text into several documents)", req.ID, ErrBadRequest, err)
+	}
 	chunks := log.Chunk(&st, req.ID, chunkTokens)
 	if len(chunks) == 1 && chunks[0].ChunkParent == "" && head.ChunkParent != "" {
 		// A chunked item stays one: its id is a document id.

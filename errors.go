@@ -161,6 +161,7 @@ var errorCodes = []struct {
 	{"bad_rotate_journal", rotate.ErrBadJournal, ClassInternal},
 	{"key_outside_store", rotate.ErrKeyOutsideStore, ClassBadRequest},
 	{"outcome_unknown", ErrOutcomeUnknown, ClassUnavailable},
+	{"log_document_too_large", log.ErrDocumentTooLarge, ClassBadRequest},
 	{"log_too_large", log.ErrTooLarge, ClassBadRequest},
 	{"no_model", consolidate.ErrNoModel, ClassUnavailable},
 	{"model_failed", consolidate.ErrUpstream, ClassUnavailable},

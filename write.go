@@ -170,6 +170,11 @@ func (s *Store) Remember(ctx context.Context, req RememberRequest) (*AppendResul
 	if chunkTokens <= 0 {
 		chunkTokens = DefaultChunkTokens
 	}
+	if st.Kind == log.KindDocument || st.Kind == log.KindToolCall {
+		if err := log.CheckDocumentSize(st); err != nil {
+			return nil, fmt.Errorf("%w: %w (split the text into several documents)", ErrBadRequest, err)
+		}
+	}
 	entries := ingest.StoreEntries(st, id, chunkTokens)
 	for _, e := range entries {
 		if err := log.CheckSize(e.Body); err != nil {

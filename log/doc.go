@@ -106,6 +106,17 @@
 // before the rule keeps its events, and the projections bound what they
 // analyse of each chunk on their own (the summaries read 64 KiB).
 //
+// The text of one item that is split into chunks (a document, a tool
+// call's arguments and result) is at most MaxDocumentSize (2 MiB) before
+// it is split; CheckDocumentSize says ErrDocumentTooLarge (with
+// ErrTooLarge), and the faces refuse the request whole (ucl store/append,
+// REST 413, MCP). Its chunks are projected in one catch-up, whose
+// full-text batch costs memory with the text's distinct words: with a
+// 1 MiB turn beside it, 2 MiB of never-repeating words kept session list
+// under 270 MB, 4 MiB took it to 345-370 MB. A bound per catch-up (many
+// smaller events projected at once) is not set: executing the full-text
+// batch by size instead made bleve's segment merges peak at 1.6 GB.
+//
 // # Rekey events and shredded events
 //
 // A rekey event (written by a vault-key rotation, ucl.Store.RotateKeys) is

@@ -26,6 +26,10 @@ var (
 	// ErrTooLarge is returned when a store or edit event's encoded body
 	// is over MaxEventSize; nothing of the request is written.
 	ErrTooLarge = errors.New("log: event too large")
+	// ErrDocumentTooLarge is returned (with ErrTooLarge) when the text of
+	// one item ucl splits into chunks (a document, a tool call's result)
+	// is over MaxDocumentSize; nothing of the request is written.
+	ErrDocumentTooLarge = errors.New("log: document too large")
 	// ErrIDConflict is returned when an event id is re-appended with content
 	// different from the original event's.
 	ErrIDConflict = errors.New("log: event id already used with different content")

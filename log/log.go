@@ -805,6 +805,30 @@ func CheckSize(b Body) error {
 	return checkSize(h.Type, plain)
 }
 
+// MaxDocumentSize bounds the text of one item that is split into chunks
+// (a document's content, a tool call's arguments and result), checked
+// before it is split: each chunk is far under MaxEventSize, but one
+// request's chunks are appended, projected and read back together, and
+// the full-text index analyses them in one batch whose memory follows the
+// distinct words of the whole text. Measured with never-repeating words
+// beside a 1 MiB turn, the next session list peaked at 221-263 MB (4
+// runs) with a 2 MiB document, 305 MB with 3 MiB, 345-370 MB with 4 MiB.
+// 2 MiB is about half a million tokens; longer text is several documents.
+const MaxDocumentSize = 2 << 20
+
+// CheckDocumentSize returns ErrDocumentTooLarge (and ErrTooLarge) when s
+// is an item ucl splits into chunks whose text is over MaxDocumentSize.
+func CheckDocumentSize(s *Store) error {
+	n := len(s.Content)
+	if s.Tool != nil {
+		n += len(s.Tool.Args)
+	}
+	if n > MaxDocumentSize {
+		return fmt.Errorf("%w: %w: %d bytes of text; one document holds at most %d (2 MiB)", ErrTooLarge, ErrDocumentTooLarge, n, MaxDocumentSize)
+	}
+	return nil
+}
+
 // checkSize applies MaxEventSize to an encoded body of type t.
 func checkSize(t Type, plain []byte) error {
 	if (t == TypeStore || t == TypeEdit) && len(plain) > MaxEventSize {

@@ -131,8 +131,8 @@ func distinctWords(seed int64, n int) string {
 
 // TestBigEventsBoundedMemory: a conversation turn over log.MaxEventSize is
 // refused by ucl store and ucl append (nothing written, a hint to store it
-// as a document); the largest turn accepted and a 1 MiB document (chunked)
-// are stored; then session list (which builds every projection), query and
+// as a document), and a document over log.MaxDocumentSize by ucl store;
+// the largest turn and the largest document (chunked) accepted are stored; then session list (which builds every projection), query and
 // tombstone each stay under rssLimit.
 func TestBigEventsBoundedMemory(t *testing.T) {
 	dir := newStore(t)
@@ -160,15 +160,28 @@ func TestBigEventsBoundedMemory(t *testing.T) {
 		t.Fatalf("append the largest turn: %s", res)
 	}
 	t.Logf("append (1 MiB turn): peak RSS %d MB", rss>>20)
+	// A document over log.MaxDocumentSize is refused whole; the largest
+	// one accepted is stored. Before the bound, a 4 MiB document of such
+	// words beside the 1 MiB turn took the next session list to 330 MB.
 	doc := filepath.Join(t.TempDir(), "doc.txt")
-	if err := os.WriteFile(doc, []byte(huge[:1<<20]), 0o600); err != nil {
+	if err := os.WriteFile(doc, []byte(huge[:log.MaxDocumentSize+1]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res, _ = peakRSS(t, dir, "", "store", "--session", "big", "--kind", "document", "--file", doc)
+	if res.code == 0 || !strings.Contains(res.err, "document too large") || !strings.Contains(res.err, "several documents") {
+		t.Fatalf("store a document over the bound: %s", res)
+	}
+	if out := must(t, dir, "", "status", "--json"); !strings.Contains(out, `"head_seq":1`) {
+		t.Fatalf("a refused document was written: %s", out)
+	}
+	if err := os.WriteFile(doc, []byte(huge[:log.MaxDocumentSize]), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	res, rss = peakRSS(t, dir, "", "store", "--session", "big", "--kind", "document", "--file", doc, "--json")
 	if res.code != 0 {
-		t.Fatalf("store a 1 MiB document: %s", res)
+		t.Fatalf("store the largest document: %s", res)
 	}
-	t.Logf("store (1 MiB document): peak RSS %d MB", rss>>20)
+	t.Logf("store (%d MiB document): peak RSS %d MB", log.MaxDocumentSize>>20, rss>>20)
 
 	for _, args := range [][]string{
 		{"session", "list", "--json"},

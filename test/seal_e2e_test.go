@@ -78,3 +78,29 @@ func TestSealedVaultKey(t *testing.T) {
 		t.Fatalf("query after unseal: %s", r)
 	}
 }
+
+// TestKeysSealKeyringUnreachable: the binary with the real keyring library
+// on a machine without one (no D-Bus session bus, as here and in CI):
+// `ucl keys seal --keyring` seals and says the passphrase was not kept,
+// a sealed store still opens with UCL_PASSPHRASE, and without it the error
+// names the three sources. The keyring path itself is tested in cmd/ucl
+// with go-keyring's mock provider (no keyring service here).
+func TestKeysSealKeyringUnreachable(t *testing.T) {
+	if os.Getenv("DBUS_SESSION_BUS_ADDRESS") != "" {
+		t.Skip("a D-Bus session bus is set: a real keyring may answer (this test is for machines without one)")
+	}
+	dir := newStore(t)
+	must(t, dir, "", "store", "--session", "s", "the grey cat sleeps on the red sofa")
+	pw := []string{"UCL_PASSPHRASE=correct horse battery", "UCL_NO_KEYRING="}
+	r := sealEnv(t, dir, pw, "keys", "seal", "--keyring", "--json")
+	if r.code != 0 || !strings.Contains(r.out, `"sealed":true`) || !strings.Contains(r.out, `"keyring":false`) || !strings.Contains(r.out, `"keyring_error"`) {
+		t.Fatalf("seal --keyring without a keyring: %s", r)
+	}
+	if r := sealEnv(t, dir, pw, "query", "cat", "--json"); r.code != 0 || !strings.Contains(r.out, "grey cat") {
+		t.Fatalf("query with UCL_PASSPHRASE: %s", r)
+	}
+	r = sealEnv(t, dir, []string{"UCL_NO_KEYRING="}, "query", "cat")
+	if r.code == 0 || !strings.Contains(r.err, "UCL_PASSPHRASE") || !strings.Contains(r.err, "OS keyring") {
+		t.Fatalf("query without a passphrase: %s", r)
+	}
+}

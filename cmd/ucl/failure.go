@@ -168,7 +168,7 @@ func defaultHint(err error) string {
 	case errors.Is(err, log.ErrLocked):
 		return "another ucl process is using this store"
 	case errors.Is(err, ucl.ErrSealed), errors.Is(err, ucl.ErrBadPassphrase):
-		return "the vault key is sealed: give its passphrase in UCL_PASSPHRASE or on the terminal (ucl keys unseal removes the seal)"
+		return "the vault key is sealed: give its passphrase in UCL_PASSPHRASE, in the OS keyring (ucl keys seal --keyring) or on the terminal (ucl keys unseal removes the seal)"
 	case errors.Is(err, ucl.ErrWrongVaultKey):
 		return "pass this store's vault key with --vault-key FILE"
 	case errors.Is(err, ucl.ErrNoWallet), errors.Is(err, ucl.ErrBadWallet):

@@ -99,7 +99,22 @@ then ` + passphraseEnv + `), else it is asked twice on the terminal. Sealing
 protects the key file only: the projections hold plaintext (see the README,
 "Encryption at rest"). Forgetting the passphrase loses the key: export a
 recovery code first (ucl keys export). Refused while a process serves the
-store.`,
+store.
+
+--keyring also keeps the passphrase in the OS keyring (the Secret Service
+over the D-Bus session bus on Linux, the Keychain on macOS, the Credential
+Manager on Windows) under service "ucl" and the store's directory; a
+passphrase kept there is updated by a later seal and removed by unseal.
+Opening a sealed store then takes ` + passphraseEnv + ` first, else the
+keyring, else the terminal. Where no keyring is reachable (no session bus:
+servers, containers, CI) it is skipped silently and the passphrase comes
+from ` + passphraseEnv + ` or the terminal as before; with --keyring the
+seal still happens and ucl says the passphrase was not kept. ` + noKeyringEnv + `=1
+never consults the keyring. What the keyring protects is the OS's to say:
+anything running as your user in your session can usually read it.`,
+	Flags: []cli.Flag{
+		&cli.BoolFlag{Name: "keyring", Usage: "also keep the passphrase in the OS keyring, where one is reachable"},
+	},
 	Action: func(c *cli.Context) error {
 		dir := storeDir(c)
 		b, err := os.ReadFile(ucl.VaultKeyPath(dir))
@@ -110,13 +125,31 @@ store.`,
 		if err != nil {
 			return withHint(err, "set "+passphraseEnv+" (or run on a terminal); nothing was changed")
 		}
+		_, kept := keyringGet(dir) // an old passphrase kept there must not outlive the seal
 		if err := ucl.SealVaultKey(dir, ucl.Options{Passphrase: passphrase(c)}, pass); err != nil {
 			return keyFileHint(err)
 		}
+		var keyringErr error
+		if c.Bool("keyring") || kept {
+			if keyringErr = keyringSet(dir, pass); keyringErr != nil && kept {
+				keyringDelete(dir)
+			}
+		}
+		clear(pass)
 		if jsonOut(c) {
-			return printJSON(c, map[string]any{"sealed": true, "vault_key": ucl.VaultKeyPath(dir)})
+			out := map[string]any{"sealed": true, "vault_key": ucl.VaultKeyPath(dir), "keyring": (c.Bool("keyring") || kept) && keyringErr == nil}
+			if keyringErr != nil {
+				out["keyring_error"] = keyringErr.Error()
+			}
+			return printJSON(c, out)
 		}
 		printf(c, "vault key %s sealed: opening the store now needs the passphrase\n", ucl.VaultKeyPath(dir))
+		switch {
+		case keyringErr != nil:
+			printf(c, "the passphrase was not kept in the OS keyring (%v): give it in %s or on the terminal\n", keyringErr, passphraseEnv)
+		case c.Bool("keyring") || kept:
+			printf(c, "the passphrase is kept in the OS keyring (service %q, account %s)\n", keyringService, keyringUser(dir))
+		}
 		return nil
 	},
 }
@@ -125,17 +158,22 @@ var keysUnsealCommand = &cli.Command{
 	Name:  "unseal",
 	Usage: "store the vault key file without a passphrase again",
 	Description: `Rewrites a sealed DIR/vault.key as the plain key file (mode 0600), after
-opening it with the passphrase (` + passphraseEnv + ` or the terminal). Refused
-while a process serves the store.`,
+opening it with the passphrase (` + passphraseEnv + `, the OS keyring or the
+terminal), and removes a passphrase kept in the OS keyring. Refused while a
+process serves the store.`,
 	Action: func(c *cli.Context) error {
 		dir := storeDir(c)
 		if err := ucl.UnsealVaultKey(dir, ucl.Options{Passphrase: passphrase(c)}); err != nil {
 			return keyFileHint(err)
 		}
+		removed := keyringDelete(dir)
 		if jsonOut(c) {
-			return printJSON(c, map[string]any{"sealed": false, "vault_key": ucl.VaultKeyPath(dir)})
+			return printJSON(c, map[string]any{"sealed": false, "vault_key": ucl.VaultKeyPath(dir), "keyring_removed": removed})
 		}
 		printf(c, "vault key %s unsealed: its protection is now its file mode (0600) only\n", ucl.VaultKeyPath(dir))
+		if removed {
+			printf(c, "the passphrase kept in the OS keyring was removed\n")
+		}
 		return nil
 	},
 }

@@ -184,6 +184,9 @@ result names that item (duplicate_of) unless --allow-duplicate.`,
 			if errors.Is(err, ucl.ErrUnknownItem) {
 				return withHint(err, "--supersedes takes the id of a live item (from `ucl store` or `ucl query`); nothing was written")
 			}
+			if errors.Is(err, log.ErrDocumentTooLarge) {
+				return withHint(err, "store the text as several documents of at most 2 MiB each; nothing was written")
+			}
 			if errors.Is(err, log.ErrTooLarge) {
 				return withHint(err, "store long text as a document (--kind document), which is split into chunks; nothing was written")
 			}

@@ -12,9 +12,9 @@ import (
 
 // Where a sealed vault key's passphrase comes from: the environment
 // (non-interactive use: scripts, `ucl mcp` under an editor, `ucl serve`
-// as a service), else a prompt on the controlling terminal (never
-// standard input, which may carry the command's own input). No OS
-// keyring is consulted.
+// as a service), else the OS keyring where one is reachable and holds it
+// (keyring.go), else a prompt on the controlling terminal (never standard
+// input, which may carry the command's own input).
 const (
 	passphraseEnv    = "UCL_PASSPHRASE"
 	newPassphraseEnv = "UCL_NEW_PASSPHRASE" // `ucl keys seal` on a sealed key: the new one
@@ -27,11 +27,19 @@ var errNoPassphrase = errors.New("no passphrase: " + passphraseEnv + " is not se
 // passphrase returns the engine's passphrase source: called only when the
 // vault key file is sealed.
 func passphrase(c *cli.Context) func() ([]byte, error) {
+	return passphraseFor(storeDir(c), func(msg string) ([]byte, error) { return prompt(c, msg) })
+}
+
+// passphraseFor is passphrase for the store in dir, asking with ask.
+func passphraseFor(dir string, ask func(msg string) ([]byte, error)) func() ([]byte, error) {
 	return func() ([]byte, error) {
 		if p := os.Getenv(passphraseEnv); p != "" {
 			return []byte(p), nil
 		}
-		return prompt(c, fmt.Sprintf("passphrase of the vault key of %s: ", storeDir(c)))
+		if p, ok := keyringGet(dir); ok {
+			return p, nil
+		}
+		return ask(fmt.Sprintf("passphrase of the vault key of %s: ", dir))
 	}
 }
 

@@ -395,6 +395,20 @@ func TestRESTStoreTooLarge(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("document: %d %.300s", resp.StatusCode, b)
 	}
+	// A document over the document bound is refused whole, by store and
+	// by append, saying to split it.
+	over := strings.Repeat("z ", log.MaxDocumentSize/2+1)
+	resp, b = e.post("/v1/store", ucl.RememberRequest{Content: over, Session: "s", Kind: "document"})
+	wantError(t, resp, b, 413, "too_large")
+	if !strings.Contains(string(b), "several documents") {
+		t.Fatalf("no hint for a document too large: %.300s", b)
+	}
+	jsonl, _ = json.Marshal(map[string]string{"session": "s", "kind": "document", "content": over})
+	resp, b = e.do("POST", "/v1/append", "application/x-ndjson", jsonl)
+	wantError(t, resp, b, 413, "too_large")
+	if !strings.Contains(string(b), "several documents") {
+		t.Fatalf("no hint for a document too large (append): %.300s", b)
+	}
 }
 
 func TestTooLarge(t *testing.T) {

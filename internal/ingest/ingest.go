@@ -234,6 +234,9 @@ func ParseLine(b []byte, lineNo int, o Options) ([]log.Entry, error) {
 			}
 			s.ChunkIndex = *ln.ChunkIndex
 		}
+		if err := docSized(s, fail); err != nil {
+			return nil, err
+		}
 		return sized(StoreEntries(s, id, o.ChunkTokens), fail)
 	case "tombstone":
 		from, err := rawTime(ln.From)
@@ -439,10 +442,28 @@ func toolCallEntries(ln *line, id log.ID, o Options, fail func(string, error) er
 	if err := s.Validate(); err != nil {
 		return nil, fail("", err)
 	}
+	if err := docSized(s, fail); err != nil {
+		return nil, err
+	}
 	return sized(StoreEntries(s, id, o.ChunkTokens), fail)
 }
 
-// sized refuses entries over the log's event size bound (log.MaxEventSize).
+// docSized refuses an item that is split into chunks (a document, a tool
+// call) over the log's document bound (log.MaxDocumentSize), before it is
+// split: splitting costs time with the text.
+func docSized(s *log.Store, fail func(string, error) error) error {
+	if s.ChunkParent != "" || (s.Kind != log.KindDocument && s.Kind != log.KindToolCall) {
+		return nil
+	}
+	if err := log.CheckDocumentSize(s); err != nil {
+		le := fail("content", err).(*LineError)
+		le.Err = fmt.Errorf("%w: %w (split the text into several documents)", ErrBadInput, err)
+		return le
+	}
+	return nil
+}
+
+// sized refuses entries over the log's event bound (log.MaxEventSize).
 func sized(es []log.Entry, fail func(string, error) error) ([]log.Entry, error) {
 	for _, e := range es {
 		if err := log.CheckSize(e.Body); err != nil {

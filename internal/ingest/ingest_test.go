@@ -123,3 +123,26 @@ func TestParseLineRefusesWhatItWouldAlter(t *testing.T) {
 		t.Fatalf("validate: %v", err)
 	}
 }
+
+// A document or a tool call over log.MaxDocumentSize is refused before it
+// is split (splitting costs time with the text: 2 MiB of one-letter words
+// took 48 s to split only to be refused), as bad input and as too large;
+// a smaller one is split.
+func TestDocumentOverBoundRefusedBeforeSplit(t *testing.T) {
+	over := strings.Repeat("z ", log.MaxDocumentSize/2+1)
+	for _, line := range []string{
+		`{"type":"store","session":"s","kind":"document","content":"` + over + `"}`,
+		`{"type":"tool_call","session":"s","name":"read","result":"` + over + `"}`,
+	} {
+		_, err := ParseLine([]byte(line), 1, Options{})
+		if !errors.Is(err, ErrBadInput) || !errors.Is(err, log.ErrDocumentTooLarge) || !errors.Is(err, log.ErrTooLarge) ||
+			!strings.Contains(err.Error(), "several documents") {
+			t.Fatalf("%.60s…: %v", line, err)
+		}
+	}
+	under := strings.Repeat("abcdefg ", 8<<10)
+	es, err := ParseLine([]byte(`{"type":"store","session":"s","kind":"document","content":"`+under+`"}`), 1, Options{})
+	if err != nil || len(es) < 2 {
+		t.Fatalf("a document under the bound: %d chunks, %v", len(es), err)
+	}
+}
