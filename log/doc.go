@@ -130,8 +130,8 @@
 //
 // The open (last) segment file may go on past its entries with zero bytes:
 // the writer preallocates the space ahead of its writes (fallocate, as
-// etcd's WAL does; in steps growing from 64 KiB to 4 MiB, never past the
-// segment size), so that an fdatasync after an append does not also
+// etcd's WAL does; 64 KiB or twice the write ahead, at most 1 MiB, never
+// past the segment size), so that an fdatasync after an append does not also
 // journal the file's growth. A zero byte where an entry's length would
 // start, with only zeros after it, is the end of the entries: unused space,
 // not a tear. The writer cuts the file back to its entries when it closes
