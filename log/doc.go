@@ -151,15 +151,18 @@
 //
 // The open (last) segment file may go on past its entries with zero bytes:
 // the writer preallocates the space ahead of its writes (fallocate, as
-// etcd's WAL does; in steps growing from 64 KiB to 4 MiB, never past the
-// segment size), so that an fdatasync after an append does not also
+// etcd's WAL does; 64 KiB or twice the write ahead, at most 1 MiB, never
+// past the segment size), so that an fdatasync after an append does not also
 // journal the file's growth. A zero byte where an entry's length would
 // start, with only zeros after it, is the end of the entries: unused space,
 // not a tear. The writer cuts the file back to its entries when it closes
 // the log or starts the next file, so a closed store's files are exactly
-// their entries, as before; only a store left by a crash has a zero tail
-// (a binary from before preallocation repairs it as a torn write of zeros,
-// cutting nothing but zeros). The framing has no checksum, so ucl's entry data is
+// their entries, as before; only a store left by a crash has a zero tail.
+// A binary from before preallocation cuts a bare zero tail as a torn
+// write, but refuses a store whose last write was torn into it (the torn
+// entry's length no longer runs past the end of the file) until its
+// explicit repair cuts there: seen with a kill -9 during a large append.
+// The framing has no checksum, so ucl's entry data is
 //
 //	raw ‖ CRC-32C(raw)    (4 bytes, little-endian)  the last entry of a write batch
 //	raw ‖ ^CRC-32C(raw)   (the bitwise complement)  every other entry of the batch

@@ -35,14 +35,16 @@ const maxKeptBuf = 4 << 20
 // Preallocation (as etcd's WAL does): the writer reserves the space ahead
 // of its writes with fallocate, so that an fdatasync after an append does
 // not also journal the file's growth and block allocation on every write.
-// It grows the reserve geometrically from minPrealloc to maxPrealloc, never
-// past the segment size, so a small store's file stays small and a reader
-// of the last segment reads at most maxPrealloc of zeros. The zero tail is
-// unused space (parseSegment); a file the writer closes or cycles is cut
-// back to its entries, so a closed store's files are exactly its entries.
+// Each reservation is twice the write that needs it, at least minPrealloc
+// and at most maxPrealloc, never past the segment size: a small store's
+// file stays small, and a reader of the last segment (a catch-up reading
+// the events after its checkpoint reads to the end of the file) reads at
+// most maxPrealloc of zeros. The zero tail is unused space (parseSegment);
+// a file the writer closes or cycles is cut back to its entries, so a
+// closed store's files are exactly its entries.
 const (
 	minPrealloc = 64 << 10
-	maxPrealloc = 4 << 20
+	maxPrealloc = 1 << 20
 )
 
 // openTail opens the last segment of dir for appending after entry head
@@ -127,7 +129,7 @@ func (w *tailWriter) reserve(n int) {
 	if need <= w.alloc {
 		return
 	}
-	step := min(max(w.alloc, minPrealloc), maxPrealloc)
+	step := min(max(2*n, minPrealloc), maxPrealloc)
 	to := min(need+step, max(need, w.segSize))
 	if preallocate(w.f, int64(w.alloc), int64(to-w.alloc)) == nil {
 		w.alloc = to

@@ -161,8 +161,8 @@ const DefaultBatchSize = 2 * projections.DefaultCommitEvery
 // the pending batch: Apply executes it when it holds this much. A batch's
 // memory is its documents plus, while bleve executes it, their analysis
 // and the segment built from them, all about proportional to the text; a
-// bound in operations alone lets a batch of large chunks grow without
-// limit. Measured with bench/peers' fts build (100K documents of 60
+// bound in operations alone lets a batch of large chunks grow to
+// DefaultBatchSize × log.MaxEventSize. Measured with bench/peers' fts build (100K documents of 60
 // words, about 2,600 a batch at this bound instead of 10,000 a commit):
 // peak RSS 237-241 → 117 MB, CPU 20.9-22.4 → 20.5-22.9 s (two alternating
 // runs each); with batches of 1,000 documents the build took 12% more
