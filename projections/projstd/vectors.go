@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"sync"
 
@@ -168,6 +169,7 @@ type vecOp struct {
 	content string
 	vec     []float32
 	rec     []byte // the stored record of vec, once quantised (quant.go)
+	code    []byte // vec's code slot in scan.bin (vector.EncodeSlot)
 }
 
 var (
@@ -485,19 +487,13 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 		}
 	}
 	dim := v.opts.Embedder.Dim()
-	for i := range v.ops {
-		if op := &v.ops[i]; !op.del && op.rec == nil {
-			if err := checkVec(op.vec, dim); err != nil {
-				return fmt.Errorf("commit vectors: seq %d: %w", op.seq, err)
-			}
-			op.vec, op.rec = quantize(op.vec)
-		}
+	if err := v.codePending(dim); err != nil {
+		return err
 	}
 	live, graphOn, crossed := v.live, v.graphOn, false
 	next := v.next
 	var logged int
 	var newIdx vector.Index
-	sl := vector.SlotLen(dim)
 	err := v.db.Update(func(tx *bolt.Tx) error {
 		vb, ob, sb := tx.Bucket(bVecs), tx.Bucket(bOps), tx.Bucket(bSlots)
 		var graphOps []vecOp
@@ -538,11 +534,7 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 						return err
 					}
 				}
-				code := make([]byte, sl)
-				if err := vector.EncodeSlot(code, op.vec); err != nil {
-					return fmt.Errorf("vectors: seq %d: %w", op.seq, err)
-				}
-				writes = append(writes, slotWrite{slot: slot, b: code})
+				writes = append(writes, slotWrite{slot: slot, b: op.code})
 				m := v.meta[op.id]
 				m.slot = slot
 				if err := vb.Put(key, appendMeta(op.rec, m)); err != nil {
@@ -691,6 +683,59 @@ func (v *VectorProjection) Flush() error {
 		return err
 	}
 	return v.persistGraph(true)
+}
+
+// codePending checks, quantises and codes the pending vectors, split
+// between up to GOMAXPROCS goroutines (each op's values depend on its
+// vector alone; after embedding, this is the largest per-vector cost of
+// a catch-up). The error is the first op's in order.
+func (v *VectorProjection) codePending(dim int) error {
+	sl := vector.SlotLen(dim)
+	code := func(op *vecOp) error {
+		if op.del || op.code != nil {
+			return nil
+		}
+		if op.rec == nil {
+			if err := checkVec(op.vec, dim); err != nil {
+				return fmt.Errorf("commit vectors: seq %d: %w", op.seq, err)
+			}
+			op.vec, op.rec = quantize(op.vec)
+		}
+		c := make([]byte, sl)
+		if err := vector.EncodeSlot(c, op.vec); err != nil {
+			return fmt.Errorf("commit vectors: seq %d: %w", op.seq, err)
+		}
+		op.code = c
+		return nil
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(v.ops)/64, 8)
+	if workers < 2 {
+		for i := range v.ops {
+			if err := code(&v.ops[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	errs := make([]error, len(v.ops))
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		lo, hi := w*len(v.ops)/workers, (w+1)*len(v.ops)/workers
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := lo; i < hi; i++ {
+				errs[i] = code(&v.ops[i])
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (v *VectorProjection) embedPending(ctx context.Context) error {
