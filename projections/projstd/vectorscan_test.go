@@ -38,7 +38,7 @@ func buildVectors(t *testing.T, dir string, evs []*log.Event, every int) *Vector
 // search through it answers what the loaded exact index answers, and
 // verify (Digest) finds a damaged slot.
 func TestScanFileFollowsOperations(t *testing.T) {
-	evs := projtest.ConvEvents(3, 500)
+	evs := projtest.ConvEvents(3, 300)
 	var files [][]byte
 	var digests [][32]byte
 	var dirs []string
