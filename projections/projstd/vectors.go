@@ -170,6 +170,7 @@ type vecOp struct {
 	vec     []float32
 	rec     []byte // the stored record of vec, once quantised (quant.go)
 	code    []byte // vec's code slot in scan.bin (vector.EncodeSlot)
+	meta    chunkMeta
 }
 
 var (
@@ -323,7 +324,7 @@ func (v *VectorProjection) load() error {
 }
 
 // loadMeta reads the live chunks' metadata (what Apply needs to resolve
-// tombstones), once.
+// tombstones), once: the committed chunks, then the pending operations.
 func (v *VectorProjection) loadMeta() error {
 	if v.meta != nil {
 		return nil
@@ -334,6 +335,13 @@ func (v *VectorProjection) loadMeta() error {
 	})
 	if err != nil {
 		return fmt.Errorf("load vector chunks: %w", err)
+	}
+	for _, op := range v.ops {
+		if op.del {
+			delete(meta, op.id)
+		} else {
+			meta[op.id] = op.meta
+		}
 	}
 	v.meta = meta
 	return nil
@@ -431,11 +439,21 @@ func (v *VectorProjection) Checkpoint() (projections.Checkpoint, error) { return
 func (v *VectorProjection) Apply(ev *log.Event) error {
 	switch b := ev.Body.(type) {
 	case *log.Store:
-		if err := v.loadMeta(); err != nil {
-			return err
+		// A catch-up of stores alone never needs the metadata of every
+		// chunk in memory (at a million chunks, a few hundred MB of
+		// heap): it is loaded at the first edit or tombstone (loadMeta
+		// adds the pending operations), or here when the session view,
+		// which setMeta keeps current, exists.
+		m := chunkMeta{session: b.Session, time: b.Time, seq: ev.Seq}
+		if v.bySession != nil {
+			if err := v.loadMeta(); err != nil {
+				return err
+			}
 		}
-		v.setMeta(b.ChunkID, chunkMeta{session: b.Session, time: b.Time, seq: ev.Seq})
-		v.ops = append(v.ops, vecOp{seq: ev.Seq, id: b.ChunkID, content: b.SearchText()})
+		if v.meta != nil {
+			v.setMeta(b.ChunkID, m)
+		}
+		v.ops = append(v.ops, vecOp{seq: ev.Seq, id: b.ChunkID, content: b.SearchText(), meta: m})
 	case *log.Edit:
 		if err := v.loadMeta(); err != nil {
 			return err
@@ -447,8 +465,9 @@ func (v *VectorProjection) Apply(ev *log.Event) error {
 			}
 		}
 		s := &b.Store
-		v.setMeta(s.ChunkID, chunkMeta{session: s.Session, time: s.Time, seq: ev.Seq})
-		v.ops = append(v.ops, vecOp{seq: ev.Seq, id: s.ChunkID, content: s.SearchText()})
+		m := chunkMeta{session: s.Session, time: s.Time, seq: ev.Seq}
+		v.setMeta(s.ChunkID, m)
+		v.ops = append(v.ops, vecOp{seq: ev.Seq, id: s.ChunkID, content: s.SearchText(), meta: m})
 	case *log.Tombstone:
 		if err := v.loadMeta(); err != nil {
 			return err
@@ -535,7 +554,7 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 					}
 				}
 				writes = append(writes, slotWrite{slot: slot, b: op.code})
-				m := v.meta[op.id]
+				m := op.meta
 				m.slot = slot
 				if err := vb.Put(key, appendMeta(op.rec, m)); err != nil {
 					return err
@@ -838,7 +857,7 @@ func (v *VectorProjection) Reset() error {
 	if err := v.openScanFile(); err != nil {
 		return fmt.Errorf("reset vectors: %w", err)
 	}
-	v.meta, v.ops, v.cp, v.live = map[string]chunkMeta{}, nil, projections.Checkpoint{}, 0
+	v.meta, v.ops, v.cp, v.live = nil, nil, projections.Checkpoint{}, 0
 	v.bySession = nil
 	v.graphOn, v.graph, v.graphSize, v.deltaSize, v.sinceGraph = false, 0, 0, 0, 0
 	// No in-memory index: a rebuild would keep every vector in it for
