@@ -23,6 +23,9 @@ func TestVectorGraphStartsInIDOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
+	if err := a.loadMeta(); err != nil { // kept current by Apply from here
+		t.Fatal(err)
+	}
 	last := 0 // the event that brought the last new chunk
 	for i, ev := range evs {
 		n := len(a.meta)

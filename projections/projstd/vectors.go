@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"sync"
 
@@ -168,6 +169,8 @@ type vecOp struct {
 	content string
 	vec     []float32
 	rec     []byte // the stored record of vec, once quantised (quant.go)
+	code    []byte // vec's code slot in scan.bin (vector.EncodeSlot)
+	meta    chunkMeta
 }
 
 var (
@@ -321,7 +324,7 @@ func (v *VectorProjection) load() error {
 }
 
 // loadMeta reads the live chunks' metadata (what Apply needs to resolve
-// tombstones), once.
+// tombstones), once: the committed chunks, then the pending operations.
 func (v *VectorProjection) loadMeta() error {
 	if v.meta != nil {
 		return nil
@@ -332,6 +335,13 @@ func (v *VectorProjection) loadMeta() error {
 	})
 	if err != nil {
 		return fmt.Errorf("load vector chunks: %w", err)
+	}
+	for _, op := range v.ops {
+		if op.del {
+			delete(meta, op.id)
+		} else {
+			meta[op.id] = op.meta
+		}
 	}
 	v.meta = meta
 	return nil
@@ -429,11 +439,21 @@ func (v *VectorProjection) Checkpoint() (projections.Checkpoint, error) { return
 func (v *VectorProjection) Apply(ev *log.Event) error {
 	switch b := ev.Body.(type) {
 	case *log.Store:
-		if err := v.loadMeta(); err != nil {
-			return err
+		// A catch-up of stores alone never needs the metadata of every
+		// chunk in memory (at a million chunks, a few hundred MB of
+		// heap): it is loaded at the first edit or tombstone (loadMeta
+		// adds the pending operations), or here when the session view,
+		// which setMeta keeps current, exists.
+		m := chunkMeta{session: b.Session, time: b.Time, seq: ev.Seq}
+		if v.bySession != nil {
+			if err := v.loadMeta(); err != nil {
+				return err
+			}
 		}
-		v.setMeta(b.ChunkID, chunkMeta{session: b.Session, time: b.Time, seq: ev.Seq})
-		v.ops = append(v.ops, vecOp{seq: ev.Seq, id: b.ChunkID, content: b.SearchText()})
+		if v.meta != nil {
+			v.setMeta(b.ChunkID, m)
+		}
+		v.ops = append(v.ops, vecOp{seq: ev.Seq, id: b.ChunkID, content: b.SearchText(), meta: m})
 	case *log.Edit:
 		if err := v.loadMeta(); err != nil {
 			return err
@@ -445,8 +465,9 @@ func (v *VectorProjection) Apply(ev *log.Event) error {
 			}
 		}
 		s := &b.Store
-		v.setMeta(s.ChunkID, chunkMeta{session: s.Session, time: s.Time, seq: ev.Seq})
-		v.ops = append(v.ops, vecOp{seq: ev.Seq, id: s.ChunkID, content: s.SearchText()})
+		m := chunkMeta{session: s.Session, time: s.Time, seq: ev.Seq}
+		v.setMeta(s.ChunkID, m)
+		v.ops = append(v.ops, vecOp{seq: ev.Seq, id: s.ChunkID, content: s.SearchText(), meta: m})
 	case *log.Tombstone:
 		if err := v.loadMeta(); err != nil {
 			return err
@@ -485,19 +506,13 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 		}
 	}
 	dim := v.opts.Embedder.Dim()
-	for i := range v.ops {
-		if op := &v.ops[i]; !op.del && op.rec == nil {
-			if err := checkVec(op.vec, dim); err != nil {
-				return fmt.Errorf("commit vectors: seq %d: %w", op.seq, err)
-			}
-			op.vec, op.rec = quantize(op.vec)
-		}
+	if err := v.codePending(dim); err != nil {
+		return err
 	}
 	live, graphOn, crossed := v.live, v.graphOn, false
 	next := v.next
 	var logged int
 	var newIdx vector.Index
-	sl := vector.SlotLen(dim)
 	err := v.db.Update(func(tx *bolt.Tx) error {
 		vb, ob, sb := tx.Bucket(bVecs), tx.Bucket(bOps), tx.Bucket(bSlots)
 		var graphOps []vecOp
@@ -538,12 +553,8 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 						return err
 					}
 				}
-				code := make([]byte, sl)
-				if err := vector.EncodeSlot(code, op.vec); err != nil {
-					return fmt.Errorf("vectors: seq %d: %w", op.seq, err)
-				}
-				writes = append(writes, slotWrite{slot: slot, b: code})
-				m := v.meta[op.id]
+				writes = append(writes, slotWrite{slot: slot, b: op.code})
+				m := op.meta
 				m.slot = slot
 				if err := vb.Put(key, appendMeta(op.rec, m)); err != nil {
 					return err
@@ -693,6 +704,59 @@ func (v *VectorProjection) Flush() error {
 	return v.persistGraph(true)
 }
 
+// codePending checks, quantises and codes the pending vectors, split
+// between up to GOMAXPROCS goroutines (each op's values depend on its
+// vector alone; after embedding, this is the largest per-vector cost of
+// a catch-up). The error is the first op's in order.
+func (v *VectorProjection) codePending(dim int) error {
+	sl := vector.SlotLen(dim)
+	code := func(op *vecOp) error {
+		if op.del || op.code != nil {
+			return nil
+		}
+		if op.rec == nil {
+			if err := checkVec(op.vec, dim); err != nil {
+				return fmt.Errorf("commit vectors: seq %d: %w", op.seq, err)
+			}
+			op.vec, op.rec = quantize(op.vec)
+		}
+		c := make([]byte, sl)
+		if err := vector.EncodeSlot(c, op.vec); err != nil {
+			return fmt.Errorf("commit vectors: seq %d: %w", op.seq, err)
+		}
+		op.code = c
+		return nil
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(v.ops)/64, 8)
+	if workers < 2 {
+		for i := range v.ops {
+			if err := code(&v.ops[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	errs := make([]error, len(v.ops))
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		lo, hi := w*len(v.ops)/workers, (w+1)*len(v.ops)/workers
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := lo; i < hi; i++ {
+				errs[i] = code(&v.ops[i])
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (v *VectorProjection) embedPending(ctx context.Context) error {
 	var texts []string
 	var at []int
@@ -793,7 +857,7 @@ func (v *VectorProjection) Reset() error {
 	if err := v.openScanFile(); err != nil {
 		return fmt.Errorf("reset vectors: %w", err)
 	}
-	v.meta, v.ops, v.cp, v.live = map[string]chunkMeta{}, nil, projections.Checkpoint{}, 0
+	v.meta, v.ops, v.cp, v.live = nil, nil, projections.Checkpoint{}, 0
 	v.bySession = nil
 	v.graphOn, v.graph, v.graphSize, v.deltaSize, v.sinceGraph = false, 0, 0, 0, 0
 	// No in-memory index: a rebuild would keep every vector in it for

@@ -38,7 +38,7 @@ func buildVectors(t *testing.T, dir string, evs []*log.Event, every int) *Vector
 // search through it answers what the loaded exact index answers, and
 // verify (Digest) finds a damaged slot.
 func TestScanFileFollowsOperations(t *testing.T) {
-	evs := projtest.ConvEvents(3, 500)
+	evs := projtest.ConvEvents(3, 300)
 	var files [][]byte
 	var digests [][32]byte
 	var dirs []string
@@ -142,5 +142,67 @@ func TestScanFileFollowsOperations(t *testing.T) {
 	}
 	if _, err := OpenVectors(dirs[0], VectorOptions{}); err == nil {
 		t.Fatal("a short scan.bin opened")
+	}
+}
+
+// TestVectorMetaLoadedOnDemand: a catch-up of stores keeps no chunk
+// metadata in memory; a tombstone in the same batch loads it, pending
+// stores included, and removes the stores it matches before they are
+// committed; a later batch's tombstone finds the committed ones.
+func TestVectorMetaLoadedOnDemand(t *testing.T) {
+	store := func(id, session, text string) *log.Store {
+		return &log.Store{ChunkID: id, Kind: log.KindConversation, Session: session, Content: text, Time: projtest.BaseTime}
+	}
+	evs, err := projtest.Chain(
+		store("a1", "s1", "the cello practice ran long"),
+		store("b1", "s2", "tomato garden in the spring"),
+		store("c1", "s3", "database migration rollback"),
+		&log.Tombstone{Session: "s1"},
+		store("d1", "s2", "more tomatoes in the garden"),
+		&log.Tombstone{Session: "s2"},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := OpenVectors(t.TempDir(), VectorOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	commit := func(ev *log.Event) {
+		if err := v.Commit(projections.Checkpoint{Seq: ev.Seq, Hash: ev.Hash}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ev := range evs[:3] {
+		if err := v.Apply(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v.meta != nil {
+		t.Fatal("stores loaded the chunk metadata")
+	}
+	if err := v.Apply(evs[3]); err != nil { // tombstone of s1, a1 pending
+		t.Fatal(err)
+	}
+	commit(evs[3])
+	if v.live != 2 {
+		t.Fatalf("%d live after the tombstone of s1, want 2 (b1, c1)", v.live)
+	}
+	for _, ev := range evs[4:] {
+		if err := v.Apply(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit(evs[5])
+	if v.live != 1 {
+		t.Fatalf("%d live after the tombstone of s2, want 1 (c1)", v.live)
+	}
+	hits, err := v.SearchText(context.Background(), "garden tomato cello database", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) != 1 || hits[0].ID != "c1" {
+		t.Fatalf("hits %v, want c1 alone", hits)
 	}
 }
