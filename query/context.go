@@ -71,7 +71,7 @@ func ContextK(budget int) int {
 // the budget left grows them back (Assemble). On the LoCoMo development
 // set the evidence reached a 1,000-token context for 87.5% of the
 // questions with 150-token chunks and for 90.9% with snippets (the other
-// LoCoMo conversations: 86.5% and 90.6%).
+// LoCoMo conversations: 86.5% and 90.7%; at 4,000 tokens 94.5% → 96.9% and 94.7% → 96.5%).
 const SnippetTokens = 20
 
 // ContextRequest asks for a context: Request selects and ranks the chunks
