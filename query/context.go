@@ -150,16 +150,22 @@ func (e *Engine) ownerOf(id string) string {
 //     budget (the newest alone may use all of it); a turn that does not fit
 //     whole is trimmed to its key sentences, and the first that cannot fit
 //     even trimmed ends this step (older turns would be out of order).
-//  2. Ranked chunks in rank order (those already present skipped): the
-//     first FullChunks whole if they fit, the others cut to ChunkTokens:
-//     the sentence holding the most query words and its neighbours
-//     (snippet), or the key sentences when none holds one; a chunk that
-//     does not fit is cut further to what fits, and dropped only when not
-//     even a few words fit. Later,
-//     smaller chunks may still fit after a drop; once fewer than a turn
-//     header's tokens are left, the rest are dropped untried. With
-//     Request.K unset, ContextK(Budget) ranked chunks are considered, so a
-//     large budget is filled rather than left empty.
+//  2. Ranked chunks in rank order (those already present skipped). With
+//     a ContextRequest.ChunkTokens: the first FullChunks whole if they fit,
+//     the others cut to ChunkTokens (the sentence holding the most query
+//     words and its neighbours, or the key sentences when none holds one);
+//     a chunk that does not fit is cut further to what fits, and dropped
+//     only when not even a few words fit. Without one (the default): every
+//     chunk as a snippet of SnippetTokens, dropped when it does not fit (a
+//     snippet no shorter than one that did not fit since the last placement
+//     is dropped untried). Later, smaller chunks may still fit after a
+//     drop; once fewer than a turn header's tokens are left, the rest are
+//     dropped untried. With Request.K unset, ContextK(Budget) ranked
+//     chunks are considered, so a large budget is filled rather than left
+//     empty.
+//  3. Without a ContextRequest.ChunkTokens, the placed snippets grow back
+//     in rank order while they fit: the first FullChunks whole, the others
+//     to DefaultChunkTokens of key sentences (all at once when they fit).
 //
 // Rendering groups chunks: notes (sessionless non-document chunks), then
 // documents (by chunk_parent, parts in chunk order; name from meta "name",
