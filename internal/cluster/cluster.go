@@ -534,7 +534,19 @@ func (n *Node) Own(ctx context.Context, name, dir string, opts ucl.Options) (*Ow
 		}
 	}
 	h := ucl.Handler(s)
-	sub, err := n.nc.QueueSubscribe(ReqSubject(name), "owner", func(m *nats.Msg) { go n.serveMsg(h, m) })
+	sub, err := n.nc.QueueSubscribe(ReqSubject(name), "owner", func(m *nats.Msg) {
+		if !o.Valid() {
+			// Not renewed lately: another node may own the store by now,
+			// and this copy may be stale. The requester may try again.
+			// (Errors cross the socket protocol as 200 with an error.)
+			r := nats.NewMsg(m.Reply)
+			r.Header.Set("Ucl-Status", strconv.Itoa(http.StatusOK))
+			r.Data = []byte(`{"error":{"message":"this node's lease on the store lapsed; try again","class":"unavailable"}}`)
+			m.RespondMsg(r)
+			return
+		}
+		go n.serveMsg(h, m)
+	})
 	if err == nil {
 		err = n.nc.Flush()
 	}
