@@ -65,6 +65,17 @@ func logSource(ctx context.Context, l *log.Log) mirror.RecordSource {
 	}
 }
 
+// mirrorHead is the last seq Push may upload: the log's head, or less
+// when Options.MirrorHead says so (a cluster owner's events that the
+// stream has not acknowledged yet).
+func (s *Store) mirrorHead() uint64 {
+	head, _ := s.st.Log.Head()
+	if s.opts.MirrorHead != nil {
+		head = min(head, s.opts.MirrorHead())
+	}
+	return head
+}
+
 // Push uploads every event not yet on Arweave (resumable and idempotent:
 // ranges already on the gateway are adopted). On failure the result says
 // how far the mirror got.
@@ -106,7 +117,7 @@ func (s *Store) Push(ctx context.Context, req PushRequest) (*PushResult, error) 
 	}
 	s.mirror.Lock()
 	defer s.mirror.Unlock()
-	head, _ := s.st.Log.Head()
+	head := s.mirrorHead()
 	res := &PushResult{Gateway: cl.Endpoints().String(), Mode: via, Bundler: bundler, HeadSeq: head}
 	st, err := mirror.OpenState(s.st.Path(store.MirrorFile))
 	if err != nil {
@@ -353,7 +364,7 @@ func Watch(ctx context.Context, api API, o WatchOptions, report func(WatchReport
 	}
 	if s, ok := api.(*Store); ok {
 		wake = s.appended
-		headOf = func() (uint64, error) { h, _ := s.st.Log.Head(); return h, nil }
+		headOf = func() (uint64, error) { return s.mirrorHead(), nil }
 	}
 	poll := min(time.Second, o.Every)
 	var covered uint64

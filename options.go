@@ -82,6 +82,11 @@ type Options struct {
 	// the append is acknowledged (log.Options.Replicate; internal/cluster
 	// sets it). nil on the single-machine path.
 	Replicate func(first uint64, raws [][]byte) error
+	// MirrorHead, when set, bounds what Push uploads to Arweave: events
+	// after the seq it returns stay local (internal/cluster returns the
+	// last seq its stream acknowledged, so an event that may still be cut
+	// as never acknowledged never reaches Arweave). nil: the log's head.
+	MirrorHead func() uint64
 }
 
 // InitOptions configure Init.

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -401,6 +402,11 @@ type Owned struct {
 	snapSeq uint64
 	snapDue chan struct{}
 	warn    func(string)
+	// acked is the last seq the stream acknowledged: the store's
+	// Arweave mirror pushes no further (ucl.Options.MirrorHead), so an
+	// event that may yet be cut as never acknowledged never reaches
+	// Arweave.
+	acked atomic.Uint64
 }
 
 // CutDir is where, in a store's directory, a takeover keeps the local
@@ -512,7 +518,15 @@ func (n *Node) Own(ctx context.Context, name, dir string, opts ucl.Options) (*Ow
 	if err != nil {
 		return fail(err)
 	}
+	// After catchUp the local log is the stream's prefix up to its head:
+	// all of it acknowledged.
+	acked, err := n.StreamHead(meta.LogID)
+	if err != nil {
+		return fail(err)
+	}
+	o.acked.Store(acked)
 	opts.Replicate = o.replicate
+	opts.MirrorHead = o.acked.Load
 	s, err := ucl.Open(dir, opts)
 	if err != nil {
 		return fail(err)
@@ -583,6 +597,7 @@ func (o *Owned) replicate(first uint64, raws [][]byte) (err error) {
 	if err := o.n.Publish(o.logID, first, raws); err != nil {
 		return err
 	}
+	o.acked.Store(first + uint64(len(raws)) - 1)
 	if every := o.n.cfg.SnapshotEvery; every > 0 {
 		o.mu.Lock()
 		due := first+uint64(len(raws))-1 >= o.snapSeq+uint64(every)

@@ -114,5 +114,13 @@
 // identity (ucl.json, vault key, wallet): copied by hand, or fetched from
 // "ucl-stores" with the cluster key; only the log travels through the
 // stream.
-// Arweave mirroring stays with the owner.
+//
+// # Arweave
+//
+// Arweave mirroring stays with the owner, and goes no further than the
+// stream: Own sets ucl.Options.MirrorHead to the last seq the stream
+// acknowledged (its head after the reconcile, then each replicated
+// commit's last seq), so a push never uploads an event that a later
+// takeover may cut. A new owner's push adopts the segments already on
+// Arweave that agree with its imported log and continues that chain.
 package cluster
