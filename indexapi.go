@@ -24,6 +24,8 @@ type IndexRequest struct {
 	Kinds    []string `json:"kinds,omitempty"`
 	Since    string   `json:"since,omitempty"`
 	Until    string   `json:"until,omitempty"`
+	// Meta keeps only items whose meta holds every pair (AND).
+	Meta map[string]string `json:"meta,omitempty"`
 	// NoTemporal keeps time phrases in Query as words.
 	NoTemporal bool     `json:"no_temporal,omitempty"`
 	Progress   Progress `json:"-"`
@@ -50,6 +52,11 @@ func (s *Store) Index(ctx context.Context, req IndexRequest) (*IndexResult, erro
 		case "conversation", "document", "knowledge", "tool_call", "profile":
 		default:
 			return nil, fmt.Errorf("unknown kind %q: %w", k, ErrBadRequest)
+		}
+	}
+	for k := range req.Meta {
+		if k == "" {
+			return nil, badRequest("meta: empty key")
 		}
 	}
 	since, err := parseTime("since", req.Since)
@@ -86,7 +93,7 @@ func (s *Store) Index(ctx context.Context, req IndexRequest) (*IndexResult, erro
 		}
 	}
 	ir := index.Request{Query: req.Query, Text: text, Empty: empty, Sessions: req.Sessions, Kinds: req.Kinds,
-		Since: since, Until: until, Now: now, NowArg: req.Now, Budget: req.Budget}
+		Since: since, Until: until, Meta: req.Meta, Now: now, NowArg: req.Now, Budget: req.Budget}
 	var res *IndexResult
 	err = s.readProj(ctx, req.Progress, func(set *projstd.Set, _ bool) error {
 		var err error

@@ -46,6 +46,9 @@ type Request struct {
 	// content time (unix ms, 0: open).
 	Sessions, Kinds []string
 	Since, Until    int64
+	// Meta keeps only items whose meta holds every pair (exact keys and
+	// values); it is repeated in links.
+	Meta map[string]string
 	// Now is the reference time; NowArg the request's own "now" ("" if it
 	// gave none), repeated in links so they open the same view.
 	Now    time.Time
@@ -79,6 +82,10 @@ func (l Link) reserve() int {
 		case []string:
 			for _, s := range a {
 				count(s)
+			}
+		case map[string]string:
+			for k, s := range a {
+				count(k + "=" + s)
 			}
 		}
 	}
@@ -177,7 +184,7 @@ func Build(ctx context.Context, set *projstd.Set, req Request) (*Result, error) 
 		if set.FTS == nil {
 			return nil, fmt.Errorf("index: the full-text projection is needed for a query")
 		}
-		hits, err := set.FTS.Search(ctx, fts.Query{Text: text, K: MaxMatches, Sessions: req.Sessions, Kinds: req.Kinds, Since: since, Until: until})
+		hits, err := set.FTS.Search(ctx, fts.Query{Text: text, K: MaxMatches, Sessions: req.Sessions, Kinds: req.Kinds, Since: since, Until: until, Meta: req.Meta})
 		if err != nil {
 			return nil, fmt.Errorf("index: %w", err)
 		}
@@ -191,7 +198,32 @@ func Build(ctx context.Context, set *projstd.Set, req Request) (*Result, error) 
 		}
 	default:
 		keep := Filter(req.Sessions, req.Kinds, since, until)
-		err := set.Dedup.Each(func(it dedup.Item) error {
+		each := set.Dedup.Each
+		if len(req.Meta) > 0 {
+			// The meta terms of the full-text projection find the items;
+			// the other filters apply to them as to every item.
+			if set.FTS == nil {
+				return nil, fmt.Errorf("index: the full-text projection is needed for a meta filter")
+			}
+			ids, more, err := set.FTS.WithMeta(ctx, req.Meta, MaxMatches)
+			if err != nil {
+				return nil, fmt.Errorf("index: %w", err)
+			}
+			capped = more
+			items, err := set.Dedup.Items(ids)
+			if err != nil {
+				return nil, fmt.Errorf("index: %w", err)
+			}
+			each = func(f func(dedup.Item) error) error {
+				for _, it := range items {
+					if err := f(it); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+		}
+		err := each(func(it dedup.Item) error {
 			if keep(it) {
 				matches = append(matches, it)
 			}
@@ -378,6 +410,9 @@ func (b *indexBuilder) zoom(q string, sessions []string, since, until int64) Lin
 	}
 	if until != 0 {
 		args["until"] = fmtBound(until)
+	}
+	if len(b.req.Meta) > 0 {
+		args["meta"] = b.req.Meta
 	}
 	if b.req.NowArg != "" {
 		args["now"] = b.req.NowArg

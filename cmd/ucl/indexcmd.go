@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -33,6 +34,7 @@ max(bytes/4, 4/3 per word)). Deterministic for a given --now.`,
 		&cli.StringFlag{Name: "until", Usage: "only content before this time"},
 		&cli.StringFlag{Name: "now", Usage: "reference time for the overview and time phrases (default: the current time)"},
 		&cli.BoolFlag{Name: "no-time", Usage: "ignore time phrases in QUERY"},
+		&cli.StringSliceFlag{Name: "meta", Usage: "only items whose meta has `KEY=VALUE` (repeatable: all of them)"},
 	},
 	Action: func(c *cli.Context) error {
 		if c.NArg() > 1 {
@@ -44,6 +46,10 @@ max(bytes/4, 4/3 per word)). Deterministic for a given --now.`,
 		req := ucl.IndexRequest{Query: c.Args().First(), Budget: c.Int("budget"), Sessions: c.StringSlice("session"),
 			Kinds: c.StringSlice("kind"), Since: c.String("since"), Until: c.String("until"), Now: c.String("now"),
 			NoTemporal: c.Bool("no-time")}
+		var err error
+		if req.Meta, err = metaFlags(c); err != nil {
+			return err
+		}
 		for _, k := range req.Kinds {
 			switch k {
 			case "conversation", "document", "knowledge", "tool_call", "profile":
@@ -169,6 +175,9 @@ func cliCommand(l index.Link) string {
 				cmd = append(cmd, "--"+f, shellQuote(v))
 			}
 		}
+		for _, kv := range metaArg(l.Args["meta"]) {
+			cmd = append(cmd, "--meta", shellQuote(kv))
+		}
 		return strings.Join(cmd, " ")
 	}
 	// A method the index does not link to today: as the engine gives it
@@ -192,6 +201,27 @@ func strList(v any) []string {
 		return out
 	}
 	return nil
+}
+
+// metaArg is a link's meta argument as KEY=VALUE strings in key order:
+// map[string]string in the owner's process, map[string]any once it crossed
+// the socket as JSON.
+func metaArg(v any) []string {
+	var out []string
+	switch v := v.(type) {
+	case map[string]string:
+		for k, x := range v {
+			out = append(out, k+"="+x)
+		}
+	case map[string]any:
+		for k, x := range v {
+			if s, ok := x.(string); ok {
+				out = append(out, k+"="+s)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // shellQuote quotes s for a POSIX shell unless it needs none.

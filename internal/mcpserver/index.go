@@ -14,13 +14,14 @@ import (
 
 // IndexIn are the arguments of uc_index.
 type IndexIn struct {
-	Query    string   `json:"query,omitempty" jsonschema:"words to match (any); empty: everything"`
-	Budget   int      `json:"budget,omitempty" jsonschema:"tokens, 100 to 100000 (default 4000)"`
-	Sessions []string `json:"sessions,omitempty" jsonschema:"only these sessions"`
-	Kinds    []string `json:"kinds,omitempty" jsonschema:"only these kinds"`
-	Since    string   `json:"since,omitempty" jsonschema:"content time from"`
-	Until    string   `json:"until,omitempty" jsonschema:"content time before"`
-	Now      string   `json:"now,omitempty" jsonschema:"reference time (default now)"`
+	Query    string            `json:"query,omitempty" jsonschema:"words to match (any); empty: everything"`
+	Budget   int               `json:"budget,omitempty" jsonschema:"tokens, 100 to 100000 (default 4000)"`
+	Sessions []string          `json:"sessions,omitempty" jsonschema:"only these sessions"`
+	Kinds    []string          `json:"kinds,omitempty" jsonschema:"only these kinds"`
+	Since    string            `json:"since,omitempty" jsonschema:"content time from"`
+	Until    string            `json:"until,omitempty" jsonschema:"content time before"`
+	Now      string            `json:"now,omitempty" jsonschema:"reference time (default now)"`
+	Meta     map[string]string `json:"meta,omitempty"`
 }
 
 // IndexOut is the result of uc_index: the structure of the text answer.
@@ -121,7 +122,7 @@ func (s *server) toolIndex(ctx context.Context, _ *mcp.CallToolRequest, in Index
 		return nil, out, badArg("now", "%v", err)
 	}
 	res, err := s.eng.Index(ctx, ucl.IndexRequest{Query: in.Query, Budget: budget, Sessions: in.Sessions, Kinds: in.Kinds,
-		Since: since, Until: until, Now: now})
+		Since: since, Until: until, Now: now, Meta: in.Meta})
 	if errors.Is(err, query.ErrBadBudget) {
 		return nil, out, badArg("budget", "%v", err)
 	}

@@ -77,3 +77,38 @@ func TestRecallArgs(t *testing.T) {
 	e.fails("uc_query", QueryIn{Query: "Lisbon", Recall: Recall{TZ: "Mars/Olympus"}}, "time zone")
 	e.fails("uc_get", GetIn{IDs: []string{fares.IDs[0]}, AsOf: "999"}, "as-of")
 }
+
+// TestIndexPeriodMeta: uc_index and uc_period take meta, in a session or
+// none, through the SDK client.
+func TestIndexPeriodMeta(t *testing.T) {
+	e := newEnv(t)
+	a, _ := ok[StoreOut](e, "uc_store", StoreIn{Content: "Apollo budget review.", Session: "work", Role: "user",
+		Meta: map[string]string{"project": "apollo"}, Time: "2023-05-08T10:00:00Z"})
+	b, _ := ok[StoreOut](e, "uc_store", StoreIn{Content: "Apollo launch decided for June.", Kind: "knowledge",
+		Meta: map[string]string{"project": "apollo"}, Time: "2023-05-08T11:00:00Z"})
+	ok[StoreOut](e, "uc_store", StoreIn{Content: "Zeus budget review.", Session: "work", Role: "user",
+		Meta: map[string]string{"project": "zeus"}, Time: "2023-05-08T12:00:00Z"})
+	ok[StoreOut](e, "uc_store", StoreIn{Content: "A budget note without meta.", Kind: "knowledge", Time: "2023-05-08T13:00:00Z"})
+	want := map[string]bool{a.IDs[0]: true, b.IDs[0]: true}
+
+	idx, _ := ok[IndexOut](e, "uc_index", IndexIn{Query: "budget review launch", Meta: map[string]string{"project": "apollo"}})
+	got := map[string]bool{}
+	for _, it := range append(idx.Items, idx.Snippets...) {
+		got[it.ID] = true
+	}
+	if idx.Matches != 2 || len(got) != 2 || !got[a.IDs[0]] || !got[b.IDs[0]] {
+		t.Fatalf("uc_index meta project=apollo: %d matches %v, want %v", idx.Matches, got, want)
+	}
+	per, _ := ok[PeriodOut](e, "uc_period", PeriodIn{Period: "2023-05-08..2023-05-09", Meta: map[string]string{"project": "apollo"}})
+	got = map[string]bool{}
+	for _, it := range per.Items {
+		got[it.ID] = true
+	}
+	if per.Total != 2 || len(got) != 2 || !got[a.IDs[0]] || !got[b.IDs[0]] {
+		t.Fatalf("uc_period meta project=apollo: total %d %v, want %v", per.Total, got, want)
+	}
+	if per, _ = ok[PeriodOut](e, "uc_period", PeriodIn{Period: "2023-05-08..2023-05-09"}); per.Total != 4 {
+		t.Fatalf("uc_period without meta: total %d, want 4", per.Total)
+	}
+	e.fails("uc_period", PeriodIn{Period: "2023-05-08..2023-05-09", Meta: map[string]string{"": "x"}}, "meta")
+}

@@ -79,15 +79,15 @@ const (
 	descGet          = `Read items whole by id. Content over the result bound is cut with a marker giving the offset to read on from.`
 	descThread       = `The reply chain around an item, tool calls included, in time order: the discussion a hit came from.`
 	descSession      = `One session's items in order, paged, or its last N items. uc_list_sessions gives session ids.`
-	descListSessions = `Sessions, most recently active first, with span, counts, title and summary: what was worked on lately.`
-	descDocument     = `A document or long tool result, reassembled, by id or by meta name (any session). An ambiguous name lists the candidates.`
+	descListSessions = `Sessions, most recently active first, with span, counts, title and summary.`
+	descDocument     = `A document or long tool result, reassembled, by id or meta name (any session); an ambiguous name lists candidates.`
 	descPeriod       = `What was stored in a period, newest first, in any session or none. For questions with no search term.`
-	descIndex        = `A map of memory under budget tokens, for a query or all: few matches whole, more as snippets, many as sessions, months and topics, each with the call that opens it. Start here for broad questions.`
-	descForget       = `Hide items from every read: by ids, a session, or a since/until content-time span. Not erasure: the encrypted bytes stay until the vault key is rotated.`
+	descIndex        = `A map of memory under budget tokens, for a query or all: matches whole, as snippets, or by session, month and topic, each with the call that opens it. Start here for broad questions.`
+	descForget       = `Hide items from every read: by ids, a session, or a since/until content-time span. Not erasure: encrypted bytes stay until a key rotation.`
 	descStatus       = `The store's events, head, whether the projections caught up, and the Arweave mirror.`
 	descProfile      = `Current facts per subject (the user, a person, a project) from past turns, with source ids. Call it when the user's preferences or circumstances matter.`
-	descConsolidate  = `Derive facts from unconsolidated turns with the store's model: stores those their cited turns support, updates profiles, reports what was stored, refused or duplicate. Call it when asked to.`
-	descEdit         = `Correct a stored item: a new version replaces its content (uc_get with history lists old ones); a document is edited whole. When a fact changed in the world, use uc_store with supersedes.`
+	descConsolidate  = `Derive facts from new turns with the store's model: stores those their cited turns support, updates profiles, reports what was stored or refused. Call it only when asked.`
+	descEdit         = `Correct a stored item: a new version replaces it (uc_get with history lists old ones); a document is edited whole. If a fact changed in the world, use uc_store with supersedes.`
 )
 
 // toolTable is every tool, in the order tools/list gives them.

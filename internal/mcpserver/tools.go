@@ -703,7 +703,17 @@ func (s *server) toolPeriod(ctx context.Context, _ *mcp.CallToolRequest, in Peri
 	for _, k := range in.Kinds {
 		kinds[k] = true
 	}
+	for k := range in.Meta {
+		if k == "" {
+			return nil, out, badArg("meta", "empty key")
+		}
+	}
 	keep := func(c ucl.Item) bool {
+		for k, v := range in.Meta {
+			if got, ok := c.Meta[k]; !ok || got != v {
+				return false
+			}
+		}
 		return (since == 0 || c.Time >= since) && (until == 0 || c.Time < until) && (len(kinds) == 0 || kinds[c.Kind.String()])
 	}
 	var sessions []ucl.SessionInfo
@@ -740,7 +750,7 @@ func (s *server) toolPeriod(ctx context.Context, _ *mcp.CallToolRequest, in Peri
 		}
 	}
 	if len(in.Sessions) == 0 {
-		loose, unlisted, err := s.sessionless(ctx, in.Kinds, since, until)
+		loose, unlisted, err := s.sessionless(ctx, in.Kinds, in.Meta, since, until)
 		if err != nil {
 			return nil, out, err
 		}
@@ -780,8 +790,8 @@ func (s *server) toolPeriod(ctx context.Context, _ *mcp.CallToolRequest, in Peri
 // list. Sessions do not reach them, so they come from the engine's index
 // (the session filter "" is "no session"), which lists at most
 // index.Snippets of them.
-func (s *server) sessionless(ctx context.Context, kinds []string, since, until int64) ([]ucl.Item, int, error) {
-	res, err := s.eng.Index(ctx, ucl.IndexRequest{Sessions: []string{""}, Kinds: kinds, Since: fmtMS(since), Until: fmtMS(until),
+func (s *server) sessionless(ctx context.Context, kinds []string, meta map[string]string, since, until int64) ([]ucl.Item, int, error) {
+	res, err := s.eng.Index(ctx, ucl.IndexRequest{Sessions: []string{""}, Kinds: kinds, Meta: meta, Since: fmtMS(since), Until: fmtMS(until),
 		Now: s.now(), Budget: maxIndexBudget})
 	if err != nil {
 		return nil, 0, engineErr("period", err)

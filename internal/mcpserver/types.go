@@ -232,11 +232,12 @@ type DocumentOut struct {
 
 // PeriodIn are the arguments of uc_period.
 type PeriodIn struct {
-	Period   string   `json:"period" jsonschema:"today, last month, May 2023, 3 days ago, 2023-05-01..2023-05-31"`
-	Sessions []string `json:"sessions,omitempty"`
-	Kinds    []string `json:"kinds,omitempty"`
-	Offset   int      `json:"offset,omitempty" jsonschema:"first item (paging)"`
-	Limit    int      `json:"limit,omitempty" jsonschema:"most items, 1 to 500 (default 50)"`
+	Period   string            `json:"period" jsonschema:"today, last month, May 2023, 3 days ago, 2023-05-01..2023-05-31"`
+	Sessions []string          `json:"sessions,omitempty"`
+	Kinds    []string          `json:"kinds,omitempty"`
+	Meta     map[string]string `json:"meta,omitempty"`
+	Offset   int               `json:"offset,omitempty" jsonschema:"first item (paging)"`
+	Limit    int               `json:"limit,omitempty" jsonschema:"most items, 1 to 500 (default 50)"`
 }
 
 // PeriodOut is the result of uc_period.
