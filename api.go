@@ -438,15 +438,23 @@ type GetResult struct {
 
 // CatchUpRequest brings the projections up to the head.
 type CatchUpRequest struct {
+	Digests  bool     `json:"digests,omitempty"` // see ProjectionStatusRequest
 	Progress Progress `json:"-"`
 }
 
-// ProjectionStatusRequest asks for the projections' status.
-type ProjectionStatusRequest struct{}
+// ProjectionStatusRequest asks for the projections' status. A status
+// reports a projection's digest only when one was computed for its current
+// state (by VerifyProjections or an earlier request with Digests), since a
+// digest costs a pass over the whole state; with Digests it computes the
+// missing ones.
+type ProjectionStatusRequest struct {
+	Digests bool `json:"digests,omitempty"`
+}
 
 // RebuildProjectionsRequest rebuilds projections from the log.
 type RebuildProjectionsRequest struct {
-	Only     []string `json:"only,omitempty"` // names; nil: all
+	Only     []string `json:"only,omitempty"`    // names; nil: all
+	Digests  bool     `json:"digests,omitempty"` // see ProjectionStatusRequest
 	Progress Progress `json:"-"`
 }
 

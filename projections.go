@@ -8,12 +8,19 @@ import (
 	"github.com/unlimitedcontext/ucl/projections"
 )
 
-func (s *Store) statusLocked() (*ProjectionsResult, error) {
+// statusLocked reports the projections; with digests it computes the
+// digests the cache lacks, else it reports only cached ones (see
+// ProjectionStatusRequest).
+func (s *Store) statusLocked(digests bool) (*ProjectionsResult, error) {
 	set, err := s.setLocked()
 	if err != nil {
 		return nil, err
 	}
-	st, err := set.Projector.StatusCached()
+	status := set.Projector.StatusQuick
+	if digests {
+		status = set.Projector.StatusCached
+	}
+	st, err := status()
 	if err != nil {
 		return nil, err
 	}
@@ -27,14 +34,15 @@ func (s *Store) CatchUp(ctx context.Context, req CatchUpRequest) (*ProjectionsRe
 	if _, err := s.caughtUpLocked(ctx, req.Progress); err != nil {
 		return nil, err
 	}
-	return s.statusLocked()
+	return s.statusLocked(req.Digests)
 }
 
-// ProjectionStatus reports each projection: checkpoint, digest, size, lag.
+// ProjectionStatus reports each projection: checkpoint, digest (when
+// computed, see ProjectionStatusRequest), size, lag.
 func (s *Store) ProjectionStatus(ctx context.Context, req ProjectionStatusRequest) (*ProjectionsResult, error) {
 	s.lockProj()
 	defer s.projMu.Unlock()
-	return s.statusLocked()
+	return s.statusLocked(req.Digests)
 }
 
 // RebuildProjections throws the named projections (nil: all) away and
@@ -49,7 +57,7 @@ func (s *Store) RebuildProjections(ctx context.Context, req RebuildProjectionsRe
 	if err := set.Projector.Rebuild(ctx, req.Only, req.Progress.stage("rebuild")); err != nil {
 		return nil, err
 	}
-	return s.statusLocked()
+	return s.statusLocked(req.Digests)
 }
 
 // VerifyProjections catches the projections up, rebuilds every one in a

@@ -344,7 +344,7 @@ func TestNoVectorGraphBelowExactThreshold(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	live, err := s.CatchUp(ctx, CatchUpRequest{})
+	live, err := s.CatchUp(ctx, CatchUpRequest{Digests: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +359,7 @@ func TestNoVectorGraphBelowExactThreshold(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	again, err := s.ProjectionStatus(ctx, ProjectionStatusRequest{})
+	again, err := s.ProjectionStatus(ctx, ProjectionStatusRequest{Digests: true})
 	if err != nil {
 		t.Fatal(err)
 	}

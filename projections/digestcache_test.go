@@ -113,3 +113,51 @@ func TestReplaceDropsCachedDigest(t *testing.T) {
 		t.Fatalf("after Replace: %d digests computed, status %s, want the replacement's %x", repl.digests, st[0].Digest, repl.state)
 	}
 }
+
+// TestStatusQuickComputesNoDigest: StatusQuick never computes a digest; it
+// reports one only when Digests (or StatusCached) computed it for the
+// current state, and none once the checkpoint moves.
+func TestStatusQuickComputesNoDigest(t *testing.T) {
+	evs := projtest.Events(11, 300)
+	cache := filepath.Join(t.TempDir(), "digests.json")
+	p := &digestCounter{recorder: &recorder{name: "rec"}, key: "e1"}
+	quick := func(pr *projections.Projector) string {
+		t.Helper()
+		p.digests = 0
+		st, err := pr.StatusQuick()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.digests != 0 {
+			t.Fatalf("StatusQuick computed %d digests", p.digests)
+		}
+		return st[0].Digest
+	}
+	pr := newProjector(t, projtest.NewMemSource(evs[:200]), projections.Options{DigestCache: cache}, p)
+	if err := pr.CatchUp(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if d := quick(pr); d != "" {
+		t.Fatalf("StatusQuick reported digest %s nobody computed", d)
+	}
+	ds, err := pr.Digests()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := quick(pr); d == "" || d != ds["rec"] {
+		t.Fatalf("StatusQuick digest %q after Digests gave %s", d, ds["rec"])
+	}
+	// The next process reads it from the file.
+	pr = newProjector(t, projtest.NewMemSource(evs[:200]), projections.Options{DigestCache: cache}, p)
+	if d := quick(pr); d != ds["rec"] {
+		t.Fatalf("StatusQuick digest %q in the next projector, want %s", d, ds["rec"])
+	}
+	// New events move the checkpoint: the cached digest is not this state's.
+	pr = newProjector(t, projtest.NewMemSource(evs), projections.Options{DigestCache: cache}, p)
+	if err := pr.CatchUp(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if d := quick(pr); d != "" {
+		t.Fatalf("StatusQuick reported digest %s of an older state", d)
+	}
+}

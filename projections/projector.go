@@ -506,57 +506,67 @@ type Status struct {
 	// (ahead of the head or a different hash): the next catch-up rebuilds.
 	OnChain bool   `json:"on_chain"`
 	Behind  uint64 `json:"behind"` // events between the checkpoint and the head
-	Digest  string `json:"digest"` // hex SHA-256
-	Size    int64  `json:"size"`   // bytes on disk, -1 when unknown
+	// Digest is the hex SHA-256 of the state; empty when not computed
+	// (StatusQuick without a cached digest).
+	Digest string `json:"digest,omitempty"`
+	Size   int64  `json:"size"` // bytes on disk, -1 when unknown
 }
 
 // Status reports every projection in the order given to NewProjector,
 // computing every digest from the projection's state (snapshots record and
 // check these).
 func (pr *Projector) Status() ([]Status, error) {
-	return pr.status(false)
+	return pr.status(digestCompute)
 }
 
 // StatusCached is Status with each digest taken from the digest cache when
 // it was computed for the projection's current checkpoint, version and
-// digest key (see digestcache.go), and computed (and cached) otherwise. It
-// is what a status report needs: at a million events a full digest pass
-// takes seconds. It does not see damage since the digest was computed;
-// Verify does.
+// digest key (see digestcache.go), and computed (and cached) otherwise.
+// It does not see damage since the digest was computed; Verify does.
 func (pr *Projector) StatusCached() ([]Status, error) {
-	return pr.status(true)
+	return pr.status(digestCachedOrCompute)
 }
 
-func (pr *Projector) status(cached bool) ([]Status, error) {
+// StatusQuick is Status that computes no digest: a digest is reported
+// only when the digest cache holds one for the projection's current state,
+// and is empty otherwise (Digests, Status or StatusCached compute it and
+// fill the cache). It costs a checkpoint read per projection, where a
+// digest costs a pass over the whole state (seconds at a million events,
+// paid again after every append since an append moves the checkpoint).
+func (pr *Projector) StatusQuick() ([]Status, error) {
+	return pr.status(digestCachedOnly)
+}
+
+// digestMode is how status gets a projection's digest.
+type digestMode int
+
+const (
+	digestCompute         digestMode = iota // always from the state
+	digestCachedOrCompute                   // from the cache, else from the state
+	digestCachedOnly                        // from the cache, else none
+)
+
+func (pr *Projector) status(mode digestMode) ([]Status, error) {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
 	defer pr.dc.save()
 	head, _ := pr.src.Head()
 	out := make([]Status, 0, len(pr.ps))
 	for _, p := range pr.ps {
-		st := Status{Name: p.Name(), Version: p.Version(), Size: -1}
-		if sv, ok := p.(StoredVersioner); ok {
-			v, err := sv.StoredVersion()
-			if err != nil {
-				return nil, fmt.Errorf("read stored version of %s: %w", p.Name(), err)
-			}
-			st.StoredVersion = v
-		}
-		cp, err := p.Checkpoint()
+		st, err := pr.baseStatus(p)
 		if err != nil {
-			return nil, fmt.Errorf("read checkpoint of %s: %w", p.Name(), err)
+			return nil, err
 		}
-		st.Checkpoint = cp
 		start, reset, err := resumePoint(pr.src, p, head)
 		if err != nil {
 			return nil, err
 		}
-		st.OnChain = cp == (Checkpoint{}) || !reset && start == cp.Seq+1
+		st.OnChain = st.Checkpoint == (Checkpoint{}) || !reset && start == st.Checkpoint.Seq+1
 		st.Behind = head - (start - 1)
 		key := digestKey(p, &st)
-		if d, ok := pr.dc.get(st.Name, key); ok && cached {
+		if d, ok := pr.dc.get(st.Name, key); ok && mode != digestCompute {
 			st.Digest = d
-		} else {
+		} else if mode != digestCachedOnly {
 			d, err := guardedDigest(p)
 			if err != nil {
 				return nil, fmt.Errorf("digest projection %s: %w", p.Name(), err)
@@ -572,11 +582,43 @@ func (pr *Projector) status(cached bool) ([]Status, error) {
 	return out, nil
 }
 
-// Digests returns name → hex digest of every projection's current state.
+// baseStatus is p's name, versions and checkpoint.
+func (pr *Projector) baseStatus(p Projection) (Status, error) {
+	st := Status{Name: p.Name(), Version: p.Version(), Size: -1}
+	if sv, ok := p.(StoredVersioner); ok {
+		v, err := sv.StoredVersion()
+		if err != nil {
+			return st, fmt.Errorf("read stored version of %s: %w", p.Name(), err)
+		}
+		st.StoredVersion = v
+	}
+	cp, err := p.Checkpoint()
+	if err != nil {
+		return st, fmt.Errorf("read checkpoint of %s: %w", p.Name(), err)
+	}
+	st.Checkpoint = cp
+	return st, nil
+}
+
+// Digests returns name → hex digest of every projection's current state,
+// computed from the state, and keeps them in the digest cache so that a
+// later StatusQuick reports them while the state is unchanged.
 func (pr *Projector) Digests() (map[string]string, error) {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
-	return digests(pr.ps)
+	defer pr.dc.save()
+	out, err := digests(pr.ps)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pr.ps {
+		st, err := pr.baseStatus(p)
+		if err != nil {
+			return nil, err
+		}
+		pr.dc.put(st.Name, digestKey(p, &st), out[st.Name])
+	}
+	return out, nil
 }
 
 func digests(ps []Projection) (map[string]string, error) {

@@ -180,7 +180,7 @@ func rebuild(t *testing.T, url string, src device, extra ...string) (string, res
 
 func digests(t *testing.T, dir string) map[string]any {
 	t.Helper()
-	st := jsonDoc(t, must(t, dir, "", "project", "status", "--json"))
+	st := jsonDoc(t, must(t, dir, "", "project", "status", "--json", "--digests"))
 	out := map[string]any{}
 	for _, p := range st["projections"].([]any) {
 		m := p.(map[string]any)

@@ -15,7 +15,7 @@ import (
 // digest (and fails on a non-zero exit).
 func projectDigests(t *testing.T, dir string) map[string]string {
 	t.Helper()
-	cmd := exec.Command(uclBin, "project", "--json")
+	cmd := exec.Command(uclBin, "project", "--json", "--digests")
 	cmd.Env = append(os.Environ(), "UCL_DIR="+dir, "UCL_VAULT_KEY=")
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
@@ -36,6 +36,9 @@ func projectDigests(t *testing.T, dir string) map[string]string {
 	for _, p := range res.Projections {
 		if p.Behind != 0 {
 			t.Fatalf("projection %s is %d behind after ucl project", p.Name, p.Behind)
+		}
+		if p.Digest == "" {
+			t.Fatalf("ucl project --digests gave no digest of %s", p.Name)
 		}
 		out[p.Name] = p.Digest
 	}

@@ -49,10 +49,22 @@ func TestProjectionsAndTombstoneCLI(t *testing.T) {
 	if !strings.Contains(out, "ok: a fresh rebuild gives the same digests") {
 		t.Fatalf("verify: %s", out)
 	}
-	// Rebuild gives the same digests as the incremental state.
+	// Verify leaves its digests for status to report without computing.
+	verified := jsonDoc(t, must(t, dir, "", "project", "verify", "--json"))["digests"].(map[string]any)
 	before := jsonDoc(t, must(t, dir, "", "project", "status", "--json"))
+	for _, p := range before["projections"].([]any) {
+		m := p.(map[string]any)
+		if d := verified[m["name"].(string)]; d == nil || m["digest"] != d {
+			t.Fatalf("%s: status digest %v after verify's %v", m["name"], m["digest"], d)
+		}
+	}
+	// Rebuild gives the same digests as the incremental state; a status
+	// computes none unless asked (--digests).
 	must(t, dir, "", "project", "rebuild")
-	after := jsonDoc(t, must(t, dir, "", "project", "status", "--json"))
+	if out := must(t, dir, "", "project", "status"); !strings.Contains(out, "not computed") {
+		t.Fatalf("status after a rebuild shows digests it did not compute:\n%s", out)
+	}
+	after := jsonDoc(t, must(t, dir, "", "project", "status", "--json", "--digests"))
 	for i, p := range before["projections"].([]any) {
 		a := after["projections"].([]any)[i].(map[string]any)
 		if p.(map[string]any)["digest"] != a["digest"] {

@@ -36,7 +36,7 @@ func TestRebuildThroughSnapshot(t *testing.T) {
 	if err := gw.Mine(1); err != nil {
 		t.Fatal(err)
 	}
-	want := jsonDoc(t, must(t, a.dir, "", "project", "--json"))
+	want := jsonDoc(t, must(t, a.dir, "", "project", "--json", "--digests"))
 	head := headOf(t, a.dir)
 
 	dst, r := rebuild(t, gw.URL(), a, "--json")

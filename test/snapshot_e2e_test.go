@@ -35,7 +35,7 @@ func TestSnapshotCLI(t *testing.T) {
 	}
 	must(t, dir, "", "snapshot", "verify", name)
 	must(t, dir, genJSONL(50, 300), "append")
-	want := jsonDoc(t, must(t, dir, "", "project", "--json")) // catches up to 350
+	want := jsonDoc(t, must(t, dir, "", "project", "--json", "--digests")) // catches up to 350
 
 	// Restore + replay of the delta equals the live (incremental) state.
 	os.RemoveAll(filepath.Join(dir, "projections"))
@@ -43,9 +43,9 @@ func TestSnapshotCLI(t *testing.T) {
 	if !strings.Contains(out, name) {
 		t.Fatalf("restore did not use the snapshot: %s", out)
 	}
-	got := jsonDoc(t, must(t, dir, "", "project", "status", "--json"))
+	got := jsonDoc(t, must(t, dir, "", "project", "status", "--json", "--digests"))
 	for i, p := range want["projections"].([]any) {
-		if p.(map[string]any)["digest"] != got["projections"].([]any)[i].(map[string]any)["digest"] {
+		if d := p.(map[string]any)["digest"]; d == nil || d != got["projections"].([]any)[i].(map[string]any)["digest"] {
 			t.Fatalf("digest after restore differs: %v", got["projections"].([]any)[i])
 		}
 	}

@@ -26,11 +26,16 @@ var projectCommand = &cli.Command{
 	Usage: "catch up, rebuild, inspect or verify the projections",
 	Description: `Projections (timelines, fts, summary, vectors) are derived from the log
 and can always be thrown away and rebuilt. Without a subcommand, catches every
-projection up to the log head.`,
+projection up to the log head.
+
+A status shows a projection's digest only when one was computed for its
+current state (by ` + "`ucl project verify`" + ` or --digests), since a digest is a
+pass over the whole projection; "-" means not computed.`,
+	Flags: []cli.Flag{digestsFlag},
 	Action: func(c *cli.Context) error {
 		return withAPI(c, func(api ucl.API) error {
 			prog, done := stagedProgress(c)
-			res, err := api.CatchUp(context.Background(), ucl.CatchUpRequest{Progress: prog})
+			res, err := api.CatchUp(context.Background(), ucl.CatchUpRequest{Digests: c.Bool("digests"), Progress: prog})
 			done()
 			if err != nil {
 				return err
@@ -42,11 +47,11 @@ projection up to the log head.`,
 		{
 			Name:  "rebuild",
 			Usage: "throw projections away and rebuild them from the log",
-			Flags: []cli.Flag{&cli.StringSliceFlag{Name: "only", Usage: "rebuild only this projection (repeatable): " + strings.Join(projstd.Names, ", ")}},
+			Flags: []cli.Flag{&cli.StringSliceFlag{Name: "only", Usage: "rebuild only this projection (repeatable): " + strings.Join(projstd.Names, ", ")}, digestsFlag},
 			Action: func(c *cli.Context) error {
 				return withAPI(c, func(api ucl.API) error {
 					prog, done := stagedProgress(c)
-					res, err := api.RebuildProjections(context.Background(), ucl.RebuildProjectionsRequest{Only: c.StringSlice("only"), Progress: prog})
+					res, err := api.RebuildProjections(context.Background(), ucl.RebuildProjectionsRequest{Only: c.StringSlice("only"), Digests: c.Bool("digests"), Progress: prog})
 					done()
 					if err != nil {
 						return withHint(err, "projection names: "+strings.Join(projstd.Names, ", "))
@@ -57,10 +62,11 @@ projection up to the log head.`,
 		},
 		{
 			Name:  "status",
-			Usage: "per projection: checkpoint seq, digest, size, lag",
+			Usage: "per projection: checkpoint seq, digest (when computed), size, lag",
+			Flags: []cli.Flag{digestsFlag},
 			Action: func(c *cli.Context) error {
 				return withAPI(c, func(api ucl.API) error {
-					res, err := api.ProjectionStatus(context.Background(), ucl.ProjectionStatusRequest{})
+					res, err := api.ProjectionStatus(context.Background(), ucl.ProjectionStatusRequest{Digests: c.Bool("digests")})
 					if err != nil {
 						return err
 					}
@@ -104,13 +110,24 @@ projection up to the log head.`,
 	},
 }
 
+// digestsFlag makes a status compute the digests it has not cached.
+var digestsFlag = &cli.BoolFlag{Name: "digests", Usage: "compute the digests not yet computed for the current state (a pass over each such projection)"}
+
 func printProjStatus(c *cli.Context, res *ucl.ProjectionsResult) error {
 	if jsonOut(c) {
 		return printJSON(c, res)
 	}
 	printf(c, "%-10s %8s %8s %-16s %10s\n", "name", "seq", "behind", "digest", "size")
+	missing := false
 	for _, p := range res.Projections {
-		printf(c, "%-10s %8d %8d %-16.16s %10s\n", p.Name, p.Checkpoint.Seq, p.Behind, p.Digest, humanBytes(p.Size))
+		d := p.Digest
+		if d == "" {
+			d, missing = "-", true
+		}
+		printf(c, "%-10s %8d %8d %-16.16s %10s\n", p.Name, p.Checkpoint.Seq, p.Behind, d, humanBytes(p.Size))
+	}
+	if missing {
+		printf(c, "digest -: not computed for this state; `ucl project verify` or --digests computes it\n")
 	}
 	return nil
 }
