@@ -75,9 +75,15 @@ func (s *Store) VerifyProjections(ctx context.Context, req VerifyProjectionsRequ
 	if err != nil {
 		return nil, err
 	}
-	ds, err := set.Projector.Digests()
+	// Verify computed the live digests and cached them: StatusCached
+	// reads them back instead of a second pass over every projection.
+	st, err := set.Projector.StatusCached()
 	if err != nil {
 		return nil, err
+	}
+	ds := make(map[string]string, len(st))
+	for _, p := range st {
+		ds[p.Name] = p.Digest
 	}
 	if mm == nil {
 		mm = []projections.Mismatch{}

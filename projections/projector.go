@@ -611,14 +611,25 @@ func (pr *Projector) Digests() (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := pr.cacheDigests(out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// cacheDigests puts ds, just computed from the projections' current
+// states, into the digest cache (the caller saves it).
+func (pr *Projector) cacheDigests(ds map[string]string) error {
 	for _, p := range pr.ps {
 		st, err := pr.baseStatus(p)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		pr.dc.put(st.Name, digestKey(p, &st), out[st.Name])
+		if d, ok := ds[st.Name]; ok {
+			pr.dc.put(st.Name, digestKey(p, &st), d)
+		}
 	}
-	return out, nil
+	return nil
 }
 
 func digests(ps []Projection) (map[string]string, error) {
@@ -660,7 +671,8 @@ type Mismatch struct {
 // Verify catches the live projections up to the current head h, builds a fresh set
 // with build in a temporary directory (removed afterwards), feeds it the
 // log up to h and compares digests. It returns the mismatches sorted by
-// name (none: everything matches). progress reports the rebuild.
+// name (none: everything matches) and leaves the live digests in the
+// digest cache. progress reports the rebuild.
 func (pr *Projector) Verify(ctx context.Context, build func(dir string) ([]Projection, error), progress func(done, total uint64)) ([]Mismatch, error) {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
@@ -671,6 +683,11 @@ func (pr *Projector) Verify(ctx context.Context, build func(dir string) ([]Proje
 	}
 	live, err := digests(pr.ps)
 	if err != nil {
+		return nil, err
+	}
+	// A later status reports these without computing them again.
+	defer pr.dc.save()
+	if err := pr.cacheDigests(live); err != nil {
 		return nil, err
 	}
 	dir, err := os.MkdirTemp(pr.opt.TempDir, "ucl-verify-*")
