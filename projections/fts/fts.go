@@ -158,16 +158,15 @@ const FormatVersion = 5
 const DefaultBatchSize = 2 * projections.DefaultCommitEvery
 
 // DefaultBatchBytes bounds the text (content and keyword fields) queued in
-// the pending batch: Apply executes it when it holds this much. A batch's
-// memory is its documents plus, while bleve executes it, their analysis
-// and the segment built from them, all about proportional to the text; a
-// bound in operations alone lets a batch of large chunks grow to
-// DefaultBatchSize × log.MaxEventSize. Measured with bench/peers' fts build (100K documents of 60
-// words, about 2,600 a batch at this bound instead of 10,000 a commit):
-// peak RSS 237-241 → 117 MB, CPU 20.9-22.4 → 20.5-22.9 s (two alternating
-// runs each); with batches of 1,000 documents the build took 12% more
-// CPU than with 2,500, with 5,000 50% more memory (40K documents).
-const DefaultBatchBytes = 1 << 20
+// the pending batch: Apply executes it when it holds this much. A bound in
+// operations alone lets a batch of large chunks grow to DefaultBatchSize ×
+// log.MaxEventSize. At 1 MiB the 100K-document bench/peers build peaked
+// at 117 MB instead of 237-241 MB, but a catch-up of one 2 MiB document
+// and a 1 MiB turn (test/TestBigEventsBoundedMemory) then peaked at
+// 142 MB or 1.3 GB from run to run (bleve merging the extra segments);
+// at 64 MiB it peaked at 202-216 MB in 4 of 4 runs. So the bound is a
+// ceiling for batches of large chunks, not a memory tuning.
+const DefaultBatchBytes = 64 << 20
 
 var (
 	// ErrClosed is returned when a method is called after Close.
