@@ -62,7 +62,11 @@ func quantized8(v []float32) []float32 {
 // hash-embedded and 8-bit-stored vectors, at the k the query engine uses.
 // Search, SearchIn and ScanSearch are all checked.
 func TestQ8MatchesFloat(t *testing.T) {
-	const dim, n, nq = 384, 20000, 60
+	const dim = 384
+	n, nq := 20000, 60
+	if raceOn {
+		n, nq = 4000, 20 // about 25 s without -race: minutes under it
+	}
 	sets := map[string][][]float32{
 		"uniform":   uniformData(5, n+nq, dim),
 		"clustered": clusteredData(6, n+nq, dim, 50, 0.04),
