@@ -54,10 +54,8 @@ func (s *Store) Index(ctx context.Context, req IndexRequest) (*IndexResult, erro
 			return nil, fmt.Errorf("unknown kind %q: %w", k, ErrBadRequest)
 		}
 	}
-	for k := range req.Meta {
-		if k == "" {
-			return nil, badRequest("meta: empty key")
-		}
+	if err := checkMetaFilter(req.Meta); err != nil {
+		return nil, err
 	}
 	since, err := parseTime("since", req.Since)
 	if err != nil {

@@ -482,10 +482,8 @@ func (s *Store) Session(ctx context.Context, req SessionRequest) (*SessionResult
 // chunks of the document with that chunk parent.
 func (s *Store) Get(ctx context.Context, req GetRequest) (*GetResult, error) {
 	res := &GetResult{Items: []GetItem{}}
-	for k := range req.Meta {
-		if k == "" {
-			return nil, badRequest("meta: empty key")
-		}
+	if err := checkMetaFilter(req.Meta); err != nil {
+		return nil, err
 	}
 	asOf, read, err := s.readAt(ctx, nil, req.AsOf)
 	if err != nil {

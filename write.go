@@ -17,6 +17,17 @@ func badRequest(format string, a ...any) error {
 	return fmt.Errorf("%s: %w", fmt.Sprintf(format, a...), ErrBadRequest)
 }
 
+// checkMetaFilter is the rule of a meta filter (Get, Index): every key is
+// non-empty. Query checks the same in its plan (query.ErrBadFilter).
+func checkMetaFilter(meta map[string]string) error {
+	for k := range meta {
+		if k == "" {
+			return badRequest("meta: empty key")
+		}
+	}
+	return nil
+}
+
 // parseTime parses a request time ("" is 0).
 func parseTime(field, v string) (int64, error) {
 	if v == "" {
