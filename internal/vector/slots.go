@@ -81,6 +81,36 @@ var ErrSlotFile = errors.New("vector: damaged slot file")
 // slot order. A zero q returns none. From two blocks on, the halves are
 // read and scored by two goroutines.
 func ScanSlots(q []float32, dim, k int, n uint64, r io.ReaderAt, off int64) ([]SlotCand, error) {
+	sl := SlotLen(dim)
+	return scanSlots(q, dim, k, n, func(b, m uint64, buf []byte) ([]byte, error) {
+		if buf == nil {
+			buf = make([]byte, slotBlock*sl)
+		}
+		chunk := buf[:int(m)*sl]
+		if _, err := r.ReadAt(chunk, off+int64(b)*int64(sl)); err != nil {
+			return nil, fmt.Errorf("scan slots: read slots %d..%d: %w", b, b+m, err)
+		}
+		return chunk, nil
+	})
+}
+
+// ScanSlotsMem is ScanSlots over slots held in memory (len(slots) a
+// multiple of SlotLen(dim); slot s at s·SlotLen(dim)): the same
+// candidates, without a read (a long-lived process keeps its slots).
+func ScanSlotsMem(q []float32, dim, k int, slots []byte) ([]SlotCand, error) {
+	sl := SlotLen(dim)
+	if len(slots)%sl != 0 {
+		return nil, fmt.Errorf("scan slots: %d bytes, slots of %d: %w", len(slots), sl, ErrSlotFile)
+	}
+	return scanSlots(q, dim, k, uint64(len(slots)/sl), func(b, m uint64, _ []byte) ([]byte, error) {
+		return slots[int(b)*sl : int(b+m)*sl], nil
+	})
+}
+
+// scanSlots is ScanSlots over n slots whose block [b, b+m) read returns
+// (m ≤ slotBlock; buf is the calling goroutine's buffer from its
+// previous call, nil at first, which read may fill and return).
+func scanSlots(q []float32, dim, k int, n uint64, read func(b, m uint64, buf []byte) ([]byte, error)) ([]SlotCand, error) {
 	if k <= 0 {
 		return nil, fmt.Errorf("scan slots: k=%d: %w", k, ErrInvalidK)
 	}
@@ -94,12 +124,15 @@ func ScanSlots(q []float32, dim, k int, n uint64, r io.ReaderAt, off int64) ([]S
 	cq, qs := quantizeQuery(nq)
 	sl := SlotLen(dim)
 	scan := func(lo, hi uint64, t *slotTop) error {
-		buf := make([]byte, slotBlock*sl)
+		var buf []byte
 		for b := lo; b < hi; b += slotBlock {
 			m := min(hi-b, slotBlock)
-			chunk := buf[:int(m)*sl]
-			if _, err := r.ReadAt(chunk, off+int64(b)*int64(sl)); err != nil {
-				return fmt.Errorf("scan slots: read slots %d..%d: %w", b, b+m, err)
+			chunk, err := read(b, m, buf)
+			if err != nil {
+				return err
+			}
+			if cap(chunk) >= slotBlock*sl {
+				buf = chunk[:cap(chunk)]
 			}
 			for j := 0; j < int(m); j++ {
 				s := chunk[j*sl : (j+1)*sl]

@@ -70,6 +70,13 @@ func TestScanSlotsIsExact(t *testing.T) {
 				if !slices.Equal(fromFile, cands) {
 					t.Fatalf("n=%d query %d k=%d: the file gives %v, the reader %v", n, qi, k, fromFile, cands)
 				}
+				inMem, err := ScanSlotsMem(q, dim, k, file[:n*SlotLen(dim)])
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(inMem, cands) {
+					t.Fatalf("n=%d query %d k=%d: memory gives %v, the reader %v", n, qi, k, inMem, cands)
+				}
 				got, err := ScanSearch(q, dim, k, func(fn func(string, []float32, []int8) error) error {
 					for _, c := range cands {
 						if err := fn(ids[c.Slot], vs[c.Slot], nil); err != nil {
@@ -106,6 +113,12 @@ func TestScanSlotsDamage(t *testing.T) {
 	copy(bad[2*sl:], []byte{0, 0, 0, 0, 0, 0, 0xf8, 0x7f}) // NaN
 	if _, err := ScanSlots(v, dim, 1, 4, bytes.NewReader(bad), 0); !errors.Is(err, ErrSlotFile) {
 		t.Fatalf("NaN step: %v", err)
+	}
+	if _, err := ScanSlotsMem(v, dim, 1, bad); !errors.Is(err, ErrSlotFile) {
+		t.Fatalf("NaN step in memory: %v", err)
+	}
+	if _, err := ScanSlotsMem(v, dim, 1, file[:sl+1]); !errors.Is(err, ErrSlotFile) {
+		t.Fatalf("a partial slot in memory: %v", err)
 	}
 	if _, err := ScanSlots(v, dim, 1, 5, bytes.NewReader(file), 0); err == nil {
 		t.Fatal("a slot beyond the file: no error")

@@ -53,6 +53,12 @@ type VectorOptions struct {
 	// quarter of its size, which keeps a bulk load's rewrites linear in
 	// total (see vectorgraph.go).
 	GraphEvery int
+	// ResidentBytes bounds the memory a long-lived process may spend to
+	// keep scan.bin's slots and their records in memory (resident slots,
+	// vectorresident.go): from its second full search on it scans them
+	// there instead of reading the file. Default DefaultResidentBytes;
+	// negative: never (every search reads the file).
+	ResidentBytes int64
 }
 
 // DefaultExactBelow is where vector search switches from exact to the
@@ -150,6 +156,12 @@ type VectorProjection struct {
 	// bySession: meta by session, built on first SearchVectorIn
 	bySession sessionChunks
 	idx       vector.Index // *vector.Exact, or *vector.HNSW once graphOn
+	// Resident slots (vectorresident.go): loaded by the second full
+	// search (fullScans counts them) when they fit, by one search at a
+	// time (resLoading); kept in step by Commit.
+	res        *resident
+	fullScans  int
+	resLoading bool
 
 	// pending, since the last Commit, in apply order
 	ops []vecOp
@@ -213,6 +225,9 @@ func OpenVectors(dir string, o VectorOptions) (*VectorProjection, error) {
 	}
 	if o.GraphEvery <= 0 {
 		o.GraphEvery = 20000
+	}
+	if o.ResidentBytes == 0 {
+		o.ResidentBytes = DefaultResidentBytes
 	}
 	if err := fsutil.MkdirAllSync(dir, 0o700); err != nil {
 		return nil, err
@@ -513,10 +528,10 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 	next := v.next
 	var logged int
 	var newIdx vector.Index
+	var writes []slotWrite
 	err := v.db.Update(func(tx *bolt.Tx) error {
 		vb, ob, sb := tx.Bucket(bVecs), tx.Bucket(bOps), tx.Bucket(bSlots)
 		var graphOps []vecOp
-		var writes []slotWrite
 		for _, op := range v.ops {
 			key := projections.IDKey(op.id)
 			old := vb.Get(key)
@@ -553,7 +568,7 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 						return err
 					}
 				}
-				writes = append(writes, slotWrite{slot: slot, b: op.code})
+				writes = append(writes, slotWrite{slot: slot, b: op.code, rec: op.rec, key: key})
 				m := op.meta
 				m.slot = slot
 				if err := vb.Put(key, appendMeta(op.rec, m)); err != nil {
@@ -655,6 +670,11 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 		v.idx = newIdx
 	}
 	v.live, v.graphOn, v.next = live, graphOn, next
+	if v.res != nil {
+		if err := v.res.apply(writes); err != nil || !v.residentFits(next) {
+			v.res = nil // the next searches read the file
+		}
+	}
 	v.sinceGraph += logged
 	v.ops = v.ops[:0]
 	v.cp = cp
@@ -859,6 +879,7 @@ func (v *VectorProjection) Reset() error {
 	}
 	v.meta, v.ops, v.cp, v.live = nil, nil, projections.Checkpoint{}, 0
 	v.bySession = nil
+	v.res, v.fullScans = nil, 0
 	v.graphOn, v.graph, v.graphSize, v.deltaSize, v.sinceGraph = false, 0, 0, 0, 0
 	// No in-memory index: a rebuild would keep every vector in it for
 	// nothing (the first search scans the file in place, then loads).
@@ -1019,14 +1040,38 @@ func (v *VectorProjection) searchVec(q []float32, k int) ([]vector.Hit, error) {
 	if !scan {
 		idx, ierr = v.index()
 	}
+	res, load := v.res, false
+	if scan && res == nil && !v.resLoading {
+		// The second full search of a process loads the resident
+		// slots: a one-shot command reads the file once.
+		v.fullScans++
+		if v.fullScans >= 2 && v.residentFits(v.next) {
+			v.resLoading, load = true, true
+		}
+	}
 	v.loadMu.Unlock()
-	if scan {
-		hits, err = v.scanSearch(q, k)
-	} else {
+	if load {
+		r, lerr := v.loadResident()
+		v.loadMu.Lock()
+		v.resLoading = false
+		if lerr == nil {
+			v.res, res = r, r
+		}
+		v.loadMu.Unlock()
+		if lerr != nil {
+			return nil, lerr
+		}
+	}
+	switch {
+	case !scan:
 		if ierr != nil {
 			return nil, ierr
 		}
 		hits, err = v.searchIndex(idx, q, k)
+	case res != nil:
+		hits, err = v.residentSearch(res, q, k)
+	default:
+		hits, err = v.scanSearch(q, k)
 	}
 	if err != nil {
 		return nil, err

@@ -104,10 +104,13 @@ func (v *VectorProjection) openScanFile() error {
 	return nil
 }
 
-// slotWrite is a slot's new bytes (nil: zeroed).
+// slotWrite is a slot's new bytes (nil: zeroed), with the stored vector
+// record and the chunk key they code (resident slots keep both).
 type slotWrite struct {
 	slot uint64
 	b    []byte
+	rec  []byte
+	key  []byte
 }
 
 // writeSlots writes ws in order and syncs the file.

@@ -3,6 +3,7 @@ package projstd
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -204,5 +205,113 @@ func TestVectorMetaLoadedOnDemand(t *testing.T) {
 	}
 	if len(hits) != 1 || hits[0].ID != "c1" {
 		t.Fatalf("hits %v, want c1 alone", hits)
+	}
+}
+
+// TestResidentSlotsFollowCommits: a process's second full search loads
+// the resident slots; commits with stores, edits and tombstones keep them
+// equal to scan.bin and the stored records, searches through them answer
+// what the file scan answers, and they are dropped when they outgrow
+// ResidentBytes.
+func TestResidentSlotsFollowCommits(t *testing.T) {
+	evs := projtest.ConvEvents(3, 300)
+	half := len(evs) / 2
+	dir := t.TempDir()
+	v := buildVectors(t, dir, evs[:half], 50)
+	defer v.Close()
+	ctx := context.Background()
+	r := rand.New(rand.NewSource(9))
+	var qs []string
+	for i := 0; i < 12; i++ {
+		qs = append(qs, projtest.QueryText(r))
+	}
+	same := func(when string) {
+		t.Helper()
+		if v.res == nil {
+			t.Fatalf("%s: no resident slots", when)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, scanFileName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := b[scanHeader : scanHeader+int(v.next)*(8+384)]; !bytes.Equal(v.res.slots, want) {
+			t.Fatalf("%s: resident slots differ from scan.bin", when)
+		}
+		fresh, err := v.loadResident()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(v.res.recs, fresh.recs) {
+			t.Fatalf("%s: resident records differ from the stored ones", when)
+		}
+		for s := uint64(0); s < v.next; s++ {
+			if fresh.slots[s*(8+384)] != 0 && !bytes.Equal(v.res.key(s), fresh.key(s)) {
+				t.Fatalf("%s: slot %d: key %x, stored %x", when, s, v.res.key(s), fresh.key(s))
+			}
+		}
+		hit := 0
+		for _, q := range qs {
+			got, err := v.SearchText(ctx, q, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			qv, err := v.EmbedQuery(ctx, q, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := v.scanSearch(qv, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s: %q: resident %v, scan.bin %v", when, q, got, want)
+			}
+			if len(got) > 0 {
+				hit++
+			}
+		}
+		if hit < len(qs)/2 {
+			t.Fatalf("%s: only %d of %d queries hit", when, hit, len(qs))
+		}
+	}
+	for i := 0; i < 2; i++ {
+		if _, err := v.SearchText(ctx, qs[i], 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	same("loaded")
+	dels := 0
+	for i, ev := range evs[half:] {
+		if _, ok := ev.Body.(*log.Tombstone); ok {
+			dels++
+		}
+		if err := v.Apply(ev); err != nil {
+			t.Fatal(err)
+		}
+		if (i+1)%23 == 0 || half+i == len(evs)-1 {
+			if err := v.Commit(projections.Checkpoint{Seq: ev.Seq, Hash: ev.Hash}); err != nil {
+				t.Fatal(err)
+			}
+			same(fmt.Sprintf("after seq %d", ev.Seq))
+		}
+	}
+	if dels == 0 {
+		t.Fatal("no tombstone after the load")
+	}
+	// Outgrowing the bound drops them; the file answers.
+	v.opts.ResidentBytes = int64(v.next) * residentPerSlot(384)
+	ev := projtest.Generate(projtest.Config{Seed: 3, N: 1, StoresOnly: true})[0]
+	ev.Seq = evs[len(evs)-1].Seq + 1
+	if err := v.Apply(ev); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Commit(projections.Checkpoint{Seq: ev.Seq, Hash: ev.Hash}); err != nil {
+		t.Fatal(err)
+	}
+	if v.res != nil {
+		t.Fatal("resident slots kept beyond ResidentBytes")
+	}
+	if _, err := v.SearchText(ctx, qs[0], 10); err != nil || v.res != nil {
+		t.Fatalf("a search beyond ResidentBytes: %v, resident %v", err, v.res != nil)
 	}
 }
