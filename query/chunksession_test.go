@@ -95,7 +95,7 @@ func (f *fullVecSessions) ChunkSession(id string) (string, bool) {
 func TestChunkSessionerKeepsResultsOnFullSearch(t *testing.T) {
 	f := newFixture(t, t.TempDir())
 	f.apply(t, projtest.Generate(projtest.Config{Seed: 6, N: 3000}))
-	opts := query.Options{PrefilterAbove: 100, PrefilterSessions: 2}
+	opts := query.Options{PrefilterAbove: 100, PrefilterSessions: 2, LexicalANNSearch: true}
 	plain := query.New(query.Sources{Chunks: f.tl, Text: f.ft, Vectors: &fullVec{f.vec}, Sessions: f.sum}, opts)
 	fast := query.New(query.Sources{Chunks: f.tl, Text: f.ft, Vectors: &fullVecSessions{fullVec: fullVec{f.vec}}, Sessions: f.sum}, opts)
 	infos, err := f.tl.Sessions()

@@ -37,9 +37,9 @@ func TestPrefilterSkippedInBM25Mode(t *testing.T) {
 		t.Fatal(err)
 	}
 	on := &countingSessions{s: f.sum}
-	forced := query.New(query.Sources{Chunks: f.tl, Text: f.ft, Vectors: f.vec, Sessions: on}, query.Options{PrefilterAbove: 1, PrefilterSessions: 3})
+	forced := query.New(query.Sources{Chunks: f.tl, Text: f.ft, Vectors: f.vec, Sessions: on}, query.Options{PrefilterAbove: 1, PrefilterSessions: 3, LexicalANNSearch: true})
 	off := query.New(query.Sources{Chunks: f.tl, Text: f.ft, Vectors: f.vec, Sessions: f.sum}, query.Options{PrefilterAbove: -1})
-	noVec := query.New(query.Sources{Chunks: f.tl, Text: f.ft, Sessions: on}, query.Options{PrefilterAbove: 1, PrefilterSessions: 3})
+	noVec := query.New(query.Sources{Chunks: f.tl, Text: f.ft, Sessions: on}, query.Options{PrefilterAbove: 1, PrefilterSessions: 3, LexicalANNSearch: true})
 	noVecOff := query.New(query.Sources{Chunks: f.tl, Text: f.ft}, query.Options{PrefilterAbove: -1})
 	ctx := context.Background()
 	now := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)

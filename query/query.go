@@ -404,6 +404,10 @@ type Options struct {
 	// weights (by default each word counts its IDF when the sources can
 	// tell it; see Engine.queryVector).
 	PlainVectorQuery bool
+	// LexicalANNSearch: a hybrid query with lexical vectors searches
+	// every vector in its ANN channel (by default it scores BM25's
+	// candidates; see lexicalSubset).
+	LexicalANNSearch bool
 	// Tokenizer counts context tokens (default EstimateTokenizer).
 	Tokenizer Tokenizer
 	// Trim keeps the key sentences of a text within max tokens (default
@@ -995,7 +999,8 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 	// mode, no vector index) the session search would change nothing but
 	// its cost (at 1M events, 730 ms of a bm25 query process).
 	vecOn := p.mode != ModeBM25 && e.src.Vectors != nil
-	if vecOn && sessions == nil && e.src.Sessions != nil && e.opts.PrefilterAbove >= 0 {
+	lexSub := e.lexicalSubset(p) // vectorlexical.go
+	if vecOn && !lexSub && sessions == nil && e.src.Sessions != nil && e.opts.PrefilterAbove >= 0 {
 		n, err := e.count()
 		if err != nil {
 			return nil, nil, fmt.Errorf("count chunks: %w", err)
@@ -1086,6 +1091,7 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 		}
 	}
 	var vecCh chan vecResult
+	var lazyVec func()
 	subFetch := nc // the hits a session-restricted search needs
 	if p.kinds != nil || p.roles != nil || p.since != 0 || p.until != 0 || len(p.req.Meta) > 0 || p.req.AsOf != 0 {
 		subFetch = min(4*nc, 4*MaxCandidates) // post-filtered here
@@ -1103,7 +1109,11 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 				within[s] = true
 			}
 		}
-		go e.runVec(ctx, p.text, fetch, subFetch, within, vecCh)
+		if lexSub { // after BM25, which gives its candidates
+			lazyVec = func() { e.runVecLexical(ctx, p.text, order, fetch, subFetch, within, vecCh) }
+		} else {
+			go e.runVec(ctx, p.text, fetch, subFetch, within, vecCh)
+		}
 	}
 	if p.mode != ModeVector && e.src.Text != nil {
 		// User filters go into the index; the pre-filter's sessions are
@@ -1151,6 +1161,9 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 				sessions[c.chunk.Session] = true
 			}
 		}
+	}
+	if lazyVec != nil {
+		lazyVec()
 	}
 	if vecCh != nil {
 		vr := <-vecCh

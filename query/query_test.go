@@ -516,7 +516,7 @@ func TestPrefilter(t *testing.T) {
 	// with "violin", not its stem) are dropped outside the kept sessions.
 	f := meetingsFixture(t, &log.Store{ChunkID: "kv", Kind: log.KindKnowledge, Time: at(0), Content: "violin recital scales practice"})
 	req := query.Request{Text: "violin recital scales meeting", Now: now0, Session: "s20", K: 40, Explain: true}
-	resp, err := f.engine(query.Options{PrefilterAbove: 10, PrefilterSessions: 2}).Search(context.Background(), req)
+	resp, err := f.engine(query.Options{PrefilterAbove: 10, PrefilterSessions: 2, LexicalANNSearch: true}).Search(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -546,7 +546,7 @@ func TestPrefilter(t *testing.T) {
 	}
 	// Below the threshold nothing is pre-filtered: the vector channel's
 	// s29-1 comes back.
-	resp, err = f.engine(query.Options{}).Search(context.Background(), req)
+	resp, err = f.engine(query.Options{LexicalANNSearch: true}).Search(context.Background(), req)
 	if err != nil || resp.Prefilter != nil || !contains(ids(resp.Results), "s29-1") {
 		t.Errorf("no prefilter expected: %v %v %v", err, resp.Prefilter, ids(resp.Results))
 	}

@@ -34,7 +34,7 @@ func TestSessionFilteredQuerySameInFreshAndWarmProcess(t *testing.T) {
 	if err := set.Close(); err != nil {
 		t.Fatal(err)
 	}
-	opts := query.Options{PrefilterAbove: 100, PrefilterSessions: 3}
+	opts := query.Options{PrefilterAbove: 100, PrefilterSessions: 3, LexicalANNSearch: true}
 	engine := func(s *projstd.Set) *query.Engine {
 		return query.New(query.Sources{Chunks: s.Timelines, Text: s.FTS, Vectors: s.Vectors, Sessions: s.Summary, Log: l}, opts)
 	}

@@ -94,7 +94,7 @@ func TestSessionVectorsInIsExactWithinSessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := query.Options{PrefilterAbove: 100, PrefilterSessions: 3}
+	opts := query.Options{PrefilterAbove: 100, PrefilterSessions: 3, LexicalANNSearch: true}
 	r := rand.New(rand.NewSource(9))
 	ctx := context.Background()
 	now := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)

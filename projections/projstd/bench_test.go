@@ -289,12 +289,19 @@ func BenchmarkVectorsBuild(b *testing.B) {
 // the exact scan of the stored vectors in place (ScanSearch over the
 // database's records, which does not read scan.bin: run it apart when
 // measuring the process's memory, since it reads the whole database).
+// From its second search the process keeps resident slots when they fit
+// (vectorresident.go); UCL_BENCH_VEC_RESIDENT=0 keeps it reading
+// scan.bin, as a one-shot process does.
 func BenchmarkVectorsQuery(b *testing.B) {
 	dir := os.Getenv("UCL_BENCH_VEC_DIR")
 	if dir == "" {
 		b.Skip("UCL_BENCH_VEC_DIR names no built projection")
 	}
-	v, err := OpenVectors(dir, VectorOptions{})
+	o := VectorOptions{}
+	if os.Getenv("UCL_BENCH_VEC_RESIDENT") == "0" {
+		o.ResidentBytes = -1
+	}
+	v, err := OpenVectors(dir, o)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -312,13 +319,42 @@ func BenchmarkVectorsQuery(b *testing.B) {
 		}
 		qs = append(qs, q)
 	}
+	// UCL_BENCH_VEC_SCORE=n: each query scores n stored chunks
+	// (ScoreVectors: a hybrid query's ANN channel with lexical vectors
+	// scores BM25's candidates) instead of searching every vector.
+	var score [][]string
+	if s := os.Getenv("UCL_BENCH_VEC_SCORE"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n <= 0 {
+			b.Fatalf("UCL_BENCH_VEC_SCORE: %q", s)
+		}
+		evs := projtest.Generate(projtest.Config{Seed: 42, N: min(v.live, 100_000), StoresOnly: true, Vocab: 30000})
+		for range qs {
+			var ids []string
+			for len(ids) < n {
+				ids = append(ids, evs[r.Intn(len(evs))].Body.(*log.Store).ChunkID)
+			}
+			score = append(score, ids)
+		}
+		evs = nil
+		runtime.GC()
+	}
 	var got [][]vector.Hit
 	b.ResetTimer()
 	t0, cpu0 := time.Now(), cpuTime()
 	for i := 0; i < b.N; i++ {
 		got = got[:0]
-		for _, q := range qs {
-			hits, err := v.SearchVector(ctx, q, 10)
+		for j, q := range qs {
+			var hits []vector.Hit
+			var err error
+			if score != nil {
+				hits, err = v.ScoreVectors(ctx, q, score[j])
+				if err == nil && len(hits) == 0 {
+					err = fmt.Errorf("no candidate scored")
+				}
+			} else {
+				hits, err = v.SearchVector(ctx, q, 10)
+			}
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -331,7 +367,7 @@ func BenchmarkVectorsQuery(b *testing.B) {
 	b.ReportMetric(el.Seconds()*1000/nq, "ms/query")
 	b.ReportMetric(cpu.Seconds()*1000/nq, "cpu-ms/query")
 	b.ReportMetric(float64(v.live), "vectors")
-	if os.Getenv("UCL_BENCH_VEC_RECALL") == "" {
+	if os.Getenv("UCL_BENCH_VEC_RECALL") == "" || score != nil {
 		return
 	}
 	found, total := 0, 0

@@ -1,7 +1,6 @@
 package projstd
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -87,41 +86,44 @@ func (v *VectorProjection) loadResident() (*resident, error) {
 			}
 			return fmt.Errorf("read vector scan file: %w", err)
 		}
-		return v.db.View(func(tx *bolt.Tx) error {
-			vb := tx.Bucket(bVecs)
-			keys := make([]byte, 0, 17*int(n))
-			c := tx.Bucket(bSlots).Cursor()
-			s := uint64(0)
-			for k, key := c.First(); k != nil; k, key = c.Next() {
-				if len(k) != 8 {
-					return fmt.Errorf("vector slot key %x: %w", k, errVectorsCorrupt)
-				}
-				at := binary.BigEndian.Uint64(k)
-				if at >= n {
-					return fmt.Errorf("vector slot %d beyond the %d committed: %w", at, n, errVectorsCorrupt)
-				}
-				for ; s < at; s++ {
-					r.keyEnd[s] = uint32(len(keys))
-				}
-				val := vb.Get(key)
-				if val == nil {
-					return fmt.Errorf("vector slot %d: chunk %x not stored: %w", at, key, errVectorsCorrupt)
-				}
-				rec, _, err := splitValue(val, dim)
+		// One pass over the records in key order (sequential pages, not
+		// a lookup per slot), each placed at the slot its record names;
+		// the keys are laid out in slot order afterwards.
+		at := make([]uint32, n) // slot → its key's offset in keys (0: none)
+		var keys []byte
+		err := v.db.View(func(tx *bolt.Tx) error {
+			keys = make([]byte, 0, 19*v.live)
+			return tx.Bucket(bVecs).ForEach(func(key, val []byte) error {
+				rec, raw, err := splitValue(val, dim)
 				if err != nil {
 					return err
 				}
-				copy(r.recs[int(at)*rl:], rec)
+				_, _, slot, _, err := splitMeta(raw)
+				if err != nil {
+					return err
+				}
+				if slot >= n || at[slot] != 0 || len(key) > 1<<16-1 {
+					return fmt.Errorf("vector slot %d of chunk %x: beyond the %d committed or named twice: %w", slot, key, n, errVectorsCorrupt)
+				}
+				copy(r.recs[int(slot)*rl:], rec)
+				keys = append(keys, byte(len(key)), byte(len(key)>>8))
+				at[slot] = uint32(len(keys)) // just past the length
 				keys = append(keys, key...)
-				r.keyEnd[at] = uint32(len(keys))
-				s = at + 1
-			}
-			for ; s < n; s++ {
-				r.keyEnd[s] = uint32(len(keys))
-			}
-			r.keys = keys
-			return nil
+				return nil
+			})
 		})
+		if err != nil {
+			return err
+		}
+		r.keys = make([]byte, 0, len(keys))
+		for s := range at {
+			if o := int(at[s]); o != 0 {
+				l := int(keys[o-2]) | int(keys[o-1])<<8
+				r.keys = append(r.keys, keys[o:o+l]...)
+			}
+			r.keyEnd[s] = uint32(len(r.keys))
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, v.readDamage(err)
