@@ -41,7 +41,10 @@
 //     the full-text index) and by ANN cosine: under a session filter from
 //     the kept sessions only (SessionVectorSearcher), else over-fetched;
 //     other filters are applied here on an over-fetched list, because the
-//     vector index has no filters.
+//     vector index has no filters. A hybrid query with lexical vectors
+//     (the hash embedder) whose BM25 channel finds ten candidates or more
+//     scores those instead of searching every vector, after BM25, and
+//     runs no pre-filter (step 3): see vectorlexical.go.
 //  5. Every candidate is looked up in the timelines (ChunkStore): the
 //     timelines are the authority on what is live, so a tombstoned chunk a
 //     lagging index still returns is dropped, and every result carries the

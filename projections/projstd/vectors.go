@@ -106,7 +106,9 @@ const vectorsVersion = 6
 // Without a graph, search is exact at any size: each search scans
 // scan.bin in blocks and scores its best candidates from "vecs"
 // (vector.ScanSlots, vector.ScanSearch), with the hits the exact index
-// would give; catch-up writes vectors and slots and nothing else, and
+// would give (a long-lived process scans its resident copy of the slots
+// from its second search, vectorresident.go); catch-up writes vectors and
+// slots and nothing else, and
 // opening reads nothing but the meta bucket. The in-memory exact index (a
 // vector.Exact loaded from "vecs") is loaded only by the session-subset
 // search below ExactBelow live vectors (SearchVectorIn), so commands that
