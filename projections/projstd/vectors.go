@@ -140,8 +140,9 @@ type VectorProjection struct {
 	cp   projections.Checkpoint
 	live int // committed live vectors
 
-	sf   *os.File // scan.bin (vectorscan.go)
-	next uint64   // committed slots in scan.bin
+	sf       *os.File // scan.bin (vectorscan.go)
+	scanFile string   // its name: scan.bin, or scan.1.bin (vectorcompact.go)
+	next     uint64   // committed slots in scan.bin
 
 	graphOn    bool   // the graph exists (the live count reached ExactBelow)
 	graph      uint64 // seq graph.bin is current to
@@ -322,6 +323,13 @@ func (v *VectorProjection) load() error {
 		}
 		if b := m.Get(kNext); len(b) == 8 {
 			v.next = binary.BigEndian.Uint64(b)
+		}
+		v.scanFile = scanFileName
+		if b := m.Get(kScanFile); b != nil {
+			if string(b) != scanFileAlt {
+				return fmt.Errorf("vector scan file %q: %w", b, errVectorsCorrupt)
+			}
+			v.scanFile = scanFileAlt
 		}
 		if b := m.Get(kGraph); b != nil {
 			if err := v.decodeGraphRecord(b); err != nil {
@@ -692,8 +700,15 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 }
 
 // Compact implements projections.Compacter: vectors.db is rewritten tight
-// after a bulk load.
-func (v *VectorProjection) Compact() error { return v.reopen(true) }
+// after a bulk load, and scan.bin without its dead slots
+// (vectorcompact.go).
+func (v *VectorProjection) Compact() error {
+	done, err := v.compactSlots()
+	if done || err != nil {
+		return err
+	}
+	return v.reopen(true)
+}
 
 // reopen closes vectors.db, compacts it (when compact) and opens it again.
 func (v *VectorProjection) reopen(compact bool) error {
@@ -870,12 +885,12 @@ func (v *VectorProjection) Reset() error {
 		v.sf.Close()
 		v.sf = nil
 	}
-	for _, f := range []string{"graph.bin", "graph.delta", scanFileName} {
+	for _, f := range []string{"graph.bin", "graph.delta", scanFileName, scanFileAlt} {
 		if err := os.Remove(filepath.Join(v.dir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 	}
-	v.next = 0
+	v.next, v.scanFile = 0, scanFileName
 	if err := v.openScanFile(); err != nil {
 		return fmt.Errorf("reset vectors: %w", err)
 	}
@@ -902,7 +917,7 @@ func (v *VectorProjection) Close() error {
 // Size reports the bytes on disk.
 func (v *VectorProjection) Size() int64 {
 	var n int64
-	for _, f := range []string{"vectors.db", "graph.bin", "graph.delta", scanFileName} {
+	for _, f := range []string{"vectors.db", "graph.bin", "graph.delta", v.scanFile} {
 		if fi, err := os.Stat(filepath.Join(v.dir, f)); err == nil {
 			n += fi.Size()
 		}

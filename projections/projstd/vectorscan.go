@@ -72,9 +72,18 @@ func (v *VectorProjection) scanHeaderBytes() []byte {
 }
 
 // openScanFile opens scan.bin (creating it with its header when no slot
-// is committed) and checks its header and size against slotnext.
+// is committed) and checks its header and size against slotnext; a file
+// of the other slot file name is what a compaction left behind
+// (vectorcompact.go) and is removed.
 func (v *VectorProjection) openScanFile() error {
-	path := filepath.Join(v.dir, scanFileName)
+	if v.scanFile == "" {
+		v.scanFile = scanFileName
+	}
+	other := filepath.Join(v.dir, otherScanFile(v.scanFile))
+	if err := os.Remove(other); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("open vector scan file: %w", err)
+	}
+	path := filepath.Join(v.dir, v.scanFile)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("open vector scan file: %w", err)

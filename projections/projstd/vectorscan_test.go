@@ -8,8 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sync"
 	"testing"
 
+	"github.com/unlimitedcontext/ucl/internal/vector"
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections"
 	"github.com/unlimitedcontext/ucl/projections/projtest"
@@ -313,5 +315,54 @@ func TestResidentSlotsFollowCommits(t *testing.T) {
 	}
 	if _, err := v.SearchText(ctx, qs[0], 10); err != nil || v.res != nil {
 		t.Fatalf("a search beyond ResidentBytes: %v, resident %v", err, v.res != nil)
+	}
+}
+
+// TestResidentLoadBesideSearches: searches side by side (as the engine
+// runs them, under its shared lock) while one of them loads the resident
+// slots all answer what the file scan answers.
+func TestResidentLoadBesideSearches(t *testing.T) {
+	v := buildVectors(t, t.TempDir(), projtest.ConvEvents(3, 300), 100)
+	defer v.Close()
+	ctx := context.Background()
+	r := rand.New(rand.NewSource(12))
+	var qs [][]float32
+	var want [][]vector.Hit
+	for i := 0; i < 8; i++ {
+		q, err := v.EmbedQuery(ctx, projtest.QueryText(r), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hits, err := v.scanSearch(q, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		qs, want = append(qs, q), append(want, hits)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 4*len(qs))
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range qs {
+				j := (i + g) % len(qs)
+				hits, err := v.SearchVector(ctx, qs[j], 10)
+				if err == nil && !reflect.DeepEqual(hits, want[j]) {
+					err = fmt.Errorf("query %d: %v, the file scan %v", j, hits, want[j])
+				}
+				if err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if v.res == nil {
+		t.Fatal("no resident slots after 32 searches")
 	}
 }
