@@ -35,8 +35,9 @@
 // slot, are 8 + dim zero bytes. The file's header and slot numbering are
 // the caller's (projstd's scan.bin: a 16-byte header "UCLVSCAN" ‖ uint16
 // version 1 ‖ uint16 0 ‖ uint32 dim, then slot s at 16 + s·(8+dim)).
-// ScanSlots refuses a slot whose step is negative, NaN or infinite
-// (ErrSlotFile); TestScanSlotsIsExact holds that its candidates, scored
+// ScanSlots (slots read from a file) and ScanSlotsMem (slots a
+// long-lived process holds) refuse a slot whose step is negative, NaN or
+// infinite (ErrSlotFile), and return the same candidates; TestScanSlotsIsExact holds that its candidates, scored
 // by ScanSearch, give Exact.Search's answer, ties broken by id.
 //
 // # Invariants

@@ -90,7 +90,8 @@ const vectorsVersion = 6
 // VectorProjection embeds every live chunk and indexes it for search.
 //
 // State (vectors.db, bbolt): "meta" holds the version tag, the checkpoint,
-// the number of live vectors, the number of slots in scan.bin ("slotnext")
+// the number of live vectors, the number of slots in scan.bin ("slotnext"),
+// the slot file's name when it is scan.1.bin ("scanfile", vectorcompact.go)
 // and, once a graph exists, the seq and size of graph.bin; "vecs" maps
 // chunk id to its vector, scaled to unit length and quantised to 8 bits
 // with a per-vector step (4 + dim bytes, quant.go), followed by what

@@ -27,7 +27,11 @@ import (
 // "vecs" names its slot), so the file is a function of the operation
 // sequence, not of commit boundaries. A re-stored chunk keeps its slot; a
 // removed chunk's slot is zeroed (nothing of its vector stays) and not
-// reused. The meta bucket's "slotnext" is the number of slots committed.
+// reused until Compact drops the dead slots (vectorcompact.go), which
+// renumbers the live ones in order and moves them to scan.1.bin (and back
+// to scan.bin at the next compaction; the meta bucket's "scanfile" names
+// scan.1.bin, absent for scan.bin). The meta bucket's "slotnext" is the
+// number of slots committed.
 //
 // A Commit writes its slots, then syncs the file, then commits the
 // database: the file is never behind the database. Bytes beyond slotnext
