@@ -774,10 +774,40 @@ type prepared struct {
 	time    int64
 	typ     Type
 	epoch   uint32
-	wrapped [WrappedKeySize]byte
-	dek     [crypto.KeySize]byte
+	wrapped [WrappedKeySize]byte // the request's batch key, wrapped under epoch
+	batch   *batchSeal
 	sealer  *crypto.Sealer // the DEK's key schedule, made here, not in the serial commit
 	plain   []byte
+}
+
+// batchSeal is the key of one append request (format 2): one random batch
+// key, wrapped once, from which each event's DEK is derived with its id
+// (crypto.BatchKey).
+type batchSeal struct {
+	bk      [crypto.KeySize]byte
+	keys    *crypto.BatchKey
+	epoch   uint32
+	wrapped [WrappedKeySize]byte
+}
+
+// newBatchSeal makes a request's batch key, wrapped under the current epoch.
+func (l *Log) newBatchSeal() (*batchSeal, error) {
+	kr := l.opts.Keys
+	b := &batchSeal{epoch: kr.Current()}
+	w, err := kr.Wrapper(b.epoch)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := rand.Read(b.bk[:]); err != nil {
+		return nil, err
+	}
+	if b.keys, err = crypto.NewBatchKey(b.bk[:]); err != nil {
+		return nil, err
+	}
+	if err := w.Wrap(b.wrapped[:], b.bk[:]); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 // MaxEventSize bounds the encoded body of a store or edit event: the
@@ -837,7 +867,7 @@ func checkSize(t Type, plain []byte) error {
 	return nil
 }
 
-func (l *Log) prepare(e Entry, p *prepared) error {
+func (l *Log) prepare(e Entry, p *prepared, b *batchSeal) error {
 	if e.Body == nil {
 		return fmt.Errorf("%w: no body", ErrMalformed)
 	}
@@ -860,29 +890,26 @@ func (l *Log) prepare(e Entry, p *prepared) error {
 		return err
 	}
 	p.plain = plain
-	kr := l.opts.Keys
-	p.epoch = kr.Current()
-	w, err := kr.Wrapper(p.epoch)
-	if err != nil {
-		return err
-	}
-	if _, err := rand.Read(p.dek[:]); err != nil {
-		return err
-	}
-	if p.sealer, err = crypto.NewSealer(p.dek[:]); err != nil {
-		return err
-	}
-	return w.Wrap(p.wrapped[:], p.dek[:])
+	p.batch, p.epoch, p.wrapped = b, b.epoch, b.wrapped
+	var dek [crypto.KeySize]byte
+	b.keys.EventKey(dek[:], p.id)
+	p.sealer, err = crypto.NewSealer(dek[:])
+	clear(dek[:])
+	return err
 }
 
 // prepareAll prepares a request's entries, on two goroutines for large
 // batches. The first invalid entry fails the request.
 func (l *Log) prepareAll(es []Entry) ([]prepared, error) {
+	b, err := l.newBatchSeal()
+	if err != nil {
+		return nil, err
+	}
 	ps := make([]prepared, len(es))
 	errs := make([]error, len(es))
 	run := func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			errs[i] = l.prepare(es[i], &ps[i])
+			errs[i] = l.prepare(es[i], &ps[i], b)
 		}
 	}
 	if len(es) >= 128 && runtime.GOMAXPROCS(0) > 1 {
@@ -930,13 +957,13 @@ func (l *Log) build(e Entry, pr *prepared, seq uint64, prev Hash, batch []pendin
 	}
 	if cur := l.opts.Keys.Current(); pr.epoch != cur {
 		// A key rotation switched epochs after this entry was prepared:
-		// wrap its DEK under the new epoch, so no event after the switch
-		// depends on the epoch being shredded.
+		// wrap its batch key under the new epoch, so no event after the
+		// switch depends on the epoch being shredded.
 		w, err := l.opts.Keys.Wrapper(cur)
 		if err != nil {
 			return Result{}, nil, err
 		}
-		if err := w.Wrap(pr.wrapped[:], pr.dek[:]); err != nil {
+		if err := w.Wrap(pr.wrapped[:], pr.batch.bk[:]); err != nil {
 			return Result{}, nil, err
 		}
 		pr.epoch = cur
@@ -1154,7 +1181,7 @@ func (l *Log) Events(ctx context.Context, from, to uint64, fn func(*Event) error
 		return err
 	}
 	next := from
-	return decryptPipeline(ctx, l.decryptScratch, func(emit func(seq uint64, raw []byte) error) error {
+	return decryptPipeline(ctx, l.decryptReuse, func(emit func(seq uint64, raw []byte) error) error {
 		return scanFiles(l.dir, from, to, emit)
 	}, func(ev *Event) error {
 		if ev.Seq != next {
@@ -1171,7 +1198,7 @@ func (l *Log) Events(ctx context.Context, from, to uint64, fn func(*Event) error
 // decryptPipeline decrypts records produced by scan on worker goroutines in
 // chunks and hands them to fn in order.
 // An event shredded by a key rotation comes out with a *Shredded body.
-func decryptPipeline(ctx context.Context, decrypt func(raw, scratch []byte) (*Event, []byte, error), scan func(emit func(uint64, []byte) error) error, fn func(*Event) error) error {
+func decryptPipeline(ctx context.Context, decrypt func(raw []byte, st *decState) (*Event, error), scan func(emit func(uint64, []byte) error) error, fn func(*Event) error) error {
 	const chunk = 256
 	workers := runtime.GOMAXPROCS(0)
 	type job struct {
@@ -1187,13 +1214,11 @@ func decryptPipeline(ctx context.Context, decrypt func(raw, scratch []byte) (*Ev
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var scratch []byte
+			var st decState
 			for j := range jobs {
 				j.evs = make([]*Event, len(j.raws))
 				for k, raw := range j.raws {
-					var ev *Event
-					var err error
-					ev, scratch, err = decrypt(raw, scratch)
+					ev, err := decrypt(raw, &st)
 					if errors.Is(err, ErrShredded) {
 						ev, err = shreddedEvent(raw)
 					}
