@@ -120,3 +120,23 @@ func TestShredOneEventOfBatch(t *testing.T) {
 		t.Fatalf("%d rekeyed keys", tried)
 	}
 }
+
+// bodySizeHint is at least the encoded size of store and edit bodies, so
+// encoding them allocates once.
+func TestBodySizeHintCovers(t *testing.T) {
+	for _, g := range goldenBodies {
+		h := goldenHeader(g.body.Type())
+		b, err := EncodeBody(g.body, &h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ty := g.body.Type(); (ty == TypeStore || ty == TypeEdit) && cap(b) != bodySizeHint(g.body) {
+			t.Fatalf("%s: encoded %d bytes into a buffer of %d, hint %d", g.name, len(b), cap(b), bodySizeHint(g.body))
+		}
+	}
+	e := storeEntry(3)
+	h := Header{ID: ID{1}, Time: 5}
+	if n := testing.AllocsPerRun(20, func() { _, _ = EncodeBody(e.Body, &h) }); n > 2 {
+		t.Fatalf("encoding a store body: %.0f allocations", n)
+	}
+}
