@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -608,7 +609,11 @@ func (l *Log) commit(batch []*appendReq) {
 	l.mu.RLock()
 	seq, prev := l.head, l.headHash
 	l.mu.RUnlock()
-	var all []pending
+	n := 0
+	for _, r := range batch {
+		n += len(r.entries)
+	}
+	all := make([]pending, 0, n)
 	newIDs := map[ID]int{} // id → index in all
 	var ok []*appendReq
 	for _, r := range batch {
@@ -777,7 +782,10 @@ type prepared struct {
 	wrapped [WrappedKeySize]byte // the request's batch key, wrapped under epoch
 	batch   *batchSeal
 	sealer  *crypto.Sealer // the DEK's key schedule, made here, not in the serial commit
-	plain   []byte
+	// buf is HeaderSize bytes of room for the header, then the encoded
+	// body, with capacity for the tag and CRC; build seals it in place
+	// and takes it (nil after).
+	buf []byte
 }
 
 // batchSeal is the key of one append request (format 2): one random batch
@@ -880,16 +888,19 @@ func (l *Log) prepare(e Entry, p *prepared, b *batchSeal) error {
 			return err
 		}
 	}
-	// Body encodings read only the id and time from the header.
+	// Body encodings read only the id and time from the header. The body
+	// is encoded where the event's bytes will be, after room for the
+	// header, and sealed there in place (build): one buffer an event.
 	h := Header{Version: FormatVersion, Type: p.typ, Time: p.time, ID: p.id}
-	plain, err := EncodeBody(e.Body, &h)
+	buf := make([]byte, HeaderSize, HeaderSize+bodySizeHint(e.Body)+crypto.TagSize+crcSize)
+	buf, err := e.Body.appendTo(buf, &h)
 	if err != nil {
 		return err
 	}
-	if err := checkSize(p.typ, plain); err != nil {
+	if err := checkSize(p.typ, buf[HeaderSize:]); err != nil {
 		return err
 	}
-	p.plain = plain
+	p.buf = slices.Grow(buf, crypto.TagSize+crcSize)
 	p.batch, p.epoch, p.wrapped = b, b.epoch, b.wrapped
 	var dek [crypto.KeySize]byte
 	b.keys.EventKey(dek[:], p.id)
@@ -968,11 +979,16 @@ func (l *Log) build(e Entry, pr *prepared, seq uint64, prev Hash, batch []pendin
 		}
 		pr.epoch = cur
 	}
+	if pr.buf == nil {
+		return Result{}, nil, errors.New("append: a prepared entry was built twice")
+	}
 	h := Header{Version: FormatVersion, Type: pr.typ, Seq: seq + 1, Time: pr.time, ID: pr.id,
 		KeyEpoch: pr.epoch, WrappedDEK: pr.wrapped, Prev: prev}
-	buf := make([]byte, HeaderSize, HeaderSize+len(pr.plain)+crypto.TagSize+crcSize)
-	h.Encode(buf)
-	raw := pr.sealer.Seal(buf, buf[:HeaderSize], pr.plain)
+	buf := pr.buf
+	h.Encode(buf[:HeaderSize])
+	// In place: the ciphertext overwrites the plaintext it starts at.
+	raw := pr.sealer.Seal(buf[:HeaderSize], buf[:HeaderSize], buf[HeaderSize:])
+	pr.buf, pr.sealer = nil, nil
 	hash := Hash(sha256.Sum256(raw))
 	return Result{Seq: h.Seq, ID: h.ID, Hash: hash}, &pending{data: appendCRC(raw, false), id: h.ID, seq: h.Seq, hash: hash}, nil
 }
