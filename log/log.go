@@ -875,7 +875,9 @@ func checkSize(t Type, plain []byte) error {
 	return nil
 }
 
-func (l *Log) prepare(e Entry, p *prepared, b *batchSeal) error {
+// prepare encodes and keys one entry; rnd is IDSize random bytes, its id
+// when the entry has none.
+func (l *Log) prepare(e Entry, p *prepared, b *batchSeal, rnd []byte) error {
 	if e.Body == nil {
 		return fmt.Errorf("%w: no body", ErrMalformed)
 	}
@@ -884,9 +886,7 @@ func (l *Log) prepare(e Entry, p *prepared, b *batchSeal) error {
 		p.time = l.opts.Now().UnixMilli()
 	}
 	if p.id.IsZero() {
-		if _, err := rand.Read(p.id[:]); err != nil {
-			return err
-		}
+		copy(p.id[:], rnd)
 	}
 	// Body encodings read only the id and time from the header. The body
 	// is encoded where the event's bytes will be, after room for the
@@ -916,11 +916,17 @@ func (l *Log) prepareAll(es []Entry) ([]prepared, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The random ids of the request in one read (one getrandom call, not
+	// one an event).
+	rnd := make([]byte, IDSize*len(es))
+	if _, err := rand.Read(rnd); err != nil {
+		return nil, err
+	}
 	ps := make([]prepared, len(es))
 	errs := make([]error, len(es))
 	run := func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			errs[i] = l.prepare(es[i], &ps[i], b)
+			errs[i] = l.prepare(es[i], &ps[i], b, rnd[i*IDSize:(i+1)*IDSize])
 		}
 	}
 	if len(es) >= 128 && runtime.GOMAXPROCS(0) > 1 {
