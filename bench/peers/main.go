@@ -21,8 +21,9 @@
 //   - SQLite: one transaction per batch (or per event for the single
 //     writer) of INSERTs into a (seq INTEGER PRIMARY KEY, data BLOB) table.
 //
-// ucl also pays per-event keys (a data key wrapped under the vault key per
-// event), encryption and the hash chain; etcd stores plaintext.
+// ucl also pays per-event keys (log format 2: a data key per event derived
+// from one batch key per request, wrapped under the vault key), encryption
+// and the hash chain; etcd stores plaintext.
 package main
 
 import (
