@@ -33,7 +33,7 @@ func (l *Log) Import(ctx context.Context, raws [][]byte) error {
 	seq, prev := l.Head()
 	all := make([]pending, 0, len(raws))
 	rekeyed := false
-	var st decState // one batch-key unwrap per append request, not per event
+	st := decState{hashed: true} // one batch-key unwrap per append request, not per event; verifyRaw hashed
 	for _, raw := range raws {
 		r, err := verifyRaw(seq+1, raw, prev)
 		if err != nil {

@@ -175,6 +175,9 @@ func decryptResolved(kr *crypto.Keyring, raw []byte, rekeys func() (*Rekeys, err
 type decState struct {
 	scratch []byte
 	batch   batchCache
+	// hashed: the caller hashed raw itself (verify, import), so the event
+	// comes back without its Hash rather than hashing every body twice.
+	hashed bool
 }
 
 func decryptBody(kr *crypto.Keyring, raw []byte, rekeys func() (*Rekeys, error), st *decState) (*Event, error) {
@@ -209,7 +212,11 @@ func decryptBody(kr *crypto.Keyring, raw []byte, rekeys func() (*Rekeys, error),
 	if err != nil {
 		return nil, fmt.Errorf("seq %d: %w", h.Seq, err)
 	}
-	return &Event{Header: h, Hash: sha256.Sum256(raw), Body: body}, nil
+	ev := &Event{Header: h, Body: body}
+	if st == nil || !st.hashed {
+		ev.Hash = sha256.Sum256(raw)
+	}
+	return ev, nil
 }
 
 // shreddedEvent is the event Events hands out for a shredded one.

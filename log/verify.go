@@ -61,7 +61,7 @@ func (l *Log) Verify(ctx context.Context, progress func(seq uint64)) (VerifyRepo
 func verifyFiles(ctx context.Context, dir string, kr *crypto.Keyring, to uint64, rekeys func() (*Rekeys, error), progress func(seq uint64)) (VerifyReport, error) {
 	var rep VerifyReport
 	var prev Hash
-	var st decState // one batch-key unwrap per append request, not per event
+	st := decState{hashed: true} // one batch-key unwrap per append request, not per event; verifyRaw hashed
 	err := scanFiles(dir, 1, to, func(seq uint64, raw []byte) error {
 		if err := ctx.Err(); err != nil {
 			return err
