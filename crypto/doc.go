@@ -12,6 +12,15 @@
 //     Because every DEK seals exactly one plaintext, the GCM nonce is the
 //     all-zero nonce: uniqueness comes from the key, which saves 12 bytes per
 //     event. A DEK must therefore never be used for a second plaintext.
+//   - Batch key (log format 2): the events of one append request share one
+//     random 32-byte batch key BK, wrapped once per request, and each
+//     event's DEK is derived from it and the event's 16-byte id
+//     (BatchKey: K1‖K2 = AES-256(BK, "ucl/event-key/2"‖j) for j = 0..3,
+//     DEK = AES-256(K1, id) ‖ AES-256(K2, id); golden:
+//     testdata/batch-key.golden). Event ids are unique in a log, so every
+//     DEK still seals one plaintext. A DEK reveals nothing of its
+//     siblings: it is what a key rotation rewraps and a share discloses,
+//     never BK, so shredding one event of a batch still erases exactly it.
 //   - Key wrapping: a DEK travels wrapped with AES Key Wrap (RFC 3394) under
 //     the vault key of an epoch, 40 bytes, integrity protected: unwrapping
 //     under a wrong key fails with ErrWrongKey instead of yielding garbage.

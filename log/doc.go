@@ -10,20 +10,38 @@
 //
 //	header (HeaderSize = 110 bytes, little-endian, fixed layout):
 //	  off  len  field
-//	    0    1  format version            (FormatVersion = 1)
+//	    0    1  format version            (FormatVersion = 2; 1 is read)
 //	    1    1  type                      (1 store, 2 tombstone, 3 share_grant,
 //	                                        4 share_revoke, 5 rekey, 6 edit)
 //	    2    8  seq        uint64         dense, from 1
 //	   10    8  time       int64          append time, unix milliseconds
 //	   18   16  event id                  client-supplied or random; the
 //	                                        idempotency key
-//	   34    4  key epoch  uint32         vault-key epoch the DEK is wrapped under
-//	   38   40  wrapped DEK               RFC 3394 wrap of the 32-byte DEK
+//	   34    4  key epoch  uint32         vault-key epoch the key below is wrapped under
+//	   38   40  wrapped key               RFC 3394 wrap of a 32-byte key:
+//	                                        version 2: the batch key BK of the
+//	                                        append request the event came in
+//	                                        (the same 40 bytes in each of its
+//	                                        events); version 1: the event's DEK
 //	   78   32  prev                      hash of event seq-1; zeros for seq 1
 //	body: AES-256-GCM(DEK, nonce = 12 zero bytes, AAD = header) of the encoded
 //	      plaintext body; len(plaintext) + 16 bytes. The DEK seals one body only.
+//	DEK (version 2) = crypto.BatchKey(BK).EventKey(event id):
+//	      K1 ‖ K2 = AES-256(BK, "ucl/event-key/2" ‖ j), j = 0..3 (one block each)
+//	      DEK = AES-256(K1, id) ‖ AES-256(K2, id)
 //
 //	hash(event) = SHA-256(header ‖ body)
+//
+// Format 2 exists for cost: unwrapping a key is twelve AES blocks and was
+// a fifth of a replay's CPU (issue 26); deriving it is two, and a reader
+// unwraps each batch key once (it keeps the last one). One request is one
+// batch (AppendBatch, Append, a group commit's requests each their own),
+// so event ids are unique under a batch key (a request's repeated id is
+// one event) and every DEK still seals one body. The headers of one
+// request share their wrapped key, which tells a reader of the headers
+// (an auditor, Arweave) which events were appended together; the hash
+// chain's order and times told most of that already. A version-1 event
+// (logs written before) is read as before; a log may hold both.
 //
 // The chain is the sequence of hashes: event n's prev is hash(event n-1).
 // "raw" below means header ‖ body: the bytes that are hashed, mirrored to
@@ -121,7 +139,15 @@
 //
 // A rekey event (written by a vault-key rotation, ucl.Store.RotateKeys) is
 // sealed like any event, under the new epoch it names, and carries the DEKs
-// of earlier events rewrapped under that epoch. The DEK of event s is the
+// of earlier events rewrapped under that epoch: each event's own DEK, for
+// a version-2 event the one derived from its batch key (Log.DataKey),
+// never the batch key. So shredding one event of a batch works as with
+// per-event keys: the rotation rewraps the derived DEKs of the batch's
+// live events one by one, the batch key stays wrapped only under the
+// wiped epoch, and nothing left opens the tombstoned event (a DEK is a PRF
+// output: it does not lead to its siblings' or to BK;
+// TestShredOneEventOfBatch). A rekey entry is always a DEK, whatever the
+// version of the event it names. Shares disclose the derived DEK likewise. The DEK of event s is the
 // one in its own header when the keyring holds the header's epoch, else the
 // one in the newest rekey event naming s under an epoch the keyring holds
 // (Rekeys, built on first need by reading the log's rekey events, newest

@@ -14,7 +14,11 @@ import (
 // Wire constants. Do not change: they are part of every stored and mirrored
 // event.
 const (
-	FormatVersion  = 1
+	// FormatVersion is the header version written (2: one batch key per
+	// append request, see the package doc); FormatVersion1 (a random DEK
+	// per event) is still read.
+	FormatVersion  = 2
+	FormatVersion1 = 1
 	HeaderSize     = 110
 	IDSize         = 16
 	HashSize       = 32
@@ -107,15 +111,24 @@ func ParseHash(s string) (Hash, error) {
 
 // Header is the plaintext, authenticated part of an event.
 type Header struct {
-	Version    uint8
-	Type       Type
-	Seq        uint64
-	Time       int64 // append time, unix ms
-	ID         ID
-	KeyEpoch   uint32
+	Version  uint8
+	Type     Type
+	Seq      uint64
+	Time     int64 // append time, unix ms
+	ID       ID
+	KeyEpoch uint32
+	// WrappedDEK is the wrapped key of the event: its DEK in format 1, the
+	// batch key its DEK is derived from in format 2 (BatchKeyed).
 	WrappedDEK [WrappedKeySize]byte
 	Prev       Hash
 }
+
+// BatchKeyed reports whether h's wrapped key is a batch key (format 2)
+// rather than the event's own DEK (format 1).
+func (h *Header) BatchKeyed() bool { return h.Version == FormatVersion }
+
+// knownVersion reports whether a header of version v is read by this build.
+func knownVersion(v uint8) bool { return v == FormatVersion || v == FormatVersion1 }
 
 // Encode writes the header's HeaderSize bytes into b.
 func (h *Header) Encode(b []byte) {
@@ -138,8 +151,8 @@ func DecodeHeader(raw []byte) (Header, error) {
 		return h, fmt.Errorf("decode header: %w: %d bytes, want at least %d", ErrMalformed, len(raw), HeaderSize)
 	}
 	h.Version = raw[0]
-	if h.Version != FormatVersion {
-		return h, fmt.Errorf("decode header: %w: format version %d (this build reads %d)", ErrUnsupportedVersion, h.Version, FormatVersion)
+	if !knownVersion(h.Version) {
+		return h, fmt.Errorf("decode header: %w: format version %d (this build reads %d and %d)", ErrUnsupportedVersion, h.Version, FormatVersion1, FormatVersion)
 	}
 	h.Type = Type(raw[1])
 	if !h.Type.Valid() {
@@ -368,7 +381,40 @@ func checkUTF8(field, v string) error {
 // EncodeBody returns the canonical encoding of b as it appears (before
 // encryption) in an event with header hdr.
 func EncodeBody(b Body, hdr *Header) ([]byte, error) {
-	return b.appendTo(make([]byte, 0, 64), hdr)
+	return b.appendTo(make([]byte, 0, bodySizeHint(b)), hdr)
+}
+
+// bodySizeHint is about the encoded size of b (at least it, for a store
+// or edit body), so that an append encodes into one allocation instead
+// of growing the buffer two or three times (issue 26: it was a tenth of
+// an append's allocated bytes).
+func bodySizeHint(b Body) int {
+	switch v := b.(type) {
+	case *Store:
+		return v.sizeHint()
+	case *Edit:
+		n := 64 + len(v.Target) + len(v.By) + v.Store.sizeHint()
+		for _, r := range v.Removes {
+			n += len(r) + binary.MaxVarintLen64
+		}
+		return n
+	}
+	return 64
+}
+
+func (s *Store) sizeHint() int {
+	const u = binary.MaxVarintLen64 // a length prefix or a uvarint, at most
+	n := 3 + 8 + 9*u + len(s.ChunkID) + len(s.Session) + len(s.Role) + len(s.Content) + len(s.Parent) + len(s.ChunkParent)
+	for k, v := range s.Meta {
+		n += 2*u + len(k) + len(v)
+	}
+	if s.Tool != nil {
+		n += 3*u + len(s.Tool.Name) + len(s.Tool.Args) + len(s.Tool.Status)
+	}
+	for _, x := range s.Supersedes {
+		n += u + len(x)
+	}
+	return n
 }
 
 const (

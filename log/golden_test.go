@@ -40,10 +40,12 @@ var goldenBodies = []struct {
 }
 
 func goldenHeader(t Type) Header {
-	return Header{Version: FormatVersion, Type: t, Seq: 42, Time: 1700000000123, ID: ID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16},
+	return Header{Version: FormatVersion1, Type: t, Seq: 42, Time: 1700000000123, ID: ID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16},
 		KeyEpoch: 1, Prev: Hash{0xde, 0xad}}
 }
 
+// TestGolden freezes format 1 (a random DEK per event, wrapped in its
+// header), which logs written before format 2 hold and this build reads.
 func TestGolden(t *testing.T) {
 	kek := bytes.Repeat([]byte{7}, 32)
 	dek := bytes.Repeat([]byte{9}, 32)
@@ -83,6 +85,78 @@ func TestGolden(t *testing.T) {
 			again, _ := EncodeBody(ev.Body, &ev.Header)
 			if !bytes.Equal(again, plain) || ev.Header != h {
 				t.Fatal("round trip changed the event")
+			}
+		})
+	}
+}
+
+// TestGoldenV2 freezes format 2: the header wraps the batch key of its
+// append request, and the DEK is derived from it and the event id
+// (crypto.BatchKey). Files testdata/golden/v2_*.hex.
+func TestGoldenV2(t *testing.T) {
+	kek := bytes.Repeat([]byte{7}, 32)
+	bk := bytes.Repeat([]byte{0x0b}, 32)
+	w, _ := crypto.NewWrapper(kek)
+	kr, _ := crypto.KeyringFrom(map[uint32][]byte{1: kek})
+	keys, err := crypto.NewBatchKey(bk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	update := os.Getenv("UCL_UPDATE_GOLDEN") != ""
+	for _, g := range goldenBodies {
+		switch g.name {
+		case "store_minimal", "store_full", "tombstone", "rekey", "edit", "share_grant_v3":
+		default:
+			continue
+		}
+		t.Run(g.name, func(t *testing.T) {
+			h := goldenHeader(g.body.Type())
+			h.Version = FormatVersion
+			if err := w.Wrap(h.WrappedDEK[:], bk); err != nil {
+				t.Fatal(err)
+			}
+			plain, err := EncodeBody(g.body, &h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var dek [crypto.KeySize]byte
+			keys.EventKey(dek[:], h.ID)
+			raw, err := sealRaw(&h, plain, dek[:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := "body " + hex.EncodeToString(plain) + "\nraw " + hex.EncodeToString(raw) + "\n"
+			path := filepath.Join("testdata", "golden", "v2_"+g.name+".hex")
+			if update {
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (regenerate with UCL_UPDATE_GOLDEN=1)", err)
+			}
+			if got != string(want) {
+				t.Fatalf("encoding changed for %s:\n got %s\nwant %s", g.name, got, want)
+			}
+			ev, err := DecryptWith(kr, raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, _ := EncodeBody(ev.Body, &ev.Header)
+			if !bytes.Equal(again, plain) || ev.Header != h {
+				t.Fatal("round trip changed the event")
+			}
+			// The data key handed out (shares, rotations) is the derived
+			// DEK, not the batch key.
+			d, err := DEK(kr, raw)
+			if err != nil || !bytes.Equal(d, dek[:]) {
+				t.Fatalf("DEK: %x %v, want %x", d, err, dek)
+			}
+			// Read as format 1 (the header's key taken as the DEK) it
+			// does not open: the version byte decides.
+			if _, err := crypto.Open(nil, bk, raw[:HeaderSize], raw[HeaderSize:]); err == nil {
+				t.Fatal("the batch key itself opened the body")
 			}
 		})
 	}

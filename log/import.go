@@ -33,6 +33,7 @@ func (l *Log) Import(ctx context.Context, raws [][]byte) error {
 	seq, prev := l.Head()
 	all := make([]pending, 0, len(raws))
 	rekeyed := false
+	st := decState{hashed: true} // one batch-key unwrap per append request, not per event; verifyRaw hashed
 	for _, raw := range raws {
 		r, err := verifyRaw(seq+1, raw, prev)
 		if err != nil {
@@ -42,7 +43,7 @@ func (l *Log) Import(ctx context.Context, raws [][]byte) error {
 		// the rekey events that follow it (or found shredded); any other
 		// event's seal is checked now.
 		if kr := l.opts.Keys; kr != nil && (kr.Has(r.Header.KeyEpoch) || r.Header.KeyEpoch >= kr.Current()) {
-			if _, err := DecryptWith(kr, raw); err != nil {
+			if _, err := decryptBody(kr, raw, nil, &st); err != nil {
 				return fmt.Errorf("import event %d: %w", seq+1, err)
 			}
 		}

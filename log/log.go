@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -608,7 +609,11 @@ func (l *Log) commit(batch []*appendReq) {
 	l.mu.RLock()
 	seq, prev := l.head, l.headHash
 	l.mu.RUnlock()
-	var all []pending
+	n := 0
+	for _, r := range batch {
+		n += len(r.entries)
+	}
+	all := make([]pending, 0, n)
 	newIDs := map[ID]int{} // id → index in all
 	var ok []*appendReq
 	for _, r := range batch {
@@ -774,10 +779,43 @@ type prepared struct {
 	time    int64
 	typ     Type
 	epoch   uint32
-	wrapped [WrappedKeySize]byte
-	dek     [crypto.KeySize]byte
+	wrapped [WrappedKeySize]byte // the request's batch key, wrapped under epoch
+	batch   *batchSeal
 	sealer  *crypto.Sealer // the DEK's key schedule, made here, not in the serial commit
-	plain   []byte
+	// buf is HeaderSize bytes of room for the header, then the encoded
+	// body, with capacity for the tag and CRC; build seals it in place
+	// and takes it (nil after).
+	buf []byte
+}
+
+// batchSeal is the key of one append request (format 2): one random batch
+// key, wrapped once, from which each event's DEK is derived with its id
+// (crypto.BatchKey).
+type batchSeal struct {
+	bk      [crypto.KeySize]byte
+	keys    *crypto.BatchKey
+	epoch   uint32
+	wrapped [WrappedKeySize]byte
+}
+
+// newBatchSeal makes a request's batch key, wrapped under the current epoch.
+func (l *Log) newBatchSeal() (*batchSeal, error) {
+	kr := l.opts.Keys
+	b := &batchSeal{epoch: kr.Current()}
+	w, err := kr.Wrapper(b.epoch)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := rand.Read(b.bk[:]); err != nil {
+		return nil, err
+	}
+	if b.keys, err = crypto.NewBatchKey(b.bk[:]); err != nil {
+		return nil, err
+	}
+	if err := w.Wrap(b.wrapped[:], b.bk[:]); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 // MaxEventSize bounds the encoded body of a store or edit event: the
@@ -837,7 +875,9 @@ func checkSize(t Type, plain []byte) error {
 	return nil
 }
 
-func (l *Log) prepare(e Entry, p *prepared) error {
+// prepare encodes and keys one entry; rnd is IDSize random bytes, its id
+// when the entry has none.
+func (l *Log) prepare(e Entry, p *prepared, b *batchSeal, rnd []byte) error {
 	if e.Body == nil {
 		return fmt.Errorf("%w: no body", ErrMalformed)
 	}
@@ -846,43 +886,47 @@ func (l *Log) prepare(e Entry, p *prepared) error {
 		p.time = l.opts.Now().UnixMilli()
 	}
 	if p.id.IsZero() {
-		if _, err := rand.Read(p.id[:]); err != nil {
-			return err
-		}
+		copy(p.id[:], rnd)
 	}
-	// Body encodings read only the id and time from the header.
+	// Body encodings read only the id and time from the header. The body
+	// is encoded where the event's bytes will be, after room for the
+	// header, and sealed there in place (build): one buffer an event.
 	h := Header{Version: FormatVersion, Type: p.typ, Time: p.time, ID: p.id}
-	plain, err := EncodeBody(e.Body, &h)
+	buf := make([]byte, HeaderSize, HeaderSize+bodySizeHint(e.Body)+crypto.TagSize+crcSize)
+	buf, err := e.Body.appendTo(buf, &h)
 	if err != nil {
 		return err
 	}
-	if err := checkSize(p.typ, plain); err != nil {
+	if err := checkSize(p.typ, buf[HeaderSize:]); err != nil {
 		return err
 	}
-	p.plain = plain
-	kr := l.opts.Keys
-	p.epoch = kr.Current()
-	w, err := kr.Wrapper(p.epoch)
-	if err != nil {
-		return err
-	}
-	if _, err := rand.Read(p.dek[:]); err != nil {
-		return err
-	}
-	if p.sealer, err = crypto.NewSealer(p.dek[:]); err != nil {
-		return err
-	}
-	return w.Wrap(p.wrapped[:], p.dek[:])
+	p.buf = slices.Grow(buf, crypto.TagSize+crcSize)
+	p.batch, p.epoch, p.wrapped = b, b.epoch, b.wrapped
+	var dek [crypto.KeySize]byte
+	b.keys.EventKey(dek[:], p.id)
+	p.sealer, err = crypto.NewSealer(dek[:])
+	clear(dek[:])
+	return err
 }
 
 // prepareAll prepares a request's entries, on two goroutines for large
 // batches. The first invalid entry fails the request.
 func (l *Log) prepareAll(es []Entry) ([]prepared, error) {
+	b, err := l.newBatchSeal()
+	if err != nil {
+		return nil, err
+	}
+	// The random ids of the request in one read (one getrandom call, not
+	// one an event).
+	rnd := make([]byte, IDSize*len(es))
+	if _, err := rand.Read(rnd); err != nil {
+		return nil, err
+	}
 	ps := make([]prepared, len(es))
 	errs := make([]error, len(es))
 	run := func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			errs[i] = l.prepare(es[i], &ps[i])
+			errs[i] = l.prepare(es[i], &ps[i], b, rnd[i*IDSize:(i+1)*IDSize])
 		}
 	}
 	if len(es) >= 128 && runtime.GOMAXPROCS(0) > 1 {
@@ -930,22 +974,27 @@ func (l *Log) build(e Entry, pr *prepared, seq uint64, prev Hash, batch []pendin
 	}
 	if cur := l.opts.Keys.Current(); pr.epoch != cur {
 		// A key rotation switched epochs after this entry was prepared:
-		// wrap its DEK under the new epoch, so no event after the switch
-		// depends on the epoch being shredded.
+		// wrap its batch key under the new epoch, so no event after the
+		// switch depends on the epoch being shredded.
 		w, err := l.opts.Keys.Wrapper(cur)
 		if err != nil {
 			return Result{}, nil, err
 		}
-		if err := w.Wrap(pr.wrapped[:], pr.dek[:]); err != nil {
+		if err := w.Wrap(pr.wrapped[:], pr.batch.bk[:]); err != nil {
 			return Result{}, nil, err
 		}
 		pr.epoch = cur
 	}
+	if pr.buf == nil {
+		return Result{}, nil, errors.New("append: a prepared entry was built twice")
+	}
 	h := Header{Version: FormatVersion, Type: pr.typ, Seq: seq + 1, Time: pr.time, ID: pr.id,
 		KeyEpoch: pr.epoch, WrappedDEK: pr.wrapped, Prev: prev}
-	buf := make([]byte, HeaderSize, HeaderSize+len(pr.plain)+crypto.TagSize+crcSize)
-	h.Encode(buf)
-	raw := pr.sealer.Seal(buf, buf[:HeaderSize], pr.plain)
+	buf := pr.buf
+	h.Encode(buf[:HeaderSize])
+	// In place: the ciphertext overwrites the plaintext it starts at.
+	raw := pr.sealer.Seal(buf[:HeaderSize], buf[:HeaderSize], buf[HeaderSize:])
+	pr.buf, pr.sealer = nil, nil
 	hash := Hash(sha256.Sum256(raw))
 	return Result{Seq: h.Seq, ID: h.ID, Hash: hash}, &pending{data: appendCRC(raw, false), id: h.ID, seq: h.Seq, hash: hash}, nil
 }
@@ -1154,7 +1203,7 @@ func (l *Log) Events(ctx context.Context, from, to uint64, fn func(*Event) error
 		return err
 	}
 	next := from
-	return decryptPipeline(ctx, l.decryptScratch, func(emit func(seq uint64, raw []byte) error) error {
+	return decryptPipeline(ctx, l.decryptReuse, func(emit func(seq uint64, raw []byte) error) error {
 		return scanFiles(l.dir, from, to, emit)
 	}, func(ev *Event) error {
 		if ev.Seq != next {
@@ -1171,7 +1220,7 @@ func (l *Log) Events(ctx context.Context, from, to uint64, fn func(*Event) error
 // decryptPipeline decrypts records produced by scan on worker goroutines in
 // chunks and hands them to fn in order.
 // An event shredded by a key rotation comes out with a *Shredded body.
-func decryptPipeline(ctx context.Context, decrypt func(raw, scratch []byte) (*Event, []byte, error), scan func(emit func(uint64, []byte) error) error, fn func(*Event) error) error {
+func decryptPipeline(ctx context.Context, decrypt func(raw []byte, st *decState) (*Event, error), scan func(emit func(uint64, []byte) error) error, fn func(*Event) error) error {
 	const chunk = 256
 	workers := runtime.GOMAXPROCS(0)
 	type job struct {
@@ -1187,13 +1236,11 @@ func decryptPipeline(ctx context.Context, decrypt func(raw, scratch []byte) (*Ev
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var scratch []byte
+			var st decState
 			for j := range jobs {
 				j.evs = make([]*Event, len(j.raws))
 				for k, raw := range j.raws {
-					var ev *Event
-					var err error
-					ev, scratch, err = decrypt(raw, scratch)
+					ev, err := decrypt(raw, &st)
 					if errors.Is(err, ErrShredded) {
 						ev, err = shreddedEvent(raw)
 					}

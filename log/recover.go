@@ -238,7 +238,7 @@ func validEntryAfter(b []byte, off int64, next uint64) bool {
 			at := from + int64(i) // the header's seq field; the header starts 2 bytes before
 			from = at + 1
 			h := at - 2
-			if h <= off || b[h] != FormatVersion || !Type(b[h+1]).Valid() {
+			if h <= off || !knownVersion(b[h]) || !Type(b[h+1]).Valid() {
 				continue
 			}
 			for k := int64(1); k <= binary.MaxVarintLen64 && h-k >= off; k++ {

@@ -85,7 +85,9 @@ func (r *Rekeys) Newest() uint32 {
 }
 
 // keyFor returns the epoch and wrapped DEK that open event h under kr.
-// rekeys is called only when h's own epoch is not held.
+// rekeys is called only when h's own epoch is not held. The key from a
+// format-2 header is a batch key (dataKey derives the DEK from it); a
+// rekey event always carries the event's DEK itself.
 func keyFor(kr *crypto.Keyring, h *Header, rekeys func() (*Rekeys, error)) (uint32, [WrappedKeySize]byte, error) {
 	if kr.Has(h.KeyEpoch) || rekeys == nil {
 		return h.KeyEpoch, h.WrappedDEK, nil
@@ -95,7 +97,7 @@ func keyFor(kr *crypto.Keyring, h *Header, rekeys func() (*Rekeys, error)) (uint
 		return 0, h.WrappedDEK, err
 	}
 	if k, ok := rk.m[h.Seq]; ok && kr.Has(k.epoch) {
-		return k.epoch, k.wrapped, nil
+		return k.epoch, k.wrapped, errRekeyed
 	}
 	if rk.Newest() > h.KeyEpoch && kr.Has(rk.Newest()) {
 		return 0, h.WrappedDEK, fmt.Errorf("decrypt seq %d (epoch %d): %w", h.Seq, h.KeyEpoch, ErrShredded)
@@ -103,58 +105,118 @@ func keyFor(kr *crypto.Keyring, h *Header, rekeys func() (*Rekeys, error)) (uint
 	return h.KeyEpoch, h.WrappedDEK, nil // fails below with ErrUnknownEpoch
 }
 
+// errRekeyed is keyFor's mark (not a failure) that the key it returns came
+// from a rekey event: the event's own DEK, whatever the header's format.
+var errRekeyed = errors.New("rekeyed")
+
+// batchCache keeps the last batch key a reader unwrapped: consecutive
+// format-2 events of one append request share it, so a replay unwraps one
+// key a request instead of one an event. Not safe for concurrent use: one
+// per reader goroutine.
+type batchCache struct {
+	epoch   uint32
+	wrapped [WrappedKeySize]byte
+	keys    *crypto.BatchKey
+}
+
+// dataKey returns the DEK of event h under kr: unwrapped from the header
+// (format 1), derived from the header's batch key and the event id (format
+// 2), or unwrapped from the newest rekey event naming it. bc may be nil.
+func dataKey(kr *crypto.Keyring, h *Header, rekeys func() (*Rekeys, error), bc *batchCache) ([crypto.KeySize]byte, error) {
+	var dek [crypto.KeySize]byte
+	epoch, wrapped, err := keyFor(kr, h, rekeys)
+	rekeyed := errors.Is(err, errRekeyed)
+	if err != nil && !rekeyed {
+		return dek, err
+	}
+	if !rekeyed && h.BatchKeyed() {
+		if bc == nil {
+			bc = &batchCache{}
+		}
+		if bc.keys == nil || bc.epoch != epoch || bc.wrapped != wrapped {
+			w, err := kr.Wrapper(epoch)
+			if err != nil {
+				return dek, err
+			}
+			var bk [crypto.KeySize]byte
+			err = w.Unwrap(bk[:], wrapped[:])
+			if err == nil {
+				bc.keys, err = crypto.NewBatchKey(bk[:])
+			}
+			clear(bk[:])
+			if err != nil {
+				bc.keys = nil
+				return dek, fmt.Errorf("unwrap batch key: %w", err)
+			}
+			bc.epoch, bc.wrapped = epoch, wrapped
+		}
+		bc.keys.EventKey(dek[:], h.ID)
+		return dek, nil
+	}
+	w, err := kr.Wrapper(epoch)
+	if err != nil {
+		return dek, err
+	}
+	if err := w.Unwrap(dek[:], wrapped[:]); err != nil {
+		return dek, fmt.Errorf("unwrap data key: %w", err)
+	}
+	return dek, nil
+}
+
 // decryptResolved is DecryptWith, looking the DEK up in the rekey events
 // (rekeys, built on demand) when the event's own epoch was rotated away.
 func decryptResolved(kr *crypto.Keyring, raw []byte, rekeys func() (*Rekeys, error)) (*Event, error) {
-	ev, _, err := decryptInto(kr, raw, rekeys, nil)
-	return ev, err
+	return decryptBody(kr, raw, rekeys, nil)
 }
 
-// decryptInto is decryptResolved decrypting into scratch (grown as
-// needed and returned for the next call): the decoded body copies what it
-// keeps, so a replay reuses one plaintext buffer per worker.
-func decryptInto(kr *crypto.Keyring, raw []byte, rekeys func() (*Rekeys, error), scratch []byte) (*Event, []byte, error) {
-	ev, err := decryptBody(kr, raw, rekeys, &scratch)
-	return ev, scratch, err
+// decState is what one replay worker reuses from event to event: the
+// plaintext buffer (the decoded body copies what it keeps) and the last
+// batch key.
+type decState struct {
+	scratch []byte
+	batch   batchCache
+	// hashed: the caller hashed raw itself (verify, import), so the event
+	// comes back without its Hash rather than hashing every body twice.
+	hashed bool
 }
 
-func decryptBody(kr *crypto.Keyring, raw []byte, rekeys func() (*Rekeys, error), scratch *[]byte) (*Event, error) {
+func decryptBody(kr *crypto.Keyring, raw []byte, rekeys func() (*Rekeys, error), st *decState) (*Event, error) {
 	h, err := DecodeHeader(raw)
 	if err != nil {
 		return nil, err
 	}
-	epoch, wrapped, err := keyFor(kr, &h, rekeys)
-	if err != nil {
-		return nil, err
-	}
-	w, err := kr.Wrapper(epoch)
-	if err != nil {
-		return nil, fmt.Errorf("decrypt seq %d: %w", h.Seq, err)
-	}
-	var dek [crypto.KeySize]byte
-	if err := w.Unwrap(dek[:], wrapped[:]); err != nil {
-		return nil, fmt.Errorf("decrypt seq %d: unwrap data key: %w", h.Seq, err)
-	}
+	var bc *batchCache
 	var dst []byte
-	if scratch != nil {
-		dst = (*scratch)[:0]
+	if st != nil {
+		bc, dst = &st.batch, st.scratch[:0]
+	}
+	dek, err := dataKey(kr, &h, rekeys, bc)
+	if err != nil {
+		if errors.Is(err, ErrShredded) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("decrypt seq %d: %w", h.Seq, err)
 	}
 	plain, err := crypto.Open(dst, dek[:], raw[:HeaderSize], raw[HeaderSize:])
 	clear(dek[:])
 	if err != nil {
 		return nil, fmt.Errorf("decrypt seq %d: %w", h.Seq, err)
 	}
-	if scratch != nil && cap(plain) <= maxKeptBuf {
-		*scratch = plain[:0]
+	if st != nil && cap(plain) <= maxKeptBuf {
+		st.scratch = plain[:0]
 	}
 	body, err := DecodeBody(h.Type, plain, &h)
-	if scratch != nil {
+	if st != nil {
 		clear(plain) // the buffer outlives the event: no plaintext left in it
 	}
 	if err != nil {
 		return nil, fmt.Errorf("seq %d: %w", h.Seq, err)
 	}
-	return &Event{Header: h, Hash: sha256.Sum256(raw), Body: body}, nil
+	ev := &Event{Header: h, Body: body}
+	if st == nil || !st.hashed {
+		ev.Hash = sha256.Sum256(raw)
+	}
+	return ev, nil
 }
 
 // shreddedEvent is the event Events hands out for a shredded one.
@@ -253,9 +315,9 @@ func (l *Log) decrypt(raw []byte) (*Event, error) {
 	return decryptResolved(l.opts.Keys, raw, l.Rekeys)
 }
 
-// decryptScratch is decrypt into a reused plaintext buffer (decryptInto).
-func (l *Log) decryptScratch(raw, scratch []byte) (*Event, []byte, error) {
-	return decryptInto(l.opts.Keys, raw, l.Rekeys, scratch)
+// decryptReuse is decrypt reusing a worker's state (decState).
+func (l *Log) decryptReuse(raw []byte, st *decState) (*Event, error) {
+	return decryptBody(l.opts.Keys, raw, l.Rekeys, st)
 }
 
 // Shredded reports whether the event at seq was shredded by a rotation:
@@ -279,24 +341,18 @@ func (l *Log) ForEachHeader(ctx context.Context, from, to uint64, fn func(h *Hea
 }
 
 // DataKey returns the DEK of the event with header h: unwrapped from its
-// header, or from the rekey events when its epoch was rotated away.
+// header (format 2: derived from the batch key there), or from the rekey
+// events when its epoch was rotated away. A key rotation rewraps this
+// key, never a batch key: see the package doc.
 func (l *Log) DataKey(h *Header) ([crypto.KeySize]byte, error) {
-	var dek [crypto.KeySize]byte
 	if l.opts.Keys == nil {
-		return dek, ErrNoKeys
+		return [crypto.KeySize]byte{}, ErrNoKeys
 	}
-	epoch, wrapped, err := keyFor(l.opts.Keys, h, l.Rekeys)
-	if err != nil {
-		return dek, err
-	}
-	w, err := l.opts.Keys.Wrapper(epoch)
-	if err != nil {
+	dek, err := dataKey(l.opts.Keys, h, l.Rekeys, nil)
+	if err != nil && !errors.Is(err, ErrShredded) {
 		return dek, fmt.Errorf("data key of seq %d: %w", h.Seq, err)
 	}
-	if err := w.Unwrap(dek[:], wrapped[:]); err != nil {
-		return dek, fmt.Errorf("data key of seq %d: %w", h.Seq, err)
-	}
-	return dek, nil
+	return dek, err
 }
 
 // SwapKeys runs fn with no commit in progress and returns the head after

@@ -8,7 +8,8 @@ import (
 )
 
 // DEK returns the data key of the event raw (header ‖ body), unwrapped from
-// its header under kr. A share grant carries DEKs rewrapped under a share
+// its header under kr (format 2: derived from the batch key its header
+// wraps; never the batch key, which would open the batch's other events). A share grant carries DEKs rewrapped under a share
 // key, so the grantee decrypts exactly the granted events.
 func DEK(kr *crypto.Keyring, raw []byte) ([]byte, error) {
 	return dekResolved(kr, raw, nil)
@@ -29,19 +30,11 @@ func dekResolved(kr *crypto.Keyring, raw []byte, rekeys func() (*Rekeys, error))
 	if err != nil {
 		return nil, err
 	}
-	epoch, wrapped, err := keyFor(kr, &h, rekeys)
+	dek, err := dataKey(kr, &h, rekeys, nil)
 	if err != nil {
 		return nil, fmt.Errorf("data key of seq %d: %w", h.Seq, err)
 	}
-	w, err := kr.Wrapper(epoch)
-	if err != nil {
-		return nil, fmt.Errorf("data key of seq %d: %w", h.Seq, err)
-	}
-	dek := make([]byte, crypto.KeySize)
-	if err := w.Unwrap(dek, wrapped[:]); err != nil {
-		return nil, fmt.Errorf("data key of seq %d: %w", h.Seq, err)
-	}
-	return dek, nil
+	return dek[:], nil
 }
 
 // DecryptWithDEK decrypts raw with its data key given directly (a key

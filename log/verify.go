@@ -61,6 +61,7 @@ func (l *Log) Verify(ctx context.Context, progress func(seq uint64)) (VerifyRepo
 func verifyFiles(ctx context.Context, dir string, kr *crypto.Keyring, to uint64, rekeys func() (*Rekeys, error), progress func(seq uint64)) (VerifyReport, error) {
 	var rep VerifyReport
 	var prev Hash
+	st := decState{hashed: true} // one batch-key unwrap per append request, not per event; verifyRaw hashed
 	err := scanFiles(dir, 1, to, func(seq uint64, raw []byte) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -72,7 +73,7 @@ func verifyFiles(ctx context.Context, dir string, kr *crypto.Keyring, to uint64,
 		if kr != nil {
 			// A shredded event is unreadable by design; its header and
 			// place in the chain were checked above.
-			if _, err := decryptResolved(kr, raw, rekeys); err != nil && !errors.Is(err, ErrShredded) {
+			if _, err := decryptBody(kr, raw, rekeys, &st); err != nil && !errors.Is(err, ErrShredded) {
 				return err
 			} else if err != nil {
 				rep.Shredded++

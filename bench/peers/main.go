@@ -21,8 +21,9 @@
 //   - SQLite: one transaction per batch (or per event for the single
 //     writer) of INSERTs into a (seq INTEGER PRIMARY KEY, data BLOB) table.
 //
-// ucl also pays per-event keys (a data key wrapped under the vault key per
-// event), encryption and the hash chain; etcd stores plaintext.
+// ucl also pays per-event keys (log format 2: a data key per event derived
+// from one batch key per request, wrapped under the vault key), encryption
+// and the hash chain; etcd stores plaintext.
 package main
 
 import (
@@ -57,6 +58,7 @@ func main() {
 	ftsN := flag.Int("fts", 20000, "documents of the full-text build figure (0: skip it)")
 	child := flag.String("child", "", "internal: run one full-text build in this process (ucl or fts5) and print its time")
 	dir := flag.String("dir", "", "directory for the logs (default: a temp dir; put it on the disk you measure)")
+	uclProfile := flag.String("uclprofile", "", "write a CPU profile of ucl's timed workloads of figure i (all rounds) to this path + \".i\"")
 	flag.Parse()
 	if *child != "" {
 		if p := os.Getenv("PEERS_CPUPROFILE"); p != "" {
@@ -93,14 +95,14 @@ func main() {
 			peers: []func(string) result{func(d string) result { return etcdReplay(d, *replay) }, func(d string) result { return sqliteReplay(d, *replay) }}},
 	}
 	fmt.Printf("%-34s %9s %9s %9s  %-22s %-22s %8s %8s %8s\n", "figure (events/s)", "ucl", "etcd WAL", "SQLite", "ucl/etcd med [min-max]", "ucl/SQLite med [min-max]", "ucl cpu", "etcd cpu", "SQL cpu")
-	for _, f := range figs {
+	for fi, f := range figs {
 		var us []float64
 		var uc []float64
 		ps := make([][]float64, len(f.peers))
 		rs := make([][]float64, len(f.peers))
 		pc := make([][]float64, len(f.peers))
 		for r := 0; r < *rounds; r++ {
-			u := f.ucl(filepath.Join(root, fmt.Sprintf("ucl-%d", r)))
+			u := profiled(*uclProfile, fi, func() result { return f.ucl(filepath.Join(root, fmt.Sprintf("ucl-%d", r))) })
 			us, uc = append(us, u.rate), append(uc, u.cpuPerEvent)
 			for k, peer := range f.peers {
 				p := peer(filepath.Join(root, fmt.Sprintf("peer%d-%d", k, r)))
@@ -114,6 +116,24 @@ func main() {
 	if *ftsN > 0 {
 		ftsFigure(root, *rounds, *ftsN)
 	}
+}
+
+// profiled runs fn, under a CPU profile appended to path.i when path is
+// set (one file per figure; pprof merges the rounds' files).
+func profiled(path string, i int, fn func() result) result {
+	if path == "" {
+		return fn()
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), fmt.Sprintf("%s.%d.*", filepath.Base(path), i))
+	if err != nil {
+		fail(err)
+	}
+	defer f.Close()
+	if err := pprof.StartCPUProfile(f); err != nil {
+		fail(err)
+	}
+	defer pprof.StopCPUProfile()
+	return fn()
 }
 
 // result is one timed workload: events per second and CPU µs per event.
