@@ -690,7 +690,7 @@ func (x *Index) applyStore(s *log.Store, seq uint64) error {
 	if err := x.batch.IndexAdvanced(doc); err != nil {
 		return fmt.Errorf("index chunk %q: %w", s.ChunkID, err)
 	}
-	m := &docMeta{session: s.Session, time: s.Time, tokens: len(textutil.ContentWords(text)), hash: fieldHash(s),
+	m := &docMeta{session: s.Session, time: s.Time, tokens: textutil.CountContentWords(text), hash: fieldHash(s),
 		mentions: timephrase.Mentions(s.Content, time.UnixMilli(s.Time).UTC()), seq: seq}
 	x.sideOps[s.ChunkID] = m
 	return x.maybeFlush()
