@@ -134,14 +134,14 @@ func Mentions(text string, at time.Time) []Range {
 
 // candidates is the set of rules (bit i: rules[i]) that can match text:
 // every rule's match holds one of its words as a whole ASCII word (a
-// maximal run of [0-9A-Za-z_], what \b delimits), lower-cased unless the
-// rule is cased, or (year4) a word of four digits. One pass over the
-// bytes and a map look-up per word of 3 to 12 letters, so that a text
-// without a time word costs no lower-casing and no expression. all: the
-// text holds a rune that case-folds or lower-cases to an ASCII letter
-// (the Kelvin sign, the long s, the dotted capital I): the
-// case-insensitive expressions match it where a word scan does not, so
-// every rule must run.
+// maximal run of [0-9A-Za-z_], what \b delimits; rule.words,
+// rule.casedWords, rule.year4). One pass over the bytes and a map
+// look-up per word of 3 to 12 letters, so that a text without a time
+// word costs no lower-casing and no expression. all: the text holds a
+// rune that case-folds or lower-cases to an ASCII letter (the Kelvin
+// sign, the long s, the dotted capital I): the case-insensitive
+// expressions match it where a word scan does not, so every rule must
+// run.
 func candidates(text string) (mask uint32, all bool) {
 	var buf [12]byte
 	start := -1
@@ -210,11 +210,10 @@ func init() {
 	ruleWords, casedWords = map[string]uint32{}, map[string]uint32{}
 	for i, r := range rules {
 		for _, w := range r.words {
-			if r.cased {
-				casedWords[w] |= 1 << i
-			} else {
-				ruleWords[w] |= 1 << i
-			}
+			ruleWords[w] |= 1 << i
+		}
+		for _, w := range r.casedWords {
+			casedWords[w] |= 1 << i
 		}
 		if r.year4 {
 			year4Rules |= 1 << i
@@ -323,14 +322,15 @@ func applyPrep(prep string, a, b int64) (int64, int64) {
 }
 
 type rule struct {
-	// words: every match of the rule holds one of them as a whole word
-	// (lower case; as written when cased), or a four-digit word when
-	// year4 (see candidates: the expressions are slow, so a rule runs
-	// only on a text that holds one). cased: the rule needs a capitalised
-	// month name.
-	words []string
-	year4 bool
-	cased bool
+	// words, casedWords, year4: every match of the rule holds one of
+	// words as a whole word (case-insensitive), one of casedWords (as
+	// written) or a word of four digits (see candidates: the expressions
+	// are slow, so a rule runs only on a text that holds one). cased: the
+	// rule needs a capitalised month name.
+	words      []string
+	casedWords []string
+	year4      bool
+	cased      bool
 	// ownPrep: the expression matches its preposition itself (group 1).
 	ownPrep bool
 	// keep: the phrase stays in Parsed.Text: a season or a holiday is
@@ -517,7 +517,7 @@ var rules = []rule{
 		},
 	},
 	{ // the past/last N days|weeks|months (rolling)
-		words: []string{"past", "last"},
+		words: []string{"day", "days", "week", "weeks", "month", "months"},
 		re:    regexp.MustCompile(prep + `(?i:(?:the\s+)?(?:past|last)\s+` + numWord + `\s+(days?|weeks?|months?))\b`),
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
 			n, ok := parseNum(sub(2))
@@ -537,8 +537,9 @@ var rules = []rule{
 		},
 	},
 	{ // (last|this|next) Monday; abbreviations (Tues, Fri) only after last/this/next
-		words: []string{"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "last", "this", "next"},
-		re:    regexp.MustCompile(prep + `(?i:(?:(last|this|next)\s+)?(monday|tuesday|wednesday|thursday|friday|saturday|sunday)|(last|this|next)\s+(mon|tues?|wed|thu|thurs?|fri|sat|sun)\.?)\b`),
+		words: []string{"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
+			"mon", "tue", "tues", "wed", "thu", "thur", "thurs", "fri", "sat", "sun"},
+		re: regexp.MustCompile(prep + `(?i:(?:(last|this|next)\s+)?(monday|tuesday|wednesday|thursday|friday|saturday|sunday)|(last|this|next)\s+(mon|tues?|wed|thu|thurs?|fri|sat|sun)\.?)\b`),
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
 			which, day := strings.ToLower(sub(2)), sub(3)
 			if day == "" {
@@ -574,9 +575,9 @@ var rules = []rule{
 		},
 	},
 	{ // May 8(th)(,) (2023) | May 2023 | May
-		cased: true,
-		words: monthNames,
-		re:    regexp.MustCompile(prep + `\b` + months + `\.?(?:\s+(\d{1,2})(?:st|nd|rd|th)?\b)?(?:,?\s+(\d{4}))?\b`),
+		cased:      true,
+		casedWords: monthNames,
+		re:         regexp.MustCompile(prep + `\b` + months + `\.?(?:\s+(\d{1,2})(?:st|nd|rd|th)?\b)?(?:,?\s+(\d{4}))?\b`),
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
 			m := monthNum(sub(2))
 			if m == 0 {
@@ -604,9 +605,9 @@ var rules = []rule{
 		},
 	},
 	{ // 8 May 2023
-		cased: true,
-		words: monthNames,
-		re:    regexp.MustCompile(prep + `\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?` + months + `\.?(?:,?\s+(\d{4}))?\b`),
+		cased:      true,
+		casedWords: monthNames,
+		re:         regexp.MustCompile(prep + `\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?` + months + `\.?(?:,?\s+(\d{4}))?\b`),
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
 			m := monthNum(sub(3))
 			if m == 0 {
@@ -621,8 +622,9 @@ var rules = []rule{
 		},
 	},
 	{ // early|mid|late May (2023), the beginning|end of May; early|mid|late 2023
-		words: []string{"early", "mid", "late", "beginning", "start", "middle", "end"},
-		re:    regexp.MustCompile(prep + `(?i:(early|mid|late|the\s+(?:beginning|start|middle|end)\s+of)[\s-]+)(?:` + months + `(?:,?\s+(\d{4}))?|((?:19|20)\d\d))\b`),
+		casedWords: monthNames,
+		year4:      true,
+		re:         regexp.MustCompile(prep + `(?i:(early|mid|late|the\s+(?:beginning|start|middle|end)\s+of)[\s-]+)(?:` + months + `(?:,?\s+(\d{4}))?|((?:19|20)\d\d))\b`),
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
 			part := strings.ToLower(strings.Fields(sub(2))[0])
 			if part == "the" {

@@ -159,11 +159,13 @@ func TestCandidatesSkipNoMatch(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	vocab := []string{"the", "a", "an", "of", "in", "on", "at", "since", "before", "after", "from", "during",
 		"two", "few", "couple of", "3", "12", "2023", "1999", "05", "8th", "31st", "day", "days", "weeks",
-		"weekends", "months", "years", "eve", "july", "ago", "tues", "fri", "thurs", "sept", "new", "last night",
-		"the day before yesterday", "new year's", "the fourth of july", "mid-May", "the end of", "the middle of", "the beginning of", "2023-05-08",
+		"weekends", "months", "years", "eve", "july", "ago", "tues", "fri", "thurs", "sept", "mon", "sat", "sun", "wed", "thu", "tue", "last", "this", "next",
+		"past", "early", "mid", "late", "end", "start", "middle", "beginning", "new", "last night",
+		"the day before yesterday", "the past 3 days", "last two weeks", "the last few months", "3 days ago", "new year's", "the fourth of july", "mid-May", "the end of", "the middle of", "the beginning of", "2023-05-08",
 		"22-1-1", "ſummer", "\u212aristmas", "İn", "é", "’", "—"}
 	for _, r := range rules {
 		vocab = append(vocab, r.words...)
+		vocab = append(vocab, r.casedWords...)
 	}
 	variant := func(w string) string {
 		switch rng.Intn(12) {
