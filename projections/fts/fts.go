@@ -676,7 +676,7 @@ func (x *Index) applyStore(s *log.Store, seq uint64) error {
 	// A tool call is found by its name and arguments too.
 	text := s.SearchText()
 	x.batchBytes += len(text)
-	doc.AddField(document.NewTextFieldCustom(fieldContent, nil, []byte(text), index.IndexField, x.enAnalyzer))
+	doc.AddField(newContentField([]byte(text), x.enAnalyzer))
 	for _, kv := range [...][2]string{{fieldSession, s.Session}, {fieldKind, s.Kind.String()}, {fieldRole, s.Role}, {fieldChunkParent, s.ChunkParent}} {
 		x.batchBytes += len(kv[1])
 		if kv[1] != "" {
