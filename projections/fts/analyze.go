@@ -241,3 +241,32 @@ func (a *analyzer) word(w []byte) {
 	}
 	a.add(out)
 }
+
+// keywordField is a keyword field of a document as document.TextField
+// with the "keyword" analyzer and index.SkipFreqNorm indexes it: the
+// whole value is its one term, without a frequency
+// (TestKeywordFieldMatchesTextField). Built with its analysis done: the
+// analyzer's token stream and frequency map were three allocations a
+// field, three or four fields a chunk.
+type keywordField struct {
+	name  string
+	value []byte
+	freqs index.TokenFrequencies
+}
+
+func newKeywordField(name string, value []byte) *keywordField {
+	return &keywordField{name: name, value: value, freqs: index.TokenFrequencies{string(value): &index.TokenFreq{Term: value}}}
+}
+
+func (f *keywordField) Name() string             { return f.name }
+func (f *keywordField) ArrayPositions() []uint64 { return nil }
+func (f *keywordField) Options() index.FieldIndexingOptions {
+	return index.IndexField | index.SkipFreqNorm
+}
+func (f *keywordField) Value() []byte                                    { return f.value }
+func (f *keywordField) NumPlainTextBytes() uint64                        { return uint64(len(f.value)) }
+func (f *keywordField) EncodedFieldType() byte                           { return 't' }
+func (f *keywordField) Analyze()                                         {}
+func (f *keywordField) AnalyzedLength() int                              { return 1 }
+func (f *keywordField) AnalyzedTokenFrequencies() index.TokenFrequencies { return f.freqs }
+func (f *keywordField) Size() int                                        { return 64 + len(f.name) + 2*len(f.value) }

@@ -2,10 +2,12 @@ package fts
 
 import (
 	"math/rand"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/blevesearch/bleve/v2/analysis"
+	"github.com/blevesearch/bleve/v2/analysis/analyzer/keyword"
 	"github.com/blevesearch/bleve/v2/analysis/lang/en"
 	"github.com/blevesearch/bleve/v2/document"
 	"github.com/blevesearch/bleve/v2/registry"
@@ -83,4 +85,22 @@ func FuzzContentField(f *testing.F) {
 	}
 	a := enAnalyzer(f)
 	f.Fuzz(func(t *testing.T, s string) { checkContentField(t, a, s) })
+}
+
+func TestKeywordFieldMatchesTextField(t *testing.T) {
+	a, err := registry.NewCache().AnalyzerNamed(keyword.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"s1", "conversation", "user", "Tool Call", "k\x00v", "é 東京", "\xff", "x"} {
+		want := document.NewTextFieldCustom(fieldRole, nil, []byte(v), index.IndexField|index.SkipFreqNorm, a)
+		want.Analyze()
+		got := newKeywordField(fieldRole, []byte(v))
+		got.Analyze()
+		if got.Name() != want.Name() || got.Options() != want.Options() || got.AnalyzedLength() != want.AnalyzedLength() ||
+			got.EncodedFieldType() != want.EncodedFieldType() || !reflect.DeepEqual(got.AnalyzedTokenFrequencies(), want.AnalyzedTokenFrequencies()) {
+			t.Fatalf("%q: keywordField %s %v %d %v, TextField %s %v %d %v", v, got.Name(), got.Options(), got.AnalyzedLength(),
+				got.AnalyzedTokenFrequencies(), want.Name(), want.Options(), want.AnalyzedLength(), want.AnalyzedTokenFrequencies())
+		}
+	}
 }

@@ -680,12 +680,12 @@ func (x *Index) applyStore(s *log.Store, seq uint64) error {
 	for _, kv := range [...][2]string{{fieldSession, s.Session}, {fieldKind, s.Kind.String()}, {fieldRole, s.Role}, {fieldChunkParent, s.ChunkParent}} {
 		x.batchBytes += len(kv[1])
 		if kv[1] != "" {
-			doc.AddField(document.NewTextFieldCustom(kv[0], nil, []byte(kv[1]), index.IndexField|index.SkipFreqNorm, x.kwAnalyzer))
+			doc.AddField(newKeywordField(kv[0], []byte(kv[1])))
 		}
 	}
 	for _, k := range sortedMeta(s.Meta) {
 		x.batchBytes += len(k) + len(s.Meta[k])
-		doc.AddField(document.NewTextFieldCustom(fieldMeta, nil, []byte(metaTerm(k, s.Meta[k])), index.IndexField|index.SkipFreqNorm, x.kwAnalyzer))
+		doc.AddField(newKeywordField(fieldMeta, []byte(metaTerm(k, s.Meta[k]))))
 	}
 	if err := x.batch.IndexAdvanced(doc); err != nil {
 		return fmt.Errorf("index chunk %q: %w", s.ChunkID, err)
