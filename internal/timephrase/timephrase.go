@@ -145,6 +145,7 @@ func Mentions(text string, at time.Time) []Range {
 func candidates(text string) (mask uint32, all bool) {
 	var buf [12]byte
 	start := -1
+	var h uint32
 	nonASCII := false
 	for i := 0; i <= len(text); i++ {
 		if i < len(text) {
@@ -154,8 +155,9 @@ func candidates(text string) (mask uint32, all bool) {
 			}
 			if isWordByte(c) {
 				if start < 0 {
-					start = i
+					start, h = i, 0
 				}
+				h = wordHashStep(h, c)
 				continue
 			}
 		}
@@ -170,6 +172,9 @@ func candidates(text string) (mask uint32, all bool) {
 		if len(w) == 4 && isDigit(w[0]) && isDigit(w[1]) && isDigit(w[2]) && isDigit(w[3]) {
 			mask |= year4Rules
 			continue
+		}
+		if wordHashes[h/64%uint32(len(wordHashes))]&(1<<(h%64)) == 0 {
+			continue // no rule's word, in any case
 		}
 		mask |= casedWords[w]
 		for j := 0; j < len(w); j++ {
@@ -191,6 +196,18 @@ func candidates(text string) (mask uint32, all bool) {
 	return mask, false
 }
 
+// wordHashStep hashes one more byte of a word, ignoring ASCII case (a
+// letter's 0x20 bit), so that most words are told from every rule's words
+// by one bit of wordHashes, before any map look-up.
+func wordHashStep(h uint32, c byte) uint32 { return (h ^ uint32(c|0x20)) * 16777619 }
+
+func wordHash(w string) (h uint32) {
+	for i := 0; i < len(w); i++ {
+		h = wordHashStep(h, w[i])
+	}
+	return h
+}
+
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 var (
@@ -199,6 +216,9 @@ var (
 	// year4Rules: the rules with year4.
 	ruleWords, casedWords map[string]uint32
 	year4Rules            uint32
+	// wordHashes has bit wordHash(w) mod 4096 set for every word of
+	// ruleWords and casedWords.
+	wordHashes [64]uint64
 	// asciiFolding: the runes above ASCII that Go's case folding or case
 	// mapping takes to an ASCII letter (dotted capital I, dotless i, long
 	// s, Kelvin sign; TestASCIIFolding derives the list from the Unicode
@@ -214,6 +234,10 @@ func init() {
 		}
 		for _, w := range r.casedWords {
 			casedWords[w] |= 1 << i
+		}
+		for _, w := range append(r.words[:len(r.words):len(r.words)], r.casedWords...) {
+			h := wordHash(w)
+			wordHashes[h/64%uint32(len(wordHashes))] |= 1 << (h % 64)
 		}
 		if r.year4 {
 			year4Rules |= 1 << i

@@ -66,7 +66,10 @@ var enStop = func() analysis.TokenMap {
 
 // Analyze computes the field's length and term frequencies.
 func (f *contentField) Analyze() {
-	a := analyzer{freqs: make(index.TokenFrequencies, len(f.value)/6+1)}
+	// A word and its separator are 6 bytes or more: one block each for
+	// the terms' frequencies and bytes is nearly always enough.
+	a := analyzer{freqs: make(index.TokenFrequencies, len(f.value)/6+1),
+		tfs: make([]index.TokenFreq, 0, len(f.value)/6+1), terms: make([]byte, 0, len(f.value))}
 	text := f.value
 	if !utf8.Valid(text) {
 		// The segmenter stops at the first invalid byte: no cutting.
