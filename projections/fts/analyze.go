@@ -66,10 +66,13 @@ var enStop = func() analysis.TokenMap {
 
 // Analyze computes the field's length and term frequencies.
 func (f *contentField) Analyze() {
-	// A word and its separator are 6 bytes or more: one block each for
-	// the terms' frequencies and bytes is nearly always enough.
-	a := analyzer{freqs: make(index.TokenFrequencies, len(f.value)/6+1),
-		tfs: make([]index.TokenFreq, 0, len(f.value)/6+1), terms: make([]byte, 0, len(f.value))}
+	// About one distinct term per 8 bytes of chat text (60 words, 45
+	// terms, 400 bytes): one block each for the terms' frequencies and
+	// bytes is nearly always enough, and a large text of long distinct
+	// words is not given three times the room it needs.
+	n := len(f.value)/8 + 1
+	a := analyzer{freqs: make(index.TokenFrequencies, n), tfs: make([]index.TokenFreq, 0, n),
+		terms: make([]byte, 0, len(f.value))}
 	text := f.value
 	if !utf8.Valid(text) {
 		// The segmenter stops at the first invalid byte: no cutting.
@@ -114,7 +117,7 @@ func (a *analyzer) add(term []byte) {
 		return
 	}
 	if len(a.tfs) == cap(a.tfs) {
-		a.tfs = make([]index.TokenFreq, 0, 32)
+		a.tfs = make([]index.TokenFreq, 0, max(32, cap(a.tfs)/4))
 	}
 	if len(a.terms)+len(term) > cap(a.terms) {
 		a.terms = make([]byte, 0, max(512, len(term)))
