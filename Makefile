@@ -123,13 +123,17 @@ bench-100k:
 # Issue 9's figure: a `ucl query` process (no owner) on 1M-event stores of
 # ~300-byte contents built with durability none, one per corpus ("locomo":
 # a bigram model of LoCoMo's turns; "words100": 100 words, each query term
-# in a third of the chunks). Building takes 10-50 minutes and ~9 GB per
-# store on 2 cores, so the stores are kept in BENCH_1M_DIR and reused;
-# UCL_BENCH_CORPUS=locomo picks one.
+# in a third of the chunks), and issue 26's build figure: the first
+# catch-up's events/s and peak RSS at 100K, 1M and 2M events (locomo).
+# Building takes minutes per million events on 2 cores, so the stores are
+# kept in BENCH_1M_DIR and reused. Then the peers (bench/peers), with the
+# full-text query figure at 1M documents (its indexes kept there too).
 BENCH_1M_DIR ?= $(CURDIR)/.bench-1m
 bench-1m:
-	UCL_BENCH_1M=1 UCL_BENCH_1M_DIR=$(BENCH_1M_DIR) $(GO) test -run '^$$' -bench 'BenchmarkCommands/events=1M' -benchtime 1x -timeout 0 -v ./test/
-	cd bench/peers && $(GO) run . -rounds 3 -replay 200000 -fts 100000
+	UCL_BENCH_1M=1 UCL_BENCH_1M_DIR=$(BENCH_1M_DIR) UCL_BENCH_1M_SIZES=100K,1M,2M UCL_BENCH_CORPUS=locomo $(GO) test -run '^$$' -bench 'BenchmarkCommands/events=' -benchtime 1x -timeout 0 -v ./test/
+	UCL_BENCH_1M=1 UCL_BENCH_1M_DIR=$(BENCH_1M_DIR) UCL_BENCH_CORPUS=words100 $(GO) test -run '^$$' -bench 'BenchmarkCommands/events=1M' -benchtime 1x -timeout 0 -v ./test/
+	mkdir -p $(BENCH_1M_DIR)/peers
+	cd bench/peers && $(GO) run . -rounds 3 -replay 200000 -fts 100000 -ftsquery 1000000 -dir $(BENCH_1M_DIR)/peers
 
 fuzz:
 	@for pkg in $$($(GO) list ./...); do \

@@ -2,6 +2,7 @@ package test
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -200,13 +201,21 @@ func BenchmarkCommands(b *testing.B) {
 	}
 	sizes := []size{{"turns=10K", 10_000, 0, ""}, {"turns=50K", 50_000, 0, ""}}
 	if os.Getenv("UCL_BENCH_1M") != "" {
-		// UCL_BENCH_1M_N overrides the size (a quick check of the wiring).
-		n, name := 1_000_000, "1M"
-		if v, err := strconv.Atoi(os.Getenv("UCL_BENCH_1M_N")); err == nil && v > 0 {
-			n, name = v, strconv.Itoa(v)
-		}
-		for _, c := range strings.Split(bench1MCorpora(), ",") {
-			sizes = append(sizes, size{"events=" + name + "/corpus=" + c, n, 300, c})
+		// UCL_BENCH_1M_SIZES: the store sizes, a comma-separated list of
+		// event counts with K or M (default 1M; `make bench-1m` adds 100K
+		// and 2M for the build figure); UCL_BENCH_1M_N overrides them
+		// with one count (a quick check of the wiring).
+		for _, name := range strings.Split(cmp.Or(os.Getenv("UCL_BENCH_1M_SIZES"), "1M"), ",") {
+			n, err := benchCount(name)
+			if err != nil {
+				b.Fatalf("UCL_BENCH_1M_SIZES: %v", err)
+			}
+			if v, err := strconv.Atoi(os.Getenv("UCL_BENCH_1M_N")); err == nil && v > 0 {
+				n, name = v, strconv.Itoa(v)
+			}
+			for _, c := range strings.Split(bench1MCorpora(), ",") {
+				sizes = append(sizes, size{"events=" + name + "/corpus=" + c, n, 300, c})
+			}
 		}
 	}
 	for _, sz := range sizes {
@@ -343,6 +352,22 @@ func benchStoreDir(b *testing.B, n int, corpus string) (string, bool) {
 		b.Fatal(err)
 	}
 	return dir, false
+}
+
+// benchCount reads an event count such as 100K or 2M.
+func benchCount(s string) (int, error) {
+	digits, mult := s, 1
+	switch {
+	case strings.HasSuffix(s, "K"):
+		digits, mult = strings.TrimSuffix(s, "K"), 1_000
+	case strings.HasSuffix(s, "M"):
+		digits, mult = strings.TrimSuffix(s, "M"), 1_000_000
+	}
+	n, err := strconv.Atoi(digits)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("size %q: want a count such as 100K or 2M", s)
+	}
+	return n * mult, nil
 }
 
 // bench1MCorpora is UCL_BENCH_CORPUS, a comma-separated list: both by

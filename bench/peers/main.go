@@ -56,7 +56,10 @@ func main() {
 	singles := flag.Int("singles", 300, "single durable appends per round")
 	replay := flag.Int("replay", 20000, "events replayed per round")
 	ftsN := flag.Int("fts", 20000, "documents of the full-text build figure (0: skip it)")
-	child := flag.String("child", "", "internal: run one full-text build in this process (ucl or fts5) and print its time")
+	logFigs := flag.Bool("log", true, "run the log figures (appends, replay)")
+	ftsQ := flag.Int("ftsquery", 0, "documents of the full-text query figure (0: skip it); its indexes are built once into -dir and reused")
+	child := flag.String("child", "", "internal: run one full-text build (ucl, fts5) or query (uclq, fts5q) in this process")
+	q := flag.String("q", "", "internal: the query of a query child")
 	dir := flag.String("dir", "", "directory for the logs (default: a temp dir; put it on the disk you measure)")
 	uclProfile := flag.String("uclprofile", "", "write a CPU profile of ucl's timed workloads of figure i (all rounds) to this path + \".i\"")
 	flag.Parse()
@@ -70,6 +73,10 @@ func main() {
 				fail(err)
 			}
 			defer pprof.StopCPUProfile()
+		}
+		if strings.HasSuffix(*child, "q") {
+			queryChild(*child, *dir, *q)
+			return
 		}
 		runChild(*child, *dir, *ftsN)
 		return
@@ -94,7 +101,11 @@ func main() {
 		{name: fmt.Sprintf("replay %d (verify + decrypt)", *replay), ucl: func(d string) result { return uclReplay(d, kr, *replay) },
 			peers: []func(string) result{func(d string) result { return etcdReplay(d, *replay) }, func(d string) result { return sqliteReplay(d, *replay) }}},
 	}
-	fmt.Printf("%-34s %9s %9s %9s  %-22s %-22s %8s %8s %8s\n", "figure (events/s)", "ucl", "etcd WAL", "SQLite", "ucl/etcd med [min-max]", "ucl/SQLite med [min-max]", "ucl cpu", "etcd cpu", "SQL cpu")
+	if !*logFigs {
+		figs = nil
+	} else {
+		fmt.Printf("%-34s %9s %9s %9s  %-22s %-22s %8s %8s %8s\n", "figure (events/s)", "ucl", "etcd WAL", "SQLite", "ucl/etcd med [min-max]", "ucl/SQLite med [min-max]", "ucl cpu", "etcd cpu", "SQL cpu")
+	}
 	for fi, f := range figs {
 		var us []float64
 		var uc []float64
@@ -112,9 +123,14 @@ func main() {
 		fmt.Printf("%-34s %9.0f %9.0f %9.0f  %5.2f [%.2f-%.2f]%6s %5.2f [%.2f-%.2f]%6s %5.1f µs %5.1f µs %5.1f µs\n", f.name, median(us), median(ps[0]), median(ps[1]),
 			median(rs[0]), minOf(rs[0]), maxOf(rs[0]), "", median(rs[1]), minOf(rs[1]), maxOf(rs[1]), "", median(uc), median(pc[0]), median(pc[1]))
 	}
-	fmt.Println("(cpu: the process's user+system CPU time per event over the timed part; on a shared machine the rates measure the queue for a core and the disk, the CPU what the work costs)")
+	if len(figs) > 0 {
+		fmt.Println("(cpu: the process's user+system CPU time per event over the timed part; on a shared machine the rates measure the queue for a core and the disk, the CPU what the work costs)")
+	}
 	if *ftsN > 0 {
 		ftsFigure(root, *rounds, *ftsN)
+	}
+	if *ftsQ > 0 {
+		ftsQueryFigure(root, *rounds, *ftsQ)
 	}
 }
 

@@ -112,9 +112,6 @@ const MaxMentions = 8
 // open or empty windows are dropped. At most MaxMentions, in order of
 // appearance, duplicates removed. A pure function of (text, at).
 func Mentions(text string, at time.Time) []Range {
-	if !mayMention(text) {
-		return nil
-	}
 	var out []Range
 	for _, sp := range scan(text, at) {
 		if sp.a == 0 || sp.b <= sp.a {
@@ -135,52 +132,117 @@ func Mentions(text string, at time.Time) []Range {
 	return out
 }
 
-// mayMatch reports whether r can match text (lower: its lower-cased
-// form).
-func (r *rule) mayMatch(text, lower string) bool {
-	if r.cased {
-		for _, m := range monthAbbrevs {
-			if strings.Contains(text, m) {
-				return true
+// candidates is the set of rules (bit i: rules[i]) that can match text:
+// every rule's match holds one of its words as a whole ASCII word (a
+// maximal run of [0-9A-Za-z_], what \b delimits; rule.words,
+// rule.casedWords, rule.year4). One pass over the bytes and a map
+// look-up per word of 3 to 12 letters, so that a text without a time
+// word costs no lower-casing and no expression. all: the text holds a
+// rune that case-folds or lower-cases to an ASCII letter (the Kelvin
+// sign, the long s, the dotted capital I): the case-insensitive
+// expressions match it where a word scan does not, so every rule must
+// run.
+func candidates(text string) (mask uint32, all bool) {
+	var buf [12]byte
+	start := -1
+	var h uint32
+	nonASCII := false
+	for i := 0; i <= len(text); i++ {
+		if i < len(text) {
+			c := text[i]
+			if c >= 0x80 {
+				nonASCII = true
+			}
+			if isWordByte(c) {
+				if start < 0 {
+					start, h = i, 0
+				}
+				h = wordHashStep(h, c)
+				continue
 			}
 		}
-		return false
+		if start < 0 {
+			continue
+		}
+		w := text[start:i]
+		start = -1
+		if len(w) < 3 || len(w) > len(buf) {
+			continue
+		}
+		if len(w) == 4 && isDigit(w[0]) && isDigit(w[1]) && isDigit(w[2]) && isDigit(w[3]) {
+			mask |= year4Rules
+			continue
+		}
+		if wordHashes[h/64%uint32(len(wordHashes))]&(1<<(h%64)) == 0 {
+			continue // no rule's word, in any case
+		}
+		mask |= casedWords[w]
+		for j := 0; j < len(w); j++ {
+			c := w[j]
+			if c >= 'A' && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			buf[j] = c
+		}
+		mask |= ruleWords[string(buf[:len(w)])]
 	}
-	for _, k := range r.keys {
-		if strings.Contains(lower, k) {
-			return true
+	if nonASCII {
+		for _, r := range asciiFolding {
+			if strings.Contains(text, r) {
+				return 0, true
+			}
 		}
 	}
-	return false
+	return mask, false
 }
 
-var monthAbbrevs = []string{"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"}
+// wordHashStep hashes one more byte of a word, ignoring ASCII case (a
+// letter's 0x20 bit), so that most words are told from every rule's words
+// by one bit of wordHashes, before any map look-up.
+func wordHashStep(h uint32, c byte) uint32 { return (h ^ uint32(c|0x20)) * 16777619 }
 
-// mayMention is a cheap test that text may hold a time expression (a
-// digit or one of the words the rules start from), so most texts skip the
-// regular expressions.
-func mayMention(text string) bool {
-	lower := strings.ToLower(text)
-	for i := 0; i < len(lower); i++ {
-		if c := lower[i]; c >= '0' && c <= '9' {
-			return true
-		}
+func wordHash(w string) (h uint32) {
+	for i := 0; i < len(w); i++ {
+		h = wordHashStep(h, w[i])
 	}
-	for _, w := range triggers {
-		if strings.Contains(lower, w) {
-			return true
-		}
-	}
-	return false
+	return h
 }
 
-var triggers = []string{
-	"yesterday", "today", "tonight", "tomorrow", "night", "morning", "afternoon", "evening",
-	"week", "month", "year", "ago", "last", "past", "next", "previous",
-	"mon", "tue", "wed", "thu", "fri", "sat", "sun",
-	"jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
-	"christmas", "xmas", "new year", "halloween", "valentine", "thanksgiving", "easter", "independence",
-	"spring", "summer", "autumn", "fall", "winter", "early", "mid", "late", "beginning", "end of",
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+var (
+	// ruleWords: lower-cased word -> the rules that hold it (rule.words);
+	// casedWords: the same for cased rules, word as written;
+	// year4Rules: the rules with year4.
+	ruleWords, casedWords map[string]uint32
+	year4Rules            uint32
+	// wordHashes has bit wordHash(w) mod 4096 set for every word of
+	// ruleWords and casedWords.
+	wordHashes [64]uint64
+	// asciiFolding: the runes above ASCII that Go's case folding or case
+	// mapping takes to an ASCII letter (dotted capital I, dotless i, long
+	// s, Kelvin sign; TestASCIIFolding derives the list from the Unicode
+	// tables).
+	asciiFolding = []string{"\u0130", "\u0131", "\u017f", "\u212a"}
+)
+
+func init() {
+	ruleWords, casedWords = map[string]uint32{}, map[string]uint32{}
+	for i, r := range rules {
+		for _, w := range r.words {
+			ruleWords[w] |= 1 << i
+		}
+		for _, w := range r.casedWords {
+			casedWords[w] |= 1 << i
+		}
+		for _, w := range append(r.words[:len(r.words):len(r.words)], r.casedWords...) {
+			h := wordHash(w)
+			wordHashes[h/64%uint32(len(wordHashes))] |= 1 << (h % 64)
+		}
+		if r.year4 {
+			year4Rules |= 1 << i
+		}
+	}
 }
 
 // span is one match of a rule in a text: bytes [lo,hi), the anchor's
@@ -195,10 +257,20 @@ type span struct {
 // scan finds the phrases of text, non-overlapping: earliest start first,
 // then the longest.
 func scan(text string, now time.Time) []span {
+	mask, all := candidates(text)
+	return scanRules(text, now, mask, all)
+}
+
+// scanRules is scan running the rules in mask (all: every rule).
+func scanRules(text string, now time.Time, mask uint32, all bool) []span {
+	if mask == 0 && !all {
+		return nil
+	}
 	var spans []span
 	lower := strings.ToLower(text)
-	for _, r := range rules {
-		if !r.mayMatch(text, lower) {
+	for i := range rules {
+		r := &rules[i]
+		if !all && mask&(1<<i) == 0 {
 			continue
 		}
 		re, in := r.re, text
@@ -274,11 +346,15 @@ func applyPrep(prep string, a, b int64) (int64, int64) {
 }
 
 type rule struct {
-	// keys: the rule can only match a text whose lower-cased form holds
-	// one of them (checked first: the expressions are slow); cased: it
-	// needs a capitalised month name (checked on the text itself).
-	keys  []string
-	cased bool
+	// words, casedWords, year4: every match of the rule holds one of
+	// words as a whole word (case-insensitive), one of casedWords (as
+	// written) or a word of four digits (see candidates: the expressions
+	// are slow, so a rule runs only on a text that holds one). cased: the
+	// rule needs a capitalised month name.
+	words      []string
+	casedWords []string
+	year4      bool
+	cased      bool
 	// ownPrep: the expression matches its preposition itself (group 1).
 	ownPrep bool
 	// keep: the phrase stays in Parsed.Text: a season or a holiday is
@@ -330,6 +406,9 @@ func isWordByte(c byte) bool {
 const numWord = `(\d{1,3}|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a couple of|a few|couple of|few)`
 
 const months = `(January|February|March|April|May|June|July|August|September|October|November|December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)`
+
+// monthNames are the words of months.
+var monthNames = strings.Split(months[1:len(months)-1], "|")
 
 var numWords = map[string]int{
 	"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
@@ -399,8 +478,8 @@ func ms(a, b time.Time) (int64, int64, bool) { return a.UnixMilli(), b.UnixMilli
 
 var rules = []rule{
 	{ // the day before yesterday, yesterday, last night, today, tomorrow
-		keys: []string{"yesterday", "night", "today", "tonight", "tomorrow", "morning", "afternoon", "evening"},
-		re:   regexp.MustCompile(prep + `(?i:(the day before yesterday|the day after tomorrow|yesterday|last night|today|tonight|tomorrow|this morning|this afternoon|this evening))\b`),
+		words: []string{"yesterday", "night", "today", "tonight", "tomorrow", "morning", "afternoon", "evening"},
+		re:    regexp.MustCompile(prep + `(?i:(the day before yesterday|the day after tomorrow|yesterday|last night|today|tonight|tomorrow|this morning|this afternoon|this evening))\b`),
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
 			d := dayStart(now)
 			switch strings.ToLower(sub(2)) {
@@ -417,8 +496,8 @@ var rules = []rule{
 		},
 	},
 	{ // this/last/next week|month|year|weekend, the past week|month|year, the week before last
-		keys: []string{"week", "month", "year"},
-		re:   regexp.MustCompile(prep + `(?i:(?:the\s+)?(?:(this|last|past|previous|next)\s+(weekend|week|month|year)|(weekend|week|month|year)\s+(before\s+last|after\s+next)))\b`),
+		words: []string{"weekend", "week", "month", "year"},
+		re:    regexp.MustCompile(prep + `(?i:(?:the\s+)?(?:(this|last|past|previous|next)\s+(weekend|week|month|year)|(weekend|week|month|year)\s+(before\s+last|after\s+next)))\b`),
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
 			which, unit := strings.ToLower(sub(2)), strings.ToLower(sub(3))
 			back := 1
@@ -446,8 +525,8 @@ var rules = []rule{
 		},
 	},
 	{ // N days|weeks|weekends|months|years ago
-		keys: []string{" ago"},
-		re:   regexp.MustCompile(prep + `(?i:` + numWord + `\s+(days?|weeks?|weekends?|months?|years?)\s+ago)\b`),
+		words: []string{"ago"},
+		re:    regexp.MustCompile(prep + `(?i:` + numWord + `\s+(days?|weeks?|weekends?|months?|years?)\s+ago)\b`),
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
 			n, ok := parseNum(sub(2))
 			if !ok {
@@ -462,8 +541,8 @@ var rules = []rule{
 		},
 	},
 	{ // the past/last N days|weeks|months (rolling)
-		keys: []string{"past", "last"},
-		re:   regexp.MustCompile(prep + `(?i:(?:the\s+)?(?:past|last)\s+` + numWord + `\s+(days?|weeks?|months?))\b`),
+		words: []string{"day", "days", "week", "weeks", "month", "months"},
+		re:    regexp.MustCompile(prep + `(?i:(?:the\s+)?(?:past|last)\s+` + numWord + `\s+(days?|weeks?|months?))\b`),
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
 			n, ok := parseNum(sub(2))
 			if !ok {
@@ -482,8 +561,9 @@ var rules = []rule{
 		},
 	},
 	{ // (last|this|next) Monday; abbreviations (Tues, Fri) only after last/this/next
-		keys: []string{"day", "last ", "this ", "next "},
-		re:   regexp.MustCompile(prep + `(?i:(?:(last|this|next)\s+)?(monday|tuesday|wednesday|thursday|friday|saturday|sunday)|(last|this|next)\s+(mon|tues?|wed|thu|thurs?|fri|sat|sun)\.?)\b`),
+		words: []string{"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
+			"mon", "tue", "tues", "wed", "thu", "thur", "thurs", "fri", "sat", "sun"},
+		re: regexp.MustCompile(prep + `(?i:(?:(last|this|next)\s+)?(monday|tuesday|wednesday|thursday|friday|saturday|sunday)|(last|this|next)\s+(mon|tues?|wed|thu|thurs?|fri|sat|sun)\.?)\b`),
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
 			which, day := strings.ToLower(sub(2)), sub(3)
 			if day == "" {
@@ -512,15 +592,16 @@ var rules = []rule{
 		},
 	},
 	{ // 2023-05-08
-		keys: []string{"-"},
-		re:   regexp.MustCompile(prep + `(\d{4})-(\d{2})-(\d{2})\b`),
+		year4: true,
+		re:    regexp.MustCompile(prep + `(\d{4})-(\d{2})-(\d{2})\b`),
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
 			return dateWindow(sub(2), sub(3), sub(4), now)
 		},
 	},
 	{ // May 8(th)(,) (2023) | May 2023 | May
-		cased: true,
-		re:    regexp.MustCompile(prep + `\b` + months + `\.?(?:\s+(\d{1,2})(?:st|nd|rd|th)?\b)?(?:,?\s+(\d{4}))?\b`),
+		cased:      true,
+		casedWords: monthNames,
+		re:         regexp.MustCompile(prep + `\b` + months + `\.?(?:\s+(\d{1,2})(?:st|nd|rd|th)?\b)?(?:,?\s+(\d{4}))?\b`),
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
 			m := monthNum(sub(2))
 			if m == 0 {
@@ -548,8 +629,9 @@ var rules = []rule{
 		},
 	},
 	{ // 8 May 2023
-		cased: true,
-		re:    regexp.MustCompile(prep + `\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?` + months + `\.?(?:,?\s+(\d{4}))?\b`),
+		cased:      true,
+		casedWords: monthNames,
+		re:         regexp.MustCompile(prep + `\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?` + months + `\.?(?:,?\s+(\d{4}))?\b`),
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
 			m := monthNum(sub(3))
 			if m == 0 {
@@ -564,8 +646,9 @@ var rules = []rule{
 		},
 	},
 	{ // early|mid|late May (2023), the beginning|end of May; early|mid|late 2023
-		keys: []string{"early", "mid", "late", "beginning", "start", "end "},
-		re:   regexp.MustCompile(prep + `(?i:(early|mid|late|the\s+(?:beginning|start|middle|end)\s+of)[\s-]+)(?:` + months + `(?:,?\s+(\d{4}))?|((?:19|20)\d\d))\b`),
+		casedWords: monthNames,
+		year4:      true,
+		re:         regexp.MustCompile(prep + `(?i:(early|mid|late|the\s+(?:beginning|start|middle|end)\s+of)[\s-]+)(?:` + months + `(?:,?\s+(\d{4}))?|((?:19|20)\d\d))\b`),
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
 			part := strings.ToLower(strings.Fields(sub(2))[0])
 			if part == "the" {
@@ -594,9 +677,9 @@ var rules = []rule{
 		},
 	},
 	{ // last|this|next summer, summer 2022, the summer of 2022, (in) the summer
-		keys: []string{"spring", "summer", "autumn", "fall", "winter"},
-		keep: true,
-		re:   regexp.MustCompile(prep + `(?i:(?:(last|this|next|past)\s+|the\s+)?(spring|summer|autumn|fall|winter)(?:\s+(?:of\s+)?((?:19|20)\d\d))?)\b`),
+		words: []string{"spring", "summer", "autumn", "fall", "winter"},
+		keep:  true,
+		re:    regexp.MustCompile(prep + `(?i:(?:(last|this|next|past)\s+|the\s+)?(spring|summer|autumn|fall|winter)(?:\s+(?:of\s+)?((?:19|20)\d\d))?)\b`),
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
 			which, season, ys := strings.ToLower(sub(2)), strings.ToLower(sub(3)), sub(4)
 			if which == "" && ys == "" && sub(1) == "" {
@@ -630,9 +713,9 @@ var rules = []rule{
 		},
 	},
 	{ // Christmas (Eve), New Year's (Eve|Day), Halloween, Valentine's Day, Thanksgiving, Easter, the Fourth of July
-		keys: []string{"christmas", "xmas", "new year", "halloween", "valentine", "thanksgiving", "easter", "independence", "fourth of july"},
-		keep: true,
-		re:   regexp.MustCompile(prep + `(?i:(?:(last|this|next)\s+)?(christmas\s+eve|christmas|xmas|new\s+year'?s(?:\s+eve|\s+day)?|halloween|valentine'?s(?:\s+day)?|thanksgiving|easter|independence\s+day|the\s+fourth\s+of\s+july)(?:,?\s+((?:19|20)\d\d))?)\b`),
+		words: []string{"christmas", "xmas", "year", "years", "halloween", "valentine", "valentines", "thanksgiving", "easter", "independence", "fourth"},
+		keep:  true,
+		re:    regexp.MustCompile(prep + `(?i:(?:(last|this|next)\s+)?(christmas\s+eve|christmas|xmas|new\s+year'?s(?:\s+eve|\s+day)?|halloween|valentine'?s(?:\s+day)?|thanksgiving|easter|independence\s+day|the\s+fourth\s+of\s+july)(?:,?\s+((?:19|20)\d\d))?)\b`),
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
 			which, name := strings.ToLower(sub(2)), strings.Join(strings.Fields(strings.ToLower(sub(3))), " ")
 			day := func(y int) time.Time { return holiday(name, y, now.Location()) }
@@ -663,7 +746,7 @@ var rules = []rule{
 		},
 	},
 	{ // in 2023 (a bare year needs a preposition)
-		keys:    []string{" 19", " 20"},
+		year4:   true,
 		ownPrep: true,
 		re:      regexp.MustCompile(`(?i:\b(in|during|since|from|after|before)\s+)((?:19|20)\d\d)\b`),
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {

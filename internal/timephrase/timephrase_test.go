@@ -1,8 +1,12 @@
 package timephrase
 
 import (
+	"math/rand"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
+	"unicode"
 )
 
 func day(t *testing.T, s string) int64 {
@@ -132,7 +136,7 @@ func FuzzMentions(f *testing.F) {
 
 // BenchmarkMentions: what resolving mentioned times adds to indexing a
 // chunk, for a turn without time words (the common case, cut short by
-// mayMention) and one with.
+// candidates) and one with.
 func BenchmarkMentions(b *testing.B) {
 	at := time.Date(2023, 10, 4, 9, 0, 0, 0, time.UTC)
 	for _, tc := range []struct{ name, text string }{
@@ -144,5 +148,92 @@ func BenchmarkMentions(b *testing.B) {
 				Mentions(tc.text, at)
 			}
 		})
+	}
+}
+
+// The word filter (candidates) only skips rules that cannot match: scan
+// finds what running every rule finds, on texts built from the rules'
+// own words and their neighbours (case, suffixes, digits, punctuation,
+// runes that fold to ASCII letters).
+func TestCandidatesSkipNoMatch(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	vocab := []string{"the", "a", "an", "of", "in", "on", "at", "since", "before", "after", "from", "during",
+		"two", "few", "couple of", "3", "12", "2023", "1999", "05", "8th", "31st", "day", "days", "weeks",
+		"weekends", "months", "years", "eve", "july", "ago", "tues", "fri", "thurs", "sept", "mon", "sat", "sun", "wed", "thu", "tue", "last", "this", "next",
+		"past", "early", "mid", "late", "end", "start", "middle", "beginning", "new", "last night",
+		"the day before yesterday", "the past 3 days", "last two weeks", "the last few months", "3 days ago", "new year's", "the fourth of july", "mid-May", "the end of", "the middle of", "the beginning of", "2023-05-08",
+		"22-1-1", "ſummer", "\u212aristmas", "İn", "é", "’", "—"}
+	for _, r := range rules {
+		vocab = append(vocab, r.words...)
+		vocab = append(vocab, r.casedWords...)
+	}
+	variant := func(w string) string {
+		switch rng.Intn(12) {
+		case 0:
+			return strings.ToUpper(w[:1]) + w[1:]
+		case 1:
+			return strings.ToUpper(w)
+		case 2:
+			return w + "s"
+		case 3:
+			return "x" + w
+		case 4:
+			return w[:len(w)-1]
+		case 5:
+			return w + "'s"
+		}
+		return w
+	}
+	seps := []string{" ", " ", " ", " ", " ", " ", "  ", "\n", "-", ", ", ". ", "'", "_", "é", ""}
+	now := time.Date(2023, 6, 8, 15, 0, 0, 0, time.UTC)
+	ran := 0
+	for i := 0; i < 20000; i++ {
+		var b strings.Builder
+		for n := 1 + rng.Intn(8); n > 0; n-- {
+			b.WriteString(variant(vocab[rng.Intn(len(vocab))]))
+			b.WriteString(seps[rng.Intn(len(seps))])
+		}
+		text := b.String()
+		mask, all := candidates(text)
+		got, want := scanRules(text, now, mask, all), scanRules(text, now, 0, true)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q: filtered scan %+v, every rule %+v (mask %b)", text, got, want, mask)
+		}
+		if len(want) > 0 {
+			ran++
+		}
+	}
+	if ran < 5000 {
+		t.Fatalf("only %d of the texts mention a time: the test does not exercise the rules", ran)
+	}
+}
+
+func FuzzCandidates(f *testing.F) {
+	for _, s := range []string{"yesterday", "last Tues", "early June 2022", "mid-May", "Christmas Eve 1999", "New Year's Day",
+		"valentines day", "the 31st of February", "3 days ago", "since 2019", "2023-05-08", "ſummer of 2020", "\u212aristmas", "nothing here"} {
+		f.Add(s)
+	}
+	now := time.Date(2023, 6, 8, 15, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, s string) {
+		mask, all := candidates(s)
+		if got, want := scanRules(s, now, mask, all), scanRules(s, now, 0, true); !reflect.DeepEqual(got, want) {
+			t.Fatalf("filtered scan %+v, every rule %+v", got, want)
+		}
+	})
+}
+
+func TestASCIIFolding(t *testing.T) {
+	var want []string
+	for r := rune(0x80); r <= unicode.MaxRune; r++ {
+		ascii := unicode.ToLower(r) < 0x80 || unicode.ToUpper(r) < 0x80
+		for f := unicode.SimpleFold(r); f != r && !ascii; f = unicode.SimpleFold(f) {
+			ascii = f < 0x80
+		}
+		if ascii {
+			want = append(want, string(r))
+		}
+	}
+	if !reflect.DeepEqual(asciiFolding, want) {
+		t.Fatalf("asciiFolding %q, the Unicode tables give %q", asciiFolding, want)
 	}
 }

@@ -149,13 +149,13 @@ const Name = "fts"
 const FormatVersion = 5
 
 // DefaultBatchSize is the number of queued operations after which Apply
-// executes the pending batch. It is above the projector's commit interval
-// (projections.DefaultCommitEvery): a catch-up's batch is then executed by
-// its Commit, checkpoint included, as one bleve batch. At the interval
-// itself, Apply executed the full batch just before the Commit executed
-// its own, nearly empty one: two batches a commit, each persisted by
-// scorch with its fsyncs (at 40K documents 63 fdatasyncs instead of 54).
-const DefaultBatchSize = 2 * projections.DefaultCommitEvery
+// executes the pending batch. Bleve analyses a batch and builds its
+// segment all at once, so the batch sets the build's peak memory: the
+// 100K-document bench/peers build peaked at 274-279 MB with batches of
+// 20000 (one per projector commit), 173-177 MB at 5000 and 115-119 MB at
+// 2500 (SQLite FTS5: 38 MB), for 5-10% more CPU (more segments to merge
+// and persist).
+const DefaultBatchSize = 2500
 
 // DefaultBatchBytes bounds the text (content and keyword fields) queued in
 // the pending batch: Apply executes it when it holds this much. A bound in
@@ -676,21 +676,21 @@ func (x *Index) applyStore(s *log.Store, seq uint64) error {
 	// A tool call is found by its name and arguments too.
 	text := s.SearchText()
 	x.batchBytes += len(text)
-	doc.AddField(document.NewTextFieldCustom(fieldContent, nil, []byte(text), index.IndexField, x.enAnalyzer))
+	doc.AddField(newContentField([]byte(text), x.enAnalyzer))
 	for _, kv := range [...][2]string{{fieldSession, s.Session}, {fieldKind, s.Kind.String()}, {fieldRole, s.Role}, {fieldChunkParent, s.ChunkParent}} {
 		x.batchBytes += len(kv[1])
 		if kv[1] != "" {
-			doc.AddField(document.NewTextFieldCustom(kv[0], nil, []byte(kv[1]), index.IndexField|index.SkipFreqNorm, x.kwAnalyzer))
+			doc.AddField(newKeywordField(kv[0], []byte(kv[1])))
 		}
 	}
 	for _, k := range sortedMeta(s.Meta) {
 		x.batchBytes += len(k) + len(s.Meta[k])
-		doc.AddField(document.NewTextFieldCustom(fieldMeta, nil, []byte(metaTerm(k, s.Meta[k])), index.IndexField|index.SkipFreqNorm, x.kwAnalyzer))
+		doc.AddField(newKeywordField(fieldMeta, []byte(metaTerm(k, s.Meta[k]))))
 	}
 	if err := x.batch.IndexAdvanced(doc); err != nil {
 		return fmt.Errorf("index chunk %q: %w", s.ChunkID, err)
 	}
-	m := &docMeta{session: s.Session, time: s.Time, tokens: len(textutil.ContentWords(text)), hash: fieldHash(s),
+	m := &docMeta{session: s.Session, time: s.Time, tokens: textutil.CountContentWords(text), hash: fieldHash(s),
 		mentions: timephrase.Mentions(s.Content, time.UnixMilli(s.Time).UTC()), seq: seq}
 	x.sideOps[s.ChunkID] = m
 	return x.maybeFlush()

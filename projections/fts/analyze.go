@@ -1,0 +1,278 @@
+package fts
+
+import (
+	"unicode/utf8"
+
+	"github.com/blevesearch/bleve/v2/analysis"
+	"github.com/blevesearch/bleve/v2/analysis/lang/en"
+	"github.com/blevesearch/bleve/v2/registry"
+	index "github.com/blevesearch/bleve_index_api"
+	porterstemmer "github.com/blevesearch/go-porterstemmer"
+)
+
+// contentField is the content field of a document as document.TextField
+// with the "en" analyzer indexes it (same length, same terms, same
+// frequencies: TestContentFieldMatchesTextField, FuzzContentField), at a
+// fraction of its cost: analysis was 30% of the build's CPU, most of it
+// the Unicode word segmenter and the token streams between the filters.
+//
+// The text is cut into pieces after ASCII white space followed by an
+// ASCII byte: a word boundary of Unicode text segmentation (UAX #29)
+// whatever surrounds it (no rule joins white space to what follows but an
+// Extend or Format character, which is not ASCII, and no rule looking
+// across it can join the words on its sides). A piece of ASCII bytes is
+// segmented, filtered and counted in one pass (asciiPiece); any other
+// piece, and a text that is not valid UTF-8, goes through the "en"
+// analyzer itself. Positions and offsets are
+// not kept: the mapping indexes content without term vectors.
+type contentField struct {
+	value  []byte
+	en     analysis.Analyzer // the "en" analyzer, for pieces that are not ASCII
+	length int
+	freqs  index.TokenFrequencies
+}
+
+func newContentField(value []byte, en analysis.Analyzer) *contentField {
+	return &contentField{value: value, en: en}
+}
+
+func (f *contentField) Name() string                                     { return fieldContent }
+func (f *contentField) ArrayPositions() []uint64                         { return nil }
+func (f *contentField) Options() index.FieldIndexingOptions              { return index.IndexField }
+func (f *contentField) Value() []byte                                    { return f.value }
+func (f *contentField) NumPlainTextBytes() uint64                        { return uint64(len(f.value)) }
+func (f *contentField) EncodedFieldType() byte                           { return 't' }
+func (f *contentField) AnalyzedLength() int                              { return f.length }
+func (f *contentField) AnalyzedTokenFrequencies() index.TokenFrequencies { return f.freqs }
+
+// Size is what bleve counts for the field in a batch's memory estimate
+// (as document.TextField counts it).
+func (f *contentField) Size() int {
+	n := 64 + len(f.value)
+	if f.freqs != nil {
+		n += f.freqs.Size()
+	}
+	return n
+}
+
+// enStop is the "en" analyzer's stop word list.
+var enStop = func() analysis.TokenMap {
+	m, err := registry.NewCache().TokenMapNamed(en.StopName)
+	if err != nil {
+		panic(err)
+	}
+	return m
+}()
+
+// Analyze computes the field's length and term frequencies.
+func (f *contentField) Analyze() {
+	// About one distinct term per 8 bytes of chat text (60 words, 45
+	// terms, 400 bytes): one block each for the terms' frequencies and
+	// bytes is nearly always enough, and a large text of long distinct
+	// words is not given three times the room it needs.
+	n := len(f.value)/8 + 1
+	a := analyzer{freqs: make(index.TokenFrequencies, n), tfs: make([]index.TokenFreq, 0, n),
+		terms: make([]byte, 0, len(f.value))}
+	text := f.value
+	if !utf8.Valid(text) {
+		// The segmenter stops at the first invalid byte: no cutting.
+		a.piece(f.en, text, false)
+		f.length, f.freqs = a.length, a.freqs
+		return
+	}
+	start, ascii := 0, true
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		if c >= 0x80 {
+			ascii = false
+			continue
+		}
+		if i > start && isSpace(text[i-1]) && !isSpace(c) {
+			a.piece(f.en, text[start:i], ascii)
+			start, ascii = i, true
+		}
+	}
+	a.piece(f.en, text[start:], ascii)
+	f.length, f.freqs = a.length, a.freqs
+}
+
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
+}
+
+// analyzer accumulates one field's analysis.
+type analyzer struct {
+	length int
+	freqs  index.TokenFrequencies
+	tfs    []index.TokenFreq // allocated in blocks, one per distinct term
+	terms  []byte            // the terms' bytes, likewise
+	lower  [64]byte
+	runes  [64]rune
+}
+
+func (a *analyzer) add(term []byte) {
+	a.length++
+	if tf, ok := a.freqs[string(term)]; ok {
+		tf.SetFrequency(tf.Frequency() + 1)
+		return
+	}
+	if len(a.tfs) == cap(a.tfs) {
+		a.tfs = make([]index.TokenFreq, 0, max(32, cap(a.tfs)/4))
+	}
+	if len(a.terms)+len(term) > cap(a.terms) {
+		a.terms = make([]byte, 0, max(512, len(term)))
+	}
+	n := len(a.terms)
+	a.terms = append(a.terms, term...)
+	a.tfs = append(a.tfs, index.TokenFreq{Term: a.terms[n:len(a.terms):len(a.terms)]})
+	tf := &a.tfs[len(a.tfs)-1]
+	tf.SetFrequency(1)
+	a.freqs[string(term)] = tf
+}
+
+func (a *analyzer) piece(en analysis.Analyzer, p []byte, ascii bool) {
+	if len(p) == 0 {
+		return
+	}
+	if !ascii {
+		for _, t := range en.Analyze(p) {
+			a.add(t.Term)
+		}
+		return
+	}
+	a.asciiPiece(p)
+}
+
+// Character classes of UAX #29's word boundary rules, for ASCII.
+const (
+	clOther     = iota
+	clLetter    // ALetter
+	clNumeric   // Numeric
+	clMidLetter // MidLetter: ':'
+	clMidNumLet // MidNumLet: '.', '\''
+	clMidNum    // MidNum: ',', ';'
+	clExtendNum // ExtendNumLet: '_'
+)
+
+var asciiClass = func() (t [128]byte) {
+	for c := 'a'; c <= 'z'; c++ {
+		t[c], t[c-'a'+'A'] = clLetter, clLetter
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = clNumeric
+	}
+	t[':'] = clMidLetter
+	t['.'], t['\''] = clMidNumLet, clMidNumLet
+	t[','], t[';'] = clMidNum, clMidNum
+	t['_'] = clExtendNum
+	return t
+}()
+
+// joins reports whether UAX #29 keeps p[i-1] and p[i] in one word
+// (rules WB5 to WB13b; p is ASCII).
+func joins(p []byte, i int) bool {
+	l, r := asciiClass[p[i-1]], asciiClass[p[i]]
+	switch {
+	case l == clLetter && (r == clLetter || r == clNumeric || r == clExtendNum): // WB5, WB9, WB13a
+		return true
+	case l == clNumeric && (r == clNumeric || r == clLetter || r == clExtendNum): // WB8, WB10, WB13a
+		return true
+	case l == clExtendNum && (r == clExtendNum || r == clLetter || r == clNumeric): // WB13a, WB13b
+		return true
+	case l == clLetter && (r == clMidLetter || r == clMidNumLet): // WB6
+		return i+1 < len(p) && asciiClass[p[i+1]] == clLetter
+	case (l == clMidLetter || l == clMidNumLet) && r == clLetter: // WB7
+		return i >= 2 && asciiClass[p[i-2]] == clLetter
+	case l == clNumeric && (r == clMidNum || r == clMidNumLet): // WB12
+		return i+1 < len(p) && asciiClass[p[i+1]] == clNumeric
+	case (l == clMidNum || l == clMidNumLet) && r == clNumeric: // WB11
+		return i >= 2 && asciiClass[p[i-2]] == clNumeric
+	}
+	return false
+}
+
+// asciiPiece segments an ASCII piece into words and runs each through
+// the "en" filters: possessive ('s), lower case, stop words, Porter.
+func (a *analyzer) asciiPiece(p []byte) {
+	for i := 0; i < len(p); {
+		if c := asciiClass[p[i]]; c != clLetter && c != clNumeric && c != clExtendNum {
+			i++ // a segment of its own, not a word
+			continue
+		}
+		j := i + 1
+		for j < len(p) && joins(p, j) {
+			j++
+		}
+		a.word(p[i:j])
+		i = j
+	}
+}
+
+func (a *analyzer) word(w []byte) {
+	if n := len(w); n >= 2 && (w[n-1] == 's' || w[n-1] == 'S') && w[n-2] == '\'' {
+		w = w[:n-2]
+	}
+	var buf []byte
+	if len(w) <= len(a.lower) {
+		buf = a.lower[:len(w)]
+	} else {
+		buf = make([]byte, len(w))
+	}
+	for i, c := range w {
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	if _, stop := enStop[string(buf)]; stop {
+		return
+	}
+	if len(buf) <= 2 { // Porter leaves these as they are
+		a.add(buf)
+		return
+	}
+	var rs []rune
+	if len(buf) <= len(a.runes) {
+		rs = a.runes[:len(buf)]
+	} else {
+		rs = make([]rune, len(buf))
+	}
+	for i, c := range buf {
+		rs[i] = rune(c)
+	}
+	rs = porterstemmer.StemWithoutLowerCasing(rs)
+	out := buf[:0] // a stem of ASCII is ASCII, and not longer than its word
+	for _, r := range rs {
+		out = append(out, byte(r))
+	}
+	a.add(out)
+}
+
+// keywordField is a keyword field of a document as document.TextField
+// with the "keyword" analyzer and index.SkipFreqNorm indexes it: the
+// whole value is its one term, without a frequency
+// (TestKeywordFieldMatchesTextField). Built with its analysis done: the
+// analyzer's token stream and frequency map were three allocations a
+// field, three or four fields a chunk.
+type keywordField struct {
+	name  string
+	value []byte
+	freqs index.TokenFrequencies
+}
+
+func newKeywordField(name string, value []byte) *keywordField {
+	return &keywordField{name: name, value: value, freqs: index.TokenFrequencies{string(value): &index.TokenFreq{Term: value}}}
+}
+
+func (f *keywordField) Name() string             { return f.name }
+func (f *keywordField) ArrayPositions() []uint64 { return nil }
+func (f *keywordField) Options() index.FieldIndexingOptions {
+	return index.IndexField | index.SkipFreqNorm
+}
+func (f *keywordField) Value() []byte                                    { return f.value }
+func (f *keywordField) NumPlainTextBytes() uint64                        { return uint64(len(f.value)) }
+func (f *keywordField) EncodedFieldType() byte                           { return 't' }
+func (f *keywordField) Analyze()                                         {}
+func (f *keywordField) AnalyzedLength() int                              { return 1 }
+func (f *keywordField) AnalyzedTokenFrequencies() index.TokenFrequencies { return f.freqs }
+func (f *keywordField) Size() int                                        { return 64 + len(f.name) + 2*len(f.value) }
