@@ -301,7 +301,8 @@ type SearchRequest struct {
 	Progress          Progress `json:"-"`
 
 	// TZ is the IANA time zone of the days of time phrases ("": UTC,
-	// "Local": the server's).
+	// "Local": the server's). The REST and MCP faces fill an empty one
+	// with their server's [retrieval] timezone.
 	TZ string `json:"tz,omitempty"`
 	// Meta filters by metadata: every key with its value (AND).
 	Meta map[string]string `json:"meta,omitempty"`

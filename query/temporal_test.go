@@ -56,7 +56,10 @@ func TestParseTemporal(t *testing.T) {
 		{in: "the past 3 days", since: nowMS - 3*86400000, until: nowMS + 1},
 		{in: "the past week", since: nowMS - 7*86400000, until: nowMS + 1},
 		{in: "last weekend", since: d("2023-06-03"), until: d("2023-06-05")},
-		{in: "in May 2023 yesterday", since: d("2023-06-07"), until: d("2023-06-01")}, // contradictory: empty
+		{in: "in May 2023 in 2019", since: d("2023-05-01"), until: d("2020-01-01")}, // contradictory dates: empty
+		// A relative phrase that contradicts a date is read relative to it
+		// (TestParseTemporalAnchored).
+		{in: "in May 2023 yesterday", since: d("2023-05-31"), until: d("2023-06-01")},
 		{in: "May I ask about the garden", none: true},
 		{in: "we march forward", none: true},
 		{in: "on 2023-02-30", none: true},
@@ -131,4 +134,41 @@ func FuzzParseTemporal(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestParseTemporalAnchored: a relative phrase beside a date with its
+// year is read relative to that date when, read relative to now, the two
+// would leave no window (the question had no time window at all).
+func TestParseTemporalAnchored(t *testing.T) {
+	now := time.Date(2023, 9, 14, 15, 0, 0, 0, time.UTC) // a Thursday
+	d := func(s string) int64 {
+		tm, err := time.Parse("2006-01-02", s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tm.UnixMilli()
+	}
+	for _, tc := range []struct {
+		in           string
+		since, until int64
+	}{
+		// The Monday before a Monday: a week earlier.
+		{"What did Andrew do on the Monday before July 24, 2023?", d("2023-07-17"), d("2023-07-18")},
+		// The calendar week before the week of January 23 (a Monday).
+		{"What project did Jolene finish last week before 23 January, 2023?", d("2023-01-16"), d("2023-01-23")},
+		{"Which country was Jolene in during the last week of August 2023?", d("2023-08-21"), d("2023-08-28")},
+		// Last Friday is not on the 23rd: the day it was said stands.
+		{"What did Joanna finish last Friday on 23 January, 2022?", d("2022-01-23"), d("2022-01-24")},
+		// Unchanged: phrases that meet, and dates that disagree.
+		{"What did I do last week in 2023?", d("2023-09-04"), d("2023-09-11")},
+	} {
+		got := query.ParseTemporal(tc.in, now)
+		if got.Since != tc.since || got.Until != tc.until {
+			t.Errorf("%q: window %s..%s, want %s..%s", tc.in, time.UnixMilli(got.Since).UTC(), time.UnixMilli(got.Until).UTC(),
+				time.UnixMilli(tc.since).UTC(), time.UnixMilli(tc.until).UTC())
+		}
+	}
+	if got := query.ParseTemporal("in May 2022 and in June 2023", now); got.Until > got.Since {
+		t.Errorf("two dates that disagree: window %d..%d, want none", got.Since, got.Until)
+	}
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -37,4 +39,21 @@ func setting(c *cli.Context, name, key string) string {
 		}
 	}
 	return c.String(name)
+}
+
+// serverTZ is the time zone the servers (serve, mcp, stores) read a
+// request's time phrases in when it names none: cfg's [retrieval]
+// timezone (or UCL_TIMEZONE), else the machine's, as ucl query's --tz.
+func serverTZ(cfg *config.Config) (string, error) {
+	tz := ""
+	if cfg != nil {
+		tz = cfg.String("retrieval.timezone")
+	}
+	if tz == "" {
+		tz = "Local"
+	}
+	if _, err := time.LoadLocation(tz); err != nil {
+		return "", withHint(fmt.Errorf("bad time zone %q: %w", tz, err), "set [retrieval] timezone in "+config.FileName+" (or UCL_TIMEZONE) to an IANA name such as Europe/Lisbon, UTC or Local")
+	}
+	return tz, nil
 }

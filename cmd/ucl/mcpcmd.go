@@ -34,11 +34,15 @@ A line that is not a JSON-RPC message is answered with the JSON-RPC error
 		if c.NArg() > 0 {
 			return usage("ucl mcp takes no arguments; the client sends requests on stdin", "unexpected argument %q", c.Args().First())
 		}
+		tz, err := serverTZ(fileConfig)
+		if err != nil {
+			return err
+		}
 		eng, err := mcpserver.OpenShared(storeDir(c), engineOptions(c), c.App.ErrWriter)
 		if err != nil {
 			return openError(err)
 		}
-		srv := mcpserver.New(eng, mcpserver.Options{Version: version, Log: c.App.ErrWriter})
+		srv := mcpserver.New(eng, mcpserver.Options{Version: version, Log: c.App.ErrWriter, TZ: tz})
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		runErr := srv.Run(ctx, mcpserver.StdioTransport(c.App.Reader, c.App.Writer, 0))

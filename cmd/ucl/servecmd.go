@@ -167,11 +167,15 @@ func runServe(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	mcpH, err := mcpserver.HTTPHandler(mcpserver.New(s, mcpserver.Options{Version: version, Log: c.App.ErrWriter}), token)
+	tz, err := serverTZ(cfg)
 	if err != nil {
 		return err
 	}
-	srv, err := httpapi.New(s, httpOptions(c, cfg, upstream, token, mcpH))
+	mcpH, err := mcpserver.HTTPHandler(mcpserver.New(s, mcpserver.Options{Version: version, Log: c.App.ErrWriter, TZ: tz}), token)
+	if err != nil {
+		return err
+	}
+	srv, err := httpapi.New(s, httpOptions(c, cfg, upstream, token, tz, mcpH))
 	if err != nil {
 		return err
 	}
@@ -221,7 +225,7 @@ func runServe(c *cli.Context) error {
 }
 
 // httpOptions are the TCP faces' settings from the effective config.
-func httpOptions(c *cli.Context, cfg *config.Config, upstream, token string, mcpH http.Handler) httpapi.Options {
+func httpOptions(c *cli.Context, cfg *config.Config, upstream, token, tz string, mcpH http.Handler) httpapi.Options {
 	return httpapi.Options{
 		Token: token, MCP: mcpH,
 		MaxBodyBytes:     int64(cfg.Int("proxy.max_body_bytes")),
@@ -234,6 +238,7 @@ func httpOptions(c *cli.Context, cfg *config.Config, upstream, token string, mcp
 		DefaultSession:   cfg.String("proxy.default_session"),
 		InjectAs:         cfg.String("proxy.inject"),
 		Log:              c.App.ErrWriter,
+		TZ:               tz,
 	}
 }
 

@@ -195,6 +195,10 @@ func runServeStores(c *cli.Context) error {
 	if err != nil {
 		return usage("--upstream (or proxy.upstream) takes a base URL such as https://api.openai.com/v1", "%v", err)
 	}
+	tz, err := serverTZ(cfg)
+	if err != nil {
+		return err
+	}
 	opts := engineOptions(c)
 	opts.Consolidate = consolidateOptions(cfg)
 	opts.Embedder.Kind, opts.Embedder.URL, opts.Embedder.Model = cfg.String("index.embedder"), cfg.String("index.embed_url"), cfg.String("index.embed_model")
@@ -236,11 +240,11 @@ func runServeStores(c *cli.Context) error {
 			return tenant.Opened{API: s, Close: s.Close, Serve: s.Serve}, nil
 		},
 		Handler: func(api ucl.API, token string) (http.Handler, error) {
-			mcpH, err := mcpserver.HTTPHandler(mcpserver.New(api, mcpserver.Options{Version: version, Log: c.App.ErrWriter}), token)
+			mcpH, err := mcpserver.HTTPHandler(mcpserver.New(api, mcpserver.Options{Version: version, Log: c.App.ErrWriter, TZ: tz}), token)
 			if err != nil {
 				return nil, err
 			}
-			srv, err := httpapi.New(api, httpOptions(c, cfg, upstream, token, mcpH))
+			srv, err := httpapi.New(api, httpOptions(c, cfg, upstream, token, tz, mcpH))
 			if err != nil {
 				return nil, err
 			}

@@ -26,7 +26,7 @@ func (s *Server) memory(ctx context.Context, session, query string, carried []st
 	if budget <= 0 {
 		return "", 0, nil
 	}
-	req := ucl.ContextRequest{SearchRequest: ucl.SearchRequest{Text: query, K: s.opts.SimilarityTopK, Session: session},
+	req := ucl.ContextRequest{SearchRequest: ucl.SearchRequest{Text: query, K: s.opts.SimilarityTopK, Session: session, TZ: s.opts.TZ},
 		Budget: budget, Recent: s.opts.RecencyWindow, Exclude: carried}
 	res, err := s.api.Context(ctx, req)
 	if errors.Is(err, timelines.ErrNotFound) && req.Recent > 0 {

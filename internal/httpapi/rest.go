@@ -83,6 +83,11 @@ type Options struct {
 	InjectAs string
 	// Log receives one line per request (default: discarded).
 	Log io.Writer
+	// TZ is the IANA time zone of the days of time phrases ("yesterday")
+	// for a query, context request or proxied chat that names none: the
+	// server's [retrieval] timezone, as the CLI's ("": UTC; "Local": the
+	// machine's). New refuses a zone it cannot load.
+	TZ string
 }
 
 // Server serves the REST API and the proxy over one ucl.API.
@@ -134,6 +139,9 @@ func New(api ucl.API, o Options) (*Server, error) {
 		return nil, err
 	}
 	o.Upstream = up
+	if _, err := time.LoadLocation(o.TZ); err != nil {
+		return nil, fmt.Errorf("time zone %q: %w: want an IANA name such as Europe/Lisbon, UTC or Local", o.TZ, ErrBadOption)
+	}
 	if o.Transport == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.ResponseHeaderTimeout = o.UpstreamTimeout
@@ -306,8 +314,26 @@ func (s *Server) methodRoute(m *ucl.Method) http.HandlerFunc {
 			s.answer(w, r, nil, err)
 			return
 		}
+		s.defaultTZ(req)
 		res, err := m.Call(r.Context(), s.api, req, nil)
 		s.answer(w, r, res, err)
+	}
+}
+
+// defaultTZ gives a query or context request that names no time zone the
+// server's (Options.TZ); the engine alone would read its days in UTC.
+func (s *Server) defaultTZ(req any) {
+	var sr *ucl.SearchRequest
+	switch r := req.(type) {
+	case *ucl.SearchRequest:
+		sr = r
+	case *ucl.ContextRequest:
+		sr = &r.SearchRequest
+	default:
+		return
+	}
+	if sr.TZ == "" {
+		sr.TZ = s.opts.TZ
 	}
 }
 

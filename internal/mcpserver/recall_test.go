@@ -112,3 +112,34 @@ func TestIndexPeriodMeta(t *testing.T) {
 	}
 	e.fails("uc_period", PeriodIn{Period: "2023-05-08..2023-05-09", Meta: map[string]string{"": "x"}}, "meta")
 }
+
+// TestServerTZDefault: a uc_query or uc_context call without tz reads its
+// time phrases in the server's zone (Options.TZ, from [retrieval]
+// timezone), not in UTC; a call's own tz still wins.
+func TestServerTZDefault(t *testing.T) {
+	// Now is 2023-05-10T12:00Z: in UTC yesterday is May 9, in Tokyo (+9)
+	// it is 2023-05-08T15:00Z to 2023-05-09T15:00Z.
+	for _, c := range []struct{ serverTZ, callTZ, want string }{
+		{"", "", "left"},
+		{"Asia/Tokyo", "", "came back"},
+		{"Asia/Tokyo", "UTC", "left"},
+	} {
+		e := newEnvWith(t, Options{TZ: c.serverTZ})
+		ok[StoreOut](e, "uc_store", StoreIn{Content: "The ferry to Faro left.", Session: "faro", Role: "user", Time: "2023-05-09T20:00:00Z"})
+		ok[StoreOut](e, "uc_store", StoreIn{Content: "The ferry from Faro came back.", Session: "faro", Role: "user", Time: "2023-05-08T16:00:00Z"})
+		out, _ := ok[QueryOut](e, "uc_query", QueryIn{Query: "ferry Faro yesterday", K: 1, Recall: Recall{TZ: c.callTZ}})
+		if len(out.Hits) != 1 || !strings.Contains(out.Hits[0].Snippet, c.want) {
+			t.Fatalf("uc_query, server zone %q, call zone %q: %+v, want %q first", c.serverTZ, c.callTZ, out.Hits, c.want)
+		}
+		cx, _ := ok[ContextOut](e, "uc_context", ContextIn{Query: "ferry Faro yesterday", Recall: Recall{TZ: c.callTZ}})
+		if len(cx.Included) == 0 {
+			t.Fatalf("uc_context, server zone %q, call zone %q: nothing included", c.serverTZ, c.callTZ)
+		}
+		first, _ := ok[GetOut](e, "uc_get", GetIn{IDs: cx.Included[:1]})
+		if len(first.Items) != 1 || !strings.Contains(first.Items[0].Content, c.want) {
+			t.Fatalf("uc_context, server zone %q, call zone %q: first included (rank order) %+v, want %q", c.serverTZ, c.callTZ, first.Items, c.want)
+		}
+	}
+	e := newEnvWith(t, Options{TZ: "Mars/Olympus"})
+	e.fails("uc_query", QueryIn{Query: "ferry"}, "time zone")
+}

@@ -135,7 +135,7 @@ func (s *server) autoContext(ctx context.Context) (string, error) {
 		}
 	}
 	res, err := s.eng.Context(ctx, ucl.ContextRequest{
-		SearchRequest: ucl.SearchRequest{Text: text, Session: active, Now: s.now()},
+		SearchRequest: ucl.SearchRequest{Text: text, Session: active, Now: s.now(), TZ: s.opts.TZ},
 		Budget:        DefaultBudget, Recent: DefaultRecent,
 	})
 	if err != nil {

@@ -49,6 +49,11 @@ type Options struct {
 	// Now is the clock for "today", "last week" and store times (default
 	// time.Now). Tests pin it.
 	Now func() time.Time
+	// TZ is the IANA time zone of the days of time phrases ("yesterday")
+	// when a call names none: the server's [retrieval] timezone, as the
+	// CLI's ("": UTC; "Local": the machine's). A zone that does not load
+	// makes each such call a request error.
+	TZ string
 }
 
 type server struct {

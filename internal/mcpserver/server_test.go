@@ -75,6 +75,13 @@ func initStore(t *testing.T, dir string) *ucl.Store {
 // server over it through the in-memory transports.
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	return newEnvWith(t, Options{})
+}
+
+// newEnvWith is newEnv with server options o (Log, Now and Version are
+// the test's).
+func newEnvWith(t *testing.T, o Options) *env {
+	t.Helper()
 	st := initStore(t, t.TempDir())
 	t.Cleanup(func() {
 		if err := st.Close(); err != nil {
@@ -82,7 +89,8 @@ func newEnv(t *testing.T) *env {
 		}
 	})
 	logs := &syncBuf{}
-	srv := New(st, Options{Log: logs, Now: func() time.Time { return now }, Version: "test"})
+	o.Log, o.Now, o.Version = logs, func() time.Time { return now }, "test"
+	srv := New(st, o)
 	ctx := context.Background()
 	st1, ct := mcp.NewInMemoryTransports()
 	ss, err := srv.Connect(ctx, st1, nil)

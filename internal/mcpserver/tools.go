@@ -149,7 +149,7 @@ func (s *server) toolQuery(ctx context.Context, _ *mcp.CallToolRequest, in Query
 	}
 	req := ucl.SearchRequest{Text: in.Query, K: k, Session: in.Session, Sessions: in.Sessions, Kinds: in.Kinds, Roles: in.Roles,
 		Now: s.now(), IncludeSuperseded: in.IncludeSuperseded}
-	in.Recall.apply(&req)
+	in.Recall.apply(&req, s.opts.TZ)
 	if in.Now != "" {
 		req.Now = in.Now // the engine parses it, as for every face
 	}
@@ -205,10 +205,14 @@ func (s *server) toolQuery(ctx context.Context, _ *mcp.CallToolRequest, in Query
 	return textResult(b.String()), out, nil
 }
 
-// apply sets the shared arguments on req; the engine checks them (a bad
-// as_of, tz or meta key is its request error, as on every face).
-func (r Recall) apply(req *ucl.SearchRequest) {
+// apply sets the shared arguments on req, tz defaulting to tz (the
+// server's); the engine checks them (a bad as_of, tz or meta key is its
+// request error, as on every face).
+func (r Recall) apply(req *ucl.SearchRequest, tz string) {
 	req.AsOf, req.Meta, req.TZ = r.AsOf, r.Meta, r.TZ
+	if req.TZ == "" {
+		req.TZ = tz
+	}
 	if r.Diverse {
 		req.MMR = DiverseMMR
 	}
@@ -249,7 +253,7 @@ func (s *server) toolContext(ctx context.Context, _ *mcp.CallToolRequest, in Con
 		}
 	}
 	sr := ucl.SearchRequest{Text: in.Query, Session: in.Session, Now: s.now()}
-	in.Recall.apply(&sr)
+	in.Recall.apply(&sr, s.opts.TZ)
 	res, err := s.eng.Context(ctx, ucl.ContextRequest{SearchRequest: sr, Budget: budget, Recent: recent, Format: string(format)})
 	if err != nil {
 		return nil, out, engineErr("context", err)

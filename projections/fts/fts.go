@@ -105,6 +105,7 @@ package fts
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -1731,9 +1732,9 @@ func (x *Index) Mentioned(ids []string) (map[string][]timephrase.Range, error) {
 
 // Typo tolerance. A word of the query that no live chunk holds (its
 // analysed term has no posting) and that is at least fuzzyMinLen letters
-// long also matches, by a bleve fuzzy term query on its lower-cased
-// spelling, the terms within fuzzyEdits(len) edits of it, scored as
-// terms but weighted fuzzyBoost. A word some chunk holds is never
+// long also matches the nearest few terms within fuzzyEdits(len) edits
+// of its lower-cased spelling (nearTerms), scored as terms but weighted
+// fuzzyBoost/(1+edits). A word some chunk holds is never
 // widened, so a query whose words all occur ranks exactly as without
 // typo tolerance; only words that would match nothing contribute. The
 // expansion reads the term dictionary, which holds the live set's terms
@@ -1742,6 +1743,9 @@ const (
 	fuzzyMinLen   = 4
 	fuzzyBoost    = 0.5
 	maxFuzzyTerms = 8 // words of one query widened at most
+	// fuzzyExpansions is how many terms near a word it is widened to at
+	// most (see nearTerms).
+	fuzzyExpansions = 3
 )
 
 // fuzzyEdits is the edit distance a word of n letters tolerates: 1 up to
@@ -1751,6 +1755,88 @@ func fuzzyEdits(n int) int {
 		return 2
 	}
 	return 1
+}
+
+// nearTerms is the query of word's fuzzyExpansions nearest terms: the
+// terms within fuzzyEdits(len) edits of it, fewest edits first, then the
+// most frequent (the likelier intended word), then in byte order; each
+// weighted fuzzyBoost/(1+edits), as bleve's fuzzy query weights them. nil
+// when no term is near. bleve's fuzzy query takes every term in reach: a
+// misspelled short word is an edit from many common words, whose postings
+// it scored (at 100K chunks a query with one such word cost 4× the CPU of
+// the same query spelled right).
+func nearTerms(ctx context.Context, r index.IndexReader, word string) (query.Query, error) {
+	edits := fuzzyEdits(len([]rune(word)))
+	fr, ok := r.(index.IndexReaderFuzzy)
+	if !ok { // not scorch: bleve's own expansion
+		fq := bleve.NewFuzzyQuery(word)
+		fq.SetField(fieldContent)
+		fq.SetFuzziness(edits)
+		fq.SetBoost(fuzzyBoost)
+		return fq, nil
+	}
+	type near struct {
+		term  string
+		edits uint8
+		df    uint64
+	}
+	var ns []near
+	d, _, err := fr.FieldDictFuzzyAutomaton(fieldContent, word, edits, "")
+	if err != nil {
+		return nil, err
+	}
+	for {
+		e, err := d.Next()
+		if err != nil {
+			d.Close()
+			return nil, err
+		}
+		if e == nil {
+			break
+		}
+		ns = append(ns, near{term: e.Term, edits: e.EditDistance})
+	}
+	if err := d.Close(); err != nil {
+		return nil, err
+	}
+	// The dictionary's counts may include deleted documents not merged
+	// away yet; a term reader's count does not, so the choice depends on
+	// the live set only.
+	for i := range ns {
+		tr, err := r.TermFieldReader(ctx, []byte(ns[i].term), fieldContent, false, false, false)
+		if err != nil {
+			return nil, err
+		}
+		ns[i].df = tr.Count()
+		if err := tr.Close(); err != nil {
+			return nil, err
+		}
+	}
+	ns = slices.DeleteFunc(ns, func(n near) bool { return n.df == 0 })
+	slices.SortFunc(ns, func(a, b near) int {
+		if a.edits != b.edits {
+			return cmp.Compare(a.edits, b.edits)
+		}
+		if a.df != b.df {
+			return cmp.Compare(b.df, a.df)
+		}
+		return strings.Compare(a.term, b.term)
+	})
+	ns = ns[:min(len(ns), fuzzyExpansions)]
+	if len(ns) == 0 {
+		return nil, nil
+	}
+	qs := make([]query.Query, len(ns))
+	for i, n := range ns {
+		tq := bleve.NewTermQuery(n.term)
+		tq.SetField(fieldContent)
+		tq.SetBoost(fuzzyBoost / float64(n.edits+1))
+		qs[i] = tq
+	}
+	if len(qs) == 1 {
+		return qs[0], nil
+	}
+	return bleve.NewDisjunctionQuery(qs...), nil
 }
 
 // fuzzyTerms returns the fuzzy queries of the words of text that match
@@ -1789,11 +1875,13 @@ func (x *Index) fuzzyTerms(ctx context.Context, text string) ([]query.Query, err
 			if n > 0 {
 				continue
 			}
-			fq := bleve.NewFuzzyQuery(string(word))
-			fq.SetField(fieldContent)
-			fq.SetFuzziness(fuzzyEdits(len(word)))
-			fq.SetBoost(fuzzyBoost)
-			out = append(out, fq)
+			fq, err := nearTerms(ctx, r, string(word))
+			if err != nil {
+				return err
+			}
+			if fq != nil {
+				out = append(out, fq)
+			}
 		}
 		return nil
 	})

@@ -2,7 +2,9 @@ package fts
 
 import (
 	"context"
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/unlimitedcontext/ucl/log"
@@ -57,5 +59,26 @@ func TestFuzzyKeepsExactMatches(t *testing.T) {
 	got := find(t, x, Query{Text: "Madrid Lisbn", K: 4})
 	if len(got) < 2 || got[0] != "mad" {
 		t.Fatalf("Madrid Lisbn: %v, want mad first", got)
+	}
+}
+
+// A misspelled word widens to its fuzzyExpansions nearest terms only:
+// fewest edits, then the most frequent, then byte order. "hoat" is one
+// edit from coat (3 chunks), boat and goat (2), moat and heat (1); the
+// chunks that hold only moat or heat are not matched (bleve's fuzzy
+// query took every term in reach and scored all their postings).
+func TestFuzzyNearestTermsOnly(t *testing.T) {
+	x := openT(t, t.TempDir(), Options{})
+	var e evs
+	for i, c := range []string{"coat one", "coat two", "coat three", "boat one", "boat two", "goat one", "goat two", "moat one", "heat one"} {
+		e.store(fmt.Sprintf("d%02d-%s", i, strings.Fields(c)[0]), "s", "user", log.KindConversation, int64(i+1), c)
+	}
+	applyAll(t, x, e.out, 0)
+	got := map[string]bool{}
+	for _, id := range find(t, x, Query{Text: "hoat", K: 20}) {
+		got[strings.SplitN(id, "-", 2)[1]] = true
+	}
+	if want := map[string]bool{"coat": true, "boat": true, "goat": true}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("hoat matched the chunks of %v, want %v", got, want)
 	}
 }
