@@ -576,11 +576,25 @@ func (h *Host) Close() error {
 	h.mu.Unlock()
 	close(h.stop)
 	h.wg.Wait()
-	var errs []error
-	for _, e := range es {
-		e.openMu.Lock()
-		errs = append(errs, h.closeStore(e, "shutdown"))
-		e.openMu.Unlock()
+	// Stores close side by side (at most closeWorkers at a time): each
+	// close waits on its own files and, in a cluster, on its lease and
+	// stream; one after another, 200 stores took about 70 s to stop.
+	errs := make([]error, len(es))
+	sem := make(chan struct{}, closeWorkers)
+	var wg sync.WaitGroup
+	for i, e := range es {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			e.openMu.Lock()
+			errs[i] = h.closeStore(e, "shutdown")
+			e.openMu.Unlock()
+		}()
 	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
+
+// closeWorkers bounds the stores Close closes at once.
+const closeWorkers = 16
