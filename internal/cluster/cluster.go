@@ -181,10 +181,21 @@ func (n *Node) EnsureStream(logID string) error {
 // all: safe, since the expected sequence admits the event only once, and
 // better than failing the append, which stops the store taking writes.
 func (n *Node) Publish(logID string, first uint64, raws [][]byte) error {
+	return n.PublishWhile(logID, first, raws, nil)
+}
+
+// PublishWhile is Publish that makes each attempt only while ok (nil:
+// always) reports true, else fails with ErrLeaseLost. An owner passes its
+// lease's validity: the expected sequence keeps a stale owner from
+// forking the chain, but not from extending it right after a new owner
+// read the stream's head (that owner would then serve reads without an
+// event the stale one acknowledged). Retrying past the lease would open
+// that window for as long as an election lasts.
+func (n *Node) PublishWhile(logID string, first uint64, raws [][]byte, ok func() bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*n.cfg.Timeout)
 	defer cancel()
 	for i, raw := range raws {
-		if err := n.publishOne(ctx, logID, first+uint64(i), raw); err != nil {
+		if err := n.publishOne(ctx, logID, first+uint64(i), raw, ok); err != nil {
 			return err
 		}
 	}
@@ -194,8 +205,11 @@ func (n *Node) Publish(logID string, first uint64, raws [][]byte) error {
 // publishAttempt bounds one publish attempt within Publish's budget.
 const publishAttempt = 3 * time.Second
 
-func (n *Node) publishOne(ctx context.Context, logID string, seq uint64, raw []byte) error {
+func (n *Node) publishOne(ctx context.Context, logID string, seq uint64, raw []byte, ok func() bool) error {
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		if ok != nil && !ok() {
+			return fmt.Errorf("publish event %d of log %s: %w", seq, logID, ErrLeaseLost)
+		}
 		actx, cancel := context.WithTimeout(ctx, publishAttempt)
 		// No Nats-Msg-Id: the stream's duplicate window answers a repeated
 		// id with a success before it checks the expected sequence, which
@@ -594,7 +608,7 @@ func (o *Owned) replicate(first uint64, raws [][]byte) (err error) {
 	if !o.Valid() {
 		return ErrLeaseLost
 	}
-	if err := o.n.Publish(o.logID, first, raws); err != nil {
+	if err := o.n.PublishWhile(o.logID, first, raws, o.Valid); err != nil {
 		return err
 	}
 	o.acked.Store(first + uint64(len(raws)) - 1)

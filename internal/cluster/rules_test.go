@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -268,5 +269,53 @@ func TestClusterPublishRetriesUnanswered(t *testing.T) {
 		t.Fatal("a second event at seq 1 was acknowledged")
 	} else if errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a refused publish was retried until its budget ran out: %v", err)
+	}
+}
+
+// A publish retried after an attempt without an answer stops once its
+// owner's lease is no longer valid: an event a stale owner lands after a
+// new owner read the stream's head would be acknowledged to its client
+// and missing from what the new owner serves. Nothing reaches the
+// stream, and the error is ErrLeaseLost.
+func TestClusterPublishStopsWhenInvalid(t *testing.T) {
+	srv := startOne(t)
+	n := connectCfg(t, Config{URL: srv.ClientURL(), NodeID: "a", Replicas: 1, LeaseTTL: time.Minute, Timeout: 5 * time.Second})
+	spy, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer spy.Close()
+	const logID = "stale"
+	sub, err := spy.SubscribeSync(Subject(logID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := spy.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var valid atomic.Bool
+	valid.Store(true)
+	done := make(chan error, 1)
+	go func() { done <- n.PublishWhile(logID, 1, [][]byte{[]byte("event one")}, valid.Load) }()
+	if _, err := sub.NextMsg(30 * time.Second); err != nil {
+		t.Fatalf("the first attempt never came: %v", err)
+	}
+	// While the first attempt waits for an answer, the lease lapses and
+	// the stream answers again (a new owner may read its head now).
+	valid.Store(false)
+	if err := n.EnsureStream(logID); err != nil {
+		t.Fatal(err)
+	}
+	if err := sub.Unsubscribe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := spy.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("a publish retried after its lease lapsed: %v, want ErrLeaseLost", err)
+	}
+	if h, err := n.StreamHead(logID); err != nil || h != 0 {
+		t.Fatalf("stream head %d %v, want 0: a stale owner's retry reached the stream", h, err)
 	}
 }
