@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -426,6 +427,8 @@ func TestClusterServeStores(t *testing.T) {
 	// node 0 is killed; then until every store of node 0 took writes again.
 	stopW := make(chan struct{})
 	var served0 sync.Map // node 0's stores that took a write after the kill
+	var next0 atomic.Int64
+	isServed0 := func(name string) bool { _, ok := served0.Load(name); return ok }
 	var killed time.Time
 	var killMu sync.RWMutex
 	var wg2 sync.WaitGroup
@@ -440,18 +443,30 @@ func TestClusterServeStores(t *testing.T) {
 					return
 				default:
 				}
+				killMu.RLock()
+				after := !killed.IsZero()
+				killMu.RUnlock()
 				var name string
-				if k%2 == 0 && len(owned[0]) > 0 { // busy: node 0's stores
+				switch {
+				case k%2 == 0 && after:
+					// Node 0's stores that took no write since the kill, in
+					// turn: the time printed is when each was served again,
+					// not when a random pick happened to reach it.
 					name = owned[0][rng.Intn(len(owned[0]))]
-				} else {
+					for j, start := 0, int(next0.Add(1)); j < len(owned[0]); j++ {
+						if c := owned[0][(start+j)%len(owned[0])]; !isServed0(c) {
+							name = c
+							break
+						}
+					}
+				case k%2 == 0 && len(owned[0]) > 0: // busy: node 0's stores
+					name = owned[0][rng.Intn(len(owned[0]))]
+				default:
 					name = names[rng.Intn(nStores)]
 				}
 				if name == names[1] {
 					continue // node 3's, checked below
 				}
-				killMu.RLock()
-				after := !killed.IsZero()
-				killMu.RUnlock()
 				n := rng.Intn(3)
 				if after {
 					n = 1 + rng.Intn(2)
@@ -521,6 +536,7 @@ func TestClusterServeStores(t *testing.T) {
 
 	// Every acknowledged event of every store is there; nothing else but
 	// appends whose outcome was unknown.
+	tCheck := time.Now()
 	total := 0
 	for i, name := range names {
 		mu.Lock()
@@ -548,14 +564,14 @@ func TestClusterServeStores(t *testing.T) {
 		}
 		for _, id := range ids {
 			if !found[id] {
-				t.Fatalf("%s lost acknowledged event %s (node %d)\n%s", name, id, n, logs())
+				t.Fatalf("%s lost acknowledged event %s (node %d, head %v)\n%s", name, id, n, st["head_seq"], storeLines(nodes, name))
 			}
 		}
 		if h := int(st["head_seq"].(float64)); h < len(ids) || h > len(ids)+unk {
-			t.Fatalf("%s: head %d, %d acknowledged, %d unknown", name, h, len(ids), unk)
+			t.Fatalf("%s: head %d, %d acknowledged, %d unknown\n%s", name, h, len(ids), unk, storeLines(nodes, name))
 		}
 	}
-	t.Logf("all %d acknowledged events of %d stores found after the kill", total, nStores)
+	t.Logf("all %d acknowledged events of %d stores found after the kill (checked in %s)", total, nStores, time.Since(tCheck).Round(time.Millisecond))
 	// Chains verify on the new owners' copies (the CLI attaches to the
 	// owner's socket): a few of node 0's former stores.
 	for _, name := range owned[0][:min(3, len(owned[0]))] {
@@ -576,13 +592,26 @@ func TestClusterServeStores(t *testing.T) {
 	// unacknowledged tail cut. Heads agree through every node.
 	nodes[0], addrs[0] = startNode(t, nodeArgs(0)...)
 	up(0)
-	nodes[1].cmd.Process.Signal(syscall.SIGTERM)
-	// Gone once reaped (startNode's goroutine waits for it); bounded.
-	for t0 := time.Now(); nodes[1].cmd.Process.Signal(syscall.Signal(0)) == nil; time.Sleep(100 * time.Millisecond) {
-		if time.Since(t0) > 60*time.Second {
-			t.Fatalf("node 1 did not stop on SIGTERM\n%s", logs())
+	stopNode := func(i int) time.Duration {
+		t0 := time.Now()
+		nodes[i].cmd.Process.Signal(syscall.SIGTERM)
+		// Gone once reaped (startNode's goroutine waits for it); bounded.
+		for nodes[i].cmd.Process.Signal(syscall.Signal(0)) == nil {
+			if time.Since(t0) > 60*time.Second {
+				t.Fatalf("node %d did not stop on SIGTERM\n%s", i, logs())
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
+		return time.Since(t0)
 	}
+	openStores := func(i int) int {
+		l := nodes[i].stderr.String()
+		return strings.Count(l, "opened store") - strings.Count(l, "closed store")
+	}
+	open1 := openStores(1)
+	stopped := stopNode(1)
+	t.Logf("node 1 (%d stores open) stopped on SIGTERM in %s", open1, stopped.Round(time.Millisecond))
+	tBack := time.Now()
 	for i, name := range names {
 		if i == 1 {
 			continue
@@ -608,8 +637,32 @@ func TestClusterServeStores(t *testing.T) {
 		t.Log(logs())
 	}
 	back := strings.Count(nodes[0].stderr.String(), "owning store")
-	t.Logf("node 0 rejoined and took back %d stores; heads agree; cut tails: %d; whole test %s",
-		back, strings.Count(nodes[0].stderr.String(), "log repaired: cut"), time.Since(tStart).Round(time.Millisecond))
+	t.Logf("node 0 rejoined and took back %d stores in %s; heads agree; cut tails: %d",
+		back, time.Since(tBack).Round(time.Millisecond), strings.Count(nodes[0].stderr.String(), "log repaired: cut"))
+	// Node 2 stops while nodes 0 and 2 still make JetStream's quorum (its
+	// leases are given back); nodes 0 and 3 then end with the test (no
+	// quorum is left for node 0 to give its leases back to).
+	open2 := openStores(2)
+	stopped = stopNode(2)
+	t.Logf("node 2 (%d stores open) stopped on SIGTERM in %s; whole test %s", open2, stopped.Round(time.Millisecond),
+		time.Since(tStart).Round(time.Millisecond))
+}
+
+// storeLines is every node's log lines about store name.
+func storeLines(nodes []*served, name string) string {
+	var b strings.Builder
+	for i, n := range nodes {
+		if n == nil {
+			continue
+		}
+		fmt.Fprintf(&b, "--- node %d about %s:\n", i, name)
+		for _, l := range strings.Split(n.stderr.String(), "\n") {
+			if strings.Contains(l, "store "+name+" ") || strings.Contains(l, "store="+name+" ") || strings.HasSuffix(l, "store "+name) {
+				b.WriteString(l + "\n")
+			}
+		}
+	}
+	return b.String()
 }
 
 func tail(s string, n int) string {
