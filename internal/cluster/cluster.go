@@ -407,8 +407,9 @@ type Owned struct {
 	mu    sync.Mutex
 	rev   uint64
 	lost  bool
-	// renewed is when the lease was last taken or renewed; broken is set
-	// once a replicate failed (the log takes no more appends).
+	// renewed is when the request that last took or renewed the lease was
+	// sent (the bucket stored it no earlier); broken is set once a
+	// replicate failed (the log takes no more appends).
 	renewed time.Time
 	broken  bool
 	// snapSeq is the seq of the newest snapshot in the object store;
@@ -505,11 +506,15 @@ func (n *Node) Own(ctx context.Context, name, dir string, opts ucl.Options) (*Ow
 	if err != nil {
 		return nil, err
 	}
+	// The lease's clock starts when the request leaves, not when its
+	// answer comes back: the bucket may have stored it any time between,
+	// and validity must end before another node can see it expired.
+	asked := time.Now()
 	rev, err := n.acquire(name)
 	if err != nil {
 		return nil, err
 	}
-	o := &Owned{n: n, name: name, logID: meta.LogID, rev: rev, stop: make(chan struct{}), renewed: time.Now(),
+	o := &Owned{n: n, name: name, logID: meta.LogID, rev: rev, stop: make(chan struct{}), renewed: asked,
 		snapDue: make(chan struct{}, 1), warn: opts.Warn}
 	// Renewing from now on: importing a long stream may take longer than
 	// the lease lives.
@@ -640,6 +645,7 @@ func (o *Owned) renew() {
 		o.mu.Lock()
 		rev := o.rev
 		o.mu.Unlock()
+		asked := time.Now() // as in Own: before the bucket stores it
 		nrev, err := o.n.kv.Update(o.name, []byte(o.n.cfg.NodeID), rev)
 		taken := false
 		if err != nil {
@@ -654,7 +660,7 @@ func (o *Owned) renew() {
 		o.mu.Lock()
 		switch {
 		case err == nil:
-			o.rev, o.renewed = nrev, time.Now()
+			o.rev, o.renewed = nrev, asked
 		case taken, time.Since(o.renewed) >= o.n.cfg.LeaseTTL/2:
 			// Failing for half the TTL means another node may own the
 			// store before this one could know.

@@ -319,3 +319,55 @@ func TestClusterPublishStopsWhenInvalid(t *testing.T) {
 		t.Fatalf("stream head %d %v, want 0: a stale owner's retry reached the stream", h, err)
 	}
 }
+
+// An owner's validity is counted from when it sent the request that took
+// or renewed its lease, never from when the answer came back: the bucket
+// stored the lease in between, and counts the TTL from there. Counted
+// from the answer, a slow answer (a loaded machine, an election) would
+// stretch the owner's validity past the moment another node may take the
+// store.
+func TestClusterLeaseClockStartsAtRequest(t *testing.T) {
+	ctx := context.Background()
+	srv := startOne(t)
+	n := connectCfg(t, Config{URL: srv.ClientURL(), NodeID: "a", Replicas: 1, LeaseTTL: 2 * time.Second, Timeout: 5 * time.Second})
+	dir := filepath.Join(t.TempDir(), "alice")
+	s, err := ucl.Init(dir, ucl.InitOptions{Options: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	o, err := n.Own(ctx, "alice", dir, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	// The lease as taken, then after renewals (every TTL/4).
+	for checked := 0; checked < 3; {
+		e, err := n.kv.Get("alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.mu.Lock()
+		rev, renewed := o.rev, o.renewed
+		o.mu.Unlock()
+		if rev != e.Revision() {
+			continue // renewed meanwhile: read both again
+		}
+		if renewed.After(e.Created()) {
+			t.Fatalf("lease revision %d stored at %s, but the owner counts it from %s (after)",
+				rev, e.Created().Format(time.RFC3339Nano), renewed.Format(time.RFC3339Nano))
+		}
+		checked++
+		for t0 := time.Now(); ; time.Sleep(10 * time.Millisecond) {
+			o.mu.Lock()
+			moved := o.rev != rev
+			o.mu.Unlock()
+			if moved {
+				break
+			}
+			if time.Since(t0) > 30*time.Second {
+				t.Fatal("the lease was not renewed")
+			}
+		}
+	}
+}
