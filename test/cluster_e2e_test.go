@@ -774,3 +774,72 @@ func TestClusterServeProvision(t *testing.T) {
 		t.Fatalf("node c without the cluster key: %d %v, want 401", code, err)
 	}
 }
+
+// A node with the cluster key takes over a store whose owner died even
+// when it was never given the store's directory nor asked for it: its
+// lease watcher fetches the store's identity by name from the cluster.
+// Node b serves alice (fetched by token on its first request) and is
+// killed; node a (JetStream's server) or node c, which never saw alice,
+// takes alice over before any request, and serves b's acknowledged
+// write.
+func TestClusterServeTakeoverByName(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	key := filepath.Join(root, "cluster.key")
+	if err := os.WriteFile(key, []byte(strings.Repeat("6b", 32)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	client := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
+	common := []string{"--replicas", "1", "--lease-ttl", "2s", "--cluster-key", key}
+	a, aa := startNode(t, append([]string{"--stores", filepath.Join(root, "a"), "--cluster-embed", "--cluster-listen", client,
+		"--node-id", "a"}, common...)...)
+	addrA := <-aa
+	if addrA == "" {
+		t.Fatalf("node a did not come up: %s", a.stderr.String())
+	}
+	// Created where no node serves it: only the cluster has it.
+	out := must(t, "", "", "stores", "create", "--stores", filepath.Join(root, "made"), "--json",
+		"--cluster", "nats://"+client, "--cluster-key", key, "alice")
+	tok, _ := jsonDoc(t, out)["token"].(string)
+	if tok == "" {
+		t.Fatalf("stores create: %s", out)
+	}
+	start := func(id string) (*served, string) {
+		s, ch := startNode(t, append([]string{"--stores", filepath.Join(root, id), "--cluster", "nats://" + client,
+			"--node-id", id}, common...)...)
+		addr := <-ch
+		if addr == "" {
+			t.Fatalf("node %s did not come up: %s", id, s.stderr.String())
+		}
+		return s, "http://" + addr
+	}
+	b, baseB := start("b")
+	code, id, err := storeFact(baseB, tok, "acknowledged through b")
+	if err != nil || code != 200 {
+		t.Fatalf("a write through node b: %d %v\n%s", code, err, b.stderr.String())
+	}
+	if !strings.Contains(b.stderr.String(), "owning store alice ") {
+		t.Fatalf("node b does not own alice: %s", b.stderr.String())
+	}
+	c, _ := start("c")
+	b.cmd.Process.Kill()
+	killed := time.Now()
+	var taker *served
+	for taker == nil {
+		for _, n := range []*served{a, c} {
+			if l := n.stderr.String(); strings.Contains(l, "owning store alice ") &&
+				strings.Contains(l, "store alice provisioned from the cluster (its owner stopped)") {
+				taker = n
+			}
+		}
+		if time.Since(killed) > 60*time.Second {
+			t.Fatalf("nobody took alice over by name within 60 s of kill -9 of its owner\n--- a:\n%s\n--- c:\n%s", a.stderr.String(), c.stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("alice taken over by name %s after kill -9 of its owner (lease TTL 2s)", time.Since(killed).Round(time.Millisecond))
+	found, err := getFound("http://"+addrA, tok, []string{id})
+	if err != nil || !found[id] {
+		t.Fatalf("b's acknowledged write after the takeover: %v %v", found, err)
+	}
+}

@@ -477,6 +477,19 @@ func (h *Host) open(e *entry, tok string) (http.Handler, func(), error) {
 	return hd, func() {}, nil
 }
 
+// Rescan reads Dir's stores again now: a store provisioned into Dir
+// outside a request (a cluster node fetching a store it takes over) is
+// known from then on.
+func (h *Host) Rescan() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil
+	}
+	h.scan = h.o.Now()
+	return h.rescan()
+}
+
 // Warm opens store name as a request would, without one: a cluster node
 // takes over a store whose owner died before anyone asks for it. A store
 // that opens only as a client of an owner elsewhere is closed again. The
