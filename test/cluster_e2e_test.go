@@ -220,10 +220,20 @@ func storeFact(base, token, fact string) (code int, id string, err error) {
 	return code, id, nil
 }
 
-// getFound returns which of ids the store (through base) holds.
+// getFound returns which of ids the store (through base) holds. A 503
+// ("try again": an owner whose lease lapsed under load, a store moving)
+// is asked again, for up to a minute.
 func getFound(base, token string, ids []string) (map[string]bool, error) {
 	b, _ := json.Marshal(map[string]any{"ids": ids})
-	code, m, err := httpCall(base, token, "POST", "/v1/get", string(b))
+	var code int
+	var m map[string]any
+	var err error
+	for t0 := time.Now(); ; time.Sleep(200 * time.Millisecond) {
+		code, m, err = httpCall(base, token, "POST", "/v1/get", string(b))
+		if err != nil || code != 503 || time.Since(t0) > time.Minute {
+			break
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
