@@ -275,6 +275,12 @@ func TestClusterServeStores(t *testing.T) {
 		}
 	})
 	root := t.TempDir()
+	// Runs before the directories' removal, after the nodes' cleanups.
+	t.Cleanup(func() {
+		if !tEnd.IsZero() {
+			t.Logf("processes reaped %s after the test", time.Since(tEnd).Round(time.Millisecond))
+		}
+	})
 	var dirs []string
 	for i := 0; i < 4; i++ {
 		dirs = append(dirs, filepath.Join(root, fmt.Sprintf("node%d", i)))
