@@ -214,6 +214,9 @@ func (s *Store) dedupIndexLocked(ctx context.Context) (*dedup.Index, error) {
 		// Only the dedup projection: opening the set would load every
 		// projection (the vector graph among them) for one lookup.
 		if s.dedupSet == nil {
+			if s.shut.Load() { // as in setLocked
+				return nil, log.ErrClosed
+			}
 			ds, err := projstd.Open(s.st.Path(store.ProjectionsDir), s.st.Log, projstd.Options{Only: []string{dedup.Name}})
 			if err != nil {
 				return nil, err

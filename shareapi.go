@@ -362,6 +362,9 @@ func (s *Store) sharedSetLocked(ctx context.Context, p Progress) (*projstd.Set, 
 	if s.shared != nil {
 		return s.shared, s.sharedSrc, nil
 	}
+	if s.shut.Load() { // as in setLocked
+		return nil, nil, log.ErrClosed
+	}
 	src, err := share.LoadSource(s.shareEnv(), func() (*rsa.PrivateKey, error) {
 		w, err := s.wallet()
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/unlimitedcontext/ucl/internal/fsutil"
@@ -68,6 +69,11 @@ type Store struct {
 	tree      proof.Merkle // the Merkle tree, opened on first use
 	closeMu   sync.Mutex
 	closed    bool
+	// shut is set by Close before it waits for projMu: a read still in
+	// flight then opens no projection set (one opened after Close would
+	// stay open, its bolt files locked, and the next Open of the store in
+	// this process would wait on their locks forever).
+	shut atomic.Bool
 	// appended is signalled (non-blocking) after every append, waking the
 	// mirror loop.
 	appended chan struct{}
@@ -167,6 +173,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	s.shut.Store(true)
 	s.lockProj()
 	defer s.projMu.Unlock()
 	s.sharedMu.Lock()
@@ -280,6 +287,9 @@ func (s *Store) embedderDim(ho vector.HTTPOptions) (int, error) {
 func (s *Store) setLocked() (*projstd.Set, error) {
 	if s.set != nil {
 		return s.set, nil
+	}
+	if s.shut.Load() {
+		return nil, log.ErrClosed
 	}
 	if err := s.needKeys(); err != nil {
 		return nil, err

@@ -155,9 +155,11 @@ func clusterOpen(c *cli.Context, node *cluster.Node, key []byte, name, dir strin
 	return tenant.Opened{API: cl, Close: cl.Close, Transient: true}, nil
 }
 
-// watchLeases takes over, as soon as their leases expire, the stores of
-// this node's directory whose owner stopped renewing (at most 8 at once).
-func watchLeases(c *cli.Context, ctx context.Context, node *cluster.Node, host *tenant.Host) {
+// watchLeases takes over, as soon as their leases expire, the stores whose
+// owner stopped renewing (at most 8 at once): those of this node's
+// directory, and with the cluster key (not nil) those it can fetch from
+// the cluster by name.
+func watchLeases(c *cli.Context, ctx context.Context, node *cluster.Node, host *tenant.Host, dir string, key []byte) {
 	sem := make(chan struct{}, 8)
 	err := node.WatchLeases(ctx, func(name string) {
 		select {
@@ -167,7 +169,20 @@ func watchLeases(c *cli.Context, ctx context.Context, node *cluster.Node, host *
 		}
 		go func() {
 			defer func() { <-sem }()
-			if err := host.Warm(name); err != nil && !errors.Is(err, tenant.ErrNoStore) {
+			err := host.Warm(name)
+			if errors.Is(err, tenant.ErrNoStore) && key != nil {
+				ferr := node.FetchStore(name, dir, key)
+				switch {
+				case ferr == nil:
+					fmt.Fprintf(c.App.ErrWriter, "ucl: store %s provisioned from the cluster (its owner stopped)\n", name)
+					if err = host.Rescan(); err == nil {
+						err = host.Warm(name)
+					}
+				case !errors.Is(ferr, cluster.ErrNoIdentity):
+					err = ferr
+				}
+			}
+			if err != nil && !errors.Is(err, tenant.ErrNoStore) {
 				fmt.Fprintf(c.App.ErrWriter, "ucl: take over store %s: %v\n", name, err)
 			}
 		}()

@@ -264,7 +264,7 @@ func runServeStores(c *cli.Context) error {
 	if node != nil {
 		wctx, wstop := context.WithCancel(context.Background())
 		defer wstop()
-		go watchLeases(c, wctx, node, host)
+		go watchLeases(c, wctx, node, host, dir, key)
 	}
 	ln, err := net.Listen("tcp", cfg.String("proxy.listen"))
 	if err != nil {

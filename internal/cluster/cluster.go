@@ -181,10 +181,21 @@ func (n *Node) EnsureStream(logID string) error {
 // all: safe, since the expected sequence admits the event only once, and
 // better than failing the append, which stops the store taking writes.
 func (n *Node) Publish(logID string, first uint64, raws [][]byte) error {
+	return n.PublishWhile(logID, first, raws, nil)
+}
+
+// PublishWhile is Publish that makes each attempt only while ok (nil:
+// always) reports true, else fails with ErrLeaseLost. An owner passes its
+// lease's validity: the expected sequence keeps a stale owner from
+// forking the chain, but not from extending it right after a new owner
+// read the stream's head (that owner would then serve reads without an
+// event the stale one acknowledged). Retrying past the lease would open
+// that window for as long as an election lasts.
+func (n *Node) PublishWhile(logID string, first uint64, raws [][]byte, ok func() bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*n.cfg.Timeout)
 	defer cancel()
 	for i, raw := range raws {
-		if err := n.publishOne(ctx, logID, first+uint64(i), raw); err != nil {
+		if err := n.publishOne(ctx, logID, first+uint64(i), raw, ok); err != nil {
 			return err
 		}
 	}
@@ -194,8 +205,11 @@ func (n *Node) Publish(logID string, first uint64, raws [][]byte) error {
 // publishAttempt bounds one publish attempt within Publish's budget.
 const publishAttempt = 3 * time.Second
 
-func (n *Node) publishOne(ctx context.Context, logID string, seq uint64, raw []byte) error {
+func (n *Node) publishOne(ctx context.Context, logID string, seq uint64, raw []byte, ok func() bool) error {
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		if ok != nil && !ok() {
+			return fmt.Errorf("publish event %d of log %s: %w", seq, logID, ErrLeaseLost)
+		}
 		actx, cancel := context.WithTimeout(ctx, publishAttempt)
 		// No Nats-Msg-Id: the stream's duplicate window answers a repeated
 		// id with a success before it checks the expected sequence, which
@@ -393,8 +407,9 @@ type Owned struct {
 	mu    sync.Mutex
 	rev   uint64
 	lost  bool
-	// renewed is when the lease was last taken or renewed; broken is set
-	// once a replicate failed (the log takes no more appends).
+	// renewed is when the request that last took or renewed the lease was
+	// sent (the bucket stored it no earlier); broken is set once a
+	// replicate failed (the log takes no more appends).
 	renewed time.Time
 	broken  bool
 	// snapSeq is the seq of the newest snapshot in the object store;
@@ -491,11 +506,15 @@ func (n *Node) Own(ctx context.Context, name, dir string, opts ucl.Options) (*Ow
 	if err != nil {
 		return nil, err
 	}
+	// The lease's clock starts when the request leaves, not when its
+	// answer comes back: the bucket may have stored it any time between,
+	// and validity must end before another node can see it expired.
+	asked := time.Now()
 	rev, err := n.acquire(name)
 	if err != nil {
 		return nil, err
 	}
-	o := &Owned{n: n, name: name, logID: meta.LogID, rev: rev, stop: make(chan struct{}), renewed: time.Now(),
+	o := &Owned{n: n, name: name, logID: meta.LogID, rev: rev, stop: make(chan struct{}), renewed: asked,
 		snapDue: make(chan struct{}, 1), warn: opts.Warn}
 	// Renewing from now on: importing a long stream may take longer than
 	// the lease lives.
@@ -594,7 +613,7 @@ func (o *Owned) replicate(first uint64, raws [][]byte) (err error) {
 	if !o.Valid() {
 		return ErrLeaseLost
 	}
-	if err := o.n.Publish(o.logID, first, raws); err != nil {
+	if err := o.n.PublishWhile(o.logID, first, raws, o.Valid); err != nil {
 		return err
 	}
 	o.acked.Store(first + uint64(len(raws)) - 1)
@@ -626,6 +645,7 @@ func (o *Owned) renew() {
 		o.mu.Lock()
 		rev := o.rev
 		o.mu.Unlock()
+		asked := time.Now() // as in Own: before the bucket stores it
 		nrev, err := o.n.kv.Update(o.name, []byte(o.n.cfg.NodeID), rev)
 		taken := false
 		if err != nil {
@@ -640,7 +660,7 @@ func (o *Owned) renew() {
 		o.mu.Lock()
 		switch {
 		case err == nil:
-			o.rev, o.renewed = nrev, time.Now()
+			o.rev, o.renewed = nrev, asked
 		case taken, time.Since(o.renewed) >= o.n.cfg.LeaseTTL/2:
 			// Failing for half the TTL means another node may own the
 			// store before this one could know.

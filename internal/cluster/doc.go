@@ -32,8 +32,10 @@
 //
 // An owner renews its lease every quarter TTL from the moment it takes it
 // (a takeover importing a long stream may outlast the TTL). It serves the
-// store only while valid (Owned.Valid): renewed within half the TTL, not
-// lost to another node, and no append failed to replicate; a server
+// store only while valid (Owned.Valid): renewed within half the TTL
+// (counted from when the renewal was sent), not lost to another node, and
+// no append failed to replicate; it publishes, and retries a publish,
+// only while valid (Node.PublishWhile); a server
 // drops an owner that is not valid and opens the store anew. Every node
 // watches the bucket (WatchLeases): a key not written for a whole TTL
 // belongs to an owner that stopped, and the node takes that store over at

@@ -31,8 +31,8 @@ var identityFiles = []string{store.MetaFile, store.VaultFile, store.WalletFile, 
 func identityAAD(name string) []byte { return []byte("ucl-store-identity-v1\x00" + name) }
 
 var (
-	// ErrNoIdentity is returned by FetchIdentity when the cluster holds no
-	// store for the token.
+	// ErrNoIdentity is returned by FetchIdentity and FetchStore when the
+	// cluster holds no store for the token or name.
 	ErrNoIdentity = errors.New("cluster: no store with that token in the cluster")
 	// ErrIdentityDiffers is returned by PublishIdentity when the cluster
 	// already holds a different store under the name.
@@ -130,44 +130,62 @@ func (n *Node) FetchIdentity(tokenHash, storesDir string, key []byte) (string, e
 		return "", fmt.Errorf("fetch a store identity: %w", err)
 	}
 	name := string(e.Value())
+	return name, n.fetch(name, tokenHash, storesDir, key)
+}
+
+// FetchStore writes the identity files of store name from the identity
+// bucket to storesDir/name, as FetchIdentity does: a node taking over a
+// store whose owner stopped, without a request naming its token. A store
+// already in storesDir is left as it is; ErrNoIdentity when the cluster
+// holds no store of that name.
+func (n *Node) FetchStore(name, storesDir string, key []byte) error {
+	return n.fetch(name, "", storesDir, key)
+}
+
+// fetch writes store name's identity files; tokenHash, when not "", must
+// be the token hash inside.
+func (n *Node) fetch(name, tokenHash, storesDir string, key []byte) error {
 	if strings.ContainsAny(name, "/\\.") || name == "" {
-		return "", fmt.Errorf("fetch a store identity: bad store name %q", name)
+		return fmt.Errorf("fetch a store identity: bad store name %q", name)
 	}
 	final := filepath.Join(storesDir, name)
 	if _, err := os.Stat(final); err == nil {
-		return name, nil
+		return nil
 	}
-	se, err := kv.Get("store." + name)
+	se, err := n.ids.Get("store." + name)
+	if errors.Is(err, nats.ErrKeyNotFound) {
+		return fmt.Errorf("fetch the identity of %s: %w", name, ErrNoIdentity)
+	}
 	if err != nil {
-		return "", fmt.Errorf("fetch the identity of %s: %w", name, err)
+		return fmt.Errorf("fetch the identity of %s: %w", name, err)
 	}
 	files, err := openIdentity(name, se.Value(), key)
 	if err != nil {
-		return "", fmt.Errorf("fetch the identity of %s: %w", name, err)
+		return fmt.Errorf("fetch the identity of %s: %w", name, err)
 	}
-	if strings.TrimSpace(string(files["token.sha256"])) != tokenHash {
-		return "", fmt.Errorf("fetch the identity of %s: its token hash is not the one asked for", name)
+	if tokenHash != "" && strings.TrimSpace(string(files["token.sha256"])) != tokenHash {
+		return fmt.Errorf("fetch the identity of %s: its token hash is not the one asked for", name)
 	}
 	if err := fsutil.MkdirAllSync(storesDir, 0o700); err != nil {
-		return "", fmt.Errorf("fetch the identity of %s: %w", name, err)
+		return fmt.Errorf("fetch the identity of %s: %w", name, err)
 	}
 	stage, err := os.MkdirTemp(storesDir, "."+name+".fetch-")
 	if err != nil {
-		return "", fmt.Errorf("fetch the identity of %s: %w", name, err)
+		return fmt.Errorf("fetch the identity of %s: %w", name, err)
 	}
 	defer os.RemoveAll(stage) // gone after the rename; a leftover otherwise
 	for _, f := range identityFiles {
 		if err := fsutil.WriteFileAtomic(filepath.Join(stage, f), files[f], 0o600); err != nil {
-			return "", fmt.Errorf("fetch the identity of %s: %w", name, err)
+			return fmt.Errorf("fetch the identity of %s: %w", name, err)
 		}
 	}
 	if err := os.Rename(stage, final); err != nil {
-		return "", fmt.Errorf("fetch the identity of %s: %w", name, err)
+		return fmt.Errorf("fetch the identity of %s: %w", name, err)
 	}
 	if err := fsutil.SyncDir(storesDir); err != nil {
-		return "", fmt.Errorf("fetch the identity of %s: %w", name, err)
+		return fmt.Errorf("fetch the identity of %s: %w", name, err)
 	}
-	return name, nil
+	return nil
 }
 
 func sealIdentity(name string, files map[string][]byte, key []byte) ([]byte, error) {

@@ -66,6 +66,27 @@ func TestClusterIdentity(t *testing.T) {
 		t.Fatal(err)
 	}
 	s2.Close()
+	// By name (a node taking over a store whose owner stopped): the same
+	// files; an unknown name is ErrNoIdentity, another key ErrClusterKey.
+	byName := t.TempDir()
+	if err := n.FetchStore("alice", byName, key); err != nil {
+		t.Fatalf("fetch by name: %v", err)
+	}
+	for _, f := range identityFiles {
+		a, _ := os.ReadFile(filepath.Join(src, f))
+		if b, err := os.ReadFile(filepath.Join(byName, "alice", f)); err != nil || !bytes.Equal(a, b) {
+			t.Fatalf("%s differs after the fetch by name (%v)", f, err)
+		}
+	}
+	if err := n.FetchStore("carol", t.TempDir(), key); !errors.Is(err, ErrNoIdentity) {
+		t.Fatalf("fetch of an unknown name: %v, want ErrNoIdentity", err)
+	}
+	if err := n.FetchStore("alice", t.TempDir(), bytes.Repeat([]byte{8}, 32)); !errors.Is(err, ErrClusterKey) {
+		t.Fatalf("fetch by name with another key: %v, want ErrClusterKey", err)
+	}
+	if err := n.FetchStore("../alice", t.TempDir(), key); err == nil {
+		t.Fatal("a name with a path in it was fetched")
+	}
 	// A different store under the same name is refused, not overwritten.
 	other := filepath.Join(t.TempDir(), "alice")
 	s3, err := ucl.Init(other, ucl.InitOptions{Options: quiet})

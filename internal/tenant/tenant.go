@@ -477,6 +477,19 @@ func (h *Host) open(e *entry, tok string) (http.Handler, func(), error) {
 	return hd, func() {}, nil
 }
 
+// Rescan reads Dir's stores again now: a store provisioned into Dir
+// outside a request (a cluster node fetching a store it takes over) is
+// known from then on.
+func (h *Host) Rescan() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil
+	}
+	h.scan = h.o.Now()
+	return h.rescan()
+}
+
 // Warm opens store name as a request would, without one: a cluster node
 // takes over a store whose owner died before anyone asks for it. A store
 // that opens only as a client of an owner elsewhere is closed again. The
@@ -576,11 +589,25 @@ func (h *Host) Close() error {
 	h.mu.Unlock()
 	close(h.stop)
 	h.wg.Wait()
-	var errs []error
-	for _, e := range es {
-		e.openMu.Lock()
-		errs = append(errs, h.closeStore(e, "shutdown"))
-		e.openMu.Unlock()
+	// Stores close side by side (at most closeWorkers at a time): each
+	// close waits on its own files and, in a cluster, on its lease and
+	// stream; one after another, 200 stores took about 70 s to stop.
+	errs := make([]error, len(es))
+	sem := make(chan struct{}, closeWorkers)
+	var wg sync.WaitGroup
+	for i, e := range es {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			e.openMu.Lock()
+			errs[i] = h.closeStore(e, "shutdown")
+			e.openMu.Unlock()
+		}()
 	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
+
+// closeWorkers bounds the stores Close closes at once.
+const closeWorkers = 16
