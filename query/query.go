@@ -400,8 +400,8 @@ type Options struct {
 	// (default 20).
 	PrefilterSessions int
 	// NoFuzzy turns the text channel's typo tolerance off (a query word
-	// no chunk holds otherwise also matches the words within one or two
-	// edits of it; see the fts package).
+	// no chunk holds otherwise also matches its three nearest words within
+	// one or two edits; see the fts package).
 	NoFuzzy bool
 	// PlainVectorQuery embeds the ANN channel's query without word
 	// weights (by default each word counts its IDF when the sources can
