@@ -166,10 +166,10 @@ func TestClusterServeKillOwner(t *testing.T) {
 }
 
 // clusterStores is how many stores TestClusterServeStores runs:
-// UCL_CLUSTER_STORES, or the 200 (make test, under -race: about
-// 4 to 5 minutes of wall time beside the other tests and 150 to 180 s of
-// CPU, against about 20 s for 12 stores; UCL_CLUSTER_STORES=12 for a
-// quick run).
+// UCL_CLUSTER_STORES, or the 200 (under -race on 2 shared cores:
+// about 2 to 4 minutes and 60 to 180 s of CPU depending on the load,
+// against about 70 s and 18 s of CPU for 12 stores; UCL_CLUSTER_STORES=12
+// for a quick run).
 func clusterStores(t *testing.T) int {
 	if v := os.Getenv("UCL_CLUSTER_STORES"); v != "" {
 		n, err := strconv.Atoi(v)

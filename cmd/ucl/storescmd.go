@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -240,11 +241,27 @@ func runServeStores(c *cli.Context) error {
 			return tenant.Opened{API: s, Close: s.Close, Serve: s.Serve}, nil
 		},
 		Handler: func(api ucl.API, token string) (http.Handler, error) {
-			mcpH, err := mcpserver.HTTPHandler(mcpserver.New(api, mcpserver.Options{Version: version, Log: c.App.ErrWriter, TZ: tz}), token)
-			if err != nil {
-				return nil, err
+			if token == "" {
+				return nil, mcpserver.ErrNoToken
 			}
-			srv, err := httpapi.New(api, httpOptions(c, cfg, upstream, token, tz, mcpH))
+			// The MCP face is built on its first request: building it
+			// costs tens of milliseconds (every tool and its schema), and a
+			// store served from another node's lease gets its faces built
+			// anew for every request, almost never an MCP one.
+			var once sync.Once
+			var mcpH http.Handler
+			var mcpErr error
+			lazyMCP := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				once.Do(func() {
+					mcpH, mcpErr = mcpserver.HTTPHandler(mcpserver.New(api, mcpserver.Options{Version: version, Log: c.App.ErrWriter, TZ: tz}), token)
+				})
+				if mcpErr != nil {
+					http.Error(w, mcpErr.Error(), http.StatusInternalServerError)
+					return
+				}
+				mcpH.ServeHTTP(w, r)
+			})
+			srv, err := httpapi.New(api, httpOptions(c, cfg, upstream, token, tz, lazyMCP))
 			if err != nil {
 				return nil, err
 			}
