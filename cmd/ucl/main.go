@@ -8,7 +8,9 @@ import (
 
 func main() {
 	stop := startCPUProfile(os.Stderr)
+	stopMem := startMemProfile(os.Stderr)
 	code := run(os.Args, os.Stdin, os.Stdout, os.Stderr)
+	stopMem()
 	stop()
 	os.Exit(code)
 }

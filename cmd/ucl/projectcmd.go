@@ -34,6 +34,7 @@ pass over the whole projection; "-" means not computed.`,
 	Flags: []cli.Flag{digestsFlag},
 	Action: func(c *cli.Context) error {
 		return withAPI(c, func(api ucl.API) error {
+			boundBuildHeap()
 			prog, done := stagedProgress(c)
 			res, err := api.CatchUp(context.Background(), ucl.CatchUpRequest{Digests: c.Bool("digests"), Progress: prog})
 			done()
@@ -50,6 +51,7 @@ pass over the whole projection; "-" means not computed.`,
 			Flags: []cli.Flag{&cli.StringSliceFlag{Name: "only", Usage: "rebuild only this projection (repeatable): " + strings.Join(projstd.Names, ", ")}, digestsFlag},
 			Action: func(c *cli.Context) error {
 				return withAPI(c, func(api ucl.API) error {
+					boundBuildHeap()
 					prog, done := stagedProgress(c)
 					res, err := api.RebuildProjections(context.Background(), ucl.RebuildProjectionsRequest{Only: c.StringSlice("only"), Digests: c.Bool("digests"), Progress: prog})
 					done()

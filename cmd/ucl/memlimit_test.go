@@ -1,0 +1,45 @@
+package main
+
+import (
+	"math"
+	"path/filepath"
+	"runtime/debug"
+	"testing"
+)
+
+// A projection build runs under buildMemLimit unless GOMEMLIMIT chose a
+// limit: without it the heap of a first catch-up grows to twice its live
+// size between collections (1.43 GB RSS at 200K events, 1.00 GB with it).
+func TestProjectBuildMemoryLimit(t *testing.T) {
+	t.Setenv("GOMEMLIMIT", "")
+	prev := debug.SetMemoryLimit(math.MaxInt64)
+	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
+	dir := filepath.Join(t.TempDir(), "store")
+	if _, errs, code := runCLI(t, dir, "", "init"); code != 0 {
+		t.Fatal(errs)
+	}
+	if _, errs, code := runCLI(t, dir, "", "store", "--session", "s1", "Remember the cello lesson."); code != 0 {
+		t.Fatal(errs)
+	}
+	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
+		t.Fatalf("memory limit %d before project, want none", got)
+	}
+	for _, args := range [][]string{{"project"}, {"project", "rebuild", "--only", "timelines"}} {
+		debug.SetMemoryLimit(math.MaxInt64)
+		if _, errs, code := runCLI(t, dir, "", args...); code != 0 {
+			t.Fatalf("%q: %s", args, errs)
+		}
+		if got := debug.SetMemoryLimit(-1); got != buildMemLimit {
+			t.Fatalf("%q: memory limit %d, want %d", args, got, int64(buildMemLimit))
+		}
+	}
+	// A limit the environment chose is kept.
+	t.Setenv("GOMEMLIMIT", "2GiB")
+	debug.SetMemoryLimit(2 << 30)
+	if _, errs, code := runCLI(t, dir, "", "project"); code != 0 {
+		t.Fatal(errs)
+	}
+	if got := debug.SetMemoryLimit(-1); got != 2<<30 {
+		t.Fatalf("memory limit %d with GOMEMLIMIT=2GiB, want %d", got, int64(2<<30))
+	}
+}
