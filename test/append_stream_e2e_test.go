@@ -105,4 +105,21 @@ func TestAppendBadLineMidStream(t *testing.T) {
 	if len(out) != 10 || existed != 6 {
 		t.Fatalf("append again: %d results, %d existed; want 10 and 6: %v", len(out), existed, out)
 	}
+
+	// The default batch (10,000 events): line 10,002 is bad, the first
+	// 10,000 events are written.
+	dir = newStore(t)
+	var b strings.Builder
+	for i := 1; i <= 10_001; i++ {
+		fmt.Fprintf(&b, `{"content":"default batch turn %d","session":"big"}`+"\n", i)
+	}
+	b.WriteString("not json\n")
+	r = ucl(t, dir, b.String(), "append", "--json", "-")
+	if r.code == 0 || !strings.Contains(r.err, "line 10002") ||
+		!strings.Contains(r.err, "lines 1..10000 of the input were appended (10000 results, 10000 new events, seqs 1..10000)") {
+		t.Fatalf("bad line 10002: %s", r.String()[max(0, len(r.String())-800):])
+	}
+	if n := strings.Count(r.out, "\n"); n != 10_000 {
+		t.Fatalf("%d results printed, want the 10000 written", n)
+	}
 }
