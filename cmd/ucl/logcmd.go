@@ -79,9 +79,11 @@ id, hash (and "existed", "duplicate_of").`,
 const (
 	appendBatchEvents = 10_000
 	appendBatchBytes  = 4 << 20
-	// appendMaxLine bounds one input line: an event holds at most 2 MiB
-	// of text (log.MaxDocumentSize), which JSON escaping can grow.
-	appendMaxLine = 16 << 20
+	// appendMaxLine bounds one input line: the largest request the store
+	// owner takes (64 MiB). A shorter line too large for an event (at
+	// most 2 MiB of text, which JSON escaping can grow) is refused when
+	// its batch is checked, with the bound it breaks.
+	appendMaxLine = 64 << 20
 )
 
 // appendBatch is the part of the input read and not yet written.
@@ -168,18 +170,25 @@ func appendStream(c *cli.Context, r *bufio.Reader) (err error) {
 		}
 		res, err := api.Append(context.Background(), ucl.AppendRequest{JSONL: jsonl, ChunkTokens: chunkTokens,
 			AllowDuplicate: c.Bool("allow-duplicate")})
-		if res != nil {
+		if errors.Is(err, ucl.ErrOutcomeUnknown) {
+			// The owner died: look the batch's events up (outcome.go). All
+			// written: go on with the next batch, attached anew.
+			rs, rerr := resolveUnknownResults(c, err)
+			_ = api.Close() // the dead owner's handle: its error says nothing about the store
+			api = nil
+			if rerr != nil {
+				if written.lines > 0 {
+					return withHint(rerr, fmt.Sprintf("before lines %d..%d (above), %s; check them, then append the input from line %d on", b.first, b.first+b.lines-1, written.String(), b.first))
+				}
+				return rerr
+			}
+			res, err = &ucl.AppendResult{Results: rs}, nil
+		} else if res != nil {
 			if perr := printResults(c, res.Results); perr != nil && err == nil {
 				return perr
 			}
 		}
 		if err != nil {
-			if errors.Is(err, ucl.ErrOutcomeUnknown) {
-				if written.lines > 0 {
-					fmt.Fprintf(c.App.ErrWriter, "note: before this batch (lines %d..%d), %s\n", b.first, b.first+b.lines-1, written.String())
-				}
-				return resolveUnknown(c, err) // outcome.go
-			}
 			if errors.Is(err, ucl.ErrNoInput) {
 				return withHint(err, "give one JSON event per line")
 			}
@@ -251,7 +260,7 @@ func appendStream(c *cli.Context, r *bufio.Reader) (err error) {
 }
 
 // errLineTooLong is returned by readLine for a line over its bound.
-var errLineTooLong = errors.New("line too long: an event holds at most 2 MiB of text")
+var errLineTooLong = errors.New("line too long: an event holds at most 2 MiB of text (a document; a conversation turn less)")
 
 // readLine returns the next line of r with its newline (none at the end
 // of the input), reading at most max bytes of it.
