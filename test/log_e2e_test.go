@@ -85,8 +85,9 @@ func TestIdempotentAppendCLI(t *testing.T) {
 	}
 }
 
-// A bad line rejects the whole input: the error names the line and the
-// field, and the log is not touched.
+// A bad line in an input of one batch (under 10,000 events) rejects it
+// whole: the error names the line and the field, and the log is not
+// touched (TestAppendBadLineMidStream: a bad line in a later batch).
 func TestAppendBadLineWritesNothing(t *testing.T) {
 	t.Parallel()
 	dir := newStore(t)
