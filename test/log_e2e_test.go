@@ -85,8 +85,9 @@ func TestIdempotentAppendCLI(t *testing.T) {
 	}
 }
 
-// A bad line rejects the whole input: the error names the line and the
-// field, and the log is not touched.
+// A bad line in an input of one batch (under 10,000 events) rejects it
+// whole: the error names the line and the field, and the log is not
+// touched (TestAppendBadLineMidStream: a bad line in a later batch).
 func TestAppendBadLineWritesNothing(t *testing.T) {
 	t.Parallel()
 	dir := newStore(t)
@@ -352,23 +353,30 @@ func TestSecretsAndCorruptWalletCLI(t *testing.T) {
 	}
 }
 
-// An input larger than one atomic batch used to be written block by block,
-// so an id conflict on its last line left the first 50,000 events behind.
-func TestLargeAppendCheckedBeforeFirstWrite(t *testing.T) {
+// `ucl append` streams its input in batches: an id conflict on a late line
+// fails that line's batch only, and the error says exactly what the earlier
+// batches wrote.
+func TestLargeAppendConflictReportsWritten(t *testing.T) {
 	t.Parallel()
 	dir := newStore(t)
 	must(t, dir, `{"content":"the original","id":"late"}`+"\n", "append")
 	var b strings.Builder
-	for i := 0; i < 50_001; i++ {
+	for i := 0; i < 5; i++ {
 		fmt.Fprintf(&b, `{"content":"turn %d","session":"big"}`+"\n", i)
 	}
 	b.WriteString(`{"content":"not the original","id":"late"}` + "\n")
-	r := ucl(t, dir, b.String(), "append")
-	if r.code == 0 || !strings.Contains(r.err, "event 50002 of 50002") || !strings.Contains(r.err, "nothing was written") {
+	// Batches of 2: lines 1..4 are written before the conflict on line 6
+	// is found; the error says so, and nothing of the last batch is written.
+	r := ucl(t, dir, b.String(), "append", "--batch-events", "2")
+	if r.code == 0 || !strings.Contains(r.err, "lines 5..6 were not written") ||
+		!strings.Contains(r.err, "lines 1..4 of the input were appended (4 results, 4 new events, seqs 2..5)") {
 		t.Fatalf("append with a late conflict: %s", r)
 	}
-	if n := len(jsonLines(t, must(t, dir, "", "replay"))); n != 1 {
-		t.Fatalf("%d events after a refused append", n)
+	if n := len(jsonLines(t, r.out)); n != 4 {
+		t.Fatalf("%d results printed, want the 4 written: %s", n, r)
+	}
+	if n := len(jsonLines(t, must(t, dir, "", "replay"))); n != 5 {
+		t.Fatalf("%d events after the conflict, want 5", n)
 	}
 }
 

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/unlimitedcontext/ucl"
+	"github.com/unlimitedcontext/ucl/internal/ingest"
 	"github.com/unlimitedcontext/ucl/log"
 )
 
@@ -23,10 +27,14 @@ var appendCommand = &cli.Command{
 	Description: `One event per line, e.g.
   {"type":"store","session":"s1","role":"user","kind":"conversation","content":"…","meta":{"k":"v"},"time":"2023-05-08T13:56:00Z"}
   {"type":"tombstone","chunks":["…"],"reason":"…"}
-The whole input is parsed and checked before anything is written: one bad line
-rejects the input (the error names the line and the field) and the log is not
-touched. Inputs of up to 50,000 events are then written atomically in one
-batch. "id" makes a line idempotent: appending it again returns the original
+The input is read in batches of at most --batch-events events (10,000) or
+--batch-bytes bytes (4 MiB), whichever comes first, so memory stays bounded
+whatever the input's size. Each batch is checked completely and then written
+atomically, and its results are printed. A bad line writes nothing of its
+batch and stops the append: the error names the line and the field, and says
+which lines were already written (their count and seqs) and from which line
+to go on. An input that starts with lines of ` + "`ucl replay`" + ` is read whole.
+"id" makes a line idempotent: appending it again returns the original
 seq. An item whose content, normalized (case, white space and zero-width
 characters ignored), equals a live item of the same session, role and kind
 (or an earlier line of the input) is not written: its result carries
@@ -37,6 +45,8 @@ id, hash (and "existed", "duplicate_of").`,
 	Flags: []cli.Flag{
 		&cli.IntFlag{Name: "chunk-tokens", Value: log.DefaultChunkTokens, Usage: "split documents and tool calls longer than this many (estimated) tokens"},
 		&cli.BoolFlag{Name: "allow-duplicate", Usage: "write items whose content duplicates a live item (default: report duplicate_of, write nothing)"},
+		&cli.IntFlag{Name: "batch-events", Value: appendBatchEvents, Usage: "read, check and write at most this many events at a time (each batch is atomic)"},
+		&cli.IntFlag{Name: "batch-bytes", Value: appendBatchBytes, Usage: "read, check and write at most about this many bytes of input at a time"},
 	},
 	Action: func(c *cli.Context) error {
 		if c.NArg() > 1 {
@@ -46,6 +56,12 @@ id, hash (and "existed", "duplicate_of").`,
 		if c.Args().First() == "" && stdinIsTerminal(c) {
 			return usage("ucl append FILE, or pipe JSONL: cat events.jsonl | ucl append -", "no input: give a JSONL file or pipe events on stdin")
 		}
+		if c.Int("batch-events") < 1 || c.Int("batch-events") > ucl.AppendBlock {
+			return usage(fmt.Sprintf("--batch-events takes 1..%d", ucl.AppendBlock), "bad --batch-events %d", c.Int("batch-events"))
+		}
+		if c.Int("batch-bytes") < 1 {
+			return usage("--batch-bytes takes a positive number of bytes", "bad --batch-bytes %d", c.Int("batch-bytes"))
+		}
 		if name := c.Args().First(); name != "" && name != "-" {
 			f, err := os.Open(name)
 			if err != nil {
@@ -54,38 +70,232 @@ id, hash (and "existed", "duplicate_of").`,
 			defer f.Close()
 			r = f
 		}
-		b, err := io.ReadAll(r)
-		if err != nil {
-			return err
-		}
-		// Validate before attaching: a bad input is refused even when the
-		// store is busy, and without a round trip.
-		if err := ucl.ValidateJSONL(string(b), c.Int("chunk-tokens")); err != nil {
-			return withHint(err, "nothing was written; fix the line and run the whole input again")
-		}
-		return withAPI(c, func(api ucl.API) error {
-			p := newProgress(c, "append", 0)
-			res, err := api.Append(context.Background(), ucl.AppendRequest{JSONL: string(b), ChunkTokens: c.Int("chunk-tokens"),
-				AllowDuplicate: c.Bool("allow-duplicate"), Progress: func(_ string, done, total uint64) { p.Set(done, total) }})
-			p.Done()
-			if res != nil {
-				if perr := printResults(c, res.Results); perr != nil && err == nil {
-					return perr
-				}
-			}
-			switch {
-			case errors.Is(err, ucl.ErrOutcomeUnknown):
-				return resolveUnknown(c, err) // outcome.go
-			case errors.Is(err, ucl.ErrNoInput):
-				return withHint(err, "give one JSON event per line")
-			case errors.Is(err, ucl.ErrBadInput):
-				return withHint(err, "nothing was written; fix the line and run the whole input again")
-			case err != nil && res == nil:
-				return withHint(err, "nothing was written")
-			}
-			return err
-		})
+		return appendStream(c, bufio.NewReaderSize(r, 64<<10))
 	},
+}
+
+// Batches of `ucl append`: the input is read, checked and written this
+// much at a time, so that memory stays bounded whatever the input's size.
+const (
+	appendBatchEvents = 10_000
+	appendBatchBytes  = 4 << 20
+	// appendMaxLine bounds one input line: the largest request the store
+	// owner takes (64 MiB). A shorter line too large for an event (at
+	// most 2 MiB of text, which JSON escaping can grow) is refused when
+	// its batch is checked, with the bound it breaks.
+	appendMaxLine = 64 << 20
+)
+
+// appendBatch is the part of the input read and not yet written.
+type appendBatch struct {
+	buf    bytes.Buffer
+	first  int // input line number of the batch's first line
+	lines  int // lines in buf
+	events int // event lines in buf (not blank, not a # comment)
+}
+
+// appendWritten is what earlier batches wrote, for the error of a later one.
+type appendWritten struct {
+	lines    int // input lines 1..lines were written (or found)
+	results  int
+	new      int // results neither existed nor duplicates
+	min, max uint64
+}
+
+func (w *appendWritten) String() string {
+	if w.lines == 0 {
+		return "nothing was written"
+	}
+	s := fmt.Sprintf("lines 1..%d of the input were appended (%d results, %d new events", w.lines, w.results, w.new)
+	if w.new > 0 {
+		s += fmt.Sprintf(", seqs %d..%d", w.min, w.max)
+	}
+	return s + ")"
+}
+
+// appendStream reads JSONL from r and appends it batch by batch (at most
+// --batch-events events or --batch-bytes bytes each, whichever comes
+// first), printing each batch's results once it is written.
+func appendStream(c *cli.Context, r *bufio.Reader) (err error) {
+	maxEvents, maxBytes := c.Int("batch-events"), c.Int("batch-bytes")
+	chunkTokens := c.Int("chunk-tokens")
+	var (
+		b       = &appendBatch{first: 1}
+		written appendWritten
+		lineNo  int
+		api     ucl.API
+		p       = newProgress(c, "append", 0)
+	)
+	defer p.Done()
+	defer func() {
+		if api != nil {
+			if cerr := api.Close(); err == nil {
+				err = cerr
+			}
+		}
+	}()
+	// The rest of the input after a bad line, from the line after the
+	// last one written: say how to go on.
+	resume := func() string {
+		if written.lines == 0 {
+			return "nothing was written; fix the line and run the whole input again"
+		}
+		return fmt.Sprintf("%s; fix the line and append the input from line %d on (e.g. tail -n +%d FILE | ucl append -)", written.String(), written.lines+1, written.lines+1)
+	}
+	flush := func(last bool) error {
+		if b.events == 0 && !(last && written.lines == 0) {
+			// Only blank lines or comments: nothing to write (an input
+			// with no event at all is refused below, as before).
+			written.lines += b.lines
+			b.buf.Reset()
+			b.first, b.lines = lineNo+1, 0
+			return nil
+		}
+		jsonl := b.buf.String()
+		// Check before attaching or writing: a bad line writes nothing of
+		// its batch, and the store is not opened for a bad first batch.
+		if err := ucl.ValidateJSONL(jsonl, chunkTokens); err != nil {
+			var le *ingest.LineError
+			if errors.As(err, &le) {
+				le.Line += b.first - 1
+			}
+			return withHint(err, resume())
+		}
+		if api == nil {
+			a, err := ucl.OpenShared(storeDir(c), engineOptions(c), ucl.SharedOptions{})
+			if err != nil {
+				return openError(err)
+			}
+			api = a
+		}
+		res, err := api.Append(context.Background(), ucl.AppendRequest{JSONL: jsonl, ChunkTokens: chunkTokens,
+			AllowDuplicate: c.Bool("allow-duplicate")})
+		if errors.Is(err, ucl.ErrOutcomeUnknown) {
+			// The owner died: look the batch's events up (outcome.go). All
+			// written: go on with the next batch, attached anew.
+			rs, rerr := resolveUnknownResults(c, err)
+			_ = api.Close() // the dead owner's handle: its error says nothing about the store
+			api = nil
+			if rerr != nil {
+				if written.lines > 0 {
+					return withHint(rerr, fmt.Sprintf("before lines %d..%d (above), %s; check them, then append the input from line %d on", b.first, b.first+b.lines-1, written.String(), b.first))
+				}
+				return rerr
+			}
+			res, err = &ucl.AppendResult{Results: rs}, nil
+		} else if res != nil {
+			if perr := printResults(c, res.Results); perr != nil && err == nil {
+				return perr
+			}
+		}
+		if err != nil {
+			if errors.Is(err, ucl.ErrNoInput) {
+				return withHint(err, "give one JSON event per line")
+			}
+			if errors.Is(err, ucl.ErrBadInput) {
+				var le *ingest.LineError
+				if errors.As(err, &le) {
+					le.Line += b.first - 1
+				}
+				return withHint(err, resume())
+			}
+			if res == nil {
+				return withHint(err, fmt.Sprintf("lines %d..%d were not written; %s", b.first, b.first+b.lines-1, written.String()))
+			}
+			return withHint(err, fmt.Sprintf("in lines %d..%d, the events printed were written; %s", b.first, b.first+b.lines-1, written.String()))
+		}
+		written.lines += b.lines
+		for _, e := range res.Results {
+			written.results++
+			if e.Existed || e.DuplicateOf != "" {
+				continue
+			}
+			if written.new == 0 || e.Seq < written.min {
+				written.min = e.Seq
+			}
+			written.max = max(written.max, e.Seq)
+			written.new++
+		}
+		p.Set(uint64(written.results), 0)
+		b.buf.Reset()
+		b.first, b.lines, b.events = lineNo+1, 0, 0
+		return nil
+	}
+	for {
+		ln, err := readLine(r, appendMaxLine)
+		if err == io.EOF && ln == nil {
+			break
+		}
+		if err != nil && err != io.EOF {
+			if errors.Is(err, errLineTooLong) {
+				return withHint(fmt.Errorf("line %d: %w", lineNo+1, err), resume())
+			}
+			return withHint(fmt.Errorf("read input: %w", err), resume())
+		}
+		lineNo++
+		b.buf.Write(ln)
+		b.lines++
+		if t := bytes.TrimSpace(ln); len(t) > 0 && t[0] != '#' {
+			if written.lines == 0 && b.events == 0 && replayLine(t) {
+				// A replay stream (`ucl replay | ucl append`) carries state
+				// across lines (skipped seqs, withheld chunks): it is read
+				// whole, as one input.
+				maxEvents, maxBytes = math.MaxInt, math.MaxInt
+			}
+			b.events++
+		}
+		if b.events >= maxEvents || b.buf.Len() >= maxBytes {
+			if err := flush(false); err != nil {
+				return err
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+	}
+	if b.lines > 0 || written.lines == 0 {
+		return flush(true)
+	}
+	return nil
+}
+
+// errLineTooLong is returned by readLine for a line over its bound.
+var errLineTooLong = errors.New("line too long: an event holds at most 2 MiB of text (a document; a conversation turn less)")
+
+// readLine returns the next line of r with its newline (none at the end
+// of the input), reading at most max bytes of it.
+func readLine(r *bufio.Reader, max int) ([]byte, error) {
+	var out []byte
+	for {
+		frag, err := r.ReadSlice('\n')
+		if len(out)+len(frag) > max {
+			return nil, fmt.Errorf("%w (over %d bytes)", errLineTooLong, max)
+		}
+		out = append(out, frag...)
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err == io.EOF && len(out) > 0 {
+			if out[len(out)-1] != '\n' {
+				out = append(out, '\n')
+			}
+			return out, nil
+		}
+		return out, err
+	}
+}
+
+// replayLine reports whether ln is a line `ucl replay` printed (it has
+// "seq" and "hash"; ingest reads such lines with state across lines).
+func replayLine(ln []byte) bool {
+	if !bytes.Contains(ln, []byte(`"seq"`)) || !bytes.Contains(ln, []byte(`"hash"`)) {
+		return false
+	}
+	var probe struct {
+		Seq  *uint64 `json:"seq"`
+		Hash string  `json:"hash"`
+	}
+	return json.Unmarshal(ln, &probe) == nil && probe.Seq != nil && probe.Hash != ""
 }
 
 func printResults(c *cli.Context, rs []ucl.EventResult) error {
