@@ -153,8 +153,9 @@ const FormatVersion = 5
 // segment all at once, so the batch sets the build's peak memory: the
 // 100K-document bench/peers build peaked at 274-279 MB with batches of
 // 20000 (one per projector commit), 173-177 MB at 5000 and 115-119 MB at
-// 2500 (SQLite FTS5: 38 MB), for 5-10% more CPU (more segments to merge
-// and persist).
+// 2500 (SQLite FTS5: 38 MB), for about 10% more CPU (scorch merges the
+// 40 segments; with one batch a commit it merged none at 100K). A
+// catch-up's Commit then executes only the rest of its batches.
 const DefaultBatchSize = 2500
 
 // DefaultBatchBytes bounds the text (content and keyword fields) queued in
