@@ -264,7 +264,6 @@ type Index struct {
 	nWords uint64 // committed total content words
 
 	enAnalyzer analysis.Analyzer
-	kwAnalyzer analysis.Analyzer
 
 	batch      *bleve.Batch
 	batchBytes int                 // text queued in batch (Options.BatchBytes)
@@ -528,7 +527,6 @@ func (x *Index) closeAll() error {
 
 func (x *Index) resetPending() {
 	x.enAnalyzer = x.idx.Mapping().AnalyzerNamed(en.AnalyzerName)
-	x.kwAnalyzer = x.idx.Mapping().AnalyzerNamed(keyword.Name)
 	x.batch, x.batchBytes = x.idx.NewBatch(), 0
 	x.sideOps = map[string]*docMeta{}
 	x.changes = nil
