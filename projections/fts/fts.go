@@ -154,8 +154,9 @@ const FormatVersion = 5
 // segment all at once, so the batch sets the build's peak memory: the
 // 100K-document bench/peers build peaked at 274-279 MB with batches of
 // 20000 (one per projector commit), 173-177 MB at 5000 and 115-119 MB at
-// 2500 (SQLite FTS5: 38 MB), for 5-10% more CPU (more segments to merge
-// and persist).
+// 2500 (SQLite FTS5: 38 MB), for about 10% more CPU (scorch merges the
+// 40 segments; with one batch a commit it merged none at 100K). A
+// catch-up's Commit then executes only the rest of its batches.
 const DefaultBatchSize = 2500
 
 // DefaultBatchBytes bounds the text (content and keyword fields) queued in
@@ -264,7 +265,6 @@ type Index struct {
 	nWords uint64 // committed total content words
 
 	enAnalyzer analysis.Analyzer
-	kwAnalyzer analysis.Analyzer
 
 	batch      *bleve.Batch
 	batchBytes int                 // text queued in batch (Options.BatchBytes)
@@ -528,7 +528,6 @@ func (x *Index) closeAll() error {
 
 func (x *Index) resetPending() {
 	x.enAnalyzer = x.idx.Mapping().AnalyzerNamed(en.AnalyzerName)
-	x.kwAnalyzer = x.idx.Mapping().AnalyzerNamed(keyword.Name)
 	x.batch, x.batchBytes = x.idx.NewBatch(), 0
 	x.sideOps = map[string]*docMeta{}
 	x.changes = nil
