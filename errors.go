@@ -322,8 +322,14 @@ var (
 func ParseTime(s string) (int64, error) { return ingest.ParseTime(s) }
 
 // ErrBadInput is returned by Append when a JSONL line is not a valid event
-// (a *ingest.LineError names the line and field).
+// (a *LineError names the line and field).
 var ErrBadInput = ingest.ErrBadInput
+
+// LineError is the error (wrapped with ErrBadInput) that names a bad JSONL
+// line, counted from 1 in the input Append or ValidateJSONL was given, and
+// its field. A caller that splits a larger input into batches adds the
+// batch's offset to Line.
+type LineError = ingest.LineError
 
 // ValidateJSONL parses a JSONL input the way Append does, without writing.
 func ValidateJSONL(jsonl string, chunkTokens int) error {

@@ -16,7 +16,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/unlimitedcontext/ucl"
-	"github.com/unlimitedcontext/ucl/internal/ingest"
 	"github.com/unlimitedcontext/ucl/log"
 )
 
@@ -155,7 +154,7 @@ func appendStream(c *cli.Context, r *bufio.Reader) (err error) {
 		// Check before attaching or writing: a bad line writes nothing of
 		// its batch, and the store is not opened for a bad first batch.
 		if err := ucl.ValidateJSONL(jsonl, chunkTokens); err != nil {
-			var le *ingest.LineError
+			var le *ucl.LineError
 			if errors.As(err, &le) {
 				le.Line += b.first - 1
 			}
@@ -193,7 +192,7 @@ func appendStream(c *cli.Context, r *bufio.Reader) (err error) {
 				return withHint(err, "give one JSON event per line")
 			}
 			if errors.Is(err, ucl.ErrBadInput) {
-				var le *ingest.LineError
+				var le *ucl.LineError
 				if errors.As(err, &le) {
 					le.Line += b.first - 1
 				}
