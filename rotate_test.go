@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/rotate"
@@ -19,26 +20,47 @@ import (
 // walkBytes reports every file under dir whose bytes contain any needle.
 func walkBytes(t *testing.T, dir string, needles ...[]byte) []string {
 	t.Helper()
-	var hits []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		for _, n := range needles {
-			if bytes.Contains(b, n) {
-				hits = append(hits, fmt.Sprintf("%s holds %q", p, n[:min(len(n), 16)]))
+	// An open store's full-text index merges segments in the background:
+	// a file listed by the walk can be gone when it is read. Its content is
+	// then in the merged segment, which a fresh walk lists, so a walk that
+	// meets a vanished file starts over.
+	for attempt := 0; ; attempt++ {
+		var hits []string
+		vanished := false
+		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil && errors.Is(err, fs.ErrNotExist) {
+				vanished = true
+				return filepath.SkipAll
 			}
+			if err != nil || d.IsDir() {
+				return err
+			}
+			b, err := os.ReadFile(p)
+			if errors.Is(err, fs.ErrNotExist) {
+				vanished = true
+				return filepath.SkipAll
+			}
+			if err != nil {
+				return err
+			}
+			for _, n := range needles {
+				if bytes.Contains(b, n) {
+					hits = append(hits, fmt.Sprintf("%s holds %q", p, n[:min(len(n), 16)]))
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+		if !vanished {
+			return hits
+		}
+		if attempt == 50 {
+			t.Fatalf("walk %s: files kept vanishing", dir)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	return hits
 }
 
 func replayAll(t *testing.T, s *Store) []map[string]any {
