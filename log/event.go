@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Wire constants. Do not change: they are part of every stored and mirrored
@@ -599,7 +600,16 @@ func appendKeys(b []byte, ks []WrappedKey) []byte {
 
 // DecodeBody parses a plaintext body of type t in an event with header hdr.
 func DecodeBody(t Type, p []byte, hdr *Header) (Body, error) {
-	d := &dec{b: p}
+	return decodeBody(t, p, hdr, false)
+}
+
+// decodeBody is DecodeBody; with alias, the content of a store or edit
+// body points into p instead of copying it: the caller hands p over,
+// never to change it again. Only the content: it is most of p, so keeping
+// it keeps little else, where a kept session or chunk id string sharing p
+// would pin the whole body.
+func decodeBody(t Type, p []byte, hdr *Header, alias bool) (Body, error) {
+	d := &dec{b: p, alias: alias && (t == TypeStore || t == TypeEdit)}
 	var body Body
 	switch t {
 	case TypeStore:
@@ -629,6 +639,8 @@ func DecodeBody(t Type, p []byte, hdr *Header) (Body, error) {
 type dec struct {
 	b   []byte
 	err error
+	// alias: the content string shares b's bytes (decodeBody)
+	alias bool
 }
 
 func (d *dec) fail(format string, a ...any) {
@@ -666,7 +678,12 @@ func (d *dec) uvarint() uint64 {
 	return v
 }
 
-func (d *dec) str() string {
+func (d *dec) str() string { return d.strAlias(false) }
+
+// content reads the content string, sharing d.b's bytes when d.alias.
+func (d *dec) content() string { return d.strAlias(d.alias) }
+
+func (d *dec) strAlias(alias bool) string {
 	n := d.uvarint()
 	if d.err != nil {
 		return ""
@@ -675,7 +692,12 @@ func (d *dec) str() string {
 		d.fail("string of %d bytes past end", n)
 		return ""
 	}
-	s := string(d.b[:n])
+	var s string
+	if alias {
+		s = unsafe.String(unsafe.SliceData(d.b), int(n))
+	} else {
+		s = string(d.b[:n])
+	}
 	d.b = d.b[n:]
 	return s
 }
@@ -743,7 +765,7 @@ func (d *dec) store(hdr *Header) *Store {
 	if _, ok := kindNames[s.Kind]; !ok && d.err == nil {
 		d.fail("unknown kind %d", s.Kind)
 	}
-	s.Session, s.Role, s.Content = d.str(), d.str(), d.str()
+	s.Session, s.Role, s.Content = d.str(), d.str(), d.content()
 	s.ChunkID = hdr.ID.String()
 	s.Time = hdr.Time
 	if flags&flagChunkID != 0 {

@@ -185,10 +185,17 @@ func decryptBody(kr *crypto.Keyring, raw []byte, rekeys func() (*Rekeys, error),
 	if err != nil {
 		return nil, err
 	}
+	// The text of a store or edit body is decrypted into a buffer of its
+	// own that its strings then share (decodeBody's alias); any other body
+	// into the worker's scratch buffer, which its decoding copies out of.
+	alias := h.Type == TypeStore || h.Type == TypeEdit
 	var bc *batchCache
 	var dst []byte
 	if st != nil {
-		bc, dst = &st.batch, st.scratch[:0]
+		bc = &st.batch
+		if !alias {
+			dst = st.scratch[:0]
+		}
 	}
 	dek, err := dataKey(kr, &h, rekeys, bc)
 	if err != nil {
@@ -197,17 +204,20 @@ func decryptBody(kr *crypto.Keyring, raw []byte, rekeys func() (*Rekeys, error),
 		}
 		return nil, fmt.Errorf("decrypt seq %d: %w", h.Seq, err)
 	}
+	if alias && len(raw) >= HeaderSize+crypto.TagSize {
+		dst = make([]byte, 0, len(raw)-HeaderSize-crypto.TagSize)
+	}
 	plain, err := crypto.Open(dst, dek[:], raw[:HeaderSize], raw[HeaderSize:])
 	clear(dek[:])
 	if err != nil {
 		return nil, fmt.Errorf("decrypt seq %d: %w", h.Seq, err)
 	}
-	if st != nil && cap(plain) <= maxKeptBuf {
+	if st != nil && !alias && cap(plain) <= maxKeptBuf {
 		st.scratch = plain[:0]
 	}
-	body, err := DecodeBody(h.Type, plain, &h)
-	if st != nil {
-		clear(plain) // the buffer outlives the event: no plaintext left in it
+	body, err := decodeBody(h.Type, plain, &h, alias)
+	if !alias {
+		clear(plain) // the scratch buffer outlives the event: no plaintext left in it
 	}
 	if err != nil {
 		return nil, fmt.Errorf("seq %d: %w", h.Seq, err)

@@ -49,7 +49,7 @@ func DecryptWithDEK(raw, dek []byte) (*Event, error) {
 	if err != nil {
 		return nil, fmt.Errorf("decrypt seq %d: %w", h.Seq, err)
 	}
-	body, err := DecodeBody(h.Type, plain, &h)
+	body, err := decodeBody(h.Type, plain, &h, true) // plain is this event's alone
 	if err != nil {
 		return nil, fmt.Errorf("seq %d: %w", h.Seq, err)
 	}
