@@ -98,7 +98,12 @@ type tailState struct {
 // written bytes stop at a sector boundary inside the entry or a zeroed
 // 512-byte sector lies in it) or corruption.
 func parseSegment(b []byte) ([]fileEntry, tailState) {
-	var ents []fileEntry
+	return parseSegmentInto(b, nil)
+}
+
+// parseSegmentInto is parseSegment appending the entries to ents (a
+// scan's reused slice).
+func parseSegmentInto(b []byte, ents []fileEntry) ([]fileEntry, tailState) {
 	z := nonZeroEnd(b)
 	off := 0
 	for off < len(b) {

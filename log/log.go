@@ -1203,9 +1203,17 @@ func (l *Log) Events(ctx context.Context, from, to uint64, fn func(*Event) error
 		return err
 	}
 	next := from
-	return decryptPipeline(ctx, l.decryptReuse, func(emit func(seq uint64, raw []byte) error) error {
-		return scanFiles(l.dir, from, to, emit)
-	}, func(ev *Event) error {
+	work := func(raw []byte, st *decState) (*Event, error) {
+		ev, err := l.decryptReuse(raw, st)
+		if errors.Is(err, ErrShredded) {
+			ev, err = shreddedEvent(raw)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return ev, nil
+	}
+	return pipeline(ctx, l.dir, from, to, false, work, func(ev *Event, _ *scanEntry, _ error) error {
 		if ev.Seq != next {
 			return &CorruptionError{Seq: next, Offset: -1, Err: fmt.Errorf("%w: header says seq %d", ErrChainBroken, ev.Seq)}
 		}
@@ -1215,176 +1223,6 @@ func (l *Log) Events(ctx context.Context, from, to uint64, fn func(*Event) error
 		next, prev = next+1, ev.Hash
 		return fn(ev)
 	})
-}
-
-// decryptPipeline decrypts records produced by scan on worker goroutines in
-// chunks and hands them to fn in order.
-// An event shredded by a key rotation comes out with a *Shredded body.
-func decryptPipeline(ctx context.Context, decrypt func(raw []byte, st *decState) (*Event, error), scan func(emit func(uint64, []byte) error) error, fn func(*Event) error) error {
-	const chunk = 256
-	workers := runtime.GOMAXPROCS(0)
-	type job struct {
-		raws [][]byte
-		evs  []*Event
-		err  error
-		done chan struct{}
-	}
-	jobs := make(chan *job, workers*2)
-	order := make(chan *job, workers*2)
-	var wg sync.WaitGroup
-	for i := 0; i < workers; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var st decState
-			for j := range jobs {
-				j.evs = make([]*Event, len(j.raws))
-				for k, raw := range j.raws {
-					ev, err := decrypt(raw, &st)
-					if errors.Is(err, ErrShredded) {
-						ev, err = shreddedEvent(raw)
-					}
-					if err != nil {
-						j.err = err
-						break
-					}
-					j.evs[k] = ev
-				}
-				close(j.done)
-			}
-		}()
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	scanErr := make(chan error, 1)
-	go func() {
-		defer close(order)
-		defer close(jobs)
-		cur := &job{done: make(chan struct{})}
-		send := func() bool {
-			select {
-			case order <- cur:
-			case <-ctx.Done():
-				return false
-			}
-			select {
-			case jobs <- cur:
-			case <-ctx.Done():
-				return false
-			}
-			cur = &job{done: make(chan struct{})}
-			return true
-		}
-		err := scan(func(seq uint64, raw []byte) error {
-			cur.raws = append(cur.raws, raw)
-			if len(cur.raws) == chunk && !send() {
-				return ctx.Err()
-			}
-			return ctx.Err()
-		})
-		if err == nil && len(cur.raws) > 0 {
-			send()
-		}
-		scanErr <- err
-	}()
-	var err error
-	for j := range order {
-		<-j.done
-		if err != nil {
-			continue
-		}
-		if j.err != nil {
-			err = j.err
-			cancel()
-			continue
-		}
-		for _, ev := range j.evs {
-			if err = fn(ev); err != nil {
-				cancel()
-				break
-			}
-		}
-	}
-	wg.Wait()
-	if serr := <-scanErr; err == nil && serr != nil && !errors.Is(serr, context.Canceled) {
-		err = serr
-	}
-	if err == nil {
-		err = ctx.Err()
-	}
-	return err
-}
-
-// scanFiles reads the segment files directly
-// and calls fn with the raw bytes of every event in from..to (to 0: all),
-// CRC-checked, in order. Damage is a *CorruptionError with the position.
-func scanFiles(dir string, from, to uint64, fn func(seq uint64, raw []byte) error) error {
-	segs, err := listSegments(dir)
-	if err != nil {
-		return err
-	}
-	for i, s := range segs {
-		if to != 0 && s.first > to {
-			break
-		}
-		if i+1 < len(segs) && segs[i+1].first <= from {
-			continue
-		}
-		path := filepath.Join(dir, s.name)
-		var ents []fileEntry
-		var st tailState
-		k0, ok := uint64(0), false
-		if from > s.first {
-			k0 = from - s.first
-			ents, st, ok = tailEntries(path, k0)
-		}
-		if !ok {
-			b, err := os.ReadFile(path)
-			if err != nil {
-				return fmt.Errorf("read segment %s: %w", s.name, err)
-			}
-			ents, st = parseSegment(b)
-			k0 = 0
-			rememberEntries(path, ents, st)
-			if i+1 < len(segs) && st.err == nil && !st.torn && st.goodEnd == int64(len(b)) && len(ents) > 0 {
-				offs := make([]int64, len(ents))
-				for k, e := range ents {
-					offs[k] = e.off
-				}
-				writeSegIndex(dir, s.name, s.first, st.goodEnd, offs)
-			}
-		}
-		for k, e := range ents {
-			seq := s.first + k0 + uint64(k)
-			if seq < from {
-				continue
-			}
-			if to != 0 && seq > to {
-				return nil
-			}
-			raw := e.data[:len(e.data)-crcSize] // parseSegment checked the CRC
-			if err := fn(seq, raw); err != nil {
-				var ce *CorruptionError
-				if errors.As(err, &ce) || errors.Is(err, context.Canceled) || !isFormatErr(err) {
-					return err
-				}
-				return &CorruptionError{Seq: seq, Segment: s.name, Offset: e.off, Err: err}
-			}
-		}
-		seq := s.first + k0 + uint64(len(ents))
-		if st.err != nil || (st.torn && (to == 0 || seq <= to)) {
-			e := st.err
-			if e == nil {
-				e = ErrTorn
-			}
-			return &CorruptionError{Seq: seq, Segment: s.name, Offset: st.goodEnd, Err: e}
-		}
-		if i+1 < len(segs) && segs[i+1].first != seq {
-			return &CorruptionError{Seq: seq, Segment: s.name, Offset: st.goodEnd,
-				Err: fmt.Errorf("%w: next segment starts at seq %d", ErrChainBroken, segs[i+1].first)}
-		}
-	}
-	return nil
 }
 
 func isFormatErr(err error) bool {

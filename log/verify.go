@@ -2,8 +2,10 @@ package log
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/unlimitedcontext/ucl/crypto"
 )
@@ -31,7 +33,10 @@ func VerifyDir(ctx context.Context, dir string, kr *crypto.Keyring, progress fun
 	}
 	defer unlock(lock)
 	var rk *Rekeys
+	var mu sync.Mutex // verify's workers ask concurrently
 	rekeys := func() (*Rekeys, error) {
+		mu.Lock()
+		defer mu.Unlock()
 		if rk == nil {
 			var err error
 			if rk, err = buildRekeys(dir, kr, 0); err != nil {
@@ -61,28 +66,43 @@ func (l *Log) Verify(ctx context.Context, progress func(seq uint64)) (VerifyRepo
 func verifyFiles(ctx context.Context, dir string, kr *crypto.Keyring, to uint64, rekeys func() (*Rekeys, error), progress func(seq uint64)) (VerifyReport, error) {
 	var rep VerifyReport
 	var prev Hash
-	st := decState{hashed: true} // one batch-key unwrap per append request, not per event; verifyRaw hashed
-	err := scanFiles(dir, 1, to, func(seq uint64, raw []byte) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		r, err := verifyRaw(seq, raw, prev)
+	// Each event is hashed, and its body opened, on all cores; its seq and
+	// prev are checked here in order, before an error of its own.
+	work := func(raw []byte, st *decState) (*Event, error) {
+		h, err := DecodeHeader(raw)
 		if err != nil {
-			return err
+			return nil, err
 		}
+		ev := &Event{Header: h, Hash: sha256.Sum256(raw)}
 		if kr != nil {
-			// A shredded event is unreadable by design; its header and
-			// place in the chain were checked above.
-			if _, err := decryptBody(kr, raw, rekeys, &st); err != nil && !errors.Is(err, ErrShredded) {
-				return err
+			st.hashed = true // hashed above
+			if _, err := decryptBody(kr, raw, rekeys, st); errors.Is(err, ErrShredded) {
+				// Unreadable by design; its header and place in the chain
+				// are checked all the same.
+				ev.Body = &Shredded{Of: h.Type}
 			} else if err != nil {
-				rep.Shredded++
+				return ev, err
 			}
 		}
-		prev = r.Hash
-		rep.Events, rep.Head, rep.HeadHash = seq, seq, prev
-		if progress != nil && seq%4096 == 0 {
-			progress(seq)
+		return ev, nil
+	}
+	err := pipeline(ctx, dir, 1, to, true, work, func(ev *Event, e *scanEntry, werr error) error {
+		if ev.Seq != e.seq {
+			return positioned(fmt.Errorf("%w: header says seq %d", ErrChainBroken, ev.Seq), e)
+		}
+		if ev.Prev != prev {
+			return positioned(fmt.Errorf("%w: prev %s is not the hash of seq %d (%s)", ErrChainBroken, short(ev.Prev), e.seq-1, short(prev)), e)
+		}
+		if werr != nil {
+			return nil
+		}
+		if _, ok := ev.Body.(*Shredded); ok {
+			rep.Shredded++
+		}
+		prev = ev.Hash
+		rep.Events, rep.Head, rep.HeadHash = e.seq, e.seq, prev
+		if progress != nil && e.seq%4096 == 0 {
+			progress(e.seq)
 		}
 		return nil
 	})
