@@ -156,6 +156,7 @@ type Log struct {
 type appendReq struct {
 	entries []Entry
 	preps   []prepared // entries[i]'s chain-independent part
+	slab    *[]byte    // the buffer the preps' event bytes are carved from
 	res     []Result
 	err     error
 	done    bool // guarded by qmu
@@ -523,11 +524,12 @@ func (l *Log) AppendBatch(ctx context.Context, es []Entry) ([]Result, error) {
 			break
 		}
 	}
-	preps, err := l.prepareAll(es)
+	preps, slab, err := l.prepareAll(es)
 	if err != nil {
 		return nil, err
 	}
-	r := &appendReq{entries: es, preps: preps, wake: sync.NewCond(&l.qmu)}
+	r := &appendReq{entries: es, preps: preps, slab: slab, wake: sync.NewCond(&l.qmu)}
+	defer l.recycle(r)
 	l.qmu.Lock()
 	if l.closed {
 		l.qmu.Unlock()
@@ -875,9 +877,10 @@ func checkSize(t Type, plain []byte) error {
 	return nil
 }
 
-// prepare encodes and keys one entry; rnd is IDSize random bytes, its id
-// when the entry has none.
-func (l *Log) prepare(e Entry, p *prepared, b *batchSeal, rnd []byte) error {
+// prepare encodes and keys one entry into mem (empty, with the capacity
+// eventBufSize(e)); rnd is IDSize random bytes, its id when the entry has
+// none.
+func (l *Log) prepare(e Entry, p *prepared, b *batchSeal, rnd []byte, mem []byte) error {
 	if e.Body == nil {
 		return fmt.Errorf("%w: no body", ErrMalformed)
 	}
@@ -892,8 +895,7 @@ func (l *Log) prepare(e Entry, p *prepared, b *batchSeal, rnd []byte) error {
 	// is encoded where the event's bytes will be, after room for the
 	// header, and sealed there in place (build): one buffer an event.
 	h := Header{Version: FormatVersion, Type: p.typ, Time: p.time, ID: p.id}
-	buf := make([]byte, HeaderSize, HeaderSize+bodySizeHint(e.Body)+crypto.TagSize+crcSize)
-	buf, err := e.Body.appendTo(buf, &h)
+	buf, err := e.Body.appendTo(mem[:HeaderSize], &h)
 	if err != nil {
 		return err
 	}
@@ -909,24 +911,71 @@ func (l *Log) prepare(e Entry, p *prepared, b *batchSeal, rnd []byte) error {
 	return err
 }
 
+// slabs keeps the buffers of committed append requests for the next
+// ones: the bytes of a request's events are carved from one buffer (one
+// allocation a request, not one an event), and once the request is
+// written nothing points into it (recycle).
+var slabs sync.Pool
+
+// maxSlab bounds a kept slab: a rare huge request does not pin its memory.
+const maxSlab = 4 << 20
+
+// eventBufSize is the room prepare needs for the event of e: header, the
+// body's size hint, tag and CRC.
+func eventBufSize(e Entry) int {
+	if e.Body == nil {
+		return 0
+	}
+	return HeaderSize + bodySizeHint(e.Body) + crypto.TagSize + crcSize
+}
+
+// recycle keeps r's slab for the next request once r is done, if every
+// event carved from it was sealed (no plaintext is left in it) and no
+// replication hook was handed its bytes (the hook may keep them).
+func (l *Log) recycle(r *appendReq) {
+	if r.slab == nil || l.opts.Replicate != nil || cap(*r.slab) > maxSlab {
+		return
+	}
+	for i := range r.preps {
+		if r.preps[i].buf != nil {
+			return
+		}
+	}
+	slabs.Put(r.slab)
+	r.slab = nil
+}
+
 // prepareAll prepares a request's entries, on two goroutines for large
 // batches. The first invalid entry fails the request.
-func (l *Log) prepareAll(es []Entry) ([]prepared, error) {
+func (l *Log) prepareAll(es []Entry) ([]prepared, *[]byte, error) {
 	b, err := l.newBatchSeal()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// The random ids of the request in one read (one getrandom call, not
 	// one an event).
 	rnd := make([]byte, IDSize*len(es))
 	if _, err := rand.Read(rnd); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	// The events' bytes: one slab, each event its own capped part of it
+	// (a body longer than its hint grows out of its part, never into the
+	// next).
+	offs := make([]int, len(es)+1)
+	for i, e := range es {
+		offs[i+1] = offs[i] + eventBufSize(e)
+	}
+	slab, _ := slabs.Get().(*[]byte)
+	if slab == nil || cap(*slab) < offs[len(es)] {
+		s := make([]byte, offs[len(es)])
+		slab = &s
+	}
+	mem := (*slab)[:cap(*slab)]
 	ps := make([]prepared, len(es))
 	errs := make([]error, len(es))
 	run := func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			errs[i] = l.prepare(es[i], &ps[i], b, rnd[i*IDSize:(i+1)*IDSize])
+			errs[i] = l.prepare(es[i], &ps[i], b, rnd[i*IDSize:(i+1)*IDSize], mem[offs[i]:offs[i]:offs[i+1]])
 		}
 	}
 	if len(es) >= 128 && runtime.GOMAXPROCS(0) > 1 {
@@ -940,10 +989,10 @@ func (l *Log) prepareAll(es []Entry) ([]prepared, error) {
 	}
 	for i, err := range errs {
 		if err != nil {
-			return nil, fmt.Errorf("append event %d of %d: %w", i+1, len(es), err)
+			return nil, nil, fmt.Errorf("append event %d of %d: %w", i+1, len(es), err)
 		}
 	}
-	return ps, nil
+	return ps, slab, nil
 }
 
 // build chains one prepared entry at seq+1: header, seal, hash, CRC. Or it

@@ -139,7 +139,7 @@ func TestPreparedBeforeSwitchCommitsUnderNewEpoch(t *testing.T) {
 	l := openT(t, t.TempDir(), kr, Options{})
 	defer l.Close()
 	e := storeEntry(1)
-	ps, err := l.prepareAll([]Entry{e})
+	ps, _, err := l.prepareAll([]Entry{e})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -185,5 +186,67 @@ func TestPipelineHoldsSegmentBuffers(t *testing.T) {
 	})
 	if err != nil || n != len(want) {
 		t.Fatalf("%d events, %v", n, err)
+	}
+}
+
+// The bytes of an append request's events are carved from a slab that
+// the next requests reuse once it is written (recycle): with writers
+// committing together (group commit), requests failing (a reused id with
+// other content) and resolving to existing events (a reused id with the
+// same content), every event on disk is the one appended.
+func TestAppendSlabsRecycled(t *testing.T) {
+	dir := t.TempDir()
+	kr := testKeys(t)
+	l := openT(t, dir, kr, Options{Durability: Group})
+	const writers, rounds = 6, 30
+	var mu sync.Mutex
+	want := map[ID]string{}
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for r := 0; r < rounds; r++ {
+				n := 1 + (w*7+r*13)%40
+				es := make([]Entry, n)
+				for i := range es {
+					c := strings.Repeat(fmt.Sprintf("w%d r%d e%d ", w, r, i), 1+(i*5+r)%60)
+					es[i] = Entry{Body: &Store{Kind: KindConversation, Session: "s", Role: "user", Content: c}}
+				}
+				var fixed ID
+				fixed[0], fixed[1] = byte(w), byte(r%3)
+				es[0].ID = fixed
+				res, err := l.AppendBatch(ctx, es)
+				if err != nil {
+					if !errors.Is(err, ErrIDConflict) {
+						t.Error(err)
+						return
+					}
+					continue
+				}
+				mu.Lock()
+				for i, x := range res {
+					if !x.Existed {
+						want[x.ID] = es[i].Body.(*Store).Content
+					}
+				}
+				mu.Unlock()
+			}
+		}(w)
+	}
+	wg.Wait()
+	n := 0
+	if err := l.Events(ctx, 0, 0, func(e *Event) error {
+		if c, ok := want[e.ID]; !ok || e.Store().Content != c {
+			return fmt.Errorf("seq %d: content %.40q, appended %.40q", e.Seq, e.Store().Content, c)
+		}
+		n++
+		return nil
+	}); err != nil || n != len(want) {
+		t.Fatalf("%d of %d events: %v", n, len(want), err)
+	}
+	l.Close()
+	if _, err := VerifyDir(ctx, dir, kr, nil); err != nil {
+		t.Fatal(err)
 	}
 }
