@@ -61,6 +61,7 @@ func main() {
 	child := flag.String("child", "", "internal: run one full-text build (ucl, fts5) or query (uclq, fts5q) in this process")
 	q := flag.String("q", "", "internal: the query of a query child")
 	dir := flag.String("dir", "", "directory for the logs (default: a temp dir; put it on the disk you measure)")
+	paired := flag.Int("paired", 0, "writes of the lockstep durable-append figures, 1 writer and batches of 256 (0: skip them)")
 	uclProfile := flag.String("uclprofile", "", "write a CPU profile of ucl's timed workloads of figure i (all rounds) to this path + \".i\"")
 	flag.Parse()
 	if *child != "" {
@@ -125,6 +126,10 @@ func main() {
 	}
 	if len(figs) > 0 {
 		fmt.Println("(cpu: the process's user+system CPU time per event over the timed part; on a shared machine the rates measure the queue for a core and the disk, the CPU what the work costs)")
+	}
+	if *paired > 0 {
+		pairedFigure(root, kr, *paired, 1)
+		pairedFigure(root, kr, max(1, *paired/10), 256)
 	}
 	if *ftsN > 0 {
 		ftsFigure(root, *rounds, *ftsN)

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/unlimitedcontext/ucl/crypto"
+	"github.com/unlimitedcontext/ucl/log"
+)
+
+// pairedFigure measures durable appends op by op in lockstep: one ucl
+// Append (sync durability), one etcd Save of one entry, one SQLite
+// transaction of one INSERT, again and again, each timed. On a disk shared
+// with other work the rounds of the figures above see different queues;
+// here every ucl op has etcd and SQLite ops beside it under the same
+// conditions, so the ratio of the medians compares the write paths; the
+// same with batches of 256 (group durability). The rate ratio is the
+// peer's median latency over ucl's (above 1: ucl is faster). Each log
+// grows from empty, like the figures above.
+func pairedFigure(root string, kr *crypto.Keyring, n, batch int) {
+	dir := filepath.Join(root, "paired")
+	os.RemoveAll(dir)
+	l := openUCL(filepath.Join(dir, "ucl"), kr, log.Sync)
+	if batch > 1 {
+		l.Close()
+		l = openUCL(filepath.Join(dir, "ucl"), kr, log.Group)
+	}
+	defer l.Close()
+	w := createEtcd(filepath.Join(dir, "etcd"))
+	defer w.Close()
+	db := openSQLite(filepath.Join(dir, "sqlite"))
+	defer db.Close()
+	defer os.RemoveAll(dir)
+	es := entries(batch)
+	var tu, te, ts []time.Duration
+	for i := 0; i < n; i++ {
+		t0 := time.Now()
+		if _, err := l.AppendBatch(context.Background(), es); err != nil {
+			fail(err)
+		}
+		t1 := time.Now()
+		etcdSave(w, etcdEntries(uint64(i*batch+1), batch))
+		t2 := time.Now()
+		sqliteInsert(db, i*batch+1, batch)
+		t3 := time.Now()
+		tu, te, ts = append(tu, t1.Sub(t0)), append(te, t2.Sub(t1)), append(ts, t3.Sub(t2))
+	}
+	mu, me, ms := medianDur(tu), medianDur(te), medianDur(ts)
+	fmt.Printf("paired durable append, %3d a write: p50 ucl %v, etcd %v, SQLite %v; rate ucl/etcd %.2f, ucl/SQLite %.2f (%d writes each, in lockstep)\n",
+		batch, mu.Round(time.Microsecond), me.Round(time.Microsecond), ms.Round(time.Microsecond),
+		float64(me)/float64(mu), float64(ms)/float64(mu), n)
+}
+
+func medianDur(x []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), x...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}
