@@ -136,6 +136,38 @@ func BenchmarkReplay(b *testing.B) {
 	l.Close()
 }
 
+// BenchmarkVerifyDir: `ucl audit verify`'s scan (CRC, chain, hash and
+// the seal of every body) of a closed log; one op is one event.
+func BenchmarkVerifyDir(b *testing.B) {
+	n := 100_000
+	dir := filepath.Join(b.TempDir(), "log")
+	kr := testKeys(b)
+	l := openT(b, dir, kr, Options{Durability: None})
+	batch := make([]Entry, 1000)
+	for i := range batch {
+		batch[i] = benchEntry(i)
+	}
+	for i := 0; i < n; i += len(batch) {
+		if _, err := l.AppendBatch(context.Background(), batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	l.Close()
+	b.ResetTimer()
+	start, cpu0 := time.Now(), cpuTime()
+	total := 0
+	for total < b.N {
+		rep, err := VerifyDir(context.Background(), dir, kr, nil)
+		if err != nil || rep.Events != uint64(n) {
+			b.Fatal(rep, err)
+		}
+		total += n
+	}
+	el := time.Since(start)
+	b.ReportMetric(float64(total)/el.Seconds(), "events/s")
+	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/1000/float64(total), "cpu-us/event")
+}
+
 // BenchmarkBytesPerEvent reports on-disk bytes per 512-byte-content event
 // and the overhead above the content.
 func BenchmarkBytesPerEvent(b *testing.B) {
