@@ -60,7 +60,20 @@ func (t Type) String() string {
 }
 
 // Valid reports whether t is a known event type.
-func (t Type) Valid() bool { _, ok := typeNames[t]; return ok }
+func (t Type) Valid() bool { return knownTypes[t] }
+
+// knownTypes and knownKinds are typeNames and kindNames as tables: every
+// decoded header and store body checks one (a map look-up each was a few
+// percent of a replay).
+var knownTypes, knownKinds = func() (t, k [256]bool) {
+	for x := range typeNames {
+		t[x] = true
+	}
+	for x := range kindNames {
+		k[x] = true
+	}
+	return t, k
+}()
 
 // ParseType parses a type name ("store", "tombstone", ...).
 func ParseType(s string) (Type, error) {
@@ -762,7 +775,7 @@ func (d *dec) store(hdr *Header) *Store {
 		d.fail("non-canonical store version 2 without version 2 fields")
 	}
 	s.Kind = Kind(d.byte1())
-	if _, ok := kindNames[s.Kind]; !ok && d.err == nil {
+	if !knownKinds[s.Kind] && d.err == nil {
 		d.fail("unknown kind %d", s.Kind)
 	}
 	s.Session, s.Role, s.Content = d.str(), d.str(), d.content()
