@@ -19,7 +19,10 @@
 //     AES-GCM decrypt of every event, both cores) vs etcd ReadAll (CRC
 //     chain, decode) vs SQLite reading every row in seq order;
 //   - SQLite: one transaction per batch (or per event for the single
-//     writer) of INSERTs into a (seq INTEGER PRIMARY KEY, data BLOB) table.
+//     writer) of INSERTs into a (seq INTEGER PRIMARY KEY, data BLOB) table;
+//   - with -paired N, the durable appends again, op by op in lockstep
+//     (paired.go): on a shared disk the only fair comparison of fsync-bound
+//     writes.
 //
 // ucl also pays per-event keys (log format 2: a data key per event derived
 // from one batch key per request, wrapped under the vault key), encryption
