@@ -177,10 +177,11 @@
 //
 // The open (last) segment file may go on past its entries with zero bytes:
 // the writer preallocates the space ahead of its writes (fallocate, as
-// etcd's WAL does, then zeros written over it, as PostgreSQL fills its WAL
-// files; 64 KiB or twice the write ahead, at most 1 MiB, never past the
-// segment size), so that an fdatasync after an append does not also
-// journal the file's growth or the conversion of unwritten extents. A zero byte where an entry's length would
+// etcd's WAL does, then, under sync and group durability, zeros written
+// over it, as PostgreSQL fills its WAL files; 64 KiB or twice the write
+// ahead, at most 1 MiB, never past the segment size), so that an fdatasync
+// after an append does not also journal the file's growth or the
+// conversion of unwritten extents. A zero byte where an entry's length would
 // start, with only zeros after it, is the end of the entries: unused space,
 // not a tear. The writer cuts the file back to its entries when it closes
 // the log or starts the next file, so a closed store's files are exactly

@@ -49,9 +49,11 @@ const maxKeptBuf = 4 << 20
 // minPrealloc and at most maxPrealloc, never past the segment size: a
 // small store's file stays small, and a reader of the last segment (a
 // catch-up reading the events after its checkpoint reads to the end of
-// the file) reads at most maxPrealloc of zeros. The zero tail is unused
-// space (parseSegment); a file the writer closes or cycles is cut back to
-// its entries, so a closed store's files are exactly its entries.
+// the file) reads at most maxPrealloc of zeros. Under durability none,
+// with no fdatasync after a write, the zeros are not written. The zero
+// tail is unused space (parseSegment); a file the writer closes or cycles
+// is cut back to its entries, so a closed store's files are exactly its
+// entries.
 const (
 	minPrealloc = 64 << 10
 	maxPrealloc = 1 << 20
@@ -145,6 +147,9 @@ func (w *tailWriter) reserve(n int) {
 		return
 	}
 	w.alloc = to
+	if w.noSync {
+		return // no fdatasync to spare the conversions
+	}
 	// Zeros past the write at hand only: the write itself fills the rest.
 	// Not an error either: without them the space is still reserved, and
 	// a failing disk fails the write that follows.
