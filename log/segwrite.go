@@ -49,16 +49,15 @@ const maxKeptBuf = 4 << 20
 // files) and 175 KB ones (a batch of 256) were 1.03-1.76 times faster in
 // 7 runs, 2 times slower in one. fallocate still comes first: until the
 // zeros are on disk, the space reads as zeros after a crash whatever the
-// file system's data
-// mode. Each reservation is twice the write that needs it, at least
-// minPrealloc and at most maxPrealloc, never past the segment size: a
-// small store's file stays small, and a reader of the last segment (a
-// catch-up reading the events after its checkpoint reads to the end of
-// the file) reads at most maxPrealloc of zeros. Under durability none,
-// with no fdatasync after a write, the zeros are not written. The zero
-// tail is unused space (parseSegment); a file the writer closes or cycles
-// is cut back to its entries, so a closed store's files are exactly its
-// entries.
+// file system's data mode. Each reservation is twice the write that needs
+// it, at least minPrealloc and at most maxPrealloc, never past the segment
+// size: a small store's file stays small, and a reader of the last
+// segment (a catch-up reading the events after its checkpoint reads to
+// the end of the file) reads at most maxPrealloc of zeros. Under
+// durability none, with no fdatasync after a write, the zeros are not
+// written. The zero tail is unused space (parseSegment); a file the
+// writer closes or cycles is cut back to its entries, so a closed store's
+// files are exactly its entries.
 const (
 	minPrealloc = 64 << 10
 	maxPrealloc = 1 << 20
