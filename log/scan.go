@@ -107,6 +107,7 @@ var errScanDone = errors.New("scan done")
 // scanEntries calls fn with the entries of segment s (entry k of ents is
 // seq s.first+k0+k) in from..to.
 func scanEntries(s segFile, ents []fileEntry, k0, from, to uint64, sb *segBuf, fn func(e *scanEntry) error) error {
+	var se scanEntry // one for the file: fn copies what it keeps
 	for k, e := range ents {
 		seq := s.first + k0 + uint64(k)
 		if seq < from {
@@ -115,7 +116,7 @@ func scanEntries(s segFile, ents []fileEntry, k0, from, to uint64, sb *segBuf, f
 		if to != 0 && seq > to {
 			return errScanDone
 		}
-		se := scanEntry{seq: seq, raw: e.data[:len(e.data)-crcSize], seg: s.name, off: e.off, buf: sb} // parseSegment checked the CRC
+		se = scanEntry{seq: seq, raw: e.data[:len(e.data)-crcSize], seg: s.name, off: e.off, buf: sb} // parseSegment checked the CRC
 		if err := fn(&se); err != nil {
 			return positioned(err, &se)
 		}
@@ -294,10 +295,11 @@ func pipeline(ctx context.Context, dir string, from, to uint64, wrap bool, work 
 	go func() {
 		defer close(order)
 		defer close(jobs)
-		cur := &job{done: make(chan struct{})}
+		newJob := func() *job { return &job{ents: make([]scanEntry, 0, chunk), done: make(chan struct{})} }
+		cur := newJob()
 		send := func() bool {
 			j := cur
-			cur = &job{done: make(chan struct{})}
+			cur = newJob()
 			select {
 			case order <- j:
 			case <-ctx.Done():
