@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"math"
+	"runtime/debug"
 	"testing"
 
 	"github.com/unlimitedcontext/ucl/crypto"
@@ -508,5 +510,48 @@ func TestRealLog(t *testing.T) {
 	}
 	if err := pr.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// limitProbe is a recorder that notes the process's memory limit while
+// it applies events.
+type limitProbe struct {
+	recorder
+	during int64
+}
+
+func (p *limitProbe) Apply(ev *log.Event) error {
+	p.during = debug.SetMemoryLimit(-1)
+	return p.recorder.Apply(ev)
+}
+
+// A bulk catch-up bounds the Go heap whoever runs it (an owner daemon's
+// or a query's catch-up, not only `ucl project`, which sets its own
+// limit), lifts the bound afterwards, and keeps a limit already set.
+func TestBulkCatchUpBoundsHeap(t *testing.T) {
+	t.Setenv("GOMEMLIMIT", "")
+	prev := debug.SetMemoryLimit(math.MaxInt64)
+	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
+	evs := projtest.StoreEvents(5, projections.CompactAfter)
+	p := &limitProbe{recorder: recorder{name: "probe"}}
+	pr := newProjector(t, projtest.NewMemSource(evs), projections.Options{}, p)
+	if err := pr.CatchUp(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if p.during == math.MaxInt64 || p.during < projections.BulkMemHeadroom || p.during > 4*projections.BulkMemHeadroom {
+		t.Fatalf("memory limit during a bulk catch-up: %d, want the live heap + %d", p.during, projections.BulkMemHeadroom)
+	}
+	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
+		t.Fatalf("memory limit after the catch-up: %d, want none", got)
+	}
+	// A limit already there (GOMEMLIMIT, a program's own) is kept.
+	debug.SetMemoryLimit(3 << 30)
+	p2 := &limitProbe{recorder: recorder{name: "probe"}}
+	pr2 := newProjector(t, projtest.NewMemSource(evs), projections.Options{}, p2)
+	if err := pr2.CatchUp(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if p2.during != 3<<30 || debug.SetMemoryLimit(-1) != 3<<30 {
+		t.Fatalf("a limit set before: %d during, %d after, want %d", p2.during, debug.SetMemoryLimit(-1), 3<<30)
 	}
 }
