@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"math"
 	"runtime/debug"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/unlimitedcontext/ucl/crypto"
 	"github.com/unlimitedcontext/ucl/log"
@@ -553,5 +555,78 @@ func TestBulkCatchUpBoundsHeap(t *testing.T) {
 	}
 	if p2.during != 3<<30 || debug.SetMemoryLimit(-1) != 3<<30 {
 		t.Fatalf("a limit set before: %d during, %d after, want %d", p2.during, debug.SetMemoryLimit(-1), 3<<30)
+	}
+}
+
+// turnProbe is a recorder whose commits note whether another projection
+// was committing at the same time; the first projection's first commit
+// waits until the other has applied its commit's worth of events (so,
+// without turns, it would be committing too).
+type turnProbe struct {
+	recorder
+	shared  *turnState
+	first   bool
+	applied int
+}
+
+type turnState struct {
+	mu         sync.Mutex
+	committing int
+	overlapped bool
+	otherReady chan struct{}
+	once       sync.Once
+}
+
+func (p *turnProbe) Apply(ev *log.Event) error {
+	p.applied++
+	if !p.first && p.applied == 100 {
+		p.shared.once.Do(func() { close(p.shared.otherReady) })
+	}
+	return p.recorder.Apply(ev)
+}
+
+func (p *turnProbe) Commit(cp projections.Checkpoint) error {
+	s := p.shared
+	s.mu.Lock()
+	s.committing++
+	if s.committing > 1 {
+		s.overlapped = true
+	}
+	s.mu.Unlock()
+	if p.first && len(p.commits) == 0 {
+		<-s.otherReady
+		// Give the other projection every chance to start its commit.
+		for i := 0; i < 200 && !p.sawOverlap(); i++ {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	s.mu.Lock()
+	s.committing--
+	s.mu.Unlock()
+	return p.recorder.Commit(cp)
+}
+
+func (p *turnProbe) sawOverlap() bool {
+	p.shared.mu.Lock()
+	defer p.shared.mu.Unlock()
+	return p.shared.overlapped
+}
+
+// Projections commit one at a time during a catch-up (Options.Commits):
+// a commit's memory grows with the projection, and five at once held five.
+func TestCatchUpCommitsTakeTurns(t *testing.T) {
+	evs := projtest.StoreEvents(6, 1000)
+	s := &turnState{otherReady: make(chan struct{})}
+	a := &turnProbe{recorder: recorder{name: "a"}, shared: s, first: true}
+	b := &turnProbe{recorder: recorder{name: "b"}, shared: s}
+	pr := newProjector(t, projtest.NewMemSource(evs), projections.Options{CommitEvery: 100}, a, b)
+	if err := pr.CatchUp(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if s.overlapped {
+		t.Fatal("two projections committed at the same time")
+	}
+	if len(a.commits) != 10 || len(b.commits) != 10 || a.cp.Seq != 1000 || b.cp.Seq != 1000 {
+		t.Fatalf("commits a %v, b %v", a.commits, b.commits)
 	}
 }
