@@ -631,6 +631,15 @@ func getChunk(tx *bolt.Tx, id string) (*Chunk, error) {
 	return decodeChunk(id, v)
 }
 
+// ReleaseMemory implements projections.MemoryReleaser.
+func (t *Timelines) ReleaseMemory() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.closed {
+		projections.ReleaseBolt(t.db)
+	}
+}
+
 // Commit writes everything applied and cp in one transaction.
 func (t *Timelines) Commit(cp projections.Checkpoint) error {
 	t.mu.Lock()
