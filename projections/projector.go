@@ -429,7 +429,7 @@ func (pr *Projector) catchUpForce(ctx context.Context, src Source, progress func
 		if r.failed || r.pending == 0 {
 			continue
 		}
-		if err := Guard(r.p.Name(), func() error { return commitRun(r) }); err != nil && commitErr == nil {
+		if err := Guard(r.p.Name(), func() error { return commitTurn(r, commits) }); err != nil && commitErr == nil {
 			commitErr = err
 		}
 	}
@@ -448,17 +448,20 @@ func (pr *Projector) catchUpForce(ctx context.Context, src Source, progress func
 	if next != head+1 {
 		return fmt.Errorf("read log %d..%d: %w: stopped before seq %d", from, head, ErrSourceGap, next)
 	}
-	if err := compactRuns(runs); err != nil {
+	if err := compactRuns(runs, pr.opt.Commits); err != nil {
 		return err
 	}
 	report()
 	return nil
 }
 
-// compactRuns compacts, in parallel, the projections a bulk catch-up
-// grew (see Compacter).
-func compactRuns(runs []*run) error {
+// compactRuns compacts the projections a bulk catch-up grew (see
+// Compacter), n at a time: a compaction reads its whole file through a
+// mapping, and those pages count in the process's RSS until it closes the
+// file: all at once held every projection file resident together.
+func compactRuns(runs []*run, n int) error {
 	var wg sync.WaitGroup
+	turns := make(chan struct{}, max(n, 1))
 	errs := make([]error, len(runs))
 	for i, r := range runs {
 		c, ok := r.p.(Compacter)
@@ -468,6 +471,8 @@ func compactRuns(runs []*run) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			turns <- struct{}{}
+			defer func() { <-turns }()
 			if err := Guard(r.p.Name(), c.Compact); err != nil {
 				errs[i] = fmt.Errorf("compact projection %s: %w", r.p.Name(), err)
 			}

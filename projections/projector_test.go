@@ -572,6 +572,8 @@ type turnProbe struct {
 type turnState struct {
 	mu         sync.Mutex
 	committing int
+	compacting int
+	compacted  int
 	overlapped bool
 	otherReady chan struct{}
 	once       sync.Once
@@ -606,16 +608,37 @@ func (p *turnProbe) Commit(cp projections.Checkpoint) error {
 	return p.recorder.Commit(cp)
 }
 
+// Compact waits for another projection's compaction to start (which
+// it never does while this one runs, when compactions take turns).
+func (p *turnProbe) Compact() error {
+	s := p.shared
+	s.mu.Lock()
+	s.compacting++
+	if s.compacting > 1 {
+		s.overlapped = true
+	}
+	s.mu.Unlock()
+	for i := 0; i < 200 && !p.sawOverlap(); i++ {
+		time.Sleep(time.Millisecond)
+	}
+	s.mu.Lock()
+	s.compacting--
+	s.compacted++
+	s.mu.Unlock()
+	return nil
+}
+
 func (p *turnProbe) sawOverlap() bool {
 	p.shared.mu.Lock()
 	defer p.shared.mu.Unlock()
 	return p.shared.overlapped
 }
 
-// Projections commit one at a time during a catch-up (Options.Commits):
-// a commit's memory grows with the projection, and five at once held five.
+// Projections commit one at a time during a catch-up (Options.Commits),
+// and compact one at a time after it: a commit's memory grows with the
+// projection, and five at once held five.
 func TestCatchUpCommitsTakeTurns(t *testing.T) {
-	evs := projtest.StoreEvents(6, 1000)
+	evs := projtest.StoreEvents(6, projections.CompactAfter)
 	s := &turnState{otherReady: make(chan struct{})}
 	a := &turnProbe{recorder: recorder{name: "a"}, shared: s, first: true}
 	b := &turnProbe{recorder: recorder{name: "b"}, shared: s}
@@ -624,9 +647,10 @@ func TestCatchUpCommitsTakeTurns(t *testing.T) {
 		t.Fatal(err)
 	}
 	if s.overlapped {
-		t.Fatal("two projections committed at the same time")
+		t.Fatal("two projections committed or compacted at the same time")
 	}
-	if len(a.commits) != 10 || len(b.commits) != 10 || a.cp.Seq != 1000 || b.cp.Seq != 1000 {
-		t.Fatalf("commits a %v, b %v", a.commits, b.commits)
+	n := projections.CompactAfter / 100
+	if len(a.commits) != n || len(b.commits) != n || a.cp.Seq != uint64(len(evs)) || b.cp.Seq != uint64(len(evs)) || s.compacted != 2 {
+		t.Fatalf("commits a %v, b %v; %d compacted", a.commits, b.commits, s.compacted)
 	}
 }
