@@ -93,7 +93,19 @@ type Options struct {
 	// DigestCache is the file where StatusCached keeps computed digests
 	// (digestcache.go; empty: in memory only, for this projector's life).
 	DigestCache string
+	// Commits is how many projections may commit at once during a
+	// catch-up (default DefaultCommits). The others go on applying
+	// events meanwhile.
+	Commits int
 }
+
+// DefaultCommits is how many projections commit at once during a
+// catch-up. A commit's memory (bbolt's dirty nodes and page buffers,
+// bleve's segment being built) grows with the projection's files, and the
+// projections reach their commit points together: five at once held five
+// of those. One at a time keeps one; the other projections apply events
+// meanwhile, so on two cores little time is lost.
+const DefaultCommits = 1
 
 // Projector keeps a set of projections caught up with a Source. It owns the
 // projections given to it: Close closes them. Its methods are safe for
@@ -121,6 +133,9 @@ func NewProjector(src Source, ps []Projection, opt Options) (*Projector, error) 
 	}
 	if opt.CommitEvery <= 0 {
 		opt.CommitEvery = DefaultCommitEvery
+	}
+	if opt.Commits <= 0 {
+		opt.Commits = DefaultCommits
 	}
 	names := make(map[string]int, len(ps))
 	for i, p := range ps {
@@ -215,6 +230,7 @@ type run struct {
 	applied int // applied in this catch-up
 	failed  bool
 	err     error // the Apply or Commit failure that stopped it
+	bulk    bool  // a bulk catch-up: mapped pages are released after each commit
 }
 
 // plan finds each projection's start, resetting those that rebuild from 1
@@ -325,6 +341,9 @@ func (pr *Projector) catchUpForce(ctx context.Context, src Source, progress func
 	}
 	if total >= CompactAfter {
 		defer bulkGC()()
+		for _, r := range runs {
+			r.bulk = true
+		}
 	}
 	// Each projection applies the stream on its own goroutine (they are
 	// independent, and on a multi-core machine the slowest one, not the
@@ -340,6 +359,8 @@ func (pr *Projector) catchUpForce(ctx context.Context, src Source, progress func
 	// The events are shared, so the slack costs one commit's events once.
 	depth := pr.opt.CommitEvery/batchSize + 1
 	var wg sync.WaitGroup
+	// Commits take turns (Options.Commits).
+	commits := make(chan struct{}, pr.opt.Commits)
 	chans := make([]chan []*log.Event, len(runs))
 	for i, r := range runs {
 		chans[i] = make(chan []*log.Event, depth)
@@ -352,7 +373,7 @@ func (pr *Projector) catchUpForce(ctx context.Context, src Source, progress func
 				for range in {
 				}
 			}()
-			if err := Guard(r.p.Name(), func() error { r.apply(pr, in, cancel); return nil }); err != nil {
+			if err := Guard(r.p.Name(), func() error { r.apply(pr, in, commits, cancel); return nil }); err != nil {
 				r.failed = true
 				r.err = err
 				cancel()
@@ -408,7 +429,7 @@ func (pr *Projector) catchUpForce(ctx context.Context, src Source, progress func
 		if r.failed || r.pending == 0 {
 			continue
 		}
-		if err := Guard(r.p.Name(), func() error { return commitRun(r) }); err != nil && commitErr == nil {
+		if err := Guard(r.p.Name(), func() error { return commitTurn(r, commits) }); err != nil && commitErr == nil {
 			commitErr = err
 		}
 	}
@@ -427,17 +448,20 @@ func (pr *Projector) catchUpForce(ctx context.Context, src Source, progress func
 	if next != head+1 {
 		return fmt.Errorf("read log %d..%d: %w: stopped before seq %d", from, head, ErrSourceGap, next)
 	}
-	if err := compactRuns(runs); err != nil {
+	if err := compactRuns(runs, pr.opt.Commits); err != nil {
 		return err
 	}
 	report()
 	return nil
 }
 
-// compactRuns compacts, in parallel, the projections a bulk catch-up
-// grew (see Compacter).
-func compactRuns(runs []*run) error {
+// compactRuns compacts the projections a bulk catch-up grew (see
+// Compacter), n at a time: a compaction reads its whole file through a
+// mapping, and those pages count in the process's RSS until it closes the
+// file: all at once held every projection file resident together.
+func compactRuns(runs []*run, n int) error {
 	var wg sync.WaitGroup
+	turns := make(chan struct{}, max(n, 1))
 	errs := make([]error, len(runs))
 	for i, r := range runs {
 		c, ok := r.p.(Compacter)
@@ -447,6 +471,8 @@ func compactRuns(runs []*run) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			turns <- struct{}{}
+			defer func() { <-turns }()
 			if err := Guard(r.p.Name(), c.Compact); err != nil {
 				errs[i] = fmt.Errorf("compact projection %s: %w", r.p.Name(), err)
 			}
@@ -457,8 +483,8 @@ func compactRuns(runs []*run) error {
 }
 
 // apply feeds the batches from in to r's projection until in is closed
-// or the projection fails.
-func (r *run) apply(pr *Projector, in <-chan []*log.Event, cancel func()) {
+// or the projection fails; each commit holds a place in commits.
+func (r *run) apply(pr *Projector, in <-chan []*log.Event, commits chan struct{}, cancel func()) {
 	for batch := range in {
 		if r.failed {
 			continue
@@ -477,7 +503,7 @@ func (r *run) apply(pr *Projector, in <-chan []*log.Event, cancel func()) {
 			r.pending++
 			r.applied++
 			if r.pending >= pr.opt.CommitEvery {
-				if err := commitRun(r); err != nil {
+				if err := commitTurn(r, commits); err != nil {
 					r.err = err
 					cancel()
 					break
@@ -485,6 +511,21 @@ func (r *run) apply(pr *Projector, in <-chan []*log.Event, cancel func()) {
 			}
 		}
 	}
+}
+
+// commitTurn is commitRun holding a place in commits, given back even
+// if the commit panics (a damaged file: Guard above turns it into an
+// error, and the other projections must still get their turns).
+func commitTurn(r *run, commits chan struct{}) error {
+	commits <- struct{}{}
+	defer func() { <-commits }()
+	if err := commitRun(r); err != nil {
+		return err
+	}
+	if m, ok := r.p.(MemoryReleaser); ok && r.bulk {
+		m.ReleaseMemory()
+	}
+	return nil
 }
 
 func commitRun(r *run) error {

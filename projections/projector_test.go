@@ -5,7 +5,11 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"math"
+	"runtime/debug"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/unlimitedcontext/ucl/crypto"
 	"github.com/unlimitedcontext/ucl/log"
@@ -508,5 +512,145 @@ func TestRealLog(t *testing.T) {
 	}
 	if err := pr.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// limitProbe is a recorder that notes the process's memory limit while
+// it applies events.
+type limitProbe struct {
+	recorder
+	during int64
+}
+
+func (p *limitProbe) Apply(ev *log.Event) error {
+	p.during = debug.SetMemoryLimit(-1)
+	return p.recorder.Apply(ev)
+}
+
+// A bulk catch-up bounds the Go heap whoever runs it (an owner daemon's
+// or a query's catch-up, not only `ucl project`, which sets its own
+// limit), lifts the bound afterwards, and keeps a limit already set.
+func TestBulkCatchUpBoundsHeap(t *testing.T) {
+	t.Setenv("GOMEMLIMIT", "")
+	prev := debug.SetMemoryLimit(math.MaxInt64)
+	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
+	evs := projtest.StoreEvents(5, projections.CompactAfter)
+	p := &limitProbe{recorder: recorder{name: "probe"}}
+	pr := newProjector(t, projtest.NewMemSource(evs), projections.Options{}, p)
+	if err := pr.CatchUp(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if p.during == math.MaxInt64 || p.during < projections.BulkMemHeadroom || p.during > 4*projections.BulkMemHeadroom {
+		t.Fatalf("memory limit during a bulk catch-up: %d, want the live heap + %d", p.during, projections.BulkMemHeadroom)
+	}
+	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
+		t.Fatalf("memory limit after the catch-up: %d, want none", got)
+	}
+	// A limit already there (GOMEMLIMIT, a program's own) is kept.
+	debug.SetMemoryLimit(3 << 30)
+	p2 := &limitProbe{recorder: recorder{name: "probe"}}
+	pr2 := newProjector(t, projtest.NewMemSource(evs), projections.Options{}, p2)
+	if err := pr2.CatchUp(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if p2.during != 3<<30 || debug.SetMemoryLimit(-1) != 3<<30 {
+		t.Fatalf("a limit set before: %d during, %d after, want %d", p2.during, debug.SetMemoryLimit(-1), 3<<30)
+	}
+}
+
+// turnProbe is a recorder whose commits note whether another projection
+// was committing at the same time; the first projection's first commit
+// waits until the other has applied its commit's worth of events (so,
+// without turns, it would be committing too).
+type turnProbe struct {
+	recorder
+	shared  *turnState
+	first   bool
+	applied int
+}
+
+type turnState struct {
+	mu         sync.Mutex
+	committing int
+	compacting int
+	compacted  int
+	overlapped bool
+	otherReady chan struct{}
+	once       sync.Once
+}
+
+func (p *turnProbe) Apply(ev *log.Event) error {
+	p.applied++
+	if !p.first && p.applied == 100 {
+		p.shared.once.Do(func() { close(p.shared.otherReady) })
+	}
+	return p.recorder.Apply(ev)
+}
+
+func (p *turnProbe) Commit(cp projections.Checkpoint) error {
+	s := p.shared
+	s.mu.Lock()
+	s.committing++
+	if s.committing > 1 {
+		s.overlapped = true
+	}
+	s.mu.Unlock()
+	if p.first && len(p.commits) == 0 {
+		<-s.otherReady
+		// Give the other projection every chance to start its commit.
+		for i := 0; i < 200 && !p.sawOverlap(); i++ {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	s.mu.Lock()
+	s.committing--
+	s.mu.Unlock()
+	return p.recorder.Commit(cp)
+}
+
+// Compact waits for another projection's compaction to start (which
+// it never does while this one runs, when compactions take turns).
+func (p *turnProbe) Compact() error {
+	s := p.shared
+	s.mu.Lock()
+	s.compacting++
+	if s.compacting > 1 {
+		s.overlapped = true
+	}
+	s.mu.Unlock()
+	for i := 0; i < 200 && !p.sawOverlap(); i++ {
+		time.Sleep(time.Millisecond)
+	}
+	s.mu.Lock()
+	s.compacting--
+	s.compacted++
+	s.mu.Unlock()
+	return nil
+}
+
+func (p *turnProbe) sawOverlap() bool {
+	p.shared.mu.Lock()
+	defer p.shared.mu.Unlock()
+	return p.shared.overlapped
+}
+
+// Projections commit one at a time during a catch-up (Options.Commits),
+// and compact one at a time after it: a commit's memory grows with the
+// projection, and five at once held five.
+func TestCatchUpCommitsTakeTurns(t *testing.T) {
+	evs := projtest.StoreEvents(6, projections.CompactAfter)
+	s := &turnState{otherReady: make(chan struct{})}
+	a := &turnProbe{recorder: recorder{name: "a"}, shared: s, first: true}
+	b := &turnProbe{recorder: recorder{name: "b"}, shared: s}
+	pr := newProjector(t, projtest.NewMemSource(evs), projections.Options{CommitEvery: 100}, a, b)
+	if err := pr.CatchUp(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if s.overlapped {
+		t.Fatal("two projections committed or compacted at the same time")
+	}
+	n := projections.CompactAfter / 100
+	if len(a.commits) != n || len(b.commits) != n || a.cp.Seq != uint64(len(evs)) || b.cp.Seq != uint64(len(evs)) || s.compacted != 2 {
+		t.Fatalf("commits a %v, b %v; %d compacted", a.commits, b.commits, s.compacted)
 	}
 }

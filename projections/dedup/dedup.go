@@ -533,6 +533,15 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 	return nil
 }
 
+// ReleaseMemory implements projections.MemoryReleaser.
+func (x *Index) ReleaseMemory() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if !x.closed {
+		projections.ReleaseBolt(x.db)
+	}
+}
+
 // Compact implements projections.Compacter: the file is rewritten tight
 // after a bulk load (its hashes are random keys: pages split half full).
 func (x *Index) Compact() error {

@@ -700,6 +700,14 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 	return nil
 }
 
+// ReleaseMemory implements projections.MemoryReleaser (vectors.db; the
+// slot file is read and written, not mapped).
+func (v *VectorProjection) ReleaseMemory() {
+	if v.db != nil {
+		projections.ReleaseBolt(v.db)
+	}
+}
+
 // Compact implements projections.Compacter: vectors.db is rewritten tight
 // after a bulk load, and scan.bin without its dead slots
 // (vectorcompact.go).

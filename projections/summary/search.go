@@ -384,18 +384,13 @@ func updateSearch(tx *bolt.Tx, changes map[string]*searchChange) error {
 			}
 			ps = append(ps[:i], ps[i+1:]...)
 		}
-		for _, a := range ops[t].add {
-			if !a.named {
-				a.id = ""
+		adds := ops[t].add
+		for i := range adds {
+			if !adds[i].named {
+				adds[i].id = ""
 			}
-			ps = append(ps, a)
 		}
-		sort.Slice(ps, func(i, j int) bool {
-			if ps[i].h != ps[j].h {
-				return ps[i].h < ps[j].h
-			}
-			return ps[i].id < ps[j].id
-		})
+		ps = mergePostings(ps, adds)
 		if len(ps) == 0 {
 			if err := terms.Delete(key); err != nil {
 				return err
@@ -408,6 +403,38 @@ func updateSearch(tx *bolt.Tx, changes map[string]*searchChange) error {
 		return meta.Delete(keySearchStats)
 	}
 	return meta.Put(keySearchStats, binary.AppendUvarint(binary.AppendUvarint(nil, n), total))
+}
+
+// postingLess is the order of a term's postings: by session hash, then
+// id (a hash's postings are one unnamed or several named: no two equal).
+func postingLess(a, b posting) bool {
+	if a.h != b.h {
+		return a.h < b.h
+	}
+	return a.id < b.id
+}
+
+// mergePostings returns ps (in order) with adds merged in, in order. A
+// commit adds a few postings to lists that grow with the store: sorting
+// the whole list each time cost more than the rest of the update.
+func mergePostings(ps, adds []posting) []posting {
+	if len(adds) == 0 {
+		return ps
+	}
+	sort.Slice(adds, func(i, j int) bool { return postingLess(adds[i], adds[j]) })
+	out := make([]posting, 0, len(ps)+len(adds))
+	i, j := 0, 0
+	for i < len(ps) && j < len(adds) {
+		if postingLess(adds[j], ps[i]) {
+			out = append(out, adds[j])
+			j++
+		} else {
+			out = append(out, ps[i])
+			i++
+		}
+	}
+	out = append(out, ps[i:]...)
+	return append(out, adds[j:]...)
 }
 
 // searchStored scores sessions for the words from the stored index: the

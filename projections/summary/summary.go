@@ -495,7 +495,10 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 	scrub := false                        // a chunk was removed: compact after the commit
 	err = x.db.Update(func(tx *bolt.Tx) error {
 		chunks := tx.Bucket(bucketChunks)
-		bySess, byDoc := tx.Bucket(bucketBySession), tx.Bucket(bucketByDoc)
+		// The chunks go in id order, their index entries in key order
+		// (projections.SortedWrites): those keys follow time, not ids.
+		bySess := projections.NewSortedWrites(tx.Bucket(bucketBySession))
+		byDoc := projections.NewSortedWrites(tx.Bucket(bucketByDoc))
 		touched := map[groupKey]*groupChange{}
 		touch := func(c *chunk) {
 			for _, g := range groupsOf(c) {
@@ -534,6 +537,12 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 				return err
 			}
 			touch(c)
+		}
+		if err := bySess.Flush(); err != nil {
+			return err
+		}
+		if err := byDoc.Flush(); err != nil {
+			return err
 		}
 		groups := make([]groupKey, 0, len(touched))
 		for g := range touched {
@@ -622,6 +631,15 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 	return nil
 }
 
+// ReleaseMemory implements projections.MemoryReleaser.
+func (x *Index) ReleaseMemory() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if !x.closed {
+		projections.ReleaseBolt(x.db)
+	}
+}
+
 // Compact implements projections.Compacter: the file is rewritten tight
 // after a bulk load.
 func (x *Index) Compact() error {
@@ -663,7 +681,7 @@ func (gc *groupChange) span(k []byte) {
 	}
 }
 
-func deleteIndexes(bySess, byDoc *bolt.Bucket, c *chunk) error {
+func deleteIndexes(bySess, byDoc *projections.SortedWrites, c *chunk) error {
 	if c.session != "" {
 		if err := bySess.Delete(orderKey(groupKey{prefixSession, c.session}, c)); err != nil {
 			return err
@@ -677,7 +695,7 @@ func deleteIndexes(bySess, byDoc *bolt.Bucket, c *chunk) error {
 	return nil
 }
 
-func putIndexes(bySess, byDoc *bolt.Bucket, c *chunk) error {
+func putIndexes(bySess, byDoc *projections.SortedWrites, c *chunk) error {
 	if c.session != "" {
 		if err := bySess.Put(orderKey(groupKey{prefixSession, c.session}, c), nil); err != nil {
 			return err

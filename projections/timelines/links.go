@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"github.com/unlimitedcontext/ucl/projections"
 	"sort"
 	"strings"
 
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/unlimitedcontext/ucl/log"
+	"github.com/unlimitedcontext/ucl/projections"
 )
 
 // Link kinds in the links bucket. A link key is
@@ -46,24 +46,24 @@ func (c *Chunk) links() [][]byte {
 	return out
 }
 
-func putLinks(tx *bolt.Tx, c *Chunk) error {
+func putLinks(w *projections.SortedWrites, c *Chunk) error {
 	for _, k := range c.links() {
 		if len(k) > bolt.MaxKeySize {
 			continue // an id too long to index: the link is not followed
 		}
-		if err := tx.Bucket(bLinks).Put(k, []byte{}); err != nil {
+		if err := w.Put(k, []byte{}); err != nil {
 			return fmt.Errorf("index links of %q: %w", c.ID, err)
 		}
 	}
 	return nil
 }
 
-func deleteLinks(tx *bolt.Tx, c *Chunk) error {
+func deleteLinks(w *projections.SortedWrites, c *Chunk) error {
 	for _, k := range c.links() {
 		if len(k) > bolt.MaxKeySize {
 			continue
 		}
-		if err := tx.Bucket(bLinks).Delete(k); err != nil {
+		if err := w.Delete(k); err != nil {
 			return fmt.Errorf("unindex links of %q: %w", c.ID, err)
 		}
 	}

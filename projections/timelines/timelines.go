@@ -631,6 +631,15 @@ func getChunk(tx *bolt.Tx, id string) (*Chunk, error) {
 	return decodeChunk(id, v)
 }
 
+// ReleaseMemory implements projections.MemoryReleaser.
+func (t *Timelines) ReleaseMemory() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.closed {
+		projections.ReleaseBolt(t.db)
+	}
+}
+
 // Commit writes everything applied and cp in one transaction.
 func (t *Timelines) Commit(cp projections.Checkpoint) error {
 	t.mu.Lock()
@@ -684,13 +693,16 @@ func (t *Timelines) flushTx(tx *bolt.Tx) error {
 	sort.Strings(ids)
 	chunks := tx.Bucket(bChunks)
 	dirty := make(map[string]struct{})
+	// The chunks go in id order, their index entries in key order (see
+	// projections.SortedWrites): index keys follow time, not ids.
+	ix := newIndexWrites(tx)
 	for _, id := range ids {
 		old, err := getChunk(tx, id)
 		if err != nil {
 			return err
 		}
 		if old != nil {
-			if err := unindex(tx, old); err != nil {
+			if err := unindex(ix, old); err != nil {
 				return err
 			}
 			dirty[old.Session] = struct{}{}
@@ -712,13 +724,16 @@ func (t *Timelines) flushTx(tx *bolt.Tx) error {
 		if err := chunks.Put(projections.IDKey(id), v); err != nil {
 			return fmt.Errorf("put chunk %q: %w", id, err)
 		}
-		if err := index(tx, c); err != nil {
+		if err := index(ix, c); err != nil {
 			return err
 		}
 		if old != nil && old.Seq != c.Seq {
 			t.scrub = true // an edit: the old version (and a title from it) leaves the file
 		}
 		dirty[c.Session] = struct{}{}
+	}
+	if err := ix.flush(); err != nil {
+		return err
 	}
 	tb := tx.Bucket(bTombs)
 	for _, r := range t.tombs {
@@ -751,41 +766,66 @@ func (t *Timelines) flushTx(tx *bolt.Tx) error {
 	return nil
 }
 
-func index(tx *bolt.Tx, c *Chunk) error {
+// indexWrites buffers a commit's writes to the index buckets, applied
+// in key order by flush (projections.SortedWrites); nothing reads those
+// buckets until then.
+type indexWrites struct {
+	time, order, parts, links *projections.SortedWrites
+}
+
+func newIndexWrites(tx *bolt.Tx) *indexWrites {
+	return &indexWrites{
+		time:  projections.NewSortedWrites(tx.Bucket(bTime)),
+		order: projections.NewSortedWrites(tx.Bucket(bOrder)),
+		parts: projections.NewSortedWrites(tx.Bucket(bParts)),
+		links: projections.NewSortedWrites(tx.Bucket(bLinks)),
+	}
+}
+
+func (ix *indexWrites) flush() error {
+	for _, w := range []*projections.SortedWrites{ix.time, ix.order, ix.parts, ix.links} {
+		if err := w.Flush(); err != nil {
+			return fmt.Errorf("write indexes: %w", err)
+		}
+	}
+	return nil
+}
+
+func index(ix *indexWrites, c *Chunk) error {
 	ok := ordKey(c.Time, c.OrderSeq())
-	if err := tx.Bucket(bTime).Put(ok, projections.IDKey(c.ID)); err != nil {
+	if err := ix.time.Put(ok, projections.IDKey(c.ID)); err != nil {
 		return fmt.Errorf("index chunk %q by time: %w", c.ID, err)
 	}
 	if c.Session != "" {
 		iv := indexValue{kind: c.Kind, role: c.Role, chunkParent: c.ChunkParent, id: c.ID}
-		if err := tx.Bucket(bOrder).Put(orderKey(c.Session, ok), iv.encode()); err != nil {
+		if err := ix.order.Put(orderKey(c.Session, ok), iv.encode()); err != nil {
 			return fmt.Errorf("index chunk %q in session: %w", c.ID, err)
 		}
 	}
 	if c.ChunkParent != "" {
-		if err := tx.Bucket(bParts).Put(partKey(c.ChunkParent, c.ChunkIndex, c.Seq), projections.IDKey(c.ID)); err != nil {
+		if err := ix.parts.Put(partKey(c.ChunkParent, c.ChunkIndex, c.Seq), projections.IDKey(c.ID)); err != nil {
 			return fmt.Errorf("index chunk %q in document: %w", c.ID, err)
 		}
 	}
-	return putLinks(tx, c)
+	return putLinks(ix.links, c)
 }
 
-func unindex(tx *bolt.Tx, c *Chunk) error {
+func unindex(ix *indexWrites, c *Chunk) error {
 	ok := ordKey(c.Time, c.OrderSeq())
-	if err := tx.Bucket(bTime).Delete(ok); err != nil {
+	if err := ix.time.Delete(ok); err != nil {
 		return fmt.Errorf("unindex chunk %q by time: %w", c.ID, err)
 	}
 	if c.Session != "" {
-		if err := tx.Bucket(bOrder).Delete(orderKey(c.Session, ok)); err != nil {
+		if err := ix.order.Delete(orderKey(c.Session, ok)); err != nil {
 			return fmt.Errorf("unindex chunk %q in session: %w", c.ID, err)
 		}
 	}
 	if c.ChunkParent != "" {
-		if err := tx.Bucket(bParts).Delete(partKey(c.ChunkParent, c.ChunkIndex, c.Seq)); err != nil {
+		if err := ix.parts.Delete(partKey(c.ChunkParent, c.ChunkIndex, c.Seq)); err != nil {
 			return fmt.Errorf("unindex chunk %q in document: %w", c.ID, err)
 		}
 	}
-	return deleteLinks(tx, c)
+	return deleteLinks(ix.links, c)
 }
 
 // recomputeSession rebuilds a session's summary from its order index (and
