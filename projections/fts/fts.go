@@ -1930,22 +1930,26 @@ func (x *Index) liveSeqLocked(id string) (uint64, bool, error) {
 		}
 		return m.seq, true, nil
 	}
-	var v []byte
+	if x.nDocs == 0 {
+		return 0, false, nil // nothing committed is live (a first build)
+	}
+	var seq uint64
+	var live bool
 	err := x.view(func(tx *bolt.Tx) error {
-		v = append(v, tx.Bucket(bucketDocs).Get(projections.IDKey(id))...)
+		v := tx.Bucket(bucketDocs).Get(projections.IDKey(id))
+		if v == nil {
+			return nil
+		}
+		if _, _, _, err := sideFields(v); err != nil {
+			return err
+		}
+		seq, live = sideSeq(v), true
 		return nil
 	})
 	if err != nil {
 		return 0, false, fmt.Errorf("look up chunk %q: %w", id, err)
 	}
-	if v == nil {
-		return 0, false, nil
-	}
-	m, err := decodeSide(v)
-	if err != nil {
-		return 0, false, fmt.Errorf("look up chunk %q: %w", id, err)
-	}
-	return m.seq, true, nil
+	return seq, live, nil
 }
 
 // sideSeq is the seq of a side-table value that sideFields accepted.
