@@ -268,6 +268,15 @@ type Index struct {
 
 	batch      *bleve.Batch
 	batchBytes int                 // text queued in batch (Options.BatchBytes)
+	// contents: the content fields queued in batch, whose analysis memory
+	// is reused once it has executed (analysisBuf).
+	contents []*contentField
+	// kw: the last keyword field made for session, kind, role and
+	// chunk_parent, shared by the next chunk with the same value
+	// (keywordField is immutable, and a chunk holds each once).
+	kw [4]*keywordField
+	// hashBuf is fieldHash's input, reused.
+	hashBuf []byte
 	sideOps    map[string]*docMeta // side-table changes since the last Commit
 	// purge is set when documents were deleted since the last Commit: the
 	// Commit then merges the deletions out of the segments (package doc).
@@ -465,7 +474,7 @@ func (x *Index) writable() error {
 		return fmt.Errorf("reopen bleve index for writing: %w", err)
 	}
 	x.ro = false
-	x.batch, x.batchBytes = x.idx.NewBatch(), 0
+	x.batch, x.batchBytes, x.contents = x.idx.NewBatch(), 0, x.contents[:0]
 	return nil
 }
 
@@ -528,7 +537,7 @@ func (x *Index) closeAll() error {
 
 func (x *Index) resetPending() {
 	x.enAnalyzer = x.idx.Mapping().AnalyzerNamed(en.AnalyzerName)
-	x.batch, x.batchBytes = x.idx.NewBatch(), 0
+	x.batch, x.batchBytes, x.contents = x.idx.NewBatch(), 0, x.contents[:0]
 	x.sideOps = map[string]*docMeta{}
 	x.changes = nil
 }
@@ -590,10 +599,11 @@ func (x *Index) Checkpoint() (projections.Checkpoint, error) {
 }
 
 // fieldHash is the first hashSize bytes of SHA-256 over the indexed fields
-// of a store, length-prefixed.
-func fieldHash(s *log.Store) (h [hashSize]byte) {
-	b := make([]byte, 0, len(s.Content)+len(s.Session)+len(s.Role)+len(s.ChunkParent)+40)
-	for _, f := range []string{s.SearchText(), s.Session, s.Kind.String(), s.Role, s.ChunkParent} {
+// of a store, length-prefixed; text is s.SearchText(). The input is built
+// in b, returned for reuse.
+func fieldHash(b []byte, s *log.Store, text string) (h [hashSize]byte, _ []byte) {
+	b = b[:0]
+	for _, f := range [...]string{text, s.Session, s.Kind.String(), s.Role, s.ChunkParent} {
 		b = binary.AppendUvarint(b, uint64(len(f)))
 		b = append(b, f...)
 	}
@@ -606,7 +616,7 @@ func fieldHash(s *log.Store) (h [hashSize]byte) {
 	}
 	sum := sha256.Sum256(b)
 	copy(h[:], sum[:])
-	return h
+	return h, b
 }
 
 // Apply queues ev: a store is indexed, a tombstone deletes its targets,
@@ -673,25 +683,38 @@ func (x *Index) applyStore(s *log.Store, seq uint64) error {
 	// Built directly (no reflection, no composite _all field); the fields
 	// and analyzers are exactly those of newMapping, which queries use.
 	doc := document.NewDocument(s.ChunkID)
+	doc.Fields = make([]document.Field, 0, 6+len(s.Meta)) // and the _id field scorch adds
 	// A tool call is found by its name and arguments too.
 	text := s.SearchText()
 	x.batchBytes += len(text)
-	doc.AddField(newContentField([]byte(text), x.enAnalyzer))
-	for _, kv := range [...][2]string{{fieldSession, s.Session}, {fieldKind, s.Kind.String()}, {fieldRole, s.Role}, {fieldChunkParent, s.ChunkParent}} {
+	cf := newContentField([]byte(text), x.enAnalyzer)
+	doc.AddField(cf)
+	for i, kv := range [...][2]string{{fieldSession, s.Session}, {fieldKind, s.Kind.String()}, {fieldRole, s.Role}, {fieldChunkParent, s.ChunkParent}} {
 		x.batchBytes += len(kv[1])
-		if kv[1] != "" {
-			doc.AddField(newKeywordField(kv[0], []byte(kv[1])))
+		if kv[1] == "" {
+			continue
 		}
+		if f := x.kw[i]; f == nil || string(f.value) != kv[1] {
+			x.kw[i] = newKeywordField(kv[0], []byte(kv[1]))
+		}
+		doc.AddField(x.kw[i])
 	}
 	for _, k := range sortedMeta(s.Meta) {
+		// Never shared: bleve merges a chunk's several meta fields into
+		// the first one's frequencies.
 		x.batchBytes += len(k) + len(s.Meta[k])
 		doc.AddField(newKeywordField(fieldMeta, []byte(metaTerm(k, s.Meta[k]))))
 	}
 	if err := x.batch.IndexAdvanced(doc); err != nil {
 		return fmt.Errorf("index chunk %q: %w", s.ChunkID, err)
 	}
-	m := &docMeta{session: s.Session, time: s.Time, tokens: textutil.CountContentWords(text), hash: fieldHash(s),
+	x.contents = append(x.contents, cf)
+	m := &docMeta{session: s.Session, time: s.Time, tokens: textutil.CountContentWords(text),
 		mentions: timephrase.Mentions(s.Content, time.UnixMilli(s.Time).UTC()), seq: seq}
+	m.hash, x.hashBuf = fieldHash(x.hashBuf, s, text)
+	if cap(x.hashBuf) > 64<<10 {
+		x.hashBuf = nil // a large chunk's copy is not kept
+	}
 	x.sideOps[s.ChunkID] = m
 	return x.maybeFlush()
 }
@@ -711,9 +734,16 @@ func (x *Index) maybeFlush() error {
 // it under the race detector).
 func (x *Index) flush() error {
 	if err := x.idx.Batch(x.batch); err != nil {
+		// Not given back: the batch may not have been analysed.
+		clear(x.contents)
+		x.contents = x.contents[:0]
 		return fmt.Errorf("execute fts batch: %w", err)
 	}
-	x.batch, x.batchBytes = x.idx.NewBatch(), 0
+	for i, f := range x.contents {
+		f.release()
+		x.contents[i] = nil
+	}
+	x.batch, x.batchBytes, x.contents = x.idx.NewBatch(), 0, x.contents[:0]
 	return nil
 }
 
@@ -1900,22 +1930,26 @@ func (x *Index) liveSeqLocked(id string) (uint64, bool, error) {
 		}
 		return m.seq, true, nil
 	}
-	var v []byte
+	if x.nDocs == 0 {
+		return 0, false, nil // nothing committed is live (a first build)
+	}
+	var seq uint64
+	var live bool
 	err := x.view(func(tx *bolt.Tx) error {
-		v = append(v, tx.Bucket(bucketDocs).Get(projections.IDKey(id))...)
+		v := tx.Bucket(bucketDocs).Get(projections.IDKey(id))
+		if v == nil {
+			return nil
+		}
+		if _, _, _, err := sideFields(v); err != nil {
+			return err
+		}
+		seq, live = sideSeq(v), true
 		return nil
 	})
 	if err != nil {
 		return 0, false, fmt.Errorf("look up chunk %q: %w", id, err)
 	}
-	if v == nil {
-		return 0, false, nil
-	}
-	m, err := decodeSide(v)
-	if err != nil {
-		return 0, false, fmt.Errorf("look up chunk %q: %w", id, err)
-	}
-	return m.seq, true, nil
+	return seq, live, nil
 }
 
 // sideSeq is the seq of a side-table value that sideFields accepted.
