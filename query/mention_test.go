@@ -98,6 +98,45 @@ func TestWhenQuestionBoost(t *testing.T) {
 	}
 }
 
+// A how-long question ranks the turn that states a duration first: all
+// four turns share the question's words, "yesterday" is a point in time,
+// not an answer to how long, and "for four years" is.
+func TestHowLongQuestionBoost(t *testing.T) {
+	at := time.Date(2023, 6, 9, 19, 0, 0, 0, time.UTC).UnixMilli()
+	f := newFixture(t, t.TempDir())
+	f.apply(t, chain(t,
+		&log.Store{ChunkID: "yesterday", Kind: log.KindConversation, Session: "s1", Role: "user", Content: "Yesterday my friends and I went to the support group.", Time: at},
+		&log.Store{ChunkID: "known", Kind: log.KindConversation, Session: "s1", Role: "user", Content: "I've known my friends for four years, since I moved here.", Time: at + 30000},
+		&log.Store{ChunkID: "lucky", Kind: log.KindConversation, Session: "s1", Role: "user", Content: "My friends are great, I'm lucky to have my friends.", Time: at + 60000},
+		&log.Store{ChunkID: "plan", Kind: log.KindConversation, Session: "s1", Role: "user", Content: "My friends are visiting for two weeks, my friends love it here.", Time: at + 90000},
+	))
+	ctx := context.Background()
+	now := time.Date(2023, 10, 10, 12, 0, 0, 0, time.UTC)
+	req := query.Request{Text: "How long has she had her friends?", Now: now, K: 4, Explain: true}
+	resp, err := f.engine(query.Options{}).Search(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Results[0].ChunkID != "known" || !resp.Results[0].Explain.Mentioned || resp.Results[0].Explain.Temporal != 1+query.DefaultWhenBoost {
+		t.Fatalf("how-long question: %v, first %+v", ids(resp.Results), resp.Results[0].Explain)
+	}
+	for _, r := range resp.Results[1:] {
+		if r.Explain.Temporal != 1 {
+			t.Errorf("how-long question boosted %s, which states no duration: %+v", r.ChunkID, r.Explain)
+		}
+	}
+	// "How long ago" asks when: every mention counts, as for "When…".
+	resp, err = f.engine(query.Options{}).Search(ctx, query.Request{Text: "How long ago did she meet her friends?", Now: now, K: 4, Explain: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range resp.Results {
+		if want := r.ChunkID == "known" || r.ChunkID == "yesterday"; r.Explain.Mentioned != want {
+			t.Errorf("how long ago: %s mentioned %v, want %v", r.ChunkID, r.Explain.Mentioned, want)
+		}
+	}
+}
+
 // The time zone of calendar days: at 01:00 UTC on October 4, "yesterday"
 // in UTC is October 3, in Los Angeles (UTC−7) October 2.
 func TestTemporalLocation(t *testing.T) {

@@ -80,7 +80,9 @@
 //     × (1 + RecencyWeight·2^(−age/RecencyHalfLife)) × (1 + AffinityBoost
 //     if the chunk is in the active session) × (1 + TemporalBoost if inside
 //     a phrase's window, by content or mentioned time; else 1 + WhenBoost
-//     if the question asks when and the chunk's text mentions a time).
+//     if the question asks when and the chunk's text mentions a time, or
+//     asks how long and the text states a duration up to when it was
+//     written: "for 3 years", "seven years now").
 //     Age is Now − content time, clamped at 0.
 //  9. Order: final desc, then chunk id asc. With MMRLambda (Request's,
 //     else Options') in (0,1) the top
@@ -383,7 +385,10 @@ type Options struct {
 	// when ("When did…", "How long ago…", "What year…"; default
 	// DefaultWhenBoost; negative: off): the answer to a when-question is
 	// a turn that says when, and such a question rarely shares a word
-	// with that part of the turn ("yesterday", "last week").
+	// with that part of the turn ("yesterday", "last week"). A question
+	// that asks how long ("How long has she had…", "How many years…")
+	// gets it for a turn that states a duration ("I've had them for 3
+	// years"; timephrase.Range.UpTo), not for one that names a day.
 	WhenBoost float64
 	// Location is the time zone of the calendar days of time phrases
 	// ("yesterday" starts at midnight there; default UTC). Mentioned
@@ -773,6 +778,7 @@ type plan struct {
 	window     [2]int64 // temporal boost window (boost mode), [0,0] = none
 	boost      bool
 	when       bool // a question that asks when (Options.WhenBoost)
+	howLong    bool // a question that asks how long (Options.WhenBoost)
 	temporal   []TemporalMatch
 	kinds      map[string]bool
 	sessions   map[string]bool
@@ -853,6 +859,7 @@ func (e *Engine) plan(req Request) (*plan, error) {
 		p.emptyRange = true
 	}
 	p.when = e.opts.WhenBoost > 0 && isWhenQuestion(req.Text)
+	p.howLong = e.opts.WhenBoost > 0 && isHowLongQuestion(req.Text)
 	if req.MMRLambda < 0 || req.MMRLambda >= 1 {
 		return nil, fmt.Errorf("plan query: mmr lambda %g: %w: want a relevance weight in (0,1)", req.MMRLambda, ErrBadFilter)
 	}
@@ -1538,11 +1545,25 @@ var whenQuestion = regexp.MustCompile(`(?i)^\W*(?:when\b|since when\b|how long a
 // isWhenQuestion reports whether text asks when something happened.
 func isWhenQuestion(text string) bool { return whenQuestion.MatchString(text) }
 
+// howLongQuestion matches a question that asks for a duration up to now
+// ("How long has she had…", "How many years have they…"; "how long ago"
+// asks when, whenQuestion). Its answer states a duration ("I've had them
+// for 3 years", "seven years now"), which a point in time ("yesterday")
+// does not: only durations (timephrase.Range.UpTo) are boosted.
+var howLongQuestion = regexp.MustCompile(`(?i)^\W*how (?:long|many (?:years|months|weeks|days))\b(\s+ago\b)?`)
+
+// isHowLongQuestion reports whether text asks how long something has
+// lasted.
+func isHowLongQuestion(text string) bool {
+	m := howLongQuestion.FindStringSubmatch(text)
+	return m != nil && m[1] == ""
+}
+
 // mentioned reads the mentioned times of the candidates when p has a time
 // window to meet or asks when, and the text index can tell them.
 func (e *Engine) mentioned(p *plan, cs []*cand) error {
 	mt, ok := e.src.Text.(MentionTimer)
-	if !ok || (!p.boost && !p.when) || len(cs) == 0 {
+	if !ok || (!p.boost && !p.when && !p.howLong) || len(cs) == 0 {
 		return nil
 	}
 	ids := make([]string, len(cs))
@@ -1614,6 +1635,13 @@ func (e *Engine) score(p *plan, cs []*cand) {
 			}
 		case p.when && len(c.mentions) > 0:
 			ex.Temporal, ex.Mentioned = 1+o.WhenBoost, true
+		case p.howLong:
+			for _, r := range c.mentions {
+				if r.UpTo(c.chunk.Time) {
+					ex.Temporal, ex.Mentioned = 1+o.WhenBoost, true
+					break
+				}
+			}
 		}
 		e.final(c)
 	}
