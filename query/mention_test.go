@@ -51,7 +51,7 @@ func TestMentionedTimeBoost(t *testing.T) {
 				sold = &resp.Results[i]
 			}
 		}
-		if sold == nil || !sold.Explain.Mentioned || !sold.MentionsWindow || sold.Explain.Temporal != 1+query.DefaultTemporalBoost {
+		if sold == nil || !sold.Explain.Mentioned || !sold.MentionsWindow || sold.Explain.Temporal != 1+2*query.DefaultTemporalBoost { // a day: DayBoost
 			t.Fatalf("%q: the turn that mentions the day is not boosted: %+v", q, resp.Results)
 		}
 		for _, r := range resp.Results {
@@ -94,6 +94,42 @@ func TestWhenQuestionBoost(t *testing.T) {
 	for _, r := range resp.Results {
 		if r.Explain.Temporal != 1 {
 			t.Fatalf("boosted without a when-question: %+v", r)
+		}
+	}
+}
+
+// A window of a day is boosted more than a month's: "on October 3, 2023"
+// and "last Tuesday" (asked a week later) name the day the turn of
+// October 4 says "yesterday" about and the other turns were stored on;
+// "in October 2023" holds most of the store. DayBoost: -1 is the boost
+// of any window.
+func TestDayBoost(t *testing.T) {
+	f := mentionFixture(t)
+	ctx := context.Background()
+	now := time.Date(2023, 10, 10, 12, 0, 0, 0, time.UTC) // a Tuesday
+	for _, tc := range []struct {
+		opts query.Options
+		q    string
+		want float64
+	}{
+		{query.Options{}, "What about the old piano on October 3, 2023?", 1 + 2*query.DefaultTemporalBoost},
+		{query.Options{}, "what happened to the old piano last Tuesday", 1 + 2*query.DefaultTemporalBoost},
+		{query.Options{}, "the old piano in October 2023", 1 + query.DefaultTemporalBoost},
+		{query.Options{DayBoost: -1}, "What about the old piano on October 3, 2023?", 1 + query.DefaultTemporalBoost},
+		{query.Options{TemporalBoost: 1, DayBoost: 7}, "What about the old piano on October 3, 2023?", 8},
+	} {
+		resp, err := f.engine(tc.opts).Search(ctx, query.Request{Text: tc.q, Now: now, K: 4, Explain: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range resp.Results {
+			want := tc.want
+			if r.ChunkID == "bought" {
+				want = 1
+			}
+			if r.Explain.Temporal != want {
+				t.Errorf("%q %+v: %s temporal %g, want %g", tc.q, tc.opts, r.ChunkID, r.Explain.Temporal, want)
+			}
 		}
 	}
 }
