@@ -124,7 +124,13 @@ const MaxMentions = 8
 // close to, just over or under), "been N years" ("it's been two weeks")
 // and "N years now|already": [at − N units, at + 1 ms). "Staying for two
 // weeks" is a plan, not a time gone by: without have, has, had, been or
-// 've earlier in its clause, a "for" duration is not read. At most MaxMentions, in order of
+// 've earlier in its clause, a "for" duration is not read. Vague phrases
+// place a time before the writing: "recently" the past month (to the end
+// of the day), "the other day" the past week, "a while ago|back" the past
+// year (both to the start of the day); "lately" is a state ("busy
+// lately"), not when something happened, and is not read. A question
+// does not ask for these as windows ("what did she do recently" asked
+// today), so Parse skips them too. At most MaxMentions, in order of
 // appearance, duplicates removed. A pure function of (text, at).
 func Mentions(text string, at time.Time) []Range {
 	var out []Range
@@ -623,6 +629,21 @@ var rules = []rule{
 		re:      regexp.MustCompile(prep + `(?i:` + numWord + `\s+(days?|weeks?|months?|years?)\s+(?:now|already))\b`),
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
 			return durationBack(sub(2), sub(3), now)
+		},
+	},
+	{ // recently, the other day, a while ago: vague, but a time the text places before its writing
+		words:   []string{"recently", "other", "while"},
+		mention: true,
+		re:      regexp.MustCompile(prep + `(?i:(just\s+recently|recently|the\s+other\s+day|a\s+while\s+(?:ago|back)))\b`),
+		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
+			d := dayStart(now)
+			switch w := strings.ToLower(sub(2)); {
+			case strings.HasPrefix(w, "the"):
+				return ms(d.AddDate(0, 0, -7), d)
+			case strings.HasPrefix(w, "a"):
+				return ms(now.AddDate(-1, 0, 0), d)
+			}
+			return ms(now.AddDate(0, -1, 0), d.AddDate(0, 0, 1))
 		},
 	},
 	{ // (last|this|next) Monday; abbreviations (Tues, Fri) only after last/this/next
