@@ -126,7 +126,7 @@ const MaxMentions = 8
 // weeks" is a plan, not a time gone by: without have, has, had, been or
 // 've earlier in its clause, a "for" duration is not read. Vague phrases
 // place a time before the writing: "recently" the past month (to the end
-// of the day), "the other day" the past week, "a while ago|back" the past
+// of the day), "the other day" the past week, "a while ago" the past
 // year (both to the start of the day); "lately" is a state ("busy
 // lately"), not when something happened, and is not read. A question
 // does not ask for these as windows ("what did she do recently" asked
@@ -292,7 +292,7 @@ func scanRules(text string, now time.Time, mask uint32, all, mentions bool) []sp
 	lower := strings.ToLower(text)
 	for i := range rules {
 		r := &rules[i]
-		if !all && mask&(1<<i) == 0 || r.mention && !mentions {
+		if !all && mask&(1<<i) == 0 || r.mention && !mentions || !containsAny(lower, r.also) {
 			continue
 		}
 		re, in := r.re, text
@@ -316,7 +316,7 @@ func scanRules(text string, now time.Time, mask uint32, all, mentions bool) []sp
 				}
 				return text[loc[2*i]:loc[2*i+1]]
 			}
-			if r.perfect && p == "for" && !perfectBefore(lower[:lo]) {
+			if r.perfect && strings.EqualFold(sub(2), "for") && !perfectBefore(text[:loc[0]]) {
 				continue
 			}
 			a, b, ok := r.eval(sub, now)
@@ -386,13 +386,18 @@ type rule struct {
 	// also what a text talks about ("pictures from last summer", "the
 	// Christmas market"), so its words still search.
 	keep bool
-	// mention: the rule reads a duration up to the time of writing ("I've
-	// had them for 3 years"), which a text mentions (Mentions) but a
-	// question does not ask for as a window: Parse skips it. perfect:
-	// with "for", the clause before the phrase must be in the perfect
-	// ("have", "'ve", "has", "had", "been"): "I'm going there for two
-	// weeks" is a plan, not the time since something happened.
+	// mention: the rule reads what a text mentions (Mentions) but a
+	// question does not ask for as a window (a duration up to the time
+	// of writing, "I've had them for 3 years"; "recently"): Parse skips
+	// it. perfect: when group 2 is "for", the clause before the phrase
+	// must be in the perfect ("have", "'ve", "has", "had", "been"): "I'm
+	// going there for two weeks" is a plan, not the time since something
+	// happened.
 	mention, perfect bool
+	// also: the lower-cased text must contain one of these too (nil:
+	// no such need), a cheap test before a slow expression; every match
+	// holds one.
+	also []string
 	// lre is re without case folding, run on the lower-cased text (about
 	// ten times faster here); nil for rules that need capitals (months).
 	lre  *regexp.Regexp
@@ -431,14 +436,25 @@ func prepBefore(text string) (string, int) {
 	return "", end
 }
 
-// perfectBefore reports whether the clause that ends text (lower case;
-// back to the last sentence or clause mark, at most 80 bytes) holds a
-// perfect auxiliary: "have", "has", "had", "been" or a contracted "'ve"
-// (also with a typographic apostrophe).
+// containsAny reports whether s contains one of subs (true for none).
+func containsAny(s string, subs []string) bool {
+	for _, x := range subs {
+		if strings.Contains(s, x) {
+			return true
+		}
+	}
+	return len(subs) == 0
+}
+
+// perfectBefore reports whether the clause that ends text (back to the
+// last sentence or clause mark, at most 80 bytes) holds a perfect
+// auxiliary: "have", "has", "had", "been" or a contracted "'ve" (also with
+// a typographic apostrophe), in any case.
 func perfectBefore(text string) bool {
 	if len(text) > 80 {
 		text = text[len(text)-80:]
 	}
+	text = strings.ToLower(text)
 	if i := strings.LastIndexAny(text, ".!?;:\n"); i >= 0 {
 		text = text[i+1:]
 	}
@@ -613,28 +629,23 @@ var rules = []rule{
 			return ms(from, now.Add(time.Millisecond))
 		},
 	},
-	{ // (have had them) for 3 years, (it's been) two months: a duration up to the time of writing
+	{ // (have had them) for 3 years, (it's been) two months, seven years now, 5 years already: a duration up to the time of writing
 		words:   []string{"day", "days", "week", "weeks", "month", "months", "year", "years"},
 		mention: true,
 		perfect: true,
-		ownPrep: true,
-		re:      regexp.MustCompile(`(?i:\b(for|been)\s+(?:(?:over|about|almost|nearly|around|roughly|at\s+least|more\s+than|close\s+to|just\s+over|under)\s+)?` + numWord + `\s+(days?|weeks?|months?|years?))\b`),
+		also:    []string{"for", "been", "now", "already"},
+		re:      regexp.MustCompile(prep + `(?i:(?:(for|been)\s+(?:(?:over|about|almost|nearly|around|roughly|at\s+least|more\s+than|close\s+to|just\s+over|under)\s+)?)?` + numWord + `\s+(days?|weeks?|months?|years?)(\s+(?:now|already))?)\b`),
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
-			return durationBack(sub(2), sub(3), now)
-		},
-	},
-	{ // seven years now, 5 years already: a duration up to the time of writing
-		words:   []string{"day", "days", "week", "weeks", "month", "months", "year", "years"},
-		mention: true,
-		re:      regexp.MustCompile(prep + `(?i:` + numWord + `\s+(days?|weeks?|months?|years?)\s+(?:now|already))\b`),
-		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
-			return durationBack(sub(2), sub(3), now)
+			if sub(2) == "" && sub(5) == "" {
+				return 0, 0, false // "3 years" alone says no time
+			}
+			return durationBack(sub(3), sub(4), now)
 		},
 	},
 	{ // recently, the other day, a while ago: vague, but a time the text places before its writing
-		words:   []string{"recently", "other", "while"},
+		words:   []string{"recently", "day", "ago"}, // not "other", "while": too common to run the rule for
 		mention: true,
-		re:      regexp.MustCompile(prep + `(?i:(just\s+recently|recently|the\s+other\s+day|a\s+while\s+(?:ago|back)))\b`),
+		re:      regexp.MustCompile(prep + `(?i:(just\s+recently|recently|the\s+other\s+day|a\s+while\s+ago))\b`),
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
 			d := dayStart(now)
 			switch w := strings.ToLower(sub(2)); {

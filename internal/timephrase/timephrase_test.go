@@ -110,7 +110,7 @@ func TestMentions(t *testing.T) {
 		// something happened.
 		{"I recently adopted a pup", []Range{{at.AddDate(0, -1, 0).UnixMilli(), day(t, "2023-10-05")}}},
 		{"I saw him the other day", []Range{{day(t, "2023-09-27"), day(t, "2023-10-04")}}},
-		{"you recommended it a while back", []Range{{at.AddDate(-1, 0, 0).UnixMilli(), day(t, "2023-10-04")}}},
+		{"you recommended it a while ago", []Range{{at.AddDate(-1, 0, 0).UnixMilli(), day(t, "2023-10-04")}}},
 		{"I've been so busy lately", nil},
 		// Not in the perfect: a plan or a habit, not a time gone by.
 		{"I'm going to Spain for two weeks", nil},
@@ -179,7 +179,7 @@ func TestCandidatesSkipNoMatch(t *testing.T) {
 		"weekends", "months", "years", "eve", "july", "ago", "tues", "fri", "thurs", "sept", "mon", "sat", "sun", "wed", "thu", "tue", "last", "this", "next",
 		"past", "early", "mid", "late", "end", "start", "middle", "beginning", "new", "last night",
 		"the day before yesterday", "the past 3 days", "last two weeks", "the last few months", "3 days ago", "new year's", "the fourth of july", "mid-May", "the end of", "the middle of", "the beginning of", "2023-05-08",
-		"22-1-1", "for", "been", "now", "already", "recently", "the other day", "a while back", "while ago", "other", "I've", "have", "over", "ſummer", "\u212aristmas", "İn", "é", "’", "—"}
+		"22-1-1", "for", "been", "now", "already", "recently", "the other day", "a while ago", "while ago", "other", "I've", "have", "over", "ſummer", "\u212aristmas", "İn", "é", "’", "—"}
 	for _, r := range rules {
 		vocab = append(vocab, r.words...)
 		vocab = append(vocab, r.casedWords...)
