@@ -134,6 +134,33 @@ func TestDayBoost(t *testing.T) {
 	}
 }
 
+// A duration meets a window by when it began: "for a year now", said on
+// October 4, 2023, covers every week of that year, which tells nothing
+// about August 2023; it does tell about October 2022, when it began.
+func TestDurationMeetsWindowByStart(t *testing.T) {
+	at := time.Date(2023, 10, 4, 9, 0, 0, 0, time.UTC).UnixMilli()
+	f := newFixture(t, t.TempDir())
+	f.apply(t, chain(t,
+		&log.Store{ChunkID: "year", Kind: log.KindConversation, Session: "s1", Role: "user", Content: "I've been playing the piano for a year now.", Time: at},
+		&log.Store{ChunkID: "other", Kind: log.KindConversation, Session: "s1", Role: "user", Content: "The piano needs tuning.", Time: at + 30000},
+	))
+	now := time.Date(2023, 10, 10, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		q    string
+		want bool
+	}{{"the piano in August 2023", false}, {"the piano in October 2022", true}} {
+		resp, err := f.engine(query.Options{}).Search(context.Background(), query.Request{Text: tc.q, Now: now, K: 4, Explain: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range resp.Results {
+			if r.ChunkID == "year" && r.MentionsWindow != tc.want {
+				t.Errorf("%q: the duration meets the window: %v, want %v (%+v)", tc.q, r.MentionsWindow, tc.want, r.Explain)
+			}
+		}
+	}
+}
+
 // A how-long question ranks the turn that states a duration first: all
 // four turns share the question's words, "yesterday" is a point in time,
 // not an answer to how long, and "for four years" is.

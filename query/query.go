@@ -12,7 +12,8 @@
 //     ParseTemporal), cut out of the text used for BM25 and ANN, and become
 //     a time window: by default a boost of (1 + TemporalBoost) for chunks
 //     stored inside it or whose text mentions a time that meets it
-//     (MentionTimer: "yesterday" in a turn of October 4 is October 3), or
+//     (MentionTimer: "yesterday" in a turn of October 4 is October 3; a
+//     duration, "for a year now", by when it began), or
 //     a filter (on content time only) with TemporalBoost <
 //  0. A phrase says when something happened, which is often not when it
 //     was talked about, and relative phrases are vague: as a filter they
@@ -1655,6 +1656,12 @@ func (e *Engine) score(p *plan, cs []*cand) {
 			ex.Temporal = 1 + p.tboost
 		case p.boost && c.mentions != nil:
 			for _, r := range c.mentions {
+				if r.UpTo(c.chunk.Time) {
+					// A duration ("for a year now") covers every window
+					// inside it, which tells nothing: it meets the
+					// window by when it began.
+					r.Until = r.Since + 1
+				}
 				if inWindow(p.window, r.Since, r.Until) {
 					ex.Temporal, ex.Mentioned = 1+p.tboost, true
 					break
