@@ -188,6 +188,18 @@ func TestHowLongQuestionBoost(t *testing.T) {
 			t.Errorf("how-long question boosted %s, which states no duration: %+v", r.ChunkID, r.Explain)
 		}
 	}
+	// A plan or a past span is no duration up to now: no boost.
+	for _, q := range []string{"How long do we keep her friends?", "How long did it take to make friends?"} {
+		resp, err = f.engine(query.Options{}).Search(ctx, query.Request{Text: q, Now: now, K: 4, Explain: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range resp.Results {
+			if r.Explain.Temporal != 1 {
+				t.Errorf("%q boosted %s: %+v", q, r.ChunkID, r.Explain)
+			}
+		}
+	}
 	// "How long ago" asks when: every mention counts, as for "When…".
 	resp, err = f.engine(query.Options{}).Search(ctx, query.Request{Text: "How long ago did she meet her friends?", Now: now, K: 4, Explain: true})
 	if err != nil {

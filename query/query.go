@@ -83,8 +83,8 @@
 //     DayBoost when the window is a day or two, if inside
 //     a phrase's window, by content or mentioned time; else 1 + WhenBoost
 //     if the question asks when and the chunk's text mentions a time, or
-//     asks how long and the text states a duration up to when it was
-//     written: "for 3 years", "seven years now").
+//     asks how long something has lasted and the text states a duration
+//     up to when it was written: "for 3 years", "seven years now").
 //     Age is Now − content time, clamped at 0.
 //  9. Order: final desc, then chunk id asc. With MMRLambda (Request's,
 //     else Options') in (0,1) the top
@@ -397,9 +397,10 @@ type Options struct {
 	// DefaultWhenBoost; negative: off): the answer to a when-question is
 	// a turn that says when, and such a question rarely shares a word
 	// with that part of the turn ("yesterday", "last week"). A question
-	// that asks how long ("How long has she had…", "How many years…")
-	// gets it for a turn that states a duration ("I've had them for 3
-	// years"; timephrase.Range.UpTo), not for one that names a day.
+	// that asks how long in the perfect ("How long has she had…", "How
+	// many years have…") gets it for a turn that states a duration ("I've
+	// had them for 3 years"; timephrase.Range.UpTo), not for one that
+	// names a day.
 	WhenBoost float64
 	// Location is the time zone of the calendar days of time phrases
 	// ("yesterday" starts at midnight there; default UTC). Mentioned
@@ -1573,19 +1574,19 @@ var whenQuestion = regexp.MustCompile(`(?i)^\W*(?:when\b|since when\b|how long a
 // isWhenQuestion reports whether text asks when something happened.
 func isWhenQuestion(text string) bool { return whenQuestion.MatchString(text) }
 
-// howLongQuestion matches a question that asks for a duration up to now
-// ("How long has she had…", "How many years have they…"; "how long ago"
-// asks when, whenQuestion). Its answer states a duration ("I've had them
-// for 3 years", "seven years now"), which a point in time ("yesterday")
-// does not: only durations (timephrase.Range.UpTo) are boosted.
-var howLongQuestion = regexp.MustCompile(`(?i)^\W*how (?:long|many (?:years|months|weeks|days))\b(\s+ago\b)?`)
+// howLongQuestion matches a question that asks for a duration up to now,
+// in the perfect ("How long has she had…", "How many years have they…").
+// Its answer states a duration ("I've had them for 3 years", "seven years
+// now"), which a point in time ("yesterday") does not: only durations
+// (timephrase.Range.UpTo) are boosted. "How long do we keep…" asks for a
+// plan, "how long did it take" for a past span, "how long ago" when
+// (whenQuestion): none is answered by a duration up to the time of
+// writing.
+var howLongQuestion = regexp.MustCompile(`(?i)^\W*how (?:long|many (?:years|months|weeks|days))\s+(?:has|have|had)\b`)
 
 // isHowLongQuestion reports whether text asks how long something has
 // lasted.
-func isHowLongQuestion(text string) bool {
-	m := howLongQuestion.FindStringSubmatch(text)
-	return m != nil && m[1] == ""
-}
+func isHowLongQuestion(text string) bool { return howLongQuestion.MatchString(text) }
 
 // mentioned reads the mentioned times of the candidates when p has a time
 // window to meet or asks when, and the text index can tell them.
