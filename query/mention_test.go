@@ -51,7 +51,7 @@ func TestMentionedTimeBoost(t *testing.T) {
 				sold = &resp.Results[i]
 			}
 		}
-		if sold == nil || !sold.Explain.Mentioned || !sold.MentionsWindow || sold.Explain.Temporal != 1+query.DefaultTemporalBoost {
+		if sold == nil || !sold.Explain.Mentioned || !sold.MentionsWindow || sold.Explain.Temporal != 1+2*query.DefaultTemporalBoost { // a day: DayBoost
 			t.Fatalf("%q: the turn that mentions the day is not boosted: %+v", q, resp.Results)
 		}
 		for _, r := range resp.Results {
@@ -94,6 +94,120 @@ func TestWhenQuestionBoost(t *testing.T) {
 	for _, r := range resp.Results {
 		if r.Explain.Temporal != 1 {
 			t.Fatalf("boosted without a when-question: %+v", r)
+		}
+	}
+}
+
+// A window of a day is boosted more than a month's: "on October 3, 2023"
+// and "last Tuesday" (asked a week later) name the day the turn of
+// October 4 says "yesterday" about and the other turns were stored on;
+// "in October 2023" holds most of the store. DayBoost: -1 is the boost
+// of any window.
+func TestDayBoost(t *testing.T) {
+	f := mentionFixture(t)
+	ctx := context.Background()
+	now := time.Date(2023, 10, 10, 12, 0, 0, 0, time.UTC) // a Tuesday
+	for _, tc := range []struct {
+		opts query.Options
+		q    string
+		want float64
+	}{
+		{query.Options{}, "What about the old piano on October 3, 2023?", 1 + 2*query.DefaultTemporalBoost},
+		{query.Options{}, "what happened to the old piano last Tuesday", 1 + 2*query.DefaultTemporalBoost},
+		{query.Options{}, "the old piano in October 2023", 1 + query.DefaultTemporalBoost},
+		{query.Options{DayBoost: -1}, "What about the old piano on October 3, 2023?", 1 + query.DefaultTemporalBoost},
+		{query.Options{TemporalBoost: 1, DayBoost: 7}, "What about the old piano on October 3, 2023?", 8},
+	} {
+		resp, err := f.engine(tc.opts).Search(ctx, query.Request{Text: tc.q, Now: now, K: 4, Explain: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range resp.Results {
+			want := tc.want
+			if r.ChunkID == "bought" {
+				want = 1
+			}
+			if r.Explain.Temporal != want {
+				t.Errorf("%q %+v: %s temporal %g, want %g", tc.q, tc.opts, r.ChunkID, r.Explain.Temporal, want)
+			}
+		}
+	}
+}
+
+// A duration meets a window by when it began: "for a year now", said on
+// October 4, 2023, covers every week of that year, which tells nothing
+// about August 2023; it does tell about October 2022, when it began.
+func TestDurationMeetsWindowByStart(t *testing.T) {
+	at := time.Date(2023, 10, 4, 9, 0, 0, 0, time.UTC).UnixMilli()
+	f := newFixture(t, t.TempDir())
+	f.apply(t, chain(t,
+		&log.Store{ChunkID: "year", Kind: log.KindConversation, Session: "s1", Role: "user", Content: "I've been playing the piano for a year now.", Time: at},
+		&log.Store{ChunkID: "other", Kind: log.KindConversation, Session: "s1", Role: "user", Content: "The piano needs tuning.", Time: at + 30000},
+	))
+	now := time.Date(2023, 10, 10, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		q    string
+		want bool
+	}{{"the piano in August 2023", false}, {"the piano in October 2022", true}} {
+		resp, err := f.engine(query.Options{}).Search(context.Background(), query.Request{Text: tc.q, Now: now, K: 4, Explain: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range resp.Results {
+			if r.ChunkID == "year" && r.MentionsWindow != tc.want {
+				t.Errorf("%q: the duration meets the window: %v, want %v (%+v)", tc.q, r.MentionsWindow, tc.want, r.Explain)
+			}
+		}
+	}
+}
+
+// A how-long question ranks the turn that states a duration first: all
+// four turns share the question's words, "yesterday" is a point in time,
+// not an answer to how long, and "for four years" is.
+func TestHowLongQuestionBoost(t *testing.T) {
+	at := time.Date(2023, 6, 9, 19, 0, 0, 0, time.UTC).UnixMilli()
+	f := newFixture(t, t.TempDir())
+	f.apply(t, chain(t,
+		&log.Store{ChunkID: "yesterday", Kind: log.KindConversation, Session: "s1", Role: "user", Content: "Yesterday my friends and I went to the support group.", Time: at},
+		&log.Store{ChunkID: "known", Kind: log.KindConversation, Session: "s1", Role: "user", Content: "I've known my friends for four years, since I moved here.", Time: at + 30000},
+		&log.Store{ChunkID: "lucky", Kind: log.KindConversation, Session: "s1", Role: "user", Content: "My friends are great, I'm lucky to have my friends.", Time: at + 60000},
+		&log.Store{ChunkID: "plan", Kind: log.KindConversation, Session: "s1", Role: "user", Content: "My friends are visiting for two weeks, my friends love it here.", Time: at + 90000},
+	))
+	ctx := context.Background()
+	now := time.Date(2023, 10, 10, 12, 0, 0, 0, time.UTC)
+	req := query.Request{Text: "How long has she had her friends?", Now: now, K: 4, Explain: true}
+	resp, err := f.engine(query.Options{}).Search(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Results[0].ChunkID != "known" || !resp.Results[0].Explain.Mentioned || resp.Results[0].Explain.Temporal != 1+query.DefaultWhenBoost {
+		t.Fatalf("how-long question: %v, first %+v", ids(resp.Results), resp.Results[0].Explain)
+	}
+	for _, r := range resp.Results[1:] {
+		if r.Explain.Temporal != 1 {
+			t.Errorf("how-long question boosted %s, which states no duration: %+v", r.ChunkID, r.Explain)
+		}
+	}
+	// A plan or a past span is no duration up to now: no boost.
+	for _, q := range []string{"How long do we keep her friends?", "How long did it take to make friends?"} {
+		resp, err = f.engine(query.Options{}).Search(ctx, query.Request{Text: q, Now: now, K: 4, Explain: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range resp.Results {
+			if r.Explain.Temporal != 1 {
+				t.Errorf("%q boosted %s: %+v", q, r.ChunkID, r.Explain)
+			}
+		}
+	}
+	// "How long ago" asks when: every mention counts, as for "When…".
+	resp, err = f.engine(query.Options{}).Search(ctx, query.Request{Text: "How long ago did she meet her friends?", Now: now, K: 4, Explain: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range resp.Results {
+		if want := r.ChunkID == "known" || r.ChunkID == "yesterday"; r.Explain.Mentioned != want {
+			t.Errorf("how long ago: %s mentioned %v, want %v", r.ChunkID, r.Explain.Mentioned, want)
 		}
 	}
 }

@@ -333,12 +333,13 @@ func TestTemporalPhraseFilters(t *testing.T) {
 			t.Errorf("%s outside yesterday", r.ChunkID)
 		}
 	}
-	// The default boosts the window: yesterday's g1 first, the rest kept.
+	// The default boosts the window (a day: DayBoost, twice
+	// TemporalBoost): yesterday's g1 first, the rest kept.
 	resp, err = f.engine(query.Options{}).Search(ctx, query.Request{Text: "what did I say about replication yesterday", Now: now0, K: 50, Explain: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := ids(resp.Results); len(got) < 3 || got[0] != "g1" || resp.Results[0].Explain.Temporal != 1+query.DefaultTemporalBoost ||
+	if got := ids(resp.Results); len(got) < 3 || got[0] != "g1" || resp.Results[0].Explain.Temporal != 1+2*query.DefaultTemporalBoost || // a day: DayBoost
 		resp.Results[len(got)-1].Explain.Temporal != 1 {
 		t.Errorf("default boost: got %v", got)
 	}

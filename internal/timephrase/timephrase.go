@@ -70,7 +70,7 @@ type Parsed struct {
 // holidays, whose words are kept: they also say what a text is about. Several phrases
 // intersect. The result is a pure function of (text, now).
 func Parse(text string, now time.Time) Parsed {
-	spans := scan(text, now)
+	spans := scan(text, now, false)
 	out := Parsed{}
 	var b strings.Builder
 	pos := 0
@@ -102,6 +102,13 @@ func Parse(text string, now time.Time) Parsed {
 // Range is a window of time [Since, Until) in unix ms.
 type Range struct{ Since, Until int64 }
 
+// UpTo reports whether r is a duration up to at, the time of writing
+// ("I've had them for 3 years", "seven years now", "the past 3 days"):
+// such a window ends 1 ms after at, where a calendar phrase ("today",
+// "this month") ends at a day boundary. A question that asks how long
+// is answered by a duration.
+func (r Range) UpTo(at int64) bool { return r.Until == at+1 }
+
 // MaxMentions caps the ranges Mentions returns for one text.
 const MaxMentions = 8
 
@@ -109,11 +116,25 @@ const MaxMentions = 8
 // resolved against at (the time the text was written; pass it in UTC for
 // UTC days): "yesterday" in a text written on 2023-10-04 is 2023-10-03.
 // A preposition does not open the window ("since 2019" mentions 2019), and
-// open or empty windows are dropped. At most MaxMentions, in order of
+// open or empty windows are dropped. Besides Parse's phrases, a text
+// mentions durations up to the time of writing (Range.UpTo): "for N
+// days|weeks|months|years" in the perfect ("I've had them for 3 years",
+// "have known them for almost four years"; N as Parse reads it, after
+// over, about, almost, nearly, around, roughly, at least, more than,
+// close to, just over or under), "been N years" ("it's been two weeks")
+// and "N years now|already": [at − N units, at + 1 ms). "Staying for two
+// weeks" is a plan, not a time gone by: without have, has, had, been or
+// 've earlier in its clause, a "for" duration is not read. Vague phrases
+// place a time before the writing: "recently" the past month (to the end
+// of the day), "the other day" the past week, "a while ago" the past
+// year (both to the start of the day); "lately" is a state ("busy
+// lately"), not when something happened, and is not read. A question
+// does not ask for these as windows ("what did she do recently" asked
+// today), so Parse skips them too. At most MaxMentions, in order of
 // appearance, duplicates removed. A pure function of (text, at).
 func Mentions(text string, at time.Time) []Range {
 	var out []Range
-	for _, sp := range scan(text, at) {
+	for _, sp := range scan(text, at, true) {
 		if sp.a == 0 || sp.b <= sp.a {
 			continue
 		}
@@ -255,14 +276,15 @@ type span struct {
 }
 
 // scan finds the phrases of text, non-overlapping: earliest start first,
-// then the longest.
-func scan(text string, now time.Time) []span {
+// then the longest. mentions: also the rules only a text's mentions read
+// (rule.mention).
+func scan(text string, now time.Time, mentions bool) []span {
 	mask, all := candidates(text)
-	return scanRules(text, now, mask, all)
+	return scanRules(text, now, mask, all, mentions)
 }
 
 // scanRules is scan running the rules in mask (all: every rule).
-func scanRules(text string, now time.Time, mask uint32, all bool) []span {
+func scanRules(text string, now time.Time, mask uint32, all, mentions bool) []span {
 	if mask == 0 && !all {
 		return nil
 	}
@@ -270,7 +292,7 @@ func scanRules(text string, now time.Time, mask uint32, all bool) []span {
 	lower := strings.ToLower(text)
 	for i := range rules {
 		r := &rules[i]
-		if !all && mask&(1<<i) == 0 {
+		if !all && mask&(1<<i) == 0 || r.mention && !mentions || !containsAny(lower, r.also) {
 			continue
 		}
 		re, in := r.re, text
@@ -293,6 +315,9 @@ func scanRules(text string, now time.Time, mask uint32, all bool) []span {
 					return ""
 				}
 				return text[loc[2*i]:loc[2*i+1]]
+			}
+			if r.perfect && strings.EqualFold(sub(2), "for") && !perfectBefore(text[:loc[0]]) {
+				continue
 			}
 			a, b, ok := r.eval(sub, now)
 			if !ok {
@@ -361,6 +386,18 @@ type rule struct {
 	// also what a text talks about ("pictures from last summer", "the
 	// Christmas market"), so its words still search.
 	keep bool
+	// mention: the rule reads what a text mentions (Mentions) but a
+	// question does not ask for as a window (a duration up to the time
+	// of writing, "I've had them for 3 years"; "recently"): Parse skips
+	// it. perfect: when group 2 is "for", the clause before the phrase
+	// must be in the perfect ("have", "'ve", "has", "had", "been"): "I'm
+	// going there for two weeks" is a plan, not the time since something
+	// happened.
+	mention, perfect bool
+	// also: the lower-cased text must contain one of these too (nil:
+	// no such need), a cheap test before a slow expression; every match
+	// holds one.
+	also []string
 	// lre is re without case folding, run on the lower-cased text (about
 	// ten times faster here); nil for rules that need capitals (months).
 	lre  *regexp.Regexp
@@ -397,6 +434,38 @@ func prepBefore(text string) (string, int) {
 		return w, j
 	}
 	return "", end
+}
+
+// containsAny reports whether s contains one of subs (true for none).
+func containsAny(s string, subs []string) bool {
+	for _, x := range subs {
+		if strings.Contains(s, x) {
+			return true
+		}
+	}
+	return len(subs) == 0
+}
+
+// perfectBefore reports whether the clause that ends text (back to the
+// last sentence or clause mark, at most 80 bytes) holds a perfect
+// auxiliary: "have", "has", "had", "been" or a contracted "'ve" (also with
+// a typographic apostrophe), in any case.
+func perfectBefore(text string) bool {
+	if len(text) > 80 {
+		text = text[len(text)-80:]
+	}
+	text = strings.ToLower(text)
+	if i := strings.LastIndexAny(text, ".!?;:\n"); i >= 0 {
+		text = text[i+1:]
+	}
+	for _, f := range strings.FieldsFunc(text, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r == '\'' || r == '’') }) {
+		switch {
+		case f == "have" || f == "has" || f == "had" || f == "been",
+			strings.HasSuffix(f, "'ve") || strings.HasSuffix(f, "’ve"):
+			return true
+		}
+	}
+	return false
 }
 
 func isWordByte(c byte) bool {
@@ -558,6 +627,34 @@ var rules = []rule{
 				from = now.AddDate(0, -n, 0)
 			}
 			return ms(from, now.Add(time.Millisecond))
+		},
+	},
+	{ // (have had them) for 3 years, (it's been) two months, seven years now, 5 years already: a duration up to the time of writing
+		words:   []string{"day", "days", "week", "weeks", "month", "months", "year", "years"},
+		mention: true,
+		perfect: true,
+		also:    []string{"for", "been", "now", "already"},
+		re:      regexp.MustCompile(prep + `(?i:(?:(for|been)\s+(?:(?:over|about|almost|nearly|around|roughly|at\s+least|more\s+than|close\s+to|just\s+over|under)\s+)?)?` + numWord + `\s+(days?|weeks?|months?|years?)(\s+(?:now|already))?)\b`),
+		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
+			if sub(2) == "" && sub(5) == "" {
+				return 0, 0, false // "3 years" alone says no time
+			}
+			return durationBack(sub(3), sub(4), now)
+		},
+	},
+	{ // recently, the other day, a while ago: vague, but a time the text places before its writing
+		words:   []string{"recently", "day", "ago"}, // not "other", "while": too common to run the rule for
+		mention: true,
+		re:      regexp.MustCompile(prep + `(?i:(just\s+recently|recently|the\s+other\s+day|a\s+while\s+ago))\b`),
+		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
+			d := dayStart(now)
+			switch w := strings.ToLower(sub(2)); {
+			case strings.HasPrefix(w, "the"):
+				return ms(d.AddDate(0, 0, -7), d)
+			case strings.HasPrefix(w, "a"):
+				return ms(now.AddDate(-1, 0, 0), d)
+			}
+			return ms(now.AddDate(0, -1, 0), d.AddDate(0, 0, 1))
 		},
 	},
 	{ // (last|this|next) Monday; abbreviations (Tues, Fri) only after last/this/next
@@ -755,6 +852,28 @@ var rules = []rule{
 			return ms(a, a.AddDate(1, 0, 0))
 		},
 	},
+}
+
+// durationBack is the duration of n units (a number word) up to now:
+// [now − n units, now + 1 ms), a window that ends where a duration ends
+// (Range.UpTo).
+func durationBack(n, unit string, now time.Time) (int64, int64, bool) {
+	k, ok := parseNum(n)
+	if !ok {
+		return 0, 0, false
+	}
+	var from time.Time
+	switch strings.TrimSuffix(strings.ToLower(unit), "s") {
+	case "day":
+		from = now.AddDate(0, 0, -k)
+	case "week":
+		from = now.AddDate(0, 0, -7*k)
+	case "month":
+		from = now.AddDate(0, -k, 0)
+	default:
+		from = now.AddDate(-k, 0, 0)
+	}
+	return ms(from, now.Add(time.Millisecond))
 }
 
 // unitBack is the calendar week|weekend|month|year n units before now's

@@ -98,6 +98,23 @@ func TestMentions(t *testing.T) {
 		{"Camping next month; back on October 2", []Range{{day(t, "2023-11-01"), day(t, "2023-12-01")}, {day(t, "2023-10-02"), day(t, "2023-10-03")}}},
 		{"nothing about time here", nil},
 		{"the past 3 days", []Range{{at.AddDate(0, 0, -3).UnixMilli(), at.UnixMilli() + 1}}},
+		// A duration up to the time of writing: since then, until then.
+		{"I've had them for 3 years now and they bring me joy", []Range{{at.AddDate(-3, 0, 0).UnixMilli(), at.UnixMilli() + 1}}},
+		{"I have known these friends for almost four years, since I moved", []Range{{at.AddDate(-4, 0, 0).UnixMilli(), at.UnixMilli() + 1}}},
+		{"We've been together for a couple of months", []Range{{at.AddDate(0, -2, 0).UnixMilli(), at.UnixMilli() + 1}}},
+		{"It's been two weeks since the move", []Range{{at.AddDate(0, 0, -14).UnixMilli(), at.UnixMilli() + 1}}},
+		{"Seven years now, and I've finally found my muses", []Range{{at.AddDate(-7, 0, 0).UnixMilli(), at.UnixMilli() + 1}}},
+		{"5 years already! Time flies", []Range{{at.AddDate(-5, 0, 0).UnixMilli(), at.UnixMilli() + 1}}},
+		// Vague, but before the time of writing: the past month, the past
+		// week, the past year. "Lately" is a state ("busy lately"), not when
+		// something happened.
+		{"I recently adopted a pup", []Range{{at.AddDate(0, -1, 0).UnixMilli(), day(t, "2023-10-05")}}},
+		{"I saw him the other day", []Range{{day(t, "2023-09-27"), day(t, "2023-10-04")}}},
+		{"you recommended it a while ago", []Range{{at.AddDate(-1, 0, 0).UnixMilli(), day(t, "2023-10-04")}}},
+		{"I've been so busy lately", nil},
+		// Not in the perfect: a plan or a habit, not a time gone by.
+		{"I'm going to Spain for two weeks", nil},
+		{"I had fun. We stay for 3 days", nil},
 	} {
 		got := Mentions(tc.text, at)
 		if len(got) != len(tc.want) {
@@ -113,7 +130,7 @@ func TestMentions(t *testing.T) {
 }
 
 func FuzzMentions(f *testing.F) {
-	for _, s := range []string{"yesterday", "last Tues", "early June 2022", "Christmas Eve 1999", "the 31st of February", "99999 days ago", "since 2019"} {
+	for _, s := range []string{"yesterday", "last Tues", "early June 2022", "Christmas Eve 1999", "the 31st of February", "99999 days ago", "since 2019", "I've had them for 3 years now", "been 999 years", "recently, the other day"} {
 		f.Add(s, int64(1696410000000))
 	}
 	f.Fuzz(func(t *testing.T, s string, at int64) {
@@ -162,7 +179,7 @@ func TestCandidatesSkipNoMatch(t *testing.T) {
 		"weekends", "months", "years", "eve", "july", "ago", "tues", "fri", "thurs", "sept", "mon", "sat", "sun", "wed", "thu", "tue", "last", "this", "next",
 		"past", "early", "mid", "late", "end", "start", "middle", "beginning", "new", "last night",
 		"the day before yesterday", "the past 3 days", "last two weeks", "the last few months", "3 days ago", "new year's", "the fourth of july", "mid-May", "the end of", "the middle of", "the beginning of", "2023-05-08",
-		"22-1-1", "ſummer", "\u212aristmas", "İn", "é", "’", "—"}
+		"22-1-1", "for", "been", "now", "already", "recently", "the other day", "a while ago", "while ago", "other", "I've", "have", "over", "ſummer", "\u212aristmas", "İn", "é", "’", "—"}
 	for _, r := range rules {
 		vocab = append(vocab, r.words...)
 		vocab = append(vocab, r.casedWords...)
@@ -195,7 +212,7 @@ func TestCandidatesSkipNoMatch(t *testing.T) {
 		}
 		text := b.String()
 		mask, all := candidates(text)
-		got, want := scanRules(text, now, mask, all), scanRules(text, now, 0, true)
+		got, want := scanRules(text, now, mask, all, true), scanRules(text, now, 0, true, true)
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("%q: filtered scan %+v, every rule %+v (mask %b)", text, got, want, mask)
 		}
@@ -216,7 +233,7 @@ func FuzzCandidates(f *testing.F) {
 	now := time.Date(2023, 6, 8, 15, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, s string) {
 		mask, all := candidates(s)
-		if got, want := scanRules(s, now, mask, all), scanRules(s, now, 0, true); !reflect.DeepEqual(got, want) {
+		if got, want := scanRules(s, now, mask, all, true), scanRules(s, now, 0, true, true); !reflect.DeepEqual(got, want) {
 			t.Fatalf("filtered scan %+v, every rule %+v", got, want)
 		}
 	})
@@ -235,5 +252,16 @@ func TestASCIIFolding(t *testing.T) {
 	}
 	if !reflect.DeepEqual(asciiFolding, want) {
 		t.Fatalf("asciiFolding %q, the Unicode tables give %q", asciiFolding, want)
+	}
+}
+
+// A duration or a vague "recently" is something a text mentions, not a
+// window a question asks for.
+func TestDurationNotParsed(t *testing.T) {
+	now := time.Date(2023, 10, 4, 9, 0, 0, 0, time.UTC)
+	for _, q := range []string{"Has she had the dog for 3 years?", "It's been two weeks", "What did she adopt recently?", "the other day"} {
+		if p := Parse(q, now); len(p.Matches) != 0 || p.Text != q {
+			t.Errorf("%q: %+v, want no phrase", q, p)
+		}
 	}
 }

@@ -146,8 +146,10 @@ import (
 const Name = "fts"
 
 // FormatVersion is the on-disk format version; change it whenever the
-// mapping, the analyzer or the field hash changes.
-const FormatVersion = 5
+// mapping, the analyzer, the field hash or what timephrase.Mentions reads
+// changes (6: durations, "for 3 years", are mentioned times; a format-5
+// projection rebuilds rather than keep, and digest, the old ranges).
+const FormatVersion = 6
 
 // DefaultBatchSize is the number of queued operations after which Apply
 // executes the pending batch. Bleve analyses a batch and builds its
