@@ -101,6 +101,9 @@ func BenchmarkSearch(b *testing.B) {
 			{"hybrid-when", query.ModeHybrid, query.Options{}, func(s string) string { return "When did " + s }},
 			// The ANN query without IDF word weights: what the weights cost.
 			{"hybrid-plain", query.ModeHybrid, query.Options{PlainVectorQuery: true}, nil},
+			// Without the first page's diversity (Options.PageMMR): what
+			// reading and comparing the second page's candidates costs.
+			{"hybrid-nopage", query.ModeHybrid, query.Options{PageMMR: -1}, nil},
 			{"bm25", query.ModeBM25, query.Options{}, nil},
 			{"vector", query.ModeVector, query.Options{}, nil},
 		} {
