@@ -25,3 +25,22 @@ func boundBuildHeap() {
 	}
 	debug.SetMemoryLimit(buildMemLimit)
 }
+
+// queryGCPercent is the GOGC a one-shot query or context process runs
+// with. Such a process allocates a few MB (10-20 at a million events) and
+// exits: at the default 100 the collector ran two to four times in each
+// (its 4 MB minimum goal), about a tenth of a bm25 query's CPU at 1M
+// events (89.7 -> 80.4 ms median, RSS +3 MB of its 136). A query that
+// first catches the projections up builds like `ucl project`, so the
+// heap is also bounded by buildMemLimit: near it the collector runs as
+// often as it must, whatever the percentage.
+const queryGCPercent = 400
+
+// tuneQueryGC sets queryGCPercent and buildMemLimit for a query process,
+// unless GOGC or GOMEMLIMIT chose otherwise (the environment wins).
+func tuneQueryGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(queryGCPercent)
+	}
+	boundBuildHeap()
+}

@@ -43,3 +43,42 @@ func TestProjectBuildMemoryLimit(t *testing.T) {
 		t.Fatalf("memory limit %d with GOMEMLIMIT=2GiB, want %d", got, int64(2<<30))
 	}
 }
+
+// A query or context process runs with queryGCPercent under buildMemLimit
+// (fewer collections in a short process); GOGC and GOMEMLIMIT from the
+// environment win.
+func TestQueryGCPercent(t *testing.T) {
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	prevLimit := debug.SetMemoryLimit(math.MaxInt64)
+	prevGC := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetMemoryLimit(prevLimit); debug.SetGCPercent(prevGC) })
+	dir := filepath.Join(t.TempDir(), "store")
+	if _, errs, code := runCLI(t, dir, "", "init"); code != 0 {
+		t.Fatal(errs)
+	}
+	if _, errs, code := runCLI(t, dir, "", "store", "--session", "s1", "Remember the cello lesson."); code != 0 {
+		t.Fatal(errs)
+	}
+	for _, args := range [][]string{{"query", "cello"}, {"context", "cello"}} {
+		debug.SetGCPercent(100)
+		debug.SetMemoryLimit(math.MaxInt64)
+		if _, errs, code := runCLI(t, dir, "", args...); code != 0 {
+			t.Fatalf("%q: %s", args, errs)
+		}
+		if got := debug.SetGCPercent(100); got != queryGCPercent {
+			t.Fatalf("%q: GOGC %d, want %d", args, got, queryGCPercent)
+		}
+		if got := debug.SetMemoryLimit(-1); got != buildMemLimit {
+			t.Fatalf("%q: memory limit %d, want %d", args, got, int64(buildMemLimit))
+		}
+	}
+	t.Setenv("GOGC", "50")
+	debug.SetGCPercent(50)
+	if _, errs, code := runCLI(t, dir, "", "query", "cello"); code != 0 {
+		t.Fatal(errs)
+	}
+	if got := debug.SetGCPercent(100); got != 50 {
+		t.Fatalf("GOGC %d with GOGC=50 set, want 50", got)
+	}
+}

@@ -68,6 +68,7 @@ its chunk id, session, role, kind, time, seq, content and meta as stored.`,
 		req.Sessions = c.StringSlice("session")
 		req.Session = c.String("active")
 		req.Explain = c.Bool("explain")
+		tuneQueryGC()
 		return withAPI(c, func(api ucl.API) error {
 			prog, done := stagedProgress(c)
 			req.Progress = prog
@@ -143,6 +144,7 @@ With --json: a JSON document describing the assembly, the context in "context".`
 			return usage("--recent takes 0 or more turns", "bad --recent %d", c.Int("recent"))
 		}
 		creq := ucl.ContextRequest{SearchRequest: req, Budget: c.Int("budget"), Recent: c.Int("recent"), Format: c.String("format")}
+		tuneQueryGC()
 		return withAPI(c, func(api ucl.API) error {
 			prog, done := stagedProgress(c)
 			creq.Progress = prog

@@ -32,7 +32,11 @@ func TestRankHitsMatchesFullSort(t *testing.T) {
 			if want == nil {
 				want = []SessionHit{}
 			}
-			got := rankHits(scores, k)
+			in := make([]SessionHit, 0, len(scores))
+			for id, s := range scores {
+				in = append(in, SessionHit{Session: id, Score: s})
+			}
+			got := rankHits(in, k)
 			if len(got) == 0 && len(want) == 0 {
 				continue
 			}

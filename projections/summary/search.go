@@ -107,12 +107,13 @@ func bm25IDF(n, df int) float64 {
 	return math.Log(1 + (float64(n)-float64(df)+0.5)/(float64(df)+0.5))
 }
 
-// rankHits sorts by score, ties by session id, and keeps k.
+// rankHits sorts hits (of distinct sessions, in any order) by score, ties
+// by session id, and keeps k.
 //
 // The order is total (sessions are distinct), so keeping the best k in a
 // bounded heap gives the same k as sorting every scored session, without
 // the sort (at 1M events a common word scores ~50K sessions: 9 ms).
-func rankHits(scores map[string]float64, k int) []SessionHit {
+func rankHits(hits []SessionHit, k int) []SessionHit {
 	better := func(a, b SessionHit) bool {
 		if a.Score != b.Score {
 			return a.Score > b.Score
@@ -121,7 +122,7 @@ func rankHits(scores map[string]float64, k int) []SessionHit {
 	}
 	k = max(k, 0)
 	// h is a heap whose root is the worst hit kept.
-	h := make([]SessionHit, 0, min(k, len(scores)))
+	h := make([]SessionHit, 0, min(k, len(hits)))
 	down := func(i int) {
 		for {
 			w, l, r := i, 2*i+1, 2*i+2
@@ -138,8 +139,7 @@ func rankHits(scores map[string]float64, k int) []SessionHit {
 			i = w
 		}
 	}
-	for id, s := range scores {
-		x := SessionHit{Session: id, Score: s}
+	for _, x := range hits {
 		switch {
 		case len(h) < k:
 			h = append(h, x)
@@ -440,6 +440,13 @@ func mergePostings(ps, adds []posting) []posting {
 // searchStored scores sessions for the words from the stored index: the
 // same BM25 as over the summaries themselves (per session, terms added in
 // the words' order), so scores are identical bit for bit.
+//
+// Postings are sorted by hash and search_docs by hash then session, so
+// the sessions of the postings are found by walking both in order, and
+// scores sit in a slice beside the sessions: a common word of a large
+// store has a posting in most sessions, and maps keyed by hash and by
+// session were most of a search's cost (16 of a 130 ms vector query
+// process at a million events, 50K sessions).
 func searchStored(tx *bolt.Tx, words []string, k int) ([]SessionHit, error) {
 	n, total, err := readStats(tx.Bucket(bucketMeta))
 	if err != nil {
@@ -455,7 +462,7 @@ func searchStored(tx *bolt.Tx, words []string, k int) ([]SessionHit, error) {
 	terms, docs := tx.Bucket(bucketSearchTerms), tx.Bucket(bucketSearchDocs)
 	seen := map[string]bool{}
 	var lists [][]posting
-	need := map[uint32]bool{}
+	var need []uint32 // the hashes of the postings, ascending, once each
 	for _, w := range words {
 		if seen[w] || w == "" {
 			continue
@@ -469,20 +476,23 @@ func searchStored(tx *bolt.Tx, words []string, k int) ([]SessionHit, error) {
 			continue
 		}
 		lists = append(lists, ps)
-		for _, p := range ps {
-			need[p.h] = true
-		}
+		need = mergeHashes(need, ps)
 	}
 	if len(lists) == 0 {
 		return nil, nil
 	}
-	// The sessions (ids and lengths) of the hashes: one pass over
-	// search_docs when they are many, else a seek each.
+	// The sessions (ids and lengths) of the hashes, in key order (hash,
+	// then session): one pass over search_docs when they are many, else a
+	// seek each. Group g is docs[start[g]:start[g+1]], of hash hashes[g].
 	type doc struct {
 		id     string
 		length int
 	}
-	groups := make(map[uint32][]doc, len(need))
+	var (
+		ds     []doc
+		hashes []uint32
+		start  []int
+	)
 	add := func(k, v []byte) error {
 		if len(k) < 4 {
 			return fmt.Errorf("search doc key %x: %w", k, ErrCorrupt)
@@ -492,20 +502,31 @@ func searchStored(tx *bolt.Tx, words []string, k int) ([]SessionHit, error) {
 			return fmt.Errorf("search doc %q: %w", k[4:], ErrCorrupt)
 		}
 		h := binary.BigEndian.Uint32(k)
-		groups[h] = append(groups[h], doc{string(k[4:]), int(l)})
+		if len(hashes) == 0 || hashes[len(hashes)-1] != h {
+			hashes, start = append(hashes, h), append(start, len(ds))
+		}
+		ds = append(ds, doc{string(k[4:]), int(l)})
 		return nil
 	}
 	c := docs.Cursor()
 	if uint64(len(need))*16 > n {
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			if len(k) >= 4 && need[binary.BigEndian.Uint32(k)] {
+		i := 0
+		for k, v := c.First(); k != nil && i < len(need); k, v = c.Next() {
+			if len(k) < 4 {
+				continue
+			}
+			h := binary.BigEndian.Uint32(k)
+			for i < len(need) && need[i] < h {
+				i++
+			}
+			if i < len(need) && need[i] == h {
 				if err := add(k, v); err != nil {
 					return nil, err
 				}
 			}
 		}
 	} else {
-		for h := range need {
+		for _, h := range need {
 			p := binary.BigEndian.AppendUint32(nil, h)
 			for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
 				if err := add(k, v); err != nil {
@@ -514,23 +535,58 @@ func searchStored(tx *bolt.Tx, words []string, k int) ([]SessionHit, error) {
 			}
 		}
 	}
-	scores := map[string]float64{}
+	start = append(start, len(ds))
+	scores := make([]float64, len(ds))
+	scored := make([]bool, len(ds))
 	for _, ps := range lists {
 		idf := bm25IDF(int(n), len(ps))
+		gi := 0
 		for _, p := range ps {
-			g := groups[p.h]
-			var d *doc
-			for i := range g {
-				if !p.named && len(g) == 1 || p.named && g[i].id == p.id {
-					d = &g[i]
-					break
+			for gi < len(hashes) && hashes[gi] < p.h {
+				gi++
+			}
+			d := -1
+			if gi < len(hashes) && hashes[gi] == p.h {
+				g := ds[start[gi]:start[gi+1]]
+				for i := range g {
+					if !p.named && len(g) == 1 || p.named && g[i].id == p.id {
+						d = start[gi] + i
+						break
+					}
 				}
 			}
-			if d == nil {
+			if d < 0 {
 				return nil, fmt.Errorf("posting of hash %08x: %w: no session", p.h, ErrCorrupt)
 			}
-			scores[d.id] += bm25Term(idf, p.tf, d.length, avg)
+			scores[d] += bm25Term(idf, p.tf, ds[d].length, avg)
+			scored[d] = true
 		}
 	}
-	return rankHits(scores, k), nil
+	hits := make([]SessionHit, 0, len(ds))
+	for i, ok := range scored {
+		if ok {
+			hits = append(hits, SessionHit{Session: ds[i].id, Score: scores[i]})
+		}
+	}
+	return rankHits(hits, k), nil
+}
+
+// mergeHashes returns the ascending hashes of a (ascending, once each)
+// and of ps (sorted by hash, as stored), once each.
+func mergeHashes(a []uint32, ps []posting) []uint32 {
+	out := make([]uint32, 0, len(a)+len(ps))
+	i := 0
+	for _, p := range ps {
+		for i < len(a) && a[i] < p.h {
+			out = append(out, a[i])
+			i++
+		}
+		if i < len(a) && a[i] == p.h {
+			i++
+		}
+		if len(out) == 0 || out[len(out)-1] != p.h {
+			out = append(out, p.h)
+		}
+	}
+	return append(out, a[i:]...)
 }
