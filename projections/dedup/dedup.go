@@ -28,9 +28,10 @@
 //   - The state is a pure function of the live chunks (a tombstone removes
 //     what log.Tombstone.Matches targets), so incremental updates and a
 //     rebuild give the same digest.
-//   - Apply only buffers; Commit applies the buffered events in order and
-//     writes the checkpoint in one bbolt transaction. Reads see the last
-//     Commit.
+//   - Apply only buffers; Commit applies the buffered events in order.
+//     Reads see the last Commit. The file gets commits in bulk (pending.go):
+//     what it holds is always the state at its checkpoint; a process that
+//     ends without Close loses only commits the log still has.
 //   - No content is stored, only hashes; still, a Commit that removed
 //     chunks compacts the file so that the hashes of tombstoned content
 //     (which would confirm a guess of a short text) leave the disk.
@@ -59,7 +60,9 @@
 //	       checks the item's session, role, kind and hash, so a lookup
 //	       collision is no match
 //	docs   str(chunk-parent) chunk-index(4, BE) → id(chunk id)
-//	meta   "version" → "v2", "checkpoint" → JSON checkpoint
+//	meta   "version" → "v2", "checkpoint" → JSON checkpoint, "flushing"
+//	       → "1" while a bulk write of several transactions is under way
+//	       (a file opened with it is dropped and rebuilt)
 //
 // id(x) is 0 ‖ the 16 bytes of x when x is 32 lowercase hex digits (the
 // log's event ids, which most chunk ids are), else 1 ‖ x.
