@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"strings"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -61,7 +62,7 @@ type kv interface {
 
 type boltKV struct{ tx *bolt.Tx }
 
-func (w boltKV) get(b int, k []byte) []byte  { return w.tx.Bucket(kvBuckets[b]).Get(k) }
+func (w boltKV) get(b int, k []byte) []byte   { return w.tx.Bucket(kvBuckets[b]).Get(k) }
 func (w boltKV) put(b int, k, v []byte) error { return w.tx.Bucket(kvBuckets[b]).Put(k, v) }
 func (w boltKV) del(b int, k []byte) error    { return w.tx.Bucket(kvBuckets[b]).Delete(k) }
 
@@ -189,7 +190,7 @@ func (x *Index) flush() error {
 			ops = append(ops, op{b, k, w})
 		}
 		part := ops[start:]
-		slices.SortFunc(part, func(a, b op) int { return bytes.Compare([]byte(a.k), []byte(b.k)) })
+		slices.SortFunc(part, func(a, b op) int { return strings.Compare(a.k, b.k) })
 	}
 	multi := len(ops) > flushChunk
 	err = projections.Guard(Name, func() error {
