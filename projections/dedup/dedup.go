@@ -523,7 +523,13 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 		x.ops = nil
 		x.cp = cp
 		if x.pend.n >= FlushEntries {
-			return x.flush()
+			if err := x.flush(); err != nil {
+				return err
+			}
+		}
+		if size := x.Size(); size >= residentFrom {
+			// Under the read lock of no reader: x.mu is held.
+			dropResident(x.db, size)
 		}
 		return nil
 	}
@@ -564,6 +570,11 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 	}
 	return nil
 }
+
+// residentFrom is the file size from which each Commit drops the pages
+// of the file its reads mapped (dropResident): a commit of a batch of
+// random hashes reads pages everywhere in the file.
+var residentFrom int64 = 32 << 20
 
 func checkpointJSON(cp projections.Checkpoint) ([]byte, error) {
 	b, err := json.Marshal(cp)
