@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -121,5 +123,50 @@ func TestAppendBadLineMidStream(t *testing.T) {
 	}
 	if n := strings.Count(r.out, "\n"); n != 10_000 {
 		t.Fatalf("%d results printed, want the 10000 written", n)
+	}
+}
+
+// TestAppendMemoryFlatInLogSize (issue 26): the peak RSS of appending the
+// same 30,000 events does not grow with the log they are appended to.
+// Before, every batch caught the duplicate index up and compacted its
+// whole file: the same append peaked at 199 MB on a 100K-event log and
+// 406 MB on a 300K one (and 1M events in one append at 1.42 GB); now the
+// index keeps its writes in memory and writes them in sorted bulk, and
+// drops the file pages its lookups mapped (108 and 146 MB). Building the
+// logs takes minutes, so it runs only with UCL_TEST_APPEND_LOG=N (the
+// larger log; the smaller is N/10), e.g. 300000.
+func TestAppendMemoryFlatInLogSize(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("UCL_TEST_APPEND_LOG"))
+	if n < 10_000 {
+		t.Skip("set UCL_TEST_APPEND_LOG=N (e.g. 300000) to append to logs of N/10 and N events")
+	}
+	gen := func(from, count int) string {
+		var b strings.Builder
+		for i := from; i < from+count; i++ {
+			fmt.Fprintf(&b, `{"session":"s%d","role":"user","kind":"conversation","content":"event number %d about topic %d with some words to make it longer"}`+"\n", i%100, i, i%1000)
+		}
+		return b.String()
+	}
+	const more = 30_000
+	var peaks []int64
+	for _, size := range []int{n / 10, n} {
+		dir := newStore(t)
+		if res, peak := peakRSS(t, dir, gen(0, size), "append", "-"); res.code != 0 {
+			t.Fatalf("build a log of %d events: %s", size, res.err)
+		} else {
+			t.Logf("appending %d events to an empty log: peak RSS %d MB", size, peak>>20)
+		}
+		res, peak := peakRSS(t, dir, gen(size, more), "append", "-")
+		if res.code != 0 || strings.Count(res.out, "\n") != more || strings.Contains(res.out, "duplicate_of") {
+			t.Fatalf("append %d events to a log of %d: %s", more, size, res.err)
+		}
+		t.Logf("appending %d events to a log of %d: peak RSS %d MB", more, size, peak>>20)
+		peaks = append(peaks, peak)
+	}
+	// What may grow: the file pages one batch's lookups map, at most
+	// about a page per lookup whatever the log's size.
+	if grow := peaks[1] - peaks[0]; grow > 96<<20 {
+		t.Errorf("appending %d events peaked %d MB higher on a log of %d than on one of %d: memory grows with the log",
+			more, grow>>20, n, n/10)
 	}
 }

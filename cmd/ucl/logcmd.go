@@ -122,9 +122,10 @@ func appendStream(c *cli.Context, r *bufio.Reader) (err error) {
 		b       = &appendBatch{first: 1}
 		written appendWritten
 		lineNo  int
-		api     ucl.API
+		api     *ucl.Shared
 		p       = newProgress(c, "append", 0)
 	)
+	boundHeap(appendMemLimit)
 	defer p.Done()
 	defer func() {
 		if api != nil {
@@ -153,12 +154,18 @@ func appendStream(c *cli.Context, r *bufio.Reader) (err error) {
 		jsonl := b.buf.String()
 		// Check before attaching or writing: a bad line writes nothing of
 		// its batch, and the store is not opened for a bad first batch.
-		if err := ucl.ValidateJSONL(jsonl, chunkTokens); err != nil {
-			var le *ucl.LineError
-			if errors.As(err, &le) {
-				le.Line += b.first - 1
+		// Once this process owns the store, Append parses the batch and
+		// names a bad line itself (handled below): checking here too parsed
+		// every line twice. An owner's answer over its socket does not
+		// name the line, so batches sent there are checked here.
+		if api == nil || api.Owner() == nil {
+			if err := ucl.ValidateJSONL(jsonl, chunkTokens); err != nil {
+				var le *ucl.LineError
+				if errors.As(err, &le) {
+					le.Line += b.first - 1
+				}
+				return withHint(err, resume())
 			}
-			return withHint(err, resume())
 		}
 		if api == nil {
 			a, err := ucl.OpenShared(storeDir(c), engineOptions(c), ucl.SharedOptions{})

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -145,4 +146,37 @@ func TestDocumentOverBoundRefusedBeforeSplit(t *testing.T) {
 	if err != nil || len(es) < 2 {
 		t.Fatalf("a document under the bound: %d chunks, %v", len(es), err)
 	}
+}
+
+// The one-pass duplicate-key scan of valid JSON finds what the token walk
+// finds (the first key given twice, "meta.k" for nested objects).
+func FuzzDuplicateKey(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"store","session":"s1","content":"hi","meta":{"k":"v"}}`,
+		`{"type":"store","content":"a","content":"b"}`,
+		`{"meta":{"k":"v","k":"w"},"meta":{}}`,
+		`{"a":[{"b":1,"b":2}],"c":{"d":[1,2,{"e":null,"e":true}]}}`,
+		` { "a" : "x\"y" , "b":-1.5e3, "a\u0062":false } `,
+		`{"a":1,"\u0061":2}`,
+		`[{"x":1},{"x":1,"x":2}]`,
+		`"just a string"`, `17`, `{}`, `{"k":{}}`, `{"a":"}","a":"]"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if !json.Valid(b) {
+			return
+		}
+		want, err := duplicateKeyTokens(b)
+		if err != nil {
+			t.Fatalf("token walk of valid JSON %q: %v", b, err)
+		}
+		got, ok := duplicateKeyValid(b)
+		if ok && got != want {
+			t.Fatalf("%q: scan %q, token walk %q", b, got, want)
+		}
+		if d, err := duplicateKey(b); err != nil || d != want {
+			t.Fatalf("%q: duplicateKey %q %v, want %q", b, d, err, want)
+		}
+	})
 }

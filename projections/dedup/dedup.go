@@ -28,9 +28,10 @@
 //   - The state is a pure function of the live chunks (a tombstone removes
 //     what log.Tombstone.Matches targets), so incremental updates and a
 //     rebuild give the same digest.
-//   - Apply only buffers; Commit applies the buffered events in order and
-//     writes the checkpoint in one bbolt transaction. Reads see the last
-//     Commit.
+//   - Apply only buffers; Commit applies the buffered events in order.
+//     Reads see the last Commit. The file gets commits in bulk (pending.go):
+//     what it holds is always the state at its checkpoint; a process that
+//     ends without Close loses only commits the log still has.
 //   - No content is stored, only hashes; still, a Commit that removed
 //     chunks compacts the file so that the hashes of tombstoned content
 //     (which would confirm a guess of a short text) leave the disk.
@@ -59,7 +60,9 @@
 //	       checks the item's session, role, kind and hash, so a lookup
 //	       collision is no match
 //	docs   str(chunk-parent) chunk-index(4, BE) → id(chunk id)
-//	meta   "version" → "v2", "checkpoint" → JSON checkpoint
+//	meta   "version" → "v2", "checkpoint" → JSON checkpoint, "flushing"
+//	       → "1" while a bulk write of several transactions is under way
+//	       (a file opened with it is dropped and rebuilt)
 //
 // id(x) is 0 ‖ the 16 bytes of x when x is 32 lowercase hex digits (the
 // log's event ids, which most chunk ids are), else 1 ‖ x.
@@ -165,6 +168,13 @@ type Index struct {
 	cp     projections.Checkpoint
 	ops    []*log.Event
 	closed bool
+	// pend is what was committed and not yet written to the file, whose
+	// checkpoint is diskCP (see pending.go).
+	pend   *pending
+	diskCP projections.Checkpoint
+	// compacted is the file's size after it was last compacted (or
+	// opened): Compact rewrites it only once it has grown well past that.
+	compacted int64
 }
 
 // Open opens (or creates) the projection in dir. State of another format
@@ -196,7 +206,8 @@ func (x *Index) open() error {
 	stale := false
 	if err := db.View(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
-		stale = meta != nil && !bytes.Equal(meta.Get(keyVersion), versionTag())
+		// A flush that did not finish left part of its writes (pending.go).
+		stale = meta != nil && (!bytes.Equal(meta.Get(keyVersion), versionTag()) || meta.Get(keyFlushing) != nil)
 		return nil
 	}); err != nil {
 		db.Close()
@@ -244,6 +255,9 @@ func (x *Index) open() error {
 	}
 	x.db = db
 	x.ops = nil
+	x.pend = newPending()
+	x.diskCP = x.cp
+	x.compacted = x.Size()
 	return nil
 }
 
@@ -390,9 +404,8 @@ func decodeItem(id string, b []byte) (*Item, error) {
 }
 
 // remove deletes a chunk and its index entries; it reports whether it was there.
-func remove(tx *bolt.Tx, id string) (bool, error) {
-	items := tx.Bucket(bucketItems)
-	raw := items.Get(projections.IDKey(id))
+func remove(w kv, id string) (bool, error) {
+	raw := w.get(bItems, projections.IDKey(id))
 	if raw == nil {
 		return false, nil
 	}
@@ -400,24 +413,24 @@ func remove(tx *bolt.Tx, id string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if err := tx.Bucket(bucketKeys).Delete(append(keyPrefix(it.Session, it.Role, it.Kind, it.Content), projections.IDKey(id)...)); err != nil {
+	if err := w.del(bKeys, append(keyPrefix(it.Session, it.Role, it.Kind, it.Content), projections.IDKey(id)...)); err != nil {
 		return false, err
 	}
 	if it.ChunkParent != "" {
 		dk := docKey(it.ChunkParent, it.ChunkIndex)
-		if bytes.Equal(tx.Bucket(bucketDocs).Get(dk), projections.IDKey(id)) {
-			if err := tx.Bucket(bucketDocs).Delete(dk); err != nil {
+		if bytes.Equal(w.get(bDocs, dk), projections.IDKey(id)) {
+			if err := w.del(bDocs, dk); err != nil {
 				return false, err
 			}
 		}
 	}
-	return true, items.Delete(projections.IDKey(id))
+	return true, w.del(bItems, projections.IDKey(id))
 }
 
 // removeOlder removes chunk id if it was stored before seq: an edit's
 // removes name the previous version's chunks, never a later one.
-func removeOlder(tx *bolt.Tx, id string, seq uint64) error {
-	raw := tx.Bucket(bucketItems).Get(projections.IDKey(id))
+func removeOlder(w kv, id string, seq uint64) error {
+	raw := w.get(bItems, projections.IDKey(id))
 	if raw == nil {
 		return nil
 	}
@@ -428,30 +441,31 @@ func removeOlder(tx *bolt.Tx, id string, seq uint64) error {
 	if it.Seq >= seq {
 		return nil
 	}
-	_, err = remove(tx, id)
+	_, err = remove(w, id)
 	return err
 }
 
-func put(tx *bolt.Tx, ev *log.Event, st *log.Store) error {
-	if _, err := remove(tx, st.ChunkID); err != nil {
+func put(w kv, ev *log.Event, st *log.Store) error {
+	if _, err := remove(w, st.ChunkID); err != nil {
 		return err
 	}
 	it := &Item{ChunkID: st.ChunkID, Kind: st.Kind, Seq: ev.Seq, Content: Hash(st.Content),
 		Time: st.Time, ChunkIndex: st.ChunkIndex, Session: st.Session, Role: st.Role, ChunkParent: st.ChunkParent}
-	if err := tx.Bucket(bucketItems).Put(projections.IDKey(it.ChunkID), encodeItem(it)); err != nil {
+	if err := w.put(bItems, projections.IDKey(it.ChunkID), encodeItem(it)); err != nil {
 		return err
 	}
-	if err := tx.Bucket(bucketKeys).Put(append(keyPrefix(it.Session, it.Role, it.Kind, it.Content), projections.IDKey(it.ChunkID)...), nil); err != nil {
+	if err := w.put(bKeys, append(keyPrefix(it.Session, it.Role, it.Kind, it.Content), projections.IDKey(it.ChunkID)...), nil); err != nil {
 		return err
 	}
 	if it.ChunkParent != "" {
-		return tx.Bucket(bucketDocs).Put(docKey(it.ChunkParent, it.ChunkIndex), projections.IDKey(it.ChunkID))
+		return w.put(bDocs, docKey(it.ChunkParent, it.ChunkIndex), projections.IDKey(it.ChunkID))
 	}
 	return nil
 }
 
 // tombstone removes the chunks t targets; it reports whether any was there.
 func tombstone(tx *bolt.Tx, t *log.Tombstone) (bool, error) {
+	w := boltKV{tx}
 	var ids []string
 	ids = append(ids, t.Chunks...)
 	if t.Session != "" || t.From != 0 || t.To != 0 {
@@ -471,7 +485,7 @@ func tombstone(tx *bolt.Tx, t *log.Tombstone) (bool, error) {
 	}
 	any := false
 	for _, id := range ids {
-		ok, err := remove(tx, id)
+		ok, err := remove(w, id)
 		if err != nil {
 			return false, err
 		}
@@ -480,43 +494,66 @@ func tombstone(tx *bolt.Tx, t *log.Tombstone) (bool, error) {
 	return any, nil
 }
 
-// Commit applies the buffered events and writes cp, in one transaction.
+// Commit applies the buffered events; reads see them at once, the file
+// gets them in bulk (pending.go). A Commit with a tombstone writes
+// everything to the file first, then its events and cp in one
+// transaction, and compacts the file if the tombstone removed a chunk.
 func (x *Index) Commit(cp projections.Checkpoint) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.closed {
 		return ErrClosed
 	}
-	cpb, err := json.Marshal(cp)
+	tomb := false
+	for _, ev := range x.ops {
+		_, t := ev.Body.(*log.Tombstone)
+		tomb = tomb || t
+	}
+	if !tomb {
+		err := projections.Guard(Name, func() error {
+			return x.db.View(func(tx *bolt.Tx) error { return applyOps(overlay{tx, x.pend}, x.ops) })
+		})
+		if err != nil {
+			// pending may hold part of the batch: drop it all, back to the file.
+			x.pend = newPending()
+			x.cp = x.diskCP
+			x.ops = nil
+			return fmt.Errorf("commit dedup: %w", err)
+		}
+		x.ops = nil
+		x.cp = cp
+		if x.pend.n >= FlushEntries {
+			if err := x.flush(); err != nil {
+				return err
+			}
+		}
+		if size := x.Size(); size >= residentFrom {
+			// Under the read lock of no reader: x.mu is held.
+			dropResident(x.db, size)
+		}
+		return nil
+	}
+	if err := x.flush(); err != nil {
+		return err
+	}
+	cpb, err := checkpointJSON(cp)
 	if err != nil {
-		return fmt.Errorf("encode checkpoint: %w", err)
+		return err
 	}
 	scrub := false
 	err = projections.Guard(Name, func() error {
 		return x.db.Update(func(tx *bolt.Tx) error {
 			for _, ev := range x.ops {
-				switch b := ev.Body.(type) {
-				case *log.Store:
-					if err := put(tx, ev, b); err != nil {
-						return err
-					}
-				case *log.Edit:
-					// The new version replaces the old one's hash: a later
-					// store is compared with what the item says now.
-					for _, id := range b.Removes {
-						if err := removeOlder(tx, id, ev.Seq); err != nil {
-							return err
-						}
-					}
-					if err := put(tx, ev, &b.Store); err != nil {
-						return err
-					}
-				case *log.Tombstone:
-					hit, err := tombstone(tx, b)
+				if t, ok := ev.Body.(*log.Tombstone); ok {
+					hit, err := tombstone(tx, t)
 					if err != nil {
 						return err
 					}
 					scrub = scrub || hit
+					continue
+				}
+				if err := applyOps(boltKV{tx}, []*log.Event{ev}); err != nil {
+					return err
 				}
 			}
 			return tx.Bucket(bucketMeta).Put(keyCP, cpb)
@@ -527,6 +564,7 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 	}
 	x.ops = nil
 	x.cp = cp
+	x.diskCP = cp
 	if scrub {
 		return x.compact()
 	}
@@ -542,16 +580,65 @@ func (x *Index) ReleaseMemory() {
 	}
 }
 
+// residentFrom is the file size from which each Commit drops the pages
+// of the file its reads mapped (dropResident): a commit of a batch of
+// random hashes reads pages everywhere in the file.
+var residentFrom int64 = 32 << 20
+
+func checkpointJSON(cp projections.Checkpoint) ([]byte, error) {
+	b, err := json.Marshal(cp)
+	if err != nil {
+		return nil, fmt.Errorf("encode checkpoint: %w", err)
+	}
+	return b, nil
+}
+
+// applyOps applies store and edit events in order.
+func applyOps(w kv, ops []*log.Event) error {
+	for _, ev := range ops {
+		switch b := ev.Body.(type) {
+		case *log.Store:
+			if err := put(w, ev, b); err != nil {
+				return err
+			}
+		case *log.Edit:
+			// The new version replaces the old one's hash: a later
+			// store is compared with what the item says now.
+			for _, id := range b.Removes {
+				if err := removeOlder(w, id, ev.Seq); err != nil {
+					return err
+				}
+			}
+			if err := put(w, ev, &b.Store); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // Compact implements projections.Compacter: the file is rewritten tight
-// after a bulk load (its hashes are random keys: pages split half full).
+// after a bulk load (its hashes are random keys: pages split half full),
+// once it has grown to compactGrowth times its size after the last
+// compaction (or open). A catch-up of every append batch asks for it;
+// rewriting the whole file each time cost a pass over it per batch.
 func (x *Index) Compact() error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.closed {
 		return ErrClosed
 	}
+	if float64(x.Size()) < compactGrowth*float64(x.compacted) {
+		return nil
+	}
+	if err := x.flush(); err != nil {
+		return err
+	}
 	return x.compact()
 }
+
+// compactGrowth is how much the file grows between compactions.
+const compactGrowth = 1.5
 
 func (x *Index) compact() error {
 	if err := x.db.Close(); err != nil {
@@ -565,7 +652,32 @@ func (x *Index) compact() error {
 		return errors.Join(err, fmt.Errorf("reopen dedup db: %w", oerr))
 	}
 	x.db = db
+	x.compacted = x.Size()
 	return err
+}
+
+// flushedView is view after pending is written to the file: for reads of
+// the whole state.
+func (x *Index) flushedView(fn func(tx *bolt.Tx) error) error {
+	for {
+		x.mu.Lock()
+		if x.closed {
+			x.mu.Unlock()
+			return ErrClosed
+		}
+		err := x.flush()
+		x.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		x.mu.RLock()
+		if x.pend.n > 0 || x.cp != x.diskCP {
+			x.mu.RUnlock() // a Commit came in between
+			continue
+		}
+		defer x.mu.RUnlock()
+		return projections.Guard(Name, func() error { return x.db.View(fn) })
+	}
 }
 
 func (x *Index) view(fn func(tx *bolt.Tx) error) error {
@@ -583,19 +695,18 @@ func (x *Index) Find(session, role string, kind log.Kind, h [HashLen]byte) ([]It
 	var out []Item
 	err := x.view(func(tx *bolt.Tx) error {
 		p := keyPrefix(session, role, kind, h)
-		c := tx.Bucket(bucketKeys).Cursor()
-		items := tx.Bucket(bucketItems)
-		for k, _ := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, _ = c.Next() {
-			it, err := decodeItemAt(k[len(p):], items.Get(k[len(p):]))
+		o := overlay{tx, x.pend}
+		return o.scan(bKeys, p, func(k, _ []byte) error {
+			it, err := decodeItemAt(k[len(p):], o.get(bItems, k[len(p):]))
 			if err != nil {
 				return err
 			}
 			if it.Session != session || it.Role != role || it.Kind != kind || it.Content != h {
-				continue // another key with the same lookup hash
+				return nil // another key with the same lookup hash
 			}
 			out = append(out, *it)
-		}
-		return nil
+			return nil
+		})
 	})
 	return out, err
 }
@@ -605,26 +716,25 @@ func (x *Index) Document(parent string) ([]Item, error) {
 	var out []Item
 	err := x.view(func(tx *bolt.Tx) error {
 		p := lenPrefix(parent)
-		c := tx.Bucket(bucketDocs).Cursor()
-		items := tx.Bucket(bucketItems)
-		for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
+		o := overlay{tx, x.pend}
+		return o.scan(bDocs, p, func(k, v []byte) error {
 			if len(k) != len(p)+4 {
-				continue // a longer parent sharing the prefix bytes cannot: the length is in p
+				return nil // a longer parent sharing the prefix bytes cannot: the length is in p
 			}
-			it, err := decodeItemAt(v, items.Get(v))
+			it, err := decodeItemAt(v, o.get(bItems, v))
 			if err != nil {
 				return err
 			}
 			out = append(out, *it)
-		}
-		return nil
+			return nil
+		})
 	})
 	return out, err
 }
 
 // Each calls fn with every live chunk in chunk-id order.
 func (x *Index) Each(fn func(Item) error) error {
-	return x.view(func(tx *bolt.Tx) error {
+	return x.flushedView(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketItems).ForEach(func(k, v []byte) error {
 			it, err := decodeItemAt(k, v)
 			if err != nil {
@@ -640,7 +750,7 @@ func (x *Index) Each(fn func(Item) error) error {
 func (x *Index) Digest() ([32]byte, error) {
 	h := sha256.New()
 	h.Write(append(versionTag(), '\n'))
-	err := x.view(func(tx *bolt.Tx) error {
+	err := x.flushedView(func(tx *bolt.Tx) error {
 		for _, name := range [][]byte{bucketItems, bucketKeys, bucketDocs} {
 			h.Write(lenPrefix(string(name)))
 			if err := tx.Bucket(name).ForEach(func(k, v []byte) error {
@@ -691,7 +801,8 @@ func (x *Index) Size() int64 {
 	return fi.Size()
 }
 
-// Close drops uncommitted changes and closes the file.
+// Close writes what was committed to the file, drops uncommitted
+// changes and closes the file.
 func (x *Index) Close() error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -699,17 +810,18 @@ func (x *Index) Close() error {
 		return nil
 	}
 	x.closed = true
+	ferr := x.flush()
 	if err := x.db.Close(); err != nil {
-		return fmt.Errorf("close dedup db: %w", err)
+		return errors.Join(ferr, fmt.Errorf("close dedup db: %w", err))
 	}
-	return nil
+	return ferr
 }
 
 // Contains reports whether chunk id is live here.
 func (x *Index) Contains(id string) (bool, error) {
 	found := false
 	err := x.view(func(tx *bolt.Tx) error {
-		found = tx.Bucket(bucketItems).Get(projections.IDKey(id)) != nil
+		found = overlay{tx, x.pend}.get(bItems, projections.IDKey(id)) != nil
 		return nil
 	})
 	return found, err
@@ -718,7 +830,7 @@ func (x *Index) Contains(id string) (bool, error) {
 // Count is the number of live chunks.
 func (x *Index) Count() (int, error) {
 	n := 0
-	err := x.view(func(tx *bolt.Tx) error {
+	err := x.flushedView(func(tx *bolt.Tx) error {
 		n = tx.Bucket(bucketItems).Stats().KeyN
 		return nil
 	})
@@ -730,9 +842,9 @@ func (x *Index) Count() (int, error) {
 func (x *Index) Items(ids []string) ([]Item, error) {
 	out := make([]Item, 0, len(ids))
 	err := x.view(func(tx *bolt.Tx) error {
-		items := tx.Bucket(bucketItems)
+		o := overlay{tx, x.pend}
 		for _, id := range ids {
-			v := items.Get(projections.IDKey(id))
+			v := o.get(bItems, projections.IDKey(id))
 			if v == nil {
 				continue
 			}
