@@ -44,7 +44,6 @@ func TestProjectBuildMemoryLimit(t *testing.T) {
 	}
 }
 
-<<<<<<< HEAD
 // A query or context process runs with queryGCPercent under buildMemLimit
 // (fewer collections in a short process); GOGC and GOMEMLIMIT from the
 // environment win.
@@ -54,20 +53,10 @@ func TestQueryGCPercent(t *testing.T) {
 	prevLimit := debug.SetMemoryLimit(math.MaxInt64)
 	prevGC := debug.SetGCPercent(100)
 	t.Cleanup(func() { debug.SetMemoryLimit(prevLimit); debug.SetGCPercent(prevGC) })
-=======
-// `ucl append` runs under appendMemLimit unless GOMEMLIMIT chose a limit:
-// each batch's catch-up of the duplicate index runs at GOGC=200, and 300K
-// events peaked at 385 MB RSS with about 85 MB of live heap.
-func TestAppendMemoryLimit(t *testing.T) {
-	t.Setenv("GOMEMLIMIT", "")
-	prev := debug.SetMemoryLimit(math.MaxInt64)
-	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
->>>>>>> h4-append
 	dir := filepath.Join(t.TempDir(), "store")
 	if _, errs, code := runCLI(t, dir, "", "init"); code != 0 {
 		t.Fatal(errs)
 	}
-<<<<<<< HEAD
 	if _, errs, code := runCLI(t, dir, "", "store", "--session", "s1", "Remember the cello lesson."); code != 0 {
 		t.Fatal(errs)
 	}
@@ -91,13 +80,25 @@ func TestAppendMemoryLimit(t *testing.T) {
 	}
 	if got := debug.SetGCPercent(100); got != 50 {
 		t.Fatalf("GOGC %d with GOGC=50 set, want 50", got)
-=======
+	}
+}
+
+// `ucl append` runs under appendMemLimit unless GOMEMLIMIT chose a limit:
+// each batch's catch-up of the duplicate index runs at GOGC=200, and 300K
+// events peaked at 385 MB RSS with about 85 MB of live heap.
+func TestAppendMemoryLimit(t *testing.T) {
+	t.Setenv("GOMEMLIMIT", "")
+	prev := debug.SetMemoryLimit(math.MaxInt64)
+	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
+	dir := filepath.Join(t.TempDir(), "store")
+	if _, errs, code := runCLI(t, dir, "", "init"); code != 0 {
+		t.Fatal(errs)
+	}
 	debug.SetMemoryLimit(math.MaxInt64)
 	if _, errs, code := runCLI(t, dir, `{"session":"s1","content":"the cello lesson"}`+"\n", "append", "-"); code != 0 {
 		t.Fatal(errs)
 	}
 	if got := debug.SetMemoryLimit(-1); got != appendMemLimit {
 		t.Fatalf("memory limit %d after append, want %d", got, int64(appendMemLimit))
->>>>>>> h4-append
 	}
 }
