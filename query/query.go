@@ -622,8 +622,9 @@ type AroundStore interface {
 // a context lowered its evidence recall at 1K tokens (0.911 → 0.905), so
 // contexts keep the relevance order. The pool is the page and PageKeep
 // more (15 for k ≥ 10): 12, 20 and 30 gave the same figures, and every
-// candidate in it is read (at 100K chunks, with a pool of 20, a search
-// cost 2.6 ms of CPU instead of 1.9). Near-duplicates alone (only
+// candidate in it is read (BenchmarkSearch/100K, CPU per query against
+// hybrid-nopage: pool 20, 2.6 ms against 1.9 on a loaded machine; pool 15,
+// 2.1 and 1.6 against 2.0 and 2.0). Near-duplicates alone (only
 // similarities ≥ 0.2 or 0.35 counted) kept little of the gain (dev hit@10
 // 0.821 / 0.823), and counting the same session as similar (+0.1 to
 // +0.4) traded single-hop for multi-hop questions.
