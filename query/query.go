@@ -92,7 +92,7 @@
 //     Jaccard over content words), so near-duplicates do not crowd out other
 //     evidence. Without it, a search (not a context) re-ranks the lower
 //     part of its first page so: results PageKeep+1 to DefaultK are chosen
-//     by MMR with Options.PageMMR among the first 2×DefaultK, the first
+//     by MMR with Options.PageMMR among the first DefaultK+PageKeep, the first
 //     PageKeep and everything after the first page stay in this order.
 //
 // Filters: Sessions, Kinds, Roles (OR within one filter, AND across
@@ -416,8 +416,8 @@ type Options struct {
 	// PageMMR is the relevance weight of the diversity a search's first
 	// page gets when no MMR is asked for (neither MMRLambda here nor in
 	// the Request): its first PageKeep results stay as ranked, the rest
-	// of the first DefaultK are chosen by MMR among the first 2×DefaultK
-	// (default DefaultPageMMR; negative or ≥ 1: off). Context assembly
+	// of the first DefaultK are chosen by MMR among the first DefaultK +
+	// PageKeep (default DefaultPageMMR; negative or ≥ 1: off). Context assembly
 	// keeps the relevance order. See DefaultPageMMR for why.
 	PageMMR float64
 	// PrefilterAbove is the chunk count above which the L0 pre-filter runs
@@ -643,8 +643,11 @@ type AroundStore interface {
 // 0.819 / 0.575. The whole page diversified (PageKeep 0) gains the same
 // hit@10 but lost hit@5 on the development set (0.730), and diversifying
 // a context lowered its evidence recall at 1K tokens (0.911 → 0.905), so
-// contexts keep the relevance order. The pool is two pages: three gave
-// the same figures and reads more content. Near-duplicates alone (only
+// contexts keep the relevance order. The pool is the page and PageKeep
+// more (15 for k ≥ 10): 12, 20 and 30 gave the same figures, and every
+// candidate in it is read (BenchmarkSearch/100K, CPU per query against
+// hybrid-nopage: pool 20, 2.6 ms against 1.9 on a loaded machine; pool 15,
+// 2.1 and 1.6 against 2.0 and 2.0). Near-duplicates alone (only
 // similarities ≥ 0.2 or 0.35 counted) kept little of the gain (dev hit@10
 // 0.821 / 0.823), and counting the same session as similar (+0.1 to
 // +0.4) traded single-hop for multi-hop questions.
@@ -1321,7 +1324,7 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 		case p.mmr > 0:
 			n = 3 * k // mmr's pool, whose words it reads
 		case p.page && pageN > PageKeep:
-			n = max(k, 2*pageN)
+			n = max(k, pageN+PageKeep)
 		}
 		if err := e.settle(order, n); err != nil {
 			return nil, nil, err
@@ -1332,7 +1335,7 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 	case p.mmr > 0 && len(order) > 1:
 		order = e.mmr(order, 0, k, 3*k, p.mmr)
 	case p.page && pageN > PageKeep && len(order) > PageKeep+1:
-		order = e.mmr(order, PageKeep, pageN, 2*pageN, e.opts.PageMMR)
+		order = e.mmr(order, PageKeep, pageN, pageN+PageKeep, e.opts.PageMMR)
 	}
 	if len(order) > k {
 		order = order[:k]
