@@ -1243,8 +1243,9 @@ func (l *Log) bounds(from, to uint64) (uint64, uint64, Hash, error) {
 // the head) in order, verifying the chain as Records does. Hashing and
 // decryption run on all cores; the chain (seq and prev) is checked in order
 // before fn sees an event; fn is called from one goroutine, in seq order.
-// An error (damage, fn's, the context's) ends the replay with fn having
-// seen exactly the events before it.
+// An error (damage, fn's, the context's) ends the replay: fn is not
+// called again, and on damage it has seen every event before the damaged
+// one.
 func (l *Log) Events(ctx context.Context, from, to uint64, fn func(*Event) error) error {
 	if l.opts.Keys == nil {
 		return ErrNoKeys
