@@ -23,7 +23,7 @@ func TestBatchKeyGolden(t *testing.T) {
 	var got bytes.Buffer
 	for _, id := range [][16]byte{{}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, {0xff}} {
 		var dek [KeySize]byte
-		b.EventKey(dek[:], id)
+		b.EventKey(dek[:], id[:])
 		fmt.Fprintf(&got, "%x %x\n", id, dek)
 		// The formula, step by step.
 		c, _ := aes.NewCipher(bk)
@@ -67,7 +67,7 @@ func TestBatchKeyDistinct(t *testing.T) {
 		id := [16]byte{byte(i), byte(i >> 8)}
 		for _, b := range []*BatchKey{b1, b2} {
 			var dek [KeySize]byte
-			b.EventKey(dek[:], id)
+			b.EventKey(dek[:], id[:])
 			k := hex.EncodeToString(dek[:])
 			if seen[k] {
 				t.Fatalf("event key %d repeats", i)

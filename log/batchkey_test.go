@@ -110,7 +110,7 @@ func TestShredOneEventOfBatch(t *testing.T) {
 			t.Fatal(err)
 		}
 		var dek [crypto.KeySize]byte
-		bk.EventKey(dek[:], h2.ID)
+		bk.EventKey(dek[:], h2.ID[:])
 		if _, err := crypto.Open(nil, dek[:], shredded[:HeaderSize], shredded[HeaderSize:]); err == nil {
 			t.Fatalf("the rekeyed key of seq %d, taken as the batch key, opens the shredded event", seq)
 		}

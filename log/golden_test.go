@@ -120,7 +120,7 @@ func TestGoldenV2(t *testing.T) {
 				t.Fatal(err)
 			}
 			var dek [crypto.KeySize]byte
-			keys.EventKey(dek[:], h.ID)
+			keys.EventKey(dek[:], h.ID[:])
 			raw, err := sealRaw(&h, plain, dek[:])
 			if err != nil {
 				t.Fatal(err)

@@ -879,8 +879,8 @@ func checkSize(t Type, plain []byte) error {
 
 // prepare encodes and keys one entry into mem (empty, with the capacity
 // eventBufSize(e)); rnd is IDSize random bytes, its id when the entry has
-// none.
-func (l *Log) prepare(e Entry, p *prepared, b *batchSeal, rnd []byte, mem []byte) error {
+// none; dek is scratch for the event's key.
+func (l *Log) prepare(e Entry, p *prepared, b *batchSeal, rnd []byte, mem []byte, dek *[crypto.KeySize]byte) error {
 	if e.Body == nil {
 		return fmt.Errorf("%w: no body", ErrMalformed)
 	}
@@ -904,8 +904,9 @@ func (l *Log) prepare(e Entry, p *prepared, b *batchSeal, rnd []byte, mem []byte
 	}
 	p.buf = slices.Grow(buf, crypto.TagSize+crcSize)
 	p.batch, p.epoch, p.wrapped = b, b.epoch, b.wrapped
-	var dek [crypto.KeySize]byte
-	b.keys.EventKey(dek[:], p.id)
+	// The DEK is derived into dek, the caller's reused scratch, from p.id,
+	// which is on the heap already (EventKey's arguments escape).
+	b.keys.EventKey(dek[:], p.id[:])
 	p.sealer, err = crypto.NewSealer(dek[:])
 	clear(dek[:])
 	return err
@@ -974,8 +975,9 @@ func (l *Log) prepareAll(es []Entry) ([]prepared, *[]byte, error) {
 	ps := make([]prepared, len(es))
 	errs := make([]error, len(es))
 	run := func(lo, hi int) {
+		dek := new([crypto.KeySize]byte)
 		for i := lo; i < hi; i++ {
-			errs[i] = l.prepare(es[i], &ps[i], b, rnd[i*IDSize:(i+1)*IDSize], mem[offs[i]:offs[i]:offs[i+1]])
+			errs[i] = l.prepare(es[i], &ps[i], b, rnd[i*IDSize:(i+1)*IDSize], mem[offs[i]:offs[i]:offs[i+1]], dek)
 		}
 	}
 	if len(es) >= 128 && runtime.GOMAXPROCS(0) > 1 {
@@ -1243,6 +1245,9 @@ func (l *Log) bounds(from, to uint64) (uint64, uint64, Hash, error) {
 // the head) in order, verifying the chain as Records does. Hashing and
 // decryption run on all cores; the chain (seq and prev) is checked in order
 // before fn sees an event; fn is called from one goroutine, in seq order.
+// An error (damage, fn's, the context's) ends the replay: fn is not
+// called again, and on damage it has seen every event before the damaged
+// one.
 func (l *Log) Events(ctx context.Context, from, to uint64, fn func(*Event) error) error {
 	if l.opts.Keys == nil {
 		return ErrNoKeys

@@ -117,6 +117,10 @@ type batchCache struct {
 	epoch   uint32
 	wrapped [WrappedKeySize]byte
 	keys    *crypto.BatchKey
+	// id and dek: EventKey's arguments, kept here so that deriving a DEK
+	// allocates nothing (see crypto.BatchKey.EventKey)
+	id  [IDSize]byte
+	dek [crypto.KeySize]byte
 }
 
 // dataKey returns the DEK of event h under kr: unwrapped from the header
@@ -150,7 +154,10 @@ func dataKey(kr *crypto.Keyring, h *Header, rekeys func() (*Rekeys, error), bc *
 			}
 			bc.epoch, bc.wrapped = epoch, wrapped
 		}
-		bc.keys.EventKey(dek[:], h.ID)
+		bc.id = h.ID
+		bc.keys.EventKey(bc.dek[:], bc.id[:])
+		dek = bc.dek
+		clear(bc.dek[:])
 		return dek, nil
 	}
 	w, err := kr.Wrapper(epoch)
