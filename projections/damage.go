@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -149,7 +150,25 @@ func CompactBolt(path string, opts *bolt.Options) error {
 	}
 	// Each transaction holds its pages in memory until it commits, and
 	// the projector compacts several files at once: 8 MB keeps that small.
-	if err := bolt.Compact(dst, src, 8<<20); err != nil {
+	// The walk reads every page of the source: they are dropped from the
+	// resident set as it goes (a read-only mapping is never remapped).
+	done := make(chan struct{})
+	dropped := make(chan struct{})
+	go func() {
+		defer close(dropped)
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(100 * time.Millisecond):
+				DropResident(src, int64(mapSize))
+			}
+		}
+	}()
+	err = bolt.Compact(dst, src, 8<<20)
+	close(done)
+	<-dropped
+	if err != nil {
 		dst.Close()
 		os.Remove(tmp)
 		return fmt.Errorf("compact %s: %w", filepath.Base(path), err)

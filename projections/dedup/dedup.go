@@ -82,6 +82,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode"
 
 	bolt "go.etcd.io/bbolt"
@@ -175,7 +176,25 @@ type Index struct {
 	// compacted is the file's size after it was last compacted (or
 	// opened): Compact rewrites it only once it has grown well past that.
 	compacted int64
+	// reads counts lookups and applied events, for mapped (projections.DropResident).
+	reads atomic.Int64
 }
+
+// mapped is called inside a transaction after n lookups or applied
+// events: every residentEvery of them, the pages of the file they mapped
+// are dropped (one batch's random lookups would map the whole file).
+func (x *Index) mapped(n int) {
+	if x.reads.Add(int64(n))%residentEvery >= int64(n) {
+		return
+	}
+	if size := x.Size(); size >= residentFrom {
+		projections.DropResident(x.db, size)
+	}
+}
+
+// residentEvery is how many lookups map at most residentEvery×3 pages
+// (the file's depth) before mapped drops them.
+const residentEvery = 4096
 
 // Open opens (or creates) the projection in dir. State of another format
 // version is discarded (checkpoint zero).
@@ -511,7 +530,16 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 	}
 	if !tomb {
 		err := projections.Guard(Name, func() error {
-			return x.db.View(func(tx *bolt.Tx) error { return applyOps(overlay{tx, x.pend}, x.ops) })
+			return x.db.View(func(tx *bolt.Tx) error {
+				for i := 0; i < len(x.ops); i += residentEvery {
+					part := x.ops[i:min(i+residentEvery, len(x.ops))]
+					if err := applyOps(overlay{tx, x.pend}, part); err != nil {
+						return err
+					}
+					x.mapped(len(part))
+				}
+				return nil
+			})
 		})
 		if err != nil {
 			// pending may hold part of the batch: drop it all, back to the file.
@@ -526,10 +554,6 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 			if err := x.flush(); err != nil {
 				return err
 			}
-		}
-		if size := x.Size(); size >= residentFrom {
-			// Under the read lock of no reader: x.mu is held.
-			dropResident(x.db, size)
 		}
 		return nil
 	}
@@ -580,9 +604,9 @@ func (x *Index) ReleaseMemory() {
 	}
 }
 
-// residentFrom is the file size from which each Commit drops the pages
-// of the file its reads mapped (dropResident): a commit of a batch of
-// random hashes reads pages everywhere in the file.
+// residentFrom is the file size from which mapped drops the pages of
+// the file that reads mapped (projections.DropResident): lookups of random hashes
+// read pages everywhere in the file.
 var residentFrom int64 = 32 << 20
 
 func checkpointJSON(cp projections.Checkpoint) ([]byte, error) {
@@ -638,7 +662,10 @@ func (x *Index) Compact() error {
 }
 
 // compactGrowth is how much the file grows between compactions.
-const compactGrowth = 1.5
+// Its keys being random, every bulk write after a compaction splits the
+// pages it fills again: rewriting it at each 1.5× cost a pass over three
+// times the final file during a long append, at each 2× two.
+const compactGrowth = 2
 
 func (x *Index) compact() error {
 	if err := x.db.Close(); err != nil {
@@ -694,6 +721,7 @@ func (x *Index) view(fn func(tx *bolt.Tx) error) error {
 func (x *Index) Find(session, role string, kind log.Kind, h [HashLen]byte) ([]Item, error) {
 	var out []Item
 	err := x.view(func(tx *bolt.Tx) error {
+		defer x.mapped(1)
 		p := keyPrefix(session, role, kind, h)
 		o := overlay{tx, x.pend}
 		return o.scan(bKeys, p, func(k, _ []byte) error {

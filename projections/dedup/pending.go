@@ -228,6 +228,11 @@ func (x *Index) flush() error {
 			}); err != nil {
 				return err
 			}
+			// A bulk write reads nearly every page of the file; x.mu is
+			// held, so no other transaction remaps it.
+			if size := x.Size(); size >= residentFrom {
+				projections.DropResident(x.db, size)
+			}
 		}
 		return nil
 	})

@@ -30,7 +30,7 @@ func TestConformanceFlushEveryCommit(t *testing.T) {
 // is written at once, after every Commit, and the files end equal: the
 // mixed stream (edits of documents, tombstones by id, session and time).
 func TestPendingReadsEqualFile(t *testing.T) {
-	evs := projtest.Generate(projtest.Config{Seed: 7, N: 1500, Conversation: true})
+	evs := projtest.Generate(projtest.Config{Seed: 7, N: 900, Conversation: true})
 	held, err := Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +77,7 @@ func TestPendingReadsEqualFile(t *testing.T) {
 		}
 		FlushEntries, flushChunk = 300_000, 8192
 		pending = max(pending, held.pend.n)
-		for _, p := range probes[max(0, len(probes)-300):] {
+		for _, p := range probes[max(0, len(probes)-120):] {
 			a, err1 := held.Find(p.session, p.role, p.kind, p.h)
 			b, err2 := direct.Find(p.session, p.role, p.kind, p.h)
 			if err1 != nil || err2 != nil || !reflect.DeepEqual(a, b) {
