@@ -269,7 +269,7 @@ type Index struct {
 	enAnalyzer analysis.Analyzer
 
 	batch      *bleve.Batch
-	batchBytes int                 // text queued in batch (Options.BatchBytes)
+	batchBytes int // text queued in batch (Options.BatchBytes)
 	// contents: the content fields queued in batch, whose analysis memory
 	// is reused once it has executed (analysisBuf).
 	contents []*contentField
@@ -279,7 +279,7 @@ type Index struct {
 	kw [4]*keywordField
 	// hashBuf is fieldHash's input, reused.
 	hashBuf []byte
-	sideOps    map[string]*docMeta // side-table changes since the last Commit
+	sideOps map[string]*docMeta // side-table changes since the last Commit
 	// purge is set when documents were deleted since the last Commit: the
 	// Commit then merges the deletions out of the segments (package doc).
 	purge bool
