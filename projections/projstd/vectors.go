@@ -541,7 +541,13 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 	var newIdx vector.Index
 	var writes []slotWrite
 	err := v.db.Update(func(tx *bolt.Tx) error {
-		vb, ob, sb := tx.Bucket(bVecs), tx.Bucket(bOps), tx.Bucket(bSlots)
+		ob, sb := tx.Bucket(bOps), tx.Bucket(bSlots)
+		// The records go in key order, not the ids' random order
+		// (projections.SortedWrites): bbolt copies a node's tail for every
+		// insert before its end, and a commit's inserts into a young
+		// file all land in a few nodes.
+		vbb := tx.Bucket(bVecs)
+		vb := projections.NewSortedWrites(vbb)
 		var graphOps []vecOp
 		for _, op := range v.ops {
 			key := projections.IDKey(op.id)
@@ -592,7 +598,10 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 			case v.opts.Graph && live >= v.opts.ExactBelow:
 				// The graph starts here: every live vector, in id order.
 				graphOn, crossed = true, true
-				c := vb.Cursor()
+				if err := vb.Flush(); err != nil {
+					return err
+				}
+				c := vbb.Cursor()
 				start := len(graphOps)
 				for k, val := c.First(); k != nil; k, val = c.Next() {
 					id, ok := projections.IDOfKey(k)
@@ -610,6 +619,9 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 				tail := graphOps[start:]
 				sort.Slice(tail, func(i, j int) bool { return tail[i].id < tail[j].id })
 			}
+		}
+		if err := vb.Flush(); err != nil {
+			return err
 		}
 		if len(graphOps) > 0 {
 			g := v.idx
