@@ -22,7 +22,7 @@ type MemoryReleaser interface {
 // takes).
 func ReleaseBolt(db *bolt.DB) {
 	_ = db.View(func(tx *bolt.Tx) error {
-		dontNeed(db.Info().Data, uintptr(tx.Size()))
+		DropResident(db, tx.Size())
 		return nil
 	})
 }
