@@ -273,10 +273,11 @@ type Index struct {
 	// contents: the content fields queued in batch, whose analysis memory
 	// is reused once it has executed (analysisBuf).
 	contents []*contentField
-	// kw: the last keyword field made for session, kind, role and
-	// chunk_parent, shared by the next chunk with the same value
-	// (keywordField is immutable, and a chunk holds each once).
-	kw [4]*keywordField
+	// kw: the keyword fields made for session, kind, role and
+	// chunk_parent by value, shared by later chunks with the same value
+	// (keywordField is immutable, and a chunk holds each once); each
+	// map is emptied when it reaches maxSharedKeywords.
+	kw [4]map[string]*keywordField
 	// hashBuf is fieldHash's input, reused.
 	hashBuf []byte
 	sideOps map[string]*docMeta // side-table changes since the last Commit
@@ -696,10 +697,15 @@ func (x *Index) applyStore(s *log.Store, seq uint64) error {
 		if kv[1] == "" {
 			continue
 		}
-		if f := x.kw[i]; f == nil || string(f.value) != kv[1] {
-			x.kw[i] = newKeywordField(kv[0], []byte(kv[1]))
+		f := x.kw[i][kv[1]]
+		if f == nil {
+			if x.kw[i] == nil || len(x.kw[i]) >= maxSharedKeywords {
+				x.kw[i] = map[string]*keywordField{}
+			}
+			f = newKeywordField(kv[0], []byte(kv[1]))
+			x.kw[i][kv[1]] = f
 		}
-		doc.AddField(x.kw[i])
+		doc.AddField(f)
 	}
 	for _, k := range sortedMeta(s.Meta) {
 		// Never shared: bleve merges a chunk's several meta fields into
@@ -720,6 +726,10 @@ func (x *Index) applyStore(s *log.Store, seq uint64) error {
 	x.sideOps[s.ChunkID] = m
 	return x.maybeFlush()
 }
+
+// maxSharedKeywords bounds the keyword fields Index.kw keeps per field:
+// kinds and roles are a handful of values, the sessions in flight a few.
+const maxSharedKeywords = 256
 
 func (x *Index) maybeFlush() error {
 	if x.batch.Size() < x.opts.BatchSize && x.batchBytes < x.opts.BatchBytes {
