@@ -6,15 +6,15 @@ import (
 	"runtime/debug"
 )
 
-// buildMemLimit is the soft Go memory limit a projection build runs under
-// (runtime/debug.SetMemoryLimit). A catch-up's live heap is a few hundred
-// MB (the commit of each projection's batch: bbolt's dirty nodes and page
-// buffers, five projections at once), but with the default GOGC=100 the
-// heap grows to twice its live size between collections: a 200K-event
-// first catch-up peaked at 1.43 GB RSS, 940 MB of it anonymous against
-// ~300 MB live. Under the limit the collector runs earlier instead; the
-// runtime caps its CPU share, so a live heap above the limit costs
-// CPU, never an out-of-memory. The file pages bbolt maps are outside it.
+// buildMemLimit is the soft Go memory limit (runtime/debug.SetMemoryLimit)
+// `ucl project` and a one-shot query or context process run under. Every
+// bulk catch-up also bounds the heap itself (projections.BulkMemHeadroom,
+// whose comment has the measurements); this fixed limit, set first, is
+// the one those catch-ups then keep, so a short-lived CLI process never
+// grows past it whatever its live heap was when the catch-up began. Under
+// a limit the collector runs earlier; the runtime caps its CPU share, so
+// a live heap above it costs CPU, never an out-of-memory. The file pages
+// bbolt maps are outside it.
 const buildMemLimit = 512 << 20
 
 // appendMemLimit is the soft Go memory limit `ucl append` runs under. Its
