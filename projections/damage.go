@@ -156,11 +156,13 @@ func CompactBolt(path string, opts *bolt.Options) error {
 	dropped := make(chan struct{})
 	go func() {
 		defer close(dropped)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
 		for {
 			select {
 			case <-done:
 				return
-			case <-time.After(100 * time.Millisecond):
+			case <-tick.C:
 				DropResident(src, int64(mapSize))
 			}
 		}
