@@ -15,7 +15,7 @@ NPM_FLAGS ?= --no-audit --no-fund --loglevel=http
 GATEWAY_PORT ?= 1984
 MINE_EVERY ?= 5
 
-.PHONY: all build install gateway test test-short race demo bench bench-peers bench-100k bench-1m fuzz arlocal mcp-client openai-client bundler vet clean eval
+.PHONY: all build install gateway test test-large test-short race demo bench bench-peers bench-100k bench-1m fuzz arlocal mcp-client openai-client bundler vet clean eval
 
 all: build
 
@@ -88,8 +88,17 @@ vet:
 # otherwise idles 1 s when it exits, each test binary and each process the
 # tests start; races are still reported when they happen and still fail
 # the run (exit code 66). A GORACE of your own comes after, so it wins.
+# ./test/ is named first: go test starts packages (2 at a time on 2 cores)
+# in the order given, and the end-to-end package, the longest by far
+# (~8 min), would otherwise start last and run alone at the end with a
+# core idle; ./... then adds every other package once. The largest sizes
+# of a few scale tests wait for UCL_TEST_LARGE=1 under the race detector
+# (make test-large runs them).
 test: arlocal mcp-client openai-client bundler vet
-	GORACE="atexit_sleep_ms=0 $$GORACE" $(GO) test -count=1 -race -timeout 60m ./...
+	GORACE="atexit_sleep_ms=0 $$GORACE" $(GO) test -count=1 -race -timeout 60m ./test/ ./...
+
+test-large: arlocal mcp-client openai-client bundler vet
+	UCL_TEST_LARGE=1 GORACE="atexit_sleep_ms=0 $$GORACE" $(GO) test -count=1 -race -timeout 120m ./test/ ./...
 
 test-short:
 	$(GO) test -short ./...

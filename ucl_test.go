@@ -40,6 +40,12 @@ func newTestStore(t *testing.T) *Store {
 	return s
 }
 
+// largeTests reports whether the largest sizes of this package's scale
+// tests run: always without the race detector; under it (make test) only
+// with UCL_TEST_LARGE=1, where they would cost minutes of CPU and repeat
+// paths the smaller sizes already take.
+func largeTests() bool { return !raceEnabled || os.Getenv("UCL_TEST_LARGE") != "" }
+
 const testJSONL = `{"type":"store","session":"s1","role":"user","content":"I practise the cello every morning.","time":"2023-05-08T10:00:00Z"}
 {"type":"store","session":"s1","role":"assistant","content":"Scales first, then the Bach suite.","time":"2023-05-08T10:01:00Z"}
 {"type":"store","session":"s2","role":"user","content":"The database cutover is planned for Friday.","time":"2023-05-09T09:00:00Z"}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package ucl
+
+const raceEnabled = false
