@@ -98,7 +98,11 @@ func isBlank(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\
 func splitExact(s string, maxTokens int) []string {
 	var out []string
 	for start := 0; start < len(s); {
-		if textutil.EstimateTokens(s[start:]) <= maxTokens || strings.TrimSpace(s[start:]) == "" {
+		// EstimateTokens counts at least a token per 4 bytes: a rest
+		// longer than 4*maxTokens is not scanned to learn it does not
+		// fit (scanning it at every cut made splitting quadratic).
+		rest := s[start:]
+		if (len(rest)+3)/4 <= maxTokens && textutil.EstimateTokens(rest) <= maxTokens || strings.TrimSpace(rest) == "" {
 			out = append(out, s[start:])
 			break
 		}
