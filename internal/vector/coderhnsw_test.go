@@ -3,6 +3,7 @@ package vector
 import (
 	"bytes"
 	"math/rand"
+	"os"
 	"testing"
 
 	"github.com/coder/hnsw"
@@ -16,6 +17,13 @@ import (
 func TestCoderHNSWv061(t *testing.T) {
 	if testing.Short() {
 		t.Skip("measurement of a third-party library; slow")
+	}
+	// The race detector checks nothing here (one goroutine in a pinned
+	// third-party library, fixed seeds) and slows the measurement to a
+	// minute of make test's CPU; it runs without -race, or with
+	// UCL_TEST_LARGE=1 (make test-large).
+	if raceOn && os.Getenv("UCL_TEST_LARGE") == "" {
+		t.Skip("a measurement of github.com/coder/hnsw, not of ucl: run without -race or with UCL_TEST_LARGE=1")
 	}
 	const n, nq, dim = 3000, 100, 384
 	data := map[string][][]float32{
