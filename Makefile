@@ -91,9 +91,10 @@ vet:
 # ./test/ is named first: go test starts packages (2 at a time on 2 cores)
 # in the order given, and the end-to-end package, the longest by far
 # (~8 min), would otherwise start last and run alone at the end with a
-# core idle; ./... then adds every other package once. The largest sizes
-# of a few scale tests wait for UCL_TEST_LARGE=1 under the race detector
-# (make test-large runs them).
+# core idle; ./... then adds every other package once. go test prints in
+# that order: the other packages' lines appear when ./test/ ends. The
+# largest sizes of a few scale tests and measurements wait for
+# UCL_TEST_LARGE=1 under the race detector (make test-large runs them).
 test: arlocal mcp-client openai-client bundler vet
 	GORACE="atexit_sleep_ms=0 $$GORACE" $(GO) test -count=1 -race -timeout 60m ./test/ ./...
 
