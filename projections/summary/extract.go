@@ -165,19 +165,42 @@ func distinctWords(sents []sentence) [][]string {
 	return uniq
 }
 
-// topTerms sorts terms by weight (ties by word) and keeps the first n.
+// topTerms returns the n heaviest of terms (ties by word), heaviest first;
+// terms are distinct. It keeps the best n in a small sorted slice as it
+// goes instead of sorting every term: a block has hundreds of terms, a
+// summary 8, and the sort's comparisons (two map lookups each) were
+// topTerms' whole cost, ~2% of a catch-up. terms is reused for the result.
 func topTerms(terms []string, weights map[string]float64, n int) []string {
-	sort.Slice(terms, func(i, j int) bool {
-		wi, wj := weights[terms[i]], weights[terms[j]]
-		if wi != wj {
-			return wi > wj
-		}
-		return terms[i] < terms[j]
-	})
-	if len(terms) > n {
-		terms = terms[:n]
+	type tw struct {
+		t string
+		w float64
 	}
-	return terms
+	better := func(a, b tw) bool {
+		if a.w != b.w {
+			return a.w > b.w
+		}
+		return a.t < b.t
+	}
+	n = max(min(n, len(terms)), 0)
+	top := make([]tw, 0, n)
+	for _, t := range terms {
+		c := tw{t, weights[t]}
+		if len(top) == n {
+			if n == 0 || !better(c, top[n-1]) {
+				continue
+			}
+			top = top[:n-1]
+		}
+		i := sort.Search(len(top), func(i int) bool { return better(c, top[i]) })
+		top = append(top, tw{})
+		copy(top[i+1:], top[i:])
+		top[i] = c
+	}
+	out := terms[:n]
+	for i, c := range top {
+		out[i] = c.t
+	}
+	return out
 }
 
 // pick scores sents (uniq: their distinct words) with the term weights and

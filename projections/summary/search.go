@@ -168,7 +168,9 @@ type posting struct {
 }
 
 func encodePostings(ps []posting) []byte {
-	var b []byte
+	// Most postings take 2-3 bytes: sized once, not grown by doubling
+	// (a commit re-encodes the lists of every term its sessions hold).
+	b := make([]byte, 0, 3*len(ps)+8)
 	var prev uint32
 	for _, p := range ps {
 		b = binary.AppendUvarint(b, uint64(p.h-prev))
@@ -189,7 +191,8 @@ func decodePostings(b []byte) ([]posting, error) {
 	bad := func(what string) ([]posting, error) {
 		return nil, fmt.Errorf("decode postings: %w: %s", ErrCorrupt, what)
 	}
-	var out []posting
+	// A posting takes at least 2 bytes.
+	out := make([]posting, 0, len(b)/2)
 	var h uint64
 	for p := 0; p < len(b); {
 		d, n := binary.Uvarint(b[p:])
