@@ -1091,6 +1091,54 @@ func (x *Index) Compact() error {
 	return err
 }
 
+// ReleaseMemory implements projections.MemoryReleaser: side.db's mapped
+// pages and those of the index's segment files leave the resident set
+// (the next read maps them again from the page cache). Scorch maps every
+// segment file and its merger reads whole segments through the mapping,
+// so during a bulk build the pages of every segment merged so far stayed
+// resident: at 1M documents half of the build's peak RSS was mapped
+// segment files. The segments are those of the current snapshot, held
+// open (mapped) while their pages are dropped; in-memory segments (not
+// persisted yet) are Go memory and are left alone.
+func (x *Index) ReleaseMemory() {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.closed {
+		return
+	}
+	projections.ReleaseBolt(x.db)
+	adv, err := x.idx.Advanced()
+	if err != nil {
+		return // advice only: nothing is released
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		return
+	}
+	defer r.Close()
+	snap, ok := r.(*scorch.IndexSnapshot)
+	if !ok {
+		return
+	}
+	var segs []mappedFile
+	for _, ss := range snap.Segments() {
+		// A persisted zap segment: Data is its file's mapping.
+		if m, ok := ss.Segment().(interface {
+			Path() string
+			Data() []byte
+		}); ok && m.Path() != "" {
+			segs = append(segs, mappedFile{m.Path(), m.Data()})
+		}
+	}
+	dropSegmentPages(segs)
+}
+
+// mappedFile is a file and the memory it is mapped at.
+type mappedFile struct {
+	path string
+	data []byte
+}
+
 // Digest returns SHA-256 over the live chunk ids and their field hashes in
 // id order, then over the ids of the documents the bleve index holds (what
 // searches actually read), including uncommitted changes (the pending
