@@ -736,7 +736,11 @@ func (x *Index) maybeFlush() error {
 		return nil
 	}
 	x.batch.SetInternal(internalAhead, []byte{1})
-	return x.flush()
+	if err := x.flush(); err != nil {
+		return err
+	}
+	x.releaseSegments() // see ReleaseMemory
+	return nil
 }
 
 // flush executes the pending batch (with whatever internal keys it holds)
@@ -1097,9 +1101,9 @@ func (x *Index) Compact() error {
 // segment file and its merger reads whole segments through the mapping,
 // so during a bulk build the pages of every segment merged so far stayed
 // resident: at 1M documents half of the build's peak RSS was mapped
-// segment files. The segments are those of the current snapshot, held
-// open (mapped) while their pages are dropped; in-memory segments (not
-// persisted yet) are Go memory and are left alone.
+// segment files. A full batch (maybeFlush, only a bulk load fills one)
+// drops the segments' pages too: the merger goes on reading between
+// commits.
 func (x *Index) ReleaseMemory() {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
@@ -1107,6 +1111,13 @@ func (x *Index) ReleaseMemory() {
 		return
 	}
 	projections.ReleaseBolt(x.db)
+	x.releaseSegments()
+}
+
+// releaseSegments drops the resident pages of the current snapshot's
+// segment files, held open (mapped) meanwhile; in-memory segments (not
+// persisted yet) are Go memory and are left alone. Callers hold x.mu.
+func (x *Index) releaseSegments() {
 	adv, err := x.idx.Advanced()
 	if err != nil {
 		return // advice only: nothing is released
