@@ -43,9 +43,9 @@ func segmentKB(t *testing.T, dir string) (kb, files int) {
 	return kb, files
 }
 
-// ReleaseMemory takes the index's segment files out of the resident set
-// (a bulk build's merges read whole segments through their mappings), and
-// searches read the same afterwards.
+// ReleaseMemory, and a full batch, take the index's segment files out of
+// the resident set (a bulk build's merges read whole segments through
+// their mappings), and searches read the same afterwards.
 func TestReleaseMemoryDropsSegmentPages(t *testing.T) {
 	dir := t.TempDir()
 	x := openT(t, dir, Options{BatchSize: 500})
@@ -78,5 +78,23 @@ func TestReleaseMemoryDropsSegmentPages(t *testing.T) {
 	}
 	if got := search(); !reflect.DeepEqual(got, want) || len(got) == 0 {
 		t.Fatalf("search after the release: %v, before: %v", got, want)
+	}
+
+	// A full batch (a bulk load's) drops them too: the merger reads
+	// segments between commits.
+	if _, err := x.Digest(); err != nil {
+		t.Fatal(err)
+	}
+	before, _ = segmentKB(t, dir)
+	for i := 0; i < 500; i++ {
+		ev := e.store(fmt.Sprintf("d%05d", i), "s", "user", log.KindConversation, int64(i), projtest.TextZipf(r, 60, 5000))
+		if err := x.Apply(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after, _ = segmentKB(t, dir)
+	t.Logf("%d KB resident before a full batch, %d after", before, after)
+	if after > before/4 {
+		t.Fatalf("%d KB of segment files resident after a full batch, %d before", after, before)
 	}
 }
