@@ -936,7 +936,9 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 	ids := sortedKeys(x.sideOps) // sequential keys make bbolt writes cheap
 	nDocs, nWords := x.nDocs, x.nWords
 	err = x.db.Update(func(tx *bolt.Tx) error {
-		docs, byTime := tx.Bucket(bucketDocs), tx.Bucket(bucketByTime)
+		// Time keys come in chunk-id order: applied in key order, each
+		// insert appends to its node (projections.SortedWrites).
+		docs, byTime := tx.Bucket(bucketDocs), projections.NewSortedWrites(tx.Bucket(bucketByTime))
 		for _, sk := range ids {
 			id, key := sk.id, sk.key
 			if old := docs.Get(key); old != nil {
@@ -967,6 +969,9 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 			}
 			nDocs++
 			nWords += uint64(m.tokens)
+		}
+		if err := byTime.Flush(); err != nil {
+			return err
 		}
 		ch := tx.Bucket(bucketChanges)
 		for _, seq := range x.changes {
