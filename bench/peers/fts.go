@@ -21,8 +21,8 @@ import (
 )
 
 // The full-text figure: ucl's fts projection (bleve scorch, the build path
-// of a catch-up: Apply per event, Commit every
-// projections.DefaultCommitEvery) beside SQLite FTS5 (one column, porter
+// of a bulk catch-up: Apply per event, Commit every
+// projections.DefaultCommitEvery, then ReleaseMemory) beside SQLite FTS5 (one column, porter
 // stemming, a transaction per 10K rows), each building an index of the
 // same n documents (60 words of Zipf-distributed text over a 50K-word
 // synthetic vocabulary, generated while indexing) in a process of its own,
@@ -72,6 +72,11 @@ func uclFTS(dir string, n int) {
 		if (i+1)%ftsCommitEvery == 0 || i == n-1 {
 			if err := x.Commit(projections.Checkpoint{Seq: ev.Seq, Hash: ev.Hash}); err != nil {
 				fail(err)
+			}
+			// As the projector does after each commit of a bulk catch-up.
+			var p projections.Projection = x
+			if m, ok := p.(projections.MemoryReleaser); ok {
+				m.ReleaseMemory()
 			}
 		}
 	}
