@@ -622,14 +622,14 @@ func (l *Log) commit(batch []*appendReq) {
 		mark, markSeq, markPrev := len(all), seq, prev
 		r.res = make([]Result, len(r.entries))
 		for i, e := range r.entries {
-			res, p, err := l.build(e, &r.preps[i], seq, prev, all, newIDs)
+			res, p, added, err := l.build(e, &r.preps[i], seq, prev, all, newIDs)
 			if err != nil {
 				r.err = fmt.Errorf("append event %d of %d: %w", i+1, len(r.entries), err)
 				break
 			}
 			r.res[i] = res
-			if p != nil {
-				all = append(all, *p)
+			if added {
+				all = append(all, p)
 				if !e.ID.IsZero() {
 					// Only a client-supplied id can come again in the
 					// batch; a random one is new by construction.
@@ -783,7 +783,7 @@ type prepared struct {
 	epoch   uint32
 	wrapped [WrappedKeySize]byte // the request's batch key, wrapped under epoch
 	batch   *batchSeal
-	sealer  *crypto.Sealer // the DEK's key schedule, made here, not in the serial commit
+	sealer  crypto.Sealer // the DEK's key schedule, made here, not in the serial commit
 	// buf is HeaderSize bytes of room for the header, then the encoded
 	// body, with capacity for the tag and CRC; build seals it in place
 	// and takes it (nil after).
@@ -877,10 +877,19 @@ func checkSize(t Type, plain []byte) error {
 	return nil
 }
 
+// prepScratch is what one preparing goroutine reuses from entry to entry:
+// the event's key and the header the body encoding reads (passed through
+// the Body interface, a header of the call's own would be allocated for
+// every event).
+type prepScratch struct {
+	dek [crypto.KeySize]byte
+	h   Header
+}
+
 // prepare encodes and keys one entry into mem (empty, with the capacity
 // eventBufSize(e)); rnd is IDSize random bytes, its id when the entry has
-// none; dek is scratch for the event's key.
-func (l *Log) prepare(e Entry, p *prepared, b *batchSeal, rnd []byte, mem []byte, dek *[crypto.KeySize]byte) error {
+// none; sc is the caller's scratch.
+func (l *Log) prepare(e Entry, p *prepared, b *batchSeal, rnd []byte, mem []byte, sc *prepScratch) error {
 	if e.Body == nil {
 		return fmt.Errorf("%w: no body", ErrMalformed)
 	}
@@ -894,8 +903,8 @@ func (l *Log) prepare(e Entry, p *prepared, b *batchSeal, rnd []byte, mem []byte
 	// Body encodings read only the id and time from the header. The body
 	// is encoded where the event's bytes will be, after room for the
 	// header, and sealed there in place (build): one buffer an event.
-	h := Header{Version: FormatVersion, Type: p.typ, Time: p.time, ID: p.id}
-	buf, err := e.Body.appendTo(mem[:HeaderSize], &h)
+	sc.h = Header{Version: FormatVersion, Type: p.typ, Time: p.time, ID: p.id}
+	buf, err := e.Body.appendTo(mem[:HeaderSize], &sc.h)
 	if err != nil {
 		return err
 	}
@@ -904,11 +913,11 @@ func (l *Log) prepare(e Entry, p *prepared, b *batchSeal, rnd []byte, mem []byte
 	}
 	p.buf = slices.Grow(buf, crypto.TagSize+crcSize)
 	p.batch, p.epoch, p.wrapped = b, b.epoch, b.wrapped
-	// The DEK is derived into dek, the caller's reused scratch, from p.id,
+	// The DEK is derived into the caller's reused scratch from p.id,
 	// which is on the heap already (EventKey's arguments escape).
-	b.keys.EventKey(dek[:], p.id[:])
-	p.sealer, err = crypto.NewSealer(dek[:])
-	clear(dek[:])
+	b.keys.EventKey(sc.dek[:], p.id[:])
+	p.sealer, err = crypto.NewSealer(sc.dek[:])
+	clear(sc.dek[:])
 	return err
 }
 
@@ -975,9 +984,9 @@ func (l *Log) prepareAll(es []Entry) ([]prepared, *[]byte, error) {
 	ps := make([]prepared, len(es))
 	errs := make([]error, len(es))
 	run := func(lo, hi int) {
-		dek := new([crypto.KeySize]byte)
+		sc := new(prepScratch)
 		for i := lo; i < hi; i++ {
-			errs[i] = l.prepare(es[i], &ps[i], b, rnd[i*IDSize:(i+1)*IDSize], mem[offs[i]:offs[i]:offs[i+1]], dek)
+			errs[i] = l.prepare(es[i], &ps[i], b, rnd[i*IDSize:(i+1)*IDSize], mem[offs[i]:offs[i]:offs[i+1]], sc)
 		}
 	}
 	if len(es) >= 128 && runtime.GOMAXPROCS(0) > 1 {
@@ -998,29 +1007,29 @@ func (l *Log) prepareAll(es []Entry) ([]prepared, *[]byte, error) {
 }
 
 // build chains one prepared entry at seq+1: header, seal, hash, CRC. Or it
-// resolves the entry to an existing event (p == nil) when its client id is
+// resolves the entry to an existing event (added false) when its client id is
 // already used with equal content.
-func (l *Log) build(e Entry, pr *prepared, seq uint64, prev Hash, batch []pending, inBatch map[ID]int) (Result, *pending, error) {
+func (l *Log) build(e Entry, pr *prepared, seq uint64, prev Hash, batch []pending, inBatch map[ID]int) (Result, pending, bool, error) {
 	if !e.ID.IsZero() {
 		if i, ok := inBatch[e.ID]; ok {
 			if err := l.sameContent(batch[i].data, e); err != nil {
-				return Result{}, nil, err
+				return Result{}, pending{}, false, err
 			}
-			return Result{Seq: batch[i].seq, ID: e.ID, Hash: batch[i].hash, Existed: true}, nil, nil
+			return Result{Seq: batch[i].seq, ID: e.ID, Hash: batch[i].hash, Existed: true}, pending{}, false, nil
 		}
 		if s, ok := l.lookup(e.ID); ok {
 			data, err := l.readEntry(s)
 			if err != nil {
-				return Result{}, nil, fmt.Errorf("read event %d: %w", s, err)
+				return Result{}, pending{}, false, fmt.Errorf("read event %d: %w", s, err)
 			}
 			if err := l.sameContent(data, e); err != nil {
-				return Result{}, nil, err
+				return Result{}, pending{}, false, err
 			}
 			raw, _, err := checkEntry(data)
 			if err != nil {
-				return Result{}, nil, &CorruptionError{Seq: s, Offset: -1, Err: err}
+				return Result{}, pending{}, false, &CorruptionError{Seq: s, Offset: -1, Err: err}
 			}
-			return Result{Seq: s, ID: e.ID, Hash: sha256.Sum256(raw), Existed: true}, nil, nil
+			return Result{Seq: s, ID: e.ID, Hash: sha256.Sum256(raw), Existed: true}, pending{}, false, nil
 		}
 	}
 	if cur := l.opts.Keys.Current(); pr.epoch != cur {
@@ -1029,15 +1038,15 @@ func (l *Log) build(e Entry, pr *prepared, seq uint64, prev Hash, batch []pendin
 		// switch depends on the epoch being shredded.
 		w, err := l.opts.Keys.Wrapper(cur)
 		if err != nil {
-			return Result{}, nil, err
+			return Result{}, pending{}, false, err
 		}
 		if err := w.Wrap(pr.wrapped[:], pr.batch.bk[:]); err != nil {
-			return Result{}, nil, err
+			return Result{}, pending{}, false, err
 		}
 		pr.epoch = cur
 	}
 	if pr.buf == nil {
-		return Result{}, nil, errors.New("append: a prepared entry was built twice")
+		return Result{}, pending{}, false, errors.New("append: a prepared entry was built twice")
 	}
 	h := Header{Version: FormatVersion, Type: pr.typ, Seq: seq + 1, Time: pr.time, ID: pr.id,
 		KeyEpoch: pr.epoch, WrappedDEK: pr.wrapped, Prev: prev}
@@ -1045,9 +1054,9 @@ func (l *Log) build(e Entry, pr *prepared, seq uint64, prev Hash, batch []pendin
 	h.Encode(buf[:HeaderSize])
 	// In place: the ciphertext overwrites the plaintext it starts at.
 	raw := pr.sealer.Seal(buf[:HeaderSize], buf[:HeaderSize], buf[HeaderSize:])
-	pr.buf, pr.sealer = nil, nil
+	pr.buf, pr.sealer = nil, crypto.Sealer{}
 	hash := Hash(sha256.Sum256(raw))
-	return Result{Seq: h.Seq, ID: h.ID, Hash: hash}, &pending{data: appendCRC(raw, false), id: h.ID, seq: h.Seq, hash: hash}, nil
+	return Result{Seq: h.Seq, ID: h.ID, Hash: hash}, pending{data: appendCRC(raw, false), id: h.ID, seq: h.Seq, hash: hash}, true, nil
 }
 
 // sealWith wraps dek with w into the header, then seals (sealRaw).

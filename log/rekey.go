@@ -182,6 +182,7 @@ func decryptResolved(kr *crypto.Keyring, raw []byte, rekeys func() (*Rekeys, err
 type decState struct {
 	scratch []byte
 	batch   batchCache
+	strs    strCache // the last session and role decoded
 	// hashed: the caller hashed raw itself (verify, import), so the event
 	// comes back without its Hash rather than hashing every body twice.
 	hashed bool
@@ -222,7 +223,11 @@ func decryptBody(kr *crypto.Keyring, raw []byte, rekeys func() (*Rekeys, error),
 	if st != nil && !alias && cap(plain) <= maxKeptBuf {
 		st.scratch = plain[:0]
 	}
-	body, err := decodeBody(h.Type, plain, &h, alias)
+	var in *strCache
+	if st != nil {
+		in = &st.strs
+	}
+	body, err := decodeBodyIn(h.Type, plain, &h, alias, in)
 	if !alias {
 		clear(plain) // the scratch buffer outlives the event: no plaintext left in it
 	}
