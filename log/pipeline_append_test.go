@@ -1,0 +1,95 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// A request of pipelineMin entries or more is prepared on a goroutine of
+// its own while the commit seals what is prepared. An invalid entry late
+// in it must still fail the request whole (nothing of it written), and
+// the requests committed with it (group commit) must not notice.
+func TestPipelinedRequestFailsWhole(t *testing.T) {
+	dir := t.TempDir()
+	kr := testKeys(t)
+	l := openT(t, dir, kr, Options{Durability: Group})
+	const rounds = 8
+	var mu sync.Mutex
+	want := map[ID]string{}
+	var wg sync.WaitGroup
+	errc := make(chan error, 3*rounds)
+	for w := 0; w < 3; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for r := 0; r < rounds; r++ {
+				n := []int{300, pipelineMin, 40}[w]
+				es := make([]Entry, n)
+				for i := range es {
+					es[i] = Entry{Body: &Store{Kind: KindConversation, Session: "s", Role: "user", Content: fmt.Sprintf("w%d r%d e%d", w, r, i)}}
+				}
+				bad := w == 0 && r%2 == 0
+				if bad {
+					es[249] = Entry{Body: &Store{Kind: KindConversation, Content: " "}} // empty content
+				}
+				res, err := l.AppendBatch(ctx, es)
+				switch {
+				case bad && (!errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "event 250 of 300")):
+					errc <- fmt.Errorf("invalid entry 250 of 300: %v", err)
+				case !bad && err != nil:
+					errc <- err
+				case !bad:
+					mu.Lock()
+					for i, x := range res {
+						want[x.ID] = es[i].Body.(*Store).Content
+					}
+					mu.Unlock()
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Error(err)
+	}
+	n := 0
+	if err := l.Events(ctx, 0, 0, func(e *Event) error {
+		if c, ok := want[e.ID]; !ok || e.Store().Content != c {
+			return fmt.Errorf("seq %d: content %q, appended %q", e.Seq, e.Store().Content, c)
+		}
+		n++
+		return nil
+	}); err != nil || n != len(want) {
+		t.Fatalf("%d of %d events: %v", n, len(want), err)
+	}
+	l.Close()
+	if _, err := VerifyDir(ctx, dir, kr, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A pipelined request that its commit fails before reaching it (the log
+// refuses appends after a replication failure) returns, and its
+// preparing goroutine stops, without the memory being reused under it.
+func TestPipelinedRequestOfFailedLog(t *testing.T) {
+	kr := testKeys(t)
+	refuse := errors.New("replica down")
+	l := openT(t, t.TempDir(), kr, Options{Durability: Group, Replicate: func(uint64, [][]byte) error { return refuse }})
+	defer l.Close()
+	if _, err := l.Append(ctx, storeEntry(1)); !errors.Is(err, ErrNotReplicated) {
+		t.Fatalf("append with a refusing hook: %v", err)
+	}
+	es := make([]Entry, 2*pipelineMin)
+	for i := range es {
+		es[i] = storeEntry(i)
+	}
+	for r := 0; r < 3; r++ {
+		if _, err := l.AppendBatch(ctx, es); !errors.Is(err, ErrNotReplicated) {
+			t.Fatalf("batch %d after the refusal: %v, want ErrNotReplicated", r, err)
+		}
+	}
+}
