@@ -806,8 +806,9 @@ func uvarintLen(n int) int {
 
 // prepared is the part of an event that does not depend on its place in
 // the chain: id, append time, canonical plaintext, a fresh DEK and its
-// wrap. Appenders make it before they queue, concurrently, so the serial
-// commit only seals, hashes and chains.
+// wrap. Appenders make it before they queue (a large request: on a
+// goroutine of its own while the commit works, startPrepare), concurrently,
+// so the serial commit only seals, hashes and chains.
 type prepared struct {
 	id      ID
 	time    int64
