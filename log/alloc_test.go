@@ -80,3 +80,36 @@ func TestReplayAllocsPerEvent(t *testing.T) {
 		t.Fatalf("%.0f allocations a replayed event, want at most 6", n)
 	}
 }
+
+// TestVerifyAllocsPerEvent: verify and import only check a body, so it is
+// decrypted into the worker's scratch buffer and no event is made: the
+// AES-GCM's two, the decoded store body and its chunk id are left.
+func TestVerifyAllocsPerEvent(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts differ under the race detector")
+	}
+	kr := testKeys(t)
+	l := openT(t, filepath.Join(t.TempDir(), "log"), kr, Options{Durability: None})
+	defer l.Close()
+	if _, err := l.AppendBatch(ctx, []Entry{{Body: &Store{Kind: KindConversation, Session: "s1", Role: "user", Content: "some words"}}}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := l.Raw(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := decState{hashed: true, checkOnly: true}
+	n := testing.AllocsPerRun(50, func() {
+		if _, err := decryptBody(kr, raw, nil, &st); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if n > 4 {
+		t.Fatalf("%.0f allocations to check an event, want at most 4", n)
+	}
+	for _, b := range st.scratch[:cap(st.scratch)] {
+		if b != 0 {
+			t.Fatal("plaintext left in the scratch buffer")
+		}
+	}
+}
