@@ -33,8 +33,9 @@ func TestAppendAllocsPerEvent(t *testing.T) {
 		t.Fatalf("%.2f allocations an appended event (%.0f a batch of %d), want at most 2.25", per, n, len(es))
 	}
 	// Bytes: the AES-GCM's 1,280 (512 + 768), the caller's Result (64),
-	// little else; a request's per-event state and its commit's list
-	// are reused (they were another 260).
+	// little else (measured 1,361); a request's per-event state and its
+	// commit's list are reused (they were another 250: 1,612). The bound
+	// leaves room for a pool emptied by a collection.
 	const batches = 20
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
@@ -44,8 +45,8 @@ func TestAppendAllocsPerEvent(t *testing.T) {
 		}
 	}
 	runtime.ReadMemStats(&m1)
-	if per := float64(m1.TotalAlloc-m0.TotalAlloc) / (batches * float64(len(es))); per > 1400 {
-		t.Fatalf("%.0f bytes allocated an appended event, want at most 1400", per)
+	if per := float64(m1.TotalAlloc-m0.TotalAlloc) / (batches * float64(len(es))); per > 1500 {
+		t.Fatalf("%.0f bytes allocated an appended event, want at most 1500", per)
 	}
 }
 
