@@ -19,8 +19,7 @@ func (l *Log) Import(ctx context.Context, raws [][]byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	l.commitMu.Lock()
-	defer l.commitMu.Unlock()
+	defer l.exclusive()()
 	l.qmu.Lock()
 	closed := l.closed
 	l.qmu.Unlock()

@@ -125,7 +125,7 @@ type Log struct {
 	headHash Hash
 	// ids indexes event ids. Open does not read the whole log, so the index
 	// is built on first use (an append with a client id, Lookup); until
-	// then commits do not maintain it. Loading holds commitMu.
+	// then commits do not maintain it. Loading holds chainMu and commitMu.
 	ids       map[ID]uint64
 	idsLoaded atomic.Bool
 
@@ -137,17 +137,32 @@ type Log struct {
 	// Group commit (LevelDB's writer queue): appenders enqueue under qmu
 	// and sleep on their own condition variable until they are done or at
 	// the front of the queue. The front request's goroutine is the leader:
-	// it commits everything queued (only itself in Sync mode) under commitMu,
-	// marks those requests done, wakes exactly them, and wakes the next
-	// front. A lone writer commits its own request with no hand-off, and
-	// followers never convoy through a mutex.
+	// it commits everything queued (only itself in Sync mode), marks those
+	// requests done and wakes exactly them. A lone writer commits its own
+	// request with no hand-off, and followers never convoy through a mutex.
+	//
+	// A commit has two stages: under chainMu it seals, hashes and chains
+	// its events after the last ones built (the head, or the end of the
+	// batch being written: flight); under commitMu it writes and fsyncs
+	// them. It takes commitMu before it lets chainMu go, and wakes the
+	// next front then, so the next commit seals while this one writes and
+	// fsyncs, and the writes stay in chain order. Whatever must see no
+	// commit at all (Close, Import, a key swap, loading the id index)
+	// takes both, chainMu first (exclusive).
 	qmu      sync.Mutex
 	queue    []*appendReq
+	chainMu  sync.Mutex
 	commitMu sync.Mutex
 	closed   bool
 	failed   error
-	segBytes int       // bytes in the current WAL file, mirroring the writer's cycle rule
-	pend     []pending // a commit's events, reused (commitMu)
+	segBytes int // bytes in the current WAL file, mirroring the writer's cycle rule
+	// flight is the end of the batch built and being written (nil: none);
+	// guarded by mu, set under chainMu, cleared by its own commit.
+	flight *chainEnd
+	// pend are the commits' event lists, reused: one for the batch being
+	// written, one for the batch being built (pendIdx, chainMu).
+	pend    [2][]pending
+	pendIdx int
 
 	// write writes a commit's entries with one WAL batch; it is the seam
 	// for fault injection in tests.
@@ -351,8 +366,7 @@ func (l *Log) ensureIDs() error {
 	if l.idsLoaded.Load() {
 		return nil
 	}
-	l.commitMu.Lock()
-	defer l.commitMu.Unlock()
+	defer l.exclusive()()
 	if l.idsLoaded.Load() {
 		return nil
 	}
@@ -475,10 +489,20 @@ func (l *Log) lookup(id ID) (uint64, bool) {
 	return s, ok
 }
 
+// exclusive waits until no commit is in progress and keeps new ones
+// out until the returned function is called.
+func (l *Log) exclusive() func() {
+	l.chainMu.Lock()
+	l.commitMu.Lock()
+	return func() {
+		l.commitMu.Unlock()
+		l.chainMu.Unlock()
+	}
+}
+
 // Close waits for appends in progress and closes the files.
 func (l *Log) Close() error {
-	l.commitMu.Lock()
-	defer l.commitMu.Unlock()
+	defer l.exclusive()()
 	l.qmu.Lock()
 	if l.closed {
 		l.qmu.Unlock()
@@ -549,7 +573,8 @@ func (l *Log) AppendBatch(ctx context.Context, es []Entry) ([]Result, error) {
 		return nil, ErrClosed
 	}
 	l.queue = append(l.queue, r)
-	for !r.done && l.queue[0] != r {
+	// A request of the batch being written is out of the queue, not done.
+	for !r.done && (len(l.queue) == 0 || l.queue[0] != r) {
 		r.wake.Wait()
 	}
 	if r.done {
@@ -563,25 +588,28 @@ func (l *Log) AppendBatch(ctx context.Context, es []Entry) ([]Result, error) {
 		l.qmu.Unlock()
 		return nil, ErrClosed
 	}
-	// The batch stays at the front of the queue while it commits, so
-	// appenders arriving meanwhile wait instead of leading.
+	// The batch stays at the front of the queue while it is built, so
+	// appenders arriving meanwhile wait instead of leading; it leaves the
+	// queue when its write starts, and the next front leads the next
+	// commit's build.
 	batch := l.nextBatch()
 	l.qmu.Unlock()
-	l.commitMu.Lock()
-	l.commit(batch)
-	l.commitMu.Unlock()
+	l.commit(batch, func() {
+		l.qmu.Lock()
+		l.queue = l.queue[len(batch):]
+		if len(l.queue) == 0 {
+			l.queue = nil
+		}
+		l.wakeFront()
+		l.qmu.Unlock()
+	})
 	l.qmu.Lock()
-	l.queue = l.queue[len(batch):]
-	if len(l.queue) == 0 {
-		l.queue = nil
-	}
 	for _, b := range batch {
 		b.done = true
 		if b != r {
 			b.wake.Signal()
 		}
 	}
-	l.wakeFront()
 	l.qmu.Unlock()
 	return r.res, r.err
 }
@@ -614,34 +642,51 @@ type pending struct {
 	hash Hash
 }
 
-func (l *Log) commit(batch []*appendReq) {
-	if l.failed != nil {
-		for _, r := range batch {
-			r.err = l.failed
+// chainEnd is where a built batch leaves the chain.
+type chainEnd struct {
+	seq  uint64
+	hash Hash
+}
+
+// errEarlierWrite is the error of the requests of a batch built on one
+// whose write then failed (the two overlap): nothing of it was written.
+var errEarlierWrite = fmt.Errorf("%w: the batch before it failed to write, so nothing of it was written; append it again", ErrNotWritten)
+
+// commit builds the batch (chainMu) and writes it (commitMu); handOff is
+// called between, when the next commit may start building.
+func (l *Log) commit(batch []*appendReq, handOff func()) {
+	l.chainMu.Lock()
+	// An id given by a client is looked up in the log (the index is
+	// maintained by writes): such a batch is built after every batch
+	// before it is written, as before the two stages overlapped.
+	writing := false
+	for _, r := range batch {
+		for _, e := range r.entries {
+			if !e.ID.IsZero() && !writing {
+				l.commitMu.Lock()
+				writing = true
+			}
 		}
-		return
 	}
 	l.mu.RLock()
 	seq, prev := l.head, l.headHash
+	if l.flight != nil {
+		seq, prev = l.flight.seq, l.flight.hash
+	}
 	l.mu.RUnlock()
+	base := chainEnd{seq, prev}
 	n := 0
 	for _, r := range batch {
 		n += len(r.entries)
 	}
-	// The commit's list is reused from the last one (commitMu is held);
-	// cleared after, so it pins no request's slab.
-	all := l.pend[:0]
+	// The commit's list is reused from the last but one (the last one's
+	// may still be being written); cleared after, so it pins no
+	// request's slab.
+	idx := l.pendIdx
+	all := l.pend[idx][:0]
 	if cap(all) < n {
 		all = make([]pending, 0, n)
 	}
-	defer func() {
-		clear(all[:cap(all)])
-		if cap(all) <= maxKeptEntries {
-			l.pend = all[:0]
-		} else {
-			l.pend = nil
-		}
-	}()
 	newIDs := map[ID]int{} // id → index in all
 	var ok []*appendReq
 	for _, r := range batch {
@@ -680,16 +725,60 @@ func (l *Log) commit(batch []*appendReq) {
 		}
 		ok = append(ok, r)
 	}
+	var fl *chainEnd
+	if len(all) > 0 {
+		fl = &chainEnd{seq, prev}
+		l.mu.Lock()
+		l.flight = fl
+		l.mu.Unlock()
+	}
+	if !writing {
+		l.commitMu.Lock()
+	}
+	l.pendIdx = 1 - idx
+	l.chainMu.Unlock()
+	handOff()
+	l.write2(all, ok, base, fl)
+	clear(all[:cap(all)])
+	if cap(all) <= maxKeptEntries {
+		l.pend[idx] = all[:0]
+	} else {
+		l.pend[idx] = nil
+	}
+	l.commitMu.Unlock()
+}
+
+// write2 is a commit's second stage (commitMu held): write and fsync the
+// built events all of the requests ok, built after base, publish them.
+func (l *Log) write2(all []pending, ok []*appendReq, base chainEnd, fl *chainEnd) {
+	fail := func(err error) {
+		for _, r := range ok {
+			r.err, r.res = err, nil
+		}
+	}
+	defer func() {
+		l.mu.Lock()
+		if l.flight == fl { // not the next batch's
+			l.flight = nil
+		}
+		l.mu.Unlock()
+	}()
+	if l.failed != nil {
+		fail(l.failed)
+		return
+	}
 	if len(all) == 0 {
 		return
 	}
-	if err := l.writeAll(all); err != nil {
-		for _, r := range ok {
-			r.err, r.res = fmt.Errorf("append: %w", err), nil
-		}
+	if head, hash := l.Head(); head != base.seq || hash != base.hash {
+		fail(fmt.Errorf("append: %w", errEarlierWrite))
 		return
 	}
-	l.advance(all, seq, prev)
+	if err := l.writeAll(all); err != nil {
+		fail(fmt.Errorf("append: %w", err))
+		return
+	}
+	l.advance(all, fl.seq, fl.hash)
 	if l.opts.Replicate != nil {
 		raws := make([][]byte, len(all))
 		for i, p := range all {
@@ -697,9 +786,7 @@ func (l *Log) commit(batch []*appendReq) {
 		}
 		if err := l.opts.Replicate(all[0].seq, raws); err != nil {
 			l.failed = fmt.Errorf("%w: %v", ErrNotReplicated, err)
-			for _, r := range ok {
-				r.err, r.res = fmt.Errorf("append: %w", l.failed), nil
-			}
+			fail(fmt.Errorf("append: %w", l.failed))
 		}
 	}
 	for _, r := range ok {
@@ -1116,7 +1203,7 @@ type prepFeed struct {
 	done  chan struct{} // closed after ch
 	err   error         // why it ended early (read after ch is closed)
 	stop  atomic.Bool   // set: prepare no more (the request is over)
-	ready int           // entries the commit knows are prepared (commitMu)
+	ready int           // entries the commit knows are prepared (chainMu)
 }
 
 // feedStep is how many entries are prepared between hand-offs.
@@ -1156,7 +1243,7 @@ func (l *Log) startPrepare(es []Entry) (*prepFeed, []prepared, *reqMem, error) {
 }
 
 // wait returns once entry i is prepared, or the error that ended the
-// preparation before it. Called by the commit (commitMu held).
+// preparation before it. Called by the commit (chainMu held).
 func (f *prepFeed) wait(i int) error {
 	for f.ready <= i {
 		n, ok := <-f.ch

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // A request of pipelineMin entries or more is prepared on a goroutine of
@@ -91,5 +93,63 @@ func TestPipelinedRequestOfFailedLog(t *testing.T) {
 		if _, err := l.AppendBatch(ctx, es); !errors.Is(err, ErrNotReplicated) {
 			t.Fatalf("batch %d after the refusal: %v, want ErrNotReplicated", r, err)
 		}
+	}
+}
+
+// A commit builds its batch while the one before is written and fsynced
+// (two stages, chainMu and commitMu). When that write fails, the batch
+// built on it is refused whole with ErrNotWritten (its events chain to
+// events that are not in the log), nothing of either is written, and
+// the log goes on from its head.
+func TestBatchBuiltDuringFailedWrite(t *testing.T) {
+	dir := t.TempDir()
+	kr := testKeys(t)
+	l := openT(t, dir, kr, Options{Durability: Group})
+	appendN(t, l, 5)
+	entered := make(chan struct{})
+	var calls int
+	l.write = func(ps []pending) error {
+		calls++
+		if calls > 1 {
+			return l.writeWAL(ps)
+		}
+		close(entered)
+		// Fail once the next batch is built on this one: it published
+		// where it leaves the chain.
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+			l.mu.RLock()
+			next := l.flight != nil && l.flight.seq > ps[len(ps)-1].seq
+			l.mu.RUnlock()
+			if next {
+				return syscall.ENOSPC
+			}
+			if time.Now().After(deadline) {
+				return errors.New("the next batch was not built while this one was written")
+			}
+		}
+	}
+	errA := make(chan error, 1)
+	go func() {
+		_, err := l.AppendBatch(ctx, []Entry{storeEntry(10), storeEntry(11)})
+		errA <- err
+	}()
+	<-entered
+	_, errB := l.AppendBatch(ctx, []Entry{storeEntry(12), storeEntry(13), storeEntry(14)})
+	if err := <-errA; !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "nothing of it was written") {
+		t.Fatalf("the failed write: %v", err)
+	}
+	if !errors.Is(errB, ErrNotWritten) {
+		t.Fatalf("the batch built on the failed one: %v, want ErrNotWritten", errB)
+	}
+	if head, _ := l.Head(); head != 5 {
+		t.Fatalf("head %d, want 5", head)
+	}
+	r, err := l.Append(ctx, storeEntry(15))
+	if err != nil || r.Seq != 6 {
+		t.Fatalf("append after the failure: %+v %v", r, err)
+	}
+	l.Close()
+	if n, err := VerifyDirUnlocked(dir, kr); err != nil || n != 6 {
+		t.Fatalf("verify: %d events, %v", n, err)
 	}
 }

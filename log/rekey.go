@@ -391,8 +391,7 @@ func (l *Log) DataKey(h *Header) ([crypto.KeySize]byte, error) {
 // it: a key rotation switches the keyring's current epoch in fn, so every
 // event after the returned head is wrapped under the new epoch.
 func (l *Log) SwapKeys(fn func() error) (uint64, error) {
-	l.commitMu.Lock()
-	defer l.commitMu.Unlock()
+	defer l.exclusive()()
 	if err := fn(); err != nil {
 		return 0, err
 	}
