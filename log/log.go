@@ -656,6 +656,19 @@ var errEarlierWrite = fmt.Errorf("%w: the batch before it failed to write, so no
 // called between, when the next commit may start building.
 func (l *Log) commit(batch []*appendReq, handOff func()) {
 	l.chainMu.Lock()
+	// Close takes chainMu before it marks the log closed: a leader woken
+	// before it (while the batch before was written) checks again here.
+	l.qmu.Lock()
+	closed := l.closed
+	l.qmu.Unlock()
+	if closed {
+		for _, r := range batch {
+			r.err = ErrClosed
+		}
+		l.chainMu.Unlock()
+		handOff()
+		return
+	}
 	// An id given by a client is looked up in the log (the index is
 	// maintained by writes): such a batch is built after every batch
 	// before it is written, as before the two stages overlapped.

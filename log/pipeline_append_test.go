@@ -153,3 +153,51 @@ func TestBatchBuiltDuringFailedWrite(t *testing.T) {
 		t.Fatalf("verify: %d events, %v", n, err)
 	}
 }
+
+// Close while appends are in flight: every append either returns an
+// error (ErrClosed) or was written before Close returned; nothing is
+// written after (a leader woken while the batch before it was written
+// must not reopen the files of a closed log).
+func TestCloseDuringAppends(t *testing.T) {
+	for round := 0; round < 10; round++ {
+		dir := t.TempDir()
+		kr := testKeys(t)
+		l := openT(t, dir, kr, Options{Durability: Group})
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		acked := 0
+		for w := 0; w < 4; w++ {
+			wg.Add(1)
+			go func(w int) {
+				defer wg.Done()
+				for i := 0; ; i++ {
+					rs, err := l.AppendBatch(ctx, []Entry{storeEntry(i), storeEntry(i + 1)})
+					if err != nil {
+						if !errors.Is(err, ErrClosed) {
+							t.Error(err)
+						}
+						return
+					}
+					mu.Lock()
+					acked += len(rs)
+					mu.Unlock()
+				}
+			}(w)
+		}
+		for {
+			if h, _ := l.Head(); h >= 40 {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		closedAt, _ := l.Head()
+		wg.Wait()
+		n, err := VerifyDirUnlocked(dir, kr)
+		if err != nil || int(n) != acked || n != closedAt {
+			t.Fatalf("round %d: %d events on disk (%v), %d acknowledged, head %d when Close returned", round, n, err, acked, closedAt)
+		}
+	}
+}
