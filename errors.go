@@ -109,6 +109,7 @@ var errorCodes = []struct {
 	{"log_not_found", log.ErrNotFound, ClassNotFound},
 	{"log_no_keys", log.ErrNoKeys, ClassForbidden},
 	{"log_failed", log.ErrFailed, ClassUnavailable},
+	{"log_not_written", log.ErrNotWritten, ClassUnavailable},
 	{"crypto_wrong_key", crypto.ErrWrongKey, ClassForbidden},
 	{"crypto_unknown_epoch", crypto.ErrUnknownEpoch, ClassInternal},
 	{"crypto_bad_key_file", crypto.ErrBadKeyFile, ClassInternal},

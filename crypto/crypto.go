@@ -56,16 +56,17 @@ func Seal(dst, dek, aad, plaintext []byte) ([]byte, error) {
 // Seal(dst, aad, plaintext) gives Seal(dst, dek, aad, plaintext). The log
 // makes it while preparing an event (on any core) so that the serial part
 // of an append, which needs the chain's previous hash for the AAD, does
-// not pay the key expansion.
+// not pay the key expansion. A value, so that the log keeps it inside its
+// own per-event state (a pointer was one more allocation an event).
 type Sealer struct{ g cipher.AEAD }
 
 // NewSealer returns the Sealer of dek (used once).
-func NewSealer(dek []byte) (*Sealer, error) {
+func NewSealer(dek []byte) (Sealer, error) {
 	g, err := newGCM(dek)
 	if err != nil {
-		return nil, err
+		return Sealer{}, err
 	}
-	return &Sealer{g: g}, nil
+	return Sealer{g: g}, nil
 }
 
 // Seal is Seal under the Sealer's key.

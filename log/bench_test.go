@@ -100,6 +100,45 @@ func BenchmarkAppendBatch256(b *testing.B) {
 	}
 }
 
+// BenchmarkAppendBatchesConcurrent: 4 writers appending batches of 256,
+// durable; one op is one event. A commit seals and hashes its batch while
+// the one before is written and fsynced: with sync durability each
+// request is its own commit and fsync, with group the queued ones share.
+func BenchmarkAppendBatchesConcurrent(b *testing.B) {
+	for _, d := range []Durability{Sync, Group} {
+		b.Run(d.String(), func(b *testing.B) {
+			l := openT(b, b.TempDir(), testKeys(b), Options{Durability: d})
+			defer l.Close()
+			batch := make([]Entry, 256)
+			for i := range batch {
+				batch[i] = benchEntry(i)
+			}
+			const writers = 4
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			start, cpu0 := time.Now(), cpuTime()
+			for w := 0; w < writers; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for next.Add(256) <= int64(b.N)+255 {
+						if _, err := l.AppendBatch(context.Background(), batch); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			el := time.Since(start)
+			events := (b.N + 255) / 256 * 256
+			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(events), "cpu-us/event")
+			b.ReportMetric(float64(events)/el.Seconds(), "events/s")
+		})
+	}
+}
+
 // BenchmarkReplay: verify (CRC, chain, hash) and decrypt every event; one op
 // is one event. The log is written once per size outside the timer.
 func BenchmarkReplay(b *testing.B) {

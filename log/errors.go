@@ -56,6 +56,11 @@ var (
 	// head mark, or Options.MinHead): a truncated or replaced file. Open
 	// refuses rather than continue on a shorter log.
 	ErrLost = errors.New("log: acknowledged events are missing")
+	// ErrNotWritten is returned by an append whose events were sealed
+	// after a batch whose write then failed (a commit builds its batch
+	// while the one before is written): nothing of it was written, and
+	// appending it again is safe.
+	ErrNotWritten = errors.New("log: append not written")
 	// ErrFailed is returned after a write or fsync failed: the log's state on
 	// disk is unknown, so it refuses further appends until reopened.
 	ErrFailed = errors.New("log: an earlier write failed; reopen the store")

@@ -622,7 +622,14 @@ func DecodeBody(t Type, p []byte, hdr *Header) (Body, error) {
 // it keeps little else, where a kept session or chunk id string sharing p
 // would pin the whole body.
 func decodeBody(t Type, p []byte, hdr *Header, alias bool) (Body, error) {
-	d := &dec{b: p, alias: alias && (t == TypeStore || t == TypeEdit)}
+	return decodeBodyIn(t, p, hdr, alias, nil)
+}
+
+// decodeBodyIn is decodeBody taking the session and role strings of a
+// store body from in when they equal the last ones seen there (nil: no
+// cache). A replay worker keeps one: consecutive events mostly share both.
+func decodeBodyIn(t Type, p []byte, hdr *Header, alias bool, in *strCache) (Body, error) {
+	d := &dec{b: p, alias: alias && (t == TypeStore || t == TypeEdit), in: in}
 	var body Body
 	switch t {
 	case TypeStore:
@@ -654,6 +661,32 @@ type dec struct {
 	err error
 	// alias: the content string shares b's bytes (decodeBody)
 	alias bool
+	in    *strCache // may be nil
+}
+
+// strCache holds the last session and role strings a decoder made, so
+// that the next equal ones are not allocated again (two of a replayed
+// event's allocations).
+type strCache struct{ session, role string }
+
+// cached reads a string, returning *last instead of a new one when equal
+// (and remembering a new one in it).
+func (d *dec) cached(last *string) string {
+	n := d.uvarint()
+	if d.err != nil {
+		return ""
+	}
+	if n > uint64(len(d.b)) {
+		d.fail("string of %d bytes past end", n)
+		return ""
+	}
+	b := d.b[:n]
+	d.b = d.b[n:]
+	if string(b) == *last { // compared without a copy
+		return *last
+	}
+	*last = string(b)
+	return *last
 }
 
 func (d *dec) fail(format string, a ...any) {
@@ -778,14 +811,22 @@ func (d *dec) store(hdr *Header) *Store {
 	if !knownKinds[s.Kind] && d.err == nil {
 		d.fail("unknown kind %d", s.Kind)
 	}
-	s.Session, s.Role, s.Content = d.str(), d.str(), d.content()
-	s.ChunkID = hdr.ID.String()
+	if d.in != nil {
+		s.Session, s.Role = d.cached(&d.in.session), d.cached(&d.in.role)
+	} else {
+		s.Session, s.Role = d.str(), d.str()
+	}
+	s.Content = d.content()
 	s.Time = hdr.Time
 	if flags&flagChunkID != 0 {
 		s.ChunkID = d.str()
-		if d.err == nil && (s.ChunkID == "" || s.ChunkID == hdr.ID.String()) {
+		var hx [2 * IDSize]byte
+		hex.Encode(hx[:], hdr.ID[:])
+		if d.err == nil && (s.ChunkID == "" || s.ChunkID == string(hx[:])) {
 			d.fail("non-canonical chunk id")
 		}
+	} else {
+		s.ChunkID = hdr.ID.String()
 	}
 	if flags&flagParent != 0 {
 		if s.Parent = d.str(); d.err == nil && s.Parent == "" {

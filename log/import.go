@@ -19,8 +19,7 @@ func (l *Log) Import(ctx context.Context, raws [][]byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	l.commitMu.Lock()
-	defer l.commitMu.Unlock()
+	defer l.exclusive()()
 	l.qmu.Lock()
 	closed := l.closed
 	l.qmu.Unlock()
@@ -33,7 +32,9 @@ func (l *Log) Import(ctx context.Context, raws [][]byte) error {
 	seq, prev := l.Head()
 	all := make([]pending, 0, len(raws))
 	rekeyed := false
-	st := decState{hashed: true} // one batch-key unwrap per append request, not per event; verifyRaw hashed
+	// One batch-key unwrap per append request, not per event; verifyRaw
+	// hashed; the bodies are only checked.
+	st := decState{hashed: true, checkOnly: true}
 	for _, raw := range raws {
 		r, err := verifyRaw(seq+1, raw, prev)
 		if err != nil {

@@ -125,7 +125,7 @@ type Log struct {
 	headHash Hash
 	// ids indexes event ids. Open does not read the whole log, so the index
 	// is built on first use (an append with a client id, Lookup); until
-	// then commits do not maintain it. Loading holds commitMu.
+	// then commits do not maintain it. Loading holds chainMu and commitMu.
 	ids       map[ID]uint64
 	idsLoaded atomic.Bool
 
@@ -137,16 +137,32 @@ type Log struct {
 	// Group commit (LevelDB's writer queue): appenders enqueue under qmu
 	// and sleep on their own condition variable until they are done or at
 	// the front of the queue. The front request's goroutine is the leader:
-	// it commits everything queued (only itself in Sync mode) under commitMu,
-	// marks those requests done, wakes exactly them, and wakes the next
-	// front. A lone writer commits its own request with no hand-off, and
-	// followers never convoy through a mutex.
+	// it commits everything queued (only itself in Sync mode), marks those
+	// requests done and wakes exactly them. A lone writer commits its own
+	// request with no hand-off, and followers never convoy through a mutex.
+	//
+	// A commit has two stages: under chainMu it seals, hashes and chains
+	// its events after the last ones built (the head, or the end of the
+	// batch being written: flight); under commitMu it writes and fsyncs
+	// them. It takes commitMu before it lets chainMu go, and wakes the
+	// next front then, so the next commit seals while this one writes and
+	// fsyncs, and the writes stay in chain order. Whatever must see no
+	// commit at all (Close, Import, a key swap, loading the id index)
+	// takes both, chainMu first (exclusive).
 	qmu      sync.Mutex
 	queue    []*appendReq
+	chainMu  sync.Mutex
 	commitMu sync.Mutex
 	closed   bool
 	failed   error
 	segBytes int // bytes in the current WAL file, mirroring the writer's cycle rule
+	// flight is the end of the batch built and being written (nil: none);
+	// guarded by mu, set under chainMu, cleared by its own commit.
+	flight *chainEnd
+	// pend are the commits' event lists, reused: one for the batch being
+	// written, one for the batch being built (pendIdx, chainMu).
+	pend    [2][]pending
+	pendIdx int
 
 	// write writes a commit's entries with one WAL batch; it is the seam
 	// for fault injection in tests.
@@ -156,7 +172,8 @@ type Log struct {
 type appendReq struct {
 	entries []Entry
 	preps   []prepared // entries[i]'s chain-independent part
-	slab    *[]byte    // the buffer the preps' event bytes are carved from
+	mem     *reqMem    // the memory preps and their event bytes are in
+	feed    *prepFeed  // nil: every entry was prepared before the request queued
 	res     []Result
 	err     error
 	done    bool // guarded by qmu
@@ -349,8 +366,7 @@ func (l *Log) ensureIDs() error {
 	if l.idsLoaded.Load() {
 		return nil
 	}
-	l.commitMu.Lock()
-	defer l.commitMu.Unlock()
+	defer l.exclusive()()
 	if l.idsLoaded.Load() {
 		return nil
 	}
@@ -473,10 +489,20 @@ func (l *Log) lookup(id ID) (uint64, bool) {
 	return s, ok
 }
 
+// exclusive waits until no commit is in progress and keeps new ones
+// out until the returned function is called.
+func (l *Log) exclusive() func() {
+	l.chainMu.Lock()
+	l.commitMu.Lock()
+	return func() {
+		l.commitMu.Unlock()
+		l.chainMu.Unlock()
+	}
+}
+
 // Close waits for appends in progress and closes the files.
 func (l *Log) Close() error {
-	l.commitMu.Lock()
-	defer l.commitMu.Unlock()
+	defer l.exclusive()()
 	l.qmu.Lock()
 	if l.closed {
 		l.qmu.Unlock()
@@ -524,11 +550,22 @@ func (l *Log) AppendBatch(ctx context.Context, es []Entry) ([]Result, error) {
 			break
 		}
 	}
-	preps, slab, err := l.prepareAll(es)
-	if err != nil {
-		return nil, err
+	var r *appendReq
+	if len(es) >= pipelineMin && runtime.GOMAXPROCS(0) > 1 {
+		// Large requests are prepared on a goroutine of their own while
+		// the commit seals and hashes the entries already prepared.
+		feed, preps, mem, err := l.startPrepare(es)
+		if err != nil {
+			return nil, err
+		}
+		r = &appendReq{entries: es, preps: preps, mem: mem, feed: feed, wake: sync.NewCond(&l.qmu)}
+	} else {
+		preps, mem, err := l.prepareAll(es)
+		if err != nil {
+			return nil, err
+		}
+		r = &appendReq{entries: es, preps: preps, mem: mem, wake: sync.NewCond(&l.qmu)}
 	}
-	r := &appendReq{entries: es, preps: preps, slab: slab, wake: sync.NewCond(&l.qmu)}
 	defer l.recycle(r)
 	l.qmu.Lock()
 	if l.closed {
@@ -536,7 +573,8 @@ func (l *Log) AppendBatch(ctx context.Context, es []Entry) ([]Result, error) {
 		return nil, ErrClosed
 	}
 	l.queue = append(l.queue, r)
-	for !r.done && l.queue[0] != r {
+	// A request of the batch being written is out of the queue, not done.
+	for !r.done && (len(l.queue) == 0 || l.queue[0] != r) {
 		r.wake.Wait()
 	}
 	if r.done {
@@ -550,25 +588,28 @@ func (l *Log) AppendBatch(ctx context.Context, es []Entry) ([]Result, error) {
 		l.qmu.Unlock()
 		return nil, ErrClosed
 	}
-	// The batch stays at the front of the queue while it commits, so
-	// appenders arriving meanwhile wait instead of leading.
+	// The batch stays at the front of the queue while it is built, so
+	// appenders arriving meanwhile wait instead of leading; it leaves the
+	// queue when its write starts, and the next front leads the next
+	// commit's build.
 	batch := l.nextBatch()
 	l.qmu.Unlock()
-	l.commitMu.Lock()
-	l.commit(batch)
-	l.commitMu.Unlock()
+	l.commit(batch, func() {
+		l.qmu.Lock()
+		l.queue = l.queue[len(batch):]
+		if len(l.queue) == 0 {
+			l.queue = nil
+		}
+		l.wakeFront()
+		l.qmu.Unlock()
+	})
 	l.qmu.Lock()
-	l.queue = l.queue[len(batch):]
-	if len(l.queue) == 0 {
-		l.queue = nil
-	}
 	for _, b := range batch {
 		b.done = true
 		if b != r {
 			b.wake.Signal()
 		}
 	}
-	l.wakeFront()
 	l.qmu.Unlock()
 	return r.res, r.err
 }
@@ -601,35 +642,84 @@ type pending struct {
 	hash Hash
 }
 
-func (l *Log) commit(batch []*appendReq) {
-	if l.failed != nil {
+// chainEnd is where a built batch leaves the chain.
+type chainEnd struct {
+	seq  uint64
+	hash Hash
+}
+
+// errEarlierWrite is the error of the requests of a batch built on one
+// whose write then failed (the two overlap): nothing of it was written.
+var errEarlierWrite = fmt.Errorf("%w: the batch before it failed to write, so nothing of it was written; append it again", ErrNotWritten)
+
+// commit builds the batch (chainMu) and writes it (commitMu); handOff is
+// called between, when the next commit may start building.
+func (l *Log) commit(batch []*appendReq, handOff func()) {
+	l.chainMu.Lock()
+	// Close takes chainMu before it marks the log closed: a leader woken
+	// before it (while the batch before was written) checks again here.
+	l.qmu.Lock()
+	closed := l.closed
+	l.qmu.Unlock()
+	if closed {
 		for _, r := range batch {
-			r.err = l.failed
+			r.err = ErrClosed
 		}
+		l.chainMu.Unlock()
+		handOff()
 		return
+	}
+	// An id given by a client is looked up in the log (the index is
+	// maintained by writes): such a batch is built after every batch
+	// before it is written, as before the two stages overlapped.
+	writing := false
+	for _, r := range batch {
+		for _, e := range r.entries {
+			if !e.ID.IsZero() && !writing {
+				l.commitMu.Lock()
+				writing = true
+			}
+		}
 	}
 	l.mu.RLock()
 	seq, prev := l.head, l.headHash
+	if l.flight != nil {
+		seq, prev = l.flight.seq, l.flight.hash
+	}
 	l.mu.RUnlock()
+	base := chainEnd{seq, prev}
 	n := 0
 	for _, r := range batch {
 		n += len(r.entries)
 	}
-	all := make([]pending, 0, n)
+	// The commit's list is reused from the last but one (the last one's
+	// may still be being written); cleared after, so it pins no
+	// request's slab.
+	idx := l.pendIdx
+	all := l.pend[idx][:0]
+	if cap(all) < n {
+		all = make([]pending, 0, n)
+	}
 	newIDs := map[ID]int{} // id → index in all
 	var ok []*appendReq
 	for _, r := range batch {
 		mark, markSeq, markPrev := len(all), seq, prev
 		r.res = make([]Result, len(r.entries))
 		for i, e := range r.entries {
-			res, p, err := l.build(e, &r.preps[i], seq, prev, all, newIDs)
+			if r.feed != nil {
+				if err := r.feed.wait(i); err != nil {
+					r.err = err
+					break
+				}
+			}
+			res, p, added, err := l.build(e, &r.preps[i], seq, prev, all, newIDs)
 			if err != nil {
 				r.err = fmt.Errorf("append event %d of %d: %w", i+1, len(r.entries), err)
 				break
 			}
 			r.res[i] = res
-			if p != nil {
-				all = append(all, *p)
+			if added {
+				all = append(all, p)
 				if !e.ID.IsZero() {
 					// Only a client-supplied id can come again in the
 					// batch; a random one is new by construction.
@@ -648,16 +738,60 @@ func (l *Log) commit(batch []*appendReq) {
 		}
 		ok = append(ok, r)
 	}
+	var fl *chainEnd
+	if len(all) > 0 {
+		fl = &chainEnd{seq, prev}
+		l.mu.Lock()
+		l.flight = fl
+		l.mu.Unlock()
+	}
+	if !writing {
+		l.commitMu.Lock()
+	}
+	l.pendIdx = 1 - idx
+	l.chainMu.Unlock()
+	handOff()
+	l.write2(all, ok, base, fl)
+	clear(all[:cap(all)])
+	if cap(all) <= maxKeptEntries {
+		l.pend[idx] = all[:0]
+	} else {
+		l.pend[idx] = nil
+	}
+	l.commitMu.Unlock()
+}
+
+// write2 is a commit's second stage (commitMu held): write and fsync the
+// built events all of the requests ok, built after base, publish them.
+func (l *Log) write2(all []pending, ok []*appendReq, base chainEnd, fl *chainEnd) {
+	fail := func(err error) {
+		for _, r := range ok {
+			r.err, r.res = err, nil
+		}
+	}
+	defer func() {
+		l.mu.Lock()
+		if l.flight == fl { // not the next batch's
+			l.flight = nil
+		}
+		l.mu.Unlock()
+	}()
+	if l.failed != nil {
+		fail(l.failed)
+		return
+	}
 	if len(all) == 0 {
 		return
 	}
-	if err := l.writeAll(all); err != nil {
-		for _, r := range ok {
-			r.err, r.res = fmt.Errorf("append: %w", err), nil
-		}
+	if head, hash := l.Head(); head != base.seq || hash != base.hash {
+		fail(fmt.Errorf("append: %w", errEarlierWrite))
 		return
 	}
-	l.advance(all, seq, prev)
+	if err := l.writeAll(all); err != nil {
+		fail(fmt.Errorf("append: %w", err))
+		return
+	}
+	l.advance(all, fl.seq, fl.hash)
 	if l.opts.Replicate != nil {
 		raws := make([][]byte, len(all))
 		for i, p := range all {
@@ -665,9 +799,7 @@ func (l *Log) commit(batch []*appendReq) {
 		}
 		if err := l.opts.Replicate(all[0].seq, raws); err != nil {
 			l.failed = fmt.Errorf("%w: %v", ErrNotReplicated, err)
-			for _, r := range ok {
-				r.err, r.res = fmt.Errorf("append: %w", l.failed), nil
-			}
+			fail(fmt.Errorf("append: %w", l.failed))
 		}
 	}
 	for _, r := range ok {
@@ -774,8 +906,9 @@ func uvarintLen(n int) int {
 
 // prepared is the part of an event that does not depend on its place in
 // the chain: id, append time, canonical plaintext, a fresh DEK and its
-// wrap. Appenders make it before they queue, concurrently, so the serial
-// commit only seals, hashes and chains.
+// wrap. Appenders make it before they queue (a large request: on a
+// goroutine of its own while the commit works, startPrepare), concurrently,
+// so the serial commit only seals, hashes and chains.
 type prepared struct {
 	id      ID
 	time    int64
@@ -783,7 +916,7 @@ type prepared struct {
 	epoch   uint32
 	wrapped [WrappedKeySize]byte // the request's batch key, wrapped under epoch
 	batch   *batchSeal
-	sealer  *crypto.Sealer // the DEK's key schedule, made here, not in the serial commit
+	sealer  crypto.Sealer // the DEK's key schedule, made here, not in the serial commit
 	// buf is HeaderSize bytes of room for the header, then the encoded
 	// body, with capacity for the tag and CRC; build seals it in place
 	// and takes it (nil after).
@@ -877,10 +1010,19 @@ func checkSize(t Type, plain []byte) error {
 	return nil
 }
 
+// prepScratch is what one preparing goroutine reuses from entry to entry:
+// the event's key and the header the body encoding reads (passed through
+// the Body interface, a header of the call's own would be allocated for
+// every event).
+type prepScratch struct {
+	dek [crypto.KeySize]byte
+	h   Header
+}
+
 // prepare encodes and keys one entry into mem (empty, with the capacity
 // eventBufSize(e)); rnd is IDSize random bytes, its id when the entry has
-// none; dek is scratch for the event's key.
-func (l *Log) prepare(e Entry, p *prepared, b *batchSeal, rnd []byte, mem []byte, dek *[crypto.KeySize]byte) error {
+// none; sc is the caller's scratch.
+func (l *Log) prepare(e Entry, p *prepared, b *batchSeal, rnd []byte, mem []byte, sc *prepScratch) error {
 	if e.Body == nil {
 		return fmt.Errorf("%w: no body", ErrMalformed)
 	}
@@ -894,8 +1036,8 @@ func (l *Log) prepare(e Entry, p *prepared, b *batchSeal, rnd []byte, mem []byte
 	// Body encodings read only the id and time from the header. The body
 	// is encoded where the event's bytes will be, after room for the
 	// header, and sealed there in place (build): one buffer an event.
-	h := Header{Version: FormatVersion, Type: p.typ, Time: p.time, ID: p.id}
-	buf, err := e.Body.appendTo(mem[:HeaderSize], &h)
+	sc.h = Header{Version: FormatVersion, Type: p.typ, Time: p.time, ID: p.id}
+	buf, err := e.Body.appendTo(mem[:HeaderSize], &sc.h)
 	if err != nil {
 		return err
 	}
@@ -904,19 +1046,54 @@ func (l *Log) prepare(e Entry, p *prepared, b *batchSeal, rnd []byte, mem []byte
 	}
 	p.buf = slices.Grow(buf, crypto.TagSize+crcSize)
 	p.batch, p.epoch, p.wrapped = b, b.epoch, b.wrapped
-	// The DEK is derived into dek, the caller's reused scratch, from p.id,
+	// The DEK is derived into the caller's reused scratch from p.id,
 	// which is on the heap already (EventKey's arguments escape).
-	b.keys.EventKey(dek[:], p.id[:])
-	p.sealer, err = crypto.NewSealer(dek[:])
-	clear(dek[:])
+	b.keys.EventKey(sc.dek[:], p.id[:])
+	p.sealer, err = crypto.NewSealer(sc.dek[:])
+	clear(sc.dek[:])
 	return err
 }
 
-// slabs keeps the buffers of committed append requests for the next
-// ones: the bytes of a request's events are carved from one buffer (one
+// reqMems keeps the memory of committed append requests for the next
+// ones: the bytes of a request's events are carved from one slab (one
 // allocation a request, not one an event), and once the request is
-// written nothing points into it (recycle).
-var slabs sync.Pool
+// written nothing points into it (recycle); its per-event state and
+// scratch come back with it. What a request allocates anew is what the
+// garbage collector works for: it was a quarter to a third of an
+// append's CPU (issue 26).
+var reqMems sync.Pool
+
+// reqMem is one request's reusable memory.
+type reqMem struct {
+	slab []byte
+	ps   []prepared
+	errs []error
+	rnd  []byte
+	offs []int
+}
+
+// getReqMem returns memory for a request of n entries whose event bytes
+// take size bytes.
+func getReqMem(n int) *reqMem {
+	m, _ := reqMems.Get().(*reqMem)
+	if m == nil {
+		m = &reqMem{}
+	}
+	m.ps = grown(m.ps, n)
+	m.errs = grown(m.errs, n)
+	m.rnd = grown(m.rnd, IDSize*n)
+	m.offs = grown(m.offs, n+1)
+	return m
+}
+
+// grown returns s with length n, reallocated when too short (contents
+// not kept).
+func grown[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
 
 // maxSlab bounds a kept slab: a rare huge request does not pin its memory.
 const maxSlab = 4 << 20
@@ -930,97 +1107,191 @@ func eventBufSize(e Entry) int {
 	return HeaderSize + bodySizeHint(e.Body) + crypto.TagSize + crcSize
 }
 
-// recycle keeps r's slab for the next request once r is done, if every
-// event carved from it was sealed (no plaintext is left in it) and no
-// replication hook was handed its bytes (the hook may keep them).
+// recycle keeps r's memory for the next request once r is done: its
+// slab only if every event carved from it was sealed (no plaintext is
+// left in it) and no replication hook was handed its bytes (the hook may
+// keep them).
 func (l *Log) recycle(r *appendReq) {
-	if r.slab == nil || l.opts.Replicate != nil || cap(*r.slab) > maxSlab {
+	if f := r.feed; f != nil {
+		// Its preparing goroutine may still be writing into the memory
+		// (a commit that failed before it reached the request's end).
+		f.stop.Store(true)
+		<-f.done
+	}
+	m := r.mem
+	if m == nil {
 		return
+	}
+	r.mem = nil
+	if l.opts.Replicate != nil || cap(m.slab) > maxSlab {
+		m.slab = nil
 	}
 	for i := range r.preps {
 		if r.preps[i].buf != nil {
-			return
+			m.slab = nil
 		}
 	}
-	slabs.Put(r.slab)
-	r.slab = nil
+	clear(m.ps) // batch keys, sealers and buffers of this request
+	putReqMem(m)
 }
 
-// prepareAll prepares a request's entries, on two goroutines for large
-// batches. The first invalid entry fails the request.
-func (l *Log) prepareAll(es []Entry) ([]prepared, *[]byte, error) {
-	b, err := l.newBatchSeal()
+// putReqMem returns m to the pool unless its per-event parts grew past
+// what a usual request needs (a rare huge one does not pin them).
+func putReqMem(m *reqMem) {
+	if cap(m.ps) > maxKeptEntries {
+		return
+	}
+	clear(m.errs)
+	reqMems.Put(m)
+}
+
+// maxKeptEntries bounds the per-event state kept between requests.
+const maxKeptEntries = 8192
+
+// prepareAll prepares a request's entries before it queues. The first
+// invalid entry fails the request.
+func (l *Log) prepareAll(es []Entry) ([]prepared, *reqMem, error) {
+	b, m, mem, err := l.prepMem(es)
 	if err != nil {
 		return nil, nil, err
 	}
+	sc := new(prepScratch)
+	for i := range es {
+		if err := l.prepareAt(es, i, b, m, mem, sc); err != nil {
+			// Plaintext may be left in the slab: it goes to the collector.
+			return nil, nil, err
+		}
+	}
+	return m.ps, m, nil
+}
+
+// prepMem makes a request's batch key and memory: random ids, the offsets
+// of each event's part of the slab, the slab.
+func (l *Log) prepMem(es []Entry) (*batchSeal, *reqMem, []byte, error) {
+	b, err := l.newBatchSeal()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	m := getReqMem(len(es))
 	// The random ids of the request in one read (one getrandom call, not
 	// one an event).
-	rnd := make([]byte, IDSize*len(es))
-	if _, err := rand.Read(rnd); err != nil {
-		return nil, nil, err
+	if _, err := rand.Read(m.rnd); err != nil {
+		return nil, nil, nil, err
 	}
 	// The events' bytes: one slab, each event its own capped part of it
 	// (a body longer than its hint grows out of its part, never into the
 	// next).
-	offs := make([]int, len(es)+1)
+	offs := m.offs
+	offs[0] = 0
 	for i, e := range es {
 		offs[i+1] = offs[i] + eventBufSize(e)
 	}
-	slab, _ := slabs.Get().(*[]byte)
-	if slab == nil || cap(*slab) < offs[len(es)] {
-		s := make([]byte, offs[len(es)])
-		slab = &s
+	if cap(m.slab) < offs[len(es)] {
+		m.slab = make([]byte, offs[len(es)])
 	}
-	mem := (*slab)[:cap(*slab)]
-	ps := make([]prepared, len(es))
-	errs := make([]error, len(es))
-	run := func(lo, hi int) {
-		dek := new([crypto.KeySize]byte)
-		for i := lo; i < hi; i++ {
-			errs[i] = l.prepare(es[i], &ps[i], b, rnd[i*IDSize:(i+1)*IDSize], mem[offs[i]:offs[i]:offs[i+1]], dek)
+	return b, m, m.slab[:cap(m.slab)], nil
+}
+
+// prepareAt prepares entry i of es into m.ps[i].
+func (l *Log) prepareAt(es []Entry, i int, b *batchSeal, m *reqMem, mem []byte, sc *prepScratch) error {
+	offs := m.offs
+	if err := l.prepare(es[i], &m.ps[i], b, m.rnd[i*IDSize:(i+1)*IDSize], mem[offs[i]:offs[i]:offs[i+1]], sc); err != nil {
+		return fmt.Errorf("append event %d of %d: %w", i+1, len(es), err)
+	}
+	return nil
+}
+
+// pipelineMin is the request size from which entries are prepared on a
+// goroutine of their own while the commit seals them (startPrepare).
+// Preparing (encoding, the data key, its AES-GCM key schedule) and
+// sealing with hashing (serial: each header holds the previous hash)
+// cost about the same, ~1 µs an event each: overlapped, a batch of 256
+// spends about one of them, not one and a half (the halves prepared on
+// two goroutines, then sealed).
+const pipelineMin = 128
+
+// prepFeed hands a request's entries to the commit as they are prepared.
+type prepFeed struct {
+	ch    chan int      // counts of prepared entries; closed when the goroutine ends
+	done  chan struct{} // closed after ch
+	err   error         // why it ended early (read after ch is closed)
+	stop  atomic.Bool   // set: prepare no more (the request is over)
+	ready int           // entries the commit knows are prepared (chainMu)
+}
+
+// feedStep is how many entries are prepared between hand-offs.
+const feedStep = 16
+
+// errPrepareStopped: the request ended before all its entries were
+// prepared (never seen by a caller: the commit that stopped it failed).
+var errPrepareStopped = errors.New("append: preparation stopped")
+
+// startPrepare prepares es on a new goroutine, in order, feeding the
+// counts to the commit (prepFeed.wait).
+func (l *Log) startPrepare(es []Entry) (*prepFeed, []prepared, *reqMem, error) {
+	b, m, mem, err := l.prepMem(es)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	f := &prepFeed{ch: make(chan int, len(es)/feedStep+1), done: make(chan struct{})}
+	go func() {
+		defer close(f.done)
+		defer close(f.ch)
+		sc := new(prepScratch)
+		for i := range es {
+			if f.stop.Load() {
+				f.err = errPrepareStopped
+				return
+			}
+			if err := l.prepareAt(es, i, b, m, mem, sc); err != nil {
+				f.err = err
+				return
+			}
+			if (i+1)%feedStep == 0 || i+1 == len(es) {
+				f.ch <- i + 1 // never blocks: room for every count
+			}
 		}
-	}
-	if len(es) >= 128 && runtime.GOMAXPROCS(0) > 1 {
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() { defer wg.Done(); run(0, len(es)/2) }()
-		run(len(es)/2, len(es))
-		wg.Wait()
-	} else {
-		run(0, len(es))
-	}
-	for i, err := range errs {
-		if err != nil {
-			return nil, nil, fmt.Errorf("append event %d of %d: %w", i+1, len(es), err)
+	}()
+	return f, m.ps, m, nil
+}
+
+// wait returns once entry i is prepared, or the error that ended the
+// preparation before it. Called by the commit (chainMu held).
+func (f *prepFeed) wait(i int) error {
+	for f.ready <= i {
+		n, ok := <-f.ch
+		if !ok {
+			return f.err
 		}
+		f.ready = n
 	}
-	return ps, slab, nil
+	return nil
 }
 
 // build chains one prepared entry at seq+1: header, seal, hash, CRC. Or it
-// resolves the entry to an existing event (p == nil) when its client id is
+// resolves the entry to an existing event (added false) when its client id is
 // already used with equal content.
-func (l *Log) build(e Entry, pr *prepared, seq uint64, prev Hash, batch []pending, inBatch map[ID]int) (Result, *pending, error) {
+func (l *Log) build(e Entry, pr *prepared, seq uint64, prev Hash, batch []pending, inBatch map[ID]int) (Result, pending, bool, error) {
 	if !e.ID.IsZero() {
 		if i, ok := inBatch[e.ID]; ok {
 			if err := l.sameContent(batch[i].data, e); err != nil {
-				return Result{}, nil, err
+				return Result{}, pending{}, false, err
 			}
-			return Result{Seq: batch[i].seq, ID: e.ID, Hash: batch[i].hash, Existed: true}, nil, nil
+			return Result{Seq: batch[i].seq, ID: e.ID, Hash: batch[i].hash, Existed: true}, pending{}, false, nil
 		}
 		if s, ok := l.lookup(e.ID); ok {
 			data, err := l.readEntry(s)
 			if err != nil {
-				return Result{}, nil, fmt.Errorf("read event %d: %w", s, err)
+				return Result{}, pending{}, false, fmt.Errorf("read event %d: %w", s, err)
 			}
 			if err := l.sameContent(data, e); err != nil {
-				return Result{}, nil, err
+				return Result{}, pending{}, false, err
 			}
 			raw, _, err := checkEntry(data)
 			if err != nil {
-				return Result{}, nil, &CorruptionError{Seq: s, Offset: -1, Err: err}
+				return Result{}, pending{}, false, &CorruptionError{Seq: s, Offset: -1, Err: err}
 			}
-			return Result{Seq: s, ID: e.ID, Hash: sha256.Sum256(raw), Existed: true}, nil, nil
+			return Result{Seq: s, ID: e.ID, Hash: sha256.Sum256(raw), Existed: true}, pending{}, false, nil
 		}
 	}
 	if cur := l.opts.Keys.Current(); pr.epoch != cur {
@@ -1029,15 +1300,15 @@ func (l *Log) build(e Entry, pr *prepared, seq uint64, prev Hash, batch []pendin
 		// switch depends on the epoch being shredded.
 		w, err := l.opts.Keys.Wrapper(cur)
 		if err != nil {
-			return Result{}, nil, err
+			return Result{}, pending{}, false, err
 		}
 		if err := w.Wrap(pr.wrapped[:], pr.batch.bk[:]); err != nil {
-			return Result{}, nil, err
+			return Result{}, pending{}, false, err
 		}
 		pr.epoch = cur
 	}
 	if pr.buf == nil {
-		return Result{}, nil, errors.New("append: a prepared entry was built twice")
+		return Result{}, pending{}, false, errors.New("append: a prepared entry was built twice")
 	}
 	h := Header{Version: FormatVersion, Type: pr.typ, Seq: seq + 1, Time: pr.time, ID: pr.id,
 		KeyEpoch: pr.epoch, WrappedDEK: pr.wrapped, Prev: prev}
@@ -1045,9 +1316,9 @@ func (l *Log) build(e Entry, pr *prepared, seq uint64, prev Hash, batch []pendin
 	h.Encode(buf[:HeaderSize])
 	// In place: the ciphertext overwrites the plaintext it starts at.
 	raw := pr.sealer.Seal(buf[:HeaderSize], buf[:HeaderSize], buf[HeaderSize:])
-	pr.buf, pr.sealer = nil, nil
+	pr.buf, pr.sealer = nil, crypto.Sealer{}
 	hash := Hash(sha256.Sum256(raw))
-	return Result{Seq: h.Seq, ID: h.ID, Hash: hash}, &pending{data: appendCRC(raw, false), id: h.ID, seq: h.Seq, hash: hash}, nil
+	return Result{Seq: h.Seq, ID: h.ID, Hash: hash}, pending{data: appendCRC(raw, false), id: h.ID, seq: h.Seq, hash: hash}, true, nil
 }
 
 // sealWith wraps dek with w into the header, then seals (sealRaw).

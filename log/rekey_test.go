@@ -148,7 +148,7 @@ func TestPreparedBeforeSwitchCommitsUnderNewEpoch(t *testing.T) {
 		t.Fatal(err)
 	}
 	kr.Adopt(next)
-	_, p, err := l.build(e, &ps[0], 0, Hash{}, nil, map[ID]int{})
+	_, p, _, err := l.build(e, &ps[0], 0, Hash{}, nil, map[ID]int{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,7 +75,7 @@ func verifyFiles(ctx context.Context, dir string, kr *crypto.Keyring, to uint64,
 		}
 		ev := &Event{Header: h, Hash: sha256.Sum256(raw)}
 		if kr != nil {
-			st.hashed = true // hashed above
+			st.hashed, st.checkOnly = true, true // hashed above; the body is dropped
 			if _, err := decryptBody(kr, raw, rekeys, st); errors.Is(err, ErrShredded) {
 				// Unreadable by design; its header and place in the chain
 				// are checked all the same.
