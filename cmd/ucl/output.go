@@ -151,6 +151,7 @@ func withAPI(c *cli.Context, fn func(ucl.API) error) error {
 		return openError(err)
 	}
 	err = fn(api)
+	dumpMemStats(c.App.ErrWriter)
 	if cerr := api.Close(); err == nil {
 		err = cerr
 	}
