@@ -15,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/unlimitedcontext/ucl"
+	"github.com/unlimitedcontext/ucl/projections"
 )
 
 func jsonOut(c *cli.Context) bool { return c.Bool("json") }
@@ -146,14 +147,30 @@ func engineOptions(c *cli.Context) ucl.Options {
 // answering refuses the connection before the request is sent: then the
 // call attaches again (taking the store over) and runs once more.
 func withAPI(c *cli.Context, fn func(ucl.API) error) error {
+	return withAPIBuild(c, false, fn)
+}
+
+// withAPIBuild is withAPI for a command that may write the projections
+// wholesale: when this process opened the store itself and either built
+// (rebuilt) is set or a bulk catch-up ran, it drops the projections'
+// pages from the page cache once the store is closed
+// (dropProjectionPages says why).
+func withAPIBuild(c *cli.Context, built bool, fn func(ucl.API) error) error {
 	api, err := ucl.OpenShared(storeDir(c), engineOptions(c), ucl.SharedOptions{})
 	if err != nil {
 		return openError(err)
 	}
 	err = fn(api)
 	dumpMemStats(c.App.ErrWriter)
+	owned := api.Owner() != nil
 	if cerr := api.Close(); err == nil {
 		err = cerr
+	}
+	if owned && (built || projections.BulkRan()) {
+		if derr := dropProjectionPages(storeDir(c)); derr != nil {
+			// Advice only: the command did what it was asked.
+			fmt.Fprintf(c.App.ErrWriter, "ucl: warning: %v\n", derr)
+		}
 	}
 	return err
 }
