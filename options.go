@@ -87,6 +87,12 @@ type Options struct {
 	// last seq its stream acknowledged, so an event that may still be cut
 	// as never acknowledged never reaches Arweave). nil: the log's head.
 	MirrorHead func() uint64
+	// RandomReads: this process reads the projections once, here and
+	// there (a one-shot query): before a search, their file mappings are
+	// advised MADV_RANDOM on Linux, so a file not in the page cache is
+	// read a page at a time and not a read-ahead window at a time
+	// (adviseRandom). A long-lived process leaves the kernel's default.
+	RandomReads bool
 }
 
 // InitOptions configure Init.

@@ -498,6 +498,11 @@ func (s *Store) query(ctx context.Context, p Progress, fn func(e *query.Engine) 
 		// Only the last run counts: readProj reruns fn after it healed
 		// damage the first run found.
 		found = nil
+		if s.opts.RandomReads {
+			if err := adviseRandom(s.st.Path(store.ProjectionsDir)); err != nil {
+				s.opts.Warn(err.Error()) // advice: the search runs either way
+			}
+		}
 		err := projstd.AsDamage(fn(s.engine(set)))
 		if _, damaged := projections.Damaged(err); damaged {
 			if exclusive {

@@ -261,10 +261,16 @@ func (l *Log) open() error {
 	if l.headf, err = os.OpenFile(filepath.Join(l.dir, headMarkFile), os.O_CREATE|os.O_RDWR, 0o600); err != nil {
 		return errors.Join(fmt.Errorf("open log: %w", err), l.closeWAL())
 	}
+	// A log found as it was left (nothing cut, the mark already saying
+	// this head) is opened without a write or a sync: a process that only
+	// reads (a query) changes nothing on disk.
+	if n > 0 && haveMark && rep == nil && mark == l.headMark() {
+		return nil
+	}
 	if err := l.writeHeadMark(); err != nil {
 		return errors.Join(fmt.Errorf("open log: %w", err), l.closeWAL())
 	}
-	return syncDir(l.dir) // the first file may have been created
+	return syncDir(l.dir) // the first file, or the mark, may have been created
 }
 
 // tail returns the segment writer, opening it on first use after the
@@ -412,13 +418,17 @@ func (l *Log) lastSegmentSize(head uint64) int {
 	return int(end)
 }
 
+// headMark is the mark of the current head.
+func (l *Log) headMark() headMark {
+	head, hash := l.Head()
+	return headMark{Seq: head, Hash: hash, Durable: l.opts.Durability != None}
+}
+
 // writeHeadMark records the head as acknowledged. It is not fsynced: it
 // follows the WAL's fsync, so a crash can only leave it older than the
 // disk, never newer (under None durability it is marked as a hint).
 func (l *Log) writeHeadMark() error {
-	head, hash := l.Head()
-	m := headMark{Seq: head, Hash: hash, Durable: l.opts.Durability != None}
-	if _, err := l.headf.WriteAt(m.encode(), 0); err != nil {
+	if _, err := l.headf.WriteAt(l.headMark().encode(), 0); err != nil {
 		return fmt.Errorf("write head mark: %w", err)
 	}
 	return nil

@@ -315,3 +315,40 @@ func TestEventOverMaxSizeRefused(t *testing.T) {
 		t.Fatalf("rekey: %v", err)
 	}
 }
+
+// A log opened as it was left writes nothing: its head mark already says
+// the head (a query process opens the log and only reads). A log whose
+// mark says less, or another durability, still gets its mark rewritten.
+func TestOpenUnchangedWritesNothing(t *testing.T) {
+	dir := t.TempDir()
+	kr := testKeys(t)
+	l := openT(t, dir, kr, Options{})
+	appendN(t, l, 5)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	head := filepath.Join(dir, headMarkFile)
+	old := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := os.Chtimes(head, old, old); err != nil {
+		t.Fatal(err)
+	}
+	l = openT(t, dir, kr, Options{})
+	fi, err := os.Stat(head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !fi.ModTime().Equal(old) {
+		t.Errorf("opening an unchanged log rewrote its head mark (modified %v)", fi.ModTime())
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Another durability: the mark changes and is written.
+	l = openT(t, dir, kr, Options{Durability: None})
+	if m, ok, err := readHeadMark(dir); err != nil || !ok || m.Durable || m.Seq != 5 {
+		t.Errorf("head mark after opening with durability none: %+v %v %v, want seq 5 not durable", m, ok, err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

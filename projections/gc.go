@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
+	"sync/atomic"
 )
 
 // bulkGCPercent is the garbage collector's target (GOGC) while a bulk
@@ -29,6 +30,15 @@ const bulkGCPercent = 200
 // collecting back to back. The pages bbolt and bleve map are outside it.
 const BulkMemHeadroom = 512 << 20
 
+// bulkRan is set once a bulk catch-up has run in this process (BulkRan).
+var bulkRan atomic.Bool
+
+// BulkRan reports whether a bulk catch-up (CompactAfter events or more)
+// has run in this process: it wrote most of the projections' files, so a
+// one-shot command may drop their pages from the page cache when it is
+// done (cmd/ucl does, for the reason its dropProjectionPages gives).
+func BulkRan() bool { return bulkRan.Load() }
+
 var (
 	gcMu     sync.Mutex
 	gcRuns   int   // bulk catch-ups running in this process
@@ -43,6 +53,7 @@ var (
 // higher (or the collector off) is left alone, and so is a memory limit
 // already set (GOMEMLIMIT, or the program's own).
 func bulkGC() (restore func()) {
+	bulkRan.Store(true)
 	gcMu.Lock()
 	if gcRuns == 0 {
 		gcOld = debug.SetGCPercent(bulkGCPercent)

@@ -2,8 +2,10 @@ package main
 
 import (
 	"math"
+	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"testing"
 )
 
@@ -100,5 +102,35 @@ func TestAppendMemoryLimit(t *testing.T) {
 	}
 	if got := debug.SetMemoryLimit(-1); got != appendMemLimit {
 		t.Fatalf("memory limit %d after append, want %d", got, int64(appendMemLimit))
+	}
+}
+
+// UCL_MEMSTATS makes a query write its memory figures before the store
+// closes: the projections' mapped files are among them (at exit they are
+// unmapped and would be missing).
+func TestQueryMemStats(t *testing.T) {
+	if _, err := os.Stat("/proc/self/smaps"); err != nil {
+		t.Skip("no /proc/self/smaps here")
+	}
+	dir := filepath.Join(t.TempDir(), "store")
+	if _, errs, code := runCLI(t, dir, "", "init"); code != 0 {
+		t.Fatal(errs)
+	}
+	if _, errs, code := runCLI(t, dir, "", "store", "--session", "s1", "Remember the cello lesson."); code != 0 {
+		t.Fatal(errs)
+	}
+	out := filepath.Join(t.TempDir(), "mem.txt")
+	t.Setenv(memStatsEnv, out)
+	if _, errs, code := runCLI(t, dir, "", "query", "cello"); code != 0 {
+		t.Fatal(errs)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"VmHWM:", "RssAnon:", "RssFile:", filepath.Join(dir, "projections")} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("mem stats lack %q:\n%s", want, b)
+		}
 	}
 }

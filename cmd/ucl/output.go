@@ -15,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/unlimitedcontext/ucl"
+	"github.com/unlimitedcontext/ucl/projections"
 )
 
 func jsonOut(c *cli.Context) bool { return c.Bool("json") }
@@ -146,13 +147,45 @@ func engineOptions(c *cli.Context) ucl.Options {
 // answering refuses the connection before the request is sent: then the
 // call attaches again (taking the store over) and runs once more.
 func withAPI(c *cli.Context, fn func(ucl.API) error) error {
-	api, err := ucl.OpenShared(storeDir(c), engineOptions(c), ucl.SharedOptions{})
+	return withAPIOpts(c, engineOptions(c), false, fn)
+}
+
+// withQueryAPI is withAPI for a one-shot query or context: the store, when
+// this process opens it, reads its projections at random
+// (ucl.Options.RandomReads).
+func withQueryAPI(c *cli.Context, fn func(ucl.API) error) error {
+	o := engineOptions(c)
+	o.RandomReads = true
+	return withAPIOpts(c, o, false, fn)
+}
+
+// withAPIBuild is withAPI for a command that may write the projections
+// wholesale (withAPIOpts).
+func withAPIBuild(c *cli.Context, built bool, fn func(ucl.API) error) error {
+	return withAPIOpts(c, engineOptions(c), built, fn)
+}
+
+// withAPIOpts is withAPI with the engine options o. When this process
+// opened the store itself and either built (the command rebuilt the
+// projections) is set or a bulk catch-up ran, it drops the projections'
+// pages from the page cache once the store is closed
+// (dropProjectionPages says why).
+func withAPIOpts(c *cli.Context, o ucl.Options, built bool, fn func(ucl.API) error) error {
+	api, err := ucl.OpenShared(storeDir(c), o, ucl.SharedOptions{})
 	if err != nil {
 		return openError(err)
 	}
 	err = fn(api)
+	dumpMemStats(c.App.ErrWriter)
+	owned := api.Owner() != nil
 	if cerr := api.Close(); err == nil {
 		err = cerr
+	}
+	if owned && (built || projections.BulkRan()) {
+		if derr := dropProjectionPages(storeDir(c)); derr != nil {
+			// Advice only: the command did what it was asked.
+			fmt.Fprintf(c.App.ErrWriter, "ucl: warning: %v\n", derr)
+		}
 	}
 	return err
 }

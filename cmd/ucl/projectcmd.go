@@ -50,7 +50,7 @@ pass over the whole projection; "-" means not computed.`,
 			Usage: "throw projections away and rebuild them from the log",
 			Flags: []cli.Flag{&cli.StringSliceFlag{Name: "only", Usage: "rebuild only this projection (repeatable): " + strings.Join(projstd.Names, ", ")}, digestsFlag},
 			Action: func(c *cli.Context) error {
-				return withAPI(c, func(api ucl.API) error {
+				return withAPIBuild(c, true, func(api ucl.API) error {
 					boundBuildHeap()
 					prog, done := stagedProgress(c)
 					res, err := api.RebuildProjections(context.Background(), ucl.RebuildProjectionsRequest{Only: c.StringSlice("only"), Digests: c.Bool("digests"), Progress: prog})

@@ -69,7 +69,7 @@ its chunk id, session, role, kind, time, seq, content and meta as stored.`,
 		req.Session = c.String("active")
 		req.Explain = c.Bool("explain")
 		tuneQueryGC()
-		return withAPI(c, func(api ucl.API) error {
+		return withQueryAPI(c, func(api ucl.API) error {
 			prog, done := stagedProgress(c)
 			req.Progress = prog
 			resp, err := api.Search(context.Background(), req)
@@ -145,7 +145,7 @@ With --json: a JSON document describing the assembly, the context in "context".`
 		}
 		creq := ucl.ContextRequest{SearchRequest: req, Budget: c.Int("budget"), Recent: c.Int("recent"), Format: c.String("format")}
 		tuneQueryGC()
-		return withAPI(c, func(api ucl.API) error {
+		return withQueryAPI(c, func(api ucl.API) error {
 			prog, done := stagedProgress(c)
 			creq.Progress = prog
 			a, err := api.Context(context.Background(), creq)
