@@ -45,7 +45,10 @@
 //     vector index has no filters. A hybrid query with lexical vectors
 //     (the hash embedder) whose BM25 channel finds ten candidates or more
 //     scores those instead of searching every vector, after BM25, and
-//     runs no pre-filter (step 3): see vectorlexical.go.
+//     runs no pre-filter (step 3): see vectorlexical.go. Under a time
+//     phrase's window (a boost, step 2) BM25 also ranks the chunks stored
+//     inside the window, and those whose score times the window's boost
+//     reaches the K-th best of its list join (window.go).
 //  5. Every candidate is looked up in the timelines (ChunkStore): the
 //     timelines are the authority on what is live, so a tombstoned chunk a
 //     lagging index still returns is dropped, and every result carries the
@@ -430,6 +433,14 @@ type Options struct {
 	// no chunk holds otherwise also matches its three nearest words within
 	// one or two edits; see the fts package).
 	NoFuzzy bool
+	// NoWindowCandidates turns off the BM25 candidates a time phrase's
+	// window adds (window.go): by default BM25 also ranks the chunks
+	// stored inside the window, and those the window's boost could lift
+	// onto the page join its candidates. On LoCoMo (in process) it found
+	// one more temporal question of the development set (116 → 117 of
+	// 130) and on the other six conversations moved one at rank 10 to 11
+	// (a tie among turns of the day that match only the speaker's name).
+	NoWindowCandidates bool
 	// PlainVectorQuery embeds the ANN channel's query without word
 	// weights (by default each word counts its IDF when the sources can
 	// tell it; see Engine.queryVector).
@@ -1237,6 +1248,15 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 			if pre != nil {
 				sessions[c.chunk.Session] = true
 			}
+		}
+	}
+	if p.mode != ModeVector && e.src.Text != nil && p.boost && !e.opts.NoWindowCandidates {
+		if err := e.windowCandidates(ctx, p, nc, order, get, func(c *cand) {
+			if pre != nil {
+				sessions[c.chunk.Session] = true
+			}
+		}); err != nil {
+			return nil, nil, err
 		}
 	}
 	if lazyVec != nil {
