@@ -77,3 +77,33 @@ func TestWindowCandidates(t *testing.T) {
 		}
 	}
 }
+
+// A window holding more chunks than the window's own BM25 list may read
+// (the full-text filter costs its chunk count) is searched as before: the
+// query succeeds and ranks as without the list.
+func TestWindowCandidatesWideWindow(t *testing.T) {
+	at := time.Date(2022, time.July, 1, 10, 0, 0, 0, time.UTC).UnixMilli()
+	var bodies []log.Body
+	for i := range 520 {
+		bodies = append(bodies, &log.Store{
+			ChunkID: fmt.Sprintf("t%03d", i), Kind: log.KindConversation, Session: fmt.Sprintf("s%d", i/20), Role: "user",
+			Content: fmt.Sprintf("Joanna: day %d by the lake", i), Time: at + int64(i)*60000,
+		})
+	}
+	f := newFixture(t, t.TempDir())
+	f.apply(t, chain(t, bodies...))
+	now := time.Date(2022, 11, 1, 12, 0, 0, 0, time.UTC)
+	var got [2][]string
+	for i, off := range []bool{false, true} {
+		resp, err := f.engine(query.Options{NoWindowCandidates: off}).Search(context.Background(), query.Request{Text: "Where did Joanna travel to in July 2022?", Now: now, K: 5})
+		if err != nil {
+			t.Fatalf("NoWindowCandidates %v: %v", off, err)
+		}
+		for _, r := range resp.Results {
+			got[i] = append(got[i], r.ChunkID)
+		}
+	}
+	if !slices.Equal(got[0], got[1]) || len(got[0]) != 5 {
+		t.Errorf("a window of 520 chunks: results %v, without the window's list %v", got[0], got[1])
+	}
+}
