@@ -782,7 +782,8 @@ type Request struct {
 }
 
 // Explain is a result's score breakdown. Ranks are 1-based; 0 means the
-// channel did not return the chunk.
+// channel did not return the chunk. A time window's own BM25 matches
+// (window.go) rank after BM25's list.
 type Explain struct {
 	BM25Rank  int     `json:"bm25_rank"`
 	BM25Score float64 `json:"bm25_score"`
