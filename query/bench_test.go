@@ -99,6 +99,11 @@ func BenchmarkSearch(b *testing.B) {
 			// What mentioned times cost: a when-question reads every
 			// candidate's mentioned times from the fts side table.
 			{"hybrid-when", query.ModeHybrid, query.Options{}, func(s string) string { return "When did " + s }},
+			// What a time phrase's window costs: its own BM25 list
+			// (window.go), here over a window that holds every chunk
+			// (the fixture's turns are all of October 2023), the worst case.
+			{"hybrid-window", query.ModeHybrid, query.Options{}, func(s string) string { return s + " in October 2023" }},
+			{"hybrid-window-off", query.ModeHybrid, query.Options{NoWindowCandidates: true}, func(s string) string { return s + " in October 2023" }},
 			// The ANN query without IDF word weights: what the weights cost.
 			{"hybrid-plain", query.ModeHybrid, query.Options{PlainVectorQuery: true}, nil},
 			// Without the first page's diversity (Options.PageMMR): what

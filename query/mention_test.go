@@ -2,6 +2,7 @@ package query_test
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
@@ -228,6 +229,38 @@ func TestTemporalLocation(t *testing.T) {
 		}
 		if resp.Temporal[0].Since != tc.want.UnixMilli() {
 			t.Errorf("location %v: window from %v, want %v", tc.loc, time.UnixMilli(resp.Temporal[0].Since).UTC(), tc.want.UTC())
+		}
+	}
+}
+
+// A when-question with a time phrase gives a turn inside the window that
+// says when both boosts: for "When did I sell the old piano in October
+// 2023?" the October turn that says "yesterday" counts more than the
+// October turns that say no time. Without a question that asks when, the
+// window's boost alone.
+func TestWhenBoostInsideWindow(t *testing.T) {
+	f := mentionFixture(t)
+	ctx := context.Background()
+	now := time.Date(2023, 10, 10, 12, 0, 0, 0, time.UTC)
+	month := float64(1 + query.DefaultTemporalBoost)
+	for _, tc := range []struct {
+		q    string
+		want map[string]float64
+	}{
+		{"When did I sell the old piano in October 2023?", map[string]float64{"sold": month * (1 + query.DefaultWhenBoost), "tuned": month, "lesson": month, "bought": 1}},
+		{"the old piano in October 2023", map[string]float64{"sold": month, "tuned": month, "lesson": month, "bought": 1}},
+	} {
+		resp, err := f.engine(query.Options{}).Search(ctx, query.Request{Text: tc.q, Now: now, K: 4, Explain: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Results) != len(tc.want) {
+			t.Fatalf("%q: %d results, want %d", tc.q, len(resp.Results), len(tc.want))
+		}
+		for _, r := range resp.Results {
+			if got := r.Explain.Temporal; math.Abs(got-tc.want[r.ChunkID]) > 1e-9 {
+				t.Errorf("%q: %s temporal %g, want %g", tc.q, r.ChunkID, got, tc.want[r.ChunkID])
+			}
 		}
 	}
 }

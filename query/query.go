@@ -45,7 +45,11 @@
 //     vector index has no filters. A hybrid query with lexical vectors
 //     (the hash embedder) whose BM25 channel finds ten candidates or more
 //     scores those instead of searching every vector, after BM25, and
-//     runs no pre-filter (step 3): see vectorlexical.go.
+//     runs no pre-filter (step 3): see vectorlexical.go. Under a time
+//     phrase's window (a boost, step 2) BM25 also ranks the chunks stored
+//     inside the window, and those stored in the two weeks after it that
+//     mention a time in it; those whose score times the window's boost
+//     reaches the K-th best of its list join (window.go).
 //  5. Every candidate is looked up in the timelines (ChunkStore): the
 //     timelines are the authority on what is live, so a tombstoned chunk a
 //     lagging index still returns is dropped, and every result carries the
@@ -84,8 +88,9 @@
 //     a phrase's window, by content or mentioned time; else 1 + WhenBoost
 //     if the question asks when and the chunk's text mentions a time, or
 //     asks how long something has lasted and the text states a duration
-//     up to when it was written: "for 3 years", "seven years now").
-//     Age is Now − content time, clamped at 0.
+//     up to when it was written: "for 3 years", "seven years now"; a chunk
+//     inside the window that mentions a time gets both factors when the
+//     question asks when). Age is Now − content time, clamped at 0.
 //  9. Order: final desc, then chunk id asc. With MMRLambda (Request's,
 //     else Options') in (0,1) the top
 //     results are re-ranked by maximal marginal relevance (similarity =
@@ -403,7 +408,13 @@ type Options struct {
 	// that asks how long in the perfect ("How long has she had…", "How
 	// many years have…") gets it for a turn that states a duration ("I've
 	// had them for 3 years"; timephrase.Range.UpTo), not for one that
-	// names a day.
+	// names a day. A when-question with a time phrase ("When did she go
+	// camping in July?") multiplies it with the window's boost for a
+	// chunk inside the window that mentions a time ("two weekends ago",
+	// said in July): the window says where to look, the question that
+	// the answer says when. On LoCoMo that moved one temporal question
+	// of the development set from rank 8 to 4 and changed nothing else
+	// on either set.
 	WhenBoost float64
 	// Location is the time zone of the calendar days of time phrases
 	// ("yesterday" starts at midnight there; default UTC). Mentioned
@@ -430,6 +441,22 @@ type Options struct {
 	// no chunk holds otherwise also matches its three nearest words within
 	// one or two edits; see the fts package).
 	NoFuzzy bool
+	// NoWindowCandidates turns off the BM25 candidates a time phrase's
+	// window adds (window.go): by default BM25 also ranks the chunks
+	// stored inside the window, and those stored in the two weeks after
+	// it that mention a time in it; those the window's boost could lift
+	// onto the page join its candidates. On LoCoMo (hybrid, in process):
+	// development set temporal questions 116 → 117 of 130 ("Where did
+	// Joanna travel to in July 2022?", answered "I went to Woodhaven": not
+	// in the top 10 → 6th), the rest unchanged but for hit@1 / hit@5 −1
+	// each (two single-hop questions one rank down); the other six
+	// conversations: temporal 148 / 191 either way, one found at rank 1
+	// (by a turn that says "yesterday" the day after the asked date) and
+	// one at rank 10 lost (a tie among turns of the asked day that share
+	// only the speaker's name with the question), hit@5 +1, temporal hit@1
+	// +1, single-hop hit@1 −1; hit@10 and MRR unchanged. The window inside
+	// alone (no mentions) lost that rank-10 question and found none there.
+	NoWindowCandidates bool
 	// PlainVectorQuery embeds the ANN channel's query without word
 	// weights (by default each word counts its IDF when the sources can
 	// tell it; see Engine.queryVector).
@@ -755,7 +782,8 @@ type Request struct {
 }
 
 // Explain is a result's score breakdown. Ranks are 1-based; 0 means the
-// channel did not return the chunk.
+// channel did not return the chunk. A time window's own BM25 matches
+// (window.go) rank after BM25's list.
 type Explain struct {
 	BM25Rank  int     `json:"bm25_rank"`
 	BM25Score float64 `json:"bm25_score"`
@@ -1239,6 +1267,15 @@ func (e *Engine) retrieve(ctx context.Context, p *plan, k int) ([]*cand, []strin
 			}
 		}
 	}
+	if p.mode != ModeVector && e.src.Text != nil && p.boost && !e.opts.NoWindowCandidates {
+		if err := e.windowCandidates(ctx, p, nc, order, get, func(c *cand) {
+			if pre != nil {
+				sessions[c.chunk.Session] = true
+			}
+		}); err != nil {
+			return nil, nil, err
+		}
+	}
 	if lazyVec != nil {
 		lazyVec()
 	}
@@ -1619,6 +1656,23 @@ func inWindow(w [2]int64, a, b int64) bool {
 	return (w[0] == 0 || b > w[0]) && (w[1] == 0 || a < w[1])
 }
 
+// meetsWindow reports whether one of the times ms, mentioned by a chunk
+// of content time at, meets the window w.
+func meetsWindow(w [2]int64, at int64, ms []timephrase.Range) bool {
+	for _, r := range ms {
+		if r.UpTo(at) {
+			// A duration ("for a year now") covers every window inside
+			// it, which tells nothing: it meets the window by when it
+			// began.
+			r.Until = r.Since + 1
+		}
+		if inWindow(w, r.Since, r.Until) {
+			return true
+		}
+	}
+	return false
+}
+
 // whenQuestion matches a question that asks for a time.
 var whenQuestion = regexp.MustCompile(`(?i)^\W*(?:when\b|since when\b|how long ago\b|what (?:year|month|day|date|time)\b|which (?:year|month|day|date)\b|on what (?:day|date)\b|in what (?:year|month)\b)`)
 
@@ -1706,19 +1760,8 @@ func (e *Engine) score(p *plan, cs []*cand) {
 		switch {
 		case p.boost && inWindow(p.window, c.chunk.Time, c.chunk.Time+1):
 			ex.Temporal = 1 + p.tboost
-		case p.boost && c.mentions != nil:
-			for _, r := range c.mentions {
-				if r.UpTo(c.chunk.Time) {
-					// A duration ("for a year now") covers every window
-					// inside it, which tells nothing: it meets the
-					// window by when it began.
-					r.Until = r.Since + 1
-				}
-				if inWindow(p.window, r.Since, r.Until) {
-					ex.Temporal, ex.Mentioned = 1+p.tboost, true
-					break
-				}
-			}
+		case p.boost && meetsWindow(p.window, c.chunk.Time, c.mentions):
+			ex.Temporal, ex.Mentioned = 1+p.tboost, true
 		case p.when && len(c.mentions) > 0:
 			ex.Temporal, ex.Mentioned = 1+o.WhenBoost, true
 		case p.howLong:
@@ -1728,6 +1771,12 @@ func (e *Engine) score(p *plan, cs []*cand) {
 					break
 				}
 			}
+		}
+		if p.boost && p.when && ex.Temporal > 1 && len(c.mentions) > 0 {
+			// "When did she go camping in July?": the window says where
+			// to look, the question that the answer says when. A turn of
+			// July that says "two weekends ago" answers both.
+			ex.Temporal *= 1 + o.WhenBoost
 		}
 		e.final(c)
 	}

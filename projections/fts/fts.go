@@ -180,6 +180,10 @@ var (
 	// non-positive K, or an empty time range.
 	ErrInvalidQuery = errors.New("fts: invalid query")
 
+	// ErrWideTimeRange is returned (wrapped) by Search when the query's
+	// time range holds more chunks than its MaxInTime.
+	ErrWideTimeRange = errors.New("fts: time range holds too many chunks")
+
 	// ErrCorrupt is returned (wrapped) when the side table holds an entry
 	// that does not decode.
 	ErrCorrupt = errors.New("fts: corrupt side table")
@@ -1556,6 +1560,11 @@ type Query struct {
 	Roles    []string // roles ("user", "assistant", ...)
 	Since    int64    // content time >= Since (unix ms); 0 = open
 	Until    int64    // content time < Until (unix ms); 0 = open
+	// MaxInTime, when positive, bounds the work of a time range: a range
+	// holding more chunks is not searched (ErrWideTimeRange). The filter
+	// costs about its chunk count (their document numbers are looked up
+	// in every segment), whatever the text matches.
+	MaxInTime int
 	// Meta: only chunks whose meta holds every key with its value (AND).
 	Meta map[string]string
 	// NoFuzzy turns typo tolerance off (see fuzzyTerms).
@@ -1642,9 +1651,12 @@ func (x *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 		filters = append(filters, tq)
 	}
 	if q.Since != 0 || q.Until != 0 {
-		ids, err := x.idsInTime(q.Since, q.Until)
+		ids, err := x.idsInTime(q.Since, q.Until, q.MaxInTime)
 		if err != nil {
 			return nil, fmt.Errorf("search fts: %w", err)
+		}
+		if q.MaxInTime > 0 && len(ids) > q.MaxInTime {
+			return nil, fmt.Errorf("search fts: over %d chunks in the time range: %w", q.MaxInTime, ErrWideTimeRange)
 		}
 		if len(ids) == 0 {
 			return []Hit{}, nil
@@ -1738,8 +1750,9 @@ const (
 // those changed since the last Commit by their pending state (an executed
 // batch may hold them already). A chunk whose old and new times straddle
 // the range is kept: the index holds one of the two versions, and the
-// filter only narrows what the text query matched.
-func (x *Index) idsInTime(since, until int64) ([]string, error) {
+// filter only narrows what the text query matched. With limit > 0 it
+// stops reading the committed ones after limit + 1.
+func (x *Index) idsInTime(since, until int64, limit int) ([]string, error) {
 	in := func(t int64) bool { return (since == 0 || t >= since) && (until == 0 || t < until) }
 	var ids []string
 	err := x.view(func(tx *bolt.Tx) error {
@@ -1752,7 +1765,7 @@ func (x *Index) idsInTime(since, until int64) ([]string, error) {
 			k, _ = c.First()
 		}
 		hi := timeKey(until)
-		for ; k != nil && len(k) >= 8 && (until == 0 || bytes.Compare(k[:8], hi[:]) < 0); k, _ = c.Next() {
+		for ; k != nil && len(k) >= 8 && (until == 0 || bytes.Compare(k[:8], hi[:]) < 0) && (limit <= 0 || len(ids) <= limit); k, _ = c.Next() {
 			id, ok := projections.IDOfKey(k[8:])
 			if !ok {
 				return fmt.Errorf("time key %x: %w", k, ErrCorrupt)

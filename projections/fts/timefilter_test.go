@@ -1,6 +1,8 @@
 package fts
 
 import (
+	"context"
+	"errors"
 	"reflect"
 	"testing"
 
@@ -50,4 +52,31 @@ func TestTimeFilterBeforeAndAfterCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("after commit")
+}
+
+// MaxInTime bounds a time range by its chunk count: a range holding more
+// is refused (ErrWideTimeRange), one holding at most that many is searched.
+func TestMaxInTime(t *testing.T) {
+	const t0 = 1_700_000_000_000
+	var e evs
+	for i, id := range []string{"c1", "c2", "c3", "c4"} {
+		e.store(id, "s1", "user", log.KindConversation, t0+int64(i)*1000, "gateway "+id)
+	}
+	x := openT(t, t.TempDir(), Options{})
+	for _, ev := range e.out {
+		if err := x.Apply(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := x.Commit(cpOf(e.out[len(e.out)-1])); err != nil {
+		t.Fatal(err)
+	}
+	q := Query{Text: "gateway", K: 10, Since: t0, Until: t0 + 3000, MaxInTime: 3}
+	if got := find(t, x, q); !reflect.DeepEqual(sorted(got), []string{"c1", "c2", "c3"}) {
+		t.Errorf("3 chunks, MaxInTime 3: got %v", got)
+	}
+	q.MaxInTime = 2
+	if _, err := x.Search(context.Background(), q); !errors.Is(err, ErrWideTimeRange) {
+		t.Errorf("3 chunks, MaxInTime 2: error %v, want ErrWideTimeRange", err)
+	}
 }
