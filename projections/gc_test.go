@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"math"
 	"runtime/debug"
 	"testing"
 )
@@ -33,5 +34,33 @@ func TestBulkGCRestores(t *testing.T) {
 	c()
 	if got := debug.SetGCPercent(100); got != 500 {
 		t.Fatalf("after: GOGC %d, want 500", got)
+	}
+}
+
+// A catch-up too small to be bulk bounds the heap with less room and
+// leaves the collector's target alone; a bulk one starting beside it
+// raises the limit, and the limit goes when the last one ends.
+func TestCatchUpGCLimits(t *testing.T) {
+	t.Setenv("GOMEMLIMIT", "")
+	prev := debug.SetMemoryLimit(math.MaxInt64)
+	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
+	orig := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(orig)
+	small := catchUpGC(false)
+	got := debug.SetMemoryLimit(-1)
+	if got < CatchUpMemHeadroom || got >= BulkMemHeadroom {
+		t.Fatalf("small catch-up: memory limit %d, want the live heap + %d", got, CatchUpMemHeadroom)
+	}
+	if p := debug.SetGCPercent(100); p != 100 {
+		t.Fatalf("small catch-up: GOGC %d, want 100", p)
+	}
+	bulk := bulkGC()
+	if l := debug.SetMemoryLimit(-1); l < BulkMemHeadroom {
+		t.Fatalf("bulk beside small: memory limit %d, want the live heap + %d", l, BulkMemHeadroom)
+	}
+	bulk()
+	small()
+	if l := debug.SetMemoryLimit(-1); l != math.MaxInt64 {
+		t.Fatalf("after both: memory limit %d, want none", l)
 	}
 }

@@ -344,6 +344,8 @@ func (pr *Projector) catchUpForce(ctx context.Context, src Source, progress func
 		for _, r := range runs {
 			r.bulk = true
 		}
+	} else {
+		defer catchUpGC(false)()
 	}
 	// Each projection applies the stream on its own goroutine (they are
 	// independent, and on a multi-core machine the slowest one, not the
