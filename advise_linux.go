@@ -20,7 +20,7 @@ import (
 // machine measured: a 1M-event bm25 query with the projections out of the
 // page cache read 178 MB from disk and peaked at 61.6 MB; advised, 88 MB
 // and 52.4 MB), and what it read stays cached in folios that later
-// queries map whole (see cmd/ucl's dropProjectionPages). Pages already
+// queries map whole (see DropProjectionPages). Pages already
 // cached are mapped as before.
 func adviseRandom(dir string) error {
 	f, err := os.Open("/proc/self/maps")

@@ -47,7 +47,7 @@ var bulkRan atomic.Bool
 // BulkRan reports whether a bulk catch-up (CompactAfter events or more)
 // has run in this process: it wrote most of the projections' files, so a
 // one-shot command may drop their pages from the page cache when it is
-// done (cmd/ucl does, for the reason its dropProjectionPages gives).
+// done (cmd/ucl does, for the reason ucl.DropProjectionPages gives).
 func BulkRan() bool { return bulkRan.Load() }
 
 var (

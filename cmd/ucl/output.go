@@ -15,7 +15,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/unlimitedcontext/ucl"
-	"github.com/unlimitedcontext/ucl/projections"
 )
 
 func jsonOut(c *cli.Context) bool { return c.Bool("json") }
@@ -169,7 +168,7 @@ func withAPIBuild(c *cli.Context, built bool, fn func(ucl.API) error) error {
 // opened the store itself and either built (the command rebuilt the
 // projections) is set or a bulk catch-up ran, it drops the projections'
 // pages from the page cache once the store is closed
-// (dropProjectionPages says why).
+// (ucl.DropProjectionPages says why).
 func withAPIOpts(c *cli.Context, o ucl.Options, built bool, fn func(ucl.API) error) error {
 	api, err := ucl.OpenShared(storeDir(c), o, ucl.SharedOptions{})
 	if err != nil {
@@ -181,8 +180,8 @@ func withAPIOpts(c *cli.Context, o ucl.Options, built bool, fn func(ucl.API) err
 	if cerr := api.Close(); err == nil {
 		err = cerr
 	}
-	if owned && (built || projections.BulkRan()) {
-		if derr := dropProjectionPages(storeDir(c)); derr != nil {
+	if owned && (built || ucl.BulkCatchUpRan()) {
+		if derr := ucl.DropProjectionPages(storeDir(c)); derr != nil {
 			// Advice only: the command did what it was asked.
 			fmt.Fprintf(c.App.ErrWriter, "ucl: warning: %v\n", derr)
 		}

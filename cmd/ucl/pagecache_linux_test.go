@@ -44,7 +44,7 @@ func residentPages(t *testing.T, path string) int {
 
 // A rebuild leaves none of the projections' files in the page cache: what
 // it wrote would stay there as large folios, which every later query maps
-// whole (dropProjectionPages). The files are still all there and a query
+// whole (ucl.DropProjectionPages). The files are still all there and a query
 // reads them back.
 func TestRebuildDropsProjectionPages(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "store")

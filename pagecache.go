@@ -1,4 +1,4 @@
-package main
+package ucl
 
 import (
 	"errors"
@@ -7,9 +7,15 @@ import (
 	"path/filepath"
 
 	"github.com/unlimitedcontext/ucl/internal/store"
+	"github.com/unlimitedcontext/ucl/projections"
 )
 
-// dropProjectionPages drops the page cache of every file under the
+// BulkCatchUpRan reports whether a bulk catch-up (a whole-store build) ran
+// in this process: a one-shot command then calls DropProjectionPages once
+// its store is closed.
+func BulkCatchUpRan() bool { return projections.BulkRan() }
+
+// DropProjectionPages drops the page cache of every file under the
 // projections of the store in dir (POSIX_FADV_DONTNEED: clean pages no
 // process maps are let go; nothing is lost, a later read reads the file
 // again). A command runs it after a whole-store build it made itself
@@ -28,7 +34,7 @@ import (
 // and MADV_NOHUGEPAGE measured: no effect on folios already cached), and
 // the cost of dropping is that the next query reads what it needs from
 // the disk once.
-func dropProjectionPages(dir string) error {
+func DropProjectionPages(dir string) error {
 	var errs []error
 	root := filepath.Join(dir, store.ProjectionsDir)
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {

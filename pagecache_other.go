@@ -1,9 +1,9 @@
 //go:build !linux
 
-package main
+package ucl
 
 import "os"
 
-// fadviseDontNeed does nothing here: the folio behaviour dropProjectionPages
+// fadviseDontNeed does nothing here: the folio behaviour DropProjectionPages
 // answers is Linux's.
 func fadviseDontNeed(*os.File) error { return nil }
