@@ -1,9 +1,7 @@
 package fts
 
 import (
-	"hash/maphash"
 	"sync"
-	"sync/atomic"
 	"unicode/utf8"
 	"unsafe"
 
@@ -165,6 +163,7 @@ type analyzer struct {
 	tfs    []index.TokenFreq // allocated in blocks, one per distinct term
 	terms  []byte            // the terms' bytes, likewise
 	lower  [64]byte
+	runes  [64]rune
 }
 
 func (a *analyzer) add(term []byte) {
@@ -284,41 +283,16 @@ func (a *analyzer) word(w []byte) {
 		}
 		buf[i] = c
 	}
-	if len(buf) > maxStemmed {
-		if term, ok := stemWord(buf); ok {
-			a.add(term)
-		}
-		return
-	}
-	slot := &stems[maphash.Bytes(stemSeed, buf)%uint64(len(stems))]
-	if e := slot.Load(); e != nil && e.word == string(buf) {
-		if !e.stop {
-			a.add(unsafe.Slice(unsafe.StringData(e.term), len(e.term)))
-		}
-		return
-	}
-	e := &stemEntry{word: string(buf)}
-	term, ok := stemWord(buf)
-	e.term, e.stop = string(term), !ok
-	slot.Store(e)
-	if ok {
-		a.add(term)
-	}
-}
-
-// stemWord is the term of a lower-cased ASCII word: false for a stop
-// word, else its Porter stem (written over buf).
-func stemWord(buf []byte) ([]byte, bool) {
 	if _, stop := enStop[string(buf)]; stop {
-		return nil, false
+		return
 	}
 	if len(buf) <= 2 { // Porter leaves these as they are
-		return buf, true
+		a.add(buf)
+		return
 	}
-	var arr [maxStemmed]rune
 	var rs []rune
-	if len(buf) <= len(arr) {
-		rs = arr[:len(buf)]
+	if len(buf) <= len(a.runes) {
+		rs = a.runes[:len(buf)]
 	} else {
 		rs = make([]rune, len(buf))
 	}
@@ -330,28 +304,7 @@ func stemWord(buf []byte) ([]byte, bool) {
 	for _, r := range rs {
 		out = append(out, byte(r))
 	}
-	return out, true
-}
-
-// stems remembers the terms of recent words: the stop word lookup and
-// the Porter stemmer were half of the analysis (a third of a build's CPU
-// is analysis), and a handful of words make most of any text. A word is
-// stored in the slot its hash picks, replacing what was there; the
-// analysis workers of bleve share it, each slot an atomic pointer to an
-// immutable entry, so a word's term is the same whichever entry answers.
-// 32K slots hold about 2 MB.
-var (
-	stems    [1 << 15]atomic.Pointer[stemEntry]
-	stemSeed = maphash.MakeSeed()
-)
-
-// maxStemmed is the longest word stems keeps (and stemWord stems on the
-// stack).
-const maxStemmed = 32
-
-type stemEntry struct {
-	word, term string
-	stop       bool
+	a.add(out)
 }
 
 // keywordField is a keyword field of a document as document.TextField

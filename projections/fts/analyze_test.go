@@ -4,7 +4,6 @@ import (
 	"math/rand"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/blevesearch/bleve/v2/analysis"
@@ -103,60 +102,5 @@ func TestKeywordFieldMatchesTextField(t *testing.T) {
 			t.Fatalf("%q: keywordField %s %v %d %v, TextField %s %v %d %v", v, got.Name(), got.Options(), got.AnalyzedLength(),
 				got.AnalyzedTokenFrequencies(), want.Name(), want.Options(), want.AnalyzedLength(), want.AnalyzedTokenFrequencies())
 		}
-	}
-}
-
-// The term cache (stems) gives every word the term the "en" analyzer
-// gives it: words first seen and then answered from the cache, more
-// distinct words than it has slots (each slot overwritten many times),
-// from several goroutines at once as bleve's analysis workers call it.
-func TestStemCacheKeepsTerms(t *testing.T) {
-	a := enAnalyzer(t)
-	const words = 2 * len(stems)
-	var texts []string
-	for i := 0; i < words; i += 200 {
-		var b strings.Builder
-		for j := i; j < i+200; j++ {
-			w := projtest.ZipfWord(j)
-			if j%3 == 0 {
-				w = strings.ToUpper(w[:1]) + w[1:] + "ing"
-			}
-			b.WriteString(w + " the " + w[:len(w)/2+1] + "s ")
-		}
-		texts = append(texts, b.String())
-	}
-	var wg sync.WaitGroup
-	errs := make(chan string, 4)
-	for g := 0; g < 4; g++ {
-		wg.Add(1)
-		go func(g int) {
-			defer wg.Done()
-			// Cold, then a text another goroutine analysed (cached where
-			// not overwritten since).
-			for round := 0; round < 2; round++ {
-				for i := (g + round) % 4; i < len(texts); i += 4 {
-					text := texts[i]
-					want := document.NewTextFieldCustom(fieldContent, nil, []byte(text), index.IndexField, a)
-					want.Analyze()
-					got := newContentField([]byte(text), a)
-					got.Analyze()
-					wf, gf := want.AnalyzedTokenFrequencies(), got.AnalyzedTokenFrequencies()
-					ok := got.AnalyzedLength() == want.AnalyzedLength() && len(gf) == len(wf)
-					for term, w := range wf {
-						ok = ok && gf[term] != nil && gf[term].Frequency() == w.Frequency()
-					}
-					got.release()
-					if !ok {
-						errs <- text[:min(len(text), 80)]
-						return
-					}
-				}
-			}
-		}(g)
-	}
-	wg.Wait()
-	close(errs)
-	for e := range errs {
-		t.Errorf("terms differ from the en analyzer's on %q...", e)
 	}
 }
