@@ -86,15 +86,20 @@ func TestReleaseMemoryDropsSegmentPages(t *testing.T) {
 		t.Fatal(err)
 	}
 	before, _ = segmentKB(t, dir)
+	releases := segmentReleases.Load()
 	for i := 0; i < 500; i++ {
 		ev := e.store(fmt.Sprintf("d%05d", i), "s", "user", log.KindConversation, int64(i), projtest.TextZipf(r, 60, 5000))
 		if err := x.Apply(ev); err != nil {
 			t.Fatal(err)
 		}
 	}
+	// What is resident afterwards is not asserted: the background merger
+	// may read the segments again as soon as they are dropped (under
+	// -race beside make test: 552 KB before, 320 after). That a release
+	// drops the pages is checked above; here, that the full batch made one.
 	after, _ = segmentKB(t, dir)
 	t.Logf("%d KB resident before a full batch, %d after", before, after)
-	if after > before/4 {
-		t.Fatalf("%d KB of segment files resident after a full batch, %d before", after, before)
+	if segmentReleases.Load() == releases {
+		t.Fatalf("a full batch released no segment pages (%d KB resident after it, %d before)", after, before)
 	}
 }
