@@ -1,13 +1,11 @@
 package ucl
 
 import (
-	"bufio"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
+	"github.com/unlimitedcontext/ucl/internal/fsutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -23,38 +21,21 @@ import (
 // queries map whole (see DropProjectionPages). Pages already
 // cached are mapped as before.
 func adviseRandom(dir string) error {
-	f, err := os.Open("/proc/self/maps")
-	if err != nil {
-		return fmt.Errorf("advise mappings: %w", err)
-	}
-	defer f.Close()
 	// The maps name files by their resolved paths.
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
 		dir = real
 	}
 	prefix := strings.TrimSuffix(dir, "/") + "/"
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// address perms offset dev inode path
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 6 || !strings.HasPrefix(fields[5], prefix) {
-			continue
-		}
-		lo, hi, ok := strings.Cut(fields[0], "-")
-		if !ok {
-			continue
-		}
-		start, err1 := strconv.ParseUint(lo, 16, 64)
-		end, err2 := strconv.ParseUint(hi, 16, 64)
-		if err1 != nil || err2 != nil || end <= start {
-			continue
+	err := fsutil.Mappings(func(m fsutil.Mapping) {
+		if !strings.HasPrefix(m.Path, prefix) {
+			return
 		}
 		// The mapping may be gone by now (a segment merged away and
 		// unmapped): madvise then fails with ENOMEM, which says nothing
 		// about the others.
-		_, _, _ = unix.Syscall(unix.SYS_MADVISE, uintptr(start), uintptr(end-start), unix.MADV_RANDOM)
-	}
-	if err := sc.Err(); err != nil {
+		_, _, _ = unix.Syscall(unix.SYS_MADVISE, m.Start, m.End-m.Start, unix.MADV_RANDOM)
+	})
+	if err != nil {
 		return fmt.Errorf("advise mappings: %w", err)
 	}
 	return nil

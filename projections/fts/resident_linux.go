@@ -1,13 +1,12 @@
 package fts
 
 import (
-	"bufio"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"unsafe"
+
+	"github.com/unlimitedcontext/ucl/internal/fsutil"
 )
 
 // dropSegmentPages tells the kernel this process no longer needs the
@@ -21,35 +20,18 @@ func dropSegmentPages(segs []mappedFile) {
 	if len(segs) == 0 {
 		return
 	}
-	f, err := os.Open("/proc/self/maps")
-	if err != nil {
-		return // advice only
-	}
-	defer f.Close()
 	type mapping struct {
 		end  uintptr
 		path string
 	}
 	mapped := map[uintptr]mapping{} // start -> shared mappings of segment files
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fs := strings.Fields(sc.Text())
-		if len(fs) < 6 || len(fs[1]) < 4 || fs[1][3] != 's' {
-			continue
+	err := fsutil.Mappings(func(m fsutil.Mapping) {
+		if m.Shared && strings.HasSuffix(m.Path, ".zap") {
+			mapped[m.Start] = mapping{m.End, m.Path}
 		}
-		path := strings.Join(fs[5:], " ")
-		if !strings.HasSuffix(path, ".zap") {
-			continue
-		}
-		lo, hi, ok := strings.Cut(fs[0], "-")
-		start, err1 := strconv.ParseUint(lo, 16, 64)
-		end, err2 := strconv.ParseUint(hi, 16, 64)
-		if ok && err1 == nil && err2 == nil {
-			mapped[uintptr(start)] = mapping{uintptr(end), path}
-		}
-	}
-	if sc.Err() != nil {
-		return
+	})
+	if err != nil {
+		return // advice only
 	}
 	for _, sg := range segs {
 		b := sg.data
