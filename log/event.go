@@ -672,21 +672,30 @@ type strCache struct{ session, role string }
 // cached reads a string, returning *last instead of a new one when equal
 // (and remembering a new one in it).
 func (d *dec) cached(last *string) string {
-	n := d.uvarint()
+	b := d.lenBytes()
 	if d.err != nil {
 		return ""
 	}
-	if n > uint64(len(d.b)) {
-		d.fail("string of %d bytes past end", n)
-		return ""
-	}
-	b := d.b[:n]
-	d.b = d.b[n:]
 	if string(b) == *last { // compared without a copy
 		return *last
 	}
 	*last = string(b)
 	return *last
+}
+
+// lenBytes reads a length-prefixed run of bytes (a string's), sharing d.b.
+func (d *dec) lenBytes() []byte {
+	n := d.uvarint()
+	if d.err != nil {
+		return nil
+	}
+	if n > uint64(len(d.b)) {
+		d.fail("string of %d bytes past end", n)
+		return nil
+	}
+	b := d.b[:n:n]
+	d.b = d.b[n:]
+	return b
 }
 
 func (d *dec) fail(format string, a ...any) {
@@ -730,22 +739,14 @@ func (d *dec) str() string { return d.strAlias(false) }
 func (d *dec) content() string { return d.strAlias(d.alias) }
 
 func (d *dec) strAlias(alias bool) string {
-	n := d.uvarint()
+	b := d.lenBytes()
 	if d.err != nil {
 		return ""
 	}
-	if n > uint64(len(d.b)) {
-		d.fail("string of %d bytes past end", n)
-		return ""
-	}
-	var s string
 	if alias {
-		s = unsafe.String(unsafe.SliceData(d.b), int(n))
-	} else {
-		s = string(d.b[:n])
+		return unsafe.String(unsafe.SliceData(b), len(b))
 	}
-	d.b = d.b[n:]
-	return s
+	return string(b)
 }
 
 func (d *dec) count(minSize int) int {
