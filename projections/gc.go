@@ -71,11 +71,9 @@ func bulkGC() (restore func()) { return catchUpGC(true) }
 // higher (or the collector off) is left alone, and so is a memory limit
 // already set (GOMEMLIMIT, or the program's own).
 func catchUpGC(bulk bool) (restore func()) {
-	if bulk {
-		bulkRan.Store(true)
-	}
 	headroom := int64(CatchUpMemHeadroom)
 	if bulk {
+		bulkRan.Store(true)
 		headroom = BulkMemHeadroom
 	}
 	gcMu.Lock()
