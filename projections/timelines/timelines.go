@@ -1043,11 +1043,20 @@ func (t *Timelines) Digest() ([32]byte, error) {
 // wait for them before they touch the file).
 func (t *Timelines) read(fn func(tx *bolt.Tx) error) error {
 	return projections.Guard(Name, func() error {
-		s, err := t.snapshot()
-		if err != nil {
-			return err
+		// A compaction may close the snapshot's file between the snapshot
+		// and View (it holds t.mu only while it swaps the file): View then
+		// refuses before fn runs, and the next snapshot waits for the
+		// reopened file. A Close stays an error after the retries.
+		for try := 0; ; try++ {
+			s, err := t.snapshot()
+			if err != nil {
+				return err
+			}
+			err = s.db.View(fn)
+			if !errors.Is(err, bolt.ErrDatabaseNotOpen) || try == 2 {
+				return err
+			}
 		}
-		return s.db.View(fn)
 	})
 }
 
