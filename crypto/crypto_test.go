@@ -147,3 +147,45 @@ func TestLoadKeyArgNeverEchoesKeyMaterial(t *testing.T) {
 		t.Fatalf("good code: %v", err)
 	}
 }
+
+// Each AEAD opens what it sealed, refuses a changed byte of the body or
+// of the AAD, and does not open the other's output: the log's version
+// byte must pick the cipher.
+func TestSealWithOpenWith(t *testing.T) {
+	dek := bytes.Repeat([]byte{3}, KeySize)
+	aad := []byte("header")
+	for _, a := range []AEAD{AESGCM, ChaCha20Poly1305} {
+		sealed, err := SealWith(a, nil, dek, aad, []byte("the body"))
+		if err != nil || len(sealed) != len("the body")+TagSize {
+			t.Fatalf("%s: seal: %d bytes, %v", a, len(sealed), err)
+		}
+		s, err := NewSealerWith(a, dek)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again := s.Seal(nil, aad, []byte("the body")); !bytes.Equal(again, sealed) {
+			t.Fatalf("%s: Sealer and SealWith differ", a)
+		}
+		if plain, err := OpenWith(a, nil, dek, aad, sealed); err != nil || string(plain) != "the body" {
+			t.Fatalf("%s: open: %q %v", a, plain, err)
+		}
+		other := AESGCM
+		if a == AESGCM {
+			other = ChaCha20Poly1305
+		}
+		if _, err := OpenWith(other, nil, dek, aad, sealed); !errors.Is(err, ErrWrongKey) {
+			t.Fatalf("%s output opened under %s: %v", a, other, err)
+		}
+		bad := bytes.Clone(sealed)
+		bad[0] ^= 1
+		if _, err := OpenWith(a, nil, dek, aad, bad); !errors.Is(err, ErrWrongKey) {
+			t.Fatalf("%s: changed body: %v", a, err)
+		}
+		if _, err := OpenWith(a, nil, dek, []byte("Header"), sealed); !errors.Is(err, ErrWrongKey) {
+			t.Fatalf("%s: changed aad: %v", a, err)
+		}
+	}
+	if _, err := OpenWith(AEAD(9), nil, dek, aad, make([]byte, 20)); err == nil {
+		t.Fatal("an unknown cipher opened")
+	}
+}

@@ -8,11 +8,14 @@
 //     erased, and erasure (shredding) is the point of the epoch scheme. Vault
 //     keys are numbered by epoch; a Keyring holds the epochs still alive.
 //   - Per-event data key (DEK): 32 random bytes per event. The event body is
-//     sealed with AES-256-GCM under the DEK with the event header as AAD.
-//     Because every DEK seals exactly one plaintext, the GCM nonce is the
+//     sealed under the DEK with the event header as AAD, with the AEAD its
+//     log format names (AEAD: ChaCha20-Poly1305 in log format 3,
+//     AES-256-GCM in formats 1 and 2; ChaCha20-Poly1305's key setup is a
+//     copy of the key, AES-GCM's cost more than opening a typical body).
+//     Because every DEK seals exactly one plaintext, the nonce is the
 //     all-zero nonce: uniqueness comes from the key, which saves 12 bytes per
 //     event. A DEK must therefore never be used for a second plaintext.
-//   - Batch key (log format 2): the events of one append request share one
+//   - Batch key (log formats 2 and 3): the events of one append request share one
 //     random 32-byte batch key BK, wrapped once per request, and each
 //     event's DEK is derived from it and the event's 16-byte id
 //     (BatchKey: K1‖K2 = AES-256(BK, "ucl/event-key/2"‖j) for j = 0..3,

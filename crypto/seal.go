@@ -94,7 +94,7 @@ func (s *seal) sealBytes(plain []byte) ([]byte, error) {
 	if _, err := rand.Read(nonce[:]); err != nil {
 		return nil, err
 	}
-	aead, err := newGCM(s.key)
+	aead, err := newAEAD(AESGCM, s.key)
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +155,7 @@ func openSealed(b, pass []byte, like *seal) ([]byte, *seal, error) {
 			return nil, nil, err
 		}
 	}
-	aead, err := newGCM(s.key)
+	aead, err := newAEAD(AESGCM, s.key)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -17,7 +17,7 @@ func sealedForTest(t testing.TB, plain, pass []byte, params ScryptParams, salt [
 	if err != nil {
 		t.Fatal(err)
 	}
-	aead, err := newGCM(s.key)
+	aead, err := newAEAD(AESGCM, s.key)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package log
 
 import (
 	"bytes"
+	"encoding/hex"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -12,8 +13,8 @@ import (
 
 // testdata/store-v1 was written by the binary before format 2 (913346b):
 // a batch of storeEntry(1..3), then a tombstone, under the vault key
-// 0x5a×32 at epoch 1. It opens and reads unchanged, takes format-2
-// appends, and the mixed log verifies and reads after a reopen.
+// 0x5a×32 at epoch 1. It opens and reads unchanged, takes appends in the
+// current format, and the mixed log verifies and reads after a reopen.
 func TestFormat1StoreReadsAndTakesFormat2(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "log")
 	copyDir(t, filepath.Join("testdata", "store-v1"), dir)
@@ -102,7 +103,7 @@ func TestShredOneEventOfBatch(t *testing.T) {
 		if err := w.Unwrap(key[:], k.wrapped[:]); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := crypto.Open(nil, key[:], shredded[:HeaderSize], shredded[HeaderSize:]); err == nil {
+		if _, err := crypto.OpenWith(h2.Cipher(), nil, key[:], shredded[:HeaderSize], shredded[HeaderSize:]); err == nil {
 			t.Fatalf("the rekeyed key of seq %d opens the shredded event", seq)
 		}
 		bk, err := crypto.NewBatchKey(key[:])
@@ -111,7 +112,7 @@ func TestShredOneEventOfBatch(t *testing.T) {
 		}
 		var dek [crypto.KeySize]byte
 		bk.EventKey(dek[:], h2.ID[:])
-		if _, err := crypto.Open(nil, dek[:], shredded[:HeaderSize], shredded[HeaderSize:]); err == nil {
+		if _, err := crypto.OpenWith(h2.Cipher(), nil, dek[:], shredded[:HeaderSize], shredded[HeaderSize:]); err == nil {
 			t.Fatalf("the rekeyed key of seq %d, taken as the batch key, opens the shredded event", seq)
 		}
 		tried++
@@ -138,5 +139,73 @@ func TestBodySizeHintCovers(t *testing.T) {
 	h := Header{ID: ID{1}, Time: 5}
 	if n := testing.AllocsPerRun(20, func() { _, _ = EncodeBody(e.Body, &h) }); n > 2 {
 		t.Fatalf("encoding a store body: %.0f allocations", n)
+	}
+}
+
+// testdata/store-v2 was written by the binary before format 3 (1e0ca34):
+// storeEntry(1..3) in one batch, storeEntry(4, 5) in another, a
+// tombstone of seq 2's chunk, then a rotation to epoch 2 that rewrapped
+// every DEK but seq 2's (the rekey event, seq 7) and wiped epoch 1. Its
+// keyring is epoch 2 alone (store2Key). It reads unchanged (seq 2
+// shredded), takes format-3 appends, and a second rotation over the mixed
+// log shreds one event of each format and keeps the others readable.
+func TestFormat2StoreReadsAndTakesFormat3(t *testing.T) {
+	const store2Key = "c7f38e6f776263aba7e8ea795b397dc31201e76bddfd2a4fbe5ae59e86e5f1d5"
+	key, _ := hex.DecodeString(store2Key)
+	dir := filepath.Join(t.TempDir(), "log")
+	copyDir(t, filepath.Join("testdata", "store-v2"), dir)
+	kr, err := crypto.KeyringFrom(map[uint32][]byte{2: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := openT(t, dir, kr, Options{})
+	evs := collect(t, l)
+	if len(evs) != 7 {
+		t.Fatalf("%d events in the format-2 store, want 7", len(evs))
+	}
+	for i, e := range evs {
+		if e.Version != FormatVersion2 || e.IsShredded() != (e.Seq == 2) {
+			t.Fatalf("seq %d: version %d, shredded %v", e.Seq, e.Version, e.IsShredded())
+		}
+		if i < 5 && e.Seq != 2 && e.Body.(*Store).Content != storeEntry(i+1).Body.(*Store).Content {
+			t.Fatalf("seq %d: %+v", e.Seq, e.Body)
+		}
+	}
+	if _, err := l.AppendBatch(ctx, []Entry{storeEntry(8), storeEntry(9), storeEntry(10)}); err != nil {
+		t.Fatal(err)
+	}
+	evs = collect(t, l)
+	if len(evs) != 10 || evs[7].Version != FormatVersion || evs[7].Cipher() != crypto.ChaCha20Poly1305 ||
+		evs[7].WrappedDEK != evs[9].WrappedDEK {
+		t.Fatalf("after appending: %d events, seq 8 version %d", len(evs), evs[7].Version)
+	}
+	if c := evs[8].Body.(*Store).Content; c != storeEntry(9).Body.(*Store).Content {
+		t.Fatalf("format-3 event reads %q", c)
+	}
+	// Shred seq 4 (format 2) and seq 9 (format 3): the rekey events carry
+	// the derived DEKs of the others, under either cipher.
+	rotate(t, l, kr, []uint64{1, 3, 5, 6, 7, 8, 10})
+	l.Close()
+	if rep, err := VerifyDir(ctx, dir, kr, nil); err != nil || rep.Events != 11 || rep.Shredded != 3 {
+		t.Fatalf("verify of the mixed log: %+v %v", rep, err)
+	}
+	l = openT(t, dir, kr, Options{})
+	defer l.Close()
+	for _, e := range collect(t, l) {
+		if shred := e.Seq == 2 || e.Seq == 4 || e.Seq == 9; e.IsShredded() != shred {
+			t.Fatalf("seq %d (version %d): shredded %v", e.Seq, e.Version, e.IsShredded())
+		}
+		if s, ok := e.Body.(*Store); ok && !strings.Contains(s.Content, "about the weather") {
+			t.Fatalf("seq %d: %q", e.Seq, s.Content)
+		}
+	}
+	for _, seq := range []uint64{4, 9} {
+		raw, err := l.Raw(seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Decrypt(raw); !errors.Is(err, ErrShredded) {
+			t.Fatalf("decrypt of shredded seq %d: %v", seq, err)
+		}
 	}
 }

@@ -10,15 +10,19 @@ import (
 	"time"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/unlimitedcontext/ucl/crypto"
 )
 
 // Wire constants. Do not change: they are part of every stored and mirrored
 // event.
 const (
-	// FormatVersion is the header version written (2: one batch key per
-	// append request, see the package doc); FormatVersion1 (a random DEK
-	// per event) is still read.
-	FormatVersion  = 2
+	// FormatVersion is the header version written (3: one batch key per
+	// append request, bodies sealed with ChaCha20-Poly1305; see the package
+	// doc); FormatVersion2 (the same under AES-256-GCM) and FormatVersion1
+	// (a random DEK per event, AES-256-GCM) are still read.
+	FormatVersion  = 3
+	FormatVersion2 = 2
 	FormatVersion1 = 1
 	HeaderSize     = 110
 	IDSize         = 16
@@ -132,17 +136,28 @@ type Header struct {
 	ID       ID
 	KeyEpoch uint32
 	// WrappedDEK is the wrapped key of the event: its DEK in format 1, the
-	// batch key its DEK is derived from in format 2 (BatchKeyed).
+	// batch key its DEK is derived from in formats 2 and 3 (BatchKeyed).
 	WrappedDEK [WrappedKeySize]byte
 	Prev       Hash
 }
 
-// BatchKeyed reports whether h's wrapped key is a batch key (format 2)
-// rather than the event's own DEK (format 1).
-func (h *Header) BatchKeyed() bool { return h.Version == FormatVersion }
+// BatchKeyed reports whether h's wrapped key is a batch key (formats 2
+// and 3) rather than the event's own DEK (format 1).
+func (h *Header) BatchKeyed() bool { return h.Version == FormatVersion || h.Version == FormatVersion2 }
+
+// Cipher is the AEAD h's body is sealed with: ChaCha20-Poly1305 in format
+// 3, AES-256-GCM in formats 1 and 2.
+func (h *Header) Cipher() crypto.AEAD { return cipherOf(h.Version) }
+
+func cipherOf(v uint8) crypto.AEAD {
+	if v == FormatVersion {
+		return crypto.ChaCha20Poly1305
+	}
+	return crypto.AESGCM
+}
 
 // knownVersion reports whether a header of version v is read by this build.
-func knownVersion(v uint8) bool { return v == FormatVersion || v == FormatVersion1 }
+func knownVersion(v uint8) bool { return v >= FormatVersion1 && v <= FormatVersion }
 
 // Encode writes the header's HeaderSize bytes into b.
 func (h *Header) Encode(b []byte) {
@@ -166,7 +181,7 @@ func DecodeHeader(raw []byte) (Header, error) {
 	}
 	h.Version = raw[0]
 	if !knownVersion(h.Version) {
-		return h, fmt.Errorf("decode header: %w: format version %d (this build reads %d and %d)", ErrUnsupportedVersion, h.Version, FormatVersion1, FormatVersion)
+		return h, fmt.Errorf("decode header: %w: format version %d (this build reads %d to %d)", ErrUnsupportedVersion, h.Version, FormatVersion1, FormatVersion)
 	}
 	h.Type = Type(raw[1])
 	if !h.Type.Valid() {

@@ -92,8 +92,15 @@ func TestGolden(t *testing.T) {
 
 // TestGoldenV2 freezes format 2: the header wraps the batch key of its
 // append request, and the DEK is derived from it and the event id
-// (crypto.BatchKey). Files testdata/golden/v2_*.hex.
-func TestGoldenV2(t *testing.T) {
+// (crypto.BatchKey); bodies are sealed with AES-256-GCM. Files
+// testdata/golden/v2_*.hex.
+func TestGoldenV2(t *testing.T) { testGoldenBatchKeyed(t, FormatVersion2, "v2_") }
+
+// TestGoldenV3 freezes format 3: format 2's keys, bodies sealed with
+// ChaCha20-Poly1305. Files testdata/golden/v3_*.hex.
+func TestGoldenV3(t *testing.T) { testGoldenBatchKeyed(t, FormatVersion, "v3_") }
+
+func testGoldenBatchKeyed(t *testing.T, version uint8, prefix string) {
 	kek := bytes.Repeat([]byte{7}, 32)
 	bk := bytes.Repeat([]byte{0x0b}, 32)
 	w, _ := crypto.NewWrapper(kek)
@@ -111,7 +118,7 @@ func TestGoldenV2(t *testing.T) {
 		}
 		t.Run(g.name, func(t *testing.T) {
 			h := goldenHeader(g.body.Type())
-			h.Version = FormatVersion
+			h.Version = version
 			if err := w.Wrap(h.WrappedDEK[:], bk); err != nil {
 				t.Fatal(err)
 			}
@@ -126,7 +133,7 @@ func TestGoldenV2(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := "body " + hex.EncodeToString(plain) + "\nraw " + hex.EncodeToString(raw) + "\n"
-			path := filepath.Join("testdata", "golden", "v2_"+g.name+".hex")
+			path := filepath.Join("testdata", "golden", prefix+g.name+".hex")
 			if update {
 				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
 					t.Fatal(err)
@@ -148,15 +155,24 @@ func TestGoldenV2(t *testing.T) {
 				t.Fatal("round trip changed the event")
 			}
 			// The data key handed out (shares, rotations) is the derived
-			// DEK, not the batch key.
+			// DEK, not the batch key, and it opens the body alone.
 			d, err := DEK(kr, raw)
 			if err != nil || !bytes.Equal(d, dek[:]) {
 				t.Fatalf("DEK: %x %v, want %x", d, err, dek)
 			}
+			if ev, err := DecryptWithDEK(raw, d); err != nil || ev.Header != h {
+				t.Fatalf("decrypt with the DEK: %v", err)
+			}
 			// Read as format 1 (the header's key taken as the DEK) it
-			// does not open: the version byte decides.
-			if _, err := crypto.Open(nil, bk, raw[:HeaderSize], raw[HeaderSize:]); err == nil {
-				t.Fatal("the batch key itself opened the body")
+			// does not open, and the DEK under the other format's cipher
+			// does not either: the version byte decides both.
+			for _, a := range []crypto.AEAD{crypto.AESGCM, crypto.ChaCha20Poly1305} {
+				if _, err := crypto.OpenWith(a, nil, bk, raw[:HeaderSize], raw[HeaderSize:]); err == nil {
+					t.Fatalf("the batch key itself opened the body under %s", a)
+				}
+				if _, err := crypto.OpenWith(a, nil, dek[:], raw[:HeaderSize], raw[HeaderSize:]); (err == nil) != (a == h.Cipher()) {
+					t.Fatalf("the DEK under %s: %v (the header's cipher is %s)", a, err, h.Cipher())
+				}
 			}
 		})
 	}

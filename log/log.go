@@ -933,7 +933,7 @@ type prepared struct {
 	buf []byte
 }
 
-// batchSeal is the key of one append request (format 2): one random batch
+// batchSeal is the key of one append request (formats 2 and 3): one random batch
 // key, wrapped once, from which each event's DEK is derived with its id
 // (crypto.BatchKey).
 type batchSeal struct {
@@ -1059,7 +1059,7 @@ func (l *Log) prepare(e Entry, p *prepared, b *batchSeal, rnd []byte, mem []byte
 	// The DEK is derived into the caller's reused scratch from p.id,
 	// which is on the heap already (EventKey's arguments escape).
 	b.keys.EventKey(sc.dek[:], p.id[:])
-	p.sealer, err = crypto.NewSealer(sc.dek[:])
+	p.sealer, err = crypto.NewSealerWith(cipherOf(FormatVersion), sc.dek[:])
 	clear(sc.dek[:])
 	return err
 }
@@ -1213,7 +1213,7 @@ func (l *Log) prepareAt(es []Entry, i int, b *batchSeal, m *reqMem, mem []byte, 
 
 // pipelineMin is the request size from which entries are prepared on a
 // goroutine of their own while the commit seals them (startPrepare).
-// Preparing (encoding, the data key, its AES-GCM key schedule) and
+// Preparing (encoding, the data key, its cipher's key setup) and
 // sealing with hashing (serial: each header holds the previous hash)
 // cost about the same, ~1 µs an event each: overlapped, a batch of 256
 // spends about one of them, not one and a half (the halves prepared on
@@ -1339,12 +1339,12 @@ func sealWith(h *Header, plain, dek []byte, w *crypto.Wrapper) ([]byte, error) {
 	return sealRaw(h, plain, dek)
 }
 
-// sealRaw builds raw = header ‖ AES-GCM(dek, plain, aad = header), with
-// room left for the CRC.
+// sealRaw builds raw = header ‖ AEAD(dek, plain, aad = header) under the
+// cipher of h's version, with room left for the CRC.
 func sealRaw(h *Header, plain, dek []byte) ([]byte, error) {
 	buf := make([]byte, HeaderSize, HeaderSize+len(plain)+crypto.TagSize+crcSize)
 	h.Encode(buf)
-	return crypto.Seal(buf, dek, buf[:HeaderSize], plain)
+	return crypto.SealWith(h.Cipher(), buf, dek, buf[:HeaderSize], plain)
 }
 
 // sameContent compares a new entry with an existing event's entry data.

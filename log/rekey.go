@@ -86,7 +86,7 @@ func (r *Rekeys) Newest() uint32 {
 
 // keyFor returns the epoch and wrapped DEK that open event h under kr.
 // rekeys is called only when h's own epoch is not held. The key from a
-// format-2 header is a batch key (dataKey derives the DEK from it); a
+// format-2 or -3 header is a batch key (dataKey derives the DEK from it); a
 // rekey event always carries the event's DEK itself.
 func keyFor(kr *crypto.Keyring, h *Header, rekeys func() (*Rekeys, error)) (uint32, [WrappedKeySize]byte, error) {
 	if kr.Has(h.KeyEpoch) || rekeys == nil {
@@ -110,7 +110,7 @@ func keyFor(kr *crypto.Keyring, h *Header, rekeys func() (*Rekeys, error)) (uint
 var errRekeyed = errors.New("rekeyed")
 
 // batchCache keeps the last batch key a reader unwrapped: consecutive
-// format-2 events of one append request share it, so a replay unwraps one
+// format-2 or -3 events of one append request share it, so a replay unwraps one
 // key a request instead of one an event. Not safe for concurrent use: one
 // per reader goroutine.
 type batchCache struct {
@@ -222,7 +222,7 @@ func decryptBody(kr *crypto.Keyring, raw []byte, rekeys func() (*Rekeys, error),
 	if !scratch && alias && len(raw) >= HeaderSize+crypto.TagSize {
 		dst = make([]byte, 0, len(raw)-HeaderSize-crypto.TagSize)
 	}
-	plain, err := crypto.Open(dst, dek[:], raw[:HeaderSize], raw[HeaderSize:])
+	plain, err := crypto.OpenWith(h.Cipher(), dst, dek[:], raw[:HeaderSize], raw[HeaderSize:])
 	clear(dek[:])
 	if err != nil {
 		return nil, fmt.Errorf("decrypt seq %d: %w", h.Seq, err)
@@ -373,7 +373,7 @@ func (l *Log) ForEachHeader(ctx context.Context, from, to uint64, fn func(h *Hea
 }
 
 // DataKey returns the DEK of the event with header h: unwrapped from its
-// header (format 2: derived from the batch key there), or from the rekey
+// header (formats 2 and 3: derived from the batch key there), or from the rekey
 // events when its epoch was rotated away. A key rotation rewraps this
 // key, never a batch key: see the package doc.
 func (l *Log) DataKey(h *Header) ([crypto.KeySize]byte, error) {

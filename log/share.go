@@ -8,7 +8,7 @@ import (
 )
 
 // DEK returns the data key of the event raw (header ‖ body), unwrapped from
-// its header under kr (format 2: derived from the batch key its header
+// its header under kr (formats 2 and 3: derived from the batch key its header
 // wraps; never the batch key, which would open the batch's other events). A share grant carries DEKs rewrapped under a share
 // key, so the grantee decrypts exactly the granted events.
 func DEK(kr *crypto.Keyring, raw []byte) ([]byte, error) {
@@ -38,14 +38,14 @@ func dekResolved(kr *crypto.Keyring, raw []byte, rekeys func() (*Rekeys, error))
 }
 
 // DecryptWithDEK decrypts raw with its data key given directly (a key
-// disclosed by a share grant). The GCM tag over the header and body makes
+// disclosed by a share grant). The AEAD's tag over the header and body makes
 // a wrong key or altered bytes an error, never a wrong event.
 func DecryptWithDEK(raw, dek []byte) (*Event, error) {
 	h, err := DecodeHeader(raw)
 	if err != nil {
 		return nil, err
 	}
-	plain, err := crypto.Open(nil, dek, raw[:HeaderSize], raw[HeaderSize:])
+	plain, err := crypto.OpenWith(h.Cipher(), nil, dek, raw[:HeaderSize], raw[HeaderSize:])
 	if err != nil {
 		return nil, fmt.Errorf("decrypt seq %d: %w", h.Seq, err)
 	}
