@@ -123,11 +123,27 @@ type batchCache struct {
 	dek [crypto.KeySize]byte
 }
 
+// derive returns the DEK of event h under the cached batch key.
+func (bc *batchCache) derive(h *Header) [crypto.KeySize]byte {
+	bc.id = h.ID
+	bc.keys.EventKey(bc.dek[:], bc.id[:])
+	dek := bc.dek
+	clear(bc.dek[:])
+	return dek
+}
+
 // dataKey returns the DEK of event h under kr: unwrapped from the header
-// (format 1), derived from the header's batch key and the event id (format
-// 2), or unwrapped from the newest rekey event naming it. bc may be nil.
+// (format 1), derived from the header's batch key and the event id (formats
+// 2 and 3), or unwrapped from the newest rekey event naming it. bc may be nil.
 func dataKey(kr *crypto.Keyring, h *Header, rekeys func() (*Rekeys, error), bc *batchCache) ([crypto.KeySize]byte, error) {
 	var dek [crypto.KeySize]byte
+	if bc != nil && bc.keys != nil && h.BatchKeyed() && bc.epoch == h.KeyEpoch && bc.wrapped == h.WrappedDEK {
+		// The next event of the batch whose key this reader unwrapped
+		// from a header under an epoch the keyring held: the same key,
+		// without asking the keyring (a lock both replay workers took
+		// for every event).
+		return bc.derive(h), nil
+	}
 	epoch, wrapped, err := keyFor(kr, h, rekeys)
 	rekeyed := errors.Is(err, errRekeyed)
 	if err != nil && !rekeyed {
@@ -154,11 +170,7 @@ func dataKey(kr *crypto.Keyring, h *Header, rekeys func() (*Rekeys, error), bc *
 			}
 			bc.epoch, bc.wrapped = epoch, wrapped
 		}
-		bc.id = h.ID
-		bc.keys.EventKey(bc.dek[:], bc.id[:])
-		dek = bc.dek
-		clear(bc.dek[:])
-		return dek, nil
+		return bc.derive(h), nil
 	}
 	w, err := kr.Wrapper(epoch)
 	if err != nil {
