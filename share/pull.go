@@ -183,7 +183,7 @@ func receiveLog(ctx context.Context, env Env, cl mirror.Gateway, priv *rsa.Priva
 		id      log.ID
 		wrapped []byte // the share key, RSA-wrapped
 		w       *crypto.Wrapper
-		keys    map[uint64][][40]byte // candidates: a forged one fails AES-GCM
+		keys    map[uint64][][40]byte // candidates: a forged one fails the AEAD
 		txs     []string
 		ds      []mirror.FoundDisclosure
 	}
@@ -259,7 +259,7 @@ func receiveLog(ctx context.Context, env Env, cl mirror.Gateway, priv *rsa.Priva
 		return rejectAll(fmt.Errorf("grantor's log: %w", err))
 	}
 	// Each disclosure is used only if every key in it opens its event
-	// (AES-GCM over the header the chain vouches for): one altered or
+	// (the AEAD over the header the chain vouches for): one altered or
 	// forged by the grantor is rejected whole, the others still count.
 	for _, gi := range order {
 		for _, d := range gi.ds {
@@ -357,7 +357,7 @@ func receiveGrant(rl *receivedLog, id log.ID, wrapped []byte, w *crypto.Wrapper,
 		return log.DecryptWithDEK(raw, dek)
 	}
 	// open tries each disclosed key of seq: the grantor's chain vouches for
-	// the event, AES-GCM for the key.
+	// the event, the AEAD for the key.
 	open := func(seq uint64, wks [][40]byte) (*log.Event, error) {
 		var first error
 		for _, wk := range wks {

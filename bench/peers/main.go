@@ -16,7 +16,7 @@
 //   - one writer, durable: ucl Append (sync durability) vs etcd Save of one
 //     entry, each fsynced;
 //   - replay: ucl Events over the whole log (CRC, hash chain, SHA-256 and
-//     AES-GCM decrypt of every event, both cores) vs etcd ReadAll (CRC
+//     ChaCha20-Poly1305 decrypt of every event, both cores) vs etcd ReadAll (CRC
 //     chain, decode) vs SQLite reading every row in seq order;
 //   - SQLite: one transaction per batch (or per event for the single
 //     writer) of INSERTs into a (seq INTEGER PRIMARY KEY, data BLOB) table;
@@ -24,7 +24,7 @@
 //     (paired.go): on a shared disk the only fair comparison of fsync-bound
 //     writes.
 //
-// ucl also pays per-event keys (log format 2: a data key per event derived
+// ucl also pays per-event keys (log format 3: a data key per event derived
 // from one batch key per request, wrapped under the vault key), encryption
 // and the hash chain; etcd stores plaintext.
 package main

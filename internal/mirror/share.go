@@ -36,7 +36,7 @@ import (
 // learns of them without ever holding the grantor's vault key. The event
 // bytes themselves come from the grantor's segments, which the grantee
 // verifies like a rebuild; a key here only decrypts an event whose header
-// and hash that chain vouches for (AES-GCM over the header).
+// and hash that chain vouches for (the AEAD over the header).
 
 // DisclosureVersion is the first byte of a disclosure.
 const DisclosureVersion = 1
