@@ -644,7 +644,13 @@ func decodeBody(t Type, p []byte, hdr *Header, alias bool) (Body, error) {
 // store body from in when they equal the last ones seen there (nil: no
 // cache). A replay worker keeps one: consecutive events mostly share both.
 func decodeBodyIn(t Type, p []byte, hdr *Header, alias bool, in *strCache) (Body, error) {
-	d := &dec{b: p, alias: alias && (t == TypeStore || t == TypeEdit), in: in}
+	return decodeBodyInto(t, p, hdr, alias, in, nil)
+}
+
+// decodeBodyInto is decodeBodyIn decoding a store body into s (nil: a new
+// Store), which the caller allocated with the event that holds it.
+func decodeBodyInto(t Type, p []byte, hdr *Header, alias bool, in *strCache, s *Store) (Body, error) {
+	d := &dec{b: p, alias: alias && (t == TypeStore || t == TypeEdit), in: in, into: s}
 	var body Body
 	switch t {
 	case TypeStore:
@@ -677,6 +683,7 @@ type dec struct {
 	// alias: the content string shares b's bytes (decodeBody)
 	alias bool
 	in    *strCache // may be nil
+	into  *Store    // where store() decodes (nil: a new Store)
 }
 
 // strCache holds the last session and role strings a decoder made, so
@@ -811,7 +818,12 @@ func (d *dec) keys() []WrappedKey {
 }
 
 func (d *dec) store(hdr *Header) *Store {
-	s := &Store{}
+	s := d.into
+	if s == nil {
+		s = &Store{}
+	} else {
+		*s = Store{}
+	}
 	v := d.byte1()
 	if d.err == nil && v != storeBodyVersion && v != storeBodyV2 {
 		d.err = fmt.Errorf("%w: body version %d (this build reads 1 and 2)", ErrUnsupportedVersion, v)

@@ -201,9 +201,18 @@ type decState struct {
 	// checkOnly: the caller drops the event (verify, import: the body is
 	// decoded only to check it), so every body is decrypted into the
 	// scratch buffer and a store's content shares it, instead of a buffer
-	// of its own an event (a fifth of verify's allocated bytes), and
-	// decryptBody returns a nil event on success.
+	// of its own an event (a fifth of verify's allocated bytes), a store
+	// body is decoded into store, and decryptBody returns a nil event on
+	// success.
 	checkOnly bool
+	store     Store
+}
+
+// eventStore is a store event and its body in one allocation (a replay
+// makes one an event).
+type eventStore struct {
+	ev Event
+	s  Store
 }
 
 func decryptBody(kr *crypto.Keyring, raw []byte, rekeys func() (*Rekeys, error), st *decState) (*Event, error) {
@@ -243,12 +252,25 @@ func decryptBody(kr *crypto.Keyring, raw []byte, rekeys func() (*Rekeys, error),
 		st.scratch = plain[:0]
 	}
 	var in *strCache
+	var into *Store
+	var es *eventStore
 	if st != nil {
 		in = &st.strs
+		if h.Type == TypeStore {
+			if st.checkOnly {
+				into = &st.store
+			} else {
+				es = new(eventStore)
+				into = &es.s
+			}
+		}
 	}
-	body, err := decodeBodyIn(h.Type, plain, &h, alias, in)
+	body, err := decodeBodyInto(h.Type, plain, &h, alias, in, into)
 	if scratch {
 		clear(plain) // the scratch buffer outlives the event: no plaintext left in it
+	}
+	if st != nil && st.checkOnly {
+		st.store = Store{} // nothing of the checked body kept
 	}
 	if err != nil {
 		return nil, fmt.Errorf("seq %d: %w", h.Seq, err)
@@ -256,7 +278,13 @@ func decryptBody(kr *crypto.Keyring, raw []byte, rekeys func() (*Rekeys, error),
 	if st != nil && st.checkOnly {
 		return nil, nil // checked; the caller wants nothing of it
 	}
-	ev := &Event{Header: h, Body: body}
+	var ev *Event
+	if es != nil {
+		ev = &es.ev
+	} else {
+		ev = new(Event)
+	}
+	*ev = Event{Header: h, Body: body}
 	if st == nil || !st.hashed {
 		ev.Hash = sha256.Sum256(raw)
 	}
