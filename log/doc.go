@@ -54,8 +54,8 @@
 // included): 0.40 against 0.60-0.67 µs for a 200-byte body, 0.60-0.67
 // against 0.67-0.87 µs for 560 bytes; from about 2 KB AES-GCM's faster
 // bulk wins it back (1.0-1.4 against 1.4-2.0 µs), but a chunk of
-// DefaultChunkTokens is under that, and a replay of 512-byte events
-// costs a fifth less CPU (issue 26). The keys, the header and what a
+// DefaultChunkTokens is under that. Replaying 512-byte events, CPU an
+// event fell by a tenth to a fifth (issue 26's note has the runs). The keys, the header and what a
 // rekey or a share carries are format 2's. The version byte alone says
 // which cipher opens the body; logs may hold all three versions, and
 // versions 1 and 2 are read as before.
