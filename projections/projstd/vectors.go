@@ -711,7 +711,7 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 }
 
 // ReleaseMemory implements projections.MemoryReleaser (vectors.db; the
-// slot file is read and written, not mapped).
+// slot and record files are read and written, not mapped).
 func (v *VectorProjection) ReleaseMemory() {
 	if v.db != nil {
 		projections.ReleaseBolt(v.db)
