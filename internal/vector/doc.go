@@ -97,15 +97,17 @@
 // checkpoint with WriteTo (through fsutil.WriteAtomic) and WriteDelta, and
 // restore with OpenHNSWFile and ApplyDeltas; the projection digest should
 // cover Embedder.Name() and Index.Digest(). That is the projection's
-// layout with its Graph option. Its default (vector projection version 6)
-// keeps no graph: every vector is a code slot and every search is exact
-// (ScanSlots), because on the hash embedder's vectors a graph needs an
-// insertion per vector whose cost grows with the graph (the 200K-chunk
-// catch-up cost 654 µs of CPU a chunk with the graph from 120K, 55 µs
-// without), and the quantised prefilters that would avoid a full scan
-// lose the exact top 10 on these nearly orthogonal vectors (one bit a
-// dimension, asymmetric sign scoring, re-ranking the best 1000 of 100K:
-// recall@10 0.37 for 60-word queries, 0.20 for 3-word ones).
+// layout with its Graph option. Its default (since vector projection
+// version 6) keeps no graph: every vector is a code slot and every search
+// is exact (ScanSlots), because on the hash embedder's vectors a graph
+// needs an insertion per vector whose cost grows with the graph (the
+// 200K-chunk catch-up cost 654 µs of CPU a chunk with the graph from
+// 120K, 55 µs without), and the quantised prefilters that would avoid a
+// full scan lose the exact top 10 on these nearly orthogonal vectors (one
+// bit a dimension, asymmetric sign scoring, re-ranking the best 1000 of
+// 100K: recall@10 0.37 for 60-word queries, 0.20 for 3-word ones). Since
+// version 7 the candidates' records (ScanSearch's input) sit by slot in a
+// file beside the code slots, so a catch-up appends both.
 //
 // # HNSW determinism rules
 //
@@ -174,7 +176,8 @@
 // The build is memory-bound at 100K (vectors are 150 MB): level-0 links sit
 // in one arena and neighbours' vectors are prefetched before scoring.
 //
-// The vector projection without a graph (projstd version 6; its
+// The vector projection without a graph (projstd version 6, before its
+// records moved out of bbolt; its
 // BenchmarkVectorsBuild and BenchmarkVectorsQuery, hash embedder, ~60-word
 // chunks, CPU time of the process, machine shared):
 //

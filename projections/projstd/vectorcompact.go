@@ -25,13 +25,13 @@ import (
 // compacted before (TestCompactDropsDeadSlots).
 //
 // The slots move to the other slot file name (scan.bin ↔ scan.1.bin),
-// and a copy of vectors.db is written with the new numbering and the
+// their records to the other record file (recs.bin ↔ recs.1.bin,
+// vectorrecs.go), and a copy of vectors.db is written with the new
+// numbering ("slots" keys, "ids" values) and the
 // meta key "scanfile" naming that file (absent: scan.bin); the copy then
 // replaces vectors.db with one rename, the switch. A crash before it
 // leaves the old database naming the old file; after it, the new one
-// naming the new file; opening removes the file of the other name. A
-// binary from before this change that meets a store compacted to
-// scan.1.bin finds no slots in scan.bin and rebuilds the projection.
+// naming the new files; opening removes the files of the other names.
 
 var kScanFile = []byte("scanfile")
 
@@ -73,21 +73,33 @@ func (v *VectorProjection) compactSlots() (bool, error) {
 	}
 	newName := otherScanFile(v.scanFile)
 	newPath := filepath.Join(v.dir, newName)
-	if err := v.writeLiveSlots(newPath, olds, sl); err != nil {
+	newRecs := filepath.Join(v.dir, recsFileFor(newName))
+	rm := func() {
 		os.Remove(newPath)
+		os.Remove(newRecs)
+	}
+	err = v.writeLiveSlots(newPath, v.sf, v.scanHeaderBytes(), olds, sl)
+	if err == nil {
+		err = v.writeLiveSlots(newRecs, v.rf, v.recsHeaderBytes(), olds, int64(recLen(dim)))
+	}
+	if err == nil {
+		err = fsutil.SyncDir(v.dir)
+	}
+	if err != nil {
+		rm()
 		return false, err
 	}
 	dbPath := filepath.Join(v.dir, "vectors.db")
 	tmp := dbPath + ".compact"
 	if err := v.copyRenumbered(tmp, olds, newName); err != nil {
 		os.Remove(tmp)
-		os.Remove(newPath)
+		rm()
 		return false, err
 	}
 	// The switch.
 	if err := v.db.Close(); err != nil {
 		os.Remove(tmp)
-		os.Remove(newPath)
+		rm()
 		return false, fmt.Errorf("close vectors db: %w", err)
 	}
 	err = os.Rename(tmp, dbPath)
@@ -99,34 +111,38 @@ func (v *VectorProjection) compactSlots() (bool, error) {
 		return false, errors.Join(err, fmt.Errorf("reopen vectors db: %w", oerr))
 	}
 	v.db = db
-	if err != nil { // not switched: the old database and file stay
+	if err != nil { // not switched: the old database and files stay
 		os.Remove(tmp)
-		os.Remove(newPath)
+		rm()
 		return false, fmt.Errorf("compact vector slots: %w", err)
 	}
-	oldPath := filepath.Join(v.dir, v.scanFile)
-	v.sf.Close()
-	v.sf = nil
+	oldFiles := []string{filepath.Join(v.dir, v.scanFile), filepath.Join(v.dir, recsFileFor(v.scanFile))}
+	cerr := v.closeSlotFiles()
 	v.scanFile, v.next = newName, uint64(v.live)
 	v.res = nil // numbered the old way; the next search loads again
-	if err := os.Remove(oldPath); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return true, fmt.Errorf("compact vector slots: %w", err)
+	for _, f := range oldFiles {
+		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+			cerr = errors.Join(cerr, err)
+		}
 	}
-	if err := v.openScanFile(); err != nil {
+	if cerr != nil {
+		return true, fmt.Errorf("compact vector slots: %w", cerr)
+	}
+	if err := v.openSlotFiles(); err != nil {
 		return true, err
 	}
 	return true, nil
 }
 
-// writeLiveSlots writes a slot file at path holding the slots olds of the
-// current one, in order, and syncs it and the directory.
-func (v *VectorProjection) writeLiveSlots(path string, olds []uint64, sl int64) error {
+// writeLiveSlots writes a file at path holding header and then the slots
+// olds (of sl bytes each) of the file src, in order, and syncs it.
+func (v *VectorProjection) writeLiveSlots(path string, src *os.File, header []byte, olds []uint64, sl int64) error {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return fmt.Errorf("compact vector slots: %w", err)
 	}
 	defer f.Close()
-	out := append(make([]byte, 0, 1<<20+sl), v.scanHeaderBytes()...)
+	out := append(make([]byte, 0, 1<<20+sl), header...)
 	var at int64
 	flush := func() error {
 		_, err := f.WriteAt(out, at)
@@ -141,7 +157,7 @@ func (v *VectorProjection) writeLiveSlots(path string, olds []uint64, sl int64) 
 	for _, s := range olds {
 		if s >= hi {
 			lo, hi = s, min(s+block, v.next)
-			if _, err := v.sf.ReadAt(buf[:int64(hi-lo)*sl], scanHeader+int64(lo)*sl); err != nil {
+			if _, err := src.ReadAt(buf[:int64(hi-lo)*sl], scanHeader+int64(lo)*sl); err != nil {
 				return fmt.Errorf("compact vector slots: read slots %d..%d: %w", lo, hi, err)
 			}
 		}
@@ -158,13 +174,13 @@ func (v *VectorProjection) writeLiveSlots(path string, olds []uint64, sl int64) 
 	if err := f.Sync(); err != nil {
 		return fmt.Errorf("compact vector slots: %w", err)
 	}
-	return fsutil.SyncDir(v.dir)
+	return nil
 }
 
 // copyRenumbered writes a tight copy of vectors.db at path (as
 // projections.CompactBolt writes one) in which slot olds[i] is slot i:
-// the "slots" keys, each chunk record's slot, "slotnext", and "scanfile"
-// naming file.
+// the "slots" keys, the "ids" values, "slotnext", and "scanfile" naming
+// file.
 func (v *VectorProjection) copyRenumbered(path string, olds []uint64, file string) error {
 	os.Remove(path)
 	var mapSize int
@@ -231,21 +247,16 @@ func (v *VectorProjection) copyRenumbered(path string, olds []uint64, file strin
 						return fmt.Errorf("vector slot %x not live: %w", k, errVectorsCorrupt)
 					}
 					k = slotKey(n)
-				case bytes2(name, bVecs):
-					rec, raw, err := splitValue(val, v.opts.Embedder.Dim())
+				case bytes2(name, bIDs):
+					s, err := decodeSlotRef(val)
 					if err != nil {
 						return err
 					}
-					cm, err := decodeMeta(raw)
-					if err != nil {
-						return err
-					}
-					n, ok := renum(cm.slot)
+					n, ok := renum(s)
 					if !ok {
-						return fmt.Errorf("chunk %x names slot %d, not live: %w", k, cm.slot, errVectorsCorrupt)
+						return fmt.Errorf("chunk %x names slot %d, not live: %w", k, s, errVectorsCorrupt)
 					}
-					cm.slot = n
-					val = appendMeta(rec, cm)
+					val = slotRef(n)
 				}
 				return put(name, k, val)
 			})

@@ -11,6 +11,8 @@ import (
 	"reflect"
 	"testing"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/unlimitedcontext/ucl/projections"
 	"github.com/unlimitedcontext/ucl/projections/projtest"
 )
@@ -61,8 +63,10 @@ func TestCompactDropsDeadSlots(t *testing.T) {
 	if a.next != uint64(a.live) || a.scanFile != scanFileAlt {
 		t.Fatalf("after Compact: %d slots, %d live, file %s", a.next, a.live, a.scanFile)
 	}
-	if _, err := os.Stat(filepath.Join(dirA, scanFileName)); !os.IsNotExist(err) {
-		t.Fatalf("the old slot file stays: %v", err)
+	for _, f := range []string{scanFileName, recsFileName} {
+		if _, err := os.Stat(filepath.Join(dirA, f)); !os.IsNotExist(err) {
+			t.Fatalf("the old %s stays: %v", f, err)
+		}
 	}
 	fileA, err := os.ReadFile(filepath.Join(dirA, scanFileAlt))
 	if err != nil {
@@ -82,16 +86,20 @@ func TestCompactDropsDeadSlots(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A stray file of the other name goes at open.
-	if err := os.WriteFile(filepath.Join(dirA, scanFileName), []byte("a compaction cut short"), 0o600); err != nil {
-		t.Fatal(err)
+	for _, f := range []string{scanFileName, recsFileName} {
+		if err := os.WriteFile(filepath.Join(dirA, f), []byte("a compaction cut short"), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	a, err = OpenVectors(dirA, VectorOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	if _, err := os.Stat(filepath.Join(dirA, scanFileName)); !os.IsNotExist(err) {
-		t.Fatalf("the stray slot file stays: %v", err)
+	for _, f := range []string{scanFileName, recsFileName} {
+		if _, err := os.Stat(filepath.Join(dirA, f)); !os.IsNotExist(err) {
+			t.Fatalf("the stray %s stays: %v", f, err)
+		}
 	}
 	if got := answers(a); !reflect.DeepEqual(got, before) {
 		t.Fatal("digest or searches changed after reopening")
@@ -124,16 +132,30 @@ func TestCompactDropsDeadSlots(t *testing.T) {
 	if !bytes.Equal(fileA, fileB) {
 		t.Fatal("compacted twice, the slots differ from compacted once")
 	}
+	recA, err := os.ReadFile(filepath.Join(dirA, recsFileFor(a.scanFile)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recB, err := os.ReadFile(filepath.Join(dirB, recsFileFor(b.scanFile)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(recA, recB) || len(recA) != scanHeader+a.live*(4+384) {
+		t.Fatalf("compacted twice, the records differ from compacted once (%d, %d bytes)", len(recA), len(recB))
+	}
 	if got := answers(b); !reflect.DeepEqual(got, before) {
 		t.Fatal("digest or searches differ from the store compacted once")
 	}
 }
 
-// TestVersion6StoreOpensAndCompacts: a store written by the binary before
-// slot compaction (testdata: ConvEvents(3, 80) committed every 25 events,
-// 49 live chunks in 61 slots) opens as it is, answers as a store built
-// now from the same events, and Compact drops its dead slots.
-func TestVersion6StoreOpensAndCompacts(t *testing.T) {
+// TestVersion6StoreRebuilds: a store written in format 6 (testdata:
+// vectors.db and scan.bin of ConvEvents(3, 80) committed every 25 events,
+// 49 live chunks in 61 slots, records keyed by chunk id) is another
+// format now: opening it starts the projection over (checkpoint zero,
+// nothing stored, the old files gone), and the catch-up that follows
+// answers as a store built now from the same events, before and after
+// Compact drops the dead slots.
+func TestVersion6StoreRebuilds(t *testing.T) {
 	dir := t.TempDir()
 	for name, file := range map[string]string{"vectors-v6.db.gz": "vectors.db", "scan-v6.bin.gz": scanFileName} {
 		f, err := os.Open(filepath.Join("testdata", name))
@@ -159,8 +181,33 @@ func TestVersion6StoreOpensAndCompacts(t *testing.T) {
 	}
 	defer old.Close()
 	evs := projtest.ConvEvents(3, 80)
-	if cp, _ := old.Checkpoint(); cp.Seq != evs[len(evs)-1].Seq || old.live != 49 || old.next != 61 {
-		t.Fatalf("the stored state: checkpoint %d, %d live in %d slots", cp.Seq, old.live, old.next)
+	if cp, _ := old.Checkpoint(); cp.Seq != 0 || old.live != 0 || old.next != 0 {
+		t.Fatalf("a version 6 store resumes: checkpoint %d, %d live in %d slots; want a rebuild from zero", cp.Seq, old.live, old.next)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, scanFileName)); err != nil || fi.Size() != scanHeader {
+		t.Fatalf("version 6's scan.bin kept: %v", err)
+	}
+	err = old.db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket([]byte("vecs")) != nil {
+			t.Error(`version 6's "vecs" bucket kept`)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ev := range evs {
+		if err := old.Apply(ev); err != nil {
+			t.Fatal(err)
+		}
+		if (i+1)%25 == 0 || i == len(evs)-1 {
+			if err := old.Commit(projections.Checkpoint{Seq: ev.Seq, Hash: ev.Hash}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if old.live != 49 || old.next != 61 {
+		t.Fatalf("rebuilt: %d live in %d slots, want 49 in 61", old.live, old.next)
 	}
 	fresh := buildVectors(t, t.TempDir(), evs, 25)
 	defer fresh.Close()
@@ -214,5 +261,14 @@ func TestVersion6StoreOpensAndCompacts(t *testing.T) {
 	}
 	if !bytes.Equal(a, b) {
 		t.Fatal("compacted slot files differ")
+	}
+	if a, err = os.ReadFile(filepath.Join(dir, recsFileFor(old.scanFile))); err != nil {
+		t.Fatal(err)
+	}
+	if b, err = os.ReadFile(filepath.Join(fresh.dir, recsFileFor(fresh.scanFile))); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a, b) {
+		t.Fatal("compacted record files differ")
 	}
 }

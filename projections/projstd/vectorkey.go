@@ -1,7 +1,8 @@
 package projstd
 
-// The "vecs" bucket is keyed by projections.IDKey (format 4; format 5
-// dropped the "chunks" bucket, whose records now follow the vectors):
-// half the key bytes for the usual hex chunk ids, at one key per chunk.
-// Key order is id order only within each stored form, so a reader that
-// needs id order sorts what it decoded (see Apply's graph start).
+// The "ids" bucket's keys, and the keys "slots" records name, are
+// projections.IDKey's (format 4 keyed "vecs" so; format 7 keeps the form):
+// half the key bytes for the usual hex chunk ids. Key order is id order
+// only within each stored form, and records are stored in slot order, so
+// a reader that needs id order sorts what it decoded (see Commit's graph
+// start, and storedDigest).

@@ -1,6 +1,7 @@
 package projstd
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -14,15 +15,17 @@ import (
 // Resident slots: what a long-lived process (ucl serve, ucl mcp, a socket
 // owner) searches instead of scan.bin. A full search reads scan.bin in
 // blocks through the kernel (vectorscan.go), and scores its candidates
-// from the database: one search costs a read of the whole file and two
-// bbolt lookups a candidate. That suits a process that searches once;
-// in a server, at 10K chunks, it doubled the CPU time of a REST query
-// (3.6 → 7–8 ms; the pread of scan.bin and the candidates' lookups were
-// 38% of the query handler's profile).
+// from the database and recs.bin: one search costs a read of the whole
+// file and, a candidate, a bbolt lookup and a read of its record. That
+// suits a process that searches once; in a server, at 10K chunks, it
+// doubled the CPU time of a REST query (3.6 → 7–8 ms, format 6: the pread
+// of scan.bin and the candidates' lookups were 38% of the query
+// handler's profile).
 //
 // So the second full search of a process (the first is the one-shot
-// CLI's only one) loads, in one pass, every committed slot, every slot's
-// stored vector record and its chunk key into memory, and every later
+// CLI's only one) loads every committed slot and every slot's stored
+// vector record (two reads, of scan.bin and recs.bin) and its chunk key
+// (one pass over "slots") into memory, and every later
 // search scans them there (vector.ScanSlotsMem), with the same hits as
 // the file scan: the same slots, scored by the same functions, the
 // candidates' records read from memory instead of the database. Commit
@@ -86,44 +89,42 @@ func (v *VectorProjection) loadResident() (*resident, error) {
 			}
 			return fmt.Errorf("read vector scan file: %w", err)
 		}
-		// One pass over the records in key order (sequential pages, not
-		// a lookup per slot), each placed at the slot its record names;
-		// the keys are laid out in slot order afterwards.
-		at := make([]uint32, n) // slot → its key's offset in keys (0: none)
-		var keys []byte
-		err := v.db.View(func(tx *bolt.Tx) error {
-			keys = make([]byte, 0, 19*v.live)
-			return tx.Bucket(bVecs).ForEach(func(key, val []byte) error {
-				rec, raw, err := splitValue(val, dim)
+		if _, err := v.rf.ReadAt(r.recs, scanHeader); err != nil {
+			if errors.Is(err, io.EOF) {
+				err = fmt.Errorf("%w: %w", err, errVectorsCorrupt)
+			}
+			return fmt.Errorf("read vector records: %w", err)
+		}
+		// The keys, from one pass over "slots" (slot order, so they are
+		// laid out as they come).
+		return v.db.View(func(tx *bolt.Tx) error {
+			r.keys = make([]byte, 0, 17*v.live)
+			next := uint64(0) // slots below next have their keyEnd
+			err := tx.Bucket(bSlots).ForEach(func(k, val []byte) error {
+				if len(k) != 8 {
+					return fmt.Errorf("vector slot key %x: %w", k, errVectorsCorrupt)
+				}
+				slot := binary.BigEndian.Uint64(k)
+				if slot >= n {
+					return fmt.Errorf("vector slot %d beyond the %d committed: %w", slot, n, errVectorsCorrupt)
+				}
+				key, _, err := splitChunk(val)
 				if err != nil {
 					return err
 				}
-				_, _, slot, _, err := splitMeta(raw)
-				if err != nil {
-					return err
+				for ; next < slot; next++ {
+					r.keyEnd[next] = uint32(len(r.keys))
 				}
-				if slot >= n || at[slot] != 0 || len(key) > 1<<16-1 {
-					return fmt.Errorf("vector slot %d of chunk %x: beyond the %d committed or named twice: %w", slot, key, n, errVectorsCorrupt)
-				}
-				copy(r.recs[int(slot)*rl:], rec)
-				keys = append(keys, byte(len(key)), byte(len(key)>>8))
-				at[slot] = uint32(len(keys)) // just past the length
-				keys = append(keys, key...)
+				r.keys = append(r.keys, key...)
+				r.keyEnd[slot] = uint32(len(r.keys))
+				next = slot + 1
 				return nil
 			})
-		})
-		if err != nil {
-			return err
-		}
-		r.keys = make([]byte, 0, len(keys))
-		for s := range at {
-			if o := int(at[s]); o != 0 {
-				l := int(keys[o-2]) | int(keys[o-1])<<8
-				r.keys = append(r.keys, keys[o:o+l]...)
+			for ; err == nil && next < n; next++ {
+				r.keyEnd[next] = uint32(len(r.keys))
 			}
-			r.keyEnd[s] = uint32(len(r.keys))
-		}
-		return nil
+			return err
+		})
 	})
 	if err != nil {
 		return nil, v.readDamage(err)

@@ -84,38 +84,55 @@ const DefaultExactBelow = 120_000
 // store of another version is rebuilt from the log
 // on open (the state tag differs), and a snapshot of another version is
 // refused and rebuilt. Version 6 builds no graph unless
-// VectorOptions.Graph asks for one (the state tag says which).
-const vectorsVersion = 6
+// VectorOptions.Graph asks for one (the state tag says which). Version 7
+// stores the vector records by slot in recs.bin, appended in order, and
+// the chunks' metadata by slot in "slots", leaving only a small id → slot
+// index ("ids") to take a catch-up's random inserts: version 6's "vecs",
+// keyed by chunk id, had every bulk commit insert all over a file of
+// 725–823 MB at a million chunks, which grew bbolt's commit and mapped
+// ~600 MB of that file during the commits (vectorrecs.go).
+const vectorsVersion = 7
 
 // VectorProjection embeds every live chunk and indexes it for search.
 //
-// State (vectors.db, bbolt): "meta" holds the version tag, the checkpoint,
-// the number of live vectors, the number of slots in scan.bin ("slotnext"),
-// the slot file's name when it is scan.1.bin ("scanfile", vectorcompact.go)
-// and, once a graph exists, the seq and size of graph.bin; "vecs" maps
-// chunk id to its vector, scaled to unit length and quantised to 8 bits
-// with a per-vector step (4 + dim bytes, quant.go), followed by what
-// tombstones and session filters need and the chunk's slot (appendMeta:
-// varint time ‖ uvarint seq ‖ uvarint slot ‖ session, to the end);
-// "slots" maps a slot (uint64 BE) to the chunk's key. The indexes hold
-// exactly these vector values. The buckets key a chunk id as
-// projections.IDKey does: tag 0 and the 16 bytes of a 32-lowercase-hex
-// id, else tag 1 and the id's bytes; no other key is valid. scan.bin
-// holds every live vector's code slot, the form exact search scans
-// (vectorscan.go).
+// Every stored chunk has a slot, numbered in the order chunks are first
+// stored (format 7). State:
+//
+//   - recs.bin: slot s's vector, scaled to unit length and quantised to 8
+//     bits with a per-vector step (4 + dim bytes, quant.go), at a fixed
+//     offset (vectorrecs.go). The indexes hold exactly these values.
+//   - scan.bin: slot s's code slot, the form exact search scans
+//     (vectorscan.go).
+//   - vectors.db (bbolt): "meta" holds the version tag, the checkpoint,
+//     the number of live vectors, the number of slots in the two files
+//     ("slotnext"), their names when they are scan.1.bin and recs.1.bin
+//     ("scanfile", vectorcompact.go) and, once a graph exists, the seq
+//     and size of graph.bin; "slots" maps a slot (uint64 BE) to the
+//     chunk's key and what tombstones and session filters need
+//     (appendChunk: uvarint len(key) ‖ key ‖ varint time ‖ uvarint seq ‖
+//     session, to the end); "ids" maps the chunk's key to its slot
+//     (uvarint). A key is a chunk id as projections.IDKey makes it: tag
+//     0 and the 16 bytes of a 32-lowercase-hex id, else tag 1 and the
+//     id's bytes; no other key is valid.
+//
+// So a catch-up appends: its new chunks' records and slots go at the
+// ends of the two files and of "slots", and only "ids", about 40 bytes
+// a chunk, takes inserts at random places (at a million chunks, format
+// 6's "vecs", keyed by chunk id and holding the vectors, was a 725–823
+// MB file that every bulk commit inserted into all over).
 //
 // Without a graph, search is exact at any size: each search scans
-// scan.bin in blocks and scores its best candidates from "vecs"
-// (vector.ScanSlots, vector.ScanSearch), with the hits the exact index
-// would give (a long-lived process scans its resident copy of the slots
-// from its second search, vectorresident.go); catch-up writes vectors and
-// slots and nothing else, and
+// scan.bin in blocks and scores its best candidates' records from
+// recs.bin (vector.ScanSlots, vector.ScanSearch), with the hits the
+// exact index would give (a long-lived process scans its resident copy
+// of the slots from its second search, vectorresident.go); catch-up
+// writes records, slots and the id index and nothing else, and
 // opening reads nothing but the meta bucket. The in-memory exact index (a
-// vector.Exact loaded from "vecs") is loaded only by the session-subset
+// vector.Exact loaded from recs.bin) is loaded only by the session-subset
 // search below ExactBelow live vectors (SearchVectorIn), so commands that
 // do not search vectors (bm25 queries, session lists) never pay for it.
 //
-// By default (version 6) no graph is built. With VectorOptions.Graph, at
+// By default (since version 6) no graph is built. With VectorOptions.Graph, at
 // the operation that brings the live count to ExactBelow, the HNSW graph
 // is started: every live vector is added in chunk id order, then every
 // later operation in order. That point and that set are functions of
@@ -132,8 +149,9 @@ const vectorsVersion = 6
 //
 // The digest is vector.ContentDigest of the live (id, normalised vector)
 // pairs, bound to the version tag: the same whichever index holds them. A
-// Commit that removed chunks compacts vectors.db (their session names and
-// vectors would stay in bbolt's free pages); Reset creates a new file.
+// Commit that removed chunks compacts vectors.db (their session names
+// would stay in bbolt's free pages; their records and slots are zeroed in
+// the files); Reset creates new files.
 type VectorProjection struct {
 	dir  string
 	opts VectorOptions
@@ -142,8 +160,9 @@ type VectorProjection struct {
 	live int // committed live vectors
 
 	sf       *os.File // scan.bin (vectorscan.go)
-	scanFile string   // its name: scan.bin, or scan.1.bin (vectorcompact.go)
-	next     uint64   // committed slots in scan.bin
+	rf       *os.File // recs.bin (vectorrecs.go)
+	scanFile string   // scan.bin, or scan.1.bin (vectorcompact.go; recs.bin or recs.1.bin beside it)
+	next     uint64   // committed slots in scan.bin and recs.bin
 
 	graphOn    bool   // the graph exists (the live count reached ExactBelow)
 	graph      uint64 // seq graph.bin is current to
@@ -155,7 +174,7 @@ type VectorProjection struct {
 	// SearchText: the engine runs searches side by side (under its shared
 	// lock), while Apply, Commit and Reset run alone.
 	loadMu sync.Mutex
-	scans  int                  // searches answered by scanning vecs in place
+	scans  int                  // subset searches answered by scanning the stored records
 	meta   map[string]chunkMeta // live chunks (Apply)
 	// bySession: meta by session, built on first SearchVectorIn
 	bySession sessionChunks
@@ -175,7 +194,6 @@ type chunkMeta struct {
 	session string
 	time    int64
 	seq     uint64
-	slot    uint64 // in scan.bin; set by Commit
 }
 
 type vecOp struct {
@@ -191,13 +209,13 @@ type vecOp struct {
 
 var (
 	bMeta   = []byte("meta")
-	bVecs   = []byte("vecs")
+	bIDs    = []byte("ids")
 	bOps    = []byte("ops")
 	kCP     = []byte("checkpoint")
 	kVer    = []byte("version")
 	kGraph  = []byte("graph")
 	kLive   = []byte("live")
-	buckets = [][]byte{bMeta, bVecs, bOps, bSlots}
+	buckets = [][]byte{bMeta, bIDs, bOps, bSlots}
 )
 
 // The freelist is synced: with NoFreelistSync, bbolt rebuilds it at open
@@ -346,7 +364,7 @@ func (v *VectorProjection) load() error {
 	if err := v.checkGraphFiles(); err != nil {
 		return err
 	}
-	return v.openScanFile()
+	return v.openSlotFiles()
 }
 
 // loadMeta reads the live chunks' metadata (what Apply needs to resolve
@@ -403,18 +421,12 @@ func (v *VectorProjection) loadIndex() error {
 			return err
 		}
 		x.Reserve(v.live)
-		err = v.db.View(func(tx *bolt.Tx) error {
-			vec := make([]float32, v.opts.Embedder.Dim())
-			return tx.Bucket(bVecs).ForEach(func(k, val []byte) error {
-				id, ok := projections.IDOfKey(k)
-				if !ok {
-					return fmt.Errorf("vector key %x: %w", k, errVectorsCorrupt)
-				}
-				if err := decodeVecRecord(val, vec); err != nil {
-					return err
-				}
-				return x.Add(id, vec)
-			})
+		vec := make([]float32, v.opts.Embedder.Dim())
+		err = v.forEachRec(func(id string, _ []byte, rec []byte) error {
+			if err := decodeVec(rec, vec); err != nil {
+				return err
+			}
+			return x.Add(id, vec)
 		})
 		if err != nil {
 			return fmt.Errorf("load vectors: %w", err)
@@ -542,28 +554,27 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 	var writes []slotWrite
 	err := v.db.Update(func(tx *bolt.Tx) error {
 		ob, sb := tx.Bucket(bOps), tx.Bucket(bSlots)
-		// The records go in key order, not the ids' random order
+		// New chunks take the next slots, so their "slots" records go
+		// at the end of the bucket, in order: appends, which fill pages
+		// whole (a re-stored or removed chunk's record is rare).
+		sb.FillPercent = 1
+		// The index's keys go in key order, not the ids' random order
 		// (projections.SortedWrites): bbolt copies a node's tail for every
 		// insert before its end, and a commit's inserts into a young
 		// file all land in a few nodes.
-		vbb := tx.Bucket(bVecs)
-		vb := projections.NewSortedWrites(vbb)
+		ibb := tx.Bucket(bIDs)
+		ib := projections.NewSortedWrites(ibb)
 		var graphOps []vecOp
 		for _, op := range v.ops {
 			key := projections.IDKey(op.id)
-			old := vb.Get(key)
+			old := ib.Get(key)
 			existed := old != nil
 			var slot uint64
 			if existed {
-				_, raw, err := splitValue(old, dim)
-				if err != nil {
+				var err error
+				if slot, err = decodeSlotRef(old); err != nil {
 					return err
 				}
-				cm, err := decodeMeta(raw)
-				if err != nil {
-					return err
-				}
-				slot = cm.slot
 			}
 			if op.del {
 				if existed {
@@ -573,7 +584,7 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 					}
 					writes = append(writes, slotWrite{slot: slot})
 				}
-				if err := vb.Delete(key); err != nil {
+				if err := ib.Delete(key); err != nil {
 					return err
 				}
 			} else {
@@ -581,14 +592,12 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 					live++
 					slot = next
 					next++
-					if err := sb.Put(slotKey(slot), key); err != nil {
+					if err := ib.Put(key, slotRef(slot)); err != nil {
 						return err
 					}
 				}
 				writes = append(writes, slotWrite{slot: slot, b: op.code, rec: op.rec, key: key})
-				m := op.meta
-				m.slot = slot
-				if err := vb.Put(key, appendMeta(op.rec, m)); err != nil {
+				if err := sb.Put(slotKey(slot), appendChunk(key, op.meta)); err != nil {
 					return err
 				}
 			}
@@ -598,29 +607,18 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 			case v.opts.Graph && live >= v.opts.ExactBelow:
 				// The graph starts here: every live vector, in id order.
 				graphOn, crossed = true, true
-				if err := vb.Flush(); err != nil {
+				start := len(graphOps)
+				var err error
+				if graphOps, err = v.liveVectors(sb, writes, op.seq, graphOps); err != nil {
 					return err
 				}
-				c := vbb.Cursor()
-				start := len(graphOps)
-				for k, val := c.First(); k != nil; k, val = c.Next() {
-					id, ok := projections.IDOfKey(k)
-					if !ok {
-						return fmt.Errorf("vector key %x: %w", k, errVectorsCorrupt)
-					}
-					vec := make([]float32, dim)
-					if err := decodeVecRecord(val, vec); err != nil {
-						return err
-					}
-					graphOps = append(graphOps, vecOp{seq: op.seq, id: id, vec: vec})
-				}
-				// Key order is id order only within a key tag
-				// (vectorkey.go); the graph's bytes follow insertion order.
+				// Slot order is not id order; the graph's bytes follow
+				// insertion order.
 				tail := graphOps[start:]
 				sort.Slice(tail, func(i, j int) bool { return tail[i].id < tail[j].id })
 			}
 		}
-		if err := vb.Flush(); err != nil {
+		if err := ib.Flush(); err != nil {
 			return err
 		}
 		if len(graphOps) > 0 {
@@ -713,7 +711,7 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 }
 
 // ReleaseMemory implements projections.MemoryReleaser (vectors.db; the
-// slot file is read and written, not mapped).
+// slot and record files are read and written, not mapped).
 func (v *VectorProjection) ReleaseMemory() {
 	if v.db != nil {
 		projections.ReleaseBolt(v.db)
@@ -721,7 +719,7 @@ func (v *VectorProjection) ReleaseMemory() {
 }
 
 // Compact implements projections.Compacter: vectors.db is rewritten tight
-// after a bulk load, and scan.bin without its dead slots
+// after a bulk load, and scan.bin and recs.bin without their dead slots
 // (vectorcompact.go).
 func (v *VectorProjection) Compact() error {
 	done, err := v.compactSlots()
@@ -902,17 +900,16 @@ func (v *VectorProjection) Reset() error {
 	if err != nil {
 		return fmt.Errorf("reset vectors: %w", err)
 	}
-	if v.sf != nil {
-		v.sf.Close()
-		v.sf = nil
+	if err := v.closeSlotFiles(); err != nil {
+		return fmt.Errorf("reset vectors: %w", err)
 	}
-	for _, f := range []string{"graph.bin", "graph.delta", scanFileName, scanFileAlt} {
+	for _, f := range []string{"graph.bin", "graph.delta", scanFileName, scanFileAlt, recsFileName, recsFileAlt} {
 		if err := os.Remove(filepath.Join(v.dir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 	}
 	v.next, v.scanFile = 0, scanFileName
-	if err := v.openScanFile(); err != nil {
+	if err := v.openSlotFiles(); err != nil {
 		return fmt.Errorf("reset vectors: %w", err)
 	}
 	v.meta, v.ops, v.cp, v.live = nil, nil, projections.Checkpoint{}, 0
@@ -928,17 +925,13 @@ func (v *VectorProjection) Reset() error {
 // Close implements projections.Projection.
 func (v *VectorProjection) Close() error {
 	err := v.db.Close()
-	if v.sf != nil {
-		err = errors.Join(err, v.sf.Close())
-		v.sf = nil
-	}
-	return err
+	return errors.Join(err, v.closeSlotFiles())
 }
 
 // Size reports the bytes on disk.
 func (v *VectorProjection) Size() int64 {
 	var n int64
-	for _, f := range []string{"vectors.db", "graph.bin", "graph.delta", v.scanFile} {
+	for _, f := range []string{"vectors.db", "graph.bin", "graph.delta", v.scanFile, recsFileFor(v.scanFile)} {
 		if fi, err := os.Stat(filepath.Join(v.dir, f)); err == nil {
 			n += fi.Size()
 		}
@@ -989,64 +982,132 @@ func (v *VectorProjection) scan(q []float32, k int) ([]vector.Hit, error) {
 	return v.scanWhere(q, k, nil)
 }
 
-// scanDropEvery is how many records scanWhere reads between drops of the
-// database's pages from the process's resident set (DropResident; a read
-// transaction keeps the mapping in place). A one-shot process searching a
-// session subset below ExactBelow walks every record (~1.6 KB each at 384
-// dimensions): at 100K chunks the walk left ~43 MB of vectors.db
-// resident, about half a `--mode vector` query's peak; 4096 records are
-// ~6 MB. A variable for tests.
+// scanDropEvery is how many chunk records a walk of the "slots" bucket
+// reads between drops of the database's pages from the process's
+// resident set (DropResident; a read transaction keeps the mapping in
+// place). A one-shot process searching a session subset below ExactBelow
+// walks every chunk record: the walk would leave the bucket's pages
+// resident. A variable for tests.
 var scanDropEvery = 4096
 
-// scanWhere is scan over the stored values whose chunk record (what
-// follows the vector, appendMeta) keep accepts; a nil keep accepts all.
-// The rest are skipped before their vectors are decoded.
+// scanWhere is scan over the stored records whose chunk metadata
+// (appendMeta) keep accepts; a nil keep accepts all. The rest are
+// skipped before their records are read.
 func (v *VectorProjection) scanWhere(q []float32, k int, keep func(meta []byte) (bool, error)) ([]vector.Hit, error) {
 	dim := v.opts.Embedder.Dim()
 	var hits []vector.Hit
 	err := projections.Guard("vectors", func() error {
-		return v.db.View(func(tx *bolt.Tx) error {
-			var err error
-			hits, err = vector.ScanSearch(q, dim, k, func(fn func(string, []float32, []int8) error) error {
-				vec := make([]float32, dim)
-				n := 0
-				return tx.Bucket(bVecs).ForEach(func(key, val []byte) error {
-					// The walk reads the whole bucket once: the pages
-					// behind it are dropped from the resident set as it
-					// goes (scanDropEvery).
-					if n++; n%scanDropEvery == 0 {
-						projections.DropResident(v.db, tx.Size())
-					}
-					id, ok := projections.IDOfKey(key)
-					if !ok {
-						return fmt.Errorf("vector key %x: %w", key, errVectorsCorrupt)
-					}
-					if keep != nil {
-						_, meta, err := splitValue(val, dim)
-						if err != nil {
-							return err
-						}
-						if ok, err := keep(meta); err != nil || !ok {
-							return err
-						}
-					}
-					rec, _, err := splitValue(val, dim)
-					if err != nil {
+		var err error
+		hits, err = vector.ScanSearch(q, dim, k, func(fn func(string, []float32, []int8) error) error {
+			vec := make([]float32, dim)
+			return v.forEachChunk(keep == nil, func(id string, meta []byte, rec func() ([]byte, error)) error {
+				if keep != nil {
+					if ok, err := keep(meta); err != nil || !ok {
 						return err
 					}
-					if err := decodeVec(rec, vec); err != nil {
-						return err
-					}
-					return fn(id, vec, recCodes(rec))
-				})
+				}
+				b, err := rec()
+				if err != nil {
+					return err
+				}
+				if err := decodeVec(b, vec); err != nil {
+					return err
+				}
+				return fn(id, vec, recCodes(b))
 			})
-			return err
 		})
+		return err
 	})
 	if err != nil {
 		return nil, v.readDamage(err)
 	}
 	return hits, nil
+}
+
+// forEachChunk calls fn with every stored chunk's id, metadata
+// (appendMeta) and a function reading its vector record, in slot order
+// (the records are read in ~100 KB blocks when all is true, else one at
+// a time: a walk that reads few). The walk drops the database's pages
+// from the resident set as it goes (scanDropEvery).
+func (v *VectorProjection) forEachChunk(all bool, fn func(id string, meta []byte, rec func() ([]byte, error)) error) error {
+	block := 1
+	if all {
+		block = 256
+	}
+	recs := v.newRecReader(block)
+	return v.db.View(func(tx *bolt.Tx) error {
+		n := 0
+		return tx.Bucket(bSlots).ForEach(func(k, val []byte) error {
+			if n++; n%scanDropEvery == 0 {
+				projections.DropResident(v.db, tx.Size())
+			}
+			if len(k) != 8 {
+				return fmt.Errorf("vector slot key %x: %w", k, errVectorsCorrupt)
+			}
+			key, meta, err := splitChunk(val)
+			if err != nil {
+				return err
+			}
+			id, ok := projections.IDOfKey(key)
+			if !ok {
+				return fmt.Errorf("vector key %x: %w", key, errVectorsCorrupt)
+			}
+			s := binary.BigEndian.Uint64(k)
+			return fn(id, meta, func() ([]byte, error) { return recs.rec(s) })
+		})
+	})
+}
+
+// forEachRec calls fn with every stored chunk's id, metadata and vector
+// record, in slot order.
+func (v *VectorProjection) forEachRec(fn func(id string, meta, rec []byte) error) error {
+	return v.forEachChunk(true, func(id string, meta []byte, rec func() ([]byte, error)) error {
+		b, err := rec()
+		if err != nil {
+			return err
+		}
+		return fn(id, meta, b)
+	})
+}
+
+// liveVectors appends to out an add of every live vector as of the
+// current write transaction (sb is its "slots" bucket; writes, this
+// Commit's slot writes so far, hold the records not yet in recs.bin),
+// with seq, in slot order.
+func (v *VectorProjection) liveVectors(sb *bolt.Bucket, writes []slotWrite, seq uint64, out []vecOp) ([]vecOp, error) {
+	dim := v.opts.Embedder.Dim()
+	pending := make(map[uint64][]byte, len(writes))
+	for _, w := range writes {
+		pending[w.slot] = w.rec
+	}
+	recs := v.newRecReader(256)
+	err := sb.ForEach(func(k, val []byte) error {
+		if len(k) != 8 {
+			return fmt.Errorf("vector slot key %x: %w", k, errVectorsCorrupt)
+		}
+		key, _, err := splitChunk(val)
+		if err != nil {
+			return err
+		}
+		id, ok := projections.IDOfKey(key)
+		if !ok {
+			return fmt.Errorf("vector key %x: %w", key, errVectorsCorrupt)
+		}
+		s := binary.BigEndian.Uint64(k)
+		rec, ok := pending[s]
+		if !ok {
+			if rec, err = recs.rec(s); err != nil {
+				return err
+			}
+		}
+		vec := make([]float32, dim)
+		if err := decodeVec(rec, vec); err != nil {
+			return err
+		}
+		out = append(out, vecOp{seq: seq, id: id, vec: vec})
+		return nil
+	})
+	return out, err
 }
 
 // readDamage turns the error of a read of the stored vectors into damage
@@ -1147,91 +1208,16 @@ func checkVec(vec []float32, dim int) error {
 	return nil
 }
 
-// appendMeta returns the stored value of a chunk: its vector record rec
-// (quant.go) ‖ varint time ‖ uvarint seq ‖ uvarint slot (in scan.bin) ‖
-// session (to the end). The varints are minimal, so a value has one
-// encoding.
-func appendMeta(rec []byte, m chunkMeta) []byte {
-	b := make([]byte, 0, len(rec)+3*binary.MaxVarintLen64+len(m.session))
-	b = append(b, rec...)
-	b = binary.AppendVarint(b, m.time)
-	b = binary.AppendUvarint(b, m.seq)
-	b = binary.AppendUvarint(b, m.slot)
-	return append(b, m.session...)
-}
-
-// splitValue cuts a stored value into the vector record of dim
-// dimensions and the chunk record after it.
-func splitValue(b []byte, dim int) (rec, meta []byte, err error) {
-	if len(b) < 4+dim {
-		return nil, nil, fmt.Errorf("decode vector record: %d bytes for %d dimensions: %w", len(b), dim, errVectorsCorrupt)
-	}
-	return b[:4+dim], b[4+dim:], nil
-}
-
-// decodeVecRecord decodes the vector of a stored value into dst (len dim).
-func decodeVecRecord(b []byte, dst []float32) error {
-	rec, _, err := splitValue(b, len(dst))
-	if err != nil {
-		return err
-	}
-	return decodeVec(rec, dst)
-}
-
-// decodeMeta parses the chunk record that follows a vector (appendMeta).
-func decodeMeta(b []byte) (chunkMeta, error) {
-	t, seq, slot, session, err := splitMeta(b)
-	if err != nil {
-		return chunkMeta{}, err
-	}
-	return chunkMeta{time: t, seq: seq, slot: slot, session: string(session)}, nil
-}
-
-// errChunkRecord is made once: splitMeta runs for every stored vector
-// when the index loads, and for every record a scan in place filters.
-var errChunkRecord = fmt.Errorf("decode chunk record: %w", errVectorsCorrupt)
-
-// splitMeta parses a chunk record without copying its session (the
-// session filter of a scan in place tests every record's).
-func splitMeta(b []byte) (t int64, seq, slot uint64, session []byte, err error) {
-	bad := errChunkRecord
-	t, n := binary.Varint(b)
-	if n <= 0 || n != len(binary.AppendVarint(nil, t)) {
-		return 0, 0, 0, nil, bad
-	}
-	seq, m := binary.Uvarint(b[n:])
-	if m <= 0 || m != len(binary.AppendUvarint(nil, seq)) {
-		return 0, 0, 0, nil, bad
-	}
-	n += m
-	slot, m = binary.Uvarint(b[n:])
-	if m <= 0 || m != len(binary.AppendUvarint(nil, slot)) {
-		return 0, 0, 0, nil, bad
-	}
-	return t, seq, slot, b[n+m:], nil
-}
-
-// forEachMeta calls fn with every stored chunk's id and record, in key
+// forEachMeta calls fn with every stored chunk's id and metadata, in slot
 // order.
 func (v *VectorProjection) forEachMeta(fn func(id string, cm chunkMeta)) error {
-	dim := v.opts.Embedder.Dim()
-	return v.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bVecs).ForEach(func(k, val []byte) error {
-			id, ok := projections.IDOfKey(k)
-			if !ok {
-				return fmt.Errorf("vector key %x: %w", k, errVectorsCorrupt)
-			}
-			_, raw, err := splitValue(val, dim)
-			if err != nil {
-				return err
-			}
-			cm, err := decodeMeta(raw)
-			if err != nil {
-				return err
-			}
-			fn(id, cm)
-			return nil
-		})
+	return v.forEachChunk(false, func(id string, meta []byte, _ func() ([]byte, error)) error {
+		cm, err := decodeMeta(meta)
+		if err != nil {
+			return err
+		}
+		fn(id, cm)
+		return nil
 	})
 }
 

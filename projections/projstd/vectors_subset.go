@@ -242,7 +242,7 @@ var errSubsetDeclined = errors.New("session subset declined")
 func (v *VectorProjection) scanIn(q []float32, k int, in map[string]bool) ([]vector.Hit, bool, error) {
 	most, n := v.live/subsetMaxShare, 0
 	hits, err := v.scanWhere(q, k, func(meta []byte) (bool, error) {
-		_, _, _, session, err := splitMeta(meta)
+		_, _, session, err := splitMeta(meta)
 		if err != nil || !in[string(session)] {
 			return false, err
 		}

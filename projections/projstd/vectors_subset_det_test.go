@@ -229,11 +229,14 @@ func TestVectorsSessionScanCorruptRecordIsDamage(t *testing.T) {
 		t.Fatal(err)
 	}
 	applyCommit(t, v, projtest.Events(3, 200))
-	dim := v.opts.Embedder.Dim()
 	err = v.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bVecs)
+		b := tx.Bucket(bSlots)
 		k, val := b.Cursor().First()
-		bad := append(append([]byte(nil), val[:4+dim]...), 0x80) // a varint cut short
+		key, _, err := splitChunk(val)
+		if err != nil {
+			return err
+		}
+		bad := append(appendChunk(key, chunkMeta{})[:1+len(key)], 0x80) // a varint cut short
 		return b.Put(append([]byte(nil), k...), bad)
 	})
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 
 	bolt "go.etcd.io/bbolt"
@@ -23,8 +22,9 @@ import (
 //	slot s at 16 + s·(8 + dim)
 //
 // Slots are numbered in the order vectors are first stored (the "slots"
-// bucket maps a slot, uint64 BE, to the chunk's key; the chunk's value in
-// "vecs" names its slot), so the file is a function of the operation
+// bucket maps a slot, uint64 BE, to the chunk's key and metadata; "ids"
+// maps the chunk's key to its slot; recs.bin holds the stored vector
+// record at the same slot, vectorrecs.go), so the file is a function of the operation
 // sequence, not of commit boundaries. A re-stored chunk keeps its slot; a
 // removed chunk's slot is zeroed (nothing of its vector stays) and not
 // reused until Compact drops the dead slots (vectorcompact.go), which
@@ -33,13 +33,14 @@ import (
 // scan.1.bin, absent for scan.bin). The meta bucket's "slotnext" is the
 // number of slots committed.
 //
-// A Commit writes its slots, then syncs the file, then commits the
-// database: the file is never behind the database. Bytes beyond slotnext
+// A Commit writes its slots (and records), then syncs the files, then
+// commits the database: the files are never behind the database. Bytes beyond slotnext
 // (a crash before the database commit) are not read and are overwritten by
 // the next Commit, which allocates the same slots again; a slot zeroed or
 // rewritten for a commit that did not happen is written again when the
 // catch-up repeats those operations. Digest checks every slot against the
-// vectors (verify reads it whole); opening checks the header and the size.
+// stored records (verify reads both files whole); opening checks the
+// headers and the sizes.
 //
 // A search reads the file in blocks (vector.ScanSlots) with pread, never
 // mapped: at a million 384-d chunks the file is 392 MB, and a process that
@@ -75,52 +76,6 @@ func (v *VectorProjection) scanHeaderBytes() []byte {
 	return h
 }
 
-// openScanFile opens scan.bin (creating it with its header when no slot
-// is committed) and checks its header and size against slotnext; a file
-// of the other slot file name is what a compaction left behind
-// (vectorcompact.go) and is removed.
-func (v *VectorProjection) openScanFile() error {
-	if v.scanFile == "" {
-		v.scanFile = scanFileName
-	}
-	other := filepath.Join(v.dir, otherScanFile(v.scanFile))
-	if err := os.Remove(other); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("open vector scan file: %w", err)
-	}
-	path := filepath.Join(v.dir, v.scanFile)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return fmt.Errorf("open vector scan file: %w", err)
-	}
-	fi, err := f.Stat()
-	if err == nil && fi.Size() < scanHeader && v.next == 0 {
-		if err = f.Truncate(0); err == nil {
-			_, err = f.WriteAt(v.scanHeaderBytes(), 0)
-		}
-		if err == nil {
-			err = f.Sync()
-		}
-		if err == nil {
-			fi, err = f.Stat()
-		}
-	}
-	if err != nil {
-		f.Close()
-		return fmt.Errorf("open vector scan file: %w", err)
-	}
-	h := make([]byte, scanHeader)
-	if _, err := f.ReadAt(h, 0); err != nil || !bytes.Equal(h, v.scanHeaderBytes()) {
-		f.Close()
-		return fmt.Errorf("open vector scan file: header %x: %w", h, errVectorsCorrupt)
-	}
-	if want := scanHeader + int64(v.next)*int64(vector.SlotLen(v.opts.Embedder.Dim())); fi.Size() < want {
-		f.Close()
-		return fmt.Errorf("open vector scan file: %d bytes, %d slots need %d: %w", fi.Size(), v.next, want, errVectorsCorrupt)
-	}
-	v.sf = f
-	return nil
-}
-
 // slotWrite is a slot's new bytes (nil: zeroed), with the stored vector
 // record and the chunk key they code (resident slots keep both).
 type slotWrite struct {
@@ -130,29 +85,50 @@ type slotWrite struct {
 	key  []byte
 }
 
-// writeSlots writes ws in order and syncs the file.
+// writeSlots writes ws in order to scan.bin (the codes) and recs.bin (the
+// records) and syncs both.
 func (v *VectorProjection) writeSlots(ws []slotWrite) error {
 	if len(ws) == 0 {
 		return nil
 	}
-	sl := int64(vector.SlotLen(v.opts.Embedder.Dim()))
+	dim := v.opts.Embedder.Dim()
+	if err := writeRuns(v.sf, ws, int64(vector.SlotLen(dim)), func(w slotWrite) []byte { return w.b }); err != nil {
+		return fmt.Errorf("write vector scan file: %w", err)
+	}
+	if err := writeRuns(v.rf, ws, int64(recLen(dim)), func(w slotWrite) []byte { return w.rec }); err != nil {
+		return fmt.Errorf("write vector records: %w", err)
+	}
+	if err := v.sf.Sync(); err != nil {
+		return fmt.Errorf("sync vector scan file: %w", err)
+	}
+	if err := v.rf.Sync(); err != nil {
+		return fmt.Errorf("sync vector records: %w", err)
+	}
+	return nil
+}
+
+// writeRuns writes each write's bytes of size sl (what of gives; nil:
+// zeros) at its slot of f, runs of consecutive slots (a catch-up's new
+// vectors) in one write.
+func writeRuns(f *os.File, ws []slotWrite, sl int64, of func(slotWrite) []byte) error {
 	zero := make([]byte, sl)
-	// Runs of consecutive slots (a catch-up's new vectors) go in one
-	// write.
 	var run []byte
 	var at int64 = -1
 	flush := func() error {
 		if len(run) == 0 {
 			return nil
 		}
-		_, err := v.sf.WriteAt(run, scanHeader+at*sl)
+		_, err := f.WriteAt(run, scanHeader+at*sl)
 		run = run[:0]
 		return err
 	}
 	for _, w := range ws {
-		b := w.b
+		b := of(w)
 		if b == nil {
 			b = zero
+		}
+		if int64(len(b)) != sl {
+			return fmt.Errorf("slot %d: %d bytes, want %d", w.slot, len(b), sl)
 		}
 		s := int64(w.slot)
 		if len(run) > 0 && s == at+int64(len(run))/sl && len(run) < 1<<20 {
@@ -160,18 +136,12 @@ func (v *VectorProjection) writeSlots(ws []slotWrite) error {
 			continue
 		}
 		if err := flush(); err != nil {
-			return fmt.Errorf("write vector scan file: %w", err)
+			return err
 		}
 		at = s
 		run = append(run, b...)
 	}
-	if err := flush(); err != nil {
-		return fmt.Errorf("write vector scan file: %w", err)
-	}
-	if err := v.sf.Sync(); err != nil {
-		return fmt.Errorf("sync vector scan file: %w", err)
-	}
-	return nil
+	return flush()
 }
 
 // scanSearch is exact search over scan.bin: the candidate slots, then
@@ -192,21 +162,24 @@ func (v *VectorProjection) scanSearch(q []float32, k int) ([]vector.Hit, error) 
 			return nil
 		}
 		return v.db.View(func(tx *bolt.Tx) error {
-			sb, vb := tx.Bucket(bSlots), tx.Bucket(bVecs)
+			sb := tx.Bucket(bSlots)
+			rec := make([]byte, recLen(dim))
 			hits, err = vector.ScanSearch(q, dim, k, func(fn func(string, []float32, []int8) error) error {
 				vec := make([]float32, dim)
 				for _, c := range cands {
-					key := sb.Get(slotKey(c.Slot))
-					id, ok := projections.IDOfKey(key)
-					if !ok {
+					val := sb.Get(slotKey(c.Slot))
+					if val == nil {
 						return fmt.Errorf("vector slot %d: no chunk: %w", c.Slot, errVectorsCorrupt)
 					}
-					val := vb.Get(key)
-					if val == nil {
-						return fmt.Errorf("vector slot %d: chunk %q not stored: %w", c.Slot, id, errVectorsCorrupt)
-					}
-					rec, _, err := splitValue(val, dim)
+					key, _, err := splitChunk(val)
 					if err != nil {
+						return err
+					}
+					id, ok := projections.IDOfKey(key)
+					if !ok {
+						return fmt.Errorf("vector slot %d: chunk key %x: %w", c.Slot, key, errVectorsCorrupt)
+					}
+					if err := v.readRec(c.Slot, rec); err != nil {
 						return err
 					}
 					if err := decodeVec(rec, vec); err != nil {
@@ -228,24 +201,30 @@ func (v *VectorProjection) scanSearch(q []float32, k int) ([]vector.Hit, error) 
 }
 
 // storedDigest is the content digest of the stored vectors computed from
-// the database (no index is loaded: at a million chunks the exact index
-// would hold 1.9 GB), after checking scan.bin against them: every
-// committed slot holds the code slot of its chunk's stored vector, or
-// zeros if no chunk names it, and every chunk names its slot.
+// the record file (no index is loaded: at a million chunks the exact index
+// would hold 1.9 GB), after checking scan.bin, recs.bin and the database
+// against each other: every committed slot holds the code slot of its
+// record's vector, or zeros in both files if no chunk names it, and the
+// chunk it names names it back in "ids".
 func (v *VectorProjection) storedDigest() ([32]byte, error) {
 	dim := v.opts.Embedder.Dim()
-	sl := vector.SlotLen(dim)
+	sl, rl := vector.SlotLen(dim), recLen(dim)
 	var d [32]byte
 	err := projections.Guard("vectors", func() error {
 		return v.db.View(func(tx *bolt.Tx) error {
-			sb, vb := tx.Bucket(bSlots), tx.Bucket(bVecs)
+			sb, ib := tx.Bucket(bSlots), tx.Bucket(bIDs)
 			vec := make([]float32, dim)
 			want := make([]byte, sl)
-			zero := make([]byte, sl)
+			zero := make([]byte, max(sl, rl))
 			got := make([]byte, 256*sl)
-			var ids []string
+			recs := v.newRecReader(256)
+			type idSlot struct {
+				id   string
+				slot uint64
+			}
+			var live []idSlot
 			c := sb.Cursor()
-			k, key := c.First()
+			k, val := c.First()
 			for b := uint64(0); b < v.next; b += 256 {
 				m := min(v.next-b, 256)
 				if _, err := v.sf.ReadAt(got[:int(m)*sl], scanHeader+int64(b)*int64(sl)); err != nil {
@@ -253,27 +232,34 @@ func (v *VectorProjection) storedDigest() ([32]byte, error) {
 				}
 				for s := b; s < b+m; s++ {
 					g := got[int(s-b)*sl : int(s-b+1)*sl]
+					rec, err := recs.rec(s)
+					if err != nil {
+						return err
+					}
 					if k == nil || binary.BigEndian.Uint64(k) != s {
-						if !bytes.Equal(g, zero) {
+						if !bytes.Equal(g, zero[:sl]) || !bytes.Equal(rec, zero[:rl]) {
 							return fmt.Errorf("vector slot %d: no chunk, not empty: %w", s, errVectorsCorrupt)
 						}
 						continue
 					}
+					key, _, err := splitChunk(val)
+					if err != nil {
+						return err
+					}
 					id, ok := projections.IDOfKey(key)
-					val := vb.Get(key)
-					if !ok || val == nil {
-						return fmt.Errorf("vector slot %d: chunk %x not stored: %w", s, key, errVectorsCorrupt)
+					if !ok {
+						return fmt.Errorf("vector slot %d: chunk key %x: %w", s, key, errVectorsCorrupt)
 					}
-					rec, raw, err := splitValue(val, dim)
+					ref := ib.Get(key)
+					if ref == nil {
+						return fmt.Errorf("vector slot %d: chunk %q not indexed: %w", s, id, errVectorsCorrupt)
+					}
+					named, err := decodeSlotRef(ref)
 					if err != nil {
 						return err
 					}
-					cm, err := decodeMeta(raw)
-					if err != nil {
-						return err
-					}
-					if cm.slot != s {
-						return fmt.Errorf("chunk %q names slot %d, slot %d names it: %w", id, cm.slot, s, errVectorsCorrupt)
+					if named != s {
+						return fmt.Errorf("chunk %q names slot %d, slot %d names it: %w", id, named, s, errVectorsCorrupt)
 					}
 					if err := decodeVec(rec, vec); err != nil {
 						return err
@@ -284,24 +270,36 @@ func (v *VectorProjection) storedDigest() ([32]byte, error) {
 					if !bytes.Equal(g, want) {
 						return fmt.Errorf("vector slot %d of %q differs from the stored vector: %w", s, id, errVectorsCorrupt)
 					}
-					ids = append(ids, id)
-					k, key = c.Next()
+					live = append(live, idSlot{id, s})
+					k, val = c.Next()
 				}
 			}
 			if k != nil {
 				return fmt.Errorf("vector slot %d beyond the %d committed: %w", binary.BigEndian.Uint64(k), v.next, errVectorsCorrupt)
 			}
-			if n := vb.Stats().KeyN; n != len(ids) || n != v.live {
-				return fmt.Errorf("%d chunks, %d slots, %d live recorded: %w", n, len(ids), v.live, errVectorsCorrupt)
+			if n := ib.Stats().KeyN; n != len(live) || n != v.live {
+				return fmt.Errorf("%d chunks, %d slots, %d live recorded: %w", n, len(live), v.live, errVectorsCorrupt)
 			}
-			sort.Strings(ids)
+			// The digest reads the vectors in id order (ContentDigest
+			// sorts the ids it is given and asks for them in that order).
+			sort.Slice(live, func(i, j int) bool { return live[i].id < live[j].id })
+			ids := make([]string, len(live))
+			for i, x := range live {
+				ids[i] = x.id
+			}
+			one := v.newRecReader(1)
+			i := 0
 			var err error
 			d, err = vector.DigestEach(dim, ids, func(id string, dst []float32) error {
-				val := vb.Get(projections.IDKey(id))
-				if val == nil {
-					return fmt.Errorf("vector of %q: %w", id, errVectorsCorrupt)
+				if i >= len(live) || live[i].id != id {
+					return fmt.Errorf("digest: vector of %q asked out of order", id)
 				}
-				return decodeVecRecord(val, dst)
+				rec, err := one.rec(live[i].slot)
+				i++
+				if err != nil {
+					return err
+				}
+				return decodeVec(rec, dst)
 			})
 			return err
 		})

@@ -113,8 +113,8 @@ func TestScanWhereDropsResidentPages(t *testing.T) {
 		return mappedRSS(t, db)
 	}
 	kept := walk(1 << 30)
-	dropped := walk(256)
+	dropped := walk(64)
 	if dropped*2 > kept {
-		t.Errorf("vectors.db: %d KB resident after a walk dropping every 256 records, %d KB without drops: want under half", dropped, kept)
+		t.Errorf("vectors.db: %d KB resident after a walk dropping every 64 records, %d KB without drops: want under half", dropped, kept)
 	}
 }

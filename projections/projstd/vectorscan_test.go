@@ -36,13 +36,13 @@ func buildVectors(t *testing.T, dir string, evs []*log.Event, every int) *Vector
 	return v
 }
 
-// TestScanFileFollowsOperations: scan.bin is a function of the events,
-// not of the commit boundaries (tombstones and edits among them), a
-// search through it answers what the loaded exact index answers, and
-// verify (Digest) finds a damaged slot.
+// TestScanFileFollowsOperations: scan.bin and recs.bin are functions of
+// the events, not of the commit boundaries (tombstones and edits among
+// them), a search through them answers what the loaded exact index
+// answers, and verify (Digest) finds a damaged slot or record.
 func TestScanFileFollowsOperations(t *testing.T) {
 	evs := projtest.ConvEvents(3, 300)
-	var files [][]byte
+	var files, recFiles [][]byte
 	var digests [][32]byte
 	var dirs []string
 	for _, every := range []int{1000, 37, 9} {
@@ -62,12 +62,20 @@ func TestScanFileFollowsOperations(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		rb, err := os.ReadFile(filepath.Join(dir, recsFileName))
+		if err != nil {
+			t.Fatal(err)
+		}
 		files, digests, dirs = append(files, b), append(digests, d), append(dirs, dir)
+		recFiles = append(recFiles, rb)
 	}
 	for i := 1; i < len(files); i++ {
-		if !bytes.Equal(files[i], files[0]) || digests[i] != digests[0] {
-			t.Fatalf("commit pattern %d: scan.bin or digest differs from one commit's", i)
+		if !bytes.Equal(files[i], files[0]) || !bytes.Equal(recFiles[i], recFiles[0]) || digests[i] != digests[0] {
+			t.Fatalf("commit pattern %d: scan.bin, recs.bin or digest differs from one commit's", i)
 		}
+	}
+	if want := scanHeader + (len(files[0])-scanHeader)/(8+384)*(4+384); len(recFiles[0]) != want {
+		t.Fatalf("recs.bin: %d bytes, want %d", len(recFiles[0]), want)
 	}
 	v, err := OpenVectors(dirs[0], VectorOptions{})
 	if err != nil {
@@ -137,6 +145,37 @@ func TestScanFileFollowsOperations(t *testing.T) {
 		t.Fatal("a damaged slot verified")
 	} else if _, ok := projections.Damaged(err); !ok {
 		t.Fatalf("damaged slot: %v, not damage", err)
+	}
+
+	// One changed code byte in a live record (slot intact): the same.
+	if _, err := os.Stat(filepath.Join(dirs[1], projections.DamageMarker)); err == nil {
+		t.Fatal("flagged before the damage")
+	}
+	rb := recFiles[1]
+	changed := false
+	for s := 0; s < len(rb[scanHeader:])/(4+384); s++ {
+		off := scanHeader + s*(4+384)
+		if !bytes.Equal(rb[off:off+4], make([]byte, 4)) {
+			rb[off+4+5] ^= 0x40
+			changed = true
+			break
+		}
+	}
+	if !changed {
+		t.Fatal("no live record")
+	}
+	if err := os.WriteFile(filepath.Join(dirs[1], recsFileName), rb, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w, err := OpenVectors(dirs[1], VectorOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := w.Digest(); err == nil {
+		t.Fatal("a damaged record verified")
+	} else if _, ok := projections.Damaged(err); !ok {
+		t.Fatalf("damaged record: %v, not damage", err)
 	}
 	// A file cut short of the committed slots does not open.
 	v.Close()

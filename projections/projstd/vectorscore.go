@@ -33,7 +33,8 @@ func (v *VectorProjection) ScoreVectors(ctx context.Context, q []float32, ids []
 	var hits []vector.Hit
 	err := projections.Guard("vectors", func() error {
 		return v.db.View(func(tx *bolt.Tx) error {
-			b := tx.Bucket(bVecs)
+			b := tx.Bucket(bIDs)
+			rec := make([]byte, recLen(dim))
 			var err error
 			hits, err = vector.ScoreEach(q, dim, func(fn func(string, []float32) error) error {
 				vec := make([]float32, dim)
@@ -43,11 +44,18 @@ func (v *VectorProjection) ScoreVectors(ctx context.Context, q []float32, ids []
 						continue
 					}
 					seen[id] = true
-					val := b.Get(projections.IDKey(id))
-					if val == nil {
+					ref := b.Get(projections.IDKey(id))
+					if ref == nil {
 						continue
 					}
-					if err := decodeVecRecord(val, vec); err != nil {
+					s, err := decodeSlotRef(ref)
+					if err != nil {
+						return fmt.Errorf("vector of %q: %w", id, err)
+					}
+					if err := v.readRec(s, rec); err != nil {
+						return fmt.Errorf("vector of %q: %w", id, err)
+					}
+					if err := decodeVec(rec, vec); err != nil {
 						return fmt.Errorf("vector of %q: %w", id, err)
 					}
 					if err := fn(id, vec); err != nil {

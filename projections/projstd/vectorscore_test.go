@@ -106,13 +106,20 @@ func TestScoreVectorsCorruptRecordIsDamage(t *testing.T) {
 	}
 	applyCommit(t, v, projtest.Events(3, 200))
 	var id string
-	err = v.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bVecs)
-		k, val := b.Cursor().First()
+	var slot uint64
+	err = v.db.View(func(tx *bolt.Tx) error {
+		k, val := tx.Bucket(bIDs).Cursor().First()
 		id, _ = projections.IDOfKey(k)
-		return b.Put(append([]byte(nil), k...), val[:10]) // cut inside the vector
+		var err error
+		slot, err = decodeSlotRef(val)
+		return err
 	})
 	if err != nil {
+		t.Fatal(err)
+	}
+	// A NaN step: the record does not decode.
+	nan := []byte{0x00, 0x00, 0xc0, 0x7f}
+	if _, err := v.rf.WriteAt(nan, scanHeader+int64(slot)*int64(recLen(v.opts.Embedder.Dim()))); err != nil {
 		t.Fatal(err)
 	}
 	q, err := v.EmbedQuery(context.Background(), "cello", nil)
