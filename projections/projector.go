@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/metrics"
+	"runtime/pprof"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/unlimitedcontext/ucl/log"
 )
@@ -40,6 +43,23 @@ type Compacter interface {
 // before the projector compacts it (Compacter). Smaller catch-ups leave
 // the files as they are: a rewrite costs a pass over the whole file.
 const CompactAfter = 5000
+
+// BulkBuilder is implemented by projections that keep a part of their
+// state that is cheaper built once from the rest at the end of a bulk
+// catch-up than kept current at each of its commits (summary's session
+// search index: every commit rewrote the whole postings list of every
+// term its sessions hold, so a bulk build's cost grew with the square of
+// the store). The projector calls BeginBulk before a bulk catch-up
+// (CompactAfter events or more) applies its first event, and EndBulk after
+// its last commit, whether the catch-up succeeded or not. Commits between
+// them may leave that part behind; the projection must then record so in
+// the same transaction as the checkpoint, bring it current in EndBulk and,
+// when it finds the record on open (a crash before EndBulk), there. What
+// the part holds never depends on whether it was deferred.
+type BulkBuilder interface {
+	BeginBulk()
+	EndBulk() error
+}
 
 // StoredVersioner is implemented by projections whose state on disk records
 // the format version it was built with. When it differs from Version() (and
@@ -231,6 +251,7 @@ type run struct {
 	failed  bool
 	err     error // the Apply or Commit failure that stopped it
 	bulk    bool  // a bulk catch-up: mapped pages are released after each commit
+	st      runStats
 }
 
 // plan finds each projection's start, resetting those that rebuild from 1
@@ -343,6 +364,9 @@ func (pr *Projector) catchUpForce(ctx context.Context, src Source, progress func
 		defer bulkGC()()
 		for _, r := range runs {
 			r.bulk = true
+			if b, ok := r.p.(BulkBuilder); ok {
+				b.BeginBulk()
+			}
 		}
 	} else {
 		defer catchUpGC(false)()
@@ -375,7 +399,10 @@ func (pr *Projector) catchUpForce(ctx context.Context, src Source, progress func
 				for range in {
 				}
 			}()
-			if err := Guard(r.p.Name(), func() error { r.apply(pr, in, commits, cancel); return nil }); err != nil {
+			if err := Guard(r.p.Name(), func() error {
+				pprof.Do(rctx, pprof.Labels("projection", r.p.Name()), func(context.Context) { r.apply(pr, in, commits, cancel) })
+				return nil
+			}); err != nil {
 				r.failed = true
 				r.err = err
 				cancel()
@@ -384,7 +411,16 @@ func (pr *Projector) catchUpForce(ctx context.Context, src Source, progress func
 	}
 	next := from
 	var batch []*log.Event
+	var rs runStats
+	var readT, sendT time.Duration
+	t0 := rs.now()
+	var c0 []metrics.Sample
+	if statsOn {
+		c0 = cpuClasses()
+	}
+	tr := t0
 	flush := func() error {
+		tr = rs.add(&readT, tr)
 		for _, ch := range chans {
 			select {
 			case ch <- batch:
@@ -392,6 +428,7 @@ func (pr *Projector) catchUpForce(ctx context.Context, src Source, progress func
 				return rctx.Err()
 			}
 		}
+		tr = rs.add(&sendT, tr)
 		batch = nil
 		return nil
 	}
@@ -417,6 +454,9 @@ func (pr *Projector) catchUpForce(ctx context.Context, src Source, progress func
 		close(ch)
 	}
 	wg.Wait()
+	if statsOn {
+		printStats(runs, readT, sendT, time.Since(t0), c0)
+	}
 	var applyErr error // the first projection's Apply or Commit failure, in run order
 	for _, r := range runs {
 		if r.err != nil {
@@ -434,6 +474,9 @@ func (pr *Projector) catchUpForce(ctx context.Context, src Source, progress func
 		if err := Guard(r.p.Name(), func() error { return commitTurn(r, commits) }); err != nil && commitErr == nil {
 			commitErr = err
 		}
+	}
+	if err := endBulk(runs, commits); err != nil && commitErr == nil {
+		commitErr = err
 	}
 	if applyErr != nil {
 		return applyErr
@@ -455,6 +498,29 @@ func (pr *Projector) catchUpForce(ctx context.Context, src Source, progress func
 	}
 	report()
 	return nil
+}
+
+// endBulk ends the bulk build of every projection that began one
+// (BulkBuilder), taking commit turns: bringing the deferred part current
+// is a commit's worth of memory. A projection that failed ends it too, so
+// that it does not go on deferring; its error is already the one reported.
+func endBulk(runs []*run, commits chan struct{}) error {
+	var first error
+	for _, r := range runs {
+		b, ok := r.p.(BulkBuilder)
+		if !ok || !r.bulk {
+			continue
+		}
+		err := Guard(r.p.Name(), func() error {
+			commits <- struct{}{}
+			defer func() { <-commits }()
+			return b.EndBulk()
+		})
+		if err != nil && !r.failed && first == nil {
+			first = fmt.Errorf("end bulk build of projection %s: %w", r.p.Name(), err)
+		}
+	}
+	return first
 }
 
 // compactRuns compacts the projections a bulk catch-up grew (see
@@ -487,7 +553,9 @@ func compactRuns(runs []*run, n int) error {
 // apply feeds the batches from in to r's projection until in is closed
 // or the projection fails; each commit holds a place in commits.
 func (r *run) apply(pr *Projector, in <-chan []*log.Event, commits chan struct{}, cancel func()) {
+	t := r.st.now()
 	for batch := range in {
+		t = r.st.add(&r.st.wait, t)
 		if r.failed {
 			continue
 		}
@@ -505,13 +573,16 @@ func (r *run) apply(pr *Projector, in <-chan []*log.Event, commits chan struct{}
 			r.pending++
 			r.applied++
 			if r.pending >= pr.opt.CommitEvery {
+				t = r.st.add(&r.st.apply, t)
 				if err := commitTurn(r, commits); err != nil {
 					r.err = err
 					cancel()
 					break
 				}
+				t = r.st.now()
 			}
 		}
+		t = r.st.add(&r.st.apply, t)
 	}
 }
 
@@ -519,14 +590,18 @@ func (r *run) apply(pr *Projector, in <-chan []*log.Event, commits chan struct{}
 // if the commit panics (a damaged file: Guard above turns it into an
 // error, and the other projections must still get their turns).
 func commitTurn(r *run, commits chan struct{}) error {
+	t := r.st.now()
 	commits <- struct{}{}
 	defer func() { <-commits }()
+	t = r.st.add(&r.st.turn, t)
 	if err := commitRun(r); err != nil {
 		return err
 	}
+	t = r.st.add(&r.st.commit, t)
 	if m, ok := r.p.(MemoryReleaser); ok && r.bulk {
 		m.ReleaseMemory()
 	}
+	r.st.add(&r.st.release, t)
 	return nil
 }
 
