@@ -251,6 +251,7 @@ type run struct {
 	failed  bool
 	err     error // the Apply or Commit failure that stopped it
 	bulk    bool  // a bulk catch-up: mapped pages are released after each commit
+	every   int   // events to apply before the next commit (see stagger)
 	st      runStats
 }
 
@@ -360,8 +361,12 @@ func (pr *Projector) catchUpForce(ctx context.Context, src Source, progress func
 	if total == 0 {
 		return nil
 	}
+	for _, r := range runs {
+		r.every = pr.opt.CommitEvery
+	}
 	if total >= CompactAfter {
 		defer bulkGC()()
+		stagger(runs, pr.opt.CommitEvery)
 		for _, r := range runs {
 			r.bulk = true
 			if b, ok := r.p.(BulkBuilder); ok {
@@ -500,6 +505,22 @@ func (pr *Projector) catchUpForce(ctx context.Context, src Source, progress func
 	return nil
 }
 
+// stagger spreads the projections' first commits of a bulk catch-up
+// over the first commit interval (the i-th of n after (i+1)/n of it),
+// and with them every later one. Commits take turns (Options.Commits):
+// when all reached their commit point at the same event, the projection
+// that sets the pace (the slowest to apply) waited for the others'
+// commits at every one of them, with nothing else left to run (the
+// reader waits for it) — at 400K events 46% of its time, while the
+// process used 85% of its two cores. Staggered, a commit mostly finds
+// the turn free, and the others apply events meanwhile. Where the
+// commits fall changes no projection's content.
+func stagger(runs []*run, every int) {
+	for i, r := range runs {
+		r.every = max(1, every*(i+1)/len(runs))
+	}
+}
+
 // endBulk ends the bulk build of every projection that began one
 // (BulkBuilder), taking commit turns: bringing the deferred part current
 // is a commit's worth of memory. A projection that failed ends it too, so
@@ -572,7 +593,8 @@ func (r *run) apply(pr *Projector, in <-chan []*log.Event, commits chan struct{}
 			r.last = Checkpoint{Seq: ev.Seq, Hash: ev.Hash}
 			r.pending++
 			r.applied++
-			if r.pending >= pr.opt.CommitEvery {
+			if r.pending >= r.every {
+				r.every = pr.opt.CommitEvery
 				t = r.st.add(&r.st.apply, t)
 				if err := commitTurn(r, commits); err != nil {
 					r.err = err

@@ -635,8 +635,9 @@ func (p *turnProbe) sawOverlap() bool {
 }
 
 // Projections commit one at a time during a catch-up (Options.Commits),
-// and compact one at a time after it: a commit's memory grows with the
-// projection, and five at once held five.
+// at staggered points (so the slowest does not wait for the others' turns
+// at every commit), and compact one at a time after it: a commit's memory
+// grows with the projection, and five at once held five.
 func TestCatchUpCommitsTakeTurns(t *testing.T) {
 	evs := projtest.StoreEvents(6, projections.CompactAfter)
 	s := &turnState{otherReady: make(chan struct{})}
@@ -649,8 +650,10 @@ func TestCatchUpCommitsTakeTurns(t *testing.T) {
 	if s.overlapped {
 		t.Fatal("two projections committed or compacted at the same time")
 	}
+	// Staggered: a commits half an interval before b, then every 100.
 	n := projections.CompactAfter / 100
-	if len(a.commits) != n || len(b.commits) != n || a.cp.Seq != uint64(len(evs)) || b.cp.Seq != uint64(len(evs)) || s.compacted != 2 {
+	if len(a.commits) != n+1 || len(b.commits) != n || a.commits[0] != 50 || a.commits[1] != 150 || b.commits[0] != 100 ||
+		a.cp.Seq != uint64(len(evs)) || b.cp.Seq != uint64(len(evs)) || s.compacted != 2 {
 		t.Fatalf("commits a %v, b %v; %d compacted", a.commits, b.commits, s.compacted)
 	}
 }
