@@ -250,6 +250,7 @@ type run struct {
 	applied int // applied in this catch-up
 	failed  bool
 	err     error // the Apply or Commit failure that stopped it
+	lastErr error // the failure of its last commit (after the stream) or of EndBulk
 	bulk    bool  // a bulk catch-up: mapped pages are released after each commit
 	every   int   // events to apply before the next commit (see stagger)
 	st      runStats
@@ -404,14 +405,22 @@ func (pr *Projector) catchUpForce(ctx context.Context, src Source, progress func
 				for range in {
 				}
 			}()
-			if err := Guard(r.p.Name(), func() error {
-				pprof.Do(rctx, pprof.Labels("projection", r.p.Name()), func(context.Context) { r.apply(pr, in, commits, cancel) })
-				return nil
-			}); err != nil {
-				r.failed = true
-				r.err = err
-				cancel()
-			}
+			pprof.Do(rctx, pprof.Labels("projection", r.p.Name()), func(context.Context) {
+				if err := Guard(r.p.Name(), func() error { r.apply(pr, in, commits, cancel); return nil }); err != nil {
+					r.failed = true
+					r.err = err
+					cancel()
+				}
+				// Commit what was applied, even after an error: every
+				// projection that did not fail holds exactly the events up
+				// to its last checkpoint. Here, not after every projection
+				// is done: the others' last commits overlap the last
+				// events of the slowest.
+				if !r.failed && r.pending > 0 {
+					r.lastErr = Guard(r.p.Name(), func() error { return commitTurn(r, commits) })
+				}
+				r.lastErr = errors.Join(r.lastErr, endBulk(r, commits))
+			})
 		}(r, chans[i])
 	}
 	next := from
@@ -469,19 +478,12 @@ func (pr *Projector) catchUpForce(ctx context.Context, src Source, progress func
 			break
 		}
 	}
-	// Commit what was applied, even after an error: every projection that
-	// did not fail holds exactly the events up to its last checkpoint.
-	var commitErr error
+	var commitErr error // the first last-commit failure, in run order
 	for _, r := range runs {
-		if r.failed || r.pending == 0 {
-			continue
+		if r.lastErr != nil {
+			commitErr = r.lastErr
+			break
 		}
-		if err := Guard(r.p.Name(), func() error { return commitTurn(r, commits) }); err != nil && commitErr == nil {
-			commitErr = err
-		}
-	}
-	if err := endBulk(runs, commits); err != nil && commitErr == nil {
-		commitErr = err
 	}
 	if applyErr != nil {
 		return applyErr
@@ -521,27 +523,24 @@ func stagger(runs []*run, every int) {
 	}
 }
 
-// endBulk ends the bulk build of every projection that began one
-// (BulkBuilder), taking commit turns: bringing the deferred part current
-// is a commit's worth of memory. A projection that failed ends it too, so
-// that it does not go on deferring; its error is already the one reported.
-func endBulk(runs []*run, commits chan struct{}) error {
-	var first error
-	for _, r := range runs {
-		b, ok := r.p.(BulkBuilder)
-		if !ok || !r.bulk {
-			continue
-		}
-		err := Guard(r.p.Name(), func() error {
-			commits <- struct{}{}
-			defer func() { <-commits }()
-			return b.EndBulk()
-		})
-		if err != nil && !r.failed && first == nil {
-			first = fmt.Errorf("end bulk build of projection %s: %w", r.p.Name(), err)
-		}
+// endBulk ends r's bulk build if it began one (BulkBuilder), taking a
+// commit turn: bringing the deferred part current is a commit's worth of
+// memory. A projection that failed ends it too, so that it does not go
+// on deferring; its error is already the one reported.
+func endBulk(r *run, commits chan struct{}) error {
+	b, ok := r.p.(BulkBuilder)
+	if !ok || !r.bulk {
+		return nil
 	}
-	return first
+	err := Guard(r.p.Name(), func() error {
+		commits <- struct{}{}
+		defer func() { <-commits }()
+		return b.EndBulk()
+	})
+	if err != nil && !r.failed {
+		return fmt.Errorf("end bulk build of projection %s: %w", r.p.Name(), err)
+	}
+	return nil
 }
 
 // compactRuns compacts the projections a bulk catch-up grew (see
