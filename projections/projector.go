@@ -249,10 +249,11 @@ type run struct {
 	pending int // applied since the last commit
 	applied int // applied in this catch-up
 	failed  bool
-	err     error // the Apply or Commit failure that stopped it
-	lastErr error // the failure of its last commit (after the stream) or of EndBulk
-	bulk    bool  // a bulk catch-up: mapped pages are released after each commit
-	every   int   // events to apply before the next commit (see stagger)
+	err     error      // the Apply or Commit failure that stopped it
+	lastErr error      // the failure of its last commit (after the stream) or of EndBulk
+	bulk    bool       // a bulk catch-up: mapped pages are released after each commit
+	every   int        // events to apply before the next commit (see stagger)
+	backlog func() int // batches waiting in its channel (see turns)
 	st      runStats
 }
 
@@ -392,10 +393,11 @@ func (pr *Projector) catchUpForce(ctx context.Context, src Source, progress func
 	depth := pr.opt.CommitEvery/batchSize + 1
 	var wg sync.WaitGroup
 	// Commits take turns (Options.Commits).
-	commits := make(chan struct{}, pr.opt.Commits)
+	commits := newTurns(pr.opt.Commits)
 	chans := make([]chan []*log.Event, len(runs))
 	for i, r := range runs {
 		chans[i] = make(chan []*log.Event, depth)
+		r.backlog = func() int { return len(chans[i]) }
 		wg.Add(1)
 		go func(r *run, in <-chan []*log.Event) {
 			defer wg.Done()
@@ -527,14 +529,14 @@ func stagger(runs []*run, every int) {
 // commit turn: bringing the deferred part current is a commit's worth of
 // memory. A projection that failed ends it too, so that it does not go
 // on deferring; its error is already the one reported.
-func endBulk(r *run, commits chan struct{}) error {
+func endBulk(r *run, commits *turns) error {
 	b, ok := r.p.(BulkBuilder)
 	if !ok || !r.bulk {
 		return nil
 	}
 	err := Guard(r.p.Name(), func() error {
-		commits <- struct{}{}
-		defer func() { <-commits }()
+		commits.acquire(r.backlog)
+		defer commits.release()
 		return b.EndBulk()
 	})
 	if err != nil && !r.failed {
@@ -572,7 +574,7 @@ func compactRuns(runs []*run, n int) error {
 
 // apply feeds the batches from in to r's projection until in is closed
 // or the projection fails; each commit holds a place in commits.
-func (r *run) apply(pr *Projector, in <-chan []*log.Event, commits chan struct{}, cancel func()) {
+func (r *run) apply(pr *Projector, in <-chan []*log.Event, commits *turns, cancel func()) {
 	t := r.st.now()
 	for batch := range in {
 		t = r.st.add(&r.st.wait, t)
@@ -610,10 +612,10 @@ func (r *run) apply(pr *Projector, in <-chan []*log.Event, commits chan struct{}
 // commitTurn is commitRun holding a place in commits, given back even
 // if the commit panics (a damaged file: Guard above turns it into an
 // error, and the other projections must still get their turns).
-func commitTurn(r *run, commits chan struct{}) error {
+func commitTurn(r *run, commits *turns) error {
 	t := r.st.now()
-	commits <- struct{}{}
-	defer func() { <-commits }()
+	commits.acquire(r.backlog)
+	defer commits.release()
 	t = r.st.add(&r.st.turn, t)
 	if err := commitRun(r); err != nil {
 		return err
