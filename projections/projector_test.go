@@ -635,8 +635,9 @@ func (p *turnProbe) sawOverlap() bool {
 }
 
 // Projections commit one at a time during a catch-up (Options.Commits),
-// and compact one at a time after it: a commit's memory grows with the
-// projection, and five at once held five.
+// at staggered points (so the slowest does not wait for the others' turns
+// at every commit), and compact one at a time after it: a commit's memory
+// grows with the projection, and five at once held five.
 func TestCatchUpCommitsTakeTurns(t *testing.T) {
 	evs := projtest.StoreEvents(6, projections.CompactAfter)
 	s := &turnState{otherReady: make(chan struct{})}
@@ -649,8 +650,66 @@ func TestCatchUpCommitsTakeTurns(t *testing.T) {
 	if s.overlapped {
 		t.Fatal("two projections committed or compacted at the same time")
 	}
+	// Staggered: a commits half an interval before b, then every 100.
 	n := projections.CompactAfter / 100
-	if len(a.commits) != n || len(b.commits) != n || a.cp.Seq != uint64(len(evs)) || b.cp.Seq != uint64(len(evs)) || s.compacted != 2 {
+	if len(a.commits) != n+1 || len(b.commits) != n || a.commits[0] != 50 || a.commits[1] != 150 || b.commits[0] != 100 ||
+		a.cp.Seq != uint64(len(evs)) || b.cp.Seq != uint64(len(evs)) || s.compacted != 2 {
 		t.Fatalf("commits a %v, b %v; %d compacted", a.commits, b.commits, s.compacted)
+	}
+}
+
+// bulkProbe is a recorder that notes the order of BeginBulk, applies,
+// commits and EndBulk (projections.BulkBuilder).
+type bulkProbe struct {
+	recorder
+	calls []string
+}
+
+func (p *bulkProbe) BeginBulk() { p.calls = append(p.calls, "begin") }
+func (p *bulkProbe) EndBulk() error {
+	p.calls = append(p.calls, "end")
+	return nil
+}
+func (p *bulkProbe) Apply(ev *log.Event) error {
+	if n := len(p.calls); n == 0 || p.calls[n-1] != "apply" {
+		p.calls = append(p.calls, "apply")
+	}
+	return p.recorder.Apply(ev)
+}
+func (p *bulkProbe) Commit(cp projections.Checkpoint) error {
+	p.calls = append(p.calls, "commit")
+	return p.recorder.Commit(cp)
+}
+
+// A bulk catch-up begins a bulk build before the first event and ends
+// it after the last commit, also when a projection fails; a small
+// catch-up does neither.
+func TestCatchUpBulkBuild(t *testing.T) {
+	evs := projtest.StoreEvents(7, projections.CompactAfter)
+	src := projtest.NewMemSource(evs)
+	p := &bulkProbe{recorder: recorder{name: "p"}}
+	pr := newProjector(t, src, projections.Options{CommitEvery: 2000}, p)
+	if err := pr.CatchUp(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	want := "[begin apply commit apply commit apply commit end]"
+	if got := fmt.Sprint(p.calls); got != want {
+		t.Fatalf("bulk catch-up calls %s, want %s", got, want)
+	}
+	small := &bulkProbe{recorder: recorder{name: "p"}}
+	pr = newProjector(t, projtest.NewMemSource(evs[:10]), projections.Options{}, small)
+	if err := pr.CatchUp(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(small.calls); got != "[apply commit]" {
+		t.Fatalf("small catch-up calls %s, want [apply commit]", got)
+	}
+	failing := &bulkProbe{recorder: recorder{name: "p", failAt: 3000}}
+	pr = newProjector(t, src, projections.Options{CommitEvery: 2000}, failing)
+	if err := pr.CatchUp(t.Context(), nil); err == nil {
+		t.Fatal("catch-up with a failing apply succeeded")
+	}
+	if got := fmt.Sprint(failing.calls); got != "[begin apply commit apply end]" {
+		t.Fatalf("failed bulk catch-up calls %s, want [begin apply commit apply end]", got)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -592,4 +593,110 @@ func mergeHashes(a []uint32, ps []posting) []uint32 {
 		}
 	}
 	return append(out, a[i:]...)
+}
+
+// keySearchStale (meta) marks a search index left behind the summaries by
+// the commits of a bulk build (Index.BeginBulk); rebuildSearch clears it.
+var keySearchStale = []byte("search_stale")
+
+// rebuildSearch builds the session search index anew from the stored
+// session summaries: the same records updateSearch keeps, in one pass
+// (a bulk build defers them to here: updating them at every commit
+// rewrote the whole postings list of every term its sessions hold).
+func rebuildSearch(tx *bolt.Tx) error {
+	for _, name := range [][]byte{bucketSearchDocs, bucketSearchTerms} {
+		if err := tx.DeleteBucket(name); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
+			return err
+		}
+		if _, err := tx.CreateBucket(name); err != nil {
+			return err
+		}
+	}
+	docs, terms, meta := tx.Bucket(bucketSearchDocs), tx.Bucket(bucketSearchTerms), tx.Bucket(bucketMeta)
+	// A compact posting while building: the session by its index in ids.
+	type entry struct {
+		h, tf uint32
+		sess  int32
+	}
+	type doc struct {
+		h   uint32
+		id  string
+		len int
+	}
+	var ds []doc
+	var ids []string // the sessions in key order, as entry.sess names them
+	byTerm := map[string][]entry{}
+	var total uint64
+	c := tx.Bucket(bucketSummaries).Cursor()
+	pfx := []byte{prefixSession}
+	for k, v := c.Seek(pfx); k != nil && bytes.HasPrefix(k, pfx); k, v = c.Next() {
+		var s Summary
+		if err := decodeSummary(v, &s); err != nil {
+			return fmt.Errorf("summary %q: %w", k[1:], err)
+		}
+		id := string(k[1:])
+		h := sessHash(id)
+		tf, n := termFreqs(&s)
+		if len(ids) >= math.MaxInt32 {
+			return fmt.Errorf("search index: %d sessions: too many", len(ids))
+		}
+		for t, c := range tf {
+			if t != "" { // no query word is empty: it only counts in the length
+				byTerm[t] = append(byTerm[t], entry{h: h, tf: uint32(c), sess: int32(len(ids))})
+			}
+		}
+		ids = append(ids, id)
+		ds = append(ds, doc{h: h, id: id, len: n})
+		total += uint64(n)
+	}
+	group := make(map[uint32]int, len(ds))
+	for _, d := range ds {
+		group[d.h]++
+	}
+	sort.Slice(ds, func(i, j int) bool {
+		if ds[i].h != ds[j].h {
+			return ds[i].h < ds[j].h
+		}
+		return ds[i].id < ds[j].id
+	})
+	for _, d := range ds {
+		if err := docs.Put(docKey(d.h, d.id), binary.AppendUvarint(nil, uint64(d.len))); err != nil {
+			return err
+		}
+	}
+	// Terms in key order (a long term's key is its hash), each list in
+	// (hash, id) order.
+	type termRef struct {
+		key []byte
+		t   string
+	}
+	ts := make([]termRef, 0, len(byTerm))
+	for t := range byTerm {
+		ts = append(ts, termRef{termKey(t), t})
+	}
+	sort.Slice(ts, func(i, j int) bool { return bytes.Compare(ts[i].key, ts[j].key) < 0 })
+	var ps []posting
+	for _, tr := range ts {
+		es := byTerm[tr.t]
+		ps = ps[:0]
+		for _, e := range es {
+			p := posting{h: e.h, tf: int(e.tf), named: group[e.h] >= 2}
+			if p.named {
+				p.id = ids[e.sess]
+			}
+			ps = append(ps, p)
+		}
+		sort.Slice(ps, func(i, j int) bool { return postingLess(ps[i], ps[j]) })
+		if err := terms.Put(tr.key, encodePostings(ps)); err != nil {
+			return err
+		}
+		delete(byTerm, tr.t)
+	}
+	if err := meta.Delete(keySearchStale); err != nil {
+		return err
+	}
+	if len(ds) == 0 {
+		return meta.Delete(keySearchStats)
+	}
+	return meta.Put(keySearchStats, binary.AppendUvarint(binary.AppendUvarint(nil, uint64(len(ds))), total))
 }

@@ -83,8 +83,15 @@
 //   - search_docs, search_terms (format 4): the session search index, a
 //     function of the session summaries, updated in the same transaction
 //     for the sessions whose summary changed (only the terms whose
-//     frequency changed are rewritten); see search.go;
-//   - meta: version tag, checkpoint, search_stats.
+//     frequency changed are rewritten); see search.go. During a bulk
+//     build (BeginBulk … EndBulk: a catch-up of projections.CompactAfter
+//     events or more) commits leave it as it was and set search_stale;
+//     EndBulk builds it once from the summaries (rewriting whole postings
+//     lists at every commit made a bulk build quadratic), and so does
+//     Open or the next Commit when it finds the mark (a build cut short).
+//     Search during a bulk build sees the index as of its start;
+//   - meta: version tag, checkpoint, search_stats, search_stale (present
+//     only while the search index is behind the summaries).
 //
 // Search reads the postings of its words, the lengths of their sessions
 // and the stats, never the summaries: a process's first search costs what
@@ -236,9 +243,15 @@ type Index struct {
 
 	ops    map[string]*chunk // chunk changes since Commit; nil = deleted
 	reread int               // chunks read back to rebuild blocks (tests)
+
+	bulk        bool // between BeginBulk and EndBulk: commits leave the search index behind
+	searchStale bool // the committed search index is behind the summaries (meta search_stale)
 }
 
-var _ projections.Projection = (*Index)(nil)
+var (
+	_ projections.Projection  = (*Index)(nil)
+	_ projections.BulkBuilder = (*Index)(nil)
+)
 
 // Open opens (or creates) the projection in dir with default options.
 // events is where a Commit reads back the content of committed chunks
@@ -318,10 +331,12 @@ func (x *Index) open() error {
 	// process that only reads writes nothing (a no-op bbolt commit still
 	// writes and syncs two pages).
 	current := false
+	x.searchStale = false
 	err = db.View(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if meta != nil && bytes.Equal(meta.Get(keyVersion), x.versionTag()) {
 			current = true
+			x.searchStale = meta.Get(keySearchStale) != nil
 			if b := meta.Get(keyCP); b != nil {
 				if err := json.Unmarshal(b, &x.cp); err != nil {
 					return fmt.Errorf("decode checkpoint: %w", err)
@@ -332,6 +347,13 @@ func (x *Index) open() error {
 	})
 	if err == nil && !current {
 		err = db.Update(x.initDB)
+	}
+	if err == nil && x.searchStale {
+		// A bulk build stopped before its end (a crash): its commits
+		// left the search index behind the summaries.
+		if err = db.Update(rebuildSearch); err == nil {
+			x.searchStale = false
+		}
 	}
 	if err != nil {
 		db.Close()
@@ -582,6 +604,9 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 			return err
 		}
 		sums := tx.Bucket(bucketSummaries)
+		// A bulk build leaves the search index to EndBulk (the old
+		// summaries are not needed then).
+		search := !x.bulk && !x.searchStale
 		for i, g := range groups {
 			if err := plans[i].put(tx, g, x.opts); err != nil {
 				return fmt.Errorf("group %q: %w", g.id, err)
@@ -591,7 +616,7 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 				return err
 			}
 			key := append([]byte{g.prefix}, g.id...)
-			if g.prefix == prefixSession {
+			if g.prefix == prefixSession && search {
 				sc := &searchChange{new: s}
 				if raw := sums.Get(key); raw != nil {
 					sc.old = &Summary{}
@@ -615,19 +640,56 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 				}
 			}
 		}
-		if err := updateSearch(tx, changed); err != nil {
-			return fmt.Errorf("session search index: %w", err)
+		switch {
+		case search:
+			if err := updateSearch(tx, changed); err != nil {
+				return fmt.Errorf("session search index: %w", err)
+			}
+		case x.bulk:
+			if err := tx.Bucket(bucketMeta).Put(keySearchStale, []byte{1}); err != nil {
+				return err
+			}
+		default: // left behind by a bulk build that did not end
+			if err := rebuildSearch(tx); err != nil {
+				return fmt.Errorf("session search index: %w", err)
+			}
 		}
 		return tx.Bucket(bucketMeta).Put(keyCP, cpb)
 	})
 	if err != nil {
 		return fmt.Errorf("commit summaries: %w", err)
 	}
+	x.searchStale = x.bulk
 	clear(x.ops)
 	x.cp = cp
 	if scrub {
 		return x.compact()
 	}
+	return nil
+}
+
+// BeginBulk implements projections.BulkBuilder: until EndBulk, commits
+// leave the session search index behind the summaries (marked so in
+// meta), and EndBulk builds it once from them.
+func (x *Index) BeginBulk() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.bulk = true
+}
+
+// EndBulk implements projections.BulkBuilder: it brings the search index
+// the bulk build's commits left behind up to the summaries.
+func (x *Index) EndBulk() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.bulk = false
+	if x.closed || !x.searchStale {
+		return nil
+	}
+	if err := x.db.Update(rebuildSearch); err != nil {
+		return fmt.Errorf("rebuild session search index: %w", err)
+	}
+	x.searchStale = false
 	return nil
 }
 
