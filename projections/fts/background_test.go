@@ -18,7 +18,7 @@ import (
 // set at the end is the model's, and a search right after an Apply that
 // filled a batch sees that batch.
 func TestSearchDuringBackgroundBatches(t *testing.T) {
-	events := randomEvents(11, 700)
+	events := randomEvents(11, 300)
 	want := model(events)
 	x := openT(t, t.TempDir(), Options{BatchSize: 13})
 	stop := make(chan struct{})
