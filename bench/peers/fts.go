@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/metrics"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -38,6 +40,9 @@ func ftsDoc(r *rand.Rand, i int) (session, content string, ms int64) {
 }
 
 func runChild(which, dir string, n int) {
+	if os.Getenv("PEERS_RSS") != "" {
+		defer sampleRSS()()
+	}
 	t0, cpu0 := time.Now(), cpuTime()
 	switch which {
 	case "ucl":
@@ -161,4 +166,69 @@ func ftsFigure(root string, rounds, n int) {
 	fmt.Printf("%-10s %9.2f %9.2f %7.0f MB\n", "FTS5", median(pw), median(pc), median(prss))
 	fmt.Printf("ucl/FTS5: wall %.2f [%.2f-%.2f], cpu %.2f [%.2f-%.2f], peak RSS %.1f\n", median(rt), minOf(rt), maxOf(rt),
 		median(rc), minOf(rc), maxOf(rc), median(urss)/median(prss))
+}
+
+// sampleRSS samples the process's anonymous and file-backed resident
+// memory and the Go heap (objects, collector goal, live after the last
+// collection) every 50 ms until the returned func is called, which prints
+// the largest of each to stderr: where a build child's peak RSS comes
+// from (PEERS_RSS=1). With PEERS_HEAPPROFILE=FILE it also writes a heap
+// profile each time the live heap reaches a new high, so FILE holds the
+// largest live heap's allocations.
+func sampleRSS() func() {
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	var maxAnon, maxFile, maxTotal int64
+	ms := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/heap/goal:bytes"}, {Name: "/memory/classes/total:bytes"}, {Name: "/gc/heap/live:bytes"}}
+	var maxMS [4]uint64
+	read := func() {
+		metrics.Read(ms)
+		if p := os.Getenv("PEERS_HEAPPROFILE"); p != "" && ms[3].Value.Uint64() > maxMS[3] {
+			if f, err := os.Create(p); err == nil {
+				pprof.Lookup("heap").WriteTo(f, 0)
+				f.Close()
+			}
+		}
+		for i := range ms {
+			maxMS[i] = max(maxMS[i], ms[i].Value.Uint64())
+		}
+		b, err := os.ReadFile("/proc/self/status")
+		if err != nil {
+			return
+		}
+		var anon, file int64
+		for _, l := range strings.Split(string(b), "\n") {
+			f := strings.Fields(l)
+			if len(f) < 2 {
+				continue
+			}
+			v, _ := strconv.ParseInt(f[1], 10, 64)
+			switch f[0] {
+			case "RssAnon:":
+				anon = v
+			case "RssFile:", "RssShmem:":
+				file += v
+			}
+		}
+		maxAnon, maxFile, maxTotal = max(maxAnon, anon), max(maxFile, file), max(maxTotal, anon+file)
+	}
+	go func() {
+		defer close(done)
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				read()
+			}
+		}
+	}()
+	return func() {
+		close(stop)
+		<-done
+		fmt.Fprintf(os.Stderr, "rss peak sampled: anon %d MB, file %d MB, total %d MB; heap objects %d MB, goal %d MB, runtime total %d MB, live %d MB\n",
+			maxAnon>>10, maxFile>>10, maxTotal>>10, maxMS[0]>>20, maxMS[1]>>20, maxMS[2]>>20, maxMS[3]>>20)
+	}
 }

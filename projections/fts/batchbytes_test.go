@@ -31,6 +31,9 @@ func TestBatchBytesExecutesBatch(t *testing.T) {
 				if err := x.Apply(ev); err != nil {
 					t.Fatal(err)
 				}
+				x.mu.RLock()
+				x.settle() // a full batch executes in the background
+				x.mu.RUnlock()
 				n, err := x.idx.DocCount()
 				if err != nil {
 					t.Fatal(err)

@@ -20,6 +20,7 @@ func (x *Index) DocFreqs(ctx context.Context, words []string) (n int, dfs []int,
 	if x.closed {
 		return 0, nil, ErrClosed
 	}
+	x.settle()
 	n = int(x.nDocs)
 	dfs = make([]int, len(words))
 	err = projections.Guard(Name, func() error {
