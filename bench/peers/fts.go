@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/unlimitedcontext/ucl/log"
@@ -123,12 +122,13 @@ func fts5Build(dir string, n int) {
 }
 
 // childRun runs one build in a child process: wall and CPU seconds as it
-// measured them, and its peak RSS in bytes (the child's own rusage).
+// measured them, and its peak RSS in bytes (as it measured it: rss.go).
 func childRun(which, dir string, n int) (wall, cpu float64, rss int64) {
 	os.RemoveAll(dir)
 	defer os.RemoveAll(dir)
 	cmd := exec.Command(os.Args[0], "-child", which, "-dir", dir, "-fts", strconv.Itoa(n))
 	cmd.Stderr = os.Stderr
+	peak := childPeak(cmd)
 	out, err := cmd.Output()
 	if err != nil {
 		fail(fmt.Errorf("%s build: %w", which, err))
@@ -139,10 +139,7 @@ func childRun(which, dir string, n int) (wall, cpu float64, rss int64) {
 	}
 	wall, _ = strconv.ParseFloat(f[0], 64)
 	cpu, _ = strconv.ParseFloat(f[1], 64)
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		rss = ru.Maxrss * 1024 // kilobytes on Linux
-	}
-	return wall, cpu, rss
+	return wall, cpu, peak()
 }
 
 func ftsFigure(root string, rounds, n int) {

@@ -68,6 +68,7 @@ func main() {
 	uclProfile := flag.String("uclprofile", "", "write a CPU profile of ucl's timed workloads of figure i (all rounds) to this path + \".i\"")
 	flag.Parse()
 	if *child != "" {
+		defer writePeak()
 		if p := os.Getenv("PEERS_CPUPROFILE"); p != "" {
 			f, err := os.Create(p)
 			if err != nil {
