@@ -158,4 +158,6 @@ func ftsFigure(root string, rounds, n int) {
 	fmt.Printf("%-10s %9.2f %9.2f %7.0f MB\n", "FTS5", median(pw), median(pc), median(prss))
 	fmt.Printf("ucl/FTS5: wall %.2f [%.2f-%.2f], cpu %.2f [%.2f-%.2f], peak RSS %.1f\n", median(rt), minOf(rt), maxOf(rt),
 		median(rc), minOf(rc), maxOf(rc), median(urss)/median(prss))
+	summaryRow("full-text build, %d documents | CPU %.1f s, peak RSS %.0f MB | FTS5: CPU %.1f s, peak RSS %.0f MB | CPU %.2f [%.2f–%.2f] (target ≤ 2), RSS %.1f× (target ≤ 4)",
+		n, median(uc), median(urss), median(pc), median(prss), median(rc), minOf(rc), maxOf(rc), median(urss)/median(prss))
 }
