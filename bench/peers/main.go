@@ -4,10 +4,11 @@
 // one disk, alternating rounds, and prints each figure of DESIGN.md §10
 // that names a peer with the ratio ucl ÷ peer as median [min–max] over the
 // rounds; then the full-text build of ucl's fts projection beside SQLite
-// FTS5 (fts.go). It is a separate module so the product depends on
+// FTS5 (fts.go). With -summary each figure is also appended to a file as
+// a markdown table row, where make bench-1m gathers issue 26's table. It is a separate module so the product depends on
 // neither; `make bench-peers` runs it.
 //
-//	go run . -rounds 3 -replay 200000 -fts 100000   (make bench-1m)
+//	go run . -rounds 3 -replay 200000 -paired 300 -fts 100000,1000000 -ftsquery 1000000 -summary FILE   (make bench-1m)
 //
 // Workloads (512-byte contents, DESIGN.md §10):
 //
