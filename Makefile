@@ -117,7 +117,7 @@ bench:
 	$(GO) test -run "^$$" -bench RotateKeys -benchtime $(BENCHTIME) -timeout 60m .
 	$(GO) test -run "^$$" -bench . -benchtime $(BENCHTIME) -timeout 60m ./projections/... ./arweave/ ./snapshot/ ./test/
 	$(MAKE) bench-peers
-	@echo "== not run: the 1M-event \`ucl query\` process figure (issue 9). Opt in with make bench-1m (builds two 1M-event stores once into BENCH_1M_DIR, 10-50 min each, then reuses them)"
+	@echo "== not run: the 1M-event \`ucl query\` process figure (issue 9) and the 100K-2M build and peer figures (issue 26). Opt in with make bench-1m (builds 100K-2M-event stores once into BENCH_1M_DIR, 10-50 min each, then reuses them; hours)"
 
 # The log beside etcd's WAL and SQLite in one run, alternating rounds
 # (DESIGN.md §10's "same run" figures), then the fts build beside SQLite
@@ -133,17 +133,44 @@ bench-100k:
 # Issue 9's figure: a `ucl query` process (no owner) on 1M-event stores of
 # ~300-byte contents built with durability none, one per corpus ("locomo":
 # a bigram model of LoCoMo's turns; "words100": 100 words, each query term
-# in a third of the chunks), and issue 26's build figure: the first
-# catch-up's events/s and peak RSS at 100K, 1M and 2M events (locomo).
-# Building takes minutes per million events on 2 cores, so the stores are
-# kept in BENCH_1M_DIR and reused. Then the peers (bench/peers), with the
-# full-text query figure at 1M documents (its indexes kept there too).
+# in a third of the chunks), and issue 26's figures, printed as one table
+# at the end (ratio = ucl ÷ peer, same run):
+#   - the first build of all projections (`ucl project` on a log with no
+#     projections): events/s, CPU and peak RSS at BENCH_1M_SIZES (locomo);
+#     a kept store is not rebuilt, its log is copied and the copy built;
+#   - one `ucl query` process (bm25, hybrid) beside a Go SQLite FTS5 query
+#     process (bench/peers/cmd/fts5corpus) on the same turns, `ucl project
+#     status`, and a vector query process, at each size;
+#   - recall@10 of vector search against the exact scan on the 1M store
+#     (projstd's BenchmarkVectorsQuery);
+#   - bench/peers: appends (batches of 256, 1 writer; rounds and lockstep)
+#     beside etcd's WAL and SQLite, replay beside them, the full-text build
+#     beside FTS5 at 100K and 1M documents and its query at 1M.
+# Building takes minutes per million events on 2 cores (a 2M build ~30
+# min), so the stores (and the FTS5 and peers' indexes) are kept in
+# BENCH_1M_DIR and reused; the whole run takes hours. GNU time
+# (/usr/bin/time) gives each process's own peak RSS (see measureProc in
+# test/footprint_bench_test.go).
 BENCH_1M_DIR ?= $(CURDIR)/.bench-1m
+BENCH_1M_SIZES ?= 100K,1M,2M
+BENCH_1M_WORDS ?= 1M
+BENCH_1M_RECALL ?= events1000000-locomo
+PEERS_1M_FLAGS ?= -rounds 3 -replay 200000 -paired 300 -fts 100000,1000000 -ftsquery 1000000
+bench-1m: B1M = $(abspath $(BENCH_1M_DIR))
 bench-1m:
-	UCL_BENCH_1M=1 UCL_BENCH_1M_DIR=$(BENCH_1M_DIR) UCL_BENCH_1M_SIZES=100K,1M,2M UCL_BENCH_CORPUS=locomo $(GO) test -run '^$$' -bench 'BenchmarkCommands/events=' -benchtime 1x -timeout 0 -v ./test/
-	UCL_BENCH_1M=1 UCL_BENCH_1M_DIR=$(BENCH_1M_DIR) UCL_BENCH_CORPUS=words100 $(GO) test -run '^$$' -bench 'BenchmarkCommands/events=1M' -benchtime 1x -timeout 0 -v ./test/
-	mkdir -p $(BENCH_1M_DIR)/peers
-	cd bench/peers && $(GO) run . -rounds 3 -replay 200000 -fts 100000 -ftsquery 1000000 -dir $(BENCH_1M_DIR)/peers
+	mkdir -p $(B1M)/peers
+	rm -f $(B1M)/summary.md
+	cd bench/peers && $(GO) build -o $(B1M)/fts5corpus ./cmd/fts5corpus
+	UCL_BENCH_1M=1 UCL_BENCH_1M_DIR=$(B1M) UCL_BENCH_1M_SIZES=$(BENCH_1M_SIZES) UCL_BENCH_CORPUS=locomo UCL_BENCH_BUILD=1 UCL_BENCH_FTS5=$(B1M)/fts5corpus UCL_BENCH_SUMMARY=$(B1M)/summary.md $(GO) test -run '^$$' -bench 'BenchmarkCommands/events=' -benchtime 1x -timeout 0 -v ./test/
+	UCL_BENCH_1M=1 UCL_BENCH_1M_DIR=$(B1M) UCL_BENCH_1M_SIZES=$(BENCH_1M_WORDS) UCL_BENCH_CORPUS=words100 $(GO) test -run '^$$' -bench 'BenchmarkCommands/events=' -benchtime 1x -timeout 0 -v ./test/
+	UCL_BENCH_VEC_DIR=$(B1M)/$(BENCH_1M_RECALL)/projections/vectors UCL_BENCH_VEC_RECALL=1 $(GO) test -run '^$$' -bench 'BenchmarkVectorsQuery$$' -benchtime 1x -timeout 0 ./projections/projstd/ > $(B1M)/recall.txt; \
+	  s=$$?; cat $(B1M)/recall.txt; [ $$s = 0 ] || exit $$s; \
+	  awk '/^BenchmarkVectorsQuery/ { for (i = 3; i <= NF; i++) m[$$i] = $$(i-1) } \
+	    END { if (!("recall@10" in m)) exit 1; printf "| recall@10 of vector search vs the exact scan, %d vectors ($(BENCH_1M_RECALL)) | %s (%.1f ms CPU a query) | exact scan of the stored vectors | target ≥ 0.95 |\n", m["vectors"], m["recall@10"], m["cpu-ms/query"] }' \
+	  $(B1M)/recall.txt >> $(B1M)/summary.md
+	cd bench/peers && $(GO) run . $(PEERS_1M_FLAGS) -dir $(B1M)/peers -summary $(B1M)/summary.md
+	@echo; echo "== issue 26's figures, this run (ratio = ucl ÷ peer, median [min–max] over rounds):"; echo; \
+	  echo "| figure | ucl | peer | ratio; target |"; echo "|---|---|---|---|"; cat $(B1M)/summary.md
 
 fuzz:
 	@for pkg in $$($(GO) list ./...); do \

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -35,7 +36,12 @@ import (
 // durability none, one per corpus of UCL_BENCH_CORPUS (corpus_bench_test.go;
 // default "locomo,words100"). Each takes 10-50 minutes and up to ~9 GB of
 // memory to build on a 2-core machine; with UCL_BENCH_1M_DIR=DIR they are
-// built once under DIR and reused (`make bench-1m`).
+// built once under DIR and reused (`make bench-1m`). For issue 26's table
+// (scale_bench_test.go): UCL_BENCH_BUILD=1 times the first build of a copy
+// of a reused store's log too; UCL_BENCH_FTS5=BIN puts each locomo store's
+// query processes beside a Go FTS5 query process (BIN:
+// bench/peers/cmd/fts5corpus); UCL_BENCH_SUMMARY=FILE appends the figures
+// to FILE as markdown table rows.
 
 // benchTurn is one conversation turn as `ucl append` reads it.
 type benchTurn struct {
@@ -156,8 +162,45 @@ type procRun struct {
 // exit.
 func runProc(b *testing.B, dir string, stdin []byte, args ...string) procRun {
 	b.Helper()
-	cmd := exec.Command(uclBin, args...)
-	cmd.Env = append(os.Environ(), "UCL_DIR="+dir, "UCL_VAULT_KEY=")
+	r, _, errOut, err := measureProc(append(os.Environ(), "UCL_DIR="+dir, "UCL_VAULT_KEY="), stdin, uclBin, args...)
+	if err != nil {
+		b.Fatalf("ucl %s: %v\n%s", strings.Join(args, " "), err, errOut)
+	}
+	return r
+}
+
+// gnuTime is GNU time's path, or "" when it is not installed.
+var gnuTime = func() string {
+	p, err := exec.LookPath("/usr/bin/time")
+	if err != nil {
+		return ""
+	}
+	return p
+}()
+
+// measureProc runs bin with env and stdin: its wall and CPU time, peak
+// RSS, stdout and stderr. The peak comes from GNU time, when it is
+// installed, which starts bin with fork: Go starts a child with vfork
+// (CLONE_VM), and Linux carries the parent's peak RSS into the child's
+// rusage at exec, so a child's own Maxrss is at least this benchmark
+// process's peak (which holds a million-event input while it builds a
+// store, and ~40 MB at any size). Without GNU time, rusage is all there
+// is: a peak below this process's own is not measured (logged once).
+func measureProc(env []string, stdin []byte, bin string, args ...string) (procRun, string, string, error) {
+	var rssFile string
+	if gnuTime != "" {
+		f, err := os.CreateTemp("", "ucl-bench-rss-*")
+		if err != nil {
+			return procRun{}, "", "", err
+		}
+		f.Close()
+		rssFile = f.Name()
+		defer os.Remove(rssFile)
+		args = append([]string{"-f", "%M", "-o", rssFile, bin}, args...)
+		bin = gnuTime
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
 	cmd.Stdin = bytes.NewReader(stdin)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
@@ -165,15 +208,34 @@ func runProc(b *testing.B, dir string, stdin []byte, args ...string) procRun {
 	err := cmd.Run()
 	wall := time.Since(t0)
 	if err != nil {
-		b.Fatalf("ucl %s: %v\n%s", strings.Join(args, " "), err, e.String())
+		return procRun{}, o.String(), e.String(), err
 	}
-	ru, _ := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	var rss int64
-	if ru != nil {
-		rss = ru.Maxrss * 1024 // Linux: kilobytes
+	// CPU: time's own rusage includes the child it waited for.
+	r := procRun{wall: wall, cpu: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}
+	if rssFile != "" {
+		raw, err := os.ReadFile(rssFile)
+		if err != nil {
+			return r, o.String(), e.String(), err
+		}
+		f := strings.Fields(string(raw))
+		if len(f) == 0 {
+			return r, o.String(), e.String(), fmt.Errorf("GNU time wrote no peak RSS to %s", rssFile)
+		}
+		kb, err := strconv.ParseInt(f[len(f)-1], 10, 64) // its last line: after "Command exited ..." if any
+		if err != nil {
+			return r, o.String(), e.String(), fmt.Errorf("GNU time's peak RSS %q: %w", f[len(f)-1], err)
+		}
+		r.rss = kb * 1024
+	} else if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		warnNoGNUTime.Do(func() {
+			fmt.Fprintln(os.Stderr, "bench: /usr/bin/time (GNU time) not found: a child's peak RSS is at least this process's own")
+		})
+		r.rss = ru.Maxrss * 1024 // Linux: kilobytes
 	}
-	return procRun{wall, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), rss}
+	return r, o.String(), e.String(), nil
 }
+
+var warnNoGNUTime sync.Once
 
 // dirSize is the apparent size of the regular files under dir, and the
 // bytes the file system allocated to them (bbolt files have holes: their
@@ -247,20 +309,31 @@ func BenchmarkCommands(b *testing.B) {
 				}
 				runProc(b, dir, nil, "init", "--durability", "none")
 				app := runProc(b, dir, input, "append", "-")
+				// append keeps the dedup projection as it goes: drop it so
+				// the timed catch-up is the first build of a log with no
+				// projections, as on a copy of a kept store's log below.
+				if err := os.RemoveAll(filepath.Join(dir, "projections")); err != nil {
+					b.Fatal(err)
+				}
+				load0 := loadAvg()
 				cu := runProc(b, dir, nil, "project")
 				if err := os.WriteFile(filepath.Join(dir, benchBuiltMark), fmt.Appendf(nil, "%d", len(input)), 0o600); err != nil {
 					b.Fatal(err)
 				}
-				b.Logf("%s: input %d bytes of JSONL; append %.2fs; catch-up %.2fs = %.0f events/s (CPU %.2fs = %.0f events per CPU second), peak RSS %.0f MB",
-					sz.name, len(input), app.wall.Seconds(), cu.wall.Seconds(), float64(sz.n)/cu.wall.Seconds(),
-					cu.cpu.Seconds(), float64(sz.n)/cu.cpu.Seconds(), float64(cu.rss)/1e6)
-				b.ReportMetric(float64(sz.n)/cu.wall.Seconds(), "catchup-events/s")
+				b.Logf("%s: input %d bytes of JSONL; append %.2fs", sz.name, len(input), app.wall.Seconds())
+				reportBuild(b, sz.name, sz.n, cu, load0)
 			} else {
 				// A store built by an older ucl may hold projections of
 				// another format: bring them up to date here, untimed, so
 				// no timed command below rebuilds them.
 				cu := runProc(b, dir, nil, "project")
 				b.Logf("%s: reusing the store built before in %s (catch-up %.1fs)", sz.name, dir, cu.wall.Seconds())
+				if os.Getenv("UCL_BENCH_BUILD") != "" {
+					// The build figure of today's binary: the first build
+					// of a copy of the kept store's log.
+					cu, load0 := firstBuildOfCopy(b, dir)
+					reportBuild(b, sz.name, sz.n, cu, load0)
+				}
 			}
 			raw, err := os.ReadFile(filepath.Join(dir, benchBuiltMark))
 			if err != nil {
@@ -297,6 +370,7 @@ func BenchmarkCommands(b *testing.B) {
 				{"query-vector", []string{"query", "--mode", "vector", q}},
 				{"session-list", []string{"session", "list"}},
 				{"status", []string{"status"}},
+				{"project-status", []string{"project", "status"}},
 			}
 			if sz.corpus == corpusWords100 {
 				// The LoCoMo question matches nothing in 100 words; these
@@ -327,6 +401,17 @@ func BenchmarkCommands(b *testing.B) {
 				b.ReportMetric(float64(med.wall.Microseconds())/1e3, c.name+"-ms")
 				b.ReportMetric(float64(med.cpu.Microseconds())/1e3, c.name+"-cpu-ms")
 				b.ReportMetric(float64(rss)/1e6, c.name+"-MB")
+				if c.name == "query-vector" && sz.corpus != "" {
+					benchSummary(b, "one `ucl query --mode vector` process, %s events | CPU %.0f ms (median of 5 processes), peak RSS %.0f MB (their highest) | — | target ≤ 100 MB",
+						benchSizeName(sz.n), float64(med.cpu.Microseconds())/1e3, float64(rss)/1e6)
+				}
+				if c.name == "project-status" && sz.corpus != "" {
+					benchSummary(b, "`ucl project status`, %s events | %.0f ms wall, CPU %.0f ms (medians of 5 processes), peak RSS %.0f MB | — | target ≤ 100 ms at 1M",
+						benchSizeName(sz.n), float64(med.wall.Microseconds())/1e3, float64(med.cpu.Microseconds())/1e3, float64(rss)/1e6)
+				}
+			}
+			if fts5 := os.Getenv("UCL_BENCH_FTS5"); fts5 != "" && sz.corpus == corpusLoCoMo {
+				fts5Beside(b, fts5, dir, sz.n, sz.content, q)
 			}
 		})
 	}

@@ -13,7 +13,6 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/unlimitedcontext/ucl/log"
@@ -128,12 +127,13 @@ func fts5Build(dir string, n int) {
 }
 
 // childRun runs one build in a child process: wall and CPU seconds as it
-// measured them, and its peak RSS in bytes (the child's own rusage).
+// measured them, and its peak RSS in bytes (as it measured it: rss.go).
 func childRun(which, dir string, n int) (wall, cpu float64, rss int64) {
 	os.RemoveAll(dir)
 	defer os.RemoveAll(dir)
 	cmd := exec.Command(os.Args[0], "-child", which, "-dir", dir, "-fts", strconv.Itoa(n))
 	cmd.Stderr = os.Stderr
+	peak := childPeak(cmd)
 	out, err := cmd.Output()
 	if err != nil {
 		fail(fmt.Errorf("%s build: %w", which, err))
@@ -144,10 +144,7 @@ func childRun(which, dir string, n int) (wall, cpu float64, rss int64) {
 	}
 	wall, _ = strconv.ParseFloat(f[0], 64)
 	cpu, _ = strconv.ParseFloat(f[1], 64)
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		rss = ru.Maxrss * 1024 // kilobytes on Linux
-	}
-	return wall, cpu, rss
+	return wall, cpu, peak()
 }
 
 func ftsFigure(root string, rounds, n int) {
@@ -166,6 +163,8 @@ func ftsFigure(root string, rounds, n int) {
 	fmt.Printf("%-10s %9.2f %9.2f %7.0f MB\n", "FTS5", median(pw), median(pc), median(prss))
 	fmt.Printf("ucl/FTS5: wall %.2f [%.2f-%.2f], cpu %.2f [%.2f-%.2f], peak RSS %.1f\n", median(rt), minOf(rt), maxOf(rt),
 		median(rc), minOf(rc), maxOf(rc), median(urss)/median(prss))
+	summaryRow("full-text build, %d documents | CPU %.1f s, peak RSS %.0f MB | FTS5: CPU %.1f s, peak RSS %.0f MB | CPU %.2f [%.2f–%.2f] (target ≤ 2), RSS %.1f× (target ≤ 4)",
+		n, median(uc), median(urss), median(pc), median(prss), median(rc), minOf(rc), maxOf(rc), median(urss)/median(prss))
 }
 
 // sampleRSS samples the process's anonymous and file-backed resident

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/unlimitedcontext/ucl/projections/fts"
 	"github.com/unlimitedcontext/ucl/projections/projtest"
@@ -38,16 +37,13 @@ func ftsQueryIndexes(root string, n int) (uclDir, fts5Dir string) {
 		os.RemoveAll(b.dir)
 		cmd := exec.Command(os.Args[0], "-child", b.which, "-dir", b.dir, "-fts", strconv.Itoa(n))
 		cmd.Stderr = os.Stderr
+		peak := childPeak(cmd)
 		out, err := cmd.Output()
 		if err != nil {
 			fail(fmt.Errorf("%s build of %d: %w", b.which, n, err))
 		}
 		f := strings.Fields(string(out))
-		ru, _ := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-		var rss int64
-		if ru != nil {
-			rss = ru.Maxrss * 1024
-		}
+		rss := peak()
 		fmt.Printf("%s index of %d documents built: wall %s s, cpu %s s, peak RSS %.0f MB\n", b.which, n, f[0], f[1], float64(rss)/1e6)
 		if err := os.WriteFile(done, nil, 0o600); err != nil {
 			fail(err)
@@ -106,6 +102,7 @@ func queryChild(which, dir, q string) {
 func queryRun(which, dir, q string) (cpu float64, rss int64) {
 	cmd := exec.Command(os.Args[0], "-child", which, "-dir", dir, "-q", q)
 	cmd.Stderr = os.Stderr
+	peak := childPeak(cmd)
 	out, err := cmd.Output()
 	if err != nil {
 		fail(fmt.Errorf("%s query %q: %w", which, q, err))
@@ -114,10 +111,7 @@ func queryRun(which, dir, q string) (cpu float64, rss int64) {
 		fail(fmt.Errorf("%s query %q found nothing", which, q))
 	}
 	ps := cmd.ProcessState
-	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
-		rss = ru.Maxrss * 1024
-	}
-	return (ps.UserTime() + ps.SystemTime()).Seconds(), rss
+	return (ps.UserTime() + ps.SystemTime()).Seconds(), peak()
 }
 
 func ftsQueryFigure(root string, rounds, n int) {
@@ -136,4 +130,6 @@ func ftsQueryFigure(root string, rounds, n int) {
 	fmt.Printf("%-10s %11.1f %7.1f MB\n", "FTS5", median(pc), median(pr))
 	fmt.Printf("ucl/FTS5: cpu %.2f [%.2f-%.2f], peak RSS %.1f (ucl max %.1f MB)\n", median(rc), minOf(rc), maxOf(rc),
 		median(ur)/median(pr), maxOf(ur))
+	summaryRow("one bm25 query process of the fts projection alone, %d documents | CPU %.1f ms, peak RSS %.1f MB | FTS5: CPU %.1f ms, peak RSS %.1f MB | CPU %.2f [%.2f–%.2f], RSS %.1f× (%d queries)",
+		n, median(uc), median(ur), median(pc), median(pr), median(rc), minOf(rc), maxOf(rc), median(ur)/median(pr), len(uc))
 }

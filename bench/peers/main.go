@@ -4,10 +4,11 @@
 // one disk, alternating rounds, and prints each figure of DESIGN.md §10
 // that names a peer with the ratio ucl ÷ peer as median [min–max] over the
 // rounds; then the full-text build of ucl's fts projection beside SQLite
-// FTS5 (fts.go). It is a separate module so the product depends on
+// FTS5 (fts.go). With -summary each figure is also appended to a file as
+// a markdown table row, where make bench-1m gathers issue 26's table. It is a separate module so the product depends on
 // neither; `make bench-peers` runs it.
 //
-//	go run . -rounds 3 -replay 200000 -fts 100000   (make bench-1m)
+//	go run . -rounds 3 -replay 200000 -paired 300 -fts 100000,1000000 -ftsquery 1000000 -summary FILE   (make bench-1m)
 //
 // Workloads (512-byte contents, DESIGN.md §10):
 //
@@ -37,6 +38,7 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -58,7 +60,7 @@ func main() {
 	batches := flag.Int("batches", 100, "batches of 256 per round")
 	singles := flag.Int("singles", 300, "single durable appends per round")
 	replay := flag.Int("replay", 20000, "events replayed per round")
-	ftsN := flag.Int("fts", 20000, "documents of the full-text build figure (0: skip it)")
+	ftsList := flag.String("fts", "20000", "documents of the full-text build figure, a comma-separated list of counts, one figure each (0: skip it)")
 	logFigs := flag.Bool("log", true, "run the log figures (appends, replay)")
 	ftsQ := flag.Int("ftsquery", 0, "documents of the full-text query figure (0: skip it); its indexes are built once into -dir and reused")
 	child := flag.String("child", "", "internal: run one full-text build (ucl, fts5) or query (uclq, fts5q) in this process")
@@ -66,8 +68,16 @@ func main() {
 	dir := flag.String("dir", "", "directory for the logs (default: a temp dir; put it on the disk you measure)")
 	paired := flag.Int("paired", 0, "writes of the lockstep durable-append figures, 1 writer and batches of 256 (0: skip them)")
 	uclProfile := flag.String("uclprofile", "", "write a CPU profile of ucl's timed workloads of figure i (all rounds) to this path + \".i\"")
+	summary := flag.String("summary", "", "append each figure to this file as a markdown table row (figure | ucl | peer | ratio), as make bench-1m does")
 	flag.Parse()
+	summaryPath = *summary
+	ftsSizes, err := counts(*ftsList)
+	if err != nil {
+		fail(fmt.Errorf("-fts: %w", err))
+	}
+	ftsN := &ftsSizes[0] // a child builds one index
 	if *child != "" {
+		defer writePeak()
 		if p := os.Getenv("PEERS_CPUPROFILE"); p != "" {
 			f, err := os.Create(p)
 			if err != nil {
@@ -126,6 +136,9 @@ func main() {
 		}
 		fmt.Printf("%-34s %9.0f %9.0f %9.0f  %5.2f [%.2f-%.2f]%6s %5.2f [%.2f-%.2f]%6s %5.1f µs %5.1f µs %5.1f µs\n", f.name, median(us), median(ps[0]), median(ps[1]),
 			median(rs[0]), minOf(rs[0]), maxOf(rs[0]), "", median(rs[1]), minOf(rs[1]), maxOf(rs[1]), "", median(uc), median(pc[0]), median(pc[1]))
+		summaryRow("%s | %.0f events/s, CPU %.2f µs an event | etcd WAL %.0f events/s, %.2f µs; SQLite %.0f events/s, %.2f µs | rate ÷ etcd %.2f [%.2f–%.2f], ÷ SQLite %.2f [%.2f–%.2f]; CPU ÷ etcd %.2f (%d rounds)",
+			f.name, median(us), median(uc), median(ps[0]), median(pc[0]), median(ps[1]), median(pc[1]),
+			median(rs[0]), minOf(rs[0]), maxOf(rs[0]), median(rs[1]), minOf(rs[1]), maxOf(rs[1]), median(uc)/median(pc[0]), *rounds)
 	}
 	if len(figs) > 0 {
 		fmt.Println("(cpu: the process's user+system CPU time per event over the timed part; on a shared machine the rates measure the queue for a core and the disk, the CPU what the work costs)")
@@ -134,11 +147,47 @@ func main() {
 		pairedFigure(root, kr, *paired, 1)
 		pairedFigure(root, kr, max(1, *paired/10), 256)
 	}
-	if *ftsN > 0 {
-		ftsFigure(root, *rounds, *ftsN)
+	for _, n := range ftsSizes {
+		if n > 0 {
+			ftsFigure(root, *rounds, n)
+		}
 	}
 	if *ftsQ > 0 {
 		ftsQueryFigure(root, *rounds, *ftsQ)
+	}
+}
+
+// counts reads a comma-separated list of counts.
+func counts(list string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("%q: want counts such as 100000,1000000", list)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// summaryPath is -summary: the file summaryRow appends to.
+var summaryPath string
+
+// summaryRow appends one row to the -summary file, when there is one;
+// format holds the row's cells separated by " | ".
+func summaryRow(format string, args ...any) {
+	if summaryPath == "" {
+		return
+	}
+	f, err := os.OpenFile(summaryPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		fail(err)
+	}
+	if _, err := fmt.Fprintf(f, "| "+format+" |\n", args...); err != nil {
+		fail(err)
+	}
+	if err := f.Close(); err != nil {
+		fail(err)
 	}
 }
 

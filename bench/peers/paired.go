@@ -53,6 +53,8 @@ func pairedFigure(root string, kr *crypto.Keyring, n, batch int) {
 	fmt.Printf("paired durable append, %3d a write: p50 ucl %v, etcd %v, SQLite %v; rate ucl/etcd %.2f, ucl/SQLite %.2f (%d writes each, in lockstep)\n",
 		batch, mu.Round(time.Microsecond), me.Round(time.Microsecond), ms.Round(time.Microsecond),
 		float64(me)/float64(mu), float64(ms)/float64(mu), n)
+	summaryRow("durable append, %d a write, in lockstep | p50 %v | etcd WAL p50 %v; SQLite p50 %v | rate ÷ etcd %.2f, ÷ SQLite %.2f (%d writes each)",
+		batch, mu.Round(time.Microsecond), me.Round(time.Microsecond), ms.Round(time.Microsecond), float64(me)/float64(mu), float64(ms)/float64(mu), n)
 }
 
 func medianDur(x []time.Duration) time.Duration {
