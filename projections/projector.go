@@ -122,9 +122,12 @@ type Options struct {
 // DefaultCommits is how many projections commit at once during a
 // catch-up. A commit's memory (bbolt's dirty nodes and page buffers,
 // bleve's segment being built) grows with the projection's files, and the
-// projections reach their commit points together: five at once held five
-// of those. One at a time keeps one; the other projections apply events
-// meanwhile, so on two cores little time is lost.
+// projections reached their commit points together: five at once held
+// five of those. One at a time keeps one; the other projections apply
+// events meanwhile. So that the projection that sets the pace does not
+// wait behind the others' commits, a bulk catch-up staggers the commit
+// points (stagger) and a freed turn goes to the projection furthest
+// behind (turns).
 const DefaultCommits = 1
 
 // Projector keeps a set of projections caught up with a Source. It owns the
