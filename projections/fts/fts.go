@@ -787,7 +787,7 @@ func (x *Index) maybeFlush() error {
 	}
 	x.releaseSegments() // see ReleaseMemory
 	x.batch.SetInternal(internalAhead, []byte{1})
-	b, contents, idx := x.batch, x.contents, x.idx
+	b, contents, idx, size := x.batch, x.contents, x.idx, x.batchBytes
 	x.batch, x.batchBytes, x.contents = x.idx.NewBatch(), 0, make([]*contentField, 0, cap(contents))
 	r := &runningBatch{done: make(chan struct{})}
 	x.running = r
@@ -797,8 +797,19 @@ func (x *Index) maybeFlush() error {
 		// call that queued the batch.
 		r.err = projections.Guard(Name, func() error { return executeBatch(idx, b, contents) })
 	}()
+	if size > maxBackgroundBytes {
+		// A batch of large chunks: Apply does not fill a second one
+		// while it executes, so they are not in memory twice.
+		return x.waitBatch()
+	}
 	return nil
 }
+
+// maxBackgroundBytes is the most text a full batch may hold and still let
+// Apply return before it has executed (maybeFlush): a batch of chat turns
+// holds about 1 MB, one of large documents up to Options.BatchBytes. A
+// variable for the tests.
+var maxBackgroundBytes = 8 << 20
 
 // waitBatch waits for the batch executing in the background, if any, and
 // returns the first error a batch returned: the index then lacks
