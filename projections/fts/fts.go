@@ -162,21 +162,8 @@ const FormatVersion = 6
 // 20000 (one per projector commit), 173-177 MB at 5000 and 115-119 MB at
 // 2500 (SQLite FTS5: 38 MB), for about 10% more CPU (scorch merges the
 // 40 segments; with one batch a commit it merged none at 100K). A
-// catch-up's Commit then executes only the rest of its batches. Since a
-// full batch executes in the background while the next one fills, two
-// batches' documents are in memory at once: at 1M documents, 2000 took
-// the build's peak from 183 to 174 MB (anonymous 113 to 99 MB; one run
-// each, beside other builds) for about 2% more CPU.
-const DefaultBatchSize = 2000
-
-// releaseEvery is how many stores Apply queues between two releases of
-// the segment files' resident pages (ReleaseMemory), besides the one a
-// full batch makes: the merger reads whole segments through their
-// mappings at its own pace, and at 1M documents the pages it read between
-// two full batches were 50 MB of a 175 MB peak. A release costs a read of
-// /proc/self/maps and an madvise per segment file, well under a
-// millisecond.
-const releaseEvery = 500
+// catch-up's Commit then executes only the rest of its batches.
+const DefaultBatchSize = 2500
 
 // DefaultBatchBytes bounds the text (content and keyword fields) queued in
 // the pending batch: Apply executes it when it holds this much. A bound in
@@ -313,8 +300,6 @@ type Index struct {
 	// returned, kept until the pending state is dropped (resetPending).
 	running  *runningBatch
 	batchErr error
-	// stores counts applied stores (releaseEvery).
-	stores int
 }
 
 // runningBatch is a full batch executing in the background: done is
@@ -760,9 +745,6 @@ func (x *Index) applyStore(s *log.Store, seq uint64) error {
 		x.hashBuf = nil // a large chunk's copy is not kept
 	}
 	x.sideOps[s.ChunkID] = m
-	if x.stores++; x.stores%releaseEvery == 0 {
-		x.releaseSegments()
-	}
 	return x.maybeFlush()
 }
 
