@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -145,5 +146,31 @@ func TestFailedBatchFailsLaterChanges(t *testing.T) {
 	}
 	if got := find(t, x, Query{Text: "text", K: 10}); len(got) != 6 {
 		t.Fatalf("search after replay found %v", got)
+	}
+}
+
+// TestLargeBatchExecutesInApply: a full batch holding more than
+// maxBackgroundBytes of text has executed when the Apply that filled it
+// returns, so a build of large documents never holds two such batches
+// (x.running stays set until a call waits for the batch).
+func TestLargeBatchExecutesInApply(t *testing.T) {
+	defer func(n int) { maxBackgroundBytes = n }(maxBackgroundBytes)
+	maxBackgroundBytes = 1000
+	x := openT(t, t.TempDir(), Options{BatchSize: 4})
+	var e evs
+	for i := 0; i < 4; i++ {
+		content := strings.Repeat(fmt.Sprintf("word%d ", i), 50) // 300 bytes
+		if err := x.Apply(e.store(fmt.Sprintf("c%d", i), "s1", "user", log.KindConversation, int64(i+1), content)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	x.mu.Lock()
+	running := x.running != nil
+	x.mu.Unlock()
+	if running {
+		t.Fatal("a full batch of 1200 bytes of text (bound 1000) was left executing when Apply returned")
+	}
+	if n, err := x.idx.DocCount(); err != nil || n != 4 {
+		t.Fatalf("bleve holds %d documents (%v) after the batch, want 4", n, err)
 	}
 }

@@ -162,21 +162,8 @@ const FormatVersion = 6
 // 20000 (one per projector commit), 173-177 MB at 5000 and 115-119 MB at
 // 2500 (SQLite FTS5: 38 MB), for about 10% more CPU (scorch merges the
 // 40 segments; with one batch a commit it merged none at 100K). A
-// catch-up's Commit then executes only the rest of its batches. Since a
-// full batch executes in the background while the next one fills, two
-// batches' documents are in memory at once: at 1M documents, 2000 took
-// the build's peak from 183 to 174 MB (anonymous 113 to 99 MB; one run
-// each, beside other builds) for about 2% more CPU.
-const DefaultBatchSize = 2000
-
-// releaseEvery is how many stores Apply queues between two releases of
-// the segment files' resident pages (ReleaseMemory), besides the one a
-// full batch makes: the merger reads whole segments through their
-// mappings at its own pace, and at 1M documents the pages it read between
-// two full batches were 50 MB of a 175 MB peak. A release costs a read of
-// /proc/self/maps and an madvise per segment file, well under a
-// millisecond.
-const releaseEvery = 500
+// catch-up's Commit then executes only the rest of its batches.
+const DefaultBatchSize = 2500
 
 // DefaultBatchBytes bounds the text (content and keyword fields) queued in
 // the pending batch: Apply executes it when it holds this much. A bound in
@@ -313,8 +300,6 @@ type Index struct {
 	// returned, kept until the pending state is dropped (resetPending).
 	running  *runningBatch
 	batchErr error
-	// stores counts applied stores (releaseEvery).
-	stores int
 }
 
 // runningBatch is a full batch executing in the background: done is
@@ -760,9 +745,6 @@ func (x *Index) applyStore(s *log.Store, seq uint64) error {
 		x.hashBuf = nil // a large chunk's copy is not kept
 	}
 	x.sideOps[s.ChunkID] = m
-	if x.stores++; x.stores%releaseEvery == 0 {
-		x.releaseSegments()
-	}
 	return x.maybeFlush()
 }
 
@@ -787,7 +769,7 @@ func (x *Index) maybeFlush() error {
 	}
 	x.releaseSegments() // see ReleaseMemory
 	x.batch.SetInternal(internalAhead, []byte{1})
-	b, contents, idx := x.batch, x.contents, x.idx
+	b, contents, idx, size := x.batch, x.contents, x.idx, x.batchBytes
 	x.batch, x.batchBytes, x.contents = x.idx.NewBatch(), 0, make([]*contentField, 0, cap(contents))
 	r := &runningBatch{done: make(chan struct{})}
 	x.running = r
@@ -797,8 +779,19 @@ func (x *Index) maybeFlush() error {
 		// call that queued the batch.
 		r.err = projections.Guard(Name, func() error { return executeBatch(idx, b, contents) })
 	}()
+	if size > maxBackgroundBytes {
+		// A batch of large chunks: Apply does not fill a second one
+		// while it executes, so they are not in memory twice.
+		return x.waitBatch()
+	}
 	return nil
 }
+
+// maxBackgroundBytes is the most text a full batch may hold and still let
+// Apply return before it has executed (maybeFlush): a batch of chat turns
+// holds about 1 MB, one of large documents up to Options.BatchBytes. A
+// variable for the tests.
+var maxBackgroundBytes = 8 << 20
 
 // waitBatch waits for the batch executing in the background, if any, and
 // returns the first error a batch returned: the index then lacks
