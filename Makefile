@@ -137,7 +137,8 @@ bench-100k:
 # at the end (ratio = ucl ÷ peer, same run):
 #   - the first build of all projections (`ucl project` on a log with no
 #     projections): events/s, CPU and peak RSS at BENCH_1M_SIZES (locomo);
-#     a kept store is not rebuilt, its log is copied and the copy built;
+#     a kept store is not rebuilt, its log is copied and the copy built
+#     (room for one more store of the largest size: ~5 GB at 2M);
 #   - one `ucl query` process (bm25, hybrid) beside a Go SQLite FTS5 query
 #     process (bench/peers/cmd/fts5corpus) on the same turns, `ucl project
 #     status`, and a vector query process, at each size;
