@@ -1041,21 +1041,30 @@ func (v *VectorProjection) forEachChunk(all bool, fn func(id string, meta []byte
 			if n++; n%scanDropEvery == 0 {
 				projections.DropResident(v.db, tx.Size())
 			}
-			if len(k) != 8 {
-				return fmt.Errorf("vector slot key %x: %w", k, errVectorsCorrupt)
-			}
-			key, meta, err := splitChunk(val)
+			s, id, meta, err := decodeSlotEntry(k, val)
 			if err != nil {
 				return err
 			}
-			id, ok := projections.IDOfKey(key)
-			if !ok {
-				return fmt.Errorf("vector key %x: %w", key, errVectorsCorrupt)
-			}
-			s := binary.BigEndian.Uint64(k)
 			return fn(id, meta, func() ([]byte, error) { return recs.rec(s) })
 		})
 	})
+}
+
+// decodeSlotEntry decodes one "slots" entry: the slot from its key, the
+// chunk id and metadata from its value.
+func decodeSlotEntry(k, val []byte) (slot uint64, id string, meta []byte, err error) {
+	if len(k) != 8 {
+		return 0, "", nil, fmt.Errorf("vector slot key %x: %w", k, errVectorsCorrupt)
+	}
+	key, meta, err := splitChunk(val)
+	if err != nil {
+		return 0, "", nil, err
+	}
+	id, ok := projections.IDOfKey(key)
+	if !ok {
+		return 0, "", nil, fmt.Errorf("vector key %x: %w", key, errVectorsCorrupt)
+	}
+	return binary.BigEndian.Uint64(k), id, meta, nil
 }
 
 // forEachRec calls fn with every stored chunk's id, metadata and vector
@@ -1082,18 +1091,10 @@ func (v *VectorProjection) liveVectors(sb *bolt.Bucket, writes []slotWrite, seq 
 	}
 	recs := v.newRecReader(256)
 	err := sb.ForEach(func(k, val []byte) error {
-		if len(k) != 8 {
-			return fmt.Errorf("vector slot key %x: %w", k, errVectorsCorrupt)
-		}
-		key, _, err := splitChunk(val)
+		s, id, _, err := decodeSlotEntry(k, val)
 		if err != nil {
 			return err
 		}
-		id, ok := projections.IDOfKey(key)
-		if !ok {
-			return fmt.Errorf("vector key %x: %w", key, errVectorsCorrupt)
-		}
-		s := binary.BigEndian.Uint64(k)
 		rec, ok := pending[s]
 		if !ok {
 			if rec, err = recs.rec(s); err != nil {
