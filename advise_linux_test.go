@@ -1,12 +1,15 @@
 package ucl
 
 import (
-	"bufio"
 	"context"
-	"os"
+	"errors"
+	"io/fs"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/unlimitedcontext/ucl/internal/fsutil"
 )
 
 // advisedMappings counts the mappings of files under dir in this process,
@@ -16,34 +19,17 @@ func advisedMappings(t *testing.T, dir string) (mapped, random int) {
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
 		dir = real
 	}
-	f, err := os.Open("/proc/self/smaps")
-	if err != nil {
-		t.Skip("no /proc/self/smaps here")
-	}
-	defer f.Close()
-	in := false
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) == 0 {
-			continue
+	if err := fsutil.Smaps("/proc/self", func(e fsutil.SmapsEntry) {
+		if !strings.HasPrefix(e.Path, dir+"/") {
+			return
 		}
-		if strings.Contains(fields[0], "-") && !strings.HasSuffix(fields[0], ":") {
-			in = len(fields) >= 6 && strings.HasPrefix(fields[5], dir+"/")
-			if in {
-				mapped++
-			}
-			continue
+		mapped++
+		if slices.Contains(e.VmFlags, "rr") {
+			random++
 		}
-		if in && fields[0] == "VmFlags:" {
-			for _, fl := range fields[1:] {
-				if fl == "rr" {
-					random++
-				}
-			}
-		}
-	}
-	if err := sc.Err(); err != nil {
+	}); errors.Is(err, fs.ErrNotExist) {
+		t.Skip(err) // no /proc here
+	} else if err != nil {
 		t.Fatal(err)
 	}
 	return mapped, random

@@ -1,37 +1,30 @@
 package projections
 
 import (
-	"bufio"
-	"os"
+	"errors"
+	"io/fs"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/unlimitedcontext/ucl/internal/fsutil"
 )
 
 // mappedKB is the resident size of this process's mappings of path
 // (/proc/self/smaps), in KB.
 func mappedKB(t *testing.T, path string) int {
 	t.Helper()
-	f, err := os.Open("/proc/self/smaps")
-	if err != nil {
-		t.Skip(err)
-	}
-	defer f.Close()
-	kb, in := 0, false
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fs := strings.Fields(sc.Text())
-		if len(fs) >= 5 && strings.Contains(fs[0], "-") && !strings.HasSuffix(fs[0], ":") {
-			in = len(fs) >= 6 && fs[5] == path
-			continue
+	kb := 0
+	if err := fsutil.Smaps("/proc/self", func(e fsutil.SmapsEntry) {
+		if e.Path == path {
+			kb += int(e.RssKB)
 		}
-		if in && len(fs) >= 2 && fs[0] == "Rss:" {
-			n, _ := strconv.Atoi(fs[1])
-			kb += n
-		}
+	}); errors.Is(err, fs.ErrNotExist) {
+		t.Skip(err) // no /proc here
+	} else if err != nil {
+		t.Fatal(err)
 	}
 	return kb
 }

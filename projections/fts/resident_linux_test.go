@@ -1,16 +1,16 @@
 package fts
 
 import (
-	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand"
-	"os"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/unlimitedcontext/ucl/internal/fsutil"
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections/projtest"
 )
@@ -19,26 +19,15 @@ import (
 // segment files under dir (/proc/self/smaps), in KB, and how many files.
 func segmentKB(t *testing.T, dir string) (kb, files int) {
 	t.Helper()
-	f, err := os.Open("/proc/self/smaps")
-	if err != nil {
-		t.Skip(err)
-	}
-	defer f.Close()
-	in := false
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fs := strings.Fields(sc.Text())
-		if len(fs) >= 5 && strings.Contains(fs[0], "-") && !strings.HasSuffix(fs[0], ":") {
-			in = len(fs) >= 6 && strings.HasPrefix(fs[5], dir) && strings.HasSuffix(fs[5], ".zap")
-			if in {
-				files++
-			}
-			continue
+	if err := fsutil.Smaps("/proc/self", func(e fsutil.SmapsEntry) {
+		if strings.HasPrefix(e.Path, dir) && strings.HasSuffix(e.Path, ".zap") {
+			files++
+			kb += int(e.RssKB)
 		}
-		if in && len(fs) >= 2 && fs[0] == "Rss:" {
-			n, _ := strconv.Atoi(fs[1])
-			kb += n
-		}
+	}); errors.Is(err, fs.ErrNotExist) {
+		t.Skip(err) // no /proc here
+	} else if err != nil {
+		t.Fatal(err)
 	}
 	return kb, files
 }

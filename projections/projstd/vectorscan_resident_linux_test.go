@@ -1,16 +1,16 @@
 package projstd
 
 import (
-	"bufio"
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/unlimitedcontext/ucl/internal/fsutil"
 	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections/projtest"
 )
@@ -18,34 +18,17 @@ import (
 // mappedRSS is the resident kilobytes of this process's mappings of path.
 func mappedRSS(t *testing.T, path string) int {
 	t.Helper()
-	f, err := os.Open("/proc/self/smaps")
-	if err != nil {
-		t.Skip("no /proc/self/smaps here")
-	}
-	defer f.Close()
 	if real, err := filepath.EvalSymlinks(path); err == nil {
 		path = real
 	}
-	in, kb := false, 0
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) == 0 {
-			continue
+	kb := 0
+	if err := fsutil.Smaps("/proc/self", func(e fsutil.SmapsEntry) {
+		if e.Path == path {
+			kb += int(e.RssKB)
 		}
-		if strings.Contains(fields[0], "-") && !strings.HasSuffix(fields[0], ":") {
-			in = len(fields) >= 6 && fields[5] == path
-			continue
-		}
-		if in && fields[0] == "Rss:" {
-			n, err := strconv.Atoi(fields[1])
-			if err != nil {
-				t.Fatal(err)
-			}
-			kb += n
-		}
-	}
-	if err := sc.Err(); err != nil {
+	}); errors.Is(err, fs.ErrNotExist) {
+		t.Skip(err) // no /proc here
+	} else if err != nil {
 		t.Fatal(err)
 	}
 	return kb
