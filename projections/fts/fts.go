@@ -769,7 +769,21 @@ func (x *Index) maybeFlush() error {
 	}
 	x.releaseSegments() // see ReleaseMemory
 	x.batch.SetInternal(internalAhead, []byte{1})
-	b, contents, idx, size := x.batch, x.contents, x.idx, x.batchBytes
+	size := x.batchBytes
+	x.startBatch()
+	if size > maxBackgroundBytes {
+		// A batch of large chunks: Apply does not fill a second one
+		// while it executes, so they are not in memory twice.
+		return x.waitBatch()
+	}
+	return nil
+}
+
+// startBatch executes the pending batch in the background (x.running)
+// and starts a new one; the caller has waited for the one before
+// (waitBatch), so one batch runs at a time, in order.
+func (x *Index) startBatch() {
+	b, contents, idx := x.batch, x.contents, x.idx
 	x.batch, x.batchBytes, x.contents = x.idx.NewBatch(), 0, make([]*contentField, 0, cap(contents))
 	r := &runningBatch{done: make(chan struct{})}
 	x.running = r
@@ -779,12 +793,6 @@ func (x *Index) maybeFlush() error {
 		// call that queued the batch.
 		r.err = projections.Guard(Name, func() error { return executeBatch(idx, b, contents) })
 	}()
-	if size > maxBackgroundBytes {
-		// A batch of large chunks: Apply does not fill a second one
-		// while it executes, so they are not in memory twice.
-		return x.waitBatch()
-	}
-	return nil
 }
 
 // maxBackgroundBytes is the most text a full batch may hold and still let
@@ -1023,22 +1031,7 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 	// The batch executes while the side-table changes are written, and
 	// the side table commits only once it has (the order the package
 	// doc's crash argument needs).
-	b, contents, idx := x.batch, x.contents, x.idx
-	x.batch, x.batchBytes, x.contents = x.idx.NewBatch(), 0, contents[:0]
-	batchDone := make(chan error, 1)
-	go func() {
-		batchDone <- projections.Guard(Name, func() error { return executeBatch(idx, b, contents) })
-	}()
-	waited := false
-	waitCommitBatch := func() error {
-		if !waited {
-			waited = true
-			if err := <-batchDone; err != nil {
-				x.batchErr = err
-			}
-		}
-		return x.batchErr
-	}
+	x.startBatch()
 	ids := sortedKeys(x.sideOps) // sequential keys make bbolt writes cheap
 	nDocs, nWords := x.nDocs, x.nWords
 	err = x.db.Update(func(tx *bolt.Tx) error {
@@ -1093,9 +1086,9 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 		if err := meta.Put(keyCP, cpb); err != nil {
 			return err
 		}
-		return waitCommitBatch() // an error rolls the side table back
+		return x.waitBatch() // an error rolls the side table back
 	})
-	if berr := waitCommitBatch(); berr != nil {
+	if berr := x.waitBatch(); berr != nil {
 		return berr
 	}
 	if err != nil {
