@@ -133,3 +133,20 @@ func BenchmarkHashEmbed(b *testing.B) {
 		_, _ = e.Embed(context.Background(), []string{text})
 	}
 }
+
+// BenchmarkHashEmbedChunks embeds chunk-sized texts (~60 words, the
+// LoCoMo chunks a catch-up embeds) one at a time.
+func BenchmarkHashEmbedChunks(b *testing.B) {
+	var texts []string
+	for _, s := range embedCorpus(2000) {
+		if n := len(strings.Fields(s)); n >= 20 && n <= 200 {
+			texts = append(texts, s)
+		}
+	}
+	e, _ := NewHashEmbedder(0)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		e.EmbedOne(texts[i%len(texts)])
+	}
+}

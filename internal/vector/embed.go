@@ -1,14 +1,14 @@
 package vector
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
-
-	"github.com/unlimitedcontext/ucl/internal/textutil"
 )
 
 // Embedder turns texts into vectors of a fixed dimension.
@@ -189,10 +189,15 @@ func (h *HashEmbedder) EmbedWeighted(text string, weight func(word string) float
 // allocation; it is the same arithmetic in the same order).
 type embedScratch struct {
 	feats []feature
-	tmp   []feature // sortFeatures' buffer
+	tmp   []feature // features grouped by bucket
+	cnt   []int     // features per bucket, then each bucket's end in tmp
 	rb    []int
 	pw    []byte
 	acc   []float64
+	words []string
+	lower []byte // lower-cased ASCII words (unweighted embeds only)
+	stem  []byte // the current word's stem
+	prev  []byte // the previous word's stem
 }
 
 var embedScratches = sync.Pool{New: func() any { return new(embedScratch) }}
@@ -200,21 +205,32 @@ var embedScratches = sync.Pool{New: func() any { return new(embedScratch) }}
 // maxKeptFeatures bounds the feature buffer kept for the next call (1 MB).
 const maxKeptFeatures = 1 << 16
 
+// Hashes of the feature prefixes (fnvAdd(fnvOffset, "w:") and so on).
+var (
+	fnvWordPrefix = fnvAdd(fnvOffset, "w:")
+	fnvPairPrefix = fnvAdd(fnvOffset, "p:")
+	fnvGramPrefix = fnvAdd(fnvOffset, "c:")
+)
+
 func (h *HashEmbedder) embed(text string, weight func(string) float64) []float32 {
 	sc := embedScratches.Get().(*embedScratch)
 	defer func() {
 		if cap(sc.feats) > maxKeptFeatures { // a huge text: do not keep its buffers
-			sc.feats, sc.tmp = nil, nil
+			sc.feats, sc.tmp, sc.words, sc.lower = nil, nil, nil, nil
 		}
+		clear(sc.words[:cap(sc.words)]) // keep no text alive in the pool
 		embedScratches.Put(sc)
 	}()
-	words := textutil.ContentWords(text)
+	// Unweighted, the words may point into sc.lower: weight is a caller's
+	// function and could keep a word, which must not change under it.
+	sc.words, sc.lower = contentWords(text, sc.words[:0], sc.lower[:0], weight == nil)
+	words := sc.words
 	feats := sc.feats[:0]
-	var prevStem string
 	var prevW float64
 	rb := sc.rb // rune start offsets of the padded word, plus its length
+	stem, prev := sc.stem, sc.prev
 	for i, w := range words {
-		st := Stem(w)
+		stem = stemInto(stem, w)
 		ww := 1.0
 		if weight != nil {
 			ww = weight(w)
@@ -222,50 +238,46 @@ func (h *HashEmbedder) embed(text string, weight func(string) float64) []float32
 				ww = 0
 			}
 		}
-		feats = append(feats, feature{mix64(fnvAdd(fnvAdd(fnvOffset, "w:"), st)), 1.0 * ww})
+		feats = append(feats, feature{mix64(fnvAddBytes(fnvWordPrefix, stem)), 1.0 * ww})
 		if i > 0 {
-			x := fnvAdd(fnvAdd(fnvOffset, "p:"), prevStem)
-			x = fnvAdd(fnvAdd(x, " "), st)
+			x := fnvAddBytes(fnvPairPrefix, prev)
+			x = fnvAddBytes(fnvAdd(x, " "), stem)
 			pw := 0.5
 			if weight != nil {
 				pw = float64(pw * math.Sqrt(prevW*ww))
 			}
 			feats = append(feats, feature{mix64(x), pw})
 		}
-		prevStem, prevW = st, ww
+		stem, prev = prev, stem
+		prevW = ww
 		// The padded word "<w>", its character trigrams hashed in place.
 		pw := append(append(append(sc.pw[:0], '<'), w...), '>')
 		sc.pw = pw
+		gw := float64(0.25 * ww)
+		if isASCII(w) { // a rune a byte: the trigrams are the byte windows
+			for j := 0; j+3 <= len(pw); j++ {
+				x := fnvAddBytes(fnvGramPrefix, pw[j:j+3])
+				feats = append(feats, feature{mix64(x), gw})
+			}
+			continue
+		}
 		rb = rb[:0]
 		for off := range string(pw) { // no copy: the conversion only ranges
 			rb = append(rb, off)
 		}
 		rb = append(rb, len(pw))
-		cx := fnvAdd(fnvOffset, "c:")
 		for j := 0; j+3 < len(rb); j++ {
-			x := fnvAddBytes(cx, pw[rb[j]:rb[j+3]])
-			feats = append(feats, feature{mix64(x), float64(0.25 * ww)})
+			x := fnvAddBytes(fnvGramPrefix, pw[rb[j]:rb[j+3]])
+			feats = append(feats, feature{mix64(x), gw})
 		}
 	}
-	sc.feats, sc.rb = feats, rb
-	sc.tmp = sortFeatures(feats, sc.tmp)
+	sc.feats, sc.rb, sc.stem, sc.prev = feats, rb, stem, prev
 	if cap(sc.acc) < h.dim {
 		sc.acc = make([]float64, h.dim)
 	}
 	acc := sc.acc[:h.dim]
 	clear(acc)
-	for i := 0; i < len(feats); {
-		j := i
-		for j < len(feats) && feats[j] == feats[i] {
-			j++
-		}
-		x := feats[i].w * math.Sqrt(float64(j-i))
-		if feats[i].h>>63 == 1 {
-			x = -x
-		}
-		acc[feats[i].h%uint64(h.dim)] += x
-		i = j
-	}
+	sc.tmp, sc.cnt = h.accumulate(acc, feats, sc.tmp, sc.cnt)
 	var ss float64
 	for _, x := range acc {
 		ss += float64(x * x)
@@ -281,62 +293,94 @@ func (h *HashEmbedder) embed(text string, weight func(string) float64) []float32
 	return out
 }
 
-// sortFeatures sorts f by hash, then weight, ascending (the order the
-// features are summed in, which fixes the float bits), using tmp (returned,
-// grown) as its buffer. A stable LSD radix sort on the hash, 8 bits a pass,
-// then runs of equal hashes by weight: the same order a comparison sort
-// gives (the order is total, and equal features are identical), at a third
-// of pdqsort's time on a chunk's ~600 features, where sorting was half of
-// embedding. Weights are never NaN (embed clamps them).
-func sortFeatures(f, tmp []feature) []feature {
-	n := len(f)
-	if n < 2 {
-		return tmp
+// bucket is h mod dim (the constant divisor of the default dimension is a
+// multiply, not a division).
+func (h *HashEmbedder) bucket(x uint64) int {
+	if h.dim == DefaultHashDim {
+		return int(x % DefaultHashDim)
+	}
+	return int(x % uint64(h.dim))
+}
+
+// accumulate adds each distinct feature f of feats, with tf its number of
+// copies, as sign(f)·w·√tf to acc[bucket(f)], in the order the scheme
+// fixes: ascending (hash, weight). Only the order of the sums into one
+// bucket changes the bits, so the features are grouped by bucket (one
+// counting pass) and each bucket's few features sorted by (hash, weight):
+// the sums of a full sort of all the features (a radix sort of all of
+// them was half of embedding), in one pass and small sorts. tmp and cnt
+// are buffers, returned grown.
+func (h *HashEmbedder) accumulate(acc []float64, feats, tmp []feature, cnt []int) ([]feature, []int) {
+	n := len(feats)
+	if n == 0 {
+		return tmp, cnt
 	}
 	if cap(tmp) < n {
 		tmp = make([]feature, n)
 	}
 	tmp = tmp[:n]
-	src, dst := f, tmp
-	var count [256]int
-	for shift := uint(0); shift < 64; shift += 8 {
-		clear(count[:])
-		for _, x := range src {
-			count[byte(x.h>>shift)]++
-		}
-		if count[byte(src[0].h>>shift)] == n {
-			continue // every hash has this digit: the pass would not move anything
-		}
-		pos := 0
-		for d, c := range count {
-			count[d], pos = pos, pos+c
-		}
-		for _, x := range src {
-			d := byte(x.h >> shift)
-			dst[count[d]] = x
-			count[d]++
-		}
-		src, dst = dst, src
+	if cap(cnt) < h.dim+1 {
+		cnt = make([]int, h.dim+1)
 	}
-	if &src[0] != &f[0] {
-		copy(f, src)
+	cnt = cnt[:h.dim+1]
+	clear(cnt)
+	for _, f := range feats {
+		cnt[h.bucket(f.h)+1]++
 	}
-	for i := 0; i < n; {
-		j := i + 1
-		for j < n && f[j].h == f[i].h {
-			j++
+	for b := 1; b <= h.dim; b++ {
+		cnt[b] += cnt[b-1]
+	}
+	// cnt[b] is now where bucket b starts; filling moves it to where b+1
+	// starts, so afterwards bucket b is tmp[cnt[b-1]:cnt[b]] (b > 0).
+	for _, f := range feats {
+		b := h.bucket(f.h)
+		tmp[cnt[b]] = f
+		cnt[b]++
+	}
+	lo := 0
+	for b := 0; b < h.dim; b++ {
+		hi := cnt[b]
+		g := tmp[lo:hi]
+		lo = hi
+		if len(g) == 0 {
+			continue
 		}
-		if j-i > 1 {
-			run := f[i:j]
-			for a := 1; a < len(run); a++ {
-				for b := a; b > 0 && run[b].w < run[b-1].w; b-- {
-					run[b], run[b-1] = run[b-1], run[b]
-				}
+		sortByHashWeight(g)
+		for i := 0; i < len(g); {
+			j := i + 1
+			for j < len(g) && g[j] == g[i] {
+				j++
 			}
+			x := g[i].w * math.Sqrt(float64(j-i))
+			if g[i].h>>63 == 1 {
+				x = -x
+			}
+			acc[b] += x
+			i = j
 		}
-		i = j
 	}
-	return tmp
+	return tmp, cnt
+}
+
+// sortByHashWeight sorts a bucket's features by hash, then weight
+// (weights are never NaN: embed clamps them; equal features are
+// identical, so stability does not matter).
+func sortByHashWeight(g []feature) {
+	less := func(a, b feature) bool { return a.h < b.h || (a.h == b.h && a.w < b.w) }
+	if len(g) > 24 {
+		slices.SortFunc(g, func(a, b feature) int {
+			if c := cmp.Compare(a.h, b.h); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.w, b.w)
+		})
+		return
+	}
+	for a := 1; a < len(g); a++ {
+		for b := a; b > 0 && less(g[b], g[b-1]); b-- {
+			g[b], g[b-1] = g[b-1], g[b]
+		}
+	}
 }
 
 func fnvAddBytes(x uint64, s []byte) uint64 {

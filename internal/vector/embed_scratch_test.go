@@ -115,29 +115,54 @@ func (h *HashEmbedder) embedReference(text string, weight func(string) float64) 
 	return out
 }
 
-// TestSortFeatures: the radix sort gives the comparison sort's order on
-// features with repeated hashes, repeated weights and shared digits.
-func TestSortFeatures(t *testing.T) {
+// TestAccumulateOrder: summing features grouped by bucket gives the bits
+// of summing them after one sort of all features by (hash, weight), on
+// features with repeated hashes, repeated weights and crowded buckets,
+// at the default dimension and another.
+func TestAccumulateOrder(t *testing.T) {
 	var tmp []feature
-	for n := 0; n < 700; n += 7 {
-		f := make([]feature, n)
-		for i := range f {
-			x := mix64(uint64(i * 31 % (n/3 + 1)))
-			if i%5 == 0 {
-				x &= 0xFF00FF // many equal high digits
-			}
-			f[i] = feature{x, float64(i%4) * 0.25}
+	var cnt []int
+	for _, dim := range []int{DefaultHashDim, 37} {
+		e, err := NewHashEmbedder(dim)
+		if err != nil {
+			t.Fatal(err)
 		}
-		want := slices.Clone(f)
-		slices.SortFunc(want, func(a, b feature) int {
-			if c := cmp.Compare(a.h, b.h); c != 0 {
-				return c
+		for n := 0; n < 3000; n += 7 + n/3 {
+			f := make([]feature, n)
+			for i := range f {
+				x := mix64(uint64(i * 31 % (n/3 + 1)))
+				if i%5 == 0 {
+					x = x &^ 0xFFFF * uint64(dim) // many features in bucket 0
+				}
+				f[i] = feature{x, float64(i%4)*0.25 + 0.1}
 			}
-			return cmp.Compare(a.w, b.w)
-		})
-		tmp = sortFeatures(f, tmp)
-		if !slices.Equal(f, want) {
-			t.Fatalf("n=%d: radix order differs from the comparison sort", n)
+			want := make([]float64, dim)
+			sorted := slices.Clone(f)
+			slices.SortFunc(sorted, func(a, b feature) int {
+				if c := cmp.Compare(a.h, b.h); c != 0 {
+					return c
+				}
+				return cmp.Compare(a.w, b.w)
+			})
+			for i := 0; i < len(sorted); {
+				j := i
+				for j < len(sorted) && sorted[j] == sorted[i] {
+					j++
+				}
+				x := sorted[i].w * math.Sqrt(float64(j-i))
+				if sorted[i].h>>63 == 1 {
+					x = -x
+				}
+				want[sorted[i].h%uint64(dim)] += x
+				i = j
+			}
+			got := make([]float64, dim)
+			tmp, cnt = e.accumulate(got, f, tmp, cnt)
+			for b := range want {
+				if math.Float64bits(got[b]) != math.Float64bits(want[b]) {
+					t.Fatalf("dim %d, n=%d: bucket %d sums to %v, the sorted order to %v", dim, n, b, got[b], want[b])
+				}
+			}
 		}
 	}
 }
