@@ -167,6 +167,20 @@ type LexicalEmbedder interface {
 	Lexical() bool
 }
 
+// LocalEmbedder is an optional Embedder capability. An embedder that
+// computes on this machine's CPU, calls no service, and whose Embed is
+// safe for concurrent use (with itself and with searches) reports true:
+// the vector projection then embeds batches on goroutines of their own
+// ahead of its commit, where a service embedder keeps its requests in
+// the commit, batched as before.
+type LocalEmbedder interface {
+	Local() bool
+}
+
+// Local reports true: hashing is pure computation, and embed's scratch
+// memory is per call (a sync.Pool).
+func (h *HashEmbedder) Local() bool { return true }
+
 // IsLexical reports whether e is a lexical embedder (LexicalEmbedder).
 func IsLexical(e Embedder) bool {
 	l, ok := e.(LexicalEmbedder)

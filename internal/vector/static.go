@@ -215,6 +215,10 @@ func (s *StaticEmbedder) Tokenize(text string) []int {
 	return out
 }
 
+// Local reports true (vector.LocalEmbedder): the model is read-only once
+// loaded, and each call works in memory of its own.
+func (s *StaticEmbedder) Local() bool { return true }
+
 // Embed embeds each text; it fails only on a cancelled context.
 func (s *StaticEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	out := make([][]float32, len(texts))

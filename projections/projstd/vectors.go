@@ -188,6 +188,13 @@ type VectorProjection struct {
 
 	// pending, since the last Commit, in apply order
 	ops []vecOp
+	// Embedding ahead (vectorahead.go): ahead is set when the embedder
+	// allows it; queued are the ops waiting for a batch, jobs the batches
+	// started since the last Commit, aheadSem bounds those running.
+	ahead    bool
+	queued   []int
+	jobs     []*aheadJob
+	aheadSem chan struct{}
 }
 
 type chunkMeta struct {
@@ -263,6 +270,7 @@ func OpenVectors(dir string, o VectorOptions) (*VectorProjection, error) {
 		return nil, fmt.Errorf("open vectors db: %w", err)
 	}
 	v := &VectorProjection{dir: dir, opts: o, db: db}
+	v.ahead = v.aheadOK()
 	if err := v.load(); err != nil {
 		db.Close()
 		return nil, err
@@ -473,7 +481,8 @@ func (v *VectorProjection) Version() int { return vectorsVersion }
 func (v *VectorProjection) Checkpoint() (projections.Checkpoint, error) { return v.cp, nil }
 
 // Apply implements projections.Projection. Embedding is deferred to Commit
-// so HTTP embedders get batches.
+// so HTTP embedders get batches; a local embedder embeds batches ahead,
+// on goroutines of their own (vectorahead.go).
 func (v *VectorProjection) Apply(ev *log.Event) error {
 	switch b := ev.Body.(type) {
 	case *log.Store:
@@ -492,6 +501,7 @@ func (v *VectorProjection) Apply(ev *log.Event) error {
 			v.setMeta(b.ChunkID, m)
 		}
 		v.ops = append(v.ops, vecOp{seq: ev.Seq, id: b.ChunkID, content: b.SearchText(), meta: m})
+		v.queueEmbed(len(v.ops) - 1)
 	case *log.Edit:
 		if err := v.loadMeta(); err != nil {
 			return err
@@ -506,6 +516,7 @@ func (v *VectorProjection) Apply(ev *log.Event) error {
 		m := chunkMeta{session: s.Session, time: s.Time, seq: ev.Seq}
 		v.setMeta(s.ChunkID, m)
 		v.ops = append(v.ops, vecOp{seq: ev.Seq, id: s.ChunkID, content: s.SearchText(), meta: m})
+		v.queueEmbed(len(v.ops) - 1)
 	case *log.Tombstone:
 		if err := v.loadMeta(); err != nil {
 			return err
@@ -535,6 +546,7 @@ func applyOp(idx vector.Index, op vecOp) error {
 // Commit embeds pending contents and writes the vectors, the graph's
 // operations (once it exists) and the checkpoint in one transaction.
 func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
+	v.collectAhead()
 	if err := v.embedPending(context.Background()); err != nil {
 		return err
 	}
@@ -912,6 +924,7 @@ func (v *VectorProjection) Reset() error {
 	if err := v.openSlotFiles(); err != nil {
 		return fmt.Errorf("reset vectors: %w", err)
 	}
+	v.dropAhead()
 	v.meta, v.ops, v.cp, v.live = nil, nil, projections.Checkpoint{}, 0
 	v.bySession = nil
 	v.res, v.fullScans = nil, 0
@@ -924,6 +937,7 @@ func (v *VectorProjection) Reset() error {
 
 // Close implements projections.Projection.
 func (v *VectorProjection) Close() error {
+	v.dropAhead()
 	err := v.db.Close()
 	return errors.Join(err, v.closeSlotFiles())
 }

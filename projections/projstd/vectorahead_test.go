@@ -1,0 +1,98 @@
+package projstd
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/unlimitedcontext/ucl/internal/vector"
+	"github.com/unlimitedcontext/ucl/projections"
+	"github.com/unlimitedcontext/ucl/projections/projtest"
+)
+
+// countingEmbedder is the hash embedder, counting the texts it embeds,
+// local (vector.LocalEmbedder) or not.
+type countingEmbedder struct {
+	*vector.HashEmbedder
+	local bool
+	texts atomic.Int64
+}
+
+func (c *countingEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	c.texts.Add(int64(len(texts)))
+	return c.HashEmbedder.Embed(ctx, texts)
+}
+
+func (c *countingEmbedder) Local() bool { return c.local }
+
+// TestVectorsEmbedAhead: with a local embedder, Apply embeds full batches
+// on goroutines before Commit is called, and the files and digest are
+// those of the same events embedded in Commit by an embedder that is not
+// local (so: not a function of when or where the vectors were made),
+// with edits and tombstones among the events and commits at several
+// points.
+func TestVectorsEmbedAhead(t *testing.T) {
+	evs := projtest.ConvEvents(11, 4*aheadBatch+40)
+	build := func(local bool) (*countingEmbedder, []byte, []byte, [32]byte, int64) {
+		h, err := vector.NewHashEmbedder(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := &countingEmbedder{HashEmbedder: h, local: local}
+		dir := t.TempDir()
+		v, err := OpenVectors(dir, VectorOptions{Embedder: e})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var beforeCommit int64 = -1
+		for i, ev := range evs {
+			if err := v.Apply(ev); err != nil {
+				t.Fatal(err)
+			}
+			if i == 3*aheadBatch+20 || i == len(evs)-1 {
+				if beforeCommit < 0 {
+					for _, j := range v.jobs {
+						<-j.done
+					}
+					beforeCommit = e.texts.Load()
+				}
+				if err := v.Commit(projections.Checkpoint{Seq: ev.Seq, Hash: ev.Hash}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		d, err := v.Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := v.Close(); err != nil {
+			t.Fatal(err)
+		}
+		scan, err := os.ReadFile(filepath.Join(dir, scanFileName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, err := os.ReadFile(filepath.Join(dir, recsFileName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e, scan, recs, d, beforeCommit
+	}
+	ahead, scanA, recsA, dA, early := build(true)
+	inCommit, scanC, recsC, dC, lateEarly := build(false)
+	if early < 2*aheadBatch {
+		t.Fatalf("a local embedder embedded %d texts before the first Commit, want at least %d (batches of %d)", early, 2*aheadBatch, aheadBatch)
+	}
+	if lateEarly != 0 {
+		t.Fatalf("an embedder that is not local embedded %d texts before Commit", lateEarly)
+	}
+	if ahead.texts.Load() != inCommit.texts.Load() {
+		t.Fatalf("embedded %d texts ahead, %d in Commit: some text was embedded twice or not at all", ahead.texts.Load(), inCommit.texts.Load())
+	}
+	if !bytes.Equal(scanA, scanC) || !bytes.Equal(recsA, recsC) || dA != dC {
+		t.Fatal("scan.bin, recs.bin or the digest differ between embedding ahead and in Commit")
+	}
+}
