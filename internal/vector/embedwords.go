@@ -118,6 +118,17 @@ var stemRules = []struct{ s, r string }{
 	{"edly", ""}, {"ing", ""}, {"ed", ""}, {"ly", ""}, {"er", ""}, {"est", ""}, {"e", ""},
 }
 
+// stemRulesByLast lists, for each last byte, the stemRules ending in it,
+// in stemRules' order: the rules a word can match, tried in the same
+// order (the first that applies wins).
+var stemRulesByLast = func() (by [256][]uint8) {
+	for k, r := range stemRules {
+		c := r.s[len(r.s)-1]
+		by[c] = append(by[c], uint8(k))
+	}
+	return by
+}()
+
 // stemInto returns Stem(w) in dst's memory (grown as needed), without
 // Stem's allocations: the embedder hashes the bytes.
 func stemInto(dst []byte, w string) []byte {
@@ -138,7 +149,8 @@ func stemInto(dst []byte, w string) []byte {
 	case bytes.HasSuffix(b, []byte("s")) && len(b) > 3:
 		b = b[:len(b)-1]
 	}
-	for _, suf := range stemRules {
+	for _, k := range stemRulesByLast[b[len(b)-1]] {
+		suf := stemRules[k]
 		if len(b) >= len(suf.s) && string(b[len(b)-len(suf.s):]) == suf.s && len(b)-len(suf.s)+len(suf.r) >= 3 {
 			b = append(b[:len(b)-len(suf.s)], suf.r...)
 			if suf.r == "" {

@@ -42,7 +42,14 @@ func EncodeSlot(dst []byte, v []float32) error {
 	if len(dst) != SlotLen(dim) {
 		return fmt.Errorf("encode slot: %d bytes for %d dimensions: %w", len(dst), dim, ErrDimension)
 	}
-	nv, zero, err := normalized(v, dim)
+	// The normalised vector on the stack at the usual dimensions, and the
+	// codes written in place: a catch-up codes every vector it stores.
+	var buf [1024]float32
+	nb := buf[:0]
+	if dim > len(buf) {
+		nb = make([]float32, dim)
+	}
+	nv, zero, err := normalizedInto(nb[:dim], v, dim)
 	if err != nil {
 		return fmt.Errorf("encode slot: %w", err)
 	}
@@ -50,12 +57,8 @@ func EncodeSlot(dst []byte, v []float32) error {
 		clear(dst)
 		return nil
 	}
-	codes := make([]int8, dim)
-	s := quantizeVec(nv, codes)
+	s := quantizeVec(nv, unsafe.Slice((*int8)(unsafe.Pointer(&dst[8])), dim))
 	binary.LittleEndian.PutUint64(dst, math.Float64bits(s))
-	for i, c := range codes {
-		dst[8+i] = byte(c)
-	}
 	return nil
 }
 

@@ -45,10 +45,14 @@ func quantize(v []float32) ([]float32, []byte) {
 		return out, rec
 	}
 	norm := math.Sqrt(ss)
-	var m float64
+	// max |x|/norm is (max |x|)/norm: a correctly rounded division by the
+	// same positive number keeps the order, so one division gives the
+	// bits a division per component gave.
+	var a float64
 	for _, x := range v {
-		m = max(m, math.Abs(float64(x)/norm))
+		a = max(a, math.Abs(float64(x)))
 	}
+	m := a / norm
 	step := float32(m / 127)
 	if step == 0 { // components too small for float32 after scaling
 		return out, rec

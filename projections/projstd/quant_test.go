@@ -1,7 +1,9 @@
 package projstd
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"math"
 	"math/rand"
 	"testing"
@@ -187,5 +189,73 @@ func TestQuantizedRecall(t *testing.T) {
 	t.Logf("recall@10 of 8-bit against float32, exact search over 5000 vectors, 200 queries: hash embedder %.4f, clustered %.4f", hash, clustered)
 	if hash < 0.95 || clustered < 0.95 {
 		t.Fatalf("recall@10 hash %.4f, clustered %.4f; want ≥ 0.95", hash, clustered)
+	}
+}
+
+// quantizeReference is quantize as it was before it took the maximum
+// before dividing (a division per component).
+func quantizeReference(v []float32) ([]float32, []byte) {
+	out := make([]float32, len(v))
+	rec := make([]byte, 4+len(v))
+	var ss float64
+	for _, x := range v {
+		ss += float64(x) * float64(x)
+	}
+	if ss == 0 {
+		return out, rec
+	}
+	norm := math.Sqrt(ss)
+	var m float64
+	for _, x := range v {
+		m = max(m, math.Abs(float64(x)/norm))
+	}
+	step := float32(m / 127)
+	if step == 0 {
+		return out, rec
+	}
+	binary.LittleEndian.PutUint32(rec, math.Float32bits(step))
+	for i, x := range v {
+		q := math.Round(float64(x) / norm / float64(step))
+		q = max(-127, min(127, q))
+		rec[4+i] = byte(int8(q))
+		out[i] = float32(int8(q)) * step
+	}
+	return out, rec
+}
+
+// TestQuantizeSameBits: quantize gives the reference's values and record
+// bits on unit vectors (what the embedders return), on vectors far from
+// unit, with one dominant component, and at tiny and huge scales.
+func TestQuantizeSameBits(t *testing.T) {
+	r := rand.New(rand.NewSource(26))
+	for n := 0; n < 20000; n++ {
+		dim := []int{384, 8, 97, 768}[n%4]
+		v := make([]float32, dim)
+		scale := []float64{1, 1e-30, 1e30, 3.7, 1e-3}[n%5]
+		for i := range v {
+			v[i] = float32(r.NormFloat64() * scale)
+		}
+		if n%3 == 0 {
+			v[r.Intn(dim)] *= 50
+		}
+		if n%2 == 0 { // unit, as an embedder returns it
+			var ss float64
+			for _, x := range v {
+				ss += float64(x) * float64(x)
+			}
+			for i := range v {
+				v[i] = float32(float64(v[i]) / math.Sqrt(ss))
+			}
+		}
+		got, gotRec := quantize(v)
+		want, wantRec := quantizeReference(v)
+		if !bytes.Equal(gotRec, wantRec) {
+			t.Fatalf("vector %d: record differs from the reference", n)
+		}
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("vector %d: value %d %v, reference %v", n, i, got[i], want[i])
+			}
+		}
 	}
 }
