@@ -37,12 +37,21 @@ import (
 func quantize(v []float32) ([]float32, []byte) {
 	out := make([]float32, len(v))
 	rec := make([]byte, 4+len(v))
+	quantizeInto(out, rec, v)
+	return out, rec
+}
+
+// quantizeInto is quantize writing the values into out and the record
+// into rec (len(v) and 4+len(v), zeroed); out may be v itself (each
+// component is read before its value is written).
+func quantizeInto(out []float32, rec []byte, v []float32) {
 	var ss float64
 	for _, x := range v {
 		ss += float64(x) * float64(x)
 	}
 	if ss == 0 {
-		return out, rec
+		clear(out)
+		return
 	}
 	norm := math.Sqrt(ss)
 	// max |x|/norm is (max |x|)/norm: a correctly rounded division by the
@@ -55,7 +64,8 @@ func quantize(v []float32) ([]float32, []byte) {
 	m := a / norm
 	step := float32(m / 127)
 	if step == 0 { // components too small for float32 after scaling
-		return out, rec
+		clear(out)
+		return
 	}
 	binary.LittleEndian.PutUint32(rec, math.Float32bits(step))
 	for i, x := range v {
@@ -64,7 +74,6 @@ func quantize(v []float32) ([]float32, []byte) {
 		rec[4+i] = byte(int8(q))
 		out[i] = float32(int8(q)) * step
 	}
-	return out, rec
 }
 
 // decodeVec decodes a stored record into dst (len dim).

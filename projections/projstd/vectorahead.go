@@ -30,9 +30,10 @@ import (
 // embedder's CPU: a goroutine and a channel are noise beside it).
 const aheadBatch = 256
 
-// aheadJob is one batch embedded ahead: ops[at[i]]'s results are vecs[i],
-// recs[i] and codes[i], or nothing when the embedder failed (Commit then
-// embeds those operations itself and reports the error in order).
+// aheadJob is one batch embedded ahead: ops[at[i]]'s results are vecs[i]
+// (quantised), recs[i] and codes[i], or nothing (codes nil) when the
+// embedder failed or the vector does not check (Commit then embeds those
+// operations itself and reports the error in order).
 type aheadJob struct {
 	at    []int
 	texts []string
@@ -79,19 +80,22 @@ func (v *VectorProjection) queueEmbed(i int) {
 		j.vecs = vecs
 		j.recs = make([][]byte, len(vecs))
 		j.codes = make([][]byte, len(vecs))
-		sl := vector.SlotLen(dim)
+		// One block each for the batch's records and codes; a local
+		// embedder's vectors are its own fresh slices, quantised in place.
+		rl, sl := 4+dim, vector.SlotLen(dim)
+		recs, codes := make([]byte, len(vecs)*rl), make([]byte, len(vecs)*sl)
 		for k, vec := range vecs {
-			// A vector that does not check or code stays raw: Commit's
-			// codePending reports its error in order.
+			// A vector that does not check or code is left out: Commit
+			// embeds that text again and reports the error in order.
 			if checkVec(vec, dim) != nil {
 				continue
 			}
-			q, rec := quantize(vec)
-			c := make([]byte, sl)
-			if vector.EncodeSlot(c, q) != nil {
+			rec, c := recs[k*rl:(k+1)*rl:(k+1)*rl], codes[k*sl:(k+1)*sl:(k+1)*sl]
+			quantizeInto(vec, rec, vec)
+			if vector.EncodeSlot(c, vec) != nil {
 				continue
 			}
-			j.vecs[k], j.recs[k], j.codes[k] = q, rec, c
+			j.recs[k], j.codes[k] = rec, c
 		}
 	}()
 }
@@ -106,6 +110,9 @@ func (v *VectorProjection) collectAhead() {
 			continue
 		}
 		for k, at := range j.at {
+			if j.codes[k] == nil {
+				continue // embedPending and codePending redo it
+			}
 			op := &v.ops[at]
 			op.vec, op.rec, op.code, op.content = j.vecs[k], j.recs[k], j.codes[k], ""
 		}

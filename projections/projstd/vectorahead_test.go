@@ -3,12 +3,15 @@ package projstd
 import (
 	"bytes"
 	"context"
+	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
 
 	"github.com/unlimitedcontext/ucl/internal/vector"
+	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections"
 	"github.com/unlimitedcontext/ucl/projections/projtest"
 )
@@ -94,5 +97,66 @@ func TestVectorsEmbedAhead(t *testing.T) {
 	}
 	if !bytes.Equal(scanA, scanC) || !bytes.Equal(recsA, recsC) || dA != dC {
 		t.Fatal("scan.bin, recs.bin or the digest differ between embedding ahead and in Commit")
+	}
+}
+
+// badEmbedder embeds one text to a vector holding a NaN, local or not.
+type badEmbedder struct {
+	*vector.HashEmbedder
+	local bool
+	bad   string
+}
+
+func (b *badEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	vs, err := b.HashEmbedder.Embed(ctx, texts)
+	if err != nil {
+		return nil, err
+	}
+	for k, tx := range texts {
+		if tx == b.bad {
+			vs[k][3] = float32(math.NaN())
+		}
+	}
+	return vs, nil
+}
+
+func (b *badEmbedder) Local() bool { return b.local }
+
+// TestVectorsEmbedAheadBadVector: a vector that does not check, embedded
+// ahead, fails Commit with the error the same vector gives when embedded
+// in Commit, and nothing is written.
+func TestVectorsEmbedAheadBadVector(t *testing.T) {
+	evs := projtest.Generate(projtest.Config{Seed: 4, N: 2*aheadBatch + 10, StoresOnly: true})
+	var errs []string
+	for _, local := range []bool{true, false} {
+		h, err := vector.NewHashEmbedder(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bad := evs[aheadBatch+7].Body.(*log.Store).SearchText()
+		v, err := OpenVectors(t.TempDir(), VectorOptions{Embedder: &badEmbedder{HashEmbedder: h, local: local, bad: bad}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs {
+			if err := v.Apply(ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		last := evs[len(evs)-1]
+		err = v.Commit(projections.Checkpoint{Seq: last.Seq, Hash: last.Hash})
+		if !errors.Is(err, vector.ErrInvalidVector) {
+			t.Fatalf("local %v: commit with a NaN vector: %v", local, err)
+		}
+		if v.next != 0 || v.live != 0 {
+			t.Fatalf("local %v: a failed commit stored %d slots", local, v.next)
+		}
+		errs = append(errs, err.Error())
+		if err := v.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if errs[0] != errs[1] {
+		t.Fatalf("embedded ahead: %q\nin Commit: %q", errs[0], errs[1])
 	}
 }
