@@ -30,6 +30,12 @@ func TestPreConditionsKeepMatches(t *testing.T) {
 		"this", "last", "past", "previous", "next", "the", "before", "after", "before last", "after next",
 		"for", "been", "over", "about", "at least", "more than", "now", "already", "ago", "I've", "have", "had",
 		"garden", "roses", "in", "since", "é", "İ", "\u212a"}
+	other := []string{"yesterday", "today", "tonight", "tomorrow", "night", "morning", "afternoon", "evening", "just",
+		"recently", "other", "day", "a", "while", "ago", "new", "year", "year's", "years", "eve", "christmas", "xmas",
+		"halloween", "valentine", "valentine's", "valentines", "thanksgiving", "easter", "independence", "fourth", "of", "july", "2023"}
+	phrases := []string{"the other day", "a while ago", "last night", "this morning", "this afternoon", "this evening",
+		"new year's eve", "new years day", "just recently", "the day before yesterday", "the day after tomorrow",
+		"the fourth of july", "independence day", "christmas eve 2022", "valentine's day"}
 	variant := func(w string) string {
 		if w == "" {
 			return w
@@ -53,7 +59,7 @@ func TestPreConditionsKeepMatches(t *testing.T) {
 		var b strings.Builder
 		pick := func(ws []string) string { return variant(ws[rng.Intn(len(ws))]) + seps[rng.Intn(len(seps))] }
 		for n := 1 + rng.Intn(5); n > 0; n-- {
-			switch rng.Intn(3) {
+			switch rng.Intn(4) {
 			case 0: // a count and a unit, and what may surround them
 				b.WriteString(pick([]string{"for", "been", "the past", "last", "past", "over", "at least", "in", ""}))
 				b.WriteString(pick(vocab[:27]))
@@ -63,6 +69,15 @@ func TestPreConditionsKeepMatches(t *testing.T) {
 				b.WriteString(pick(vocab[37:46]))
 				b.WriteString(pick(vocab[27:37]))
 				b.WriteString(pick(vocab[44:51]))
+			case 2: // yesterday, this morning, the other day, new year's
+				if rng.Intn(2) == 0 {
+					b.WriteString(pick(other))
+					b.WriteString(pick(other))
+					break
+				}
+				for _, w := range strings.Fields(phrases[rng.Intn(len(phrases))]) {
+					b.WriteString(pick([]string{w}))
+				}
 			default:
 				b.WriteString(pick(vocab))
 			}

@@ -407,7 +407,7 @@ type rule struct {
 	re  *regexp.Regexp
 	// pre, when set, is a condition on the lower-cased text that every
 	// match needs (a cheaper test than the expression, which tries every
-	// word boundary; see numberBeforeUnit). Only valid when no rune of the
+	// word boundary; see numberBefore). Only valid when no rune of the
 	// text folds to an ASCII letter (candidates' all is false).
 	pre  func(lower string) bool
 	eval func(sub func(int) string, now time.Time) (since, until int64, ok bool)
@@ -545,18 +545,78 @@ var numWordEnds = map[string]bool{"a": true, "an": true, "one": true, "two": tru
 
 var countUnits = map[string]bool{"day": true, "days": true, "week": true, "weeks": true, "month": true, "months": true, "year": true, "years": true}
 
-// numberBeforeUnit is the pre condition of the rules of a count and a
-// unit ("for 3 years", "the past two weeks"): their matches hold numWord,
-// white space and a whole unit word, and numWord starts at a word
-// boundary, so the word before the unit's white space is a number word or
-// ends in a digit (\d{1,3}).
-func numberBeforeUnit(lower string) bool {
+var agoUnits = map[string]bool{"day": true, "days": true, "week": true, "weeks": true, "weekend": true, "weekends": true,
+	"month": true, "months": true, "year": true, "years": true}
+
+// numberBefore is the pre condition of the rules of a count and one of
+// units ("for 3 years", "the past two weeks", "3 days ago"): their
+// matches hold numWord, white space and a whole unit word, and numWord
+// starts at a word boundary, so the word before the unit's white space is
+// a number word or ends in a digit (\d{1,3}).
+func numberBefore(units map[string]bool) func(lower string) bool {
+	return func(lower string) bool {
+		return forEachWord(lower, func(w string, lo, _ int) bool {
+			if !units[w] {
+				return false
+			}
+			p, ok := wordBefore(lower, lo)
+			return ok && p != "" && (isDigit(p[len(p)-1]) || numWordEnds[p])
+		})
+	}
+}
+
+// wordAfterSpace reports whether the whole word before the white space
+// that ends at lo is want.
+func wordAfterSpace(lower string, lo int, want string) bool {
+	p, ok := wordBefore(lower, lo)
+	return ok && p == want
+}
+
+// dayWordRule is the pre condition of "yesterday", "last night", "this
+// morning": every match holds yesterday, today, tonight or tomorrow as a
+// whole word, or night after "last", or morning, afternoon or evening
+// after "this".
+func dayWordRule(lower string) bool {
 	return forEachWord(lower, func(w string, lo, _ int) bool {
-		if !countUnits[w] {
-			return false
+		switch w {
+		case "yesterday", "today", "tonight", "tomorrow":
+			return true
+		case "night":
+			return wordAfterSpace(lower, lo, "last")
+		case "morning", "afternoon", "evening":
+			return wordAfterSpace(lower, lo, "this")
 		}
-		p, ok := wordBefore(lower, lo)
-		return ok && p != "" && (isDigit(p[len(p)-1]) || numWordEnds[p])
+		return false
+	})
+}
+
+// vagueRule is the pre condition of "recently", "the other day", "a
+// while ago".
+func vagueRule(lower string) bool {
+	return forEachWord(lower, func(w string, lo, _ int) bool {
+		switch w {
+		case "recently":
+			return true
+		case "day":
+			return wordAfterSpace(lower, lo, "other")
+		case "ago":
+			return wordAfterSpace(lower, lo, "while")
+		}
+		return false
+	})
+}
+
+// holidayRule is the pre condition of the holidays: every match holds one
+// of their names as a whole word, or year(s) after "new".
+func holidayRule(lower string) bool {
+	return forEachWord(lower, func(w string, lo, _ int) bool {
+		switch w {
+		case "christmas", "xmas", "halloween", "valentine", "valentines", "thanksgiving", "easter", "independence", "fourth":
+			return true
+		case "year", "years":
+			return wordAfterSpace(lower, lo, "new")
+		}
+		return false
 	})
 }
 
@@ -658,6 +718,7 @@ var rules = []rule{
 	{ // the day before yesterday, yesterday, last night, today, tomorrow
 		words: []string{"yesterday", "night", "today", "tonight", "tomorrow", "morning", "afternoon", "evening"},
 		re:    regexp.MustCompile(prep + `(?i:(the day before yesterday|the day after tomorrow|yesterday|last night|today|tonight|tomorrow|this morning|this afternoon|this evening))\b`),
+		pre:   dayWordRule,
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
 			d := dayStart(now)
 			switch strings.ToLower(sub(2)) {
@@ -706,6 +767,7 @@ var rules = []rule{
 	{ // N days|weeks|weekends|months|years ago
 		words: []string{"ago"},
 		re:    regexp.MustCompile(prep + `(?i:` + numWord + `\s+(days?|weeks?|weekends?|months?|years?)\s+ago)\b`),
+		pre:   numberBefore(agoUnits),
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
 			n, ok := parseNum(sub(2))
 			if !ok {
@@ -722,7 +784,7 @@ var rules = []rule{
 	{ // the past/last N days|weeks|months (rolling)
 		words: []string{"day", "days", "week", "weeks", "month", "months"},
 		re:    regexp.MustCompile(prep + `(?i:(?:the\s+)?(?:past|last)\s+` + numWord + `\s+(days?|weeks?|months?))\b`),
-		pre:   numberBeforeUnit,
+		pre:   numberBefore(countUnits),
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
 			n, ok := parseNum(sub(2))
 			if !ok {
@@ -746,7 +808,7 @@ var rules = []rule{
 		perfect: true,
 		also:    []string{"for", "been", "now", "already"},
 		re:      regexp.MustCompile(prep + `(?i:(?:(for|been)\s+(?:(?:over|about|almost|nearly|around|roughly|at\s+least|more\s+than|close\s+to|just\s+over|under)\s+)?)?` + numWord + `\s+(days?|weeks?|months?|years?)(\s+(?:now|already))?)\b`),
-		pre:     numberBeforeUnit,
+		pre:     numberBefore(countUnits),
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
 			if sub(2) == "" && sub(5) == "" {
 				return 0, 0, false // "3 years" alone says no time
@@ -758,6 +820,7 @@ var rules = []rule{
 		words:   []string{"recently", "day", "ago"}, // not "other", "while": too common to run the rule for
 		mention: true,
 		re:      regexp.MustCompile(prep + `(?i:(just\s+recently|recently|the\s+other\s+day|a\s+while\s+ago))\b`),
+		pre:     vagueRule,
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
 			d := dayStart(now)
 			switch w := strings.ToLower(sub(2)); {
@@ -925,6 +988,7 @@ var rules = []rule{
 		words: []string{"christmas", "xmas", "year", "years", "halloween", "valentine", "valentines", "thanksgiving", "easter", "independence", "fourth"},
 		keep:  true,
 		re:    regexp.MustCompile(prep + `(?i:(?:(last|this|next)\s+)?(christmas\s+eve|christmas|xmas|new\s+year'?s(?:\s+eve|\s+day)?|halloween|valentine'?s(?:\s+day)?|thanksgiving|easter|independence\s+day|the\s+fourth\s+of\s+july)(?:,?\s+((?:19|20)\d\d))?)\b`),
+		pre:   holidayRule,
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
 			which, name := strings.ToLower(sub(2)), strings.Join(strings.Fields(strings.ToLower(sub(3))), " ")
 			day := func(y int) time.Time { return holiday(name, y, now.Location()) }
