@@ -55,7 +55,7 @@ func TestPreConditionsKeepMatches(t *testing.T) {
 	seps := []string{" ", " ", " ", " ", " ", "  ", "\t", "\n", "\r", "\f", "\v", " \t ", ",", ", ", ". ", "-", "_", "é", "'", ""}
 	now := time.Date(2023, 6, 8, 15, 0, 0, 0, time.UTC)
 	matched, skipped := 0, 0
-	for i := 0; i < 5000; i++ {
+	for i := 0; i < 1500; i++ {
 		var b strings.Builder
 		pick := func(ws []string) string { return variant(ws[rng.Intn(len(ws))]) + seps[rng.Intn(len(seps))] }
 		for n := 1 + rng.Intn(5); n > 0; n-- {
@@ -99,7 +99,7 @@ func TestPreConditionsKeepMatches(t *testing.T) {
 		}
 	}
 	t.Logf("%d texts mention a time, %d expressions skipped", matched, skipped)
-	if matched < 500 || skipped < 5000 {
+	if matched < 300 || skipped < 3000 {
 		t.Fatalf("%d texts mention a time, %d expressions skipped: the test does not exercise the pre conditions", matched, skipped)
 	}
 }
