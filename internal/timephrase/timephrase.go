@@ -295,6 +295,9 @@ func scanRules(text string, now time.Time, mask uint32, all, mentions bool) []sp
 		if !all && mask&(1<<i) == 0 || r.mention && !mentions || !containsAny(lower, r.also) {
 			continue
 		}
+		if !all && r.pre != nil && usePre && !r.pre(lower) {
+			continue
+		}
 		re, in := r.re, text
 		if r.lre != nil && len(lower) == len(text) { // same offsets (ASCII case changes)
 			re, in = r.lre, lower
@@ -400,8 +403,13 @@ type rule struct {
 	also []string
 	// lre is re without case folding, run on the lower-cased text (about
 	// ten times faster here); nil for rules that need capitals (months).
-	lre  *regexp.Regexp
-	re   *regexp.Regexp
+	lre *regexp.Regexp
+	re  *regexp.Regexp
+	// pre, when set, is a condition on the lower-cased text that every
+	// match needs (a cheaper test than the expression, which tries every
+	// word boundary; see numberBefore). Only valid when no rune of the
+	// text folds to an ASCII letter (candidates' all is false).
+	pre  func(lower string) bool
 	eval func(sub func(int) string, now time.Time) (since, until int64, ok bool)
 }
 
@@ -470,6 +478,167 @@ func perfectBefore(text string) bool {
 
 func isWordByte(c byte) bool {
 	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+// usePre turns the rules' pre conditions off in a test that checks
+// they never drop a match.
+var usePre = true
+
+// isRESpace is \s of the expressions (RE2: no \v).
+func isRESpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r'
+}
+
+// forEachWord calls fn with each whole word of s (a maximal run of
+// [0-9A-Za-z_], what \b delimits) and where it starts and ends, until fn
+// returns true; it reports whether fn did.
+func forEachWord(s string, fn func(w string, lo, hi int) bool) bool {
+	start := -1
+	for i := 0; i <= len(s); i++ {
+		if i < len(s) && isWordByte(s[i]) {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 && fn(s[start:i], start, i) {
+			return true
+		}
+		start = -1
+	}
+	return false
+}
+
+// wordBefore is the whole word that ends where the white space ending at
+// i starts ("" if another byte is there); ok is false when no white space
+// ends at i.
+func wordBefore(s string, i int) (w string, ok bool) {
+	j := i
+	for j > 0 && isRESpace(s[j-1]) {
+		j--
+	}
+	k := j
+	for k > 0 && isWordByte(s[k-1]) {
+		k--
+	}
+	return s[k:j], j < i
+}
+
+// wordAfter is the whole word that starts where the white space starting
+// at i ends; ok is false when no white space starts at i.
+func wordAfter(s string, i int) (w string, ok bool) {
+	j := i
+	for j < len(s) && isRESpace(s[j]) {
+		j++
+	}
+	k := j
+	for k < len(s) && isWordByte(s[k]) {
+		k++
+	}
+	return s[j:k], j > i
+}
+
+// Words a numWord can end with ("a couple of", "a few"): the word before
+// a unit in every match of the rules with a count.
+var numWordEnds = map[string]bool{"a": true, "an": true, "one": true, "two": true, "three": true, "four": true, "five": true,
+	"six": true, "seven": true, "eight": true, "nine": true, "ten": true, "eleven": true, "twelve": true, "of": true, "few": true}
+
+var countUnits = map[string]bool{"day": true, "days": true, "week": true, "weeks": true, "month": true, "months": true, "year": true, "years": true}
+
+var agoUnits = map[string]bool{"day": true, "days": true, "week": true, "weeks": true, "weekend": true, "weekends": true,
+	"month": true, "months": true, "year": true, "years": true}
+
+// numberBefore is the pre condition of the rules of a count and one of
+// units ("for 3 years", "the past two weeks", "3 days ago"): their
+// matches hold numWord, white space and a whole unit word, and numWord
+// starts at a word boundary, so the word before the unit's white space is
+// a number word or ends in a digit (\d{1,3}).
+func numberBefore(units map[string]bool) func(lower string) bool {
+	return func(lower string) bool {
+		return forEachWord(lower, func(w string, lo, _ int) bool {
+			if !units[w] {
+				return false
+			}
+			p, ok := wordBefore(lower, lo)
+			return ok && p != "" && (isDigit(p[len(p)-1]) || numWordEnds[p])
+		})
+	}
+}
+
+// wordAfterSpace reports whether the whole word before the white space
+// that ends at lo is want.
+func wordAfterSpace(lower string, lo int, want string) bool {
+	p, ok := wordBefore(lower, lo)
+	return ok && p == want
+}
+
+// dayWordRule is the pre condition of "yesterday", "last night", "this
+// morning": every match holds yesterday, today, tonight or tomorrow as a
+// whole word, or night after "last", or morning, afternoon or evening
+// after "this".
+func dayWordRule(lower string) bool {
+	return forEachWord(lower, func(w string, lo, _ int) bool {
+		switch w {
+		case "yesterday", "today", "tonight", "tomorrow":
+			return true
+		case "night":
+			return wordAfterSpace(lower, lo, "last")
+		case "morning", "afternoon", "evening":
+			return wordAfterSpace(lower, lo, "this")
+		}
+		return false
+	})
+}
+
+// vagueRule is the pre condition of "recently", "the other day", "a
+// while ago".
+func vagueRule(lower string) bool {
+	return forEachWord(lower, func(w string, lo, _ int) bool {
+		switch w {
+		case "recently":
+			return true
+		case "day":
+			return wordAfterSpace(lower, lo, "other")
+		case "ago":
+			return wordAfterSpace(lower, lo, "while")
+		}
+		return false
+	})
+}
+
+// holidayRule is the pre condition of the holidays: every match holds one
+// of their names as a whole word, or year(s) after "new".
+func holidayRule(lower string) bool {
+	return forEachWord(lower, func(w string, lo, _ int) bool {
+		switch w {
+		case "christmas", "xmas", "halloween", "valentine", "valentines", "thanksgiving", "easter", "independence", "fourth":
+			return true
+		case "year", "years":
+			return wordAfterSpace(lower, lo, "new")
+		}
+		return false
+	})
+}
+
+var (
+	relativeUnits = map[string]bool{"weekend": true, "week": true, "month": true, "year": true}
+	relativeWords = map[string]bool{"this": true, "last": true, "past": true, "previous": true, "next": true}
+)
+
+// relativeUnit is the pre condition of "this/last/next week": every match
+// holds a whole unit word with one of relativeWords as the word before
+// its white space, or "before"/"after" as the word after it.
+func relativeUnit(lower string) bool {
+	return forEachWord(lower, func(w string, lo, hi int) bool {
+		if !relativeUnits[w] {
+			return false
+		}
+		if p, ok := wordBefore(lower, lo); ok && relativeWords[p] {
+			return true
+		}
+		n, ok := wordAfter(lower, hi)
+		return ok && (n == "before" || n == "after")
+	})
 }
 
 const numWord = `(\d{1,3}|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a couple of|a few|couple of|few)`
@@ -549,6 +718,7 @@ var rules = []rule{
 	{ // the day before yesterday, yesterday, last night, today, tomorrow
 		words: []string{"yesterday", "night", "today", "tonight", "tomorrow", "morning", "afternoon", "evening"},
 		re:    regexp.MustCompile(prep + `(?i:(the day before yesterday|the day after tomorrow|yesterday|last night|today|tonight|tomorrow|this morning|this afternoon|this evening))\b`),
+		pre:   dayWordRule,
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
 			d := dayStart(now)
 			switch strings.ToLower(sub(2)) {
@@ -567,6 +737,7 @@ var rules = []rule{
 	{ // this/last/next week|month|year|weekend, the past week|month|year, the week before last
 		words: []string{"weekend", "week", "month", "year"},
 		re:    regexp.MustCompile(prep + `(?i:(?:the\s+)?(?:(this|last|past|previous|next)\s+(weekend|week|month|year)|(weekend|week|month|year)\s+(before\s+last|after\s+next)))\b`),
+		pre:   relativeUnit,
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
 			which, unit := strings.ToLower(sub(2)), strings.ToLower(sub(3))
 			back := 1
@@ -596,6 +767,7 @@ var rules = []rule{
 	{ // N days|weeks|weekends|months|years ago
 		words: []string{"ago"},
 		re:    regexp.MustCompile(prep + `(?i:` + numWord + `\s+(days?|weeks?|weekends?|months?|years?)\s+ago)\b`),
+		pre:   numberBefore(agoUnits),
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
 			n, ok := parseNum(sub(2))
 			if !ok {
@@ -612,6 +784,7 @@ var rules = []rule{
 	{ // the past/last N days|weeks|months (rolling)
 		words: []string{"day", "days", "week", "weeks", "month", "months"},
 		re:    regexp.MustCompile(prep + `(?i:(?:the\s+)?(?:past|last)\s+` + numWord + `\s+(days?|weeks?|months?))\b`),
+		pre:   numberBefore(countUnits),
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
 			n, ok := parseNum(sub(2))
 			if !ok {
@@ -635,6 +808,7 @@ var rules = []rule{
 		perfect: true,
 		also:    []string{"for", "been", "now", "already"},
 		re:      regexp.MustCompile(prep + `(?i:(?:(for|been)\s+(?:(?:over|about|almost|nearly|around|roughly|at\s+least|more\s+than|close\s+to|just\s+over|under)\s+)?)?` + numWord + `\s+(days?|weeks?|months?|years?)(\s+(?:now|already))?)\b`),
+		pre:     numberBefore(countUnits),
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
 			if sub(2) == "" && sub(5) == "" {
 				return 0, 0, false // "3 years" alone says no time
@@ -646,6 +820,7 @@ var rules = []rule{
 		words:   []string{"recently", "day", "ago"}, // not "other", "while": too common to run the rule for
 		mention: true,
 		re:      regexp.MustCompile(prep + `(?i:(just\s+recently|recently|the\s+other\s+day|a\s+while\s+ago))\b`),
+		pre:     vagueRule,
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
 			d := dayStart(now)
 			switch w := strings.ToLower(sub(2)); {
@@ -813,6 +988,7 @@ var rules = []rule{
 		words: []string{"christmas", "xmas", "year", "years", "halloween", "valentine", "valentines", "thanksgiving", "easter", "independence", "fourth"},
 		keep:  true,
 		re:    regexp.MustCompile(prep + `(?i:(?:(last|this|next)\s+)?(christmas\s+eve|christmas|xmas|new\s+year'?s(?:\s+eve|\s+day)?|halloween|valentine'?s(?:\s+day)?|thanksgiving|easter|independence\s+day|the\s+fourth\s+of\s+july)(?:,?\s+((?:19|20)\d\d))?)\b`),
+		pre:   holidayRule,
 		eval: func(sub func(int) string, now time.Time) (int64, int64, bool) {
 			which, name := strings.ToLower(sub(2)), strings.Join(strings.Fields(strings.ToLower(sub(3))), " ")
 			day := func(y int) time.Time { return holiday(name, y, now.Location()) }

@@ -1,6 +1,7 @@
 package fts
 
 import (
+	"reflect"
 	"sync"
 	"unicode/utf8"
 	"unsafe"
@@ -32,6 +33,10 @@ type contentField struct {
 	en     analysis.Analyzer // the "en" analyzer, for pieces that are not ASCII
 	length int
 	freqs  index.TokenFrequencies
+	// freqsSize is freqs.Size(), counted as terms were added: bleve asks
+	// every analysed document its size, and TokenFrequencies.Size walks
+	// the map (2% of a build's CPU).
+	freqsSize int
 	// buf holds freqs, its terms and its keys once analysed: taken from
 	// analysisBufs by Analyze, given back by release.
 	buf *analysisBuf
@@ -95,7 +100,7 @@ func (f *contentField) AnalyzedTokenFrequencies() index.TokenFrequencies { retur
 func (f *contentField) Size() int {
 	n := 64 + len(f.value)
 	if f.freqs != nil {
-		n += f.freqs.Size()
+		n += f.freqsSize
 	}
 	return n
 }
@@ -130,6 +135,7 @@ func (f *contentField) Analyze() {
 	a := analyzer{freqs: b.freqs, tfs: b.tfs, terms: b.terms}
 	defer func() {
 		f.length, f.freqs = a.length, a.freqs
+		f.freqsSize = freqsSizeOf(len(a.freqs), a.termBytes)
 	}()
 	text := f.value
 	if !utf8.Valid(text) {
@@ -164,6 +170,23 @@ type analyzer struct {
 	terms  []byte            // the terms' bytes, likewise
 	lower  [64]byte
 	runes  [64]rune
+	// termBytes is the distinct terms' total length (freqsSizeOf).
+	termBytes int
+}
+
+// Sizes TokenFrequencies.Size counts: a map header, a string and a
+// pointer per entry, and per TokenFreq its struct and its term.
+var (
+	sizeOfMap       = int(reflect.TypeOf(index.TokenFrequencies{}).Size())
+	sizeOfEntry     = int(reflect.TypeOf("").Size() + reflect.TypeOf(&index.TokenFreq{}).Size())
+	sizeOfTokenFreq = int(reflect.TypeOf(index.TokenFreq{}).Size())
+)
+
+// freqsSizeOf is what TokenFrequencies.Size returns for a map of n terms
+// of termBytes bytes in all and no locations (the key and the term are
+// each counted).
+func freqsSizeOf(n, termBytes int) int {
+	return sizeOfMap + n*(sizeOfEntry+sizeOfTokenFreq) + 2*termBytes
 }
 
 func (a *analyzer) add(term []byte) {
@@ -178,6 +201,7 @@ func (a *analyzer) add(term []byte) {
 	if len(a.terms)+len(term) > cap(a.terms) {
 		a.terms = make([]byte, 0, max(512, len(term)))
 	}
+	a.termBytes += len(term)
 	n := len(a.terms)
 	a.terms = append(a.terms, term...)
 	t := a.terms[n:len(a.terms):len(a.terms)]

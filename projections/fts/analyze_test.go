@@ -38,6 +38,11 @@ func checkContentField(t testing.TB, a analysis.Analyzer, text string) {
 		g := gf[term]
 		ok = ok && g != nil && string(g.Term) == term && g.Frequency() == w.Frequency()
 	}
+	// The size bleve counts for the batch is the one its own walk of the
+	// frequencies gives.
+	if got.Size() != 64+len(text)+gf.Size() {
+		t.Fatalf("%q: contentField size %d, walked %d", text, got.Size(), 64+len(text)+gf.Size())
+	}
 	if !ok {
 		show := func(f index.TokenFrequencies) map[string]int {
 			m := map[string]int{}
