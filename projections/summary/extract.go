@@ -60,9 +60,12 @@ func bounded(t string) string {
 // each text bounded to its first MaxAnalysedBytes.
 func split(texts []string) []sentence {
 	var out []sentence
+	var words []string // every sentence's words, one after another
 	for _, t := range texts {
 		for _, s := range textutil.Sentences(bounded(t)) {
-			out = append(out, sentence{text: s, words: textutil.ContentWords(s), pos: len(out)})
+			n := len(words)
+			words = textutil.AppendContentWords(words, s)
+			out = append(out, sentence{text: s, words: words[n:len(words):len(words)], pos: len(out)})
 		}
 	}
 	return out
