@@ -95,6 +95,7 @@ package timelines
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -103,6 +104,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -720,11 +722,18 @@ func (t *Timelines) flushTx(tx *bolt.Tx) error {
 	}
 	sort.Strings(ids)
 	idx := tx.Bucket(bIDs)
-	// Records go in seq order (SortedWrites), which in a bulk build
-	// appends them: pages filled, not split in half.
-	cb := tx.Bucket(bChunks)
-	cb.FillPercent = 1
-	chunks := projections.NewSortedWrites(cb)
+	// Records are put in seq order after the loop, which in a bulk build
+	// appends them: pages filled, not split in half. A record's seq is
+	// the seq of the one event that put that chunk, so no two puts share
+	// a seq, and no record read or deleted in the loop is at a seq put
+	// here (other than the chunk's own version, which is not deleted).
+	chunks := tx.Bucket(bChunks)
+	chunks.FillPercent = 1
+	type record struct {
+		seq uint64
+		v   []byte
+	}
+	records := make([]record, 0, len(t.puts))
 	dirty := make(map[string]struct{})
 	// The chunks go in id order, their index entries in key order (see
 	// projections.SortedWrites): index keys follow time, not ids.
@@ -759,9 +768,7 @@ func (t *Timelines) flushTx(tx *bolt.Tx) error {
 		if err != nil {
 			return err
 		}
-		if err := chunks.Put(be64(c.Seq), v); err != nil {
-			return fmt.Errorf("put chunk %q: %w", id, err)
-		}
+		records = append(records, record{c.Seq, v})
 		if err := idx.Put(projections.IDKey(id), be64(c.Seq)); err != nil {
 			return fmt.Errorf("put chunk %q: %w", id, err)
 		}
@@ -773,8 +780,11 @@ func (t *Timelines) flushTx(tx *bolt.Tx) error {
 		}
 		dirty[c.Session] = struct{}{}
 	}
-	if err := chunks.Flush(); err != nil {
-		return fmt.Errorf("write chunks: %w", err)
+	slices.SortFunc(records, func(a, b record) int { return cmp.Compare(a.seq, b.seq) })
+	for _, r := range records {
+		if err := chunks.Put(be64(r.seq), r.v); err != nil {
+			return fmt.Errorf("put chunk record at %d: %w", r.seq, err)
+		}
 	}
 	if err := ix.flush(); err != nil {
 		return err
