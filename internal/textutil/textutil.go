@@ -63,6 +63,11 @@ func ContentWords(s string) []string {
 // white space is removed; empty sentences are dropped. Abbreviations are not
 // special-cased: the split must be predictable more than it must be clever.
 func Sentences(s string) []string {
+	// It walks bytes: every rune that decides a split is ASCII except the
+	// closing quotes ’ and ” and non-ASCII white space or digits, which are
+	// decoded where they are looked at (s is valid UTF-8: log content is).
+	// It used to convert s to runes and keep a byte offset per rune, two
+	// allocations the size of the text for every chunk a summary analyses.
 	var out []string
 	add := func(x string) {
 		x = strings.TrimSpace(x)
@@ -71,52 +76,62 @@ func Sentences(s string) []string {
 		}
 	}
 	start := 0
-	rs := []rune(s)
-	// Work on byte offsets for slicing while iterating runes.
-	offs := make([]int, len(rs)+1)
-	o := 0
-	for i, r := range rs {
-		offs[i] = o
-		o += utf8.RuneLen(r)
-	}
-	offs[len(rs)] = o
-	for i := 0; i < len(rs); i++ {
-		r := rs[i]
-		switch {
-		case r == '.' || r == '!' || r == '?':
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '.', '!', '?':
 			j := i + 1
-			for j < len(rs) && (rs[j] == '.' || rs[j] == '!' || rs[j] == '?' || rs[j] == '"' || rs[j] == '\'' || rs[j] == ')' || rs[j] == '’' || rs[j] == '”') {
-				j++
+			for j < len(s) {
+				if c := s[j]; c == '.' || c == '!' || c == '?' || c == '"' || c == '\'' || c == ')' {
+					j++
+				} else if strings.HasPrefix(s[j:], "’") || strings.HasPrefix(s[j:], "”") {
+					j += len("’")
+				} else {
+					break
+				}
 			}
-			if j == len(rs) || unicode.IsSpace(rs[j]) {
-				add(s[offs[start]:offs[j]])
+			if j == len(s) || spaceAt(s, j) {
+				add(s[start:j])
 				start = j
 				i = j - 1
 			}
-		case r == '\n':
+		case '\n':
 			j := i + 1
-			for j < len(rs) && (rs[j] == ' ' || rs[j] == '\t' || rs[j] == '\r') {
+			for j < len(s) && (s[j] == ' ' || s[j] == '\t' || s[j] == '\r') {
 				j++
 			}
-			if j < len(rs) && (rs[j] == '\n' || isListStart(rs[j:])) {
-				add(s[offs[start]:offs[i]])
+			if j < len(s) && (s[j] == '\n' || isListStart(s[j:])) {
+				add(s[start:i])
 				start = i + 1
 			}
 		}
 	}
-	add(s[offs[start]:])
+	add(s[start:])
 	return out
 }
 
-func isListStart(rs []rune) bool {
-	if len(rs) >= 2 && (rs[0] == '-' || rs[0] == '*' || rs[0] == '•') && rs[1] == ' ' {
+// spaceAt reports whether the rune at byte j of s is white space.
+func spaceAt(s string, j int) bool {
+	if c := s[j]; c < utf8.RuneSelf {
+		return c == ' ' || c >= '\t' && c <= '\r'
+	}
+	r, _ := utf8.DecodeRuneInString(s[j:])
+	return unicode.IsSpace(r)
+}
+
+func isListStart(s string) bool {
+	r, n := utf8.DecodeRuneInString(s)
+	if (r == '-' || r == '*' || r == '•') && len(s) > n && s[n] == ' ' {
 		return true
 	}
-	i := 0
-	for i < len(rs) && i < 3 && unicode.IsDigit(rs[i]) {
-		i++
+	digits, p := 0, 0
+	for digits < 3 && p < len(s) {
+		r, n := utf8.DecodeRuneInString(s[p:])
+		if !unicode.IsDigit(r) {
+			break
+		}
+		digits, p = digits+1, p+n
 	}
-	return i > 0 && i+1 < len(rs) && (rs[i] == '.' || rs[i] == ')') && rs[i+1] == ' '
+	return digits > 0 && p+1 < len(s) && (s[p] == '.' || s[p] == ')') && s[p+1] == ' '
 }
 
 // EstimateTokens estimates how many tokens an LLM tokenizer (BPE, GPT/Llama

@@ -335,6 +335,7 @@ func merge(tx *bolt.Tx, g groupKey, opts Options) (*Summary, error) {
 	}
 	n := 0
 	var sents []sentence
+	var candWords []string // the candidates' words, one after another
 	firstIsCand := false
 	terms := map[string]*termStat{}
 	for i, b := range bs {
@@ -345,7 +346,9 @@ func merge(tx *bolt.Tx, g groupKey, opts Options) (*Summary, error) {
 			if i == 0 && cd.local == 0 {
 				firstIsCand = true
 			}
-			sents = append(sents, sentence{text: cd.text, words: textutil.ContentWords(cd.text), pos: len(sents)})
+			from := len(candWords)
+			candWords = textutil.AppendContentWords(candWords, cd.text)
+			sents = append(sents, sentence{text: cd.text, words: candWords[from:len(candWords):len(candWords)], pos: len(sents)})
 		}
 		for _, t := range b.terms {
 			st := terms[t.word]

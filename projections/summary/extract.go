@@ -1,7 +1,9 @@
 package summary
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -60,9 +62,12 @@ func bounded(t string) string {
 // each text bounded to its first MaxAnalysedBytes.
 func split(texts []string) []sentence {
 	var out []sentence
+	var words []string // every sentence's words, one after another
 	for _, t := range texts {
 		for _, s := range textutil.Sentences(bounded(t)) {
-			out = append(out, sentence{text: s, words: textutil.ContentWords(s), pos: len(out)})
+			n := len(words)
+			words = textutil.AppendContentWords(words, s)
+			out = append(out, sentence{text: s, words: words[n:len(words):len(words)], pos: len(out)})
 		}
 	}
 	return out
@@ -93,13 +98,22 @@ func summarizeFirst(sents []sentence, maxTokens int, bonusFirst bool) extract {
 	if n == 0 || maxTokens <= 0 {
 		return extract{keyTerms: []string{}}
 	}
-	stats := map[string]*termStat{}
+	// Sized for every word being distinct, so that the map never grows and
+	// the stats come from one allocation: growing the map and a termStat
+	// per term were a third of summarizing.
+	total := 0
+	for _, s := range sents {
+		total += len(s.words)
+	}
+	stats := make(map[string]*termStat, total)
+	arena := make([]termStat, 0, total)
 	uniq := distinctWords(sents)
 	for i, s := range sents {
 		for _, w := range s.words {
 			st := stats[w]
 			if st == nil {
-				st = &termStat{}
+				arena = append(arena, termStat{})
+				st = &arena[len(arena)-1]
 				stats[w] = st
 			}
 			st.count++
@@ -227,11 +241,16 @@ func pick(sents []sentence, uniq [][]string, weights map[string]float64, bonusFi
 	for i := range order {
 		order[i] = i
 	}
-	sort.SliceStable(order, func(a, b int) bool {
-		if scores[order[a]] != scores[order[b]] {
-			return scores[order[a]] > scores[order[b]]
+	// Higher score first, then earlier: a total order (scores are never
+	// NaN), so an unstable sort gives the one result.
+	slices.SortFunc(order, func(a, b int) int {
+		if scores[a] != scores[b] {
+			if scores[a] > scores[b] {
+				return -1
+			}
+			return 1
 		}
-		return order[a] < order[b]
+		return cmp.Compare(a, b)
 	})
 
 	// Greedy selection under the budget, skipping duplicates. The joined

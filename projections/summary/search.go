@@ -86,7 +86,7 @@ func termFreqs(s *Summary) (map[string]int, int) {
 	if s == nil {
 		return tf, 0
 	}
-	for _, w := range textutil.ContentWords(s.Text) {
+	for _, w := range textutil.AppendContentWords(nil, s.Text) {
 		tf[w]++
 		n++
 	}

@@ -119,7 +119,23 @@ func TestContentWithoutEventsOrWrongSeq(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		return tx.Bucket(bChunks).Put(projections.IDKey("a1"), v)
+		// Stored under its own seq first: the record does not match its key.
+		return tx.Bucket(bChunks).Put(be64(1), v)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := tl.Chunk("a1"); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("chunk record under another seq: %v", err)
+	}
+	err = tl.db.Update(func(tx *bolt.Tx) error {
+		// Then under seq 2, which the ids index names: the content read
+		// back is the other chunk's.
+		v := tx.Bucket(bChunks).Get(be64(1))
+		if err := tx.Bucket(bChunks).Put(be64(2), append([]byte(nil), v...)); err != nil {
+			return err
+		}
+		return tx.Bucket(bIDs).Put(projections.IDKey("a1"), be64(2))
 	})
 	if err != nil {
 		t.Fatal(err)
