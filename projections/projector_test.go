@@ -629,7 +629,7 @@ func (p *turnProbe) Commit(cp projections.Checkpoint) error {
 	s := p.shared
 	s.mu.Lock()
 	s.committing++
-	if s.committing > 1 {
+	if s.committing > 1 || s.compacting > 0 {
 		s.overlapped = true
 	}
 	s.mu.Unlock()
@@ -652,7 +652,7 @@ func (p *turnProbe) Compact() error {
 	s := p.shared
 	s.mu.Lock()
 	s.compacting++
-	if s.compacting > 1 {
+	if s.compacting > 1 || s.committing > 0 {
 		s.overlapped = true
 	}
 	s.mu.Unlock()
@@ -693,6 +693,58 @@ func TestCatchUpCommitsTakeTurns(t *testing.T) {
 	if len(a.commits) != n+1 || len(b.commits) != n || a.commits[0] != 50 || a.commits[1] != 150 || b.commits[0] != 100 ||
 		a.cp.Seq != uint64(len(evs)) || b.cp.Seq != uint64(len(evs)) || s.compacted != 2 {
 		t.Fatalf("commits a %v, b %v; %d compacted", a.commits, b.commits, s.compacted)
+	}
+}
+
+// slowProbe is a recorder whose last event waits (up to 30 s, for what
+// takes milliseconds) until another projection has compacted.
+type slowProbe struct {
+	recorder
+	last      uint64
+	compacted chan struct{}
+	sawIt     bool
+}
+
+func (p *slowProbe) Apply(ev *log.Event) error {
+	if ev.Seq == p.last {
+		select {
+		case <-p.compacted:
+			p.sawIt = true
+		case <-time.After(30 * time.Second):
+		}
+	}
+	return p.recorder.Apply(ev)
+}
+
+// compactProbe is a recorder that is a Compacter.
+type compactProbe struct {
+	recorder
+	compacted chan struct{}
+}
+
+func (p *compactProbe) Compact() error {
+	close(p.compacted)
+	return nil
+}
+
+// A projection that has committed the whole stream of a bulk catch-up
+// compacts while a slower one is still applying its events, instead of
+// after every projection is done (one rewrite after another at the end,
+// on one core).
+func TestCatchUpCompactsBeforeTheSlowestEnds(t *testing.T) {
+	evs := projtest.StoreEvents(8, projections.CompactAfter)
+	done := make(chan struct{})
+	fast := &compactProbe{recorder: recorder{name: "fast"}, compacted: done}
+	slow := &slowProbe{recorder: recorder{name: "slow"}, last: uint64(len(evs)), compacted: done}
+	pr := newProjector(t, projtest.NewMemSource(evs), projections.Options{CommitEvery: 1000}, slow, fast)
+	if err := pr.CatchUp(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if !slow.sawIt {
+		t.Fatal("the fast projection compacted only after the slow one had applied its last event")
+	}
+	if slow.cp.Seq != uint64(len(evs)) || fast.cp.Seq != uint64(len(evs)) {
+		t.Fatalf("checkpoints slow %d, fast %d, want %d", slow.cp.Seq, fast.cp.Seq, len(evs))
 	}
 }
 
