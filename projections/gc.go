@@ -95,6 +95,8 @@ var (
 	envLimit bool    // GOMEMLIMIT chose the limit: FitBulkLimit leaves it alone
 	fitBase  int64   // the limit FitBulkLimit found in place (its ceiling); 0: not fitting
 	fitted   int64   // the limit FitBulkLimit set last
+	fitLow   int64   // the lowest limit FitBulkLimit set (UCL_CATCHUP_STATS)
+	fitCuts  int     // how many of its calls found the limit below fitBase
 	mapped   []int64 // file-backed resident bytes after the last commits (FitBulkLimit)
 )
 
@@ -201,7 +203,14 @@ func FitBulkLimit() {
 		mapped = append(mapped[:0], mapped[1:]...)
 	}
 	mapped = append(mapped, file)
-	if l := fitLimit(slices.Max(mapped), liveHeap(), fitBase); l != cur {
+	l := fitLimit(slices.Max(mapped), liveHeap(), fitBase)
+	if l < fitBase {
+		fitCuts++
+		if fitLow == 0 || l < fitLow {
+			fitLow = l
+		}
+	}
+	if l != cur {
 		debug.SetMemoryLimit(l)
 		fitted = l
 		if memLimit == cur {
@@ -220,7 +229,15 @@ func unfit() {
 			memLimit = fitBase
 		}
 	}
-	fitBase, fitted, mapped = 0, 0, mapped[:0]
+	fitBase, fitted, fitLow, fitCuts, mapped = 0, 0, 0, 0, mapped[:0]
+}
+
+// fitStats reports the limit FitBulkLimit started from, the lowest it
+// set and how many commits found it lowered (0s when it has not run).
+func fitStats() (base, low int64, cuts int) {
+	gcMu.Lock()
+	defer gcMu.Unlock()
+	return fitBase, fitLow, fitCuts
 }
 
 // fitLimit is the heap limit BulkRSSBudget leaves beside file mapped
