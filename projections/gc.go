@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime/debug"
 	"runtime/metrics"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -30,6 +31,40 @@ const bulkGCPercent = 200
 // collecting back to back. The pages bbolt and bleve map are outside it.
 const BulkMemHeadroom = 512 << 20
 
+// BulkRSSBudget is the resident set a bulk catch-up aims to stay within:
+// Go heap plus the projection files' pages mapped into the process. The
+// mapped pages grow with the store (a 2M-event first build mapped up to
+// 650 MB of timelines.db, fts side.db and summary.db during commits,
+// against 40-450 MB at 1M), while the heap's bound (BulkMemHeadroom) did
+// not: at 2M the peak was ~500 MB of heap plus ~650 MB mapped, 1.18-1.25
+// GB. So after each commit of a bulk catch-up (FitBulkLimit) the heap's
+// limit is lowered to what the budget leaves beside the largest mapped
+// share seen over the last commits, never below the live heap plus
+// bulkMemFloor (below it the collector runs back to back) and never above
+// the limit in place when the catch-up started (live heap +
+// BulkMemHeadroom, or the program's own: `ucl project` sets 512 MiB).
+// While the mapped share is small (every store up to ~1M events here) the
+// limit stays that one: the budget costs collector CPU only where the
+// mapped pages would otherwise take the process over it.
+const BulkRSSBudget = 1 << 30
+
+// bulkMemFloor is the least room above the live heap that FitBulkLimit
+// leaves the collector (CatchUpMemHeadroom's measurements: at + 128 MiB a
+// collection ran back to back and the CPU doubled).
+const bulkMemFloor = 192 << 20
+
+// rssSlack is the part of the budget kept for what is resident beside the
+// Go heap and the projection files: the binary's own mapped text (~35 MB)
+// counts in the file share already; this is C and runtime memory outside
+// the limit.
+const rssSlack = 32 << 20
+
+// mappedWindow is how many commits' mapped shares FitBulkLimit keeps the
+// largest of: each projection's commit maps its own file's pages (and
+// ReleaseMemory drops them after), so the window spans a round of every
+// projection's commits, twice.
+const mappedWindow = 10
+
 // CatchUpMemHeadroom bounds the Go heap of a catch-up too small to be
 // bulk (fewer than CompactAfter events) the same way, with less room: a
 // few events can still be large (a 2 MiB document of distinct words and a
@@ -52,12 +87,22 @@ func BulkRan() bool { return bulkRan.Load() }
 
 var (
 	gcMu     sync.Mutex
-	gcRuns   int   // catch-ups running in this process
-	gcBulk   int   // bulk ones among them
-	gcOld    int   // the target before the first bulk one
-	memLimit int64 // the limit set here; 0: none set (one was there)
-	ownLimit bool  // whether the running catch-ups may set or raise a limit
+	gcRuns   int     // catch-ups running in this process
+	gcBulk   int     // bulk ones among them
+	gcOld    int     // the target before the first bulk one
+	memLimit int64   // the limit set here; 0: none set (one was there)
+	ownLimit bool    // whether the running catch-ups may set or raise a limit
+	envLimit bool    // GOMEMLIMIT chose the limit: FitBulkLimit leaves it alone
+	fitBase  int64   // the limit FitBulkLimit found in place (its ceiling); 0: not fitting
+	fitted   int64   // the limit FitBulkLimit set last
+	fitLow   int64   // the lowest limit FitBulkLimit set (UCL_CATCHUP_STATS)
+	fitCuts  int     // how many of its calls found the limit below fitBase
+	mapped   []int64 // file-backed resident bytes after the last commits (FitBulkLimit)
 )
+
+// fileResident reports the process's file-backed resident bytes; a
+// variable so that tests can stand in for the kernel's figure.
+var fileResident = residentFileBytes
 
 // bulkGC is catchUpGC for a bulk catch-up.
 func bulkGC() (restore func()) { return catchUpGC(true) }
@@ -79,7 +124,8 @@ func catchUpGC(bulk bool) (restore func()) {
 	gcMu.Lock()
 	if gcRuns == 0 {
 		memLimit = 0
-		ownLimit = os.Getenv("GOMEMLIMIT") == "" && debug.SetMemoryLimit(-1) == math.MaxInt64
+		envLimit = os.Getenv("GOMEMLIMIT") != ""
+		ownLimit = !envLimit && debug.SetMemoryLimit(-1) == math.MaxInt64
 	}
 	// The limit is ours to raise while it is still the one set here (none
 	// yet: the maximum); a limit the program set meanwhile stays.
@@ -111,6 +157,7 @@ func catchUpGC(bulk bool) (restore func()) {
 			if bulk {
 				if gcBulk--; gcBulk == 0 {
 					debug.SetGCPercent(gcOld)
+					unfit()
 				}
 			}
 			if gcRuns--; gcRuns == 0 {
@@ -124,6 +171,79 @@ func catchUpGC(bulk bool) (restore func()) {
 			gcMu.Unlock()
 		})
 	}
+}
+
+// FitBulkLimit fits the memory limit in place during a bulk catch-up
+// (the one catchUpGC set, or the program's own, as `ucl project` sets) to
+// BulkRSSBudget (see there) from the file-backed resident bytes now,
+// never above the limit it found; the last bulk catch-up to end puts that
+// limit back. The projector calls it after each commit of a bulk
+// catch-up, before the projection releases its mapped pages: that is when
+// a commit's pages are resident. It does nothing while no bulk catch-up
+// runs, under no limit, under GOMEMLIMIT (the environment wins, as for
+// the limit itself), or once the program changed the limit it fitted.
+func FitBulkLimit() {
+	file := fileResident()
+	gcMu.Lock()
+	defer gcMu.Unlock()
+	if gcBulk == 0 || envLimit || file < 0 {
+		return
+	}
+	cur := debug.SetMemoryLimit(-1)
+	if fitBase == 0 {
+		if cur == math.MaxInt64 {
+			return
+		}
+		fitBase, fitted = cur, cur
+	}
+	if cur != fitted {
+		return
+	}
+	if len(mapped) == mappedWindow {
+		mapped = append(mapped[:0], mapped[1:]...)
+	}
+	mapped = append(mapped, file)
+	l := fitLimit(slices.Max(mapped), liveHeap(), fitBase)
+	if l < fitBase {
+		fitCuts++
+		if fitLow == 0 || l < fitLow {
+			fitLow = l
+		}
+	}
+	if l != cur {
+		debug.SetMemoryLimit(l)
+		fitted = l
+		if memLimit == cur {
+			// Still the one set here: lifted at the end as before.
+			memLimit = l
+		}
+	}
+}
+
+// unfit puts back the limit FitBulkLimit found, unless the program
+// changed the one it set (gcMu held).
+func unfit() {
+	if fitBase != 0 && debug.SetMemoryLimit(-1) == fitted {
+		debug.SetMemoryLimit(fitBase)
+		if memLimit == fitted {
+			memLimit = fitBase
+		}
+	}
+	fitBase, fitted, fitLow, fitCuts, mapped = 0, 0, 0, 0, mapped[:0]
+}
+
+// fitStats reports the limit FitBulkLimit started from, the lowest it
+// set and how many commits found it lowered (0s when it has not run).
+func fitStats() (base, low int64, cuts int) {
+	gcMu.Lock()
+	defer gcMu.Unlock()
+	return fitBase, fitLow, fitCuts
+}
+
+// fitLimit is the heap limit BulkRSSBudget leaves beside file mapped
+// bytes, kept between live + bulkMemFloor and ceil.
+func fitLimit(file, live, ceil int64) int64 {
+	return min(ceil, max(BulkRSSBudget-rssSlack-file, live+bulkMemFloor))
 }
 
 // liveHeap is the heap the last garbage collection found live (0 before

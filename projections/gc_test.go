@@ -64,3 +64,90 @@ func TestCatchUpGCLimits(t *testing.T) {
 		t.Fatalf("after both: memory limit %d, want none", l)
 	}
 }
+
+// FitBulkLimit lowers a bulk catch-up's heap limit to what BulkRSSBudget
+// leaves beside the largest mapped share of the last commits, no lower
+// than the live heap + bulkMemFloor, and gives it back (up to the limit
+// the catch-up started with) once the mapped share has been small for a
+// window of commits. It leaves a limit it did not set alone.
+func TestFitBulkLimitKeepsTheBudget(t *testing.T) {
+	t.Setenv("GOMEMLIMIT", "")
+	prev := debug.SetMemoryLimit(math.MaxInt64)
+	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
+	var file int64
+	restore := SetFileResident(func() int64 { return file })
+	defer restore()
+
+	FitBulkLimit() // no bulk catch-up running: nothing to fit
+	if l := debug.SetMemoryLimit(-1); l != math.MaxInt64 {
+		t.Fatalf("no catch-up: memory limit %d, want none", l)
+	}
+	end := bulkGC()
+	start := debug.SetMemoryLimit(-1)
+	file = 40 << 20
+	FitBulkLimit()
+	if l := debug.SetMemoryLimit(-1); l != start {
+		t.Fatalf("40 MB mapped: limit %d, want the start's %d", l, start)
+	}
+	file = 700 << 20
+	FitBulkLimit()
+	want := max(BulkRSSBudget-rssSlack-file, liveHeap()+bulkMemFloor)
+	if l := debug.SetMemoryLimit(-1); l >= start || l < want-(16<<20) || l > want+(16<<20) {
+		t.Fatalf("700 MB mapped: limit %d, want ~%d (start %d)", l, want, start)
+	}
+	file = 1 << 30 // more than the budget: the floor holds
+	FitBulkLimit()
+	if l, floor := debug.SetMemoryLimit(-1), liveHeap()+bulkMemFloor; l < floor-(16<<20) || l > floor+(16<<20) {
+		t.Fatalf("1 GB mapped: limit %d, want the floor ~%d", l, floor)
+	}
+	file = 40 << 20
+	for i := 0; i < mappedWindow-1; i++ {
+		FitBulkLimit()
+		if l := debug.SetMemoryLimit(-1); l == start {
+			t.Fatalf("limit back to the start %d commits after the peak, within the window of %d", i+1, mappedWindow)
+		}
+	}
+	FitBulkLimit()
+	if l := debug.SetMemoryLimit(-1); l != start {
+		t.Fatalf("small mapped share for a window: limit %d, want the start's %d", l, start)
+	}
+	// A limit the program set meanwhile stays.
+	debug.SetMemoryLimit(3 << 30)
+	file = 900 << 20
+	FitBulkLimit()
+	if l := debug.SetMemoryLimit(-1); l != 3<<30 {
+		t.Fatalf("program's limit changed to %d", l)
+	}
+	end()
+	if l := debug.SetMemoryLimit(-1); l != 3<<30 {
+		t.Fatalf("program's limit after the catch-up: %d", l)
+	}
+}
+
+// A limit the program set before the catch-up (`ucl project` sets 512
+// MiB) is fitted too, and put back when the catch-up ends; one GOMEMLIMIT
+// chose is left alone.
+func TestFitBulkLimitFitsTheProgramsLimit(t *testing.T) {
+	t.Setenv("GOMEMLIMIT", "")
+	prev := debug.SetMemoryLimit(512 << 20)
+	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
+	file := int64(800 << 20)
+	defer SetFileResident(func() int64 { return file })()
+	end := bulkGC()
+	FitBulkLimit()
+	if l := debug.SetMemoryLimit(-1); l >= 512<<20 {
+		t.Fatalf("800 MB mapped under the program's 512 MiB: limit %d, not lowered", l)
+	}
+	end()
+	if l := debug.SetMemoryLimit(-1); l != 512<<20 {
+		t.Fatalf("after the catch-up: limit %d, want the program's %d", l, 512<<20)
+	}
+
+	t.Setenv("GOMEMLIMIT", "512MiB")
+	end = bulkGC()
+	FitBulkLimit()
+	if l := debug.SetMemoryLimit(-1); l != 512<<20 {
+		t.Fatalf("under GOMEMLIMIT: limit %d, want it left at %d", l, 512<<20)
+	}
+	end()
+}

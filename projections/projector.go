@@ -10,6 +10,7 @@ import (
 	"runtime/pprof"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/unlimitedcontext/ucl/log"
@@ -33,8 +34,10 @@ type Sizer interface {
 // larger than their content: bbolt splits pages half full and keeps the
 // pages every commit freed, and never gives them back. Compact rewrites
 // them tight. The projector calls it after a catch-up that applied at
-// least CompactAfter events to the projection; it must not change what
-// the projection holds (its digest).
+// least CompactAfter events to the projection, once the projection has
+// committed the whole stream (while slower projections may still be
+// applying theirs); it must not change what the projection holds (its
+// digest).
 type Compacter interface {
 	Compact() error
 }
@@ -254,6 +257,7 @@ type run struct {
 	failed  bool
 	err     error      // the Apply or Commit failure that stopped it
 	lastErr error      // the failure of its last commit (after the stream) or of EndBulk
+	compErr error      // the failure of its compaction (Compacter)
 	bulk    bool       // a bulk catch-up: mapped pages are released after each commit
 	every   int        // events to apply before the next commit (see stagger)
 	backlog func() int // batches waiting in its channel (see turns)
@@ -398,6 +402,9 @@ func (pr *Projector) catchUpForce(ctx context.Context, src Source, progress func
 	// Commits take turns (Options.Commits).
 	commits := newTurns(pr.opt.Commits)
 	chans := make([]chan []*log.Event, len(runs))
+	// Set when the reader delivered the whole range: only then may a
+	// projection that committed it compact.
+	var streamed atomic.Bool
 	for i, r := range runs {
 		chans[i] = make(chan []*log.Event, depth)
 		r.backlog = func() int { return len(chans[i]) }
@@ -425,6 +432,13 @@ func (pr *Projector) catchUpForce(ctx context.Context, src Source, progress func
 					r.lastErr = Guard(r.p.Name(), func() error { return commitTurn(r, commits) })
 				}
 				r.lastErr = errors.Join(r.lastErr, endBulk(r, commits))
+				// Compacted here, as soon as its own stream is committed:
+				// the slowest projection goes on applying meanwhile, where
+				// compacting after every projection was done ran one
+				// file's rewrite after another on one core at the end.
+				if streamed.Load() && rctx.Err() == nil && !r.failed && r.lastErr == nil {
+					r.compErr = compactTurn(r, commits)
+				}
 			})
 		}(r, chans[i])
 	}
@@ -469,6 +483,7 @@ func (pr *Projector) catchUpForce(ctx context.Context, src Source, progress func
 	if readErr == nil && len(batch) > 0 {
 		readErr = flush()
 	}
+	streamed.Store(readErr == nil && next == head+1)
 	for _, ch := range chans {
 		close(ch)
 	}
@@ -505,7 +520,11 @@ func (pr *Projector) catchUpForce(ctx context.Context, src Source, progress func
 	if next != head+1 {
 		return fmt.Errorf("read log %d..%d: %w: stopped before seq %d", from, head, ErrSourceGap, next)
 	}
-	if err := compactRuns(runs, pr.opt.Commits); err != nil {
+	var compErrs []error
+	for _, r := range runs {
+		compErrs = append(compErrs, r.compErr)
+	}
+	if err := errors.Join(compErrs...); err != nil {
 		return err
 	}
 	report()
@@ -548,31 +567,26 @@ func endBulk(r *run, commits *turns) error {
 	return nil
 }
 
-// compactRuns compacts the projections a bulk catch-up grew (see
-// Compacter), n at a time: a compaction reads its whole file through a
-// mapping, and those pages count in the process's RSS until it closes the
-// file: all at once held every projection file resident together.
-func compactRuns(runs []*run, n int) error {
-	var wg sync.WaitGroup
-	turns := make(chan struct{}, max(n, 1))
-	errs := make([]error, len(runs))
-	for i, r := range runs {
-		c, ok := r.p.(Compacter)
-		if !ok || r.applied < CompactAfter {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			turns <- struct{}{}
-			defer func() { <-turns }()
-			if err := Guard(r.p.Name(), c.Compact); err != nil {
-				errs[i] = fmt.Errorf("compact projection %s: %w", r.p.Name(), err)
-			}
-		}()
+// compactTurn compacts r's projection if it is a Compacter and this
+// catch-up applied CompactAfter events or more to it, holding a commit
+// turn: a compaction reads its whole file through a mapping and holds a
+// transaction's pages, a commit's worth of memory, so it does not run
+// beside another projection's commit. The turn goes first to projections
+// with events waiting (turns), and a compacting one has none.
+func compactTurn(r *run, commits *turns) error {
+	c, ok := r.p.(Compacter)
+	if !ok || r.applied < CompactAfter {
+		return nil
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	t := r.st.now()
+	commits.acquire(r.backlog)
+	defer commits.release()
+	t = r.st.add(&r.st.turn, t)
+	defer r.st.add(&r.st.compact, t)
+	if err := Guard(r.p.Name(), c.Compact); err != nil {
+		return fmt.Errorf("compact projection %s: %w", r.p.Name(), err)
+	}
+	return nil
 }
 
 // apply feeds the batches from in to r's projection until in is closed
@@ -624,6 +638,10 @@ func commitTurn(r *run, commits *turns) error {
 		return err
 	}
 	t = r.st.add(&r.st.commit, t)
+	if r.bulk {
+		// Before the release: the commit's mapped pages count.
+		FitBulkLimit()
+	}
 	if m, ok := r.p.(MemoryReleaser); ok && r.bulk {
 		m.ReleaseMemory()
 	}

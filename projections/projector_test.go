@@ -558,6 +558,57 @@ func TestBulkCatchUpBoundsHeap(t *testing.T) {
 	}
 }
 
+// limitsProbe is a recorder that notes the process's memory limit at
+// each event it applies.
+type limitsProbe struct {
+	recorder
+	limits []int64
+}
+
+func (p *limitsProbe) Apply(ev *log.Event) error {
+	p.limits = append(p.limits, debug.SetMemoryLimit(-1))
+	return p.recorder.Apply(ev)
+}
+
+// A bulk catch-up fits its heap limit to projections.BulkRSSBudget after
+// each commit: with 800 MB of files mapped it is lowered from the start's
+// live heap + BulkMemHeadroom for the events after the first commit.
+func TestBulkCatchUpFitsTheRSSBudget(t *testing.T) {
+	t.Setenv("GOMEMLIMIT", "")
+	prev := debug.SetMemoryLimit(math.MaxInt64)
+	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
+	defer projections.SetFileResident(func() int64 { return 800 << 20 })()
+	evs := projtest.StoreEvents(5, projections.CompactAfter)
+	p := &limitsProbe{recorder: recorder{name: "probe"}}
+	pr := newProjector(t, projtest.NewMemSource(evs), projections.Options{CommitEvery: 1000}, p)
+	if err := pr.CatchUp(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	first, last := p.limits[0], p.limits[len(p.limits)-1]
+	if first < projections.BulkMemHeadroom {
+		t.Fatalf("limit at the first event %d, want the live heap + %d", first, projections.BulkMemHeadroom)
+	}
+	if fit := int64(projections.BulkRSSBudget - 800<<20); last >= first || last > max(fit, first-projections.BulkMemHeadroom+256<<20) {
+		t.Fatalf("limit at the last event %d, first %d: not fitted to the budget beside 800 MB mapped", last, first)
+	}
+	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
+		t.Fatalf("memory limit after the catch-up: %d, want none", got)
+	}
+	// Under the program's own limit (`ucl project` sets one) too.
+	debug.SetMemoryLimit(512 << 20)
+	p2 := &limitsProbe{recorder: recorder{name: "probe"}}
+	pr2 := newProjector(t, projtest.NewMemSource(evs), projections.Options{CommitEvery: 1000}, p2)
+	if err := pr2.CatchUp(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if first, last := p2.limits[0], p2.limits[len(p2.limits)-1]; first != 512<<20 || last >= first {
+		t.Fatalf("under the program's 512 MiB: limit %d at the first event, %d at the last", first, last)
+	}
+	if got := debug.SetMemoryLimit(-1); got != 512<<20 {
+		t.Fatalf("memory limit after the catch-up: %d, want the program's %d", got, 512<<20)
+	}
+}
+
 // turnProbe is a recorder whose commits note whether another projection
 // was committing at the same time; the first projection's first commit
 // waits until the other has applied its commit's worth of events (so,
@@ -591,7 +642,7 @@ func (p *turnProbe) Commit(cp projections.Checkpoint) error {
 	s := p.shared
 	s.mu.Lock()
 	s.committing++
-	if s.committing > 1 {
+	if s.committing > 1 || s.compacting > 0 {
 		s.overlapped = true
 	}
 	s.mu.Unlock()
@@ -614,7 +665,7 @@ func (p *turnProbe) Compact() error {
 	s := p.shared
 	s.mu.Lock()
 	s.compacting++
-	if s.compacting > 1 {
+	if s.compacting > 1 || s.committing > 0 {
 		s.overlapped = true
 	}
 	s.mu.Unlock()
@@ -655,6 +706,58 @@ func TestCatchUpCommitsTakeTurns(t *testing.T) {
 	if len(a.commits) != n+1 || len(b.commits) != n || a.commits[0] != 50 || a.commits[1] != 150 || b.commits[0] != 100 ||
 		a.cp.Seq != uint64(len(evs)) || b.cp.Seq != uint64(len(evs)) || s.compacted != 2 {
 		t.Fatalf("commits a %v, b %v; %d compacted", a.commits, b.commits, s.compacted)
+	}
+}
+
+// slowProbe is a recorder whose last event waits (up to 30 s, for what
+// takes milliseconds) until another projection has compacted.
+type slowProbe struct {
+	recorder
+	last      uint64
+	compacted chan struct{}
+	sawIt     bool
+}
+
+func (p *slowProbe) Apply(ev *log.Event) error {
+	if ev.Seq == p.last {
+		select {
+		case <-p.compacted:
+			p.sawIt = true
+		case <-time.After(30 * time.Second):
+		}
+	}
+	return p.recorder.Apply(ev)
+}
+
+// compactProbe is a recorder that is a Compacter.
+type compactProbe struct {
+	recorder
+	compacted chan struct{}
+}
+
+func (p *compactProbe) Compact() error {
+	close(p.compacted)
+	return nil
+}
+
+// A projection that has committed the whole stream of a bulk catch-up
+// compacts while a slower one is still applying its events, instead of
+// after every projection is done (one rewrite after another at the end,
+// on one core).
+func TestCatchUpCompactsBeforeTheSlowestEnds(t *testing.T) {
+	evs := projtest.StoreEvents(8, projections.CompactAfter)
+	done := make(chan struct{})
+	fast := &compactProbe{recorder: recorder{name: "fast"}, compacted: done}
+	slow := &slowProbe{recorder: recorder{name: "slow"}, last: uint64(len(evs)), compacted: done}
+	pr := newProjector(t, projtest.NewMemSource(evs), projections.Options{CommitEvery: 1000}, slow, fast)
+	if err := pr.CatchUp(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if !slow.sawIt {
+		t.Fatal("the fast projection compacted only after the slow one had applied its last event")
+	}
+	if slow.cp.Seq != uint64(len(evs)) || fast.cp.Seq != uint64(len(evs)) {
+		t.Fatalf("checkpoints slow %d, fast %d, want %d", slow.cp.Seq, fast.cp.Seq, len(evs))
 	}
 }
 
