@@ -650,7 +650,15 @@ func decodeBodyIn(t Type, p []byte, hdr *Header, alias bool, in *strCache) (Body
 // decodeBodyInto is decodeBodyIn decoding a store body into s (nil: a new
 // Store), which the caller allocated with the event that holds it.
 func decodeBodyInto(t Type, p []byte, hdr *Header, alias bool, in *strCache, s *Store) (Body, error) {
-	d := &dec{b: p, alias: alias && (t == TypeStore || t == TypeEdit), in: in, into: s}
+	return decodeBodyCheck(t, p, hdr, alias, in, s, false)
+}
+
+// decodeBodyCheck is decodeBodyInto; with check (the caller drops the
+// body: verify, import), a store body's chunk id is left empty when it
+// is the default one, the event id's hex, instead of made (an allocation
+// an event). Everything is checked as without.
+func decodeBodyCheck(t Type, p []byte, hdr *Header, alias bool, in *strCache, s *Store, check bool) (Body, error) {
+	d := &dec{b: p, alias: alias && (t == TypeStore || t == TypeEdit), in: in, into: s, check: check && t == TypeStore}
 	var body Body
 	switch t {
 	case TypeStore:
@@ -684,6 +692,7 @@ type dec struct {
 	alias bool
 	in    *strCache // may be nil
 	into  *Store    // where store() decodes (nil: a new Store)
+	check bool      // a store body only checked: no default chunk id made
 }
 
 // strCache holds the last session and role strings a decoder made, so
@@ -853,7 +862,7 @@ func (d *dec) store(hdr *Header) *Store {
 		if d.err == nil && (s.ChunkID == "" || s.ChunkID == string(hx[:])) {
 			d.fail("non-canonical chunk id")
 		}
-	} else {
+	} else if !d.check {
 		s.ChunkID = hdr.ID.String()
 	}
 	if flags&flagParent != 0 {
