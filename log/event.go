@@ -648,7 +648,8 @@ func decodeBodyIn(t Type, p []byte, hdr *Header, alias bool, in *strCache) (Body
 }
 
 // decodeBodyInto is decodeBodyIn decoding a store body into s (nil: a new
-// Store), which the caller allocated with the event that holds it.
+// Store), which the caller allocated with the event that holds it, or
+// cleared: s must be the zero Store.
 func decodeBodyInto(t Type, p []byte, hdr *Header, alias bool, in *strCache, s *Store) (Body, error) {
 	return decodeBodyCheck(t, p, hdr, alias, in, s, false)
 }
@@ -827,11 +828,9 @@ func (d *dec) keys() []WrappedKey {
 }
 
 func (d *dec) store(hdr *Header) *Store {
-	s := d.into
+	s := d.into // zero (decodeBodyInto)
 	if s == nil {
 		s = &Store{}
-	} else {
-		*s = Store{}
 	}
 	v := d.byte1()
 	if d.err == nil && v != storeBodyVersion && v != storeBodyV2 {
