@@ -171,3 +171,34 @@ func TestReplayPathsAllocsPerEvent(t *testing.T) {
 		t.Fatalf("VerifyDir: %.2f allocations an event, want at most 0.2", per)
 	}
 }
+
+// TestEventStoreSizes: a replayed store event and its plaintext in one
+// allocation take no more than the two allocations they were (the
+// struct's and the plaintext's, each rounded up to its size class), give
+// or take the steps of the size classes (an eighth): no plaintext size
+// makes the event markedly larger. The plaintext fits.
+func TestEventStoreSizes(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation sizes differ under the race detector")
+	}
+	alloc := func(f func()) uint64 {
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		f()
+		runtime.ReadMemStats(&m1)
+		return m1.TotalAlloc - m0.TotalAlloc
+	}
+	var keepES *eventStore
+	var keepB []byte
+	for n := 1; n <= 5000; n += 7 {
+		one := alloc(func() { keepES, keepB = newEventStore(n) })
+		if cap(keepB) < n || len(keepB) != 0 {
+			t.Fatalf("plaintext of %d bytes: buffer len %d cap %d", n, len(keepB), cap(keepB))
+		}
+		two := alloc(func() { keepES, keepB = new(eventStore), make([]byte, 0, n) })
+		if float64(one) > float64(two)*1.125 {
+			t.Fatalf("plaintext of %d bytes: %d bytes in one allocation, %d in two", n, one, two)
+		}
+	}
+	_, _ = keepES, keepB
+}
