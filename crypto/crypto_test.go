@@ -189,3 +189,50 @@ func TestSealWithOpenWith(t *testing.T) {
 		t.Fatal("an unknown cipher opened")
 	}
 }
+
+// TestOpenerOpensAsOpenWith: an Opener opening bodies under a new key each
+// gives what OpenWith gives (and refuses what it refuses), and for
+// ChaCha20-Poly1305 allocates nothing: the cipher value is reused.
+func TestOpenerOpensAsOpenWith(t *testing.T) {
+	aad := []byte("header")
+	var o Opener
+	for _, a := range []AEAD{AESGCM, ChaCha20Poly1305} {
+		for i := 0; i < 4; i++ {
+			dek := bytes.Repeat([]byte{byte(i + 1)}, KeySize)
+			body := bytes.Repeat([]byte{byte('a' + i)}, 100+i)
+			sealed, err := SealWith(a, nil, dek, aad, body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if plain, err := o.Open(a, nil, dek, aad, sealed); err != nil || !bytes.Equal(plain, body) {
+				t.Fatalf("%s key %d: open: %q %v", a, i, plain, err)
+			}
+			other := bytes.Repeat([]byte{byte(i + 2)}, KeySize)
+			if _, err := o.Open(a, nil, other, aad, sealed); !errors.Is(err, ErrWrongKey) {
+				t.Fatalf("%s key %d: opened under another key: %v", a, i, err)
+			}
+			bad := bytes.Clone(sealed)
+			bad[len(bad)-1] ^= 1
+			if _, err := o.Open(a, nil, dek, aad, bad); !errors.Is(err, ErrWrongKey) {
+				t.Fatalf("%s key %d: changed tag: %v", a, i, err)
+			}
+			// The key put in place last is not the next body's.
+			if plain, err := o.Open(a, nil, dek, aad, sealed); err != nil || !bytes.Equal(plain, body) {
+				t.Fatalf("%s key %d: open after a refusal: %q %v", a, i, plain, err)
+			}
+		}
+	}
+	if !chachaReuse() {
+		t.Fatal("golang.org/x/crypto's ChaCha20-Poly1305 value is not one 32-byte key: Opener allocates a cipher a body")
+	}
+	dek := bytes.Repeat([]byte{7}, KeySize)
+	sealed, _ := SealWith(ChaCha20Poly1305, nil, dek, aad, make([]byte, 512))
+	dst := make([]byte, 0, 512)
+	if n := testing.AllocsPerRun(100, func() {
+		if _, err := o.Open(ChaCha20Poly1305, dst, dek, aad, sealed); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Fatalf("%.1f allocations a ChaCha20-Poly1305 body, want 0", n)
+	}
+}

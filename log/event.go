@@ -648,9 +648,18 @@ func decodeBodyIn(t Type, p []byte, hdr *Header, alias bool, in *strCache) (Body
 }
 
 // decodeBodyInto is decodeBodyIn decoding a store body into s (nil: a new
-// Store), which the caller allocated with the event that holds it.
+// Store), which the caller allocated with the event that holds it, or
+// cleared: s must be the zero Store.
 func decodeBodyInto(t Type, p []byte, hdr *Header, alias bool, in *strCache, s *Store) (Body, error) {
-	d := &dec{b: p, alias: alias && (t == TypeStore || t == TypeEdit), in: in, into: s}
+	return decodeBodyCheck(t, p, hdr, alias, in, s, false)
+}
+
+// decodeBodyCheck is decodeBodyInto; with check (the caller drops the
+// body: verify, import), a store body's chunk id is left empty when it
+// is the default one, the event id's hex, instead of made (an allocation
+// an event). Everything is checked as without.
+func decodeBodyCheck(t Type, p []byte, hdr *Header, alias bool, in *strCache, s *Store, check bool) (Body, error) {
+	d := &dec{b: p, alias: alias && (t == TypeStore || t == TypeEdit), in: in, into: s, check: check && t == TypeStore}
 	var body Body
 	switch t {
 	case TypeStore:
@@ -684,6 +693,7 @@ type dec struct {
 	alias bool
 	in    *strCache // may be nil
 	into  *Store    // where store() decodes (nil: a new Store)
+	check bool      // a store body only checked: no default chunk id made
 }
 
 // strCache holds the last session and role strings a decoder made, so
@@ -818,11 +828,9 @@ func (d *dec) keys() []WrappedKey {
 }
 
 func (d *dec) store(hdr *Header) *Store {
-	s := d.into
+	s := d.into // zero (decodeBodyInto)
 	if s == nil {
 		s = &Store{}
-	} else {
-		*s = Store{}
 	}
 	v := d.byte1()
 	if d.err == nil && v != storeBodyVersion && v != storeBodyV2 {
@@ -853,7 +861,7 @@ func (d *dec) store(hdr *Header) *Store {
 		if d.err == nil && (s.ChunkID == "" || s.ChunkID == string(hx[:])) {
 			d.fail("non-canonical chunk id")
 		}
-	} else {
+	} else if !d.check {
 		s.ChunkID = hdr.ID.String()
 	}
 	if flags&flagParent != 0 {

@@ -218,6 +218,12 @@ func FuzzDecodeEvent(f *testing.F) {
 		// Bodies: every decoder must reject or round-trip canonically.
 		for _, ty := range []Type{TypeStore, TypeTombstone, TypeShareGrant, TypeShareRevoke, TypeRekey, TypeEdit} {
 			b, err := DecodeBody(ty, raw[HeaderSize:], &h)
+			// verify's decoding (check: no default chunk id made, into a
+			// reused store) accepts exactly what the full one accepts.
+			var into Store
+			if _, cerr := decodeBodyCheck(ty, raw[HeaderSize:], &h, true, &strCache{}, &into, true); (cerr == nil) != (err == nil) {
+				t.Fatalf("%s body: checked decode says %v, full decode %v", ty, cerr, err)
+			}
 			if err != nil {
 				continue
 			}

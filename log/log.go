@@ -1538,7 +1538,7 @@ func (l *Log) Events(ctx context.Context, from, to uint64, fn func(*Event) error
 		return err
 	}
 	next := from
-	work := func(raw []byte, st *decState) (*Event, error) {
+	work := func(raw []byte, st *decState, _ *Event) (*Event, error) {
 		ev, err := l.decryptReuse(raw, st)
 		if errors.Is(err, ErrShredded) {
 			ev, err = shreddedEvent(raw)

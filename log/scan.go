@@ -245,7 +245,9 @@ func (sb *segBuf) release() {
 
 // pipeline scans the events from..to of the log in dir, runs work on
 // each on worker goroutines (all cores), in chunks, and calls fn with the
-// results from one goroutine, in seq order. work may return an event with
+// results from one goroutine, in seq order. slot is an event work may
+// fill and return when fn keeps nothing of it past its return: it is
+// reused for a later entry once fn has seen it. work may return an event with
 // its error (header and hash set): fn is then called with both, to check
 // the event's place in the chain before the error is reported (werr is
 // reported unless fn returns an error of its own); fn is not called for
@@ -253,21 +255,26 @@ func (sb *segBuf) release() {
 // errors become *CorruptionErrors naming the entry's seq, segment and
 // offset. The first error in seq order (of work, fn, or the scan) ends the
 // pipeline and is returned.
-func pipeline(ctx context.Context, dir string, from, to uint64, wrap bool, work func(raw []byte, st *decState) (*Event, error), fn func(ev *Event, e *scanEntry, werr error) error) error {
+func pipeline(ctx context.Context, dir string, from, to uint64, wrap bool, work func(raw []byte, st *decState, slot *Event) (*Event, error), fn func(ev *Event, e *scanEntry, werr error) error) error {
 	const chunk = 256
 	workers := runtime.GOMAXPROCS(0)
 	type job struct {
-		ents []scanEntry
-		buf  *segBuf // the buffer all of ents are in
-		evs  []*Event
-		err  error // the error of ents[len(evs)-1] (its ev may be nil)
-		done chan struct{}
+		ents  []scanEntry
+		buf   *segBuf // the buffer all of ents are in
+		evs   []*Event
+		slots []Event // work's slots, one an entry
+		err   error   // the error of ents[len(evs)-1] (its ev may be nil)
+		done  chan struct{}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	pool := newSegPool(ctx)
 	jobs := make(chan *job, workers*2)
 	order := make(chan *job, workers*2)
+	// Jobs fn is done with come back for the next entries: their slices
+	// (chunk entries, events and slots: 30 KB) were a new, zeroed
+	// allocation every chunk.
+	free := make(chan *job, workers*4+2)
 	var wg sync.WaitGroup
 	for i := 0; i < workers; i++ {
 		wg.Add(1)
@@ -275,10 +282,10 @@ func pipeline(ctx context.Context, dir string, from, to uint64, wrap bool, work 
 			defer wg.Done()
 			var st decState
 			for j := range jobs {
-				j.evs = make([]*Event, 0, len(j.ents))
+				j.evs = j.evs[:0]
 				for k := range j.ents {
 					e := &j.ents[k]
-					ev, err := work(e.raw, &st)
+					ev, err := work(e.raw, &st, &j.slots[k])
 					j.evs = append(j.evs, ev)
 					if err != nil {
 						if wrap {
@@ -299,7 +306,15 @@ func pipeline(ctx context.Context, dir string, from, to uint64, wrap bool, work 
 	go func() {
 		defer close(order)
 		defer close(jobs)
-		newJob := func() *job { return &job{ents: make([]scanEntry, 0, chunk), done: make(chan struct{})} }
+		newJob := func() *job {
+			select {
+			case j := <-free:
+				j.done = make(chan struct{})
+				return j
+			default:
+				return &job{ents: make([]scanEntry, 0, chunk), evs: make([]*Event, 0, chunk), slots: make([]Event, chunk), done: make(chan struct{})}
+			}
+		}
 		cur := newJob()
 		send := func() bool {
 			j := cur
@@ -343,9 +358,22 @@ func pipeline(ctx context.Context, dir string, from, to uint64, wrap bool, work 
 		scanErr <- err
 	}()
 	var err error
+	recycle := func(j *job) {
+		// The events fn dropped are not kept alive by a free job. Its
+		// entries point into the pool's buffers, and its slots hold
+		// headers and at most a small body, until overwritten: bounded
+		// by the free jobs, so not cleared (16 and 50 KB a chunk).
+		clear(j.evs)
+		*j = job{ents: j.ents[:0], evs: j.evs[:0], slots: j.slots}
+		select {
+		case free <- j:
+		default:
+		}
+	}
 	for j := range order {
 		<-j.done
 		if err != nil {
+			recycle(j)
 			continue
 		}
 		for k, ev := range j.evs {
@@ -366,6 +394,7 @@ func pipeline(ctx context.Context, dir string, from, to uint64, wrap bool, work 
 				break
 			}
 		}
+		recycle(j)
 		if err != nil {
 			cancel()
 		}

@@ -166,7 +166,7 @@ func TestPipelineHoldsSegmentBuffers(t *testing.T) {
 	l, dir, want := pooledLog(t, 300)
 	defer l.Close()
 	n := 0
-	work := func(raw []byte, st *decState) (*Event, error) {
+	work := func(raw []byte, st *decState, _ *Event) (*Event, error) {
 		h, err := DecodeHeader(raw)
 		if err != nil {
 			return nil, err

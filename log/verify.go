@@ -68,12 +68,13 @@ func verifyFiles(ctx context.Context, dir string, kr *crypto.Keyring, to uint64,
 	var prev Hash
 	// Each event is hashed, and its body opened, on all cores; its seq and
 	// prev are checked here in order, before an error of its own.
-	work := func(raw []byte, st *decState) (*Event, error) {
+	work := func(raw []byte, st *decState, slot *Event) (*Event, error) {
 		h, err := DecodeHeader(raw)
 		if err != nil {
 			return nil, err
 		}
-		ev := &Event{Header: h, Hash: sha256.Sum256(raw)}
+		ev := slot // fn below keeps nothing of it
+		*ev = Event{Header: h, Hash: sha256.Sum256(raw)}
 		if kr != nil {
 			st.hashed, st.checkOnly = true, true // hashed above; the body is dropped
 			if _, err := decryptBody(kr, raw, rekeys, st); errors.Is(err, ErrShredded) {
