@@ -62,13 +62,23 @@ func bounded(t string) string {
 // each text bounded to its first MaxAnalysedBytes.
 func split(texts []string) []sentence {
 	var out []sentence
-	var words []string // every sentence's words, one after another
+	var scratch []string // every sentence's words, one after another
+	var ends []int
 	for _, t := range texts {
 		for _, s := range textutil.Sentences(bounded(t)) {
-			n := len(words)
-			words = textutil.AppendContentWords(words, s)
-			out = append(out, sentence{text: s, words: words[n:len(words):len(words)], pos: len(out)})
+			scratch = textutil.AppendContentWords(scratch, s)
+			ends = append(ends, len(scratch))
+			out = append(out, sentence{text: s, pos: len(out)})
 		}
+	}
+	// One exact copy: a chunk keeps its analysis until its commit, and
+	// sentences that pointed into the growing scratch kept every array it
+	// outgrew.
+	words := slices.Clone(scratch)
+	from := 0
+	for i, end := range ends {
+		out[i].words = words[from:end:end]
+		from = end
 	}
 	return out
 }
