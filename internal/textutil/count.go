@@ -2,7 +2,6 @@ package textutil
 
 import (
 	"strings"
-	"unicode"
 	"unicode/utf8"
 )
 
@@ -14,11 +13,7 @@ import (
 func CountContentWords(s string) int {
 	var buf [32]byte
 	n := 0
-	start := -1
-	ascii := true
-	word := func(end int) {
-		w := s[start:end]
-		start = -1
+	word := func(w string, ascii, _ bool) {
 		if !ascii || len(w) > len(buf) {
 			w = strings.Trim(w, "'’")
 			if w != "" && utf8.RuneCountInString(w) > 1 && !IsStopword(strings.ToLower(w)) {
@@ -43,36 +38,6 @@ func CountContentWords(s string) int {
 			n++
 		}
 	}
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9':
-				if start < 0 {
-					start, ascii = i, true
-				}
-			case c == '\'' && start >= 0:
-			default:
-				if start >= 0 {
-					word(i)
-				}
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if unicode.IsLetter(r) || unicode.IsDigit(r) || r == '’' && start >= 0 {
-			if start < 0 {
-				start = i
-			}
-			ascii = false
-		} else if start >= 0 {
-			word(i)
-		}
-		i += size
-	}
-	if start >= 0 {
-		word(len(s))
-	}
+	EachWord(s, word)
 	return n
 }

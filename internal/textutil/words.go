@@ -15,11 +15,7 @@ import (
 // were a fifth of a summary build's CPU.
 func AppendContentWords(dst []string, s string) []string {
 	var buf [32]byte
-	start := -1
-	ascii, upper := true, false
-	word := func(end int) {
-		w := s[start:end]
-		start = -1
+	word := func(w string, ascii, upper bool) {
 		if !ascii || len(w) > len(buf) {
 			if w = strings.Trim(w, "'’"); w == "" {
 				return
@@ -52,6 +48,20 @@ func AppendContentWords(dst []string, s string) []string {
 			dst = append(dst, string(buf[:len(w)]))
 		}
 	}
+	EachWord(s, word)
+	return dst
+}
+
+// EachWord calls word for each word of s by Words' rule: a word is a run
+// of letters and digits, with ' and ’ kept inside it once it has begun
+// (so only its end can hold them; the callers trim it). ascii reports that
+// the word is all ASCII; upper, that it holds an ASCII capital (meaningful
+// only when ascii). It is the one scanner of word boundaries behind
+// AppendContentWords, CountContentWords and the hash embedder, which each
+// must find exactly ContentWords' words.
+func EachWord(s string, word func(w string, ascii, upper bool)) {
+	start := -1
+	ascii, upper := true, false
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
@@ -68,7 +78,8 @@ func AppendContentWords(dst []string, s string) []string {
 			case c == '\'' && start >= 0:
 			default:
 				if start >= 0 {
-					word(i)
+					word(s[start:i], ascii, upper)
+					start = -1
 				}
 			}
 			i++
@@ -77,16 +88,16 @@ func AppendContentWords(dst []string, s string) []string {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if unicode.IsLetter(r) || unicode.IsDigit(r) || r == '’' && start >= 0 {
 			if start < 0 {
-				start = i
+				start, upper = i, false
 			}
 			ascii = false
 		} else if start >= 0 {
-			word(i)
+			word(s[start:i], ascii, upper)
+			start = -1
 		}
 		i += size
 	}
 	if start >= 0 {
-		word(len(s))
+		word(s[start:], ascii, upper)
 	}
-	return dst
 }

@@ -3,7 +3,6 @@ package vector
 import (
 	"bytes"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 	"unsafe"
 
@@ -27,11 +26,7 @@ func contentWords(s string, out []string, arena []byte, useArena bool) ([]string
 			out = append(out, w)
 		}
 	}
-	start := -1
-	ascii, upper := true, false
-	flush := func(end int) {
-		w := s[start:end]
-		start = -1
+	flush := func(w string, ascii, upper bool) {
 		// Words trims "'’" from both ends; a word starts with a letter or
 		// digit, so only its end can hold them.
 		for {
@@ -62,41 +57,7 @@ func contentWords(s string, out []string, arena []byte, useArena bool) ([]string
 			add(strings.ToLower(w))
 		}
 	}
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
-			case 'A' <= c && c <= 'Z':
-				upper = true
-			case c == '\'' && start >= 0:
-			default:
-				if start >= 0 {
-					flush(i)
-				}
-				i++
-				continue
-			}
-			if start < 0 {
-				start, ascii, upper = i, true, 'A' <= c && c <= 'Z'
-			}
-			i++
-			continue
-		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if unicode.IsLetter(r) || unicode.IsDigit(r) || (r == '’' && start >= 0) {
-			if start < 0 {
-				start, upper = i, false
-			}
-			ascii = false
-		} else if start >= 0 {
-			flush(i)
-		}
-		i += n
-	}
-	if start >= 0 {
-		flush(len(s))
-	}
+	textutil.EachWord(s, flush)
 	return out, arena
 }
 
