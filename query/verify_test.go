@@ -141,7 +141,8 @@ func editChunk(t *testing.T, dir, id string, edit func(c *timelines.Chunk)) {
 	defer db.Close()
 	err = db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket([]byte("chunks"))
-		c, err := timelines.DecodeChunk(id, b.Get(timelines.ChunkKey(id)))
+		seq := tx.Bucket([]byte("ids")).Get(timelines.ChunkKey(id)) // version 7: records are keyed by seq
+		c, err := timelines.DecodeChunk(id, b.Get(seq))
 		if err != nil {
 			return err
 		}
@@ -151,7 +152,7 @@ func editChunk(t *testing.T, dir, id string, edit func(c *timelines.Chunk)) {
 		if err != nil {
 			return err
 		}
-		return b.Put(timelines.ChunkKey(id), v)
+		return b.Put(seq, v)
 	})
 	if err != nil {
 		t.Fatal(err)
