@@ -6,22 +6,42 @@ import (
 	"unicode/utf8"
 )
 
-// AppendContentWords appends ContentWords(s) to dst. It makes no
-// intermediate list of every word: an ASCII word is trimmed, lowered into a
-// stack buffer and checked against the stopwords before a string is made,
-// and a word already in lower case is a substring of s. Other words take
-// Words' path (strings.Trim, strings.ToLower). Summaries analyse every
-// sentence of every chunk with it; ContentWords' list and lowered copies
-// were a fifth of a summary build's CPU.
+// AppendContentWords appends ContentWords(s) to dst (EachContentWord:
+// no intermediate list of every word, and a word already in lower case is
+// a substring of s). Summaries analyse every sentence of every chunk with
+// it; ContentWords' list and lowered copies were a fifth of a summary
+// build's CPU.
 func AppendContentWords(dst []string, s string) []string {
+	EachContentWord(s, func(w string, lowered []byte) {
+		if lowered != nil {
+			w = string(lowered)
+		}
+		dst = append(dst, w)
+	})
+	return dst
+}
+
+// EachContentWord calls fn with each of ContentWords(s), in order, without
+// ContentWords' allocations for ASCII words: such a word is trimmed, and
+// lowered into a scratch buffer when it holds capitals, before it is
+// checked against the stopwords. Such a word comes as lowered, in that
+// buffer and valid only during the call (w is then ""); any other as w, a
+// substring of s or a string of its own. (Two parameters, not one string
+// that may be in the buffer: a caller keeping w would then make the
+// buffer escape, an allocation a call.) Other words take Words' path
+// (strings.Trim, strings.ToLower).
+// It is the one definition of a content word's trimming, lower-casing and
+// filtering beside ContentWords, behind AppendContentWords,
+// CountContentWords and the hash embedder.
+func EachContentWord(s string, fn func(w string, lowered []byte)) {
 	var buf [32]byte
-	word := func(w string, ascii, upper bool) {
+	EachWord(s, func(w string, ascii, upper bool) {
 		if !ascii || len(w) > len(buf) {
 			if w = strings.Trim(w, "'’"); w == "" {
 				return
 			}
 			if w = strings.ToLower(w); utf8.RuneCountInString(w) > 1 && !IsStopword(w) {
-				dst = append(dst, w)
+				fn(w, nil)
 			}
 			return
 		}
@@ -33,7 +53,7 @@ func AppendContentWords(dst []string, s string) []string {
 		}
 		if !upper {
 			if !IsStopword(w) {
-				dst = append(dst, w)
+				fn(w, nil)
 			}
 			return
 		}
@@ -45,11 +65,9 @@ func AppendContentWords(dst []string, s string) []string {
 			buf[i] = c
 		}
 		if _, stop := stopwords[string(buf[:len(w)])]; !stop {
-			dst = append(dst, string(buf[:len(w)]))
+			fn("", buf[:len(w)])
 		}
-	}
-	EachWord(s, word)
-	return dst
+	})
 }
 
 // EachWord calls word for each word of s by Words' rule: a word is a run

@@ -10,54 +10,28 @@ import (
 )
 
 // contentWords appends to out the words textutil.ContentWords(s) returns,
-// the same strings in the same order, without its allocations for ASCII
-// words: a word that needs lower-casing is lower-cased into arena
-// (returned, grown) when useArena, and a word already in lower case is a
-// substring of s. Non-ASCII words go through strings.ToLower, as Words
-// does. The arena is sized once to len(s), enough for every ASCII word, so
-// it never moves while its words are in use; a string in it is valid until
-// the arena is next used.
+// the same strings in the same order (textutil.EachContentWord), without
+// its allocations for ASCII words: a word EachContentWord lowered in its
+// scratch is copied into arena (returned, grown) when useArena, and a word
+// already in lower case is a substring of s. The arena is sized once to
+// len(s), enough for every ASCII word, so it never moves while its words
+// are in use; a string in it is valid until the arena is next used.
 func contentWords(s string, out []string, arena []byte, useArena bool) ([]string, []byte) {
 	if useArena && cap(arena) < len(s) {
 		arena = make([]byte, 0, len(s))
 	}
-	add := func(w string) {
-		if len(w) > 1 && (w[0] < utf8.RuneSelf || utf8.RuneCountInString(w) > 1) && !textutil.IsStopword(w) {
-			out = append(out, w)
-		}
-	}
-	flush := func(w string, ascii, upper bool) {
-		// Words trims "'’" from both ends; a word starts with a letter or
-		// digit, so only its end can hold them.
-		for {
-			if strings.HasSuffix(w, "'") {
-				w = w[:len(w)-1]
-			} else if strings.HasSuffix(w, "’") {
-				w = w[:len(w)-len("’")]
-			} else {
-				break
-			}
-		}
+	textutil.EachContentWord(s, func(w string, lowered []byte) {
 		switch {
-		case !ascii:
-			add(strings.ToLower(w))
-		case !upper:
-			add(w)
+		case lowered == nil:
 		case useArena:
 			at := len(arena)
-			for i := 0; i < len(w); i++ {
-				c := w[i]
-				if 'A' <= c && c <= 'Z' {
-					c += 'a' - 'A'
-				}
-				arena = append(arena, c)
-			}
-			add(unsafe.String(&arena[at], len(w)))
+			arena = append(arena, lowered...)
+			w = unsafe.String(&arena[at], len(lowered))
 		default:
-			add(strings.ToLower(w))
+			w = string(lowered)
 		}
-	}
-	textutil.EachWord(s, flush)
+		out = append(out, w)
+	})
 	return out, arena
 }
 
