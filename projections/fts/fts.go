@@ -15,10 +15,12 @@
 //	          of a Commit (bleve batches are atomic and, with unsafe_batch off,
 //	          durable when Batch returns).
 //	side.db   bbolt, the source of truth for which chunks are live: bucket
-//	          "docs" maps chunk id (projections.IDKey) -> the first 16 bytes
-//	          of SHA-256 of the indexed fields (meta pairs in key order
-//	          included) ‖ uvarint content word count ‖ mentions ‖ uvarint
-//	          seq of the event that stored the version ‖ time (8, BE) ‖
+//	          "ids" maps chunk id (projections.IDKey) -> the seq (8, BE) of
+//	          the event that stored its live version, and "docs" maps that
+//	          seq (8, BE) -> uvarint len(IDKey) ‖ IDKey(chunk id) ‖ the
+//	          first 16 bytes of SHA-256 of the indexed fields (meta pairs in
+//	          key order included) ‖ uvarint content word count ‖ mentions ‖
+//	          uvarint seq (the key's) ‖ time (8, BE) ‖
 //	          session, where mentions (format 4) is uvarint n ≤
 //	          timephrase.MaxMentions ‖ n × (since, until: 8 bytes BE each),
 //	          the times the content talks about (timephrase.Mentions
@@ -40,6 +42,12 @@
 //	          BenchmarkTombstoneSession; the vector projection already
 //	          resolves every tombstone over all its chunks), which took the
 //	          projection from 1.33 to 0.97 bytes per input byte at 50K turns.
+//	          Format 7 keys "docs" by seq behind the "ids" index (one event
+//	          stores at most one chunk): a bulk build appends the records
+//	          at the end of the bucket and only the small ids entries go in
+//	          at random places. Keyed by chunk id (format 6), every commit of
+//	          a bulk build inserted records all over the file and mapped most
+//	          of it.
 //
 // Invariants:
 //   - Apply only queues work: stores and deletes go into a pending bleve
@@ -59,8 +67,9 @@
 //   - Commit executes the batch with the checkpoint, then commits the side
 //     table and the checkpoint to bbolt. After a crash between the two, Open
 //     takes the lower checkpoint: replaying from it is idempotent.
-//   - Digest = SHA-256 over "ucl-fts/<version>\n" then, per live chunk in
-//     the order of its stored key (IDKey), uvarint len(id)‖id‖fieldhash
+//   - Digest = SHA-256 over "ucl-fts/6\n" (digestVersion) then, per live
+//     chunk in the order of its stored key (IDKey, the "ids" bucket's
+//     order), uvarint len(id)‖id‖fieldhash
 //     (16 bytes)‖mentions (as stored), then a zero byte and,
 //     per document the bleve index holds in id order, uvarint len(id)‖id,
 //     then a one byte and the seqs of "changes" in order (8 bytes BE),
@@ -78,7 +87,8 @@
 //     are as in format 4; the bump makes a format-4 projection, and a
 //     snapshot's format-4 digest, rebuild rather than compare digests of
 //     two definitions). Reading every posting makes Digest cost about one
-//     pass over the index.
+//     pass over the index. Format 7 moved the side table's records, not
+//     what the digest covers: its digest is format 6's.
 //   - Deleted documents leave the disk: scorch only flags them in their
 //     segment, whose term dictionary keeps their words, and keeps old
 //     segment files while old snapshots name them. A Commit that deleted
@@ -150,10 +160,18 @@ import (
 const Name = "fts"
 
 // FormatVersion is the on-disk format version; change it whenever the
-// mapping, the analyzer, the field hash or what timephrase.Mentions reads
-// changes (6: durations, "for 3 years", are mentioned times; a format-5
-// projection rebuilds rather than keep, and digest, the old ranges).
-const FormatVersion = 6
+// mapping, the analyzer, the field hash, the side table's layout or what
+// timephrase.Mentions reads changes (6: durations, "for 3 years", are
+// mentioned times; a format-5 projection rebuilds rather than keep, and
+// digest, the old ranges; 7: side-table records keyed by seq behind the
+// "ids" index). A store of another version is wiped and rebuilt.
+const FormatVersion = 7
+
+// digestVersion starts the digest ("ucl-fts/6\n"). Format 7 changed the
+// side table's keys, not the content the digest covers, so a format-7
+// projection has format 6's digest. Bump it with FormatVersion when what
+// the digest covers changes.
+const digestVersion = 6
 
 // DefaultBatchSize is the number of queued operations after which Apply
 // executes the pending batch. Bleve analyses a batch and builds its
@@ -223,6 +241,9 @@ func sortedMeta(m map[string]string) []string {
 }
 
 var (
+	// bucketIDs: IDKey(chunk id) -> seq (8, BE) of its record in
+	// bucketDocs (format 7).
+	bucketIDs    = []byte("ids")
 	bucketDocs   = []byte("docs")
 	bucketByTime = []byte("by_time")
 	// bucketChanges: seq (8, BE) -> empty for every event that changed
@@ -512,7 +533,7 @@ func (x *Index) create() error {
 	x.nDocs, x.nWords = 0, 0
 	cpb, _ := json.Marshal(x.cp)
 	err = x.db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketDocs, bucketByTime, bucketMeta, bucketChanges} {
+		for _, name := range [][]byte{bucketIDs, bucketDocs, bucketByTime, bucketMeta, bucketChanges} {
 			if tx.Bucket(name) != nil {
 				if err := tx.DeleteBucket(name); err != nil {
 					return err
@@ -874,16 +895,20 @@ func (x *Index) applyTombstone(t *log.Tombstone) error {
 				// No session index (format 3): one pass over the chunks.
 				c := tx.Bucket(bucketDocs).Cursor()
 				for k, v := c.First(); k != nil; k, v = c.Next() {
-					session, tm, err := sideSessionTime(v)
+					key, side, err := splitRecord(v)
 					if err != nil {
-						return fmt.Errorf("chunk key %x: %w", k, err)
+						return fmt.Errorf("chunk record %x: %w", k, err)
+					}
+					session, tm, err := sideSessionTime(side)
+					if err != nil {
+						return fmt.Errorf("chunk record %x: %w", k, err)
 					}
 					if string(session) != t.Session || hasRange && (tm < t.From || tm >= t.To) {
 						continue
 					}
-					id, ok := projections.IDOfKey(k)
+					id, ok := projections.IDOfKey(key)
 					if !ok {
-						return fmt.Errorf("chunk key %x: %w", k, ErrCorrupt)
+						return fmt.Errorf("chunk record %x: %w", k, ErrCorrupt)
 					}
 					if _, changed := x.sideOps[id]; !changed {
 						targets[id] = struct{}{}
@@ -940,6 +965,62 @@ func encodeSide(m *docMeta) []byte {
 	b = binary.AppendUvarint(b, m.seq)
 	b = binary.BigEndian.AppendUint64(b, uint64(m.time))
 	return append(b, m.session...)
+}
+
+// encodeRecord encodes a "docs" record (format 7): uvarint len(key) ‖
+// key (IDKey of the chunk id, for the passes over the records) ‖
+// encodeSide(m).
+func encodeRecord(key []byte, m *docMeta) []byte {
+	b := make([]byte, 0, binary.MaxVarintLen64+len(key))
+	b = binary.AppendUvarint(b, uint64(len(key)))
+	return append(append(b, key...), encodeSide(m)...)
+}
+
+// splitRecord returns the chunk key and the side-table value of a "docs"
+// record (not copied).
+func splitRecord(v []byte) (key, side []byte, err error) {
+	n, w := binary.Uvarint(v)
+	if w <= 0 || n > uint64(len(v)-w) {
+		return nil, nil, fmt.Errorf("decode side record: %w: bad key length", ErrCorrupt)
+	}
+	return v[w : w+int(n)], v[w+int(n):], nil
+}
+
+// seqKey is the "docs" key of the record stored by the event at seq.
+func seqKey(seq uint64) []byte { return binary.BigEndian.AppendUint64(make([]byte, 0, 8), seq) }
+
+// liveSide returns the side-table value of chunk key's live version (nil
+// when it has none), checking that its "ids" entry and its record agree.
+// The value is valid while tx is.
+func liveSide(tx *bolt.Tx, key []byte) ([]byte, error) {
+	sk := tx.Bucket(bucketIDs).Get(key)
+	if sk == nil {
+		return nil, nil
+	}
+	if len(sk) != 8 {
+		return nil, fmt.Errorf("chunk key %x: %w: seq of %d bytes", key, ErrCorrupt, len(sk))
+	}
+	return recordAt(tx.Bucket(bucketDocs), key, binary.BigEndian.Uint64(sk))
+}
+
+// recordAt returns the side-table value of the record at seq, which must
+// be chunk key's.
+func recordAt(docs *bolt.Bucket, key []byte, seq uint64) ([]byte, error) {
+	v := docs.Get(seqKey(seq))
+	if v == nil {
+		return nil, fmt.Errorf("chunk key %x: %w: no record at seq %d", key, ErrCorrupt, seq)
+	}
+	k, side, err := splitRecord(v)
+	if err != nil {
+		return nil, fmt.Errorf("chunk key %x: %w", key, err)
+	}
+	if _, _, _, err := sideFields(side); err != nil {
+		return nil, fmt.Errorf("chunk key %x: %w", key, err)
+	}
+	if !bytes.Equal(k, key) || sideSeq(side) != seq {
+		return nil, fmt.Errorf("chunk key %x: %w: record of chunk key %x, seq %d at seq %d", key, ErrCorrupt, k, sideSeq(side), seq)
+	}
+	return side, nil
 }
 
 func appendMentions(b []byte, ms []timephrase.Range) []byte {
@@ -1037,11 +1118,32 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 	err = x.db.Update(func(tx *bolt.Tx) error {
 		// Time keys come in chunk-id order: applied in key order, each
 		// insert appends to its node (projections.SortedWrites).
-		docs, byTime := tx.Bucket(bucketDocs), projections.NewSortedWrites(tx.Bucket(bucketByTime))
+		idx, byTime := tx.Bucket(bucketIDs), projections.NewSortedWrites(tx.Bucket(bucketByTime))
+		// Records are put in seq order after the loop, which in a bulk
+		// build appends them: pages filled, not split in half. One event
+		// stores at most one chunk, so no two puts share a seq, and no
+		// record deleted in the loop is at a seq put after it other than
+		// a redelivered version of the same chunk.
+		docs := tx.Bucket(bucketDocs)
+		docs.FillPercent = 1
+		type record struct {
+			seq uint64
+			v   []byte
+		}
+		records := make([]record, 0, len(ids))
 		for _, sk := range ids {
 			id, key := sk.id, sk.key
-			if old := docs.Get(key); old != nil {
-				m, err := decodeSide(old)
+			old := idx.Get(key)
+			if old != nil {
+				if len(old) != 8 {
+					return fmt.Errorf("chunk key %x: %w: seq of %d bytes", key, ErrCorrupt, len(old))
+				}
+				seq := binary.BigEndian.Uint64(old)
+				side, err := recordAt(docs, key, seq)
+				if err != nil {
+					return err
+				}
+				m, err := decodeSide(side)
 				if err != nil {
 					return err
 				}
@@ -1049,7 +1151,7 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 				if err := byTime.Delete(append(tk[:], key...)); err != nil {
 					return err
 				}
-				if err := docs.Delete(key); err != nil {
+				if err := docs.Delete(seqKey(seq)); err != nil {
 					return err
 				}
 				nDocs--
@@ -1057,12 +1159,18 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 			}
 			m := x.sideOps[id]
 			if m == nil {
+				if old != nil {
+					if err := idx.Delete(key); err != nil {
+						return err
+					}
+				}
 				continue
 			}
 			tk := timeKey(m.time)
-			if err := docs.Put(key, encodeSide(m)); err != nil {
+			if err := idx.Put(key, seqKey(m.seq)); err != nil {
 				return err
 			}
+			records = append(records, record{m.seq, encodeRecord(key, m)})
 			if err := byTime.Put(append(tk[:], key...), nil); err != nil {
 				return err
 			}
@@ -1071,6 +1179,12 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 		}
 		if err := byTime.Flush(); err != nil {
 			return err
+		}
+		slices.SortFunc(records, func(a, b record) int { return cmp.Compare(a.seq, b.seq) })
+		for _, r := range records {
+			if err := docs.Put(seqKey(r.seq), r.v); err != nil {
+				return err
+			}
 		}
 		ch := tx.Bucket(bucketChanges)
 		for _, seq := range x.changes {
@@ -1286,7 +1400,7 @@ func (x *Index) Digest() ([32]byte, error) {
 	}
 	over := sortedKeys(x.sideOps)
 	h := sha256.New()
-	fmt.Fprintf(h, "ucl-fts/%d\n", FormatVersion)
+	fmt.Fprintf(h, "ucl-fts/%d\n", digestVersion)
 	var lb [binary.MaxVarintLen64]byte
 	emit := func(id string, hash []byte) {
 		n := binary.PutUvarint(lb[:], uint64(len(id)))
@@ -1300,7 +1414,8 @@ func (x *Index) Digest() ([32]byte, error) {
 		}
 	}
 	err := x.view(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketDocs).Cursor()
+		docs := tx.Bucket(bucketDocs)
+		c := tx.Bucket(bucketIDs).Cursor()
 		k, v := c.First()
 		i := 0
 		for k != nil || i < len(over) {
@@ -1321,14 +1436,18 @@ func (x *Index) Digest() ([32]byte, error) {
 				k, v = c.Next()
 			default:
 				id, ok := projections.IDOfKey(k)
-				if !ok {
+				if !ok || len(v) != 8 {
 					return fmt.Errorf("chunk key %x: %w", k, ErrCorrupt)
 				}
-				_, ms, _, err := sideFields(v)
+				side, err := recordAt(docs, k, binary.BigEndian.Uint64(v))
+				if err != nil {
+					return err
+				}
+				_, ms, _, err := sideFields(side)
 				if err != nil {
 					return fmt.Errorf("chunk key %x: %w", k, err)
 				}
-				emit(id, appendMentions(append(make([]byte, 0, hashSize+1+len(ms)), v[:hashSize]...), decodeRanges(ms)))
+				emit(id, appendMentions(append(make([]byte, 0, hashSize+1+len(ms)), side[:hashSize]...), decodeRanges(ms)))
 				k, v = c.Next()
 			}
 		}
@@ -1571,9 +1690,9 @@ func (x *Index) Count() (int, error) {
 	}
 	n := int(x.nDocs)
 	err := x.view(func(tx *bolt.Tx) error {
-		docs := tx.Bucket(bucketDocs)
+		live := tx.Bucket(bucketIDs)
 		for id, m := range x.sideOps {
-			was := docs.Get(projections.IDKey(id)) != nil
+			was := live.Get(projections.IDKey(id)) != nil
 			switch {
 			case was && m == nil:
 				n--
@@ -1602,7 +1721,7 @@ func (x *Index) Contains(id string) (bool, error) {
 	}
 	var found bool
 	err := x.view(func(tx *bolt.Tx) error {
-		found = tx.Bucket(bucketDocs).Get(projections.IDKey(id)) != nil
+		found = tx.Bucket(bucketIDs).Get(projections.IDKey(id)) != nil
 		return nil
 	})
 	if err != nil {
@@ -1933,7 +2052,6 @@ func (x *Index) Mentioned(ids []string) (map[string][]timephrase.Range, error) {
 	}
 	out := map[string][]timephrase.Range{}
 	err := x.view(func(tx *bolt.Tx) error {
-		docs := tx.Bucket(bucketDocs)
 		for _, id := range ids {
 			if m, changed := x.sideOps[id]; changed {
 				if m != nil && len(m.mentions) > 0 {
@@ -1941,7 +2059,10 @@ func (x *Index) Mentioned(ids []string) (map[string][]timephrase.Range, error) {
 				}
 				continue
 			}
-			v := docs.Get(projections.IDKey(id))
+			v, err := liveSide(tx, projections.IDKey(id))
+			if err != nil {
+				return err
+			}
 			if v == nil {
 				continue
 			}
@@ -2138,14 +2259,15 @@ func (x *Index) liveSeqLocked(id string) (uint64, bool, error) {
 	var seq uint64
 	var live bool
 	err := x.view(func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketDocs).Get(projections.IDKey(id))
+		// The "ids" entry is the live version's seq (format 7).
+		v := tx.Bucket(bucketIDs).Get(projections.IDKey(id))
 		if v == nil {
 			return nil
 		}
-		if _, _, _, err := sideFields(v); err != nil {
-			return err
+		if len(v) != 8 {
+			return fmt.Errorf("%w: seq of %d bytes", ErrCorrupt, len(v))
 		}
-		seq, live = sideSeq(v), true
+		seq, live = binary.BigEndian.Uint64(v), true
 		return nil
 	})
 	if err != nil {

@@ -1,0 +1,139 @@
+package fts
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"context"
+	"encoding/hex"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/unlimitedcontext/ucl/projections"
+	"github.com/unlimitedcontext/ucl/projections/projtest"
+)
+
+// TestVersion6StoreRebuilds opens a format 6 projection (side-table
+// records keyed by chunk id), written by the code of main before format 7
+// from projtest.Events(7, 300) (testdata/fts-v6.tar.gz: side.db and the
+// bleve index; its digest in fts-v6.digest). Open must wipe it and the
+// projector rebuild it from the log, and the rebuilt projection must have
+// format 6's digest: format 7 moved the records, not the content.
+func TestVersion6StoreRebuilds(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "fts")
+	untarGz(t, filepath.Join("testdata", "fts-v6.tar.gz"), filepath.Dir(dir))
+	want, err := os.ReadFile(filepath.Join("testdata", "fts-v6.digest"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := storedVersion(t, dir); v != "6" {
+		t.Fatalf("fixture's stored version %q, want 6", v)
+	}
+	evs := projtest.Events(7, 300)
+	x, err := Open(dir)
+	if err != nil {
+		t.Fatalf("open a format 6 store: %v", err)
+	}
+	pr, err := projections.NewProjector(projtest.NewMemSource(evs), []projections.Projection{x}, projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	if err := pr.CatchUp(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if cp, _ := x.Checkpoint(); cp.Seq != evs[len(evs)-1].Seq {
+		t.Fatalf("checkpoint %d, want %d", cp.Seq, evs[len(evs)-1].Seq)
+	}
+	got, err := x.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hex.EncodeToString(got[:]) != strings.TrimSpace(string(want)) {
+		t.Fatalf("rebuilt digest %x, format 6's %s", got, want)
+	}
+	if n, err := x.Count(); err != nil || n != 202 {
+		t.Fatalf("count %d %v, want 202 (format 6's)", n, err)
+	}
+	live := projtest.LiveIDs(evs)
+	for _, id := range live {
+		if ok, err := x.Contains(id); err != nil || !ok {
+			t.Fatalf("chunk %q: live %v %v", id, ok, err)
+		}
+	}
+	if _, err := x.Mentioned(live); err != nil {
+		t.Fatal(err)
+	}
+	var v []byte
+	x.db.View(func(tx *bolt.Tx) error {
+		v = append(v, tx.Bucket(bucketMeta).Get(keyVersion)...)
+		return nil
+	})
+	if string(v) != "7" {
+		t.Fatalf("stored version after the rebuild %q, want 7", v)
+	}
+}
+
+// storedVersion reads the format version in dir's side.db.
+func storedVersion(t *testing.T, dir string) string {
+	t.Helper()
+	db, err := bolt.Open(filepath.Join(dir, "side.db"), 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var v string
+	db.View(func(tx *bolt.Tx) error {
+		if m := tx.Bucket(bucketMeta); m != nil {
+			v = string(m.Get(keyVersion))
+		}
+		return nil
+	})
+	return v
+}
+
+// untarGz extracts the regular files and directories of a .tar.gz into dst.
+func untarGz(t *testing.T, path, dst string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(zr)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dst, filepath.FromSlash(h.Name))
+		if !strings.HasPrefix(p, filepath.Clean(dst)+string(os.PathSeparator)) {
+			t.Fatalf("tar entry %q outside the destination", h.Name)
+		}
+		switch h.Typeflag {
+		case tar.TypeDir:
+			if err := os.MkdirAll(p, 0o700); err != nil {
+				t.Fatal(err)
+			}
+		case tar.TypeReg:
+			b, err := io.ReadAll(tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
