@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections"
 	"github.com/unlimitedcontext/ucl/projections/projtest"
 )
@@ -135,5 +137,55 @@ func untarGz(t *testing.T, path, dst string) {
 				t.Fatal(err)
 			}
 		}
+	}
+}
+
+// TestLookupEndsBeforeWrites: an overwrite's lookup keeps a read
+// transaction of side.db open between Applies (liveSeqLocked). A
+// compaction and Close must end it first, or they wait forever (bbolt's
+// Close waits for read transactions); so must a Commit that grows the file
+// past its mapping (a remap waits likewise), which this test's commits do
+// not reach (projections.BoltMapSize).
+func TestLookupEndsBeforeWrites(t *testing.T) {
+	x := openT(t, t.TempDir(), Options{})
+	var e evs
+	applyAll(t, x, []*log.Event{e.store("a", "s", "user", log.KindConversation, 1, "alpha")}, 0)
+	long := strings.Repeat("session ", 256)
+	for round := 0; round < 6; round++ {
+		over := e.store("a", "s", "user", log.KindConversation, 1, fmt.Sprintf("alpha %d", round))
+		if err := x.Apply(over); err != nil {
+			t.Fatal(err)
+		}
+		if x.lookup == nil {
+			t.Fatal("an overwrite's lookup left no read transaction open")
+		}
+		var batch []*log.Event
+		for i := 0; i < 200; i++ {
+			batch = append(batch, e.store(fmt.Sprintf("c%d-%d", round, i), fmt.Sprint(long, round, i), "user", log.KindConversation, int64(i), "gamma"))
+		}
+		applyAll(t, x, batch, 0)
+		if c, err := x.ChangedAfter(over.Seq - 1); err != nil || !c {
+			t.Fatalf("round %d: overwrite at %d not a change: %v %v", round, over.Seq, c, err)
+		}
+	}
+	if n, err := x.Count(); err != nil || n != 1+6*200 {
+		t.Fatalf("count %d %v, want %d", n, err, 1+6*200)
+	}
+	if err := x.Apply(e.store("a", "s", "user", log.KindConversation, 1, "alpha last")); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	// "a" is pending now: the overwrite of another committed chunk looks
+	// it up.
+	if err := x.Apply(e.store("c0-0", "s", "user", log.KindConversation, 1, "gamma after")); err != nil {
+		t.Fatal(err)
+	}
+	if x.lookup == nil {
+		t.Fatal("the lookup after the compaction left no read transaction open")
+	}
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
