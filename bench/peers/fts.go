@@ -60,10 +60,21 @@ func uclFTS(dir string, n int) {
 		fail(err)
 	}
 	r := rand.New(rand.NewSource(1))
+	// PEERS_FTS_IDS=random: chunk ids drawn at random, as a store's event
+	// ids are, instead of counting up (the default, which keeps the
+	// figure comparable with earlier runs): side.db's keys by id then
+	// land all over the file, as in a store's build.
+	var ids *rand.Rand
+	if os.Getenv("PEERS_FTS_IDS") == "random" {
+		ids = rand.New(rand.NewSource(2))
+	}
 	for i := 0; i < n; i++ {
 		session, content, ms := ftsDoc(r, i)
 		var id log.ID
 		binary.BigEndian.PutUint64(id[8:], uint64(i+1))
+		if ids != nil {
+			ids.Read(id[:])
+		}
 		seq := uint64(i + 1)
 		ev := &log.Event{
 			Header: log.Header{Version: log.FormatVersion, Type: log.TypeStore, Seq: seq, Time: ms, ID: id},
