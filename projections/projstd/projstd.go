@@ -277,6 +277,9 @@ func Open(dir string, src projections.Source, o Options) (*Set, error) {
 	}
 	// openOne checks their UnsyncedMarker: a bulk catch-up may write them
 	// without fsyncs.
+	// The projection that sets a catch-up's pace never waits for the
+	// others' commits (turns).
+	po.PacerCommit = true
 	po.Dirs = make(map[string]string, len(ps))
 	for _, p := range ps {
 		po.Dirs[p.Name()] = filepath.Join(dir, p.Name())
