@@ -27,7 +27,8 @@ const boltGrowStep = 64 << 10
 
 // OpenBolt opens (creating if needed, mode 0600) the projection bbolt file
 // at path with o (nil: bbolt's defaults), mapped at BoltMapSize unless o
-// names a mapping size.
+// names a mapping size. While a bulk catch-up builds the projection in
+// path's directory, the file commits without an fsync (UnsyncedMarker).
 func OpenBolt(path string, o *bolt.Options) (*bolt.DB, error) {
 	var opts bolt.Options
 	if o != nil {
@@ -44,5 +45,8 @@ func OpenBolt(path string, o *bolt.Options) (*bolt.DB, error) {
 		return nil, err
 	}
 	db.AllocSize = boltGrowStep
+	if !opts.ReadOnly {
+		registerBolt(db, path)
+	}
 	return db, nil
 }

@@ -120,6 +120,17 @@ type Options struct {
 	// catch-up (default DefaultCommits). The others go on applying
 	// events meanwhile.
 	Commits int
+	// Dirs names each projection's directory (name → path), where a bulk
+	// catch-up may write its bbolt files without an fsync per commit,
+	// under an UnsyncedMarker (unsynced.go); a projection not named here
+	// keeps them. Whoever opens the projections must then check the
+	// mark on open (CheckUnsynced), as package projstd does.
+	Dirs map[string]string
+	// PacerCommit lets the projection the reader waits for (its channel
+	// full) commit beside the Commits places, in one place of its own
+	// (turns): at most Commits+1 commits at once, the extra one always
+	// the pace-setter's.
+	PacerCommit bool
 }
 
 // DefaultCommits is how many projections commit at once during a
@@ -385,6 +396,16 @@ func (pr *Projector) catchUpForce(ctx context.Context, src Source, progress func
 	} else {
 		defer catchUpGC(false)()
 	}
+	// A bulk catch-up's commits skip their fsyncs, under a mark, and
+	// each projection's files are made durable once, when it is done.
+	unsyncedDirs := make([]string, len(runs))
+	if total >= CompactAfter {
+		for i, r := range runs {
+			if dir := pr.opt.Dirs[r.p.Name()]; dir != "" && beginUnsynced(dir) {
+				unsyncedDirs[i] = dir
+			}
+		}
+	}
 	// Each projection applies the stream on its own goroutine (they are
 	// independent, and on a multi-core machine the slowest one, not the
 	// sum, sets the pace). The log is read and decrypted once; batches of
@@ -400,7 +421,13 @@ func (pr *Projector) catchUpForce(ctx context.Context, src Source, progress func
 	depth := pr.opt.CommitEvery/batchSize + 1
 	var wg sync.WaitGroup
 	// Commits take turns (Options.Commits).
-	commits := newTurns(pr.opt.Commits)
+	// The pacer: its channel full, or one batch short (the reader
+	// refills it as soon as it takes one).
+	pacer := 0
+	if pr.opt.PacerCommit {
+		pacer = max(1, depth-1)
+	}
+	commits := newTurns(pr.opt.Commits, pacer)
 	chans := make([]chan []*log.Event, len(runs))
 	// Set when the reader delivered the whole range: only then may a
 	// projection that committed it compact.
@@ -438,6 +465,11 @@ func (pr *Projector) catchUpForce(ctx context.Context, src Source, progress func
 				// file's rewrite after another on one core at the end.
 				if streamed.Load() && rctx.Err() == nil && !r.failed && r.lastErr == nil {
 					r.compErr = compactTurn(r, commits)
+				}
+				if dir := unsyncedDirs[i]; dir != "" {
+					if err := endUnsynced(dir); err != nil {
+						r.lastErr = errors.Join(r.lastErr, fmt.Errorf("projection %s: %w", r.p.Name(), err))
+					}
 				}
 			})
 		}(r, chans[i])
@@ -558,7 +590,7 @@ func endBulk(r *run, commits *turns) error {
 	}
 	err := Guard(r.p.Name(), func() error {
 		commits.acquire(r.backlog)
-		defer commits.release()
+		defer commits.release(false)
 		return b.EndBulk()
 	})
 	if err != nil && !r.failed {
@@ -580,7 +612,7 @@ func compactTurn(r *run, commits *turns) error {
 	}
 	t := r.st.now()
 	commits.acquire(r.backlog)
-	defer commits.release()
+	defer commits.release(false)
 	t = r.st.add(&r.st.turn, t)
 	defer r.st.add(&r.st.compact, t)
 	if err := Guard(r.p.Name(), c.Compact); err != nil {
@@ -631,8 +663,8 @@ func (r *run) apply(pr *Projector, in <-chan []*log.Event, commits *turns, cance
 // error, and the other projections must still get their turns).
 func commitTurn(r *run, commits *turns) error {
 	t := r.st.now()
-	commits.acquire(r.backlog)
-	defer commits.release()
+	pacer := commits.acquireCommit(r.backlog)
+	defer commits.release(pacer)
 	t = r.st.add(&r.st.turn, t)
 	if err := commitRun(r); err != nil {
 		return err
@@ -863,7 +895,10 @@ func (pr *Projector) Verify(ctx context.Context, build func(dir string) ([]Proje
 	}
 	// Not the live digest cache: the fresh set's resets must not drop the
 	// live projections' entries.
-	tmp := &Projector{src: pr.src, ps: fresh, opt: pr.opt, dc: loadDigestCache("")}
+	// Nor the live projections' directories.
+	topt := pr.opt
+	topt.Dirs = nil
+	tmp := &Projector{src: pr.src, ps: fresh, opt: topt, dc: loadDigestCache("")}
 	defer func() {
 		for _, p := range fresh {
 			p.Close()
