@@ -195,6 +195,12 @@ type VectorProjection struct {
 	queued   []int
 	jobs     []*aheadJob
 	aheadSem chan struct{}
+
+	// The id index deferred during a bulk build (vectorbulk.go): bulk
+	// holds the keys of the chunks stored new since BeginBulk (nil
+	// outside one), idsStale says "ids" lacks some ("ids_stale" in meta).
+	bulk     *bulkIDs
+	idsStale bool
 }
 
 type chunkMeta struct {
@@ -364,10 +370,16 @@ func (v *VectorProjection) load() error {
 			}
 		}
 		v.sinceGraph = tx.Bucket(bOps).Stats().KeyN
+		v.idsStale = m.Get(kIDsStale) != nil
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("open vectors: %w", err)
+	}
+	if v.idsStale { // a bulk build did not end: "ids" lacks its chunks
+		if err := v.rebuildIDs(); err != nil {
+			return fmt.Errorf("open vectors: %w", err)
+		}
 	}
 	if err := v.checkGraphFiles(); err != nil {
 		return err
@@ -561,6 +573,13 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 	}
 	live, graphOn, crossed := v.live, v.graphOn, false
 	next := v.next
+	// A bulk build's changes to the keys kept in memory (slot, or -1:
+	// removed), made there once the transaction commits.
+	var staged map[string]int64
+	stale := v.idsStale
+	if v.bulk != nil {
+		staged = map[string]int64{}
+	}
 	var logged int
 	var newIdx vector.Index
 	var writes []slotWrite
@@ -579,14 +598,9 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 		var graphOps []vecOp
 		for _, op := range v.ops {
 			key := projections.IDKey(op.id)
-			old := ib.Get(key)
-			existed := old != nil
-			var slot uint64
-			if existed {
-				var err error
-				if slot, err = decodeSlotRef(old); err != nil {
-					return err
-				}
+			slot, existed, err := v.lookupSlot(ib, staged, key)
+			if err != nil {
+				return err
 			}
 			if op.del {
 				if existed {
@@ -596,6 +610,9 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 					}
 					writes = append(writes, slotWrite{slot: slot})
 				}
+				if v.bulk != nil {
+					staged[string(key)] = -1
+				}
 				if err := ib.Delete(key); err != nil {
 					return err
 				}
@@ -604,7 +621,10 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 					live++
 					slot = next
 					next++
-					if err := ib.Put(key, slotRef(slot)); err != nil {
+					if v.bulk != nil {
+						// Written at EndBulk (vectorbulk.go).
+						staged[string(key)] = int64(slot)
+					} else if err := ib.Put(key, slotRef(slot)); err != nil {
 						return err
 					}
 				}
@@ -661,6 +681,12 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 				return err
 			}
 		}
+		if len(staged) > 0 && !stale {
+			if err := m.Put(kIDsStale, []byte{1}); err != nil {
+				return err
+			}
+			stale = true
+		}
 		// The slots are durable before the database says they exist.
 		if err := v.writeSlots(writes); err != nil {
 			return err
@@ -703,6 +729,14 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 		v.idx = newIdx
 	}
 	v.live, v.graphOn, v.next = live, graphOn, next
+	v.idsStale = stale
+	for k, s := range staged {
+		if s < 0 {
+			v.bulk.del([]byte(k))
+		} else {
+			v.bulk.set([]byte(k), uint64(s))
+		}
+	}
 	if v.res != nil {
 		if err := v.res.apply(writes); err != nil || !v.residentFits(next) {
 			v.res = nil // the next searches read the file
@@ -734,6 +768,9 @@ func (v *VectorProjection) ReleaseMemory() {
 // after a bulk load, and scan.bin and recs.bin without their dead slots
 // (vectorcompact.go).
 func (v *VectorProjection) Compact() error {
+	if err := v.settleIDs(); err != nil {
+		return err
+	}
 	done, err := v.compactSlots()
 	if done || err != nil {
 		return err
@@ -857,6 +894,11 @@ func (v *VectorProjection) embedPending(ctx context.Context) error {
 // loaded index's digest is the same.
 func (v *VectorProjection) Digest() ([32]byte, error) {
 	var d [32]byte
+	// Only a bulk build under way defers "ids", and nothing searches
+	// meanwhile: this writes nothing otherwise.
+	if err := v.settleIDs(); err != nil {
+		return [32]byte{}, err
+	}
 	v.loadMu.Lock()
 	loaded := v.idx != nil
 	v.loadMu.Unlock()
@@ -929,6 +971,10 @@ func (v *VectorProjection) Reset() error {
 	v.bySession = nil
 	v.res, v.fullScans = nil, 0
 	v.graphOn, v.graph, v.graphSize, v.deltaSize, v.sinceGraph = false, 0, 0, 0, 0
+	v.idsStale = false
+	if v.bulk != nil {
+		v.bulk.reset()
+	}
 	// No in-memory index: a rebuild would keep every vector in it for
 	// nothing (the first search scans the file in place, then loads).
 	v.idx = nil
