@@ -95,7 +95,10 @@ func (v *VectorProjection) queueEmbed(i int) {
 			if vector.EncodeSlot(c, vec) != nil {
 				continue
 			}
-			j.recs[k], j.codes[k] = rec, c
+			// The float copy is not kept (4·dim bytes a vector waiting
+			// for its commit): the record decodes to the same values,
+			// which Commit does only for an index held in memory.
+			j.recs[k], j.codes[k], j.vecs[k] = rec, c, nil
 		}
 	}()
 }

@@ -29,11 +29,11 @@ import (
 // so a process that stopped between (killed, or an error before EndBulk)
 // leaves the mark, and the next open rebuilds "ids" from "slots" before
 // anything reads it (rebuildIDs). What "ids" holds once current never
-// depends on whether it was deferred; the format is unchanged (a base
-// binary never sees the mark: the bulk build that set it either ended or
-// is repaired by the next open of this code, and an older binary opening
-// such a store reads an incomplete "ids" only after a crash mid-build,
-// which its digest check reports as damage and rebuilds).
+// depends on whether it was deferred, so the format and its version are
+// unchanged (as for summary's search_stale). A binary from before the
+// mark, opening a store left with it, would find chunks missing from
+// "ids": its digest check reports that as damage, and the projection is
+// rebuilt.
 
 // kIDsStale, in meta, says "ids" lacks chunks that "slots" holds.
 var kIDsStale = []byte("ids_stale")

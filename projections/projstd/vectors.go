@@ -106,7 +106,8 @@ const vectorsVersion = 7
 //   - vectors.db (bbolt): "meta" holds the version tag, the checkpoint,
 //     the number of live vectors, the number of slots in the two files
 //     ("slotnext"), their names when they are scan.1.bin and recs.1.bin
-//     ("scanfile", vectorcompact.go) and, once a graph exists, the seq
+//     ("scanfile", vectorcompact.go), "ids_stale" while a bulk build
+//     defers "ids" (vectorbulk.go) and, once a graph exists, the seq
 //     and size of graph.bin; "slots" maps a slot (uint64 BE) to the
 //     chunk's key and what tombstones and session filters need
 //     (appendChunk: uvarint len(key) ‖ key ‖ varint time ‖ uvarint seq ‖
@@ -119,7 +120,8 @@ const vectorsVersion = 7
 // ends of the two files and of "slots", and only "ids", about 40 bytes
 // a chunk, takes inserts at random places (at a million chunks, format
 // 6's "vecs", keyed by chunk id and holding the vectors, was a 725–823
-// MB file that every bulk commit inserted into all over).
+// MB file that every bulk commit inserted into all over); a bulk build
+// makes those once, in key order, at its end (vectorbulk.go).
 //
 // Without a graph, search is exact at any size: each search scans
 // scan.bin in blocks and scores its best candidates' records from
@@ -214,9 +216,9 @@ type vecOp struct {
 	del     bool
 	id      string
 	content string
-	vec     []float32
-	rec     []byte // the stored record of vec, once quantised (quant.go)
-	code    []byte // vec's code slot in scan.bin (vector.EncodeSlot)
+	vec     []float32 // once quantised, kept only while an index in memory needs it (opVecs)
+	rec     []byte    // the stored record of vec, once quantised (quant.go)
+	code    []byte    // vec's code slot in scan.bin (vector.EncodeSlot)
 	meta    chunkMeta
 }
 
@@ -571,6 +573,9 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 	if err := v.codePending(dim); err != nil {
 		return err
 	}
+	if err := v.opVecs(dim); err != nil {
+		return err
+	}
 	live, graphOn, crossed := v.live, v.graphOn, false
 	next := v.next
 	// A bulk build's changes to the keys kept in memory (slot, or -1:
@@ -743,6 +748,7 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 		}
 	}
 	v.sinceGraph += logged
+	clear(v.ops) // their vectors, records and codes are garbage now
 	v.ops = v.ops[:0]
 	v.cp = cp
 	if err := v.persistGraph(false); err != nil {
@@ -862,11 +868,32 @@ func (v *VectorProjection) codePending(dim int) error {
 	return nil
 }
 
+// opVecs gives the pending stores their float vectors when an index in
+// memory takes them (the graph, or a loaded exact index), decoded from
+// their records (the values quantize made), and drops them otherwise.
+func (v *VectorProjection) opVecs(dim int) error {
+	need := v.graphOn || v.opts.Graph || v.idx != nil
+	for i := range v.ops {
+		op := &v.ops[i]
+		switch {
+		case op.del:
+		case !need:
+			op.vec = nil
+		case op.vec == nil:
+			op.vec = make([]float32, dim)
+			if err := decodeVec(op.rec, op.vec); err != nil {
+				return fmt.Errorf("commit vectors: seq %d: %w", op.seq, err)
+			}
+		}
+	}
+	return nil
+}
+
 func (v *VectorProjection) embedPending(ctx context.Context) error {
 	var texts []string
 	var at []int
 	for i, op := range v.ops {
-		if !op.del && op.vec == nil {
+		if !op.del && op.vec == nil && op.rec == nil {
 			texts = append(texts, op.content)
 			at = append(at, i)
 		}
