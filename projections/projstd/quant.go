@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"unsafe"
+
+	"github.com/unlimitedcontext/ucl/internal/vector"
 )
 
 // Vectors are stored as 8-bit scalar-quantised values (vector format v3):
@@ -102,6 +104,17 @@ func quantizeInto(out []float32, rec []byte, v []float32) {
 // for quantizeInto to divide: far above the multiply's error (1e-13). A
 // variable for tests (1: always divide).
 var quantHalfMargin = 1e-9
+
+// codeRec writes the code slot (vector.EncodeSlot) of the vector the
+// record rec decodes to into c, from the record's codes and step
+// (vector.EncodeSlotQ8: a quarter of the work of normalising and coding
+// the values again).
+func codeRec(c, rec []byte) error {
+	if len(rec) < 4 {
+		return fmt.Errorf("code vector record: %d bytes: %w", len(rec), errVectorsCorrupt)
+	}
+	return vector.EncodeSlotQ8(c, recCodes(rec), math.Float32frombits(binary.LittleEndian.Uint32(rec)))
+}
 
 // decodeVec decodes a stored record into dst (len dim).
 func decodeVec(b []byte, dst []float32) error {

@@ -92,7 +92,7 @@ func (v *VectorProjection) queueEmbed(i int) {
 			}
 			rec, c := recs[k*rl:(k+1)*rl:(k+1)*rl], codes[k*sl:(k+1)*sl:(k+1)*sl]
 			quantizeInto(vec, rec, vec)
-			if vector.EncodeSlot(c, vec) != nil {
+			if codeRec(c, rec) != nil {
 				continue
 			}
 			// The float copy is not kept (4·dim bytes a vector waiting

@@ -218,7 +218,7 @@ type vecOp struct {
 	content string
 	vec     []float32 // once quantised, kept only while an index in memory needs it (opVecs)
 	rec     []byte    // the stored record of vec, once quantised (quant.go)
-	code    []byte    // vec's code slot in scan.bin (vector.EncodeSlot)
+	code    []byte    // vec's code slot in scan.bin (vector.EncodeSlot, by codeRec)
 	meta    chunkMeta
 }
 
@@ -832,7 +832,7 @@ func (v *VectorProjection) codePending(dim int) error {
 			op.vec, op.rec = quantize(op.vec)
 		}
 		c := make([]byte, sl)
-		if err := vector.EncodeSlot(c, op.vec); err != nil {
+		if err := codeRec(c, op.rec); err != nil {
 			return fmt.Errorf("commit vectors: seq %d: %w", op.seq, err)
 		}
 		op.code = c
