@@ -123,6 +123,9 @@ func (v *VectorProjection) EndBulk() error {
 	if !v.idsStale {
 		return nil
 	}
+	if b == nil { // not in a bulk build: an earlier EndBulk failed
+		return v.rebuildIDs()
+	}
 	err := v.db.Update(func(tx *bolt.Tx) error {
 		ib := tx.Bucket(bIDs)
 		if k, _ := ib.Cursor().First(); k == nil {

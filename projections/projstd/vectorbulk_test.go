@@ -226,3 +226,46 @@ func TestVectorsBulkKilled(t *testing.T) {
 		t.Fatal("scan.bin or recs.bin differ from a plain build's")
 	}
 }
+
+// TestVectorsBulkEndFailed: after an EndBulk that failed (the keys kept
+// in memory are gone, the mark stays), the next commit rebuilds "ids"
+// before it looks chunks up, so chunks the bulk build stored and the
+// later events store again or remove keep their slots: the projection
+// equals a plain build's.
+func TestVectorsBulkEndFailed(t *testing.T) {
+	evs := bulkEvents()
+	cut := 2 * len(evs) / 3
+	plainDir, dir := t.TempDir(), t.TempDir()
+	plain := buildBulkVectors(t, plainDir, evs, -1, false, nil)
+	v := buildBulkVectors(t, dir, evs[:cut], len(evs)/3, true, nil)
+	if !v.idsStale {
+		t.Fatal("the bulk build left nothing deferred")
+	}
+	v.bulk = nil // what a failed EndBulk leaves
+	for i, ev := range evs[cut:] {
+		if err := v.Apply(ev); err != nil {
+			t.Fatal(err)
+		}
+		if (i+1)%300 == 0 || cut+i == len(evs)-1 {
+			if err := v.Commit(projections.Checkpoint{Seq: ev.Seq, Hash: ev.Hash}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	wantIDs, _ := dumpIDs(t, plain.db)
+	gotIDs, stale := dumpIDs(t, v.db)
+	if gotIDs != wantIDs || stale {
+		t.Fatalf("ids equal %v, mark left %v", gotIDs == wantIDs, stale)
+	}
+	compareVectors(t, plain, v)
+	for _, p := range []*VectorProjection{plain, v} {
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ps, pr := readFiles(t, plainDir)
+	bs, br := readFiles(t, dir)
+	if !bytes.Equal(ps, bs) || !bytes.Equal(pr, br) {
+		t.Fatal("scan.bin or recs.bin differ from a plain build's")
+	}
+}

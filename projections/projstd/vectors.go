@@ -560,6 +560,13 @@ func applyOp(idx vector.Index, op vecOp) error {
 // Commit embeds pending contents and writes the vectors, the graph's
 // operations (once it exists) and the checkpoint in one transaction.
 func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
+	if v.bulk == nil {
+		// Outside a bulk build "ids" must be whole: its lookups decide
+		// which chunks are new (a failed EndBulk left it behind).
+		if err := v.settleIDs(); err != nil {
+			return err
+		}
+	}
 	v.collectAhead()
 	if err := v.embedPending(context.Background()); err != nil {
 		return err
