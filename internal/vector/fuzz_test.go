@@ -100,3 +100,31 @@ func FuzzUnmarshalExact(f *testing.F) {
 	seedIndexes(f, newIndex)
 	f.Fuzz(func(t *testing.T, data []byte) { fuzzDecode(t, newIndex, data) })
 }
+
+// FuzzEncodeSlotQ8: for any codes and step, EncodeSlotQ8 writes
+// EncodeSlot's slot (or fails as it does) for the vector they decode to.
+func FuzzEncodeSlotQ8(f *testing.F) {
+	f.Add([]byte{127, 3, 0x81, 40}, float32(0.004))
+	f.Add([]byte{0x81, 1, 2}, float32(0.0079))
+	f.Add([]byte{0x80, 127}, float32(0.001))
+	f.Add([]byte{127}, float32(1e-39))
+	f.Add([]byte{5, 6}, float32(0))
+	f.Fuzz(func(t *testing.T, b []byte, step float32) {
+		if len(b) == 0 || len(b) > 2048 {
+			return
+		}
+		codes := make([]int8, len(b))
+		v := make([]float32, len(b))
+		for i, c := range b {
+			codes[i] = int8(c)
+			v[i] = float32(codes[i]) * step
+		}
+		want := make([]byte, SlotLen(len(b)))
+		werr := EncodeSlot(want, v)
+		got := make([]byte, SlotLen(len(b)))
+		gerr := EncodeSlotQ8(got, codes, step)
+		if (werr == nil) != (gerr == nil) || (werr == nil && !bytes.Equal(got, want)) {
+			t.Fatalf("codes %v step %g: %x (err %v), EncodeSlot %x (err %v)", codes, step, got, gerr, want, werr)
+		}
+	})
+}

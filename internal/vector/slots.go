@@ -62,6 +62,60 @@ func EncodeSlot(dst []byte, v []float32) error {
 	return nil
 }
 
+// EncodeSlotQ8 writes into dst what EncodeSlot writes for the vector v
+// whose values are float32(codes[i]) * step (float32 products: an 8-bit
+// vector with its own step, like projstd's records), without the
+// normalisation and re-quantisation per component when the codes' largest
+// magnitude is 127 and step is far from float32's limits.
+//
+// Why the codes come back unchanged: normalising divides every value by
+// one norm and rounds to float32, which keeps their order, so the largest
+// magnitude m is that of a code ±127; quantizeVec then rounds
+// v[i]/norm · 127/m, which is codes[i] · (1 + ε) with |ε| ≤ 2.4e-7 (four
+// float32 roundings, three float64 ones), at most 3e-5 from codes[i]. So
+// only the step, m/127, is computed, and m needs the norm (the squared
+// norm summed in EncodeSlot's order) and one division. Any other input
+// goes through EncodeSlot.
+func EncodeSlotQ8(dst []byte, codes []int8, step float32) error {
+	dim := len(codes)
+	if len(dst) != SlotLen(dim) {
+		return fmt.Errorf("encode slot: %d bytes for %d dimensions: %w", len(dst), dim, ErrDimension)
+	}
+	top, hi := -1, 0
+	for i, c := range codes {
+		a := int(c)
+		if a < 0 {
+			a = -a // 128 for -128: not a code of quantizeVec (EncodeSlot's path)
+		}
+		if a > hi {
+			hi, top = a, i
+		}
+	}
+	if hi != 127 || !(step >= 1e-30 && step <= 1e30) {
+		v := make([]float32, dim)
+		for i, c := range codes {
+			v[i] = float32(c) * step
+		}
+		return EncodeSlot(dst, v)
+	}
+	var ss float64
+	for _, c := range codes {
+		x := float32(c) * step
+		ss += float64(float64(x) * float64(x))
+	}
+	// As normalizedInto, for the largest value alone.
+	m := float32(codes[top]) * step
+	if math.Abs(ss-1) > unitTolerance {
+		m = float32(float64(m) / math.Sqrt(ss))
+	}
+	if m < 0 {
+		m = -m
+	}
+	binary.LittleEndian.PutUint64(dst, math.Float64bits(float64(m)/127))
+	copy(dst[8:], unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(codes))), dim))
+	return nil
+}
+
 // SlotCand is a candidate slot of ScanSlots: its number and approximate
 // score.
 type SlotCand struct {

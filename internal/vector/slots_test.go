@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"slices"
@@ -165,6 +166,84 @@ func BenchmarkScanSlots(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		if _, err := ScanSlots(qs[i%len(qs)], dim, 10, uint64(n), f, 0); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestEncodeSlotQ8: EncodeSlotQ8 writes EncodeSlot's bytes for the
+// decoded 8-bit vector: codes from quantising random vectors (largest
+// code ±127, steps of unit and far-from-unit vectors), codes whose
+// largest magnitude is not 127 or is -128, zero, and extreme steps.
+func TestEncodeSlotQ8(t *testing.T) {
+	r := rand.New(rand.NewSource(8))
+	for n := 0; n < 30000; n++ {
+		dim := []int{384, 7, 96, 768, 1}[n%5]
+		codes := make([]int8, dim)
+		var step float32
+		switch n % 7 {
+		case 0: // not the ±127 of quantizeVec
+			for i := range codes {
+				codes[i] = int8(r.Intn(255) - 127)
+			}
+			step = float32(r.Float64() * 0.02)
+		case 1: // -128 among them
+			for i := range codes {
+				codes[i] = int8(r.Intn(60) - 30)
+			}
+			codes[r.Intn(dim)], codes[r.Intn(dim)] = -128, 127
+			step = 0.004
+		case 2: // zero, or extreme steps
+			step = []float32{0, 1e-38, 3e35, 1e-45}[r.Intn(4)]
+			for i := range codes {
+				codes[i] = int8(r.Intn(255) - 127)
+			}
+			codes[0] = 127
+		default: // what projstd stores: a quantised vector
+			v := make([]float32, dim)
+			scale := []float64{1, 1e-3, 40}[n%3]
+			for i := range v {
+				v[i] = float32(r.NormFloat64() * scale)
+			}
+			if n%2 == 0 {
+				v[r.Intn(dim)] *= 30
+			}
+			var ss float64
+			for _, x := range v {
+				ss += float64(x) * float64(x)
+			}
+			if n%4 == 0 { // unit: normalizedInto's copy branch
+				for i := range v {
+					v[i] = float32(float64(v[i]) / math.Sqrt(ss))
+				}
+			}
+			// projstd's quantize: step from the largest component of
+			// the unit vector, each code its rounded multiple.
+			if n%4 == 0 {
+				ss = 0
+				for _, x := range v {
+					ss += float64(x) * float64(x)
+				}
+			}
+			norm := math.Sqrt(ss)
+			step = float32(maxAbs(v) / norm / 127)
+			for i, x := range v {
+				q := math.Round(float64(x) / norm / float64(step))
+				codes[i] = int8(max(-127, min(127, q)))
+			}
+		}
+		v := make([]float32, dim)
+		for i, c := range codes {
+			v[i] = float32(c) * step
+		}
+		want := make([]byte, SlotLen(dim))
+		werr := EncodeSlot(want, v)
+		got := make([]byte, SlotLen(dim))
+		gerr := EncodeSlotQ8(got, codes, step)
+		if (werr == nil) != (gerr == nil) {
+			t.Fatalf("vector %d: error %v, EncodeSlot's %v", n, gerr, werr)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("vector %d (case %d, step %g): slot differs from EncodeSlot's", n, n%7, step)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand"
+	"os"
 	"testing"
 
 	"github.com/unlimitedcontext/ucl/internal/vector"
@@ -227,6 +228,14 @@ func quantizeReference(v []float32) ([]float32, []byte) {
 // bits on unit vectors (what the embedders return), on vectors far from
 // unit, with one dominant component, and at tiny and huge scales.
 func TestQuantizeSameBits(t *testing.T) {
+	t.Run("multiply", testQuantizeSameBits)
+	// Every value through the divisions quantizeInto makes near a half.
+	defer func(m float64) { quantHalfMargin = m }(quantHalfMargin)
+	quantHalfMargin = 1
+	t.Run("divide", testQuantizeSameBits)
+}
+
+func testQuantizeSameBits(t *testing.T) {
 	r := rand.New(rand.NewSource(26))
 	for n := 0; n < 20000; n++ {
 		dim := []int{384, 8, 97, 768}[n%4]
@@ -257,5 +266,28 @@ func TestQuantizeSameBits(t *testing.T) {
 				t.Fatalf("vector %d: value %d %v, reference %v", n, i, got[i], want[i])
 			}
 		}
+	}
+}
+
+// BenchmarkQuantize: quantizeInto of a unit vector of 384 dimensions
+// (UCL_BENCH_QUANT_DIVIDE=1: every value through the divisions).
+func BenchmarkQuantize(b *testing.B) {
+	if os.Getenv("UCL_BENCH_QUANT_DIVIDE") == "1" {
+		defer func(m float64) { quantHalfMargin = m }(quantHalfMargin)
+		quantHalfMargin = 1
+	}
+	r := rand.New(rand.NewSource(1))
+	v := make([]float32, 384)
+	var ss float64
+	for i := range v {
+		v[i] = float32(r.NormFloat64())
+		ss += float64(v[i]) * float64(v[i])
+	}
+	for i := range v {
+		v[i] = float32(float64(v[i]) / math.Sqrt(ss))
+	}
+	out, rec := make([]float32, len(v)), make([]byte, 4+len(v))
+	for b.Loop() {
+		quantizeInto(out, rec, v)
 	}
 }

@@ -92,10 +92,13 @@ func (v *VectorProjection) queueEmbed(i int) {
 			}
 			rec, c := recs[k*rl:(k+1)*rl:(k+1)*rl], codes[k*sl:(k+1)*sl:(k+1)*sl]
 			quantizeInto(vec, rec, vec)
-			if vector.EncodeSlot(c, vec) != nil {
+			if codeRec(c, rec) != nil {
 				continue
 			}
-			j.recs[k], j.codes[k] = rec, c
+			// The float copy is not kept (4·dim bytes a vector waiting
+			// for its commit): the record decodes to the same values,
+			// which Commit does only for an index held in memory.
+			j.recs[k], j.codes[k], j.vecs[k] = rec, c, nil
 		}
 	}()
 }

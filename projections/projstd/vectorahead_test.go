@@ -160,3 +160,89 @@ func TestVectorsEmbedAheadBadVector(t *testing.T) {
 		t.Fatalf("embedded ahead: %q\nin Commit: %q", errs[0], errs[1])
 	}
 }
+
+// TestVectorsAheadKeepNoFloats: the batches embedded ahead keep each
+// vector's record and code, not its float copy (4·dim bytes a vector
+// waiting for its commit), and the indexes held in memory, which take
+// floats, get the values the records decode to: the graph, and a loaded
+// exact index, equal those of the same events embedded in Commit.
+func TestVectorsAheadKeepNoFloats(t *testing.T) {
+	evs := projtest.Events(8, 5*aheadBatch)
+	type result struct {
+		graph, exact []byte
+		dg, dx       [32]byte
+	}
+	build := func(local bool) result {
+		h, err := vector.NewHashEmbedder(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := &countingEmbedder{HashEmbedder: h, local: local}
+		g, err := OpenVectors(t.TempDir(), VectorOptions{Embedder: e, Graph: true, ExactBelow: 300, GraphEvery: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer g.Close()
+		x, err := OpenVectors(t.TempDir(), VectorOptions{Embedder: e})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer x.Close()
+		if _, err := x.Index(); err != nil { // loaded: kept current by Commit
+			t.Fatal(err)
+		}
+		floats := 0
+		for i, ev := range evs {
+			for _, v := range []*VectorProjection{g, x} {
+				if err := v.Apply(ev); err != nil {
+					t.Fatal(err)
+				}
+				if (i+1)%(2*aheadBatch+30) != 0 && i != len(evs)-1 {
+					continue
+				}
+				for _, j := range v.jobs {
+					<-j.done
+					for _, f := range j.vecs {
+						if f != nil {
+							floats++
+						}
+					}
+				}
+				if err := v.Commit(projections.Checkpoint{Seq: ev.Seq, Hash: ev.Hash}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if floats > 0 {
+			t.Fatalf("local %v: %d vectors embedded ahead kept their float copy", local, floats)
+		}
+		var r result
+		for _, p := range []struct {
+			v *VectorProjection
+			b *[]byte
+			d *[32]byte
+		}{{g, &r.graph, &r.dg}, {x, &r.exact, &r.dx}} {
+			idx, err := p.v.Index()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if *p.b, err = idx.MarshalBinary(); err != nil {
+				t.Fatal(err)
+			}
+			if *p.d, err = p.v.Digest(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !g.graphOn {
+			t.Fatal("the graph did not start")
+		}
+		return r
+	}
+	ahead, inCommit := build(true), build(false)
+	if !bytes.Equal(ahead.graph, inCommit.graph) || ahead.dg != inCommit.dg {
+		t.Fatal("the graph differs between embedding ahead and in Commit")
+	}
+	if !bytes.Equal(ahead.exact, inCommit.exact) || ahead.dx != inCommit.dx {
+		t.Fatal("the loaded exact index differs between embedding ahead and in Commit")
+	}
+}

@@ -106,7 +106,8 @@ const vectorsVersion = 7
 //   - vectors.db (bbolt): "meta" holds the version tag, the checkpoint,
 //     the number of live vectors, the number of slots in the two files
 //     ("slotnext"), their names when they are scan.1.bin and recs.1.bin
-//     ("scanfile", vectorcompact.go) and, once a graph exists, the seq
+//     ("scanfile", vectorcompact.go), "ids_stale" while a bulk build
+//     defers "ids" (vectorbulk.go) and, once a graph exists, the seq
 //     and size of graph.bin; "slots" maps a slot (uint64 BE) to the
 //     chunk's key and what tombstones and session filters need
 //     (appendChunk: uvarint len(key) ‖ key ‖ varint time ‖ uvarint seq ‖
@@ -119,7 +120,8 @@ const vectorsVersion = 7
 // ends of the two files and of "slots", and only "ids", about 40 bytes
 // a chunk, takes inserts at random places (at a million chunks, format
 // 6's "vecs", keyed by chunk id and holding the vectors, was a 725–823
-// MB file that every bulk commit inserted into all over).
+// MB file that every bulk commit inserted into all over); a bulk build
+// makes those once, in key order, at its end (vectorbulk.go).
 //
 // Without a graph, search is exact at any size: each search scans
 // scan.bin in blocks and scores its best candidates' records from
@@ -195,6 +197,12 @@ type VectorProjection struct {
 	queued   []int
 	jobs     []*aheadJob
 	aheadSem chan struct{}
+
+	// The id index deferred during a bulk build (vectorbulk.go): bulk
+	// holds the keys of the chunks stored new since BeginBulk (nil
+	// outside one), idsStale says "ids" lacks some ("ids_stale" in meta).
+	bulk     *bulkIDs
+	idsStale bool
 }
 
 type chunkMeta struct {
@@ -208,9 +216,9 @@ type vecOp struct {
 	del     bool
 	id      string
 	content string
-	vec     []float32
-	rec     []byte // the stored record of vec, once quantised (quant.go)
-	code    []byte // vec's code slot in scan.bin (vector.EncodeSlot)
+	vec     []float32 // once quantised, kept only while an index in memory needs it (opVecs)
+	rec     []byte    // the stored record of vec, once quantised (quant.go)
+	code    []byte    // vec's code slot in scan.bin (vector.EncodeSlot, by codeRec)
 	meta    chunkMeta
 }
 
@@ -364,10 +372,16 @@ func (v *VectorProjection) load() error {
 			}
 		}
 		v.sinceGraph = tx.Bucket(bOps).Stats().KeyN
+		v.idsStale = m.Get(kIDsStale) != nil
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("open vectors: %w", err)
+	}
+	if v.idsStale { // a bulk build did not end: "ids" lacks its chunks
+		if err := v.rebuildIDs(); err != nil {
+			return fmt.Errorf("open vectors: %w", err)
+		}
 	}
 	if err := v.checkGraphFiles(); err != nil {
 		return err
@@ -546,6 +560,13 @@ func applyOp(idx vector.Index, op vecOp) error {
 // Commit embeds pending contents and writes the vectors, the graph's
 // operations (once it exists) and the checkpoint in one transaction.
 func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
+	if v.bulk == nil {
+		// Outside a bulk build "ids" must be whole: its lookups decide
+		// which chunks are new (a failed EndBulk left it behind).
+		if err := v.settleIDs(); err != nil {
+			return err
+		}
+	}
 	v.collectAhead()
 	if err := v.embedPending(context.Background()); err != nil {
 		return err
@@ -559,8 +580,18 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 	if err := v.codePending(dim); err != nil {
 		return err
 	}
+	if err := v.opVecs(dim); err != nil {
+		return err
+	}
 	live, graphOn, crossed := v.live, v.graphOn, false
 	next := v.next
+	// A bulk build's changes to the keys kept in memory (slot, or -1:
+	// removed), made there once the transaction commits.
+	var staged map[string]int64
+	stale := v.idsStale
+	if v.bulk != nil {
+		staged = map[string]int64{}
+	}
 	var logged int
 	var newIdx vector.Index
 	var writes []slotWrite
@@ -579,14 +610,9 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 		var graphOps []vecOp
 		for _, op := range v.ops {
 			key := projections.IDKey(op.id)
-			old := ib.Get(key)
-			existed := old != nil
-			var slot uint64
-			if existed {
-				var err error
-				if slot, err = decodeSlotRef(old); err != nil {
-					return err
-				}
+			slot, existed, err := v.lookupSlot(ib, staged, key)
+			if err != nil {
+				return err
 			}
 			if op.del {
 				if existed {
@@ -596,6 +622,9 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 					}
 					writes = append(writes, slotWrite{slot: slot})
 				}
+				if v.bulk != nil {
+					staged[string(key)] = -1
+				}
 				if err := ib.Delete(key); err != nil {
 					return err
 				}
@@ -604,7 +633,10 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 					live++
 					slot = next
 					next++
-					if err := ib.Put(key, slotRef(slot)); err != nil {
+					if v.bulk != nil {
+						// Written at EndBulk (vectorbulk.go).
+						staged[string(key)] = int64(slot)
+					} else if err := ib.Put(key, slotRef(slot)); err != nil {
 						return err
 					}
 				}
@@ -661,6 +693,12 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 				return err
 			}
 		}
+		if len(staged) > 0 && !stale {
+			if err := m.Put(kIDsStale, []byte{1}); err != nil {
+				return err
+			}
+			stale = true
+		}
 		// The slots are durable before the database says they exist.
 		if err := v.writeSlots(writes); err != nil {
 			return err
@@ -703,12 +741,21 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 		v.idx = newIdx
 	}
 	v.live, v.graphOn, v.next = live, graphOn, next
+	v.idsStale = stale
+	for k, s := range staged {
+		if s < 0 {
+			v.bulk.del([]byte(k))
+		} else {
+			v.bulk.set([]byte(k), uint64(s))
+		}
+	}
 	if v.res != nil {
 		if err := v.res.apply(writes); err != nil || !v.residentFits(next) {
 			v.res = nil // the next searches read the file
 		}
 	}
 	v.sinceGraph += logged
+	clear(v.ops) // their vectors, records and codes are garbage now
 	v.ops = v.ops[:0]
 	v.cp = cp
 	if err := v.persistGraph(false); err != nil {
@@ -734,6 +781,9 @@ func (v *VectorProjection) ReleaseMemory() {
 // after a bulk load, and scan.bin and recs.bin without their dead slots
 // (vectorcompact.go).
 func (v *VectorProjection) Compact() error {
+	if err := v.settleIDs(); err != nil {
+		return err
+	}
 	done, err := v.compactSlots()
 	if done || err != nil {
 		return err
@@ -789,7 +839,7 @@ func (v *VectorProjection) codePending(dim int) error {
 			op.vec, op.rec = quantize(op.vec)
 		}
 		c := make([]byte, sl)
-		if err := vector.EncodeSlot(c, op.vec); err != nil {
+		if err := codeRec(c, op.rec); err != nil {
 			return fmt.Errorf("commit vectors: seq %d: %w", op.seq, err)
 		}
 		op.code = c
@@ -825,11 +875,32 @@ func (v *VectorProjection) codePending(dim int) error {
 	return nil
 }
 
+// opVecs gives the pending stores their float vectors when an index in
+// memory takes them (the graph, or a loaded exact index), decoded from
+// their records (the values quantize made), and drops them otherwise.
+func (v *VectorProjection) opVecs(dim int) error {
+	need := v.graphOn || v.opts.Graph || v.idx != nil
+	for i := range v.ops {
+		op := &v.ops[i]
+		switch {
+		case op.del:
+		case !need:
+			op.vec = nil
+		case op.vec == nil:
+			op.vec = make([]float32, dim)
+			if err := decodeVec(op.rec, op.vec); err != nil {
+				return fmt.Errorf("commit vectors: seq %d: %w", op.seq, err)
+			}
+		}
+	}
+	return nil
+}
+
 func (v *VectorProjection) embedPending(ctx context.Context) error {
 	var texts []string
 	var at []int
 	for i, op := range v.ops {
-		if !op.del && op.vec == nil {
+		if !op.del && op.vec == nil && op.rec == nil {
 			texts = append(texts, op.content)
 			at = append(at, i)
 		}
@@ -857,6 +928,11 @@ func (v *VectorProjection) embedPending(ctx context.Context) error {
 // loaded index's digest is the same.
 func (v *VectorProjection) Digest() ([32]byte, error) {
 	var d [32]byte
+	// Only a bulk build under way defers "ids", and nothing searches
+	// meanwhile: this writes nothing otherwise.
+	if err := v.settleIDs(); err != nil {
+		return [32]byte{}, err
+	}
 	v.loadMu.Lock()
 	loaded := v.idx != nil
 	v.loadMu.Unlock()
@@ -929,6 +1005,10 @@ func (v *VectorProjection) Reset() error {
 	v.bySession = nil
 	v.res, v.fullScans = nil, 0
 	v.graphOn, v.graph, v.graphSize, v.deltaSize, v.sinceGraph = false, 0, 0, 0, 0
+	v.idsStale = false
+	if v.bulk != nil {
+		v.bulk.reset()
+	}
 	// No in-memory index: a rebuild would keep every vector in it for
 	// nothing (the first search scans the file in place, then loads).
 	v.idx = nil

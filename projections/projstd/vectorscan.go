@@ -264,7 +264,7 @@ func (v *VectorProjection) storedDigest() ([32]byte, error) {
 					if err := decodeVec(rec, vec); err != nil {
 						return err
 					}
-					if err := vector.EncodeSlot(want, vec); err != nil {
+					if err := codeRec(want, rec); err != nil {
 						return fmt.Errorf("vector of %q: %w: %w", id, err, errVectorsCorrupt)
 					}
 					if !bytes.Equal(g, want) {
