@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -63,28 +64,67 @@ func bounded(t string) string {
 
 // split turns texts (in reading order) into sentences with content words,
 // each text bounded to its first MaxAnalysedBytes.
+//
+// The words are gathered in pooled scratch and copied once, exactly sized:
+// a chunk keeps its analysis until its commit, and sentences that pointed
+// into a growing array kept every array it outgrew (growing it was a
+// fifth of split). A word lowered from capitals is not a substring of the
+// text: all of a call's such words are one string, and each word a
+// substring of it (a string per word was a third of split's allocations).
 func split(texts []string) []sentence {
+	sc := splitPool.Get().(*splitScratch)
+	defer splitPool.Put(sc)
+	sc.words, sc.ends, sc.lowered, sc.lowAt, sc.lowEnd = sc.words[:0], sc.ends[:0], sc.lowered[:0], sc.lowAt[:0], sc.lowEnd[:0]
+	add := func(w string, lowered []byte) {
+		if lowered != nil {
+			sc.lowered = append(sc.lowered, lowered...)
+			sc.lowAt = append(sc.lowAt, len(sc.words))
+			sc.lowEnd = append(sc.lowEnd, len(sc.lowered))
+		}
+		sc.words = append(sc.words, w)
+	}
 	var out []sentence
-	var scratch []string // every sentence's words, one after another
-	var ends []int
 	for _, t := range texts {
-		for _, s := range textutil.Sentences(bounded(t)) {
-			scratch = textutil.AppendContentWords(scratch, s)
-			ends = append(ends, len(scratch))
+		ss := textutil.Sentences(bounded(t))
+		if out == nil {
+			out = make([]sentence, 0, len(ss))
+		}
+		for _, s := range ss {
+			textutil.EachContentWord(s, add)
+			sc.ends = append(sc.ends, len(sc.words))
 			out = append(out, sentence{text: s, pos: len(out)})
 		}
 	}
-	// One exact copy: a chunk keeps its analysis until its commit, and
-	// sentences that pointed into the growing scratch kept every array it
-	// outgrew.
-	words := slices.Clone(scratch)
+	words := slices.Clone(sc.words)
+	clear(sc.words) // the pool keeps no text alive
+	if len(sc.lowAt) > 0 {
+		all := string(sc.lowered)
+		from := 0
+		for i, at := range sc.lowAt {
+			words[at] = all[from:sc.lowEnd[i]]
+			from = sc.lowEnd[i]
+		}
+	}
 	from := 0
-	for i, end := range ends {
+	for i, end := range sc.ends {
 		out[i].words = words[from:end:end]
 		from = end
 	}
 	return out
 }
+
+// splitScratch is split's reused scratch: the words of every sentence one
+// after another, where each sentence's end, and the words lowered from
+// capitals (one after another, with their place in words and their end).
+type splitScratch struct {
+	words   []string
+	ends    []int
+	lowered []byte
+	lowAt   []int
+	lowEnd  []int
+}
+
+var splitPool = sync.Pool{New: func() any { return new(splitScratch) }}
 
 // summarize is the extractive summary of sentences (see the package doc):
 // term weight w(t) = count(t) · √(N / df(t)) with df over sentences; a

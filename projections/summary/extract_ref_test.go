@@ -9,6 +9,7 @@ import (
 	"testing"
 	"unicode"
 
+	"github.com/unlimitedcontext/ucl/internal/textutil"
 	"github.com/unlimitedcontext/ucl/projections/projtest"
 )
 
@@ -282,6 +283,55 @@ func TestCountWordsMatchesRunes(t *testing.T) {
 	for _, s := range refTexts(r) {
 		if got, want := countWords(s), refCountWords(s); got != want {
 			t.Fatalf("countWords(%q) = %d, want %d", s, got, want)
+		}
+	}
+}
+
+// refSplit is split as it was: AppendContentWords (a string per lowered
+// word) into a scratch list of its own.
+func refSplit(texts []string) []sentence {
+	var out []sentence
+	var scratch []string
+	var ends []int
+	for _, t := range texts {
+		for _, s := range textutil.Sentences(bounded(t)) {
+			scratch = textutil.AppendContentWords(scratch, s)
+			ends = append(ends, len(scratch))
+			out = append(out, sentence{text: s, pos: len(out)})
+		}
+	}
+	words := slices.Clone(scratch)
+	from := 0
+	for i, end := range ends {
+		out[i].words = words[from:end:end]
+		from = end
+	}
+	return out
+}
+
+// TestSplitMatchesAppendContentWords: split's pooled scratch and shared
+// lowered string give the sentences and words of the list it had, for
+// single texts and groups, one after another through the same pool.
+func TestSplitMatchesAppendContentWords(t *testing.T) {
+	r := rand.New(rand.NewSource(3))
+	texts := refTexts(r)
+	texts = append(texts, "", "   ", "ABC DEF. Ghi JKL MNO!", strings.Repeat("Word ", 20000))
+	for round := 0; round < 1500; round++ {
+		var group []string
+		for j := 1 + r.Intn(3); j > 0; j-- {
+			group = append(group, texts[r.Intn(len(texts))])
+		}
+		got, want := split(group), refSplit(group)
+		if len(got) != len(want) {
+			t.Fatalf("round %d: %d sentences, want %d", round, len(got), len(want))
+		}
+		for i := range got {
+			if got[i].text != want[i].text || got[i].pos != want[i].pos || !slices.Equal(got[i].words, want[i].words) {
+				t.Fatalf("round %d, sentence %d: %q %d %q, want %q %d %q", round, i, got[i].text, got[i].pos, got[i].words, want[i].text, want[i].pos, want[i].words)
+			}
+			if len(got[i].words) != cap(got[i].words) {
+				t.Fatalf("round %d, sentence %d: words cap %d, len %d", round, i, cap(got[i].words), len(got[i].words))
+			}
 		}
 	}
 }
