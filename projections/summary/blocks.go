@@ -101,7 +101,11 @@ type cand struct {
 // sentence when none fits), the candidate key terms its own key terms.
 func newBlock(cs []*chunk, opts Options) *block {
 	b := &block{chunks: len(cs), first: cs[0].time, last: cs[0].time, session: cs[0].session}
-	var sents []sentence
+	n := 0
+	for _, c := range cs {
+		n += len(c.sents)
+	}
+	sents := make([]sentence, 0, n)
 	for _, c := range cs {
 		for _, st := range c.sents {
 			st.pos = len(sents)
