@@ -166,13 +166,15 @@ func summarizeFirst(sents []sentence, maxTokens int, bonusFirst bool) extract {
 	for _, s := range sents {
 		total += len(s.words)
 	}
-	// Sized for every word being distinct, so that the map never grows.
-	ids := make(map[string]int32, total)
-	terms := make([]string, 0, total)
-	stats := make([]termStat, 0, total)
-	counted := make([]int32, 0, total) // the last sentence (from 1) that counted a term's df
-	uniq := make([]int32, 0, total)    // each sentence's distinct terms in first-seen order, one after another
-	ends := make([]int, n)             // where each sentence's distinct terms end in uniq
+	// The numbering's scratch is pooled: sized afresh for every word
+	// being distinct, it was a quarter of a summary build's allocated
+	// bytes. Only the terms and their stats are copied out, exactly sized.
+	sc := summarizePool.Get().(*summarizeScratch)
+	defer sc.release()
+	ids := sc.ids
+	terms, stats, counted := sc.terms[:0], sc.stats[:0], sc.counted[:0] // counted: the last sentence (from 1) that counted a term's df
+	uniq := sc.uniq[:0]                                                 // each sentence's distinct terms in first-seen order, one after another
+	ends := make([]int, n)                                              // where each sentence's distinct terms end in uniq
 	for i, s := range sents {
 		for _, w := range s.words {
 			id, ok := ids[w]
@@ -192,6 +194,8 @@ func summarizeFirst(sents []sentence, maxTokens int, bonusFirst bool) extract {
 		}
 		ends[i] = len(uniq)
 	}
+	sc.terms, sc.stats, sc.counted, sc.uniq = terms, stats, counted, uniq
+	terms, stats = slices.Clone(terms), slices.Clone(stats)
 	weights := make([]float64, len(terms))
 	for id, st := range stats {
 		weights[id] = termWeight(st.count, st.df, n)
@@ -203,6 +207,32 @@ func summarizeFirst(sents []sentence, maxTokens int, bonusFirst bool) extract {
 		ex.text = cut(sents[best].text, maxTokens)
 	}
 	return ex
+}
+
+// summarizeScratch is summarizeFirst's reused scratch.
+type summarizeScratch struct {
+	ids     map[string]int32
+	terms   []string
+	stats   []termStat
+	counted []int32
+	uniq    []int32
+}
+
+// maxPooledTerms bounds the scratch kept for the next call: clearing a
+// map costs its capacity, so one huge text's map is not kept for the
+// many small ones.
+const maxPooledTerms = 4096
+
+var summarizePool = sync.Pool{New: func() any { return &summarizeScratch{ids: map[string]int32{}} }}
+
+// release returns sc to the pool, holding no text.
+func (sc *summarizeScratch) release() {
+	if len(sc.terms) > maxPooledTerms {
+		return
+	}
+	clear(sc.ids)
+	clear(sc.terms[:cap(sc.terms)])
+	summarizePool.Put(sc)
 }
 
 // termStat is a term's occurrences and the number of sentences holding it.
