@@ -2,6 +2,7 @@ package textutil
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -60,5 +61,39 @@ func TestContentWords(t *testing.T) {
 	want := []string{"cat", "mat"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %q want %q", got, want)
+	}
+}
+
+// TestIsStopwordMatchesSet: the index by length and first letter finds
+// exactly the listed words: each of them, and none of their neighbours
+// (cut, extended, one byte changed, capitalised, non-ASCII), as a string
+// and as bytes.
+func TestIsStopwordMatchesSet(t *testing.T) {
+	set := map[string]bool{}
+	for _, w := range strings.Fields(stopwordList) {
+		set[w] = true
+	}
+	if len(set) < 150 {
+		t.Fatalf("%d stopwords", len(set))
+	}
+	var probes []string
+	for w := range set {
+		probes = append(probes, w, w[1:], w[:len(w)-1], w+"s", "x"+w, strings.ToUpper(w), w+"’", "é"+w)
+		for i := 0; i < len(w); i++ {
+			for _, c := range []byte{'a', 'z', '\'', 'e' + 1, 0xc3} {
+				b := []byte(w)
+				b[i] = c
+				probes = append(probes, string(b))
+			}
+		}
+	}
+	probes = append(probes, "", "a", "z", "yourselvess", "{the", "`the")
+	for _, p := range probes {
+		if got := IsStopword(p); got != set[p] {
+			t.Fatalf("IsStopword(%q) = %v, want %v", p, got, set[p])
+		}
+		if got := isStopwordBytes([]byte(p)); got != set[p] {
+			t.Fatalf("isStopwordBytes(%q) = %v, want %v", p, got, set[p])
+		}
 	}
 }

@@ -64,7 +64,7 @@ func EachContentWord(s string, fn func(w string, lowered []byte)) {
 			}
 			buf[i] = c
 		}
-		if _, stop := stopwords[string(buf[:len(w)])]; !stop {
+		if !isStopwordBytes(buf[:len(w)]) {
 			fn("", buf[:len(w)])
 		}
 	})

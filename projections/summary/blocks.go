@@ -101,7 +101,11 @@ type cand struct {
 // sentence when none fits), the candidate key terms its own key terms.
 func newBlock(cs []*chunk, opts Options) *block {
 	b := &block{chunks: len(cs), first: cs[0].time, last: cs[0].time, session: cs[0].session}
-	var sents []sentence
+	n := 0
+	for _, c := range cs {
+		n += len(c.sents)
+	}
+	sents := make([]sentence, 0, n)
 	for _, c := range cs {
 		for _, st := range c.sents {
 			st.pos = len(sents)
@@ -114,8 +118,8 @@ func newBlock(cs []*chunk, opts Options) *block {
 	if len(sents) == 0 {
 		return b
 	}
-	for _, w := range ex.keyTerms {
-		st := ex.stats[w]
+	for i, w := range ex.keyTerms {
+		st := ex.keyStats[i]
 		b.terms = append(b.terms, blockTerm{w, st.count, st.df})
 	}
 	taken := false
@@ -224,8 +228,9 @@ type blockPlan struct {
 // chunks of their replacements, without content (the caller reads it,
 // for all groups at once, before put). Keys outside [lo, hi] are the same
 // before and after the change, so blocks outside that range are
-// unchanged.
-func planBlocks(tx *bolt.Tx, g groupKey, lo, hi []byte) (*blockPlan, error) {
+// unchanged. A chunk in pending (applied since the last Commit, written
+// in this one) is taken from there, without reading its record back.
+func planBlocks(tx *bolt.Tx, g groupKey, lo, hi []byte, pending map[string]*chunk) (*blockPlan, error) {
 	idx := tx.Bucket(bucketBySession)
 	if g.prefix == prefixDocument {
 		idx = tx.Bucket(bucketByDoc)
@@ -290,9 +295,11 @@ func planBlocks(tx *bolt.Tx, g groupKey, lo, hi []byte) (*blockPlan, error) {
 			p.keys = append(p.keys, append([]byte{g.prefix}, k...))
 			p.chunks = append(p.chunks, nil)
 		}
-		ch, err := decodeChunk(id, chunks.Get(projections.IDKey(id)))
-		if err != nil {
-			return nil, err
+		ch := pending[id]
+		if ch == nil {
+			if ch, err = decodeChunk(id, chunks.Get(projections.IDKey(id))); err != nil {
+				return nil, err
+			}
 		}
 		p.chunks[len(p.chunks)-1] = append(p.chunks[len(p.chunks)-1], ch)
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -31,12 +32,15 @@ type sentence struct {
 type extract struct {
 	text     string
 	keyTerms []string
-	chosen   []bool // sentences taken (empty input: nil)
-	best     int    // the best-scoring sentence
+	keyStats []termStat // the key terms' stats, in keyTerms' order
+	chosen   []bool     // sentences taken (empty input: nil)
+	best     int        // the best-scoring sentence
 
-	stats   map[string]*termStat
-	weights map[string]float64
-	terms   []string // every term
+	// The terms are numbered in order of first occurrence; these are by
+	// number.
+	terms   []string
+	stats   []termStat
+	weights []float64
 }
 
 // MaxAnalysedBytes bounds the text of one chunk that a summary reads: the
@@ -60,28 +64,67 @@ func bounded(t string) string {
 
 // split turns texts (in reading order) into sentences with content words,
 // each text bounded to its first MaxAnalysedBytes.
+//
+// The words are gathered in pooled scratch and copied once, exactly sized:
+// a chunk keeps its analysis until its commit, and sentences that pointed
+// into a growing array kept every array it outgrew (growing it was a
+// fifth of split). A word lowered from capitals is not a substring of the
+// text: all of a call's such words are one string, and each word a
+// substring of it (a string per word was a third of split's allocations).
 func split(texts []string) []sentence {
+	sc := splitPool.Get().(*splitScratch)
+	defer splitPool.Put(sc)
+	sc.words, sc.ends, sc.lowered, sc.lowAt, sc.lowEnd = sc.words[:0], sc.ends[:0], sc.lowered[:0], sc.lowAt[:0], sc.lowEnd[:0]
+	add := func(w string, lowered []byte) {
+		if lowered != nil {
+			sc.lowered = append(sc.lowered, lowered...)
+			sc.lowAt = append(sc.lowAt, len(sc.words))
+			sc.lowEnd = append(sc.lowEnd, len(sc.lowered))
+		}
+		sc.words = append(sc.words, w)
+	}
 	var out []sentence
-	var scratch []string // every sentence's words, one after another
-	var ends []int
 	for _, t := range texts {
-		for _, s := range textutil.Sentences(bounded(t)) {
-			scratch = textutil.AppendContentWords(scratch, s)
-			ends = append(ends, len(scratch))
+		ss := textutil.Sentences(bounded(t))
+		if out == nil {
+			out = make([]sentence, 0, len(ss))
+		}
+		for _, s := range ss {
+			textutil.EachContentWord(s, add)
+			sc.ends = append(sc.ends, len(sc.words))
 			out = append(out, sentence{text: s, pos: len(out)})
 		}
 	}
-	// One exact copy: a chunk keeps its analysis until its commit, and
-	// sentences that pointed into the growing scratch kept every array it
-	// outgrew.
-	words := slices.Clone(scratch)
+	words := slices.Clone(sc.words)
+	clear(sc.words) // the pool keeps no text alive
+	if len(sc.lowAt) > 0 {
+		all := string(sc.lowered)
+		from := 0
+		for i, at := range sc.lowAt {
+			words[at] = all[from:sc.lowEnd[i]]
+			from = sc.lowEnd[i]
+		}
+	}
 	from := 0
-	for i, end := range ends {
+	for i, end := range sc.ends {
 		out[i].words = words[from:end:end]
 		from = end
 	}
 	return out
 }
+
+// splitScratch is split's reused scratch: the words of every sentence one
+// after another, where each sentence's end, and the words lowered from
+// capitals (one after another, with their place in words and their end).
+type splitScratch struct {
+	words   []string
+	ends    []int
+	lowered []byte
+	lowAt   []int
+	lowEnd  []int
+}
+
+var splitPool = sync.Pool{New: func() any { return new(splitScratch) }}
 
 // summarize is the extractive summary of sentences (see the package doc):
 // term weight w(t) = count(t) · √(N / df(t)) with df over sentences; a
@@ -96,55 +139,100 @@ func summarize(sents []sentence, maxTokens, nTerms int) extract {
 	ex := summarizeFirst(sents, maxTokens, true)
 	ex.keyTerms = []string{}
 	if len(ex.terms) > 0 {
-		ex.keyTerms = topTerms(ex.terms, ex.weights, nTerms)
+		top := topTermIDs(ex.terms, ex.weights, nTerms)
+		ex.keyTerms = make([]string, len(top))
+		ex.keyStats = make([]termStat, len(top))
+		for i, id := range top {
+			ex.keyTerms[i], ex.keyStats[i] = ex.terms[id], ex.stats[id]
+		}
 	}
 	return ex
 }
 
 // summarizeFirst is summarize without key terms; firstBonus applies to
 // sents[0] only when bonusFirst.
+//
+// Each term gets a number at its first occurrence (one map lookup per
+// word), and its stats, its weight and the sentences' distinct terms are
+// slices by number: a map keyed by word for each of them (stats, df,
+// weights, the scores' lookups) was most of summarizing's CPU, a sixth of
+// a summary build's.
 func summarizeFirst(sents []sentence, maxTokens int, bonusFirst bool) extract {
 	n := len(sents)
 	if n == 0 || maxTokens <= 0 {
 		return extract{keyTerms: []string{}}
 	}
-	// Sized for every word being distinct, so that the map never grows and
-	// the stats come from one allocation: growing the map and a termStat
-	// per term were a third of summarizing.
 	total := 0
 	for _, s := range sents {
 		total += len(s.words)
 	}
-	stats := make(map[string]*termStat, total)
-	arena := make([]termStat, 0, total)
-	uniq := distinctWords(sents)
+	// The numbering's scratch is pooled: sized afresh for every word
+	// being distinct, it was a quarter of a summary build's allocated
+	// bytes. Only the terms and their stats are copied out, exactly sized.
+	sc := summarizePool.Get().(*summarizeScratch)
+	defer sc.release()
+	ids := sc.ids
+	terms, stats, counted := sc.terms[:0], sc.stats[:0], sc.counted[:0] // counted: the last sentence (from 1) that counted a term's df
+	uniq := sc.uniq[:0]                                                 // each sentence's distinct terms in first-seen order, one after another
+	ends := make([]int, n)                                              // where each sentence's distinct terms end in uniq
 	for i, s := range sents {
 		for _, w := range s.words {
-			st := stats[w]
-			if st == nil {
-				arena = append(arena, termStat{})
-				st = &arena[len(arena)-1]
-				stats[w] = st
+			id, ok := ids[w]
+			if !ok {
+				id = int32(len(terms))
+				ids[w] = id
+				terms = append(terms, w)
+				stats = append(stats, termStat{})
+				counted = append(counted, 0)
 			}
-			st.count++
+			stats[id].count++
+			if counted[id] != int32(i+1) {
+				counted[id] = int32(i + 1)
+				stats[id].df++
+				uniq = append(uniq, id)
+			}
 		}
-		for _, w := range uniq[i] {
-			stats[w].df++
-		}
+		ends[i] = len(uniq)
 	}
-	weights := make(map[string]float64, len(stats))
-	terms := make([]string, 0, len(stats))
-	for w, st := range stats {
-		weights[w] = termWeight(st.count, st.df, n)
-		terms = append(terms, w)
+	sc.terms, sc.stats, sc.counted, sc.uniq = terms, stats, counted, uniq
+	terms, stats = slices.Clone(terms), slices.Clone(stats)
+	weights := make([]float64, len(terms))
+	for id, st := range stats {
+		weights[id] = termWeight(st.count, st.df, n)
 	}
-	chosen, nChosen, best := pick(sents, uniq, weights, bonusFirst, maxTokens)
-	ex := extract{text: join(sents, chosen), chosen: chosen, best: best, stats: stats, weights: weights, terms: terms}
+	chosen, nChosen, best := pick(sents, uniq, ends, weights, bonusFirst, maxTokens)
+	ex := extract{text: join(sents, chosen), chosen: chosen, best: best, terms: terms, stats: stats, weights: weights}
 	if nChosen == 0 {
 		// Not even the best sentence fits: cut it.
 		ex.text = cut(sents[best].text, maxTokens)
 	}
 	return ex
+}
+
+// summarizeScratch is summarizeFirst's reused scratch.
+type summarizeScratch struct {
+	ids     map[string]int32
+	terms   []string
+	stats   []termStat
+	counted []int32
+	uniq    []int32
+}
+
+// maxPooledTerms bounds the scratch kept for the next call: clearing a
+// map costs its capacity, so one huge text's map is not kept for the
+// many small ones.
+const maxPooledTerms = 4096
+
+var summarizePool = sync.Pool{New: func() any { return &summarizeScratch{ids: map[string]int32{}} }}
+
+// release returns sc to the pool, holding no text.
+func (sc *summarizeScratch) release() {
+	if len(sc.terms) > maxPooledTerms {
+		return
+	}
+	clear(sc.ids)
+	clear(sc.terms[:cap(sc.terms)])
+	summarizePool.Put(sc)
 }
 
 // termStat is a term's occurrences and the number of sentences holding it.
@@ -154,39 +242,6 @@ type termStat struct{ count, df int }
 func termWeight(count, df, n int) float64 {
 	ratio := float64(float64(n) / float64(df))
 	return float64(float64(count) * math.Sqrt(ratio))
-}
-
-// distinctWords are the distinct content words of each sentence in
-// first-seen order (sentences are short: a linear scan beats a map, except
-// for a long run of text without a sentence end, which gets a map instead
-// of a quadratic scan).
-func distinctWords(sents []sentence) [][]string {
-	uniq := make([][]string, len(sents))
-	for i, s := range sents {
-		u := make([]string, 0, len(s.words))
-		if len(s.words) > 64 {
-			seen := make(map[string]struct{}, len(s.words))
-			for _, w := range s.words {
-				if _, ok := seen[w]; !ok {
-					seen[w] = struct{}{}
-					u = append(u, w)
-				}
-			}
-			uniq[i] = u
-			continue
-		}
-	next:
-		for _, w := range s.words {
-			for _, v := range u {
-				if v == w {
-					continue next
-				}
-			}
-			u = append(u, w)
-		}
-		uniq[i] = u
-	}
-	return uniq
 }
 
 // topTerms returns the n heaviest of terms (ties by word), heaviest first;
@@ -227,40 +282,75 @@ func topTerms(terms []string, weights map[string]float64, n int) []string {
 	return out
 }
 
-// pick scores sents (uniq: their distinct words) with the term weights and
-// takes the best greedily under maxTokens, skipping duplicates. firstBonus
-// applies to sents[0] when bonusFirst. best is the highest-scoring sentence
-// (ties: earlier first).
-func pick(sents []sentence, uniq [][]string, weights map[string]float64, bonusFirst bool, maxTokens int) (chosen []bool, nChosen, best int) {
+// topTermIDs is topTerms over numbered terms: the numbers of the n
+// heaviest (ties by word), heaviest first.
+func topTermIDs(terms []string, weights []float64, n int) []int32 {
+	better := func(a, b int32) bool {
+		if weights[a] != weights[b] {
+			return weights[a] > weights[b]
+		}
+		return terms[a] < terms[b]
+	}
+	n = max(min(n, len(terms)), 0)
+	top := make([]int32, 0, n)
+	for id := range terms {
+		c := int32(id)
+		if len(top) == n {
+			if n == 0 || !better(c, top[n-1]) {
+				continue
+			}
+			top = top[:n-1]
+		}
+		i := sort.Search(len(top), func(i int) bool { return better(c, top[i]) })
+		top = append(top, 0)
+		copy(top[i+1:], top[i:])
+		top[i] = c
+	}
+	return top
+}
+
+// pick scores sents with the term weights (uniq[ends[i-1]:ends[i]]: the
+// distinct terms of sentence i) and takes the best greedily under
+// maxTokens, skipping duplicates. firstBonus applies to sents[0] when
+// bonusFirst. best is the highest-scoring sentence (ties: earlier first).
+func pick(sents []sentence, uniq []int32, ends []int, weights []float64, bonusFirst bool, maxTokens int) (chosen []bool, nChosen, best int) {
 	n := len(sents)
 	// Sums run in sentence order so that rounding does not depend on map
 	// order.
 	scores := make([]float64, n)
-	for i, u := range uniq {
+	from := 0
+	for i, end := range ends {
 		sum := 0.0
-		for _, w := range u {
-			sum = float64(sum + weights[w])
+		for _, id := range uniq[from:end] {
+			sum = float64(sum + weights[id])
 		}
-		sc := float64(sum / float64(max(len(u), lengthFloor)))
+		sc := float64(sum / float64(max(end-from, lengthFloor)))
 		if i == 0 && bonusFirst {
 			sc = float64(sc * firstBonus)
 		}
 		scores[i] = sc
-	}
-	order := make([]int, n)
-	for i := range order {
-		order[i] = i
+		from = end
 	}
 	// Higher score first, then earlier: a total order (scores are never
-	// NaN), so an unstable sort gives the one result.
-	slices.SortFunc(order, func(a, b int) int {
-		if scores[a] != scores[b] {
-			if scores[a] > scores[b] {
+	// NaN), so an unstable sort gives the one result. The sort moves
+	// (score, position) pairs, not positions that index the scores
+	// (half of pick's time was that sort's indirect comparisons).
+	type ranked struct {
+		score float64
+		i     int
+	}
+	order := make([]ranked, n)
+	for i, sc := range scores {
+		order[i] = ranked{sc, i}
+	}
+	slices.SortFunc(order, func(a, b ranked) int {
+		if a.score != b.score {
+			if a.score > b.score {
 				return -1
 			}
 			return 1
 		}
-		return cmp.Compare(a, b)
+		return cmp.Compare(a.i, b.i)
 	})
 
 	// Greedy selection under the budget, skipping duplicates. The joined
@@ -269,7 +359,8 @@ func pick(sents []sentence, uniq [][]string, weights map[string]float64, bonusFi
 	chosen = make([]bool, n)
 	seenText := map[string]struct{}{}
 	bytes, words := 0, 0
-	for _, i := range order {
+	for _, r := range order {
+		i := r.i
 		b := len(sents[i].text)
 		if nChosen > 0 {
 			b++
@@ -290,7 +381,7 @@ func pick(sents []sentence, uniq [][]string, weights map[string]float64, bonusFi
 		nChosen++
 		bytes, words = bytes+b, words+w
 	}
-	return chosen, nChosen, order[0]
+	return chosen, nChosen, order[0].i
 }
 
 // estimate is textutil.EstimateTokens from a text's byte and word counts.
@@ -301,11 +392,21 @@ func estimate(bytes, words int) int {
 	return max((bytes+3)/4, (words*4+2)/3)
 }
 
-// countWords counts runs of non-space as textutil.EstimateTokens does.
+// countWords counts runs of non-space as textutil.EstimateTokens does
+// (unicode.IsSpace; ASCII bytes without decoding).
 func countWords(s string) int {
 	n, in := 0, false
-	for _, r := range s {
-		if unicode.IsSpace(r) {
+	for i := 0; i < len(s); {
+		var space bool
+		if c := s[i]; c < utf8.RuneSelf {
+			space = c == ' ' || c >= '\t' && c <= '\r'
+			i++
+		} else {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			space = unicode.IsSpace(r)
+			i += size
+		}
+		if space {
 			in = false
 		} else if !in {
 			in = true

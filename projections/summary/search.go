@@ -2,12 +2,14 @@ package summary
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"math"
+	"slices"
 	"sort"
 
 	bolt "go.etcd.io/bbolt"
@@ -619,9 +621,10 @@ func rebuildSearch(tx *bolt.Tx) error {
 		sess  int32
 	}
 	type doc struct {
-		h   uint32
-		id  string
-		len int
+		h    uint32
+		id   string
+		len  int
+		sess int32 // its index in ids
 	}
 	var ds []doc
 	var ids []string // the sessions in key order, as entry.sess names them
@@ -645,8 +648,8 @@ func rebuildSearch(tx *bolt.Tx) error {
 				byTerm[t] = append(byTerm[t], entry{h: h, tf: uint32(c), sess: int32(len(ids))})
 			}
 		}
+		ds = append(ds, doc{h: h, id: id, len: n, sess: int32(len(ids))})
 		ids = append(ids, id)
-		ds = append(ds, doc{h: h, id: id, len: n})
 		total += uint64(n)
 	}
 	group := make(map[uint32]int, len(ds))
@@ -659,7 +662,11 @@ func rebuildSearch(tx *bolt.Tx) error {
 		}
 		return ds[i].id < ds[j].id
 	})
-	for _, d := range ds {
+	// A session's place in (hash, id) order, the order of every postings
+	// list (postingLess).
+	rank := make([]int32, len(ids))
+	for r, d := range ds {
+		rank[d.sess] = int32(r)
 		if err := docs.Put(docKey(d.h, d.id), binary.AppendUvarint(nil, uint64(d.len))); err != nil {
 			return err
 		}
@@ -678,6 +685,10 @@ func rebuildSearch(tx *bolt.Tx) error {
 	var ps []posting
 	for _, tr := range ts {
 		es := byTerm[tr.t]
+		// In postingLess's order by the sessions' ranks: comparing two
+		// integers, not hashes and ids (that sort was a quarter of the
+		// rebuild).
+		slices.SortFunc(es, func(a, b entry) int { return cmp.Compare(rank[a.sess], rank[b.sess]) })
 		ps = ps[:0]
 		for _, e := range es {
 			p := posting{h: e.h, tf: int(e.tf), named: group[e.h] >= 2}
@@ -686,7 +697,6 @@ func rebuildSearch(tx *bolt.Tx) error {
 			}
 			ps = append(ps, p)
 		}
-		sort.Slice(ps, func(i, j int) bool { return postingLess(ps[i], ps[j]) })
 		if err := terms.Put(tr.key, encodePostings(ps)); err != nil {
 			return err
 		}

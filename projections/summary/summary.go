@@ -583,18 +583,16 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 		var need []*chunk
 		for i, g := range groups {
 			gc := touched[g]
-			p, err := planBlocks(tx, g, gc.lo, gc.hi)
+			p, err := planBlocks(tx, g, gc.lo, gc.hi, x.ops)
 			if err != nil {
 				return fmt.Errorf("group %q: %w", g.id, err)
 			}
 			plans[i] = p
 			for _, cs := range p.chunks {
-				for j, c := range cs {
-					if pc := x.ops[c.id]; pc != nil {
-						cs[j] = pc // applied since the last Commit: analysed already
-						continue
+				for _, c := range cs {
+					if x.ops[c.id] == nil { // else applied since the last Commit: analysed already
+						need = append(need, c)
 					}
-					need = append(need, c)
 				}
 			}
 		}
