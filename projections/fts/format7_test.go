@@ -5,10 +5,12 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -186,6 +188,100 @@ func TestLookupEndsBeforeWrites(t *testing.T) {
 		t.Fatal("the lookup after the compaction left no read transaction open")
 	}
 	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func FuzzSplitRecord(f *testing.F) {
+	f.Add(encodeRecord(projections.IDKey("0123456789abcdef0123456789abcdef"), &docMeta{session: "s1", time: 1_700_000_000_000, tokens: 42, seq: 9}))
+	f.Add(encodeRecord(projections.IDKey("a"), &docMeta{time: -5}))
+	f.Add([]byte{})
+	f.Add([]byte{0xff})
+	f.Add([]byte{5, 1, 2})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		key, side, err := splitRecord(b)
+		if err != nil {
+			return
+		}
+		if len(key)+len(side) > len(b) {
+			t.Fatalf("key %d and side %d bytes out of a %d-byte record", len(key), len(side), len(b))
+		}
+		m, err := decodeSide(side)
+		if err != nil {
+			return
+		}
+		k2, s2, err := splitRecord(encodeRecord(key, m))
+		if err != nil || string(k2) != string(key) {
+			t.Fatalf("re-split %x: %x %v", key, k2, err)
+		}
+		if m2, err := decodeSide(s2); err != nil || !reflect.DeepEqual(m2, m) {
+			t.Fatalf("re-decode %+v: %+v, %v", m, m2, err)
+		}
+	})
+}
+
+// TestRecordUnderWrongSeq: the "ids" entry and the record it names must
+// agree (chunk key and seq); a record moved under another seq, or an ids
+// entry naming another chunk's record, is a corrupt side table, not that
+// chunk's data.
+func TestRecordUnderWrongSeq(t *testing.T) {
+	x := openT(t, t.TempDir(), Options{})
+	var e evs
+	applyAll(t, x, []*log.Event{
+		e.store("a1", "s", "user", log.KindConversation, 1, "alpha yesterday"),
+		e.store("b1", "s", "user", log.KindConversation, 2, "beta"),
+	}, 0)
+	if _, err := x.Mentioned([]string{"a1", "b1"}); err != nil {
+		t.Fatal(err)
+	}
+	// The ids entry of a1 names b1's record (seq 2).
+	err := x.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketIDs).Put(projections.IDKey("a1"), seqKey(2))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := x.Mentioned([]string{"a1"}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("ids entry naming another chunk's record: %v", err)
+	}
+	if _, err := x.Digest(); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("digest with an ids entry naming another chunk's record: %v", err)
+	}
+	// a1's record moved under seq 7, its ids entry following it: the
+	// record's own seq disagrees with its key.
+	err = x.db.Update(func(tx *bolt.Tx) error {
+		docs := tx.Bucket(bucketDocs)
+		v := append([]byte(nil), docs.Get(seqKey(1))...)
+		if err := docs.Delete(seqKey(1)); err != nil {
+			return err
+		}
+		if err := docs.Put(seqKey(7), v); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketIDs).Put(projections.IDKey("a1"), seqKey(7))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := x.Mentioned([]string{"a1"}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("record under another seq: %v", err)
+	}
+	// Put back: every read agrees again.
+	err = x.db.Update(func(tx *bolt.Tx) error {
+		docs := tx.Bucket(bucketDocs)
+		v := append([]byte(nil), docs.Get(seqKey(7))...)
+		if err := docs.Delete(seqKey(7)); err != nil {
+			return err
+		}
+		if err := docs.Put(seqKey(1), v); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketIDs).Put(projections.IDKey("a1"), seqKey(1))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := x.Digest(); err != nil {
 		t.Fatal(err)
 	}
 }
