@@ -27,8 +27,7 @@ const boltGrowStep = 64 << 10
 
 // OpenBolt opens (creating if needed, mode 0600) the projection bbolt file
 // at path with o (nil: bbolt's defaults), mapped at BoltMapSize unless o
-// names a mapping size. While a bulk catch-up builds the projection in
-// path's directory, the file commits without an fsync (UnsyncedMarker).
+// names a mapping size.
 func OpenBolt(path string, o *bolt.Options) (*bolt.DB, error) {
 	var opts bolt.Options
 	if o != nil {
@@ -45,8 +44,5 @@ func OpenBolt(path string, o *bolt.Options) (*bolt.DB, error) {
 		return nil, err
 	}
 	db.AllocSize = boltGrowStep
-	if !opts.ReadOnly {
-		registerBolt(db, path)
-	}
 	return db, nil
 }

@@ -16,16 +16,6 @@
 // rebuilds them from the log, with a notice. CheckBolt is the cheap
 // open-time check of a bbolt file (not truncated); CompactBolt rewrites one
 // without its free pages, which is how tombstoned content leaves the disk.
-//
-// # Durability of a bulk build
-//
-// A bulk catch-up commits the bbolt files of the projections it is given
-// directories for (Options.Dirs) without an fsync per commit, under an
-// UnsyncedMarker holding the boot id, and fsyncs every file once at the
-// end. CheckUnsynced, on open, tells a mark of the running boot (only the
-// process died: the page cache held every write; it is cleared) from one
-// of another boot (the machine died: the files may be torn; package
-// projstd resets the projection and rebuilds it from the log).
 package projections
 
 import (

@@ -120,12 +120,6 @@ type Options struct {
 	// catch-up (default DefaultCommits). The others go on applying
 	// events meanwhile.
 	Commits int
-	// Dirs names each projection's directory (name → path), where a bulk
-	// catch-up may write its bbolt files without an fsync per commit,
-	// under an UnsyncedMarker (unsynced.go); a projection not named here
-	// keeps them. Whoever opens the projections must then check the
-	// mark on open (CheckUnsynced), as package projstd does.
-	Dirs map[string]string
 	// PacerCommit lets the projection the reader waits for (its channel
 	// full) commit beside the Commits places, in one place of its own
 	// (turns): at most Commits+1 commits at once, the extra one always
@@ -396,16 +390,6 @@ func (pr *Projector) catchUpForce(ctx context.Context, src Source, progress func
 	} else {
 		defer catchUpGC(false)()
 	}
-	// A bulk catch-up's commits skip their fsyncs, under a mark, and
-	// each projection's files are made durable once, when it is done.
-	unsyncedDirs := make([]string, len(runs))
-	if total >= CompactAfter {
-		for i, r := range runs {
-			if dir := pr.opt.Dirs[r.p.Name()]; dir != "" && beginUnsynced(dir) {
-				unsyncedDirs[i] = dir
-			}
-		}
-	}
 	// Each projection applies the stream on its own goroutine (they are
 	// independent, and on a multi-core machine the slowest one, not the
 	// sum, sets the pace). The log is read and decrypted once; batches of
@@ -465,11 +449,6 @@ func (pr *Projector) catchUpForce(ctx context.Context, src Source, progress func
 				// file's rewrite after another on one core at the end.
 				if streamed.Load() && rctx.Err() == nil && !r.failed && r.lastErr == nil {
 					r.compErr = compactTurn(r, commits)
-				}
-				if dir := unsyncedDirs[i]; dir != "" {
-					if err := endUnsynced(dir); err != nil {
-						r.lastErr = errors.Join(r.lastErr, fmt.Errorf("projection %s: %w", r.p.Name(), err))
-					}
 				}
 			})
 		}(r, chans[i])
@@ -895,10 +874,7 @@ func (pr *Projector) Verify(ctx context.Context, build func(dir string) ([]Proje
 	}
 	// Not the live digest cache: the fresh set's resets must not drop the
 	// live projections' entries.
-	// Nor the live projections' directories.
-	topt := pr.opt
-	topt.Dirs = nil
-	tmp := &Projector{src: pr.src, ps: fresh, opt: topt, dc: loadDigestCache("")}
+	tmp := &Projector{src: pr.src, ps: fresh, opt: pr.opt, dc: loadDigestCache("")}
 	defer func() {
 		for _, p := range fresh {
 			p.Close()

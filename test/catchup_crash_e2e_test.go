@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -80,12 +79,6 @@ func TestCatchUpKilled(t *testing.T) {
 		if err != nil && !killed {
 			t.Fatalf("ucl project: %v\n%s", err, e.String())
 		}
-		// The projections a kill left written without fsyncs (the
-		// next open, in this boot, makes them durable and resumes).
-		marks, _ := filepath.Glob(filepath.Join(dir, "projections", "*", "UNSYNCED"))
-		for i, m := range marks {
-			marks[i] = filepath.Base(filepath.Dir(m))
-		}
 		// Where it landed (checkpoints as the next open finds them).
 		var st struct {
 			Projections []struct {
@@ -98,7 +91,7 @@ func TestCatchUpKilled(t *testing.T) {
 		if err := json.Unmarshal([]byte(must(t, dir, "", "project", "status", "--json")), &st); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("after %v: killed %v; checkpoints %+v; unsynced marks %v", delay, killed, st.Projections, marks)
+		t.Logf("after %v: killed %v; checkpoints %+v", delay, killed, st.Projections)
 		if !killed {
 			break // it finished first: every later kill would land after the end
 		}
@@ -114,45 +107,4 @@ func TestCatchUpKilled(t *testing.T) {
 		}
 	}
 	must(t, dir, "", "project", "verify")
-}
-
-// A bulk catch-up commits its bbolt files without fsyncs, under an
-// UNSYNCED mark holding the boot id, which it removes once the files are
-// durable. A mark left by another boot (the machine crashed mid-build:
-// the files may be torn) resets that projection on the next open, which
-// rebuilds it from the log to the same digests; a finished build leaves
-// no mark.
-func TestUnsyncedMarkOfAnotherBoot(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a 6K-turn store")
-	}
-	t.Parallel()
-	dir := filepath.Join(t.TempDir(), "store")
-	must(t, dir, "", "init", "--durability", "none")
-	must(t, dir, string(benchTurns(6_000, 0)), "append", "-")
-	want := projectDigests(t, dir)
-	marks, _ := filepath.Glob(filepath.Join(dir, "projections", "*", "UNSYNCED"))
-	if len(marks) != 0 {
-		t.Fatalf("a finished build left unsynced marks: %v", marks)
-	}
-	mark := filepath.Join(dir, "projections", "summary", "UNSYNCED")
-	if err := os.WriteFile(mark, []byte("00000000-0000-4000-8000-000000000000\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	r := ucl(t, dir, "", "project", "--json", "--digests")
-	if r.code != 0 {
-		t.Fatalf("ucl project: %s", r)
-	}
-	if !strings.Contains(r.err, "projection summary was damaged") || !strings.Contains(r.err, "without fsync") {
-		t.Fatalf("no reset of summary reported for another boot's mark: %s", r)
-	}
-	if _, err := os.Stat(mark); !os.IsNotExist(err) {
-		t.Fatalf("the mark is still there after the rebuild: %v", err)
-	}
-	got := projectDigests(t, dir)
-	for name, d := range want {
-		if got[name] != d {
-			t.Errorf("%s: digest %s after the reset, %s before", name, got[name], d)
-		}
-	}
 }

@@ -150,17 +150,6 @@ func openOne[T projections.Projection](name, dir string, open func() (T, error),
 	}
 	reason, marked := projections.MarkedDamaged(dir)
 	if !marked {
-		// A bulk catch-up's files without their fsyncs, left by a boot
-		// that ended, may be torn (projections.UnsyncedMarker).
-		torn, err := projections.CheckUnsynced(dir)
-		if err != nil {
-			return zero, fmt.Errorf("open projection %s: %w", name, err)
-		}
-		if torn {
-			reason, marked = "written without fsync by a bulk build that a machine restart interrupted: it may be torn", true
-		}
-	}
-	if !marked {
 		err := try()
 		if err == nil {
 			return p, nil
@@ -275,15 +264,9 @@ func Open(dir string, src projections.Source, o Options) (*Set, error) {
 	if po.DigestCache == "" {
 		po.DigestCache = filepath.Join(dir, DigestCacheFile)
 	}
-	// openOne checks their UnsyncedMarker: a bulk catch-up may write them
-	// without fsyncs.
 	// The projection that sets a catch-up's pace never waits for the
 	// others' commits (turns).
 	po.PacerCommit = true
-	po.Dirs = make(map[string]string, len(ps))
-	for _, p := range ps {
-		po.Dirs[p.Name()] = filepath.Join(dir, p.Name())
-	}
 	if s.Projector, err = projections.NewProjector(src, ps, po); err != nil {
 		for _, p := range ps {
 			p.Close()
