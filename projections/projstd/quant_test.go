@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"math"
 	"math/rand"
 	"os"
@@ -289,5 +290,27 @@ func BenchmarkQuantize(b *testing.B) {
 	out, rec := make([]float32, len(v)), make([]byte, 4+len(v))
 	for b.Loop() {
 		quantizeInto(out, rec, v)
+	}
+}
+
+// TestCheckVecRefuses: checkVec refuses NaN and both infinities anywhere
+// in a vector and accepts every finite value (the largest, subnormals,
+// signed zeros).
+func TestCheckVecRefuses(t *testing.T) {
+	for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))} {
+		for _, at := range []int{0, 3, 7} {
+			v := make([]float32, 8)
+			v[at] = bad
+			if err := checkVec(v, 8); !errors.Is(err, vector.ErrInvalidVector) {
+				t.Fatalf("%v at %d: %v", bad, at, err)
+			}
+		}
+	}
+	ok := []float32{math.MaxFloat32, -math.MaxFloat32, math.SmallestNonzeroFloat32, float32(math.Copysign(0, -1)), 0, 1e-40, 3}
+	if err := checkVec(ok, len(ok)); err != nil {
+		t.Fatalf("finite values refused: %v", err)
+	}
+	if err := checkVec(ok, 3); !errors.Is(err, vector.ErrDimension) {
+		t.Fatalf("wrong dimension: %v", err)
 	}
 }
