@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"math"
 	"math/rand"
 	"os"
@@ -228,16 +229,16 @@ func quantizeReference(v []float32) ([]float32, []byte) {
 // bits on unit vectors (what the embedders return), on vectors far from
 // unit, with one dominant component, and at tiny and huge scales.
 func TestQuantizeSameBits(t *testing.T) {
-	t.Run("multiply", testQuantizeSameBits)
+	t.Run("multiply", func(t *testing.T) { testQuantizeSameBits(t, 20000) })
 	// Every value through the divisions quantizeInto makes near a half.
 	defer func(m float64) { quantHalfMargin = m }(quantHalfMargin)
 	quantHalfMargin = 1
-	t.Run("divide", testQuantizeSameBits)
+	t.Run("divide", func(t *testing.T) { testQuantizeSameBits(t, 4000) })
 }
 
-func testQuantizeSameBits(t *testing.T) {
+func testQuantizeSameBits(t *testing.T, vectors int) {
 	r := rand.New(rand.NewSource(26))
-	for n := 0; n < 20000; n++ {
+	for n := 0; n < vectors; n++ {
 		dim := []int{384, 8, 97, 768}[n%4]
 		v := make([]float32, dim)
 		scale := []float64{1, 1e-30, 1e30, 3.7, 1e-3}[n%5]
@@ -289,5 +290,27 @@ func BenchmarkQuantize(b *testing.B) {
 	out, rec := make([]float32, len(v)), make([]byte, 4+len(v))
 	for b.Loop() {
 		quantizeInto(out, rec, v)
+	}
+}
+
+// TestCheckVecRefuses: checkVec refuses NaN and both infinities anywhere
+// in a vector and accepts every finite value (the largest, subnormals,
+// signed zeros).
+func TestCheckVecRefuses(t *testing.T) {
+	for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))} {
+		for _, at := range []int{0, 3, 7} {
+			v := make([]float32, 8)
+			v[at] = bad
+			if err := checkVec(v, 8); !errors.Is(err, vector.ErrInvalidVector) {
+				t.Fatalf("%v at %d: %v", bad, at, err)
+			}
+		}
+	}
+	ok := []float32{math.MaxFloat32, -math.MaxFloat32, math.SmallestNonzeroFloat32, float32(math.Copysign(0, -1)), 0, 1e-40, 3}
+	if err := checkVec(ok, len(ok)); err != nil {
+		t.Fatalf("finite values refused: %v", err)
+	}
+	if err := checkVec(ok, 3); !errors.Is(err, vector.ErrDimension) {
+		t.Fatalf("wrong dimension: %v", err)
 	}
 }

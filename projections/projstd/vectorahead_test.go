@@ -167,7 +167,7 @@ func TestVectorsEmbedAheadBadVector(t *testing.T) {
 // floats, get the values the records decode to: the graph, and a loaded
 // exact index, equal those of the same events embedded in Commit.
 func TestVectorsAheadKeepNoFloats(t *testing.T) {
-	evs := projtest.Events(8, 5*aheadBatch)
+	evs := projtest.Events(8, 3*aheadBatch)
 	type result struct {
 		graph, exact []byte
 		dg, dx       [32]byte

@@ -21,7 +21,7 @@ import (
 // bulkEvents is the full mix (re-stored ids, tombstones by id, session
 // and time): the first third is built before the bulk build, so that
 // the bulk build removes and stores again chunks "ids" already holds.
-func bulkEvents() []*log.Event { return projtest.Events(26, 3000) }
+func bulkEvents() []*log.Event { return projtest.Events(26, 1500) }
 
 // buildBulkVectors applies evs to a new vector projection in dir, committing
 // every 400 events and at the end; from event bulkFrom on (if ≥ 0) inside

@@ -1296,7 +1296,9 @@ func checkVec(vec []float32, dim int) error {
 		return fmt.Errorf("embedding has %d dimensions, want %d: %w", len(vec), dim, vector.ErrDimension)
 	}
 	for _, f := range vec {
-		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+		// f-f is 0 for every finite f and NaN for NaN and ±Inf: one
+		// subtraction, where IsNaN and IsInf were 4% of a rebuild.
+		if f-f != 0 {
 			return fmt.Errorf("embedding holds NaN or Inf: %w", vector.ErrInvalidVector)
 		}
 	}
