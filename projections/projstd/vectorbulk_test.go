@@ -112,21 +112,28 @@ func TestVectorsBulkDefersIDs(t *testing.T) {
 	if deferred == 0 {
 		t.Fatal("every commit of the bulk build wrote its new chunks to ids: nothing deferred")
 	}
+	samePlain(t, "after EndBulk", plain, plainDir, bulk, bulkDir)
+}
+
+// samePlain checks that v (in dir) has plain's "ids", no mark, the same
+// vectors, and, once both are closed, the same scan.bin and recs.bin.
+func samePlain(t *testing.T, when string, plain *VectorProjection, plainDir string, v *VectorProjection, dir string) {
+	t.Helper()
 	wantIDs, _ := dumpIDs(t, plain.db)
-	gotIDs, stale := dumpIDs(t, bulk.db)
+	gotIDs, stale := dumpIDs(t, v.db)
 	if gotIDs != wantIDs || stale {
-		t.Fatalf("after EndBulk: ids equal %v, mark left %v", gotIDs == wantIDs, stale)
+		t.Fatalf("%s: ids equal %v, mark left %v", when, gotIDs == wantIDs, stale)
 	}
-	compareVectors(t, plain, bulk)
-	for _, v := range []*VectorProjection{plain, bulk} {
-		if err := v.Close(); err != nil {
+	compareVectors(t, plain, v)
+	for _, p := range []*VectorProjection{plain, v} {
+		if err := p.Close(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	ps, pr := readFiles(t, plainDir)
-	bs, br := readFiles(t, bulkDir)
+	bs, br := readFiles(t, dir)
 	if !bytes.Equal(ps, bs) || !bytes.Equal(pr, br) {
-		t.Fatal("scan.bin or recs.bin differ between a bulk build and a plain one")
+		t.Fatalf("%s: scan.bin or recs.bin differ from a plain build's", when)
 	}
 }
 
@@ -210,21 +217,7 @@ func TestVectorsBulkKilled(t *testing.T) {
 	if cp, _ := v.Checkpoint(); cp.Seq != evs[last-1].Seq {
 		t.Fatalf("reopened at seq %d, the last commit was %d", cp.Seq, evs[last-1].Seq)
 	}
-	gotIDs, stale := dumpIDs(t, v.db)
-	if gotIDs != wantIDs || stale {
-		t.Fatalf("after reopening: ids equal %v, mark left %v", gotIDs == wantIDs, stale)
-	}
-	compareVectors(t, plain, v)
-	for _, p := range []*VectorProjection{plain, v} {
-		if err := p.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ps, pr := readFiles(t, plainDir)
-	bs, br := readFiles(t, dir)
-	if !bytes.Equal(ps, bs) || !bytes.Equal(pr, br) {
-		t.Fatal("scan.bin or recs.bin differ from a plain build's")
-	}
+	samePlain(t, "after reopening", plain, plainDir, v, dir)
 }
 
 // TestVectorsBulkEndFailed: after an EndBulk that failed (the keys kept
@@ -252,20 +245,5 @@ func TestVectorsBulkEndFailed(t *testing.T) {
 			}
 		}
 	}
-	wantIDs, _ := dumpIDs(t, plain.db)
-	gotIDs, stale := dumpIDs(t, v.db)
-	if gotIDs != wantIDs || stale {
-		t.Fatalf("ids equal %v, mark left %v", gotIDs == wantIDs, stale)
-	}
-	compareVectors(t, plain, v)
-	for _, p := range []*VectorProjection{plain, v} {
-		if err := p.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ps, pr := readFiles(t, plainDir)
-	bs, br := readFiles(t, dir)
-	if !bytes.Equal(ps, bs) || !bytes.Equal(pr, br) {
-		t.Fatal("scan.bin or recs.bin differ from a plain build's")
-	}
+	samePlain(t, "after the next commit", plain, plainDir, v, dir)
 }
