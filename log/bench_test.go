@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/unlimitedcontext/ucl/crypto"
 )
 
 // content512 is the 512-byte content DESIGN.md §10's targets are stated for.
@@ -139,10 +141,11 @@ func BenchmarkAppendBatchesConcurrent(b *testing.B) {
 	}
 }
 
-// BenchmarkReplay: verify (CRC, chain, hash) and decrypt every event; one op
-// is one event. The log is written once per size outside the timer.
-func BenchmarkReplay(b *testing.B) {
-	n := 100_000
+// benchReplayLog writes the log BenchmarkReplay, BenchmarkVerifyDir and
+// BenchmarkReplayFloor read (n benchEntry events in batches of 1,000,
+// durability none) and returns it open, with its directory and keys.
+func benchReplayLog(b *testing.B, n int) (*Log, string, *crypto.Keyring) {
+	b.Helper()
 	dir := filepath.Join(b.TempDir(), "log")
 	kr := testKeys(b)
 	l := openT(b, dir, kr, Options{Durability: None})
@@ -155,6 +158,14 @@ func BenchmarkReplay(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	return l, dir, kr
+}
+
+// BenchmarkReplay: verify (CRC, chain, hash) and decrypt every event; one op
+// is one event. The log is written once per size outside the timer.
+func BenchmarkReplay(b *testing.B) {
+	n := 100_000
+	l, _, _ := benchReplayLog(b, n)
 	b.ResetTimer()
 	start, cpu0 := time.Now(), cpuTime()
 	total := 0
@@ -179,18 +190,7 @@ func BenchmarkReplay(b *testing.B) {
 // the seal of every body) of a closed log; one op is one event.
 func BenchmarkVerifyDir(b *testing.B) {
 	n := 100_000
-	dir := filepath.Join(b.TempDir(), "log")
-	kr := testKeys(b)
-	l := openT(b, dir, kr, Options{Durability: None})
-	batch := make([]Entry, 1000)
-	for i := range batch {
-		batch[i] = benchEntry(i)
-	}
-	for i := 0; i < n; i += len(batch) {
-		if _, err := l.AppendBatch(context.Background(), batch); err != nil {
-			b.Fatal(err)
-		}
-	}
+	l, dir, kr := benchReplayLog(b, n)
 	l.Close()
 	b.ResetTimer()
 	start, cpu0 := time.Now(), cpuTime()

@@ -1,10 +1,8 @@
 package log
 
 import (
-	"context"
 	"crypto/sha256"
 	"hash/crc32"
-	"path/filepath"
 	"testing"
 	"time"
 )
@@ -21,18 +19,7 @@ import (
 // the pipeline) costs; on a shared machine both are loaded alike.
 func BenchmarkReplayFloor(b *testing.B) {
 	const n = 100_000
-	dir := filepath.Join(b.TempDir(), "log")
-	kr := testKeys(b)
-	l := openT(b, dir, kr, Options{Durability: None})
-	batch := make([]Entry, 1000)
-	for i := range batch {
-		batch[i] = benchEntry(i)
-	}
-	for i := 0; i < n; i += len(batch) {
-		if _, err := l.AppendBatch(context.Background(), batch); err != nil {
-			b.Fatal(err)
-		}
-	}
+	l, dir, kr := benchReplayLog(b, n)
 	if err := l.Close(); err != nil {
 		b.Fatal(err)
 	}
