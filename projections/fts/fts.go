@@ -1013,10 +1013,19 @@ func liveSide(tx *bolt.Tx, key []byte) ([]byte, error) {
 	if sk == nil {
 		return nil, nil
 	}
-	if len(sk) != 8 {
-		return nil, fmt.Errorf("chunk key %x: %w: seq of %d bytes", key, ErrCorrupt, len(sk))
+	seq, err := entrySeq(key, sk)
+	if err != nil {
+		return nil, err
 	}
-	return recordAt(tx.Bucket(bucketDocs), key, binary.BigEndian.Uint64(sk))
+	return recordAt(tx.Bucket(bucketDocs), key, seq)
+}
+
+// entrySeq decodes chunk key's "ids" entry v: the seq of its record.
+func entrySeq(key, v []byte) (uint64, error) {
+	if len(v) != 8 {
+		return 0, fmt.Errorf("chunk key %x: %w: seq of %d bytes", key, ErrCorrupt, len(v))
+	}
+	return binary.BigEndian.Uint64(v), nil
 }
 
 // recordAt returns the side-table value of the record at seq, which must
@@ -1152,10 +1161,10 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 			id, key := sk.id, sk.key
 			old := idx.Get(key)
 			if old != nil {
-				if len(old) != 8 {
-					return fmt.Errorf("chunk key %x: %w: seq of %d bytes", key, ErrCorrupt, len(old))
+				seq, err := entrySeq(key, old)
+				if err != nil {
+					return err
 				}
-				seq := binary.BigEndian.Uint64(old)
 				side, err := recordAt(docs, key, seq)
 				if err != nil {
 					return err
@@ -1454,10 +1463,14 @@ func (x *Index) Digest() ([32]byte, error) {
 				k, v = c.Next()
 			default:
 				id, ok := projections.IDOfKey(k)
-				if !ok || len(v) != 8 {
+				if !ok {
 					return fmt.Errorf("chunk key %x: %w", k, ErrCorrupt)
 				}
-				side, err := recordAt(docs, k, binary.BigEndian.Uint64(v))
+				seq, err := entrySeq(k, v)
+				if err != nil {
+					return err
+				}
+				side, err := recordAt(docs, k, seq)
 				if err != nil {
 					return err
 				}
@@ -2285,15 +2298,15 @@ func (x *Index) liveSeqLocked(id string) (uint64, bool, error) {
 			x.lookup = tx
 		}
 		// The "ids" entry is the live version's seq (format 7).
-		v := x.lookup.Bucket(bucketIDs).Get(projections.IDKey(id))
+		key := projections.IDKey(id)
+		v := x.lookup.Bucket(bucketIDs).Get(key)
 		if v == nil {
 			return nil
 		}
-		if len(v) != 8 {
-			return fmt.Errorf("%w: seq of %d bytes", ErrCorrupt, len(v))
-		}
-		seq, live = binary.BigEndian.Uint64(v), true
-		return nil
+		var err error
+		seq, err = entrySeq(key, v)
+		live = err == nil
+		return err
 	})
 	if err != nil {
 		return 0, false, fmt.Errorf("look up chunk %q: %w", id, err)
