@@ -21,26 +21,34 @@ import (
 	"github.com/unlimitedcontext/ucl/projections/projtest"
 )
 
-// TestVersion6StoreRebuilds opens a format 6 projection (side-table
-// records keyed by chunk id), written by the code of main before format 7
-// from projtest.Events(7, 300) (testdata/fts-v6.tar.gz: side.db and the
-// bleve index; its digest in fts-v6.digest). Open must wipe it and the
-// projector rebuild it from the log, and the rebuilt projection must have
-// format 6's digest: format 7 moved the records, not the content.
-func TestVersion6StoreRebuilds(t *testing.T) {
+// TestOlderStoresRebuild opens projections of formats 6 (side-table
+// records keyed by chunk id) and 7 (bleve documents keyed by chunk id),
+// each written by the code of main before the next format from
+// projtest.Events(7, 300) (testdata/fts-vN.tar.gz: side.db and the bleve
+// index; its digest in fts-vN.digest). Open must wipe it and the projector
+// rebuild it from the log, and the rebuilt projection must have the old
+// format's digest: formats 7 and 8 moved records and document ids, not
+// the content.
+func TestOlderStoresRebuild(t *testing.T) {
+	for _, v := range []string{"6", "7"} {
+		t.Run("v"+v, func(t *testing.T) { testOlderStoreRebuilds(t, v) })
+	}
+}
+
+func testOlderStoreRebuilds(t *testing.T, version string) {
 	dir := filepath.Join(t.TempDir(), "fts")
-	untarGz(t, filepath.Join("testdata", "fts-v6.tar.gz"), filepath.Dir(dir))
-	want, err := os.ReadFile(filepath.Join("testdata", "fts-v6.digest"))
+	untarGz(t, filepath.Join("testdata", "fts-v"+version+".tar.gz"), filepath.Dir(dir))
+	want, err := os.ReadFile(filepath.Join("testdata", "fts-v"+version+".digest"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := storedVersion(t, dir); v != "6" {
-		t.Fatalf("fixture's stored version %q, want 6", v)
+	if v := storedVersion(t, dir); v != version {
+		t.Fatalf("fixture's stored version %q, want %s", v, version)
 	}
 	evs := projtest.Events(7, 300)
 	x, err := Open(dir)
 	if err != nil {
-		t.Fatalf("open a format 6 store: %v", err)
+		t.Fatalf("open a format %s store: %v", version, err)
 	}
 	pr, err := projections.NewProjector(projtest.NewMemSource(evs), []projections.Projection{x}, projections.Options{})
 	if err != nil {
@@ -58,10 +66,10 @@ func TestVersion6StoreRebuilds(t *testing.T) {
 		t.Fatal(err)
 	}
 	if hex.EncodeToString(got[:]) != strings.TrimSpace(string(want)) {
-		t.Fatalf("rebuilt digest %x, format 6's %s", got, want)
+		t.Fatalf("rebuilt digest %x, format %s's %s", got, version, want)
 	}
 	if n, err := x.Count(); err != nil || n != 202 {
-		t.Fatalf("count %d %v, want 202 (format 6's)", n, err)
+		t.Fatalf("count %d %v, want 202 (format %s's)", n, err, version)
 	}
 	live := projtest.LiveIDs(evs)
 	for _, id := range live {
@@ -77,8 +85,8 @@ func TestVersion6StoreRebuilds(t *testing.T) {
 		v = append(v, tx.Bucket(bucketMeta).Get(keyVersion)...)
 		return nil
 	})
-	if string(v) != "7" {
-		t.Fatalf("stored version after the rebuild %q, want 7", v)
+	if string(v) != fmt.Sprint(FormatVersion) {
+		t.Fatalf("stored version after the rebuild %q, want %d", v, FormatVersion)
 	}
 }
 

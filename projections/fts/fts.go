@@ -3,7 +3,12 @@
 //
 // Layout under the projection directory:
 //
-//	index/    the bleve scorch index. Doc id = chunk id. Indexed, not stored:
+//	index/    the bleve scorch index. Doc id = the seq of the event that
+//	          stored the chunk's version, 8 bytes BE (docID, format 8;
+//	          side.db's "docs" record at that seq names the chunk; chunk
+//	          ids before, whose random order made bleve's "_id"
+//	          dictionaries costly to build and merge, and sent every
+//	          batch's ids to every older segment). Indexed, not stored:
 //	          content (English analyzer "en"), session, kind, role,
 //	          chunk_parent (keyword), meta (keyword, one term "key NUL
 //	          value" per pair; format 4). Time is not in the index (a numeric
@@ -71,7 +76,9 @@
 //     chunk in the order of its stored key (IDKey, the "ids" bucket's
 //     order), uvarint len(id)‖id‖fieldhash
 //     (16 bytes)‖mentions (as stored), then a zero byte and,
-//     per document the bleve index holds in id order, uvarint len(id)‖id,
+//     per document the bleve index holds in chunk id order, uvarint len(id)‖id,
+//     (documents named by the chunk id of the live version they hold,
+//     format 8; a document no live version names as "\x00" ‖ its id),
 //     then a one byte and the seqs of "changes" in order (8 bytes BE),
 //     then (format 5) a two byte and, per field in the order content,
 //     session, kind, role, chunk_parent, meta: uvarint len(field)‖field,
@@ -164,12 +171,15 @@ const Name = "fts"
 // timephrase.Mentions reads changes (6: durations, "for 3 years", are
 // mentioned times; a format-5 projection rebuilds rather than keep, and
 // digest, the old ranges; 7: side-table records keyed by seq behind the
-// "ids" index). A store of another version is wiped and rebuilt.
-const FormatVersion = 7
+// "ids" index; 8: bleve's document ids are the seqs of the events that
+// stored the chunks, docID). A store of another version is wiped and
+// rebuilt.
+const FormatVersion = 8
 
-// digestVersion starts the digest ("ucl-fts/6\n"). Format 7 changed the
-// side table's keys, not the content the digest covers, so a format-7
-// projection has format 6's digest. Bump it with FormatVersion when what
+// digestVersion starts the digest ("ucl-fts/6\n"). Formats 7 and 8
+// changed the side table's keys and bleve's document ids, not the content
+// the digest covers (it names documents by chunk id), so they have format
+// 6's digest. Bump it with FormatVersion when what
 // the digest covers changes.
 const digestVersion = 6
 
@@ -696,35 +706,45 @@ func (x *Index) Apply(ev *log.Event) error {
 	}
 	switch b := ev.Body.(type) {
 	case *log.Store:
-		changes := len(b.Supersedes) > 0
-		if !changes && b.ChunkID != "" {
-			// An overwrite: a version stored by an earlier event is live.
-			// One stored by this event or a later one is a redelivery
-			// after a crash whose applied events outran the checkpoint
-			// (the change, if any, was recorded with them).
-			seq, live, err := x.liveSeqLocked(b.ChunkID)
-			if err != nil {
-				return err
+		if b.ChunkID == "" {
+			if len(b.Supersedes) > 0 {
+				x.noteChange(ev.Seq)
 			}
-			changes = live && seq < ev.Seq
+			return nil // nothing addressable to index
 		}
-		if changes {
+		// An overwrite: a version stored by an earlier event is live.
+		// One stored by this event or a later one is a redelivery
+		// after a crash whose applied events outran the checkpoint
+		// (the change, if any, was recorded with them).
+		seq, live, err := x.liveSeqLocked(b.ChunkID)
+		if err != nil {
+			return err
+		}
+		if len(b.Supersedes) > 0 || live && seq < ev.Seq {
 			x.noteChange(ev.Seq)
 		}
-		return x.applyStore(b, ev.Seq)
+		return x.applyStore(b, ev.Seq, seq, live)
 	case *log.Tombstone:
 		x.noteChange(ev.Seq)
 		return x.applyTombstone(b)
 	case *log.Edit:
 		x.noteChange(ev.Seq)
-		// The old version's text leaves the index: overwritten chunks are
-		// re-indexed under their id, dropped ones deleted.
+		// The old version's text leaves the index: an overwritten chunk's
+		// old document is deleted as its new one is indexed, dropped
+		// chunks are deleted.
 		if len(b.Removes) > 0 {
 			if err := x.applyTombstone(&log.Tombstone{Chunks: b.Removes}); err != nil {
 				return err
 			}
 		}
-		return x.applyStore(&b.Store, ev.Seq)
+		if b.Store.ChunkID == "" {
+			return nil
+		}
+		seq, live, err := x.liveSeqLocked(b.Store.ChunkID)
+		if err != nil {
+			return err
+		}
+		return x.applyStore(&b.Store, ev.Seq, seq, live)
 	}
 	return nil
 }
@@ -737,13 +757,16 @@ func (x *Index) noteChange(seq uint64) {
 	}
 }
 
-func (x *Index) applyStore(s *log.Store, seq uint64) error {
-	if s.ChunkID == "" {
-		return nil // nothing addressable to index
+// applyStore indexes s, stored by the event at seq, as document
+// docID(seq); the chunk's live version, when it has one (live) at another
+// seq (prev), leaves the index.
+func (x *Index) applyStore(s *log.Store, seq, prev uint64, live bool) error {
+	if live && prev != seq {
+		x.batch.Delete(docID(prev))
 	}
 	// Built directly (no reflection, no composite _all field); the fields
 	// and analyzers are exactly those of newMapping, which queries use.
-	doc := document.NewDocument(s.ChunkID)
+	doc := document.NewDocument(docID(seq))
 	doc.Fields = make([]document.Field, 0, 6+len(s.Meta)) // and the _id field scorch adds
 	// A tool call is found by its name and arguments too.
 	text := s.SearchText()
@@ -956,11 +979,29 @@ func (x *Index) applyTombstone(t *log.Tombstone) error {
 		}
 	}
 	for id := range targets {
-		x.batch.Delete(id)
+		seq, live, err := x.liveSeqLocked(id)
+		if err != nil {
+			return fmt.Errorf("resolve tombstone: %w", err)
+		}
+		if live {
+			x.batch.Delete(docID(seq))
+		}
 		x.sideOps[id] = nil
 		x.purge = true
 	}
 	return x.maybeFlush()
+}
+
+// docID is the bleve document id of the chunk version stored by the event
+// at seq: 8 bytes, big-endian (format 8). Ids that count up keep bleve's
+// "_id" term dictionaries small and cheap to build and merge, and let a
+// batch skip the old segments when it looks up the ids it replaces (a
+// segment is searched only for ids up to its largest); random chunk ids
+// cost a store's full-text build about 30% more CPU than counting ones.
+func docID(seq uint64) string {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], seq)
+	return string(b[:])
 }
 
 // timeKey orders signed times as big-endian unsigned keys.
@@ -1487,7 +1528,11 @@ func (x *Index) Digest() ([32]byte, error) {
 	if err != nil {
 		return [32]byte{}, fmt.Errorf("read fts side table: %w", err)
 	}
-	ids, err := x.indexIDs()
+	var ids []string
+	err = x.view(func(tx *bolt.Tx) (err error) {
+		ids, err = x.indexIDs(x.docChunks(tx, true))
+		return err
+	})
 	if err != nil {
 		return [32]byte{}, err
 	}
@@ -1526,7 +1571,7 @@ func (x *Index) Digest() ([32]byte, error) {
 	// Format 5: then a two byte and the indexed terms, what searches
 	// match and score (see the package doc).
 	h.Write([]byte{2})
-	if err := x.hashPostings(h); err != nil {
+	if err := x.view(func(tx *bolt.Tx) error { return x.hashPostings(h, x.docChunks(tx, true)) }); err != nil {
 		return [32]byte{}, err
 	}
 	var out [32]byte
@@ -1542,8 +1587,8 @@ func (x *Index) Digest() ([32]byte, error) {
 // goroutine: bleve's own FieldDict reads them in goroutines of its own,
 // where a panic on a damaged segment could not be recovered (the caller
 // turns one here into a damaged projection). Memory: the postings of one
-// term, and one chunk id per document.
-func (x *Index) hashPostings(h io.Writer) (err error) {
+// term, and one chunk id per document. dc maps document ids to chunk ids.
+func (x *Index) hashPostings(h io.Writer, dc *docChunks) (err error) {
 	adv, err := x.idx.Advanced()
 	if err != nil {
 		return fmt.Errorf("read fts index: %w", err)
@@ -1632,7 +1677,9 @@ func (x *Index) hashPostings(h io.Writer) (err error) {
 							if err != nil {
 								return err
 							}
-							id = string(bid)
+							if id, err = digestID(dc, string(bid)); err != nil {
+								return err
+							}
 							ids[c.seg][num] = id
 						}
 						ps = append(ps, posting{id, freq})
@@ -1673,8 +1720,21 @@ func (x *Index) hashPostings(h io.Writer) (err error) {
 	return nil
 }
 
-// indexIDs returns the ids of every document in the bleve index, sorted.
-func (x *Index) indexIDs() (ids []string, err error) {
+// digestID is the id the digest gives index document doc: the chunk id of
+// the live version it holds (dc.live), else "\x00" then the document id,
+// which no live chunk's version matches. Through the chunk ids, format 8's
+// digest is format 6's.
+func digestID(dc *docChunks, doc string) (string, error) {
+	id, ok, err := dc.chunk(doc)
+	if err != nil || ok {
+		return id, err
+	}
+	return "\x00" + doc, nil
+}
+
+// indexIDs returns the ids (digestID) of every document in the bleve
+// index, sorted.
+func (x *Index) indexIDs(dc *docChunks) (ids []string, err error) {
 	adv, err := x.idx.Advanced()
 	if err != nil {
 		return nil, fmt.Errorf("read fts index: %w", err)
@@ -1701,7 +1761,11 @@ func (x *Index) indexIDs() (ids []string, err error) {
 		if iid == nil {
 			break
 		}
-		id, err := r.ExternalID(iid)
+		doc, err := r.ExternalID(iid)
+		if err != nil {
+			return nil, fmt.Errorf("read fts index: %w", err)
+		}
+		id, err := digestID(dc, doc)
 		if err != nil {
 			return nil, fmt.Errorf("read fts index: %w", err)
 		}
@@ -1914,17 +1978,17 @@ func (x *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 		filters = append(filters, tq)
 	}
 	if q.Since != 0 || q.Until != 0 {
-		ids, err := x.idsInTime(q.Since, q.Until, q.MaxInTime)
+		docs, n, err := x.idsInTime(q.Since, q.Until, q.MaxInTime)
 		if err != nil {
 			return nil, fmt.Errorf("search fts: %w", err)
 		}
-		if q.MaxInTime > 0 && len(ids) > q.MaxInTime {
+		if q.MaxInTime > 0 && n > q.MaxInTime {
 			return nil, fmt.Errorf("search fts: over %d chunks in the time range: %w", q.MaxInTime, ErrWideTimeRange)
 		}
-		if len(ids) == 0 {
+		if len(docs) == 0 {
 			return []Hit{}, nil
 		}
-		filters = append(filters, bleve.NewDocIDQuery(ids))
+		filters = append(filters, bleve.NewDocIDQuery(docs))
 	}
 	if len(filters) > 0 {
 		bq.AddFilter(bleve.NewConjunctionQuery(filters...))
@@ -1941,17 +2005,17 @@ func (x *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 			},
 		})
 	}
-	// The top K by (score desc, id asc). bleve orders equal scores by its
-	// own document numbers, so a top-K by score alone is the answer only
-	// when no document left out scores the K-th score. The top n by score
-	// holds every document scoring at least the K-th score when fewer than
-	// n match or its n-th score is lower: ordering those by (score, id)
-	// and keeping K is then exact, and only the n returned ids are loaded.
-	// Ties at the boundary are the common case (short turns sharing the
-	// query's words score the same), so n starts at a few times K and
-	// grows; past tieWindowMax the search sorted by score then id serves,
-	// which loads the id of every candidate (it served every query before:
-	// at 250K chunks, 32 of a 46 ms search).
+	// The top K by (score desc, chunk id asc). bleve orders equal scores
+	// by its own document numbers, so a top-K by score alone is the answer
+	// only when no document left out scores the K-th score. The top n by
+	// score holds every document scoring at least the K-th score when
+	// fewer than n match or its n-th score is lower: ordering those by
+	// (score, chunk id) and keeping K is then exact, and only the n
+	// returned ids are loaded. Ties at the boundary are the common case
+	// (short turns sharing the query's words score the same), so n starts
+	// at a few times K and grows until it holds the whole tie. (bleve's
+	// own sort by id cannot serve: document ids are seqs, format 8, and
+	// ties go by chunk id.)
 	// A lone text query is searched as it is: the boolean wrapper adds a
 	// conjunction of one, which scores the same (its sum of one score and
 	// the same query norm) at the cost of a layer per matching document.
@@ -1967,26 +2031,36 @@ func (x *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 			return err
 		})
 	}
-	complete := false
-	for n := tieWindowStart * (q.K + 1); n <= tieWindowMax; n *= tieWindowGrowth {
+	for n := tieWindowStart * (q.K + 1); ; n *= tieWindowGrowth {
 		if err := search(bleve.NewSearchRequestOptions(top, n, 0, false)); err != nil {
 			return nil, fmt.Errorf("search fts: %w", err)
 		}
 		if len(res.Hits) < n || res.Hits[n-1].Score < res.Hits[q.K-1].Score {
-			complete = true
 			break
 		}
 	}
-	if !complete {
-		req := bleve.NewSearchRequestOptions(top, q.K, 0, false)
-		req.SortBy([]string{"-_score", "_id"})
-		if err := search(req); err != nil {
-			return nil, fmt.Errorf("search fts: %w", err)
-		}
+	// Only the hits scoring at least the K-th score can be in the answer.
+	hits := res.Hits
+	if len(hits) > q.K {
+		kth := hits[q.K-1].Score
+		hits = hits[:sort.Search(len(hits), func(i int) bool { return hits[i].Score < kth })]
 	}
-	all := make([]Hit, len(res.Hits))
-	for i, h := range res.Hits {
-		all[i] = Hit{ChunkID: h.ID, Score: h.Score}
+	all := make([]Hit, 0, len(hits))
+	err := x.view(func(tx *bolt.Tx) error {
+		dc := x.docChunks(tx, false)
+		for _, h := range hits {
+			id, ok, err := dc.chunk(h.ID)
+			if err != nil {
+				return err
+			}
+			if ok {
+				all = append(all, Hit{ChunkID: id, Score: h.Score})
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("search fts: %w", err)
 	}
 	sort.Slice(all, func(i, j int) bool {
 		if all[i].Score != all[j].Score {
@@ -1998,27 +2072,88 @@ func (x *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 }
 
 // The windows of Search's top-n searches: n = tieWindowStart×(K+1),
-// growing tieWindowGrowth times while at most tieWindowMax. Each hit of a
-// window costs a heap entry and an id load: at 100K Zipf chunks and K=50,
-// a start of 2 spent 0.31 ms a search, 4 spent 0.49 (the rarer second
-// search included); 1 spent twice as much (ties at K+1 are common).
+// growing tieWindowGrowth times until the tie at the K-th score fits. Each
+// hit of a window costs a heap entry and an id load: at 100K Zipf chunks
+// and K=50, a start of 2 spent 0.31 ms a search, 4 spent 0.49 (the rarer
+// second search included); 1 spent twice as much (ties at K+1 are common).
 const (
 	tieWindowStart  = 2
 	tieWindowGrowth = 8
-	tieWindowMax    = 4096
 )
 
-// idsInTime returns the chunks whose content time is in [since, until)
-// (0: unbounded on that side): the committed ones from "by_time", and
-// those changed since the last Commit by their pending state (an executed
-// batch may hold them already). A chunk whose old and new times straddle
-// the range is kept: the index holds one of the two versions, and the
-// filter only narrows what the text query matched. With limit > 0 it
-// stops reading the committed ones after limit + 1.
-func (x *Index) idsInTime(since, until int64, limit int) ([]string, error) {
+// docChunks maps the index's document ids (docID, format 8) back to chunk
+// ids through the side table: the record at a seq names its chunk, and a
+// version stored since the last Commit is found in the pending changes.
+type docChunks struct {
+	x    *Index
+	docs *bolt.Bucket
+	// live: only a chunk's live version maps (Digest), not a committed
+	// record of a chunk changed since the last Commit. Search maps every
+	// version a side-table record names, as the index holds the one its
+	// executed batches left.
+	live bool
+	// pending: seq -> chunk id of the versions in sideOps, made on the
+	// first document the committed records do not name.
+	pending map[uint64]string
+}
+
+// docChunks reads the committed records in tx. Callers hold x.mu.
+func (x *Index) docChunks(tx *bolt.Tx, live bool) *docChunks {
+	return &docChunks{x: x, docs: tx.Bucket(bucketDocs), live: live}
+}
+
+// chunk returns the chunk id of index document doc; ok is false when no
+// version in the side table (committed or pending) is that document: an
+// index that ran ahead of the side table before a crash holds such
+// documents until the replay converges.
+func (d *docChunks) chunk(doc string) (id string, ok bool, err error) {
+	if len(doc) != 8 {
+		return "", false, nil // purgeID
+	}
+	seq := binary.BigEndian.Uint64([]byte(doc))
+	if v := d.docs.Get([]byte(doc)); v != nil {
+		key, _, err := splitRecord(v)
+		if err != nil {
+			return "", false, fmt.Errorf("record at seq %d: %w", seq, err)
+		}
+		id, ok := projections.IDOfKey(key)
+		if !ok {
+			return "", false, fmt.Errorf("record at seq %d: %w: chunk key %x", seq, ErrCorrupt, key)
+		}
+		if d.live {
+			if m, changed := d.x.sideOps[id]; changed && (m == nil || m.seq != seq) {
+				return "", false, nil
+			}
+		}
+		return id, true, nil
+	}
+	if len(d.x.sideOps) == 0 {
+		return "", false, nil
+	}
+	if d.pending == nil {
+		d.pending = make(map[uint64]string, len(d.x.sideOps))
+		for id, m := range d.x.sideOps {
+			if m != nil {
+				d.pending[m.seq] = id
+			}
+		}
+	}
+	id, ok = d.pending[seq]
+	return id, ok, nil
+}
+
+// idsInTime returns the index documents (docID) of the chunks whose
+// content time is in [since, until) (0: unbounded on that side), and n,
+// how many chunks it found: the committed ones from "by_time", and those
+// changed since the last Commit by their pending state (an executed batch
+// may hold them already). A chunk whose old and new times straddle the
+// range is kept, both versions' documents: the index holds one of the
+// two, and the filter only narrows what the text query matched. With
+// limit > 0 it stops reading the committed ones after limit + 1.
+func (x *Index) idsInTime(since, until int64, limit int) (docs []string, n int, err error) {
 	in := func(t int64) bool { return (since == 0 || t >= since) && (until == 0 || t < until) }
 	var ids []string
-	err := x.view(func(tx *bolt.Tx) error {
+	err = x.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketByTime).Cursor()
 		var k []byte
 		if since != 0 {
@@ -2038,14 +2173,35 @@ func (x *Index) idsInTime(since, until int64, limit int) ([]string, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read time index: %w", err)
+		return nil, 0, fmt.Errorf("read time index: %w", err)
 	}
 	for id, m := range x.sideOps {
 		if m != nil && in(m.time) {
 			ids = append(ids, id)
 		}
 	}
-	return ids, nil
+	docs = make([]string, 0, len(ids))
+	err = x.view(func(tx *bolt.Tx) error {
+		live := tx.Bucket(bucketIDs)
+		for _, id := range ids {
+			key := projections.IDKey(id)
+			if v := live.Get(key); v != nil {
+				seq, err := entrySeq(key, v)
+				if err != nil {
+					return err
+				}
+				docs = append(docs, docID(seq))
+			}
+			if m := x.sideOps[id]; m != nil {
+				docs = append(docs, docID(m.seq))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("read time index: %w", err)
+	}
+	return docs, len(ids), nil
 }
 
 // view runs fn in a read transaction of the side table; a panic of a
@@ -2371,20 +2527,42 @@ func (x *Index) WithMeta(ctx context.Context, meta map[string]string, limit int)
 		tq.SetField(fieldMeta)
 		qs = append(qs, tq)
 	}
-	req := bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(qs...), limit+1, 0, false)
-	req.SortBy([]string{"_id"})
+	// Document ids are seqs (format 8), not chunk ids: every match is
+	// loaded and mapped, then sorted. A second search when the first did
+	// not hold them all.
 	var res *bleve.SearchResult
-	err = projections.GuardStore(ctx, Name, func() error {
-		var err error
-		res, err = x.idx.SearchInContext(ctx, req)
-		return err
+	for size := limit + 1; ; {
+		req := bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(qs...), size, 0, false)
+		err = projections.GuardStore(ctx, Name, func() error {
+			var err error
+			res, err = x.idx.SearchInContext(ctx, req)
+			return err
+		})
+		if err != nil {
+			return nil, false, fmt.Errorf("fts with meta: %w", err)
+		}
+		if res.Total <= uint64(size) {
+			break
+		}
+		size = int(res.Total)
+	}
+	err = x.view(func(tx *bolt.Tx) error {
+		dc := x.docChunks(tx, false)
+		for _, h := range res.Hits {
+			id, ok, err := dc.chunk(h.ID)
+			if err != nil {
+				return err
+			}
+			if ok {
+				ids = append(ids, id)
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, false, fmt.Errorf("fts with meta: %w", err)
 	}
-	for _, h := range res.Hits {
-		ids = append(ids, h.ID)
-	}
+	sort.Strings(ids)
 	if len(ids) > limit {
 		return ids[:limit], true, nil
 	}

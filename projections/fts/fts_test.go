@@ -708,7 +708,11 @@ func TestVerifySaysOKWithDocumentDeletedFromIndex(t *testing.T) {
 	if got, _ := damaged.Digest(); got != want {
 		t.Fatal("two builds of the same events differ")
 	}
-	if err := damaged.idx.Delete(victim); err != nil {
+	seq, ok, err := damaged.liveSeqLocked(victim)
+	if err != nil || !ok {
+		t.Fatalf("victim %q: live %v %v", victim, ok, err)
+	}
+	if err := damaged.idx.Delete(docID(seq)); err != nil {
 		t.Fatal(err)
 	}
 	got, err := damaged.Digest()

@@ -9,8 +9,10 @@ import (
 
 	"github.com/blevesearch/bleve/v2/document"
 	index "github.com/blevesearch/bleve_index_api"
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/unlimitedcontext/ucl/log"
+	"github.com/unlimitedcontext/ucl/projections"
 	"github.com/unlimitedcontext/ucl/projections/projtest"
 )
 
@@ -96,11 +98,11 @@ func TestAnalysisReuseKeepsIndex(t *testing.T) {
 				if p == nil {
 					break
 				}
-				id, err := rd.ExternalID(p.ID)
+				doc, err := rd.ExternalID(p.ID)
 				if err != nil {
 					t.Fatal(err)
 				}
-				ps[id] = p.Freq
+				ps[chunkOfDoc(t, x, doc)] = p.Freq
 			}
 			tfr.Close()
 			if len(ps) > 0 {
@@ -116,4 +118,26 @@ func TestAnalysisReuseKeepsIndex(t *testing.T) {
 			t.Fatalf("postings of %q: got %d chunks, want %d (or other frequencies)", k, len(g), len(w))
 		}
 	}
+}
+
+// chunkOfDoc is the chunk id of index document doc (docID), by its
+// committed side-table record.
+func chunkOfDoc(t *testing.T, x *Index, doc string) string {
+	t.Helper()
+	var id string
+	err := x.db.View(func(tx *bolt.Tx) error {
+		key, _, err := splitRecord(tx.Bucket(bucketDocs).Get([]byte(doc)))
+		if err != nil {
+			return err
+		}
+		var ok bool
+		if id, ok = projections.IDOfKey(key); !ok {
+			return fmt.Errorf("record at %x: chunk key %x", doc, key)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
 }
