@@ -2527,43 +2527,59 @@ func (x *Index) WithMeta(ctx context.Context, meta map[string]string, limit int)
 		tq.SetField(fieldMeta)
 		qs = append(qs, tq)
 	}
-	// Document ids are seqs (format 8), not chunk ids: every match is
-	// loaded and mapped, then sorted. A second search when the first did
-	// not hold them all.
-	var res *bleve.SearchResult
-	for size := limit + 1; ; {
-		req := bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(qs...), size, 0, false)
-		err = projections.GuardStore(ctx, Name, func() error {
-			var err error
-			res, err = x.idx.SearchInContext(ctx, req)
-			return err
-		})
+	// Document ids are seqs (format 8), not chunk ids, so no search sorted
+	// by id serves: the matches are read one by one from bleve's searcher,
+	// mapped to chunk ids, and the limit+1 smallest kept (memory for about
+	// twice that many ids, however many match).
+	n := 0
+	err = projections.GuardStore(ctx, Name, func() error {
+		adv, err := x.idx.Advanced()
 		if err != nil {
-			return nil, false, fmt.Errorf("fts with meta: %w", err)
+			return err
 		}
-		if res.Total <= uint64(size) {
-			break
+		r, err := adv.Reader()
+		if err != nil {
+			return err
 		}
-		size = int(res.Total)
-	}
-	err = x.view(func(tx *bolt.Tx) error {
-		dc := x.docChunks(tx, false)
-		for _, h := range res.Hits {
-			id, ok, err := dc.chunk(h.ID)
-			if err != nil {
-				return err
+		defer r.Close()
+		sr, err := bleve.NewConjunctionQuery(qs...).Searcher(ctx, r, x.idx.Mapping(), search.SearcherOptions{})
+		if err != nil {
+			return err
+		}
+		defer sr.Close()
+		sctx := &search.SearchContext{DocumentMatchPool: search.NewDocumentMatchPool(sr.DocumentMatchPoolSize(), 0)}
+		return x.view(func(tx *bolt.Tx) error {
+			dc := x.docChunks(tx, false)
+			for {
+				dm, err := sr.Next(sctx)
+				if err != nil || dm == nil {
+					return err
+				}
+				doc, err := r.ExternalID(dm.IndexInternalID)
+				if err != nil {
+					return err
+				}
+				sctx.DocumentMatchPool.Put(dm)
+				id, ok, err := dc.chunk(doc)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					continue
+				}
+				n++
+				if ids = append(ids, id); len(ids) > 2*(limit+1) {
+					sort.Strings(ids)
+					ids = ids[:limit+1]
+				}
 			}
-			if ok {
-				ids = append(ids, id)
-			}
-		}
-		return nil
+		})
 	})
 	if err != nil {
 		return nil, false, fmt.Errorf("fts with meta: %w", err)
 	}
 	sort.Strings(ids)
-	if len(ids) > limit {
+	if n > limit {
 		return ids[:limit], true, nil
 	}
 	return ids, false, nil
