@@ -712,7 +712,7 @@ func TestVerifySaysOKWithDocumentDeletedFromIndex(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("victim %q: live %v %v", victim, ok, err)
 	}
-	if err := damaged.idx.Delete(docID(seq)); err != nil {
+	if err := damaged.idx.Delete(DocID(seq)); err != nil {
 		t.Fatal(err)
 	}
 	got, err := damaged.Digest()

@@ -120,7 +120,7 @@ func TestAnalysisReuseKeepsIndex(t *testing.T) {
 	}
 }
 
-// chunkOfDoc is the chunk id of index document doc (docID), by its
+// chunkOfDoc is the chunk id of index document doc (DocID), by its
 // committed side-table record.
 func chunkOfDoc(t *testing.T, x *Index, doc string) string {
 	t.Helper()

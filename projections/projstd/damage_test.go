@@ -11,7 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections"
+	"github.com/unlimitedcontext/ucl/projections/fts"
 	"github.com/unlimitedcontext/ucl/projections/projtest"
 )
 
@@ -226,7 +228,7 @@ func TestDocumentDeletedFromIndexIsFoundAndRebuilt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := idx.Delete(projtest.LiveIDs(evs)[0]); err != nil {
+	if err := idx.Delete(fts.DocID(liveSeqOf(t, evs, projtest.LiveIDs(evs)[0]))); err != nil {
 		t.Fatal(err)
 	}
 	if err := idx.Close(); err != nil {
@@ -244,4 +246,27 @@ func TestDocumentDeletedFromIndexIsFoundAndRebuilt(t *testing.T) {
 	if err != nil || len(mm) != 0 {
 		t.Fatalf("verify after the reset: %v %v", mm, err)
 	}
+}
+
+// liveSeqOf is the seq of the event that stored chunk id's live version:
+// the fts document of the chunk is fts.DocID of it (format 8).
+func liveSeqOf(t *testing.T, evs []*log.Event, id string) uint64 {
+	t.Helper()
+	var seq uint64
+	for _, ev := range evs {
+		switch b := ev.Body.(type) {
+		case *log.Store:
+			if b.ChunkID == id {
+				seq = ev.Seq
+			}
+		case *log.Edit:
+			if b.Store.ChunkID == id {
+				seq = ev.Seq
+			}
+		}
+	}
+	if seq == 0 {
+		t.Fatalf("no event stored chunk %q", id)
+	}
+	return seq
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/blevesearch/bleve/v2"
 
 	"github.com/unlimitedcontext/ucl/projections"
+	"github.com/unlimitedcontext/ucl/projections/fts"
 	"github.com/unlimitedcontext/ucl/projections/projtest"
 )
 
@@ -26,7 +27,7 @@ func TestVerifyCatchesDocumentReindexedWithOtherText(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := projtest.LiveIDs(evs)[0]
-	if err := idx.Index(id, map[string]any{"content": "zanzibar quokka planted text"}); err != nil {
+	if err := idx.Index(fts.DocID(liveSeqOf(t, evs, id)), map[string]any{"content": "zanzibar quokka planted text"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := idx.Close(); err != nil {
