@@ -28,7 +28,8 @@ func searchMeta(t *testing.T, x *Index) (stats, stale []byte) {
 // commits store, search index included (with colliding hashes, so named
 // postings too), and its commits leave the index behind until EndBulk.
 // A bulk build cut short (a crash before EndBulk) is brought current
-// when the file is opened again.
+// when the file is opened again. A bulk build that starts on committed
+// chunks stores what incremental commits store too.
 func TestBulkBuildSearchIndex(t *testing.T) {
 	withHash(t, func(id string) uint32 { return fnvHash(id) % 3 }, func() {
 		for seed := int64(1); seed <= 1; seed++ {
@@ -57,6 +58,20 @@ func TestBulkBuildSearchIndex(t *testing.T) {
 			}
 			if got := searchAll(t, bulk); got != wantHits {
 				t.Fatalf("seed %d: bulk search %s, want %s", seed, got, wantHits)
+			}
+
+			// A bulk build over chunks committed before it: they are
+			// stored again and removed without a filter of the keys
+			// put since BeginBulk hiding their records.
+			late := openT(t, t.TempDir(), Options{})
+			applyAll(t, late, evs[:len(evs)/2], 40)
+			late.BeginBulk()
+			applyAll(t, late, evs[len(evs)/2:], 40)
+			if err := late.EndBulk(); err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprint(dump(t, late)); got != want {
+				t.Fatalf("seed %d: a bulk build over committed chunks differs from incremental commits", seed)
 			}
 
 			// Cut short: the mark is on disk; Open rebuilds the index.

@@ -244,7 +244,11 @@ type Index struct {
 	ops    map[string]*chunk // chunk changes since Commit; nil = deleted
 	reread int               // chunks read back to rebuild blocks (tests)
 
-	bulk        bool // between BeginBulk and EndBulk: commits leave the search index behind
+	bulk bool // between BeginBulk and EndBulk: commits leave the search index behind
+	// stored holds the keys put into "chunks" since a BeginBulk that
+	// found it empty (nil otherwise): a chunk it does not have was not
+	// stored before, and its Commit skips looking for an old record.
+	stored      *projections.AbsentKeys
 	searchStale bool // the committed search index is behind the summaries (meta search_stale)
 }
 
@@ -534,7 +538,11 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 		}
 		for _, id := range ids {
 			key := projections.IDKey(id)
-			if old := chunks.Get(key); old != nil {
+			var old []byte
+			if x.stored == nil || x.stored.Has(key) {
+				old = chunks.Get(key)
+			}
+			if old != nil {
 				oc, err := decodeChunk(id, old)
 				if err != nil {
 					return err
@@ -551,6 +559,9 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 			if c == nil {
 				scrub = true
 				continue
+			}
+			if x.stored != nil {
+				x.stored.Add(key)
 			}
 			if err := chunks.Put(key, encodeChunk(c)); err != nil {
 				return err
@@ -669,10 +680,26 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 // BeginBulk implements projections.BulkBuilder: until EndBulk, commits
 // leave the session search index behind the summaries (marked so in
 // meta), and EndBulk builds it once from them.
+//
+// When "chunks" is empty (a first build), Commit also remembers the keys
+// it puts there (stored), and looks up an old record only for those.
 func (x *Index) BeginBulk() {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.bulk = true
+	x.stored = nil
+	if x.closed {
+		return
+	}
+	empty := false
+	err := x.view(func(tx *bolt.Tx) error {
+		k, _ := tx.Bucket(bucketChunks).Cursor().First()
+		empty = k == nil
+		return nil
+	})
+	if err == nil && empty { // else no filter: Commit looks every chunk up
+		x.stored = projections.NewAbsentKeys()
+	}
 }
 
 // EndBulk implements projections.BulkBuilder: it brings the search index
@@ -681,6 +708,7 @@ func (x *Index) EndBulk() error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.bulk = false
+	x.stored = nil
 	if x.closed || !x.searchStale {
 		return nil
 	}

@@ -277,6 +277,10 @@ type Timelines struct {
 	// scrub is set when a flush deleted chunks: their content is in the
 	// file's free pages until the next compaction (at Commit or Close).
 	scrub bool
+	// stored holds the keys put into "ids" since a BeginBulk that found
+	// it empty (nil otherwise): a chunk it does not have was not stored
+	// before, and a flush skips looking for its old version.
+	stored *projections.AbsentKeys
 	// gen names the state of the file, txid its bbolt txid (-1: unknown);
 	// both change with it, under mu (see cache.go).
 	gen   uint64
@@ -288,7 +292,41 @@ type Timelines struct {
 	afterWrite func()
 }
 
-var _ projections.Projection = (*Timelines)(nil)
+var (
+	_ projections.Projection  = (*Timelines)(nil)
+	_ projections.BulkBuilder = (*Timelines)(nil)
+)
+
+// BeginBulk implements projections.BulkBuilder. Nothing is deferred:
+// when "ids" is empty (a first build), flushes remember the keys they put
+// there (stored) until EndBulk, and look up an old version only of those.
+func (t *Timelines) BeginBulk() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.stored = nil
+	if t.closed {
+		return
+	}
+	empty := false
+	err := projections.Guard(Name, func() error {
+		return t.db.View(func(tx *bolt.Tx) error {
+			k, _ := tx.Bucket(bIDs).Cursor().First()
+			empty = k == nil
+			return nil
+		})
+	})
+	if err == nil && empty { // else no filter: every chunk is looked up
+		t.stored = projections.NewAbsentKeys()
+	}
+}
+
+// EndBulk implements projections.BulkBuilder: the filter goes.
+func (t *Timelines) EndBulk() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.stored = nil
+	return nil
+}
 
 // Open opens (creating if needed) the timelines stored in dir. A second
 // Open of the same dir (also from another process) fails after a second.
@@ -739,9 +777,13 @@ func (t *Timelines) flushTx(tx *bolt.Tx) error {
 	// projections.SortedWrites): index keys follow time, not ids.
 	ix := newIndexWrites(tx)
 	for _, id := range ids {
-		old, err := getChunk(tx, id)
-		if err != nil {
-			return err
+		key := projections.IDKey(id)
+		var old *Chunk
+		if t.stored == nil || t.stored.Has(key) {
+			var err error
+			if old, err = getChunk(tx, id); err != nil {
+				return err
+			}
 		}
 		if old != nil {
 			if err := unindex(ix, old); err != nil {
@@ -757,7 +799,7 @@ func (t *Timelines) flushTx(tx *bolt.Tx) error {
 		}
 		if !put {
 			if old != nil {
-				if err := idx.Delete(projections.IDKey(id)); err != nil {
+				if err := idx.Delete(key); err != nil {
 					return fmt.Errorf("delete chunk %q: %w", id, err)
 				}
 				t.scrub = true
@@ -769,7 +811,10 @@ func (t *Timelines) flushTx(tx *bolt.Tx) error {
 			return err
 		}
 		records = append(records, record{c.Seq, v})
-		if err := idx.Put(projections.IDKey(id), be64(c.Seq)); err != nil {
+		if t.stored != nil {
+			t.stored.Add(key)
+		}
+		if err := idx.Put(key, be64(c.Seq)); err != nil {
 			return fmt.Errorf("put chunk %q: %w", id, err)
 		}
 		if err := index(ix, c); err != nil {
