@@ -386,11 +386,7 @@ func (h *HashEmbedder) accumulate(sc *embedScratch, feats []feature) float64 {
 			lo = hi
 			var sum float64
 			if len(g) == 1 { // most buckets: no order to fix, and w·√1 is w
-				x := g[0].w
-				if g[0].h>>63 == 1 {
-					x = -x
-				}
-				sum += x // +0 + x, not x: a weight-0 feature's -0 sums to +0
+				sum += signed(g[0].w, g[0].h) // +0 + x, not x: a weight-0 feature's -0 sums to +0
 			} else {
 				sortByHashWeight(g)
 				for i := 0; i < len(g); {
@@ -402,10 +398,7 @@ func (h *HashEmbedder) accumulate(sc *embedScratch, feats []feature) float64 {
 					if j-i > 1 { // w·√1 is w: a square root only for a repeat
 						x *= math.Sqrt(float64(j - i))
 					}
-					if g[i].h>>63 == 1 {
-						x = -x
-					}
-					sum += x
+					sum += signed(x, g[i].h)
 					i = j
 				}
 			}
@@ -415,6 +408,13 @@ func (h *HashEmbedder) accumulate(sc *embedScratch, feats []feature) float64 {
 		}
 	}
 	return ss
+}
+
+// signed is x with the sign of hash h: -x when h's top bit is set, by
+// flipping x's sign bit as negation does (a branch on the sign went
+// either way at random for every feature).
+func signed(x float64, h uint64) float64 {
+	return math.Float64frombits(math.Float64bits(x) ^ h&(1<<63))
 }
 
 // sortByHashWeight sorts a bucket's features by hash, then weight
