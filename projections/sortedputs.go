@@ -1,6 +1,9 @@
 package projections
 
 import (
+	"bytes"
+	"cmp"
+	"encoding/binary"
 	"slices"
 	"strings"
 
@@ -90,4 +93,64 @@ func (s *SortedWrites) Flush() error {
 	}
 	clear(s.ops)
 	return nil
+}
+
+// SortByKey sorts s by key(element), byte-wise, in place. It sorts (first
+// 8 bytes, place) pairs and then moves each element once: the keys bulk
+// writes sort are hashes and random ids, so their first 8 bytes nearly
+// always decide, and comparing two integers instead of two keys, on 16
+// bytes instead of an element, took most of a flush's sort (8% of a 400K
+// dedup build). Keys are expected distinct; of equal keys the order is
+// unspecified.
+func SortByKey[T any, K ~string | ~[]byte](s []T, key func(*T) K) {
+	type ref struct {
+		pfx uint64 // big-endian, zero-padded: ordered as the keys are when it differs
+		i   int
+	}
+	refs := make([]ref, len(s))
+	for i := range s {
+		refs[i] = ref{keyPrefix8(key(&s[i])), i}
+	}
+	slices.SortFunc(refs, func(a, b ref) int {
+		if a.pfx != b.pfx {
+			return cmp.Compare(a.pfx, b.pfx)
+		}
+		return compareKeys(key(&s[a.i]), key(&s[b.i]))
+	})
+	// s[j] takes the element at refs[j].i: each cycle of that permutation
+	// is followed once (a done entry's place is -1), with no copy of s.
+	for j := range refs {
+		if refs[j].i < 0 {
+			continue
+		}
+		tmp, k := s[j], j
+		for refs[k].i != j {
+			next := refs[k].i
+			s[k] = s[next]
+			refs[k].i = -1
+			k = next
+		}
+		s[k] = tmp
+		refs[k].i = -1
+	}
+}
+
+// keyPrefix8 is k's first 8 bytes as a big-endian integer, zero-padded.
+func keyPrefix8[K ~string | ~[]byte](k K) uint64 {
+	var b [8]byte
+	copy(b[:], k)
+	return binary.BigEndian.Uint64(b[:])
+}
+
+// compareKeys is strings.Compare or bytes.Compare, whichever K is, with
+// no conversion that copies.
+func compareKeys[K ~string | ~[]byte](a, b K) int {
+	switch x := any(a).(type) {
+	case string:
+		return strings.Compare(x, any(b).(string))
+	case []byte:
+		return bytes.Compare(x, any(b).([]byte))
+	}
+	// A named key type (~string, ~[]byte): its bytes compare the same.
+	return bytes.Compare([]byte(a), []byte(b))
 }

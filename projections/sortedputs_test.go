@@ -1,9 +1,11 @@
 package projections
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand"
 	"path/filepath"
+	"sort"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -69,6 +71,53 @@ func TestSortedWritesSameAsDirect(t *testing.T) {
 		})
 		if err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestSortByKeyMatchesSort: sorting by (first 8 bytes, place) and moving
+// the elements along the permutation's cycles gives what sort.Slice by
+// key gives, for string and []byte keys: random keys, keys sharing 8
+// bytes or more, short keys, NUL bytes.
+func TestSortByKeyMatchesSort(t *testing.T) {
+	type elem struct {
+		s string
+		b []byte
+		v int
+	}
+	r := rand.New(rand.NewSource(9))
+	alphabet := "\x00\x01ab\xff"
+	for round := 0; round < 500; round++ {
+		n := r.Intn(300)
+		es := make([]elem, n)
+		seen := map[string]bool{}
+		for i := range es {
+			for {
+				var b []byte
+				if r.Intn(2) == 0 {
+					b = append(b, "shared-prefix"[:r.Intn(14)]...)
+				}
+				for j := r.Intn(12); j > 0; j-- {
+					b = append(b, alphabet[r.Intn(len(alphabet))])
+				}
+				if !seen[string(b)] {
+					seen[string(b)] = true
+					es[i] = elem{string(b), b, i}
+					break
+				}
+			}
+		}
+		want := append([]elem(nil), es...)
+		sort.Slice(want, func(i, j int) bool { return bytes.Compare(want[i].b, want[j].b) < 0 })
+		byString := append([]elem(nil), es...)
+		SortByKey(byString, func(e *elem) string { return e.s })
+		byBytes := append([]elem(nil), es...)
+		SortByKey(byBytes, func(e *elem) []byte { return e.b })
+		for i := range want {
+			if byString[i].v != want[i].v || byBytes[i].v != want[i].v {
+				t.Fatalf("round %d, place %d: string keys give %q, []byte keys %q, sort.Slice %q",
+					round, i, byString[i].s, byBytes[i].b, want[i].s)
+			}
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/bits"
 	"runtime"
 	"slices"
 	"strings"
@@ -202,16 +203,18 @@ func (h *HashEmbedder) EmbedWeighted(text string, weight func(word string) float
 // a chunk allocated ~10 KB of it, a sixth of the vector projection's
 // allocation; it is the same arithmetic in the same order).
 type embedScratch struct {
-	feats []feature
-	tmp   []feature // features grouped by bucket
-	cnt   []int     // features per bucket, then each bucket's end in tmp
-	rb    []int
-	pw    []byte
-	acc   []float64
-	words []string
-	lower []byte // lower-cased ASCII words (unweighted embeds only)
-	stem  []byte // the current word's stem
-	prev  []byte // the previous word's stem
+	feats   []feature
+	tmp     []feature // features grouped by bucket
+	cnt     []int     // features per bucket, then each bucket's end in tmp
+	used    []uint64  // bitmap of the buckets that have features
+	rb      []int
+	pw      []byte
+	acc     []float64 // bucket sums, valid at touched
+	touched []int     // the buckets with features, ascending
+	words   []string
+	lower   []byte // lower-cased ASCII words (unweighted embeds only)
+	stem    []byte // the current word's stem
+	prev    []byte // the previous word's stem
 }
 
 var embedScratches = sync.Pool{New: func() any { return new(embedScratch) }}
@@ -286,23 +289,14 @@ func (h *HashEmbedder) embed(text string, weight func(string) float64) []float32
 		}
 	}
 	sc.feats, sc.rb, sc.stem, sc.prev = feats, rb, stem, prev
-	if cap(sc.acc) < h.dim {
-		sc.acc = make([]float64, h.dim)
-	}
-	acc := sc.acc[:h.dim]
-	clear(acc)
-	sc.tmp, sc.cnt = h.accumulate(acc, feats, sc.tmp, sc.cnt)
-	var ss float64
-	for _, x := range acc {
-		ss += float64(x * x)
-	}
+	ss := h.accumulate(sc, feats)
 	out := make([]float32, h.dim)
 	if ss == 0 {
 		return out
 	}
 	norm := math.Sqrt(ss)
-	for i, x := range acc {
-		out[i] = float32(x / norm)
+	for _, b := range sc.touched { // the other buckets' +0 is out's zero
+		out[b] = float32(sc.acc[b] / norm)
 	}
 	return out
 }
@@ -317,63 +311,110 @@ func (h *HashEmbedder) bucket(x uint64) int {
 }
 
 // accumulate adds each distinct feature f of feats, with tf its number of
-// copies, as sign(f)·w·√tf to acc[bucket(f)], in the order the scheme
-// fixes: ascending (hash, weight). Only the order of the sums into one
-// bucket changes the bits, so the features are grouped by bucket (one
+// copies, as sign(f)·w·√tf to the sum of bucket(f), in the order the
+// scheme fixes: ascending (hash, weight). Only the order of the sums into
+// one bucket changes the bits, so the features are grouped by bucket (one
 // counting pass) and each bucket's few features sorted by (hash, weight):
 // the sums of a full sort of all the features (a radix sort of all of
-// them was half of embedding), in one pass and small sorts. tmp and cnt
-// are buffers, returned grown.
-func (h *HashEmbedder) accumulate(acc []float64, feats, tmp []feature, cnt []int) ([]feature, []int) {
+// them was half of embedding), in one pass and small sorts.
+//
+// It sets sc.acc[b] to the sum of each bucket b that has features, lists
+// those buckets in ascending order in sc.touched, and returns the sum of
+// the squares of all dim sums in index order. The other buckets' sums are
+// +0, and sc.acc there is left as it was: a sum is never -0 (it starts at
+// +0, and +0 + -0 is +0), so the +0 squares the index-order loop over all
+// dim buckets added change nothing in it, and the caller's output is
+// already +0 there. The buckets with features are found in ascending
+// order from a bitmap, not by a scan of all dim: a chunk's ~200 features
+// touch about a third of 384 buckets, and the scan's loop, the clear and
+// the running sum of every bucket's count were a third of embedding.
+func (h *HashEmbedder) accumulate(sc *embedScratch, feats []feature) float64 {
+	if cap(sc.acc) < h.dim {
+		sc.acc = make([]float64, h.dim)
+	}
+	acc := sc.acc[:h.dim]
+	touched := sc.touched[:0]
+	defer func() { sc.touched = touched }()
 	n := len(feats)
 	if n == 0 {
-		return tmp, cnt
+		return 0
 	}
-	if cap(tmp) < n {
-		tmp = make([]feature, n)
+	if cap(sc.tmp) < n {
+		sc.tmp = make([]feature, n)
 	}
-	tmp = tmp[:n]
-	if cap(cnt) < h.dim+1 {
-		cnt = make([]int, h.dim+1)
+	tmp := sc.tmp[:n]
+	// cnt and used are all zero between calls: each call resets the
+	// entries it set.
+	if cap(sc.cnt) < h.dim {
+		sc.cnt = make([]int, h.dim)
 	}
-	cnt = cnt[:h.dim+1]
-	clear(cnt)
+	cnt := sc.cnt[:h.dim]
+	if words := (h.dim + 63) / 64; cap(sc.used) < words {
+		sc.used = make([]uint64, words)
+	}
+	used := sc.used[:(h.dim+63)/64]
 	for _, f := range feats {
-		cnt[h.bucket(f.h)+1]++
+		b := h.bucket(f.h)
+		cnt[b]++
+		used[b>>6] |= 1 << (b & 63)
 	}
-	for b := 1; b <= h.dim; b++ {
-		cnt[b] += cnt[b-1]
+	// Each used bucket's count becomes its start in tmp; filling moves it
+	// to its end, which is where the next used bucket starts.
+	pos := 0
+	for wi, w := range used {
+		for ; w != 0; w &= w - 1 {
+			b := wi<<6 | bits.TrailingZeros64(w)
+			c := cnt[b]
+			cnt[b] = pos
+			pos += c
+		}
 	}
-	// cnt[b] is now where bucket b starts; filling moves it to where b+1
-	// starts, so afterwards bucket b is tmp[cnt[b-1]:cnt[b]] (b > 0).
 	for _, f := range feats {
 		b := h.bucket(f.h)
 		tmp[cnt[b]] = f
 		cnt[b]++
 	}
+	var ss float64
 	lo := 0
-	for b := 0; b < h.dim; b++ {
-		hi := cnt[b]
-		g := tmp[lo:hi]
-		lo = hi
-		if len(g) == 0 {
-			continue
-		}
-		sortByHashWeight(g)
-		for i := 0; i < len(g); {
-			j := i + 1
-			for j < len(g) && g[j] == g[i] {
-				j++
+	for wi, w := range used {
+		used[wi] = 0
+		for ; w != 0; w &= w - 1 {
+			b := wi<<6 | bits.TrailingZeros64(w)
+			hi := cnt[b]
+			cnt[b] = 0
+			g := tmp[lo:hi]
+			lo = hi
+			var sum float64
+			if len(g) == 1 { // most buckets: no order to fix, and w·√1 is w
+				sum += signed(g[0].w, g[0].h) // +0 + x, not x: a weight-0 feature's -0 sums to +0
+			} else {
+				sortByHashWeight(g)
+				for i := 0; i < len(g); {
+					j := i + 1
+					for j < len(g) && g[j] == g[i] {
+						j++
+					}
+					x := g[i].w
+					if j-i > 1 { // w·√1 is w: a square root only for a repeat
+						x *= math.Sqrt(float64(j - i))
+					}
+					sum += signed(x, g[i].h)
+					i = j
+				}
 			}
-			x := g[i].w * math.Sqrt(float64(j-i))
-			if g[i].h>>63 == 1 {
-				x = -x
-			}
-			acc[b] += x
-			i = j
+			acc[b] = sum
+			touched = append(touched, b)
+			ss += float64(sum * sum)
 		}
 	}
-	return tmp, cnt
+	return ss
+}
+
+// signed is x with the sign of hash h: -x when h's top bit is set, by
+// flipping x's sign bit as negation does (a branch on the sign went
+// either way at random for every feature).
+func signed(x float64, h uint64) float64 {
+	return math.Float64frombits(math.Float64bits(x) ^ h&(1<<63))
 }
 
 // sortByHashWeight sorts a bucket's features by hash, then weight

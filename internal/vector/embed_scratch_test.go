@@ -120,8 +120,7 @@ func (h *HashEmbedder) embedReference(text string, weight func(string) float64) 
 // features with repeated hashes, repeated weights and crowded buckets,
 // at the default dimension and another.
 func TestAccumulateOrder(t *testing.T) {
-	var tmp []feature
-	var cnt []int
+	sc := new(embedScratch)
 	for _, dim := range []int{DefaultHashDim, 37} {
 		e, err := NewHashEmbedder(dim)
 		if err != nil {
@@ -156,12 +155,30 @@ func TestAccumulateOrder(t *testing.T) {
 				want[sorted[i].h%uint64(dim)] += x
 				i = j
 			}
+			var wantSS float64
+			for _, x := range want {
+				wantSS += float64(x * x)
+			}
+			// accumulate sets only the buckets it lists: NaN elsewhere
+			// shows any it leaves unset but reads or fails to list.
+			for i := range sc.acc {
+				sc.acc[i] = math.NaN()
+			}
+			ss := e.accumulate(sc, f)
 			got := make([]float64, dim)
-			tmp, cnt = e.accumulate(got, f, tmp, cnt)
+			for k, b := range sc.touched {
+				if k > 0 && b <= sc.touched[k-1] {
+					t.Fatalf("dim %d, n=%d: touched buckets out of order: %v", dim, n, sc.touched)
+				}
+				got[b] = sc.acc[b]
+			}
 			for b := range want {
 				if math.Float64bits(got[b]) != math.Float64bits(want[b]) {
 					t.Fatalf("dim %d, n=%d: bucket %d sums to %v, the sorted order to %v", dim, n, b, got[b], want[b])
 				}
+			}
+			if math.Float64bits(ss) != math.Float64bits(wantSS) {
+				t.Fatalf("dim %d, n=%d: sum of squares %v, in index order %v", dim, n, ss, wantSS)
 			}
 		}
 	}

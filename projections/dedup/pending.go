@@ -2,11 +2,8 @@ package dedup
 
 import (
 	"bytes"
-	"cmp"
-	"encoding/binary"
 	"fmt"
 	"slices"
-	"strings"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -191,7 +188,7 @@ func (x *Index) flush() error {
 		for k, w := range x.pend.m[b] {
 			ops = append(ops, op{b, k, w})
 		}
-		sortOps(ops[start:], func(o *op) string { return o.k })
+		projections.SortByKey(ops[start:], func(o *op) string { return o.k })
 	}
 	multi := len(ops) > flushChunk
 	err = projections.Guard(Name, func() error {
@@ -243,49 +240,4 @@ func (x *Index) flush() error {
 	x.pend = newPending()
 	x.diskCP = x.cp
 	return nil
-}
-
-// sortOps sorts ops by key(op) in place. It sorts (first 8 bytes, place)
-// pairs and then moves each op once: keys are hashes and random ids, so
-// their first 8 bytes nearly always decide, and comparing two integers
-// instead of two strings, on 16 bytes instead of an op, took most of a
-// flush's sort (8% of a 400K dedup build).
-func sortOps[T any](ops []T, key func(*T) string) {
-	type ref struct {
-		pfx uint64 // big-endian, zero-padded: ordered as the keys are when it differs
-		i   int
-	}
-	refs := make([]ref, len(ops))
-	for i := range ops {
-		refs[i] = ref{keyPrefix8(key(&ops[i])), i}
-	}
-	slices.SortFunc(refs, func(a, b ref) int {
-		if a.pfx != b.pfx {
-			return cmp.Compare(a.pfx, b.pfx)
-		}
-		return strings.Compare(key(&ops[a.i]), key(&ops[b.i]))
-	})
-	// ops[j] takes the op at refs[j].i: each cycle of that permutation
-	// is followed once (a done entry's place is -1), with no copy of ops.
-	for j := range refs {
-		if refs[j].i < 0 {
-			continue
-		}
-		tmp, k := ops[j], j
-		for refs[k].i != j {
-			next := refs[k].i
-			ops[k] = ops[next]
-			refs[k].i = -1
-			k = next
-		}
-		ops[k] = tmp
-		refs[k].i = -1
-	}
-}
-
-// keyPrefix8 is k's first 8 bytes as a big-endian integer, zero-padded.
-func keyPrefix8(k string) uint64 {
-	var b [8]byte
-	copy(b[:], k)
-	return binary.BigEndian.Uint64(b[:])
 }

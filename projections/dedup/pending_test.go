@@ -1,11 +1,8 @@
 package dedup
 
 import (
-	"math/rand"
 	"path/filepath"
 	"reflect"
-	"slices"
-	"strings"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -153,44 +150,5 @@ func TestUnfinishedFlushIsRebuilt(t *testing.T) {
 	}
 	if n, _ := x.Count(); n != 0 {
 		t.Fatalf("%d items after an unfinished flush, want 0", n)
-	}
-}
-
-// TestSortOpsMatchesSort: sorting by (first 8 bytes, place) and moving
-// the ops along the permutation's cycles gives what sorting by key gives:
-// random keys, keys sharing 8 bytes or more, short keys, NUL bytes.
-func TestSortOpsMatchesSort(t *testing.T) {
-	type op struct {
-		k string
-		v int
-	}
-	r := rand.New(rand.NewSource(9))
-	alphabet := "\x00\x01ab\xff"
-	for round := 0; round < 500; round++ {
-		n := r.Intn(300)
-		ops := make([]op, n)
-		seen := map[string]bool{}
-		for i := range ops {
-			for {
-				var b []byte
-				if r.Intn(2) == 0 {
-					b = append(b, "shared-prefix"[:r.Intn(14)]...)
-				}
-				for j := r.Intn(12); j > 0; j-- {
-					b = append(b, alphabet[r.Intn(len(alphabet))])
-				}
-				if !seen[string(b)] {
-					seen[string(b)] = true
-					ops[i] = op{string(b), i}
-					break
-				}
-			}
-		}
-		want := slices.Clone(ops)
-		slices.SortFunc(want, func(a, b op) int { return strings.Compare(a.k, b.k) })
-		sortOps(ops, func(o *op) string { return o.k })
-		if !slices.Equal(ops, want) {
-			t.Fatalf("round %d: %v, want %v", round, ops, want)
-		}
 	}
 }

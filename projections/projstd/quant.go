@@ -83,13 +83,15 @@ func quantizeInto(out []float32, rec []byte, v []float32) {
 	for i, x := range v {
 		t := float64(x) * inv
 		a := math.Abs(t)
-		q := int(a) // a ≤ ~128: exact
-		f := a - float64(q)
-		if f > 0.5-quantHalfMargin && f < 0.5+quantHalfMargin {
+		// a + 0.5 is rounded only when a's fraction is within an ulp
+		// (~3e-14) of a half, far inside the margin: elsewhere its floor
+		// is a rounded half away from zero, with no branch on which way
+		// (a branch that went either way at random for every nonzero
+		// component of a hash vector).
+		q := int(a + 0.5) // a ≤ ~128: exact
+		if f := a - float64(int(a)); f > 0.5-quantHalfMargin && f < 0.5+quantHalfMargin {
 			r := math.Round(float64(x) / norm / float64(step))
 			q = int(math.Abs(r))
-		} else if f > 0.5 {
-			q++
 		}
 		q = min(q, 127)
 		if t < 0 {
@@ -140,11 +142,10 @@ func recCodes(b []byte) []int8 {
 	return unsafe.Slice((*int8)(unsafe.Pointer(&b[4])), len(b)-4)
 }
 
+// abs32 clears the sign bit: no branch on the sign, which is random. It
+// makes -0 +0, which orders the same.
 func abs32(x float32) float32 {
-	if x < 0 {
-		return -x
-	}
-	return x
+	return math.Float32frombits(math.Float32bits(x) &^ (1 << 31))
 }
 
 func max32(a, b float32) float32 {
