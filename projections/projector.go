@@ -120,11 +120,6 @@ type Options struct {
 	// catch-up (default DefaultCommits). The others go on applying
 	// events meanwhile.
 	Commits int
-	// PacerCommit lets the projection the reader waits for (its channel
-	// full) commit beside the Commits places, in one place of its own
-	// (turns): at most Commits+1 commits at once, the extra one always
-	// the pace-setter's.
-	PacerCommit bool
 }
 
 // DefaultCommits is how many projections commit at once during a
@@ -405,13 +400,7 @@ func (pr *Projector) catchUpForce(ctx context.Context, src Source, progress func
 	depth := pr.opt.CommitEvery/batchSize + 1
 	var wg sync.WaitGroup
 	// Commits take turns (Options.Commits).
-	// The pacer: its channel full, or one batch short (the reader
-	// refills it as soon as it takes one).
-	pacer := 0
-	if pr.opt.PacerCommit {
-		pacer = max(1, depth-1)
-	}
-	commits := newTurns(pr.opt.Commits, pacer)
+	commits := newTurns(pr.opt.Commits)
 	chans := make([]chan []*log.Event, len(runs))
 	// Set when the reader delivered the whole range: only then may a
 	// projection that committed it compact.
@@ -569,7 +558,7 @@ func endBulk(r *run, commits *turns) error {
 	}
 	err := Guard(r.p.Name(), func() error {
 		commits.acquire(r.backlog)
-		defer commits.release(false)
+		defer commits.release()
 		return b.EndBulk()
 	})
 	if err != nil && !r.failed {
@@ -591,7 +580,7 @@ func compactTurn(r *run, commits *turns) error {
 	}
 	t := r.st.now()
 	commits.acquire(r.backlog)
-	defer commits.release(false)
+	defer commits.release()
 	t = r.st.add(&r.st.turn, t)
 	defer r.st.add(&r.st.compact, t)
 	if err := Guard(r.p.Name(), c.Compact); err != nil {
@@ -642,8 +631,8 @@ func (r *run) apply(pr *Projector, in <-chan []*log.Event, commits *turns, cance
 // error, and the other projections must still get their turns).
 func commitTurn(r *run, commits *turns) error {
 	t := r.st.now()
-	pacer := commits.acquireCommit(r.backlog)
-	defer commits.release(pacer)
+	commits.acquire(r.backlog)
+	defer commits.release()
 	t = r.st.add(&r.st.turn, t)
 	if err := commitRun(r); err != nil {
 		return err

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"time"
 )
@@ -13,8 +13,13 @@ import (
 // for finding what holds a one-shot command's peak memory (`go tool
 // pprof -sample_index=inuse_space`). A profile taken at exit shows only
 // what is live then, so a sampler rewrites the file each time the live
-// heap passes 1.1× its previous high: the file ends near the peak. A
-// developer aid, so it is an environment variable and not a flag.
+// heap (what the last collection kept) passes 1.1× its previous high: the
+// file ends near the peak. Not the allocated heap (runtime.MemStats
+// HeapAlloc, garbage included): under a bulk build's memory limit that
+// reaches the limit within seconds and stays there, so the file stopped
+// at the first seconds of a 1M-event build while the live heap went on
+// growing. A developer aid, so it is an environment variable and not a
+// flag.
 func startMemProfile(stderr io.Writer) (stop func()) {
 	path := os.Getenv("UCL_MEMPROFILE")
 	if path == "" {
@@ -38,7 +43,7 @@ func startMemProfile(stderr io.Writer) (stop func()) {
 	go func() {
 		defer close(finished)
 		var high uint64
-		var ms runtime.MemStats
+		live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 		tick := time.NewTicker(500 * time.Millisecond)
 		defer tick.Stop()
 		for {
@@ -47,9 +52,12 @@ func startMemProfile(stderr io.Writer) (stop func()) {
 				return
 			case <-tick.C:
 			}
-			runtime.ReadMemStats(&ms)
-			if ms.HeapAlloc > high+high/10 {
-				high = ms.HeapAlloc
+			metrics.Read(live)
+			if live[0].Value.Kind() != metrics.KindUint64 {
+				continue
+			}
+			if v := live[0].Value.Uint64(); v > high+high/10 {
+				high = v
 				write()
 			}
 		}

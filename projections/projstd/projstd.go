@@ -264,9 +264,6 @@ func Open(dir string, src projections.Source, o Options) (*Set, error) {
 	if po.DigestCache == "" {
 		po.DigestCache = filepath.Join(dir, DigestCacheFile)
 	}
-	// The projection that sets a catch-up's pace never waits for the
-	// others' commits (turns).
-	po.PacerCommit = true
 	if s.Projector, err = projections.NewProjector(src, ps, po); err != nil {
 		for _, p := range ps {
 			p.Close()
