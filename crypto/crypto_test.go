@@ -159,6 +159,13 @@ func TestSealWithOpenWith(t *testing.T) {
 		if err != nil || len(sealed) != len("the body")+TagSize {
 			t.Fatalf("%s: seal: %d bytes, %v", a, len(sealed), err)
 		}
+		s, err := NewSealerWith(a, dek)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again := s.Seal(nil, aad, []byte("the body")); !bytes.Equal(again, sealed) {
+			t.Fatalf("%s: Sealer and SealWith differ", a)
+		}
 		if plain, err := OpenWith(a, nil, dek, aad, sealed); err != nil || string(plain) != "the body" {
 			t.Fatalf("%s: open: %q %v", a, plain, err)
 		}
