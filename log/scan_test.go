@@ -250,3 +250,38 @@ func TestAppendSlabsRecycled(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestEventsDefaultChunkIDs: the default chunk ids of replayed store
+// events (carved from shared slabs, strCache.hexID) are each its event
+// id's hex, still after the events after it were decoded; an explicit
+// chunk id is kept as given.
+func TestEventsDefaultChunkIDs(t *testing.T) {
+	l := openT(t, t.TempDir(), testKeys(t), Options{Durability: None})
+	defer l.Close()
+	es := make([]Entry, 300) // several slabs of 32 ids for each worker
+	for i := range es {
+		es[i] = storeEntry(i)
+		if i%50 == 7 {
+			es[i].Body.(*Store).ChunkID = fmt.Sprintf("chunk-%d", i)
+		}
+	}
+	if _, err := l.AppendBatch(context.Background(), es); err != nil {
+		t.Fatal(err)
+	}
+	var got []*Event
+	if err := l.Events(context.Background(), 0, 0, func(e *Event) error { got = append(got, e); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(es) {
+		t.Fatalf("%d events, want %d", len(got), len(es))
+	}
+	for i, e := range got {
+		want := e.ID.String()
+		if i%50 == 7 {
+			want = fmt.Sprintf("chunk-%d", i)
+		}
+		if c := e.Store().ChunkID; c != want {
+			t.Fatalf("event %d: chunk id %q, want %q", i+1, c, want)
+		}
+	}
+}
