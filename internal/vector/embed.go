@@ -326,8 +326,9 @@ func (h *HashEmbedder) bucket(x uint64) int {
 // dim buckets added change nothing in it, and the caller's output is
 // already +0 there. The buckets with features are found in ascending
 // order from a bitmap, not by a scan of all dim: a chunk's ~200 features
-// touch about a third of 384 buckets, and the scan's loop, the clear and
-// the running sum of every bucket's count were a third of embedding.
+// touch about a third of 384 buckets, and dropping the scan's loop, the
+// clear and the running sum of every bucket's count took ~19% off the CPU
+// of embedding a LoCoMo turn (same-time pairs, stop 40).
 func (h *HashEmbedder) accumulate(sc *embedScratch, feats []feature) float64 {
 	if cap(sc.acc) < h.dim {
 		sc.acc = make([]float64, h.dim)

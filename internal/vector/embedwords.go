@@ -73,7 +73,8 @@ func stemInto(dst []byte, w string) []byte {
 	}
 	b := dst
 	// Every plural rule's suffix ends in 's': most words skip them on
-	// one comparison (the five suffix tests were a third of stemming).
+	// one comparison instead of five suffix tests (~5% off embedding a
+	// LoCoMo turn, same-time pairs).
 	// After "'s" goes, the rules see the rest, as Stem's do.
 	if b[len(b)-1] == 's' {
 		if bytes.HasSuffix(b, []byte("'s")) {
