@@ -95,8 +95,6 @@ var (
 	envLimit bool    // GOMEMLIMIT chose the limit: FitBulkLimit leaves it alone
 	fitBase  int64   // the limit FitBulkLimit found in place (its ceiling); 0: not fitting
 	fitted   int64   // the limit FitBulkLimit set last
-	fitLow   int64   // the lowest limit FitBulkLimit set (UCL_CATCHUP_STATS)
-	fitCuts  int     // how many of its calls found the limit below fitBase
 	mapped   []int64 // file-backed resident bytes after the last commits (FitBulkLimit)
 )
 
@@ -203,14 +201,7 @@ func FitBulkLimit() {
 		mapped = append(mapped[:0], mapped[1:]...)
 	}
 	mapped = append(mapped, file)
-	l := fitLimit(slices.Max(mapped), liveHeap(), fitBase)
-	if l < fitBase {
-		fitCuts++
-		if fitLow == 0 || l < fitLow {
-			fitLow = l
-		}
-	}
-	if l != cur {
+	if l := fitLimit(slices.Max(mapped), liveHeap(), fitBase); l != cur {
 		debug.SetMemoryLimit(l)
 		fitted = l
 		if memLimit == cur {
@@ -229,15 +220,7 @@ func unfit() {
 			memLimit = fitBase
 		}
 	}
-	fitBase, fitted, fitLow, fitCuts, mapped = 0, 0, 0, 0, mapped[:0]
-}
-
-// fitStats reports the limit FitBulkLimit started from, the lowest it
-// set and how many commits found it lowered (0s when it has not run).
-func fitStats() (base, low int64, cuts int) {
-	gcMu.Lock()
-	defer gcMu.Unlock()
-	return fitBase, fitLow, fitCuts
+	fitBase, fitted, mapped = 0, 0, mapped[:0]
 }
 
 // fitLimit is the heap limit BulkRSSBudget leaves beside file mapped

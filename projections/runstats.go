@@ -61,9 +61,6 @@ func printStats(runs []*run, read, send, total time.Duration, c0 []metrics.Sampl
 	d := func(i int) float64 { return c1[i].Value.Float64() - c0[i].Value.Float64() }
 	fmt.Fprintf(os.Stderr, "catch-up %v: reader read %v, blocked sending %v; capacity %.1fs, idle %.1fs, gc %.1fs, user %.1fs\n",
 		total.Round(time.Millisecond), read.Round(time.Millisecond), send.Round(time.Millisecond), d(0), d(1), d(2), d(3))
-	if base, low, cuts := fitStats(); base != 0 {
-		fmt.Fprintf(os.Stderr, "  heap limit %d MiB, lowered to the RSS budget at %d commits, down to %d MiB\n", base>>20, cuts, low>>20)
-	}
 	for _, r := range runs {
 		s := r.st
 		fmt.Fprintf(os.Stderr, "  %-10s wait %8.1fs apply %8.1fs turn %8.1fs commit %8.1fs release %6.1fs compact %6.1fs\n", r.p.Name(),
