@@ -41,11 +41,10 @@ const BulkMemHeadroom = 512 << 20
 // limit is lowered to what the budget leaves beside the largest mapped
 // share seen over the last commits, never below the live heap plus
 // bulkMemFloor (below it the collector runs back to back) and never above
-// the limit in place when the catch-up started (live heap +
-// BulkMemHeadroom, or the program's own: `ucl project` sets 512 MiB).
-// While the mapped share is small (every store up to ~1M events here) the
-// limit stays that one: the budget costs collector CPU only where the
-// mapped pages would otherwise take the process over it.
+// the live heap + BulkMemHeadroom the catch-up started with. While the
+// mapped share is small (every store up to ~1M events here) the limit is
+// that start value: the budget costs collector CPU only where the mapped
+// pages would otherwise take the process over it.
 const BulkRSSBudget = 1 << 30
 
 // bulkMemFloor is the least room above the live heap that FitBulkLimit
@@ -92,9 +91,7 @@ var (
 	gcOld    int     // the target before the first bulk one
 	memLimit int64   // the limit set here; 0: none set (one was there)
 	ownLimit bool    // whether the running catch-ups may set or raise a limit
-	envLimit bool    // GOMEMLIMIT chose the limit: FitBulkLimit leaves it alone
-	fitBase  int64   // the limit FitBulkLimit found in place (its ceiling); 0: not fitting
-	fitted   int64   // the limit FitBulkLimit set last
+	memCeil  int64   // the highest limit the running catch-ups set (FitBulkLimit's ceiling)
 	mapped   []int64 // file-backed resident bytes after the last commits (FitBulkLimit)
 )
 
@@ -121,9 +118,8 @@ func catchUpGC(bulk bool) (restore func()) {
 	}
 	gcMu.Lock()
 	if gcRuns == 0 {
-		memLimit = 0
-		envLimit = os.Getenv("GOMEMLIMIT") != ""
-		ownLimit = !envLimit && debug.SetMemoryLimit(-1) == math.MaxInt64
+		memLimit, memCeil, mapped = 0, 0, mapped[:0]
+		ownLimit = os.Getenv("GOMEMLIMIT") == "" && debug.SetMemoryLimit(-1) == math.MaxInt64
 	}
 	// The limit is ours to raise while it is still the one set here (none
 	// yet: the maximum); a limit the program set meanwhile stays.
@@ -136,6 +132,7 @@ func catchUpGC(bulk bool) (restore func()) {
 			memLimit = l
 			debug.SetMemoryLimit(memLimit)
 		}
+		memCeil = max(memCeil, memLimit)
 	}
 	if bulk {
 		if gcBulk == 0 {
@@ -155,7 +152,6 @@ func catchUpGC(bulk bool) (restore func()) {
 			if bulk {
 				if gcBulk--; gcBulk == 0 {
 					debug.SetGCPercent(gcOld)
-					unfit()
 				}
 			}
 			if gcRuns--; gcRuns == 0 {
@@ -164,63 +160,35 @@ func catchUpGC(bulk bool) (restore func()) {
 				if memLimit != 0 && debug.SetMemoryLimit(-1) == memLimit {
 					debug.SetMemoryLimit(math.MaxInt64)
 				}
-				memLimit = 0
+				memLimit, memCeil, mapped = 0, 0, mapped[:0]
 			}
 			gcMu.Unlock()
 		})
 	}
 }
 
-// FitBulkLimit fits the memory limit in place during a bulk catch-up
-// (the one catchUpGC set, or the program's own, as `ucl project` sets) to
-// BulkRSSBudget (see there) from the file-backed resident bytes now,
-// never above the limit it found; the last bulk catch-up to end puts that
-// limit back. The projector calls it after each commit of a bulk
-// catch-up, before the projection releases its mapped pages: that is when
-// a commit's pages are resident. It does nothing while no bulk catch-up
-// runs, under no limit, under GOMEMLIMIT (the environment wins, as for
-// the limit itself), or once the program changed the limit it fitted.
+// FitBulkLimit fits the memory limit a running bulk catch-up set to
+// BulkRSSBudget (see there) from the file-backed resident bytes now. The
+// projector calls it after each commit of a bulk catch-up, before the
+// projection releases its mapped pages: that is when a commit's pages are
+// resident. It does nothing while no bulk catch-up runs, or when the limit
+// is not the one set here (GOMEMLIMIT, or the program's own).
 func FitBulkLimit() {
 	file := fileResident()
 	gcMu.Lock()
 	defer gcMu.Unlock()
-	if gcBulk == 0 || envLimit || file < 0 {
-		return
-	}
-	cur := debug.SetMemoryLimit(-1)
-	if fitBase == 0 {
-		if cur == math.MaxInt64 {
-			return
-		}
-		fitBase, fitted = cur, cur
-	}
-	if cur != fitted {
+	if gcBulk == 0 || memLimit == 0 || file < 0 || debug.SetMemoryLimit(-1) != memLimit {
 		return
 	}
 	if len(mapped) == mappedWindow {
 		mapped = append(mapped[:0], mapped[1:]...)
 	}
 	mapped = append(mapped, file)
-	if l := fitLimit(slices.Max(mapped), liveHeap(), fitBase); l != cur {
+	l := fitLimit(slices.Max(mapped), liveHeap(), memCeil)
+	if l != memLimit {
+		memLimit = l
 		debug.SetMemoryLimit(l)
-		fitted = l
-		if memLimit == cur {
-			// Still the one set here: lifted at the end as before.
-			memLimit = l
-		}
 	}
-}
-
-// unfit puts back the limit FitBulkLimit found, unless the program
-// changed the one it set (gcMu held).
-func unfit() {
-	if fitBase != 0 && debug.SetMemoryLimit(-1) == fitted {
-		debug.SetMemoryLimit(fitBase)
-		if memLimit == fitted {
-			memLimit = fitBase
-		}
-	}
-	fitBase, fitted, mapped = 0, 0, mapped[:0]
 }
 
 // fitLimit is the heap limit BulkRSSBudget leaves beside file mapped

@@ -123,31 +123,3 @@ func TestFitBulkLimitKeepsTheBudget(t *testing.T) {
 		t.Fatalf("program's limit after the catch-up: %d", l)
 	}
 }
-
-// A limit the program set before the catch-up (`ucl project` sets 512
-// MiB) is fitted too, and put back when the catch-up ends; one GOMEMLIMIT
-// chose is left alone.
-func TestFitBulkLimitFitsTheProgramsLimit(t *testing.T) {
-	t.Setenv("GOMEMLIMIT", "")
-	prev := debug.SetMemoryLimit(512 << 20)
-	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
-	file := int64(800 << 20)
-	defer SetFileResident(func() int64 { return file })()
-	end := bulkGC()
-	FitBulkLimit()
-	if l := debug.SetMemoryLimit(-1); l >= 512<<20 {
-		t.Fatalf("800 MB mapped under the program's 512 MiB: limit %d, not lowered", l)
-	}
-	end()
-	if l := debug.SetMemoryLimit(-1); l != 512<<20 {
-		t.Fatalf("after the catch-up: limit %d, want the program's %d", l, 512<<20)
-	}
-
-	t.Setenv("GOMEMLIMIT", "512MiB")
-	end = bulkGC()
-	FitBulkLimit()
-	if l := debug.SetMemoryLimit(-1); l != 512<<20 {
-		t.Fatalf("under GOMEMLIMIT: limit %d, want it left at %d", l, 512<<20)
-	}
-	end()
-}

@@ -594,19 +594,6 @@ func TestBulkCatchUpFitsTheRSSBudget(t *testing.T) {
 	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
 		t.Fatalf("memory limit after the catch-up: %d, want none", got)
 	}
-	// Under the program's own limit (`ucl project` sets one) too.
-	debug.SetMemoryLimit(512 << 20)
-	p2 := &limitsProbe{recorder: recorder{name: "probe"}}
-	pr2 := newProjector(t, projtest.NewMemSource(evs), projections.Options{CommitEvery: 1000}, p2)
-	if err := pr2.CatchUp(t.Context(), nil); err != nil {
-		t.Fatal(err)
-	}
-	if first, last := p2.limits[0], p2.limits[len(p2.limits)-1]; first != 512<<20 || last >= first {
-		t.Fatalf("under the program's 512 MiB: limit %d at the first event, %d at the last", first, last)
-	}
-	if got := debug.SetMemoryLimit(-1); got != 512<<20 {
-		t.Fatalf("memory limit after the catch-up: %d, want the program's %d", got, 512<<20)
-	}
 }
 
 // turnProbe is a recorder whose commits note whether another projection
