@@ -5,7 +5,6 @@ import (
 	"os"
 	"runtime/debug"
 	"runtime/metrics"
-	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -31,39 +30,6 @@ const bulkGCPercent = 200
 // collecting back to back. The pages bbolt and bleve map are outside it.
 const BulkMemHeadroom = 512 << 20
 
-// BulkRSSBudget is the resident set a bulk catch-up aims to stay within:
-// Go heap plus the projection files' pages mapped into the process. The
-// mapped pages grow with the store (a 2M-event first build mapped up to
-// 650 MB of timelines.db, fts side.db and summary.db during commits,
-// against 40-450 MB at 1M), while the heap's bound (BulkMemHeadroom) did
-// not: at 2M the peak was ~500 MB of heap plus ~650 MB mapped, 1.18-1.25
-// GB. So after each commit of a bulk catch-up (FitBulkLimit) the heap's
-// limit is lowered to what the budget leaves beside the largest mapped
-// share seen over the last commits, never below the live heap plus
-// bulkMemFloor (below it the collector runs back to back) and never above
-// the live heap + BulkMemHeadroom the catch-up started with. While the
-// mapped share is small (every store up to ~1M events here) the limit is
-// that start value: the budget costs collector CPU only where the mapped
-// pages would otherwise take the process over it.
-const BulkRSSBudget = 1 << 30
-
-// bulkMemFloor is the least room above the live heap that FitBulkLimit
-// leaves the collector (CatchUpMemHeadroom's measurements: at + 128 MiB a
-// collection ran back to back and the CPU doubled).
-const bulkMemFloor = 192 << 20
-
-// rssSlack is the part of the budget kept for what is resident beside the
-// Go heap and the projection files: the binary's own mapped text (~35 MB)
-// counts in the file share already; this is C and runtime memory outside
-// the limit.
-const rssSlack = 32 << 20
-
-// mappedWindow is how many commits' mapped shares FitBulkLimit keeps the
-// largest of: each projection's commit maps its own file's pages (and
-// ReleaseMemory drops them after), so the window spans a round of every
-// projection's commits, twice.
-const mappedWindow = 10
-
 // CatchUpMemHeadroom bounds the Go heap of a catch-up too small to be
 // bulk (fewer than CompactAfter events) the same way, with less room: a
 // few events can still be large (a 2 MiB document of distinct words and a
@@ -86,18 +52,12 @@ func BulkRan() bool { return bulkRan.Load() }
 
 var (
 	gcMu     sync.Mutex
-	gcRuns   int     // catch-ups running in this process
-	gcBulk   int     // bulk ones among them
-	gcOld    int     // the target before the first bulk one
-	memLimit int64   // the limit set here; 0: none set (one was there)
-	ownLimit bool    // whether the running catch-ups may set or raise a limit
-	memCeil  int64   // the highest limit the running catch-ups set (FitBulkLimit's ceiling)
-	mapped   []int64 // file-backed resident bytes after the last commits (FitBulkLimit)
+	gcRuns   int   // catch-ups running in this process
+	gcBulk   int   // bulk ones among them
+	gcOld    int   // the target before the first bulk one
+	memLimit int64 // the limit set here; 0: none set (one was there)
+	ownLimit bool  // whether the running catch-ups may set or raise a limit
 )
-
-// fileResident reports the process's file-backed resident bytes; a
-// variable so that tests can stand in for the kernel's figure.
-var fileResident = residentFileBytes
 
 // bulkGC is catchUpGC for a bulk catch-up.
 func bulkGC() (restore func()) { return catchUpGC(true) }
@@ -118,7 +78,7 @@ func catchUpGC(bulk bool) (restore func()) {
 	}
 	gcMu.Lock()
 	if gcRuns == 0 {
-		memLimit, memCeil, mapped = 0, 0, mapped[:0]
+		memLimit = 0
 		ownLimit = os.Getenv("GOMEMLIMIT") == "" && debug.SetMemoryLimit(-1) == math.MaxInt64
 	}
 	// The limit is ours to raise while it is still the one set here (none
@@ -132,7 +92,6 @@ func catchUpGC(bulk bool) (restore func()) {
 			memLimit = l
 			debug.SetMemoryLimit(memLimit)
 		}
-		memCeil = max(memCeil, memLimit)
 	}
 	if bulk {
 		if gcBulk == 0 {
@@ -160,41 +119,11 @@ func catchUpGC(bulk bool) (restore func()) {
 				if memLimit != 0 && debug.SetMemoryLimit(-1) == memLimit {
 					debug.SetMemoryLimit(math.MaxInt64)
 				}
-				memLimit, memCeil, mapped = 0, 0, mapped[:0]
+				memLimit = 0
 			}
 			gcMu.Unlock()
 		})
 	}
-}
-
-// FitBulkLimit fits the memory limit a running bulk catch-up set to
-// BulkRSSBudget (see there) from the file-backed resident bytes now. The
-// projector calls it after each commit of a bulk catch-up, before the
-// projection releases its mapped pages: that is when a commit's pages are
-// resident. It does nothing while no bulk catch-up runs, or when the limit
-// is not the one set here (GOMEMLIMIT, or the program's own).
-func FitBulkLimit() {
-	file := fileResident()
-	gcMu.Lock()
-	defer gcMu.Unlock()
-	if gcBulk == 0 || memLimit == 0 || file < 0 || debug.SetMemoryLimit(-1) != memLimit {
-		return
-	}
-	if len(mapped) == mappedWindow {
-		mapped = append(mapped[:0], mapped[1:]...)
-	}
-	mapped = append(mapped, file)
-	l := fitLimit(slices.Max(mapped), liveHeap(), memCeil)
-	if l != memLimit {
-		memLimit = l
-		debug.SetMemoryLimit(l)
-	}
-}
-
-// fitLimit is the heap limit BulkRSSBudget leaves beside file mapped
-// bytes, kept between live + bulkMemFloor and ceil.
-func fitLimit(file, live, ceil int64) int64 {
-	return min(ceil, max(BulkRSSBudget-rssSlack-file, live+bulkMemFloor))
 }
 
 // liveHeap is the heap the last garbage collection found live (0 before

@@ -638,10 +638,6 @@ func commitTurn(r *run, commits *turns) error {
 		return err
 	}
 	t = r.st.add(&r.st.commit, t)
-	if r.bulk {
-		// Before the release: the commit's mapped pages count.
-		FitBulkLimit()
-	}
 	if m, ok := r.p.(MemoryReleaser); ok && r.bulk {
 		m.ReleaseMemory()
 	}

@@ -558,44 +558,6 @@ func TestBulkCatchUpBoundsHeap(t *testing.T) {
 	}
 }
 
-// limitsProbe is a recorder that notes the process's memory limit at
-// each event it applies.
-type limitsProbe struct {
-	recorder
-	limits []int64
-}
-
-func (p *limitsProbe) Apply(ev *log.Event) error {
-	p.limits = append(p.limits, debug.SetMemoryLimit(-1))
-	return p.recorder.Apply(ev)
-}
-
-// A bulk catch-up fits its heap limit to projections.BulkRSSBudget after
-// each commit: with 800 MB of files mapped it is lowered from the start's
-// live heap + BulkMemHeadroom for the events after the first commit.
-func TestBulkCatchUpFitsTheRSSBudget(t *testing.T) {
-	t.Setenv("GOMEMLIMIT", "")
-	prev := debug.SetMemoryLimit(math.MaxInt64)
-	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
-	defer projections.SetFileResident(func() int64 { return 800 << 20 })()
-	evs := projtest.StoreEvents(5, projections.CompactAfter)
-	p := &limitsProbe{recorder: recorder{name: "probe"}}
-	pr := newProjector(t, projtest.NewMemSource(evs), projections.Options{CommitEvery: 1000}, p)
-	if err := pr.CatchUp(t.Context(), nil); err != nil {
-		t.Fatal(err)
-	}
-	first, last := p.limits[0], p.limits[len(p.limits)-1]
-	if first < projections.BulkMemHeadroom {
-		t.Fatalf("limit at the first event %d, want the live heap + %d", first, projections.BulkMemHeadroom)
-	}
-	if fit := int64(projections.BulkRSSBudget - 800<<20); last >= first || last > max(fit, first-projections.BulkMemHeadroom+256<<20) {
-		t.Fatalf("limit at the last event %d, first %d: not fitted to the budget beside 800 MB mapped", last, first)
-	}
-	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
-		t.Fatalf("memory limit after the catch-up: %d, want none", got)
-	}
-}
-
 // turnProbe is a recorder whose commits note whether another projection
 // was committing at the same time; the first projection's first commit
 // waits until the other has applied its commit's worth of events (so,

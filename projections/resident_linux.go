@@ -1,9 +1,6 @@
 package projections
 
 import (
-	"os"
-	"strconv"
-	"strings"
 	"syscall"
 
 	bolt "go.etcd.io/bbolt"
@@ -24,22 +21,4 @@ func DropResident(db *bolt.DB, size int64) {
 	}
 	// Advice: nothing to do when it is refused.
 	_, _, _ = syscall.Syscall(syscall.SYS_MADVISE, db.Info().Data, uintptr(size), syscall.MADV_DONTNEED)
-}
-
-// residentFileBytes is the process's resident file-backed and shared
-// memory (the third field of /proc/self/statm, in pages), -1 when unknown.
-func residentFileBytes() int64 {
-	b, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
-		return -1
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return -1
-	}
-	n, err := strconv.ParseInt(f[2], 10, 64)
-	if err != nil {
-		return -1
-	}
-	return n * int64(os.Getpagesize())
 }
