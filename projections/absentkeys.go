@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"hash/maphash"
 	"math/bits"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // AbsentKeys remembers, inexactly, the keys put into a bbolt bucket that
@@ -39,6 +41,26 @@ const (
 	absentFirstKeys = 1 << 20 // the first layer's capacity
 	absentProbes    = 4       // bits set per key in its word
 )
+
+// AbsentKeysFor is a new filter for db's bucket when the bucket holds no
+// key (a first build), and nil when it holds one or cannot be read: with
+// no filter every key is looked up, which is always right, and an
+// unreadable file shows itself again at the lookups and the commit.
+// name is the projection's, for Guard.
+func AbsentKeysFor(name string, db *bolt.DB, bucket []byte) *AbsentKeys {
+	empty := false
+	err := Guard(name, func() error {
+		return db.View(func(tx *bolt.Tx) error {
+			k, _ := tx.Bucket(bucket).Cursor().First()
+			empty = k == nil
+			return nil
+		})
+	})
+	if err != nil || !empty {
+		return nil
+	}
+	return NewAbsentKeys()
+}
 
 // NewAbsentKeys returns an empty filter.
 func NewAbsentKeys() *AbsentKeys {

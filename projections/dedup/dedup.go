@@ -224,17 +224,7 @@ func (x *Index) BeginBulk() {
 	if x.closed || len(x.pend.m[bItems]) > 0 {
 		return
 	}
-	empty := false
-	err := projections.Guard(Name, func() error {
-		return x.db.View(func(tx *bolt.Tx) error {
-			k, _ := tx.Bucket(bucketItems).Cursor().First()
-			empty = k == nil
-			return nil
-		})
-	})
-	if err == nil && empty { // else no filter: every chunk is looked up
-		x.stored = projections.NewAbsentKeys()
-	}
+	x.stored = projections.AbsentKeysFor(Name, x.db, bucketItems)
 }
 
 // EndBulk implements projections.BulkBuilder: the filter goes.

@@ -691,15 +691,7 @@ func (x *Index) BeginBulk() {
 	if x.closed {
 		return
 	}
-	empty := false
-	err := x.view(func(tx *bolt.Tx) error {
-		k, _ := tx.Bucket(bucketChunks).Cursor().First()
-		empty = k == nil
-		return nil
-	})
-	if err == nil && empty { // else no filter: Commit looks every chunk up
-		x.stored = projections.NewAbsentKeys()
-	}
+	x.stored = projections.AbsentKeysFor(Name, x.db, bucketChunks)
 }
 
 // EndBulk implements projections.BulkBuilder: it brings the search index

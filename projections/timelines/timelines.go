@@ -307,17 +307,7 @@ func (t *Timelines) BeginBulk() {
 	if t.closed {
 		return
 	}
-	empty := false
-	err := projections.Guard(Name, func() error {
-		return t.db.View(func(tx *bolt.Tx) error {
-			k, _ := tx.Bucket(bIDs).Cursor().First()
-			empty = k == nil
-			return nil
-		})
-	})
-	if err == nil && empty { // else no filter: every chunk is looked up
-		t.stored = projections.NewAbsentKeys()
-	}
+	t.stored = projections.AbsentKeysFor(Name, t.db, bIDs)
 }
 
 // EndBulk implements projections.BulkBuilder: the filter goes.
