@@ -257,39 +257,33 @@ func TestRecordUnderWrongSeq(t *testing.T) {
 	}
 	// a1's record moved under seq 7, its ids entry following it: the
 	// record's own seq disagrees with its key.
-	err = x.db.Update(func(tx *bolt.Tx) error {
-		docs := tx.Bucket(bucketDocs)
-		v := append([]byte(nil), docs.Get(seqKey(1))...)
-		if err := docs.Delete(seqKey(1)); err != nil {
-			return err
-		}
-		if err := docs.Put(seqKey(7), v); err != nil {
-			return err
-		}
-		return tx.Bucket(bucketIDs).Put(projections.IDKey("a1"), seqKey(7))
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	moveRecord(t, x, "a1", 1, 7)
 	if _, err := x.Mentioned([]string{"a1"}); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("record under another seq: %v", err)
 	}
 	// Put back: every read agrees again.
-	err = x.db.Update(func(tx *bolt.Tx) error {
-		docs := tx.Bucket(bucketDocs)
-		v := append([]byte(nil), docs.Get(seqKey(7))...)
-		if err := docs.Delete(seqKey(7)); err != nil {
-			return err
-		}
-		if err := docs.Put(seqKey(1), v); err != nil {
-			return err
-		}
-		return tx.Bucket(bucketIDs).Put(projections.IDKey("a1"), seqKey(1))
-	})
-	if err != nil {
+	moveRecord(t, x, "a1", 7, 1)
+	if _, err := x.Digest(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := x.Digest(); err != nil {
+}
+
+// moveRecord moves chunk id's "docs" record from seq from to seq to, its
+// "ids" entry following it (the record's own seq stays from).
+func moveRecord(t *testing.T, x *Index, id string, from, to uint64) {
+	t.Helper()
+	err := x.db.Update(func(tx *bolt.Tx) error {
+		docs := tx.Bucket(bucketDocs)
+		v := append([]byte(nil), docs.Get(seqKey(from))...)
+		if err := docs.Delete(seqKey(from)); err != nil {
+			return err
+		}
+		if err := docs.Put(seqKey(to), v); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketIDs).Put(projections.IDKey(id), seqKey(to))
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 }
