@@ -1027,7 +1027,16 @@ func checkSize(t Type, plain []byte) error {
 type prepScratch struct {
 	dek [crypto.KeySize]byte
 	h   Header
+	// now is the append time (ms) of the entries without one, read from
+	// the clock for every nowEvery-th such entry: the clock read was 3-5%
+	// of an append's CPU, and nowEvery entries are prepared in a few
+	// microseconds, well inside the time's millisecond.
+	now  int64
+	nows int
 }
+
+// nowEvery is how many entries share one clock read (prepScratch.now).
+const nowEvery = 16
 
 // prepare encodes and keys one entry into mem (empty, with the capacity
 // eventBufSize(e)); rnd is IDSize random bytes, its id when the entry has
@@ -1038,7 +1047,11 @@ func (l *Log) prepare(e Entry, p *prepared, b *batchSeal, rnd []byte, mem []byte
 	}
 	p.id, p.time, p.typ = e.ID, e.Time, e.Body.Type()
 	if p.time == 0 {
-		p.time = l.opts.Now().UnixMilli()
+		if sc.nows%nowEvery == 0 {
+			sc.now = l.opts.Now().UnixMilli()
+		}
+		sc.nows++
+		p.time = sc.now
 	}
 	if p.id.IsZero() {
 		copy(p.id[:], rnd)
