@@ -90,6 +90,9 @@
 //     lists at every commit made a bulk build quadratic), and so does
 //     Open or the next Commit when it finds the mark (a build cut short).
 //     Search during a bulk build sees the index as of its start;
+//   - chunks_bulk: during a bulk build, seq(8, BE) → the records of the
+//     chunks it stored new, moved into chunks in key order at its end
+//     (chunksbulk.go); absent otherwise;
 //   - meta: version tag, checkpoint, search_stats, search_stale (present
 //     only while the search index is behind the summaries).
 //

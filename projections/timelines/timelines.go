@@ -33,7 +33,8 @@
 // Chunk records are keyed by the seq of the event that put them in place
 // (one event puts at most one chunk), behind a small ids index (version
 // 7): a bulk build appends the records at the end of their bucket, and
-// only the 8-byte ids entries take random inserts. Keyed by id (version
+// only the 8-byte ids entries take random inserts, which a bulk build
+// defers to its end and writes in key order (idsbulk.go). Keyed by id (version
 // 6), every commit of a bulk build inserted all over the records, so
 // each commit mapped most of the file (176 MB at 1M events, 253 MB at
 // 2M, of the build's peak RSS).
