@@ -49,6 +49,8 @@ func TestPendingReadsEqualFile(t *testing.T) {
 	}
 	var probes []probe
 	pending := 0
+	setFlush(t, FlushEntries, flushChunk) // restored at the end
+	defEntries, defChunk := FlushEntries, flushChunk
 	for i := 0; i < len(evs); i += 13 {
 		batch := evs[i:min(i+13, len(evs))]
 		for _, ev := range batch {
@@ -75,7 +77,7 @@ func TestPendingReadsEqualFile(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		FlushEntries, flushChunk = 300_000, 8192
+		FlushEntries, flushChunk = defEntries, defChunk
 		pending = max(pending, held.pend.n)
 		for _, p := range probes[max(0, len(probes)-120):] {
 			a, err1 := held.Find(p.session, p.role, p.kind, p.h)

@@ -230,7 +230,7 @@ type blockPlan struct {
 // before and after the change, so blocks outside that range are
 // unchanged. A chunk in pending (applied since the last Commit, written
 // in this one) is taken from there, without reading its record back.
-func planBlocks(tx *bolt.Tx, g groupKey, lo, hi []byte, pending map[string]*chunk) (*blockPlan, error) {
+func planBlocks(tx *bolt.Tx, g groupKey, lo, hi []byte, pending map[string]*chunk, recs *chunkRecords) (*blockPlan, error) {
 	idx := tx.Bucket(bucketBySession)
 	if g.prefix == prefixDocument {
 		idx = tx.Bucket(bucketByDoc)
@@ -284,7 +284,6 @@ func planBlocks(tx *bolt.Tx, g groupKey, lo, hi []byte, pending map[string]*chun
 		}
 	}
 
-	chunks := tx.Bucket(bucketChunks)
 	p := &blockPlan{}
 	for k, _ = c.Seek(start); within(k); k, _ = c.Next() {
 		id, err := idOfKey(gp, k)
@@ -297,7 +296,11 @@ func planBlocks(tx *bolt.Tx, g groupKey, lo, hi []byte, pending map[string]*chun
 		}
 		ch := pending[id]
 		if ch == nil {
-			if ch, err = decodeChunk(id, chunks.Get(projections.IDKey(id))); err != nil {
+			rec, _, err := recs.get(projections.IDKey(id))
+			if err != nil {
+				return nil, err
+			}
+			if ch, err = decodeChunk(id, rec); err != nil {
 				return nil, err
 			}
 		}

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/unlimitedcontext/ucl/projections/projtest"
 )
 
 // searchMeta returns the search stats and the bulk-build mark stored in meta.
@@ -109,4 +111,70 @@ func searchAll(t *testing.T, x *Index) string {
 		}
 	}
 	return fmt.Sprint(out)
+}
+
+// TestBulkBuildDefersChunks: during a bulk build the records of new
+// chunks wait in "chunks_bulk" (appended by seq), Count and Contains see
+// them there, and EndBulk moves them into "chunks": the file then holds
+// exactly what incremental commits store, and no "chunks_bulk".
+func TestBulkBuildDefersChunks(t *testing.T) {
+	evs := projtest.Events(17, 800)
+	live := projtest.LiveIDs(evs)
+	inc := openT(t, t.TempDir(), Options{})
+	applyAll(t, inc, evs, 9)
+	want := fmt.Sprint(dump(t, inc))
+
+	bulk := openT(t, t.TempDir(), Options{})
+	bulk.BeginBulk()
+	applyAll(t, bulk, evs[:400], 50)
+	half := openT(t, t.TempDir(), Options{})
+	applyAll(t, half, evs[:400], 50)
+	var deferred int
+	if err := bulk.db.View(func(tx *bolt.Tx) error {
+		if b := tx.Bucket(bucketChunksBulk); b != nil {
+			deferred = b.Stats().KeyN
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if deferred == 0 || deferred != bulk.pend.Len() {
+		t.Fatalf("bulk build: %d records deferred, %d keys pending; want as many, some", deferred, bulk.pend.Len())
+	}
+	for _, x := range []*Index{half, bulk} {
+		n, err := x.Count()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if x == half {
+			deferred = n
+			continue
+		}
+		if n != deferred {
+			t.Fatalf("count during a bulk build %d, incremental %d", n, deferred)
+		}
+	}
+	for _, id := range projtest.LiveIDs(evs[:400]) {
+		if ok, err := bulk.Contains(id); err != nil || !ok {
+			t.Fatalf("contains %s during a bulk build: %v %v", id, ok, err)
+		}
+	}
+	applyAll(t, bulk, evs[400:], 50)
+	if err := bulk.EndBulk(); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(dump(t, bulk)); got != want {
+		t.Fatal("bulk build differs from incremental commits")
+	}
+	if err := bulk.db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketChunksBulk) != nil {
+			return fmt.Errorf("EndBulk left %s", bucketChunksBulk)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := bulk.Count(); err != nil || n != len(live) {
+		t.Fatalf("count %d %v, want %d", n, err, len(live))
+	}
 }

@@ -90,6 +90,9 @@
 //     lists at every commit made a bulk build quadratic), and so does
 //     Open or the next Commit when it finds the mark (a build cut short).
 //     Search during a bulk build sees the index as of its start;
+//   - chunks_bulk: during a bulk build, seq(8, BE) → the records of the
+//     chunks it stored new, moved into chunks in key order at its end
+//     (chunksbulk.go); absent otherwise;
 //   - meta: version tag, checkpoint, search_stats, search_stale (present
 //     only while the search index is behind the summaries).
 //
@@ -249,7 +252,12 @@ type Index struct {
 	// found it empty (nil otherwise): a chunk it does not have was not
 	// stored before, and its Commit skips looking for an old record.
 	stored      *projections.AbsentKeys
-	searchStale bool // the committed search index is behind the summaries (meta search_stale)
+	searchStale bool
+	// pend maps, between BeginBulk and EndBulk, the keys of the chunks
+	// whose records are deferred in "chunks_bulk" to their seqs; staged
+	// is the commit under way's changes to it (chunksbulk.go).
+	pend   *projections.PendingKeys
+	staged map[string]stagedChunk // the committed search index is behind the summaries (meta search_stale)
 }
 
 var (
@@ -274,7 +282,7 @@ func OpenOptions(dir string, events projections.EventReader, opts Options) (*Ind
 	if opts.KeyTerms <= 0 {
 		opts.KeyTerms = DefaultKeyTerms
 	}
-	x := &Index{dir: dir, opts: opts, events: events}
+	x := &Index{dir: dir, opts: opts, events: events, staged: map[string]stagedChunk{}}
 	if err := x.open(); err != nil {
 		return nil, err
 	}
@@ -335,12 +343,14 @@ func (x *Index) open() error {
 	// process that only reads writes nothing (a no-op bbolt commit still
 	// writes and syncs two pages).
 	current := false
+	deferred := false
 	x.searchStale = false
 	err = db.View(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if meta != nil && bytes.Equal(meta.Get(keyVersion), x.versionTag()) {
 			current = true
 			x.searchStale = meta.Get(keySearchStale) != nil
+			deferred = tx.Bucket(bucketChunksBulk) != nil
 			if b := meta.Get(keyCP); b != nil {
 				if err := json.Unmarshal(b, &x.cp); err != nil {
 					return fmt.Errorf("decode checkpoint: %w", err)
@@ -351,6 +361,11 @@ func (x *Index) open() error {
 	})
 	if err == nil && !current {
 		err = db.Update(x.initDB)
+	}
+	if err == nil && deferred {
+		// A bulk build stopped before its end (a crash) left chunk
+		// records deferred.
+		err = db.Update(settleChunks)
 	}
 	if err == nil && x.searchStale {
 		// A bulk build stopped before its end (a crash): its commits
@@ -469,8 +484,9 @@ func (x *Index) applyTombstone(t *log.Tombstone) error {
 				return nil
 			}
 			// A range alone is rare: a scan of the chunk records'
-			// times costs less than a time index kept for it.
-			return tx.Bucket(bucketChunks).ForEach(func(k, v []byte) error {
+			// times costs less than a time index kept for it. Those a
+			// bulk build deferred are scanned too.
+			scan := func(k, v []byte) error {
 				id, ok := projections.IDOfKey(k)
 				if !ok {
 					return fmt.Errorf("chunk key %x: %w", k, ErrCorrupt)
@@ -483,7 +499,20 @@ func (x *Index) applyTombstone(t *log.Tombstone) error {
 					targets[id] = struct{}{}
 				}
 				return nil
-			})
+			}
+			if err := tx.Bucket(bucketChunks).ForEach(scan); err != nil {
+				return err
+			}
+			if bb := tx.Bucket(bucketChunksBulk); bb != nil {
+				return bb.ForEach(func(k, v []byte) error {
+					key, rec, err := splitBulkRecord(v)
+					if err != nil {
+						return fmt.Errorf("deferred chunk record %x: %w", k, err)
+					}
+					return scan(key, rec)
+				})
+			}
+			return nil
 		})
 		if err != nil {
 			return fmt.Errorf("resolve tombstone: %w", err)
@@ -512,6 +541,12 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 	if err != nil {
 		return fmt.Errorf("encode checkpoint: %w", err)
 	}
+	if !x.bulk && x.pend != nil { // an EndBulk failed to settle
+		if err := x.settle(); err != nil {
+			return fmt.Errorf("commit summaries: %w", err)
+		}
+		x.pend = nil
+	}
 	ids := make([]string, 0, len(x.ops))
 	for id := range x.ops {
 		ids = append(ids, id)
@@ -520,7 +555,10 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 	changed := map[string]*searchChange{} // session id -> old and new summary
 	scrub := false                        // a chunk was removed: compact after the commit
 	err = x.db.Update(func(tx *bolt.Tx) error {
-		chunks := tx.Bucket(bucketChunks)
+		recs, err := x.records(tx)
+		if err != nil {
+			return err
+		}
 		// The chunks go in id order, their index entries in key order
 		// (projections.SortedWrites): those keys follow time, not ids.
 		bySess := projections.NewSortedWrites(tx.Bucket(bucketBySession))
@@ -539,8 +577,12 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 		for _, id := range ids {
 			key := projections.IDKey(id)
 			var old []byte
+			var deferred bool
 			if x.stored == nil || x.stored.Has(key) {
-				old = chunks.Get(key)
+				var err error
+				if old, deferred, err = recs.get(key); err != nil {
+					return err
+				}
 			}
 			if old != nil {
 				oc, err := decodeChunk(id, old)
@@ -551,7 +593,7 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 				if err := deleteIndexes(bySess, byDoc, oc); err != nil {
 					return err
 				}
-				if err := chunks.Delete(key); err != nil {
+				if err := recs.del(key, deferred); err != nil {
 					return err
 				}
 			}
@@ -563,13 +605,16 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 			if x.stored != nil {
 				x.stored.Add(key)
 			}
-			if err := chunks.Put(key, encodeChunk(c)); err != nil {
+			if err := recs.put(key, c.seq, encodeChunk(c), old != nil && !deferred); err != nil {
 				return err
 			}
 			if err := putIndexes(bySess, byDoc, c); err != nil {
 				return err
 			}
 			touch(c)
+		}
+		if err := recs.flush(); err != nil {
+			return err
 		}
 		if err := bySess.Flush(); err != nil {
 			return err
@@ -594,7 +639,7 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 		var need []*chunk
 		for i, g := range groups {
 			gc := touched[g]
-			p, err := planBlocks(tx, g, gc.lo, gc.hi, x.ops)
+			p, err := planBlocks(tx, g, gc.lo, gc.hi, x.ops, recs)
 			if err != nil {
 				return fmt.Errorf("group %q: %w", g.id, err)
 			}
@@ -666,8 +711,10 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 		return tx.Bucket(bucketMeta).Put(keyCP, cpb)
 	})
 	if err != nil {
+		clear(x.staged)
 		return fmt.Errorf("commit summaries: %w", err)
 	}
+	x.applyStaged()
 	x.searchStale = x.bulk
 	clear(x.ops)
 	x.cp = cp
@@ -681,8 +728,10 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 // leave the session search index behind the summaries (marked so in
 // meta), and EndBulk builds it once from them.
 //
-// When "chunks" is empty (a first build), Commit also remembers the keys
-// it puts there (stored), and looks up an old record only for those.
+// Commits also defer the records of the chunks they store new to
+// "chunks_bulk" (chunksbulk.go). When "chunks" is empty (a first build),
+// Commit also remembers the keys it puts (stored), and looks up an old
+// record only for those.
 func (x *Index) BeginBulk() {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -691,17 +740,30 @@ func (x *Index) BeginBulk() {
 	if x.closed {
 		return
 	}
+	if x.pend == nil {
+		x.pend = projections.NewPendingKeys()
+	}
 	x.stored = projections.AbsentKeysFor(Name, x.db, bucketChunks)
 }
 
-// EndBulk implements projections.BulkBuilder: it brings the search index
-// the bulk build's commits left behind up to the summaries.
+// EndBulk implements projections.BulkBuilder: it moves the deferred
+// chunk records into "chunks" and brings the search index the bulk
+// build's commits left behind up to the summaries.
 func (x *Index) EndBulk() error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.bulk = false
 	x.stored = nil
-	if x.closed || !x.searchStale {
+	if x.closed {
+		x.pend = nil
+		return nil
+	}
+	if err := x.settle(); err != nil {
+		// pend stays: the next Commit settles first.
+		return fmt.Errorf("end summary bulk build: %w", err)
+	}
+	x.pend = nil
+	if !x.searchStale {
 		return nil
 	}
 	if err := x.db.Update(rebuildSearch); err != nil {
@@ -952,8 +1014,11 @@ func (x *Index) Count() (int, error) {
 	err := x.view(func(tx *bolt.Tx) error {
 		chunks := tx.Bucket(bucketChunks)
 		n = chunks.Stats().KeyN
+		if x.pend != nil {
+			n += x.pend.Len()
+		}
 		for id, c := range x.ops {
-			was := chunks.Get(projections.IDKey(id)) != nil
+			was := x.has(chunks, projections.IDKey(id))
 			switch {
 			case was && c == nil:
 				n--
@@ -982,10 +1047,21 @@ func (x *Index) Contains(id string) (bool, error) {
 	}
 	var found bool
 	err := x.view(func(tx *bolt.Tx) error {
-		found = tx.Bucket(bucketChunks).Get(projections.IDKey(id)) != nil
+		found = x.has(tx.Bucket(bucketChunks), projections.IDKey(id))
 		return nil
 	})
 	return found, err
+}
+
+// has reports whether chunk key is committed, its record deferred
+// (x.pend) or in chunks.
+func (x *Index) has(chunks *bolt.Bucket, key []byte) bool {
+	if x.pend != nil {
+		if _, ok := x.pend.Get(key); ok {
+			return true
+		}
+	}
+	return chunks.Get(key) != nil
 }
 
 // Digest is SHA-256 over "ucl-summary/<version tag>" and every committed
@@ -1061,6 +1137,9 @@ func (x *Index) Reset() error {
 	}
 	if err := x.db.Close(); err != nil {
 		return fmt.Errorf("close summary db for reset: %w", err)
+	}
+	if x.pend != nil {
+		x.pend.Clear() // their records were in the old file
 	}
 	if err := os.Remove(x.path()); err != nil && !os.IsNotExist(err) {
 		x.closed = true

@@ -264,8 +264,10 @@ func (t *Timelines) update(fn func(tx *bolt.Tx) error) error {
 		// Rolled back, but a failed commit may have written part of its
 		// pages: trust no txid until the next change, and nothing cached.
 		t.setState(-1)
+		clear(t.staged)
 		return err
 	}
+	t.applyStaged()
 	if t.afterWrite != nil {
 		t.afterWrite()
 	}
@@ -280,6 +282,11 @@ func (t *Timelines) snapshot() (snap, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if err := t.flush(); err != nil {
+		return snap{}, err
+	}
+	// Readers read "ids" directly: the ids a bulk build keeps in memory
+	// go into it first.
+	if err := t.settleIDs(); err != nil {
 		return snap{}, err
 	}
 	return snap{db: t.db, gen: t.gen, txid: t.txid}, nil

@@ -33,7 +33,8 @@
 // Chunk records are keyed by the seq of the event that put them in place
 // (one event puts at most one chunk), behind a small ids index (version
 // 7): a bulk build appends the records at the end of their bucket, and
-// only the 8-byte ids entries take random inserts. Keyed by id (version
+// only the 8-byte ids entries take random inserts, which a bulk build
+// defers to its end and writes in key order (idsbulk.go). Keyed by id (version
 // 6), every commit of a bulk build inserted all over the records, so
 // each commit mapped most of the file (176 MB at 1M events, 253 MB at
 // 2M, of the build's peak RSS).
@@ -281,6 +282,13 @@ type Timelines struct {
 	// it empty (nil otherwise): a chunk it does not have was not stored
 	// before, and a flush skips looking for its old version.
 	stored *projections.AbsentKeys
+	// bulk holds, between BeginBulk and EndBulk, the ids of the chunks
+	// stored new, and their seqs, that "ids" does not have yet; staged
+	// is the flush under way's changes to them; idsStale is set while
+	// "ids" lacks chunks (meta ids_stale). See idsbulk.go.
+	bulk     *projections.PendingKeys
+	staged   map[string]stagedID
+	idsStale bool
 	// gen names the state of the file, txid its bbolt txid (-1: unknown);
 	// both change with it, under mu (see cache.go).
 	gen   uint64
@@ -297,9 +305,10 @@ var (
 	_ projections.BulkBuilder = (*Timelines)(nil)
 )
 
-// BeginBulk implements projections.BulkBuilder. Nothing is deferred:
-// when "ids" is empty (a first build), flushes remember the keys they put
-// there (stored) until EndBulk, and look up an old version only of those.
+// BeginBulk implements projections.BulkBuilder: until EndBulk, flushes
+// keep the ids of the chunks they store new in memory (idsbulk.go). When
+// "ids" is empty (a first build), they also remember the keys they put
+// (stored), and look up an old version only of those.
 func (t *Timelines) BeginBulk() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -307,15 +316,27 @@ func (t *Timelines) BeginBulk() {
 	if t.closed {
 		return
 	}
+	if t.bulk == nil {
+		t.bulk = projections.NewPendingKeys()
+	}
 	t.stored = projections.AbsentKeysFor(Name, t.db, bIDs)
 }
 
-// EndBulk implements projections.BulkBuilder: the filter goes.
+// EndBulk implements projections.BulkBuilder: the ids kept in memory go
+// into "ids" in key order, and the filter goes.
 func (t *Timelines) EndBulk() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.stored = nil
-	return nil
+	if t.closed {
+		t.bulk = nil
+		return nil
+	}
+	err := t.settleIDs()
+	// On failure the mark stays and, with no pending ids, the next flush
+	// or read rebuilds "ids" (settleIDs).
+	t.bulk = nil
+	return err
 }
 
 // Open opens (creating if needed) the timelines stored in dir. A second
@@ -329,10 +350,21 @@ func Open(dir string, events projections.EventReader) (*Timelines, error) {
 		return nil, fmt.Errorf("create timelines dir: %w", err)
 	}
 	path := filepath.Join(dir, FileName)
-	t := &Timelines{path: path, events: events}
+	t := &Timelines{path: path, events: events, staged: map[string]stagedID{}}
 	t.clearPending()
 	if err := t.openDB(); err != nil {
 		return nil, err
+	}
+	if t.idsStale {
+		// A bulk build stopped before its end (a crash): "ids" lacks
+		// the chunks it kept in memory.
+		t.mu.Lock()
+		err := t.settleIDs()
+		t.mu.Unlock()
+		if err != nil {
+			t.db.Close()
+			return nil, fmt.Errorf("open timelines: %w", err)
+		}
 	}
 	return t, nil
 }
@@ -372,6 +404,7 @@ func (t *Timelines) openDB() error {
 					return fmt.Errorf("bucket %s: %w: missing", b, ErrCorrupt)
 				}
 			}
+			t.idsStale = tx.Bucket(bMeta).Get(kIDsStale) != nil
 			return nil
 		}
 		fresh = true
@@ -661,9 +694,11 @@ func (t *Timelines) current(tx *bolt.Tx, id string) (*Chunk, error) {
 	if c, ok := t.puts[id]; ok {
 		return c, nil
 	}
-	return getChunk(tx, id)
+	return t.chunkByID(tx, id)
 }
 
+// getChunk reads chunk id through "ids" (nil if absent). During a bulk
+// build, flushes read through chunkByID instead.
 func getChunk(tx *bolt.Tx, id string) (*Chunk, error) {
 	if id == "" {
 		return nil, nil
@@ -672,6 +707,11 @@ func getChunk(tx *bolt.Tx, id string) (*Chunk, error) {
 	if sk == nil {
 		return nil, nil
 	}
+	return chunkAt(tx, id, sk)
+}
+
+// chunkAt reads the record of chunk id at seq key sk.
+func chunkAt(tx *bolt.Tx, id string, sk []byte) (*Chunk, error) {
 	if len(sk) != 8 {
 		return nil, fmt.Errorf("chunk %q: %w: seq of %d bytes", id, ErrCorrupt, len(sk))
 	}
@@ -705,6 +745,11 @@ func (t *Timelines) Commit(cp projections.Checkpoint) error {
 	if t.closed {
 		return ErrClosed
 	}
+	if t.bulk == nil {
+		if err := t.settleIDs(); err != nil {
+			return fmt.Errorf("commit timelines at %d: %w", cp.Seq, err)
+		}
+	}
 	err := t.update(func(tx *bolt.Tx) error {
 		if err := t.flushTx(tx); err != nil {
 			return err
@@ -730,6 +775,11 @@ func (t *Timelines) flush() error {
 	if t.closed {
 		return ErrClosed
 	}
+	if t.bulk == nil {
+		if err := t.settleIDs(); err != nil {
+			return fmt.Errorf("flush timelines: %w", err)
+		}
+	}
 	if len(t.puts) == 0 && len(t.dels) == 0 && len(t.tombs) == 0 && len(t.marks) == 0 {
 		return nil
 	}
@@ -749,7 +799,6 @@ func (t *Timelines) flushTx(tx *bolt.Tx) error {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
-	idx := tx.Bucket(bIDs)
 	// Records are put in seq order after the loop, which in a bulk build
 	// appends them: pages filled, not split in half. A record's seq is
 	// the seq of the one event that put that chunk, so no two puts share
@@ -771,7 +820,7 @@ func (t *Timelines) flushTx(tx *bolt.Tx) error {
 		var old *Chunk
 		if t.stored == nil || t.stored.Has(key) {
 			var err error
-			if old, err = getChunk(tx, id); err != nil {
+			if old, err = t.chunkByID(tx, id); err != nil {
 				return err
 			}
 		}
@@ -789,7 +838,7 @@ func (t *Timelines) flushTx(tx *bolt.Tx) error {
 		}
 		if !put {
 			if old != nil {
-				if err := idx.Delete(key); err != nil {
+				if err := t.deleteID(tx, key); err != nil {
 					return fmt.Errorf("delete chunk %q: %w", id, err)
 				}
 				t.scrub = true
@@ -804,7 +853,7 @@ func (t *Timelines) flushTx(tx *bolt.Tx) error {
 		if t.stored != nil {
 			t.stored.Add(key)
 		}
-		if err := idx.Put(key, be64(c.Seq)); err != nil {
+		if err := t.putID(tx, key, c.Seq, old != nil); err != nil {
 			return fmt.Errorf("put chunk %q: %w", id, err)
 		}
 		if err := index(ix, c); err != nil {
@@ -814,6 +863,9 @@ func (t *Timelines) flushTx(tx *bolt.Tx) error {
 			t.scrub = true // an edit: the old version (and a title from it) leaves the file
 		}
 		dirty[c.Session] = struct{}{}
+	}
+	if err := t.markIDsStale(tx); err != nil {
+		return err
 	}
 	slices.SortFunc(records, func(a, b record) int { return cmp.Compare(a.seq, b.seq) })
 	for _, r := range records {
@@ -974,7 +1026,7 @@ func (t *Timelines) recomputeSession(tx *bolt.Tx, id string) error {
 	} else if prevID, prev, err := decodeSession(tx.Bucket(bSessions).Get(key)); err == nil && prevID == titleID {
 		info.Title = prev.Title
 	} else {
-		tc, err := getChunk(tx, titleID)
+		tc, err := t.chunkByID(tx, titleID)
 		if err != nil {
 			return err
 		}
@@ -1026,6 +1078,10 @@ func (t *Timelines) Reset() error {
 		return ErrClosed
 	}
 	t.clearPending()
+	t.idsStale = false // a new file; ids pending for the old one are dropped
+	if t.bulk != nil {
+		t.bulk.Clear()
+	}
 	t.setState(-1) // also when the new file fails to open
 	// A new file, not dropped buckets: dropped pages would keep every
 	// chunk's content (tombstoned ones included) in the free pages.

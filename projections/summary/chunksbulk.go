@@ -1,0 +1,228 @@
+package summary
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/unlimitedcontext/ucl/projections"
+)
+
+// The chunk records deferred during a bulk build (projections.BulkBuilder).
+//
+// "chunks" is keyed by chunk id, and chunk ids are random: a commit of
+// ten thousand new chunks inserts into most of the bucket's leaves, so
+// each commit of a bulk build rewrote most of "chunks" and its cost grew
+// with the store. Between BeginBulk and EndBulk, a commit puts the
+// record of a chunk it stores new into "chunks_bulk" instead, keyed by
+// its seq (the event that put it; one event puts one chunk), so the
+// records are appended: seq(8, BE) → uvarint len ‖ IDKey(id) ‖ record.
+// pend maps their ids to their seqs for the lookups of the build's own
+// commits (the old version of a chunk stored again or removed, the
+// chunks of a block rebuilt), ~40 bytes a chunk. EndBulk
+// moves them into "chunks" in key order and deletes "chunks_bulk" in one
+// transaction (settleChunks); reads of "chunks" meanwhile (Count,
+// Contains, a tombstone by time range) look at both. Everything else a
+// commit does to "chunks" (a chunk stored before the bulk build removed
+// or stored again) is written as before, so a chunk's record is in one
+// bucket, never both.
+//
+// "chunks_bulk" holds everything settling needs, so a process that
+// stopped between (killed, or an error before EndBulk) leaves it, and
+// the next Open moves it. What "chunks" holds once settled never depends
+// on whether it was deferred, so the format, its version and the digest
+// are unchanged. A binary from before it, opening a store left with it,
+// finds chunks missing from "chunks" when it rebuilds their block and
+// fails the commit as corrupt; the projection is then rebuilt.
+var bucketChunksBulk = []byte("chunks_bulk")
+
+// stagedChunk is a commit's change to a deferred record, applied to
+// pend only once its transaction commits (a failed commit is retried
+// with the same ops, and must find pend as it was).
+type stagedChunk struct {
+	seq uint64
+	del bool
+}
+
+// bulkRecord is a record a commit defers, put in seq order.
+type bulkRecord struct {
+	seq uint64
+	v   []byte
+}
+
+// chunkRecords reads and writes the chunk records of one commit, with
+// the deferred ones of a bulk build (x.pend, x.staged).
+type chunkRecords struct {
+	x      *Index
+	chunks *bolt.Bucket
+	defer_ *bolt.Bucket // chunks_bulk; nil outside a bulk build
+	puts   []bulkRecord
+}
+
+func (x *Index) records(tx *bolt.Tx) (*chunkRecords, error) {
+	r := &chunkRecords{x: x, chunks: tx.Bucket(bucketChunks)}
+	if x.pend != nil {
+		b, err := tx.CreateBucketIfNotExists(bucketChunksBulk)
+		if err != nil {
+			return nil, err
+		}
+		r.defer_ = b
+	}
+	return r, nil
+}
+
+// pendingSeq is the seq of a deferred record (ok false when key has
+// none; del when this commit removed it).
+func (r *chunkRecords) pendingSeq(key []byte) (seq uint64, del, ok bool) {
+	if r.defer_ == nil {
+		return 0, false, false
+	}
+	if s, ok := r.x.staged[string(key)]; ok {
+		return s.seq, s.del, true
+	}
+	s, ok := r.x.pend.Get(key)
+	return s, false, ok
+}
+
+// get returns the record of chunk key as of the commit under way (nil if
+// absent) and whether it is deferred.
+func (r *chunkRecords) get(key []byte) (rec []byte, deferred bool, err error) {
+	if seq, del, ok := r.pendingSeq(key); ok {
+		if del {
+			return nil, true, nil
+		}
+		v := r.defer_.Get(seqKey(seq))
+		k, rec, err := splitBulkRecord(v)
+		if err != nil {
+			return nil, true, fmt.Errorf("deferred chunk record at seq %d: %w", seq, err)
+		}
+		if !bytes.Equal(k, key) {
+			return nil, true, fmt.Errorf("deferred chunk record at seq %d: %w: key %x, want %x", seq, ErrCorrupt, k, key)
+		}
+		return rec, true, nil
+	}
+	return r.chunks.Get(key), false, nil
+}
+
+// del removes the record of chunk key (deferred says where it is).
+func (r *chunkRecords) del(key []byte, deferred bool) error {
+	if !deferred {
+		return r.chunks.Delete(key)
+	}
+	seq, _, _ := r.pendingSeq(key)
+	r.x.staged[string(key)] = stagedChunk{del: true}
+	return r.defer_.Delete(seqKey(seq))
+}
+
+// put stores rec as chunk key's record at seq: deferred during a bulk
+// build unless the chunk's old record is in "chunks" (stored says so).
+func (r *chunkRecords) put(key []byte, seq uint64, rec []byte, stored bool) error {
+	if r.defer_ == nil || stored {
+		return r.chunks.Put(key, rec)
+	}
+	v := binary.AppendUvarint(make([]byte, 0, 1+len(key)+len(rec)), uint64(len(key)))
+	v = append(append(v, key...), rec...)
+	r.puts = append(r.puts, bulkRecord{seq, v})
+	r.x.staged[string(key)] = stagedChunk{seq: seq}
+	return nil
+}
+
+// flush appends the deferred records in seq order: pages filled, not
+// split in half.
+func (r *chunkRecords) flush() error {
+	if len(r.puts) == 0 {
+		return nil
+	}
+	slices.SortFunc(r.puts, func(a, b bulkRecord) int { return cmp.Compare(a.seq, b.seq) })
+	r.defer_.FillPercent = 1
+	for _, p := range r.puts {
+		if err := r.defer_.Put(seqKey(p.seq), p.v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applyStaged moves a committed transaction's changes into pend.
+func (x *Index) applyStaged() {
+	if x.pend != nil {
+		for k, s := range x.staged {
+			if s.del {
+				x.pend.Delete([]byte(k))
+			} else {
+				x.pend.Set([]byte(k), s.seq)
+			}
+		}
+	}
+	clear(x.staged)
+}
+
+func seqKey(seq uint64) []byte { return binary.BigEndian.AppendUint64(nil, seq) }
+
+// splitBulkRecord splits a chunks_bulk value into the chunk's key and
+// its record.
+func splitBulkRecord(v []byte) (key, rec []byte, err error) {
+	n, w := binary.Uvarint(v)
+	if w <= 0 || n == 0 || n > uint64(len(v)-w) {
+		return nil, nil, fmt.Errorf("%w: deferred record of %d bytes", ErrCorrupt, len(v))
+	}
+	return v[w : w+int(n)], v[w+int(n):], nil
+}
+
+// settleChunks moves the deferred records into "chunks" in key order and
+// deletes "chunks_bulk", in tx (EndBulk, a read of "chunks" during a
+// bulk build, Open after a build cut short). The caller empties pend
+// once tx commits.
+func settleChunks(tx *bolt.Tx) error {
+	bb := tx.Bucket(bucketChunksBulk)
+	if bb == nil {
+		return nil
+	}
+	type entry struct{ key, rec []byte }
+	var es []entry
+	err := bb.ForEach(func(k, v []byte) error {
+		key, rec, err := splitBulkRecord(v)
+		if err != nil {
+			return fmt.Errorf("deferred chunk record %x: %w", k, err)
+		}
+		es = append(es, entry{key, rec})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	projections.SortByKey(es, func(e *entry) []byte { return e.key })
+	chunks := tx.Bucket(bucketChunks)
+	if k, _ := chunks.Cursor().First(); k == nil {
+		// A first build's: every key is appended, so pages can be full.
+		chunks.FillPercent = 1
+	}
+	for i, e := range es {
+		if i > 0 && bytes.Equal(es[i-1].key, e.key) {
+			return fmt.Errorf("deferred chunk %x: %w: two records", e.key, ErrCorrupt)
+		}
+		// The values point into bb's pages, which stay mapped and
+		// unchanged until DeleteBucket below; Put copies them.
+		if err := chunks.Put(e.key, e.rec); err != nil {
+			return err
+		}
+	}
+	return tx.DeleteBucket(bucketChunksBulk)
+}
+
+// settle moves the records a bulk build deferred into "chunks" (EndBulk).
+// The caller holds x.mu.
+func (x *Index) settle() error {
+	if x.pend == nil {
+		return nil
+	}
+	if err := x.db.Update(settleChunks); err != nil {
+		return fmt.Errorf("write deferred summary chunks: %w", err)
+	}
+	x.pend.Clear()
+	return nil
+}
