@@ -16,10 +16,12 @@ import (
 )
 
 // TestIDsGroups checks the grouped "ids" bucket (format 9) against a map:
-// hex ids crowded into a few groups and other ids, put, overwritten and
-// deleted at random over several transactions; every id reads back its
-// seq (idsGet), and the cursor walks exactly the live ids in IDKey order
-// with their seqs, as the one-key-per-chunk bucket of format 8 did.
+// hex ids crowded into a few groups (which split), hex counters (which
+// share all but their last bytes: groups split down to the longest
+// prefix) and other ids, put, overwritten and deleted at random over
+// several transactions; every id reads back its seq (idsGet), and the
+// cursor walks exactly the live ids in IDKey order with their seqs, as
+// the one-key-per-chunk bucket of format 8 did.
 func TestIDsGroups(t *testing.T) {
 	db, err := bolt.Open(filepath.Join(t.TempDir(), "ids.db"), 0o600, nil)
 	if err != nil {
@@ -40,14 +42,19 @@ func TestIDsGroups(t *testing.T) {
 			ids = append(ids, "doc-"+hex.EncodeToString(b[:3])) // tag 1
 		}
 	}
+	for i := 0; i < 700; i++ {
+		var b [16]byte
+		binary.BigEndian.PutUint64(b[8:], uint64(i))
+		ids = append(ids, hex.EncodeToString(b[:]))
+	}
 	want := map[string]uint64{}
-	for round := 0; round < 8; round++ {
+	for round := 0; round < 10; round++ {
 		err := db.Update(func(tx *bolt.Tx) error {
 			b, err := tx.CreateBucketIfNotExists(bucketIDs)
 			if err != nil {
 				return err
 			}
-			for i := 0; i < 300; i++ {
+			for i := 0; i < 600; i++ {
 				id := ids[r.Intn(len(ids))]
 				key := projections.IDKey(id)
 				if r.Intn(3) == 0 {
@@ -69,6 +76,22 @@ func TestIDsGroups(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkIDs(t, db, ids, want)
+	}
+	// The crowded groups split, the counters' down to the longest prefix.
+	splits, longest := 0, 0
+	db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketIDs).ForEach(func(k, v []byte) error {
+			if k[0] == 0 {
+				if bytes.Equal(v, idsSplit) {
+					splits++
+				}
+				longest = max(longest, len(k))
+			}
+			return nil
+		})
+	})
+	if splits < 2 || longest != idsMaxPrefix {
+		t.Fatalf("%d groups split, longest group key %d bytes: want splits down to %d", splits, longest, idsMaxPrefix)
 	}
 }
 
@@ -130,7 +153,7 @@ func TestIDsGroupDamage(t *testing.T) {
 		if err := idsPut(b, key, 5); err != nil {
 			return err
 		}
-		return b.Put(key[:idsGroupLen], make([]byte, idsEntryLen+3))
+		return b.Put(key[:idsGroupLen], make([]byte, entryLen(idsGroupLen)+3))
 	})
 	if err != nil {
 		t.Fatal(err)
