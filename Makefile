@@ -122,7 +122,7 @@ bench:
 # The log beside etcd's WAL and SQLite in one run, alternating rounds
 # (DESIGN.md §10's "same run" figures), then the fts build beside SQLite
 # FTS5. A separate module (bench/peers): the product depends on neither.
-# PEERS_FLAGS: -rounds, -batches, -singles, -replay, -fts, -dir.
+# PEERS_FLAGS: -rounds, -batches, -singles, -replay, -fts, -ftsids, -dir.
 PEERS_FLAGS ?=
 bench-peers:
 	cd bench/peers && $(GO) run . $(PEERS_FLAGS)
@@ -146,7 +146,9 @@ bench-100k:
 #     (projstd's BenchmarkVectorsQuery);
 #   - bench/peers: appends (batches of 256, 1 writer; rounds and lockstep)
 #     beside etcd's WAL and SQLite, replay beside them, the full-text build
-#     beside FTS5 at 100K and 1M documents and its query at 1M.
+#     beside FTS5 at 100K and 1M documents with random chunk ids, as a
+#     store's (add -ftsids counting to PEERS_1M_FLAGS for the counting ids
+#     of the figures up to stop 40), and its query at 1M.
 # Building takes minutes per million events on 2 cores (a 2M build ~30
 # min), so the stores (and the FTS5 and peers' indexes) are kept in
 # BENCH_1M_DIR and reused; the whole run takes hours. GNU time

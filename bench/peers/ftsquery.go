@@ -35,7 +35,9 @@ func ftsQueryIndexes(root string, n int) (uclDir, fts5Dir string) {
 			continue
 		}
 		os.RemoveAll(b.dir)
-		cmd := exec.Command(os.Args[0], "-child", b.which, "-dir", b.dir, "-fts", strconv.Itoa(n))
+		// Counting ids, whatever -ftsids says: the indexes are kept and
+		// reused, and those of earlier runs were built with them.
+		cmd := exec.Command(os.Args[0], "-child", b.which, "-dir", b.dir, "-fts", strconv.Itoa(n), "-ftsids", "counting")
 		cmd.Stderr = os.Stderr
 		peak := childPeak(cmd)
 		out, err := cmd.Output()

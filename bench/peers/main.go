@@ -31,6 +31,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -53,6 +54,9 @@ import (
 	"github.com/unlimitedcontext/ucl/log"
 )
 
+// ftsIDs is -ftsids: the chunk ids of the full-text build (uclFTS).
+var ftsIDs string
+
 var content512 = strings.Repeat("memory log benchmark text ", 20)[:512]
 
 func main() {
@@ -68,8 +72,12 @@ func main() {
 	dir := flag.String("dir", "", "directory for the logs (default: a temp dir; put it on the disk you measure)")
 	paired := flag.Int("paired", 0, "writes of the lockstep durable-append figures, 1 writer and batches of 256 (0: skip them)")
 	uclProfile := flag.String("uclprofile", "", "write a CPU profile of ucl's timed workloads of figure i (all rounds) to this path + \".i\"")
+	flag.StringVar(&ftsIDs, "ftsids", cmp.Or(os.Getenv("PEERS_FTS_IDS"), "random"), "chunk ids of the full-text build figure: random (as a store's) or counting (1, 2, ...; the figure of earlier stops); default $PEERS_FTS_IDS, else random")
 	summary := flag.String("summary", "", "append each figure to this file as a markdown table row (figure | ucl | peer | ratio), as make bench-1m does")
 	flag.Parse()
+	if ftsIDs != "random" && ftsIDs != "counting" {
+		fail(fmt.Errorf("-ftsids %q: want random or counting", ftsIDs))
+	}
 	summaryPath = *summary
 	ftsSizes, err := counts(*ftsList)
 	if err != nil {

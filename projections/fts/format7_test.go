@@ -22,15 +22,16 @@ import (
 )
 
 // TestOlderStoresRebuild opens projections of formats 6 (side-table
-// records keyed by chunk id) and 7 (bleve documents keyed by chunk id),
-// each written by the code of main before the next format from
+// records keyed by chunk id), 7 (bleve documents keyed by chunk id) and 8
+// (an "ids" key per chunk; fts-v8.tar.gz written by 887c78f), each
+// written by the code of main before the next format from
 // projtest.Events(7, 300) (testdata/fts-vN.tar.gz: side.db and the bleve
 // index; its digest in fts-vN.digest). Open must wipe it and the projector
 // rebuild it from the log, and the rebuilt projection must have the old
-// format's digest: formats 7 and 8 moved records and document ids, not
-// the content.
+// format's digest: formats 7 to 9 moved records, document ids and ids
+// entries, not the content.
 func TestOlderStoresRebuild(t *testing.T) {
-	for _, v := range []string{"6", "7"} {
+	for _, v := range []string{"6", "7", "8"} {
 		t.Run("v"+v, func(t *testing.T) { testOlderStoreRebuilds(t, v) })
 	}
 }
@@ -244,7 +245,7 @@ func TestRecordUnderWrongSeq(t *testing.T) {
 	}
 	// The ids entry of a1 names b1's record (seq 2).
 	err := x.db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketIDs).Put(projections.IDKey("a1"), seqKey(2))
+		return idsPut(tx.Bucket(bucketIDs), projections.IDKey("a1"), 2)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -281,7 +282,7 @@ func moveRecord(t *testing.T, x *Index, id string, from, to uint64) {
 		if err := docs.Put(seqKey(to), v); err != nil {
 			return err
 		}
-		return tx.Bucket(bucketIDs).Put(projections.IDKey(id), seqKey(to))
+		return idsPut(tx.Bucket(bucketIDs), projections.IDKey(id), to)
 	})
 	if err != nil {
 		t.Fatal(err)

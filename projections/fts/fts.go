@@ -21,7 +21,9 @@
 //	          durable when Batch returns).
 //	side.db   bbolt, the source of truth for which chunks are live: bucket
 //	          "ids" maps chunk id (projections.IDKey) -> the seq (8, BE) of
-//	          the event that stored its live version, and "docs" maps that
+//	          the event that stored its live version (format 9: a hex id's
+//	          entry in a group of the ids sharing its key's first 3 bytes,
+//	          ids.go), and "docs" maps that
 //	          seq (8, BE) -> uvarint len(IDKey) ‖ IDKey(chunk id) ‖ the
 //	          first 16 bytes of SHA-256 of the indexed fields (meta pairs in
 //	          key order included) ‖ uvarint content word count ‖ mentions ‖
@@ -52,7 +54,9 @@
 //	          at the end of the bucket and only the small ids entries go in
 //	          at random places. Keyed by chunk id (format 6), every commit of
 //	          a bulk build inserted records all over the file and mapped most
-//	          of it.
+//	          of it. Format 9 groups the ids entries (ids.go): one bbolt
+//	          key per chunk made each bulk commit hold a node element per
+//	          chunk of the store.
 //
 // Invariants:
 //   - Apply only queues work: stores and deletes go into a pending bleve
@@ -94,8 +98,8 @@
 //     are as in format 4; the bump makes a format-4 projection, and a
 //     snapshot's format-4 digest, rebuild rather than compare digests of
 //     two definitions). Reading every posting makes Digest cost about one
-//     pass over the index. Format 7 moved the side table's records, not
-//     what the digest covers: its digest is format 6's.
+//     pass over the index. Formats 7 to 9 moved the side table's records
+//     and entries, not what the digest covers: their digest is format 6's.
 //   - Deleted documents leave the disk: scorch only flags them in their
 //     segment, whose term dictionary keeps their words, and keeps old
 //     segment files while old snapshots name them. A Commit that deleted
@@ -172,11 +176,11 @@ const Name = "fts"
 // mentioned times; a format-5 projection rebuilds rather than keep, and
 // digest, the old ranges; 7: side-table records keyed by seq behind the
 // "ids" index; 8: bleve's document ids are the seqs of the events that
-// stored the chunks, DocID). A store of another version is wiped and
-// rebuilt.
-const FormatVersion = 8
+// stored the chunks, DocID; 9: "ids" entries of hex ids grouped by key
+// prefix, ids.go). A store of another version is wiped and rebuilt.
+const FormatVersion = 9
 
-// digestVersion starts the digest ("ucl-fts/6\n"). Formats 7 and 8
+// digestVersion starts the digest ("ucl-fts/6\n"). Formats 7 to 9
 // changed the side table's keys and bleve's document ids, not the content
 // the digest covers (it names documents by chunk id), so they have format
 // 6's digest. Bump it with FormatVersion when what
@@ -252,7 +256,8 @@ func sortedMeta(m map[string]string) []string {
 
 var (
 	// bucketIDs: IDKey(chunk id) -> seq (8, BE) of its record in
-	// bucketDocs (format 7).
+	// bucketDocs (format 7), hex ids in groups (format 9: idsGet, idsPut,
+	// idsDelete, idsCursor).
 	bucketIDs    = []byte("ids")
 	bucketDocs   = []byte("docs")
 	bucketByTime = []byte("by_time")
@@ -1051,9 +1056,9 @@ func seqKey(seq uint64) []byte { return binary.BigEndian.AppendUint64(make([]byt
 // when it has none), checking that its "ids" entry and its record agree.
 // The value is valid while tx is.
 func liveSide(tx *bolt.Tx, key []byte) ([]byte, error) {
-	sk := tx.Bucket(bucketIDs).Get(key)
-	if sk == nil {
-		return nil, nil
+	sk, err := idsGet(tx.Bucket(bucketIDs), key)
+	if err != nil || sk == nil {
+		return nil, err
 	}
 	seq, err := entrySeq(key, sk)
 	if err != nil {
@@ -1201,7 +1206,10 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 		records := make([]record, 0, len(ids))
 		for _, sk := range ids {
 			id, key := sk.id, sk.key
-			old := idx.Get(key)
+			old, err := idsGet(idx, key)
+			if err != nil {
+				return err
+			}
 			if old != nil {
 				seq, err := entrySeq(key, old)
 				if err != nil {
@@ -1228,14 +1236,14 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 			m := x.sideOps[id]
 			if m == nil {
 				if old != nil {
-					if err := idx.Delete(key); err != nil {
+					if err := idsDelete(idx, key); err != nil {
 						return err
 					}
 				}
 				continue
 			}
 			tk := timeKey(m.time)
-			if err := idx.Put(key, seqKey(m.seq)); err != nil {
+			if err := idsPut(idx, key, m.seq); err != nil {
 				return err
 			}
 			records = append(records, record{m.seq, encodeRecord(key, m)})
@@ -1484,7 +1492,7 @@ func (x *Index) Digest() ([32]byte, error) {
 	}
 	err := x.view(func(tx *bolt.Tx) error {
 		docs := tx.Bucket(bucketDocs)
-		c := tx.Bucket(bucketIDs).Cursor()
+		c := newIDsCursor(tx.Bucket(bucketIDs))
 		k, v := c.First()
 		i := 0
 		for k != nil || i < len(over) {
@@ -1524,7 +1532,7 @@ func (x *Index) Digest() ([32]byte, error) {
 				k, v = c.Next()
 			}
 		}
-		return nil
+		return c.Err()
 	})
 	if err != nil {
 		return [32]byte{}, fmt.Errorf("read fts side table: %w", err)
@@ -1724,7 +1732,7 @@ func (x *Index) hashPostings(h io.Writer, dc *docChunks) (err error) {
 // digestID is the id the digest gives index document doc: the chunk id of
 // the live version it holds (dc.live), else "\x00" then the document id,
 // which no live chunk's version matches. Through the chunk ids, format 8's
-// digest is format 6's.
+// (and 9's) digest is format 6's.
 func digestID(dc *docChunks, doc string) (string, error) {
 	id, ok, err := dc.chunk(doc)
 	if err != nil || ok {
@@ -1788,7 +1796,11 @@ func (x *Index) Count() (int, error) {
 	err := x.view(func(tx *bolt.Tx) error {
 		live := tx.Bucket(bucketIDs)
 		for id, m := range x.sideOps {
-			was := live.Get(projections.IDKey(id)) != nil
+			v, err := idsGet(live, projections.IDKey(id))
+			if err != nil {
+				return err
+			}
+			was := v != nil
 			switch {
 			case was && m == nil:
 				n--
@@ -1817,8 +1829,9 @@ func (x *Index) Contains(id string) (bool, error) {
 	}
 	var found bool
 	err := x.view(func(tx *bolt.Tx) error {
-		found = tx.Bucket(bucketIDs).Get(projections.IDKey(id)) != nil
-		return nil
+		v, err := idsGet(tx.Bucket(bucketIDs), projections.IDKey(id))
+		found = v != nil
+		return err
 	})
 	if err != nil {
 		return false, fmt.Errorf("look up fts doc: %w", err)
@@ -2186,7 +2199,11 @@ func (x *Index) idsInTime(since, until int64, limit int) (docs []string, n int, 
 		live := tx.Bucket(bucketIDs)
 		for _, id := range ids {
 			key := projections.IDKey(id)
-			if v := live.Get(key); v != nil {
+			v, err := idsGet(live, key)
+			if err != nil {
+				return err
+			}
+			if v != nil {
 				seq, err := entrySeq(key, v)
 				if err != nil {
 					return err
@@ -2456,11 +2473,10 @@ func (x *Index) liveSeqLocked(id string) (uint64, bool, error) {
 		}
 		// The "ids" entry is the live version's seq (format 7).
 		key := projections.IDKey(id)
-		v := x.lookup.Bucket(bucketIDs).Get(key)
-		if v == nil {
-			return nil
+		v, err := idsGet(x.lookup.Bucket(bucketIDs), key)
+		if err != nil || v == nil {
+			return err
 		}
-		var err error
 		seq, err = entrySeq(key, v)
 		live = err == nil
 		return err
