@@ -765,3 +765,45 @@ func TestCatchUpBulkBuild(t *testing.T) {
 		t.Fatalf("failed bulk catch-up calls %s, want [begin apply commit apply end]", got)
 	}
 }
+
+// releaseProbe is a recorder that releases its memory
+// (projections.MemoryReleaser) and notes the most events it applied
+// between two releases.
+type releaseProbe struct {
+	recorder
+	since, most, releases int
+}
+
+func (p *releaseProbe) Apply(ev *log.Event) error {
+	p.since++
+	p.most = max(p.most, p.since)
+	return p.recorder.Apply(ev)
+}
+func (p *releaseProbe) ReleaseMemory() {
+	p.releases++
+	p.since = 0
+}
+
+// A bulk catch-up releases a projection's mapped pages every few
+// thousand events, not only after each commit (lookups between two
+// commits made whole buckets resident); a small one does not release.
+func TestBulkCatchUpReleasesBetweenCommits(t *testing.T) {
+	evs := projtest.StoreEvents(9, 3*projections.CompactAfter)
+	p := &releaseProbe{recorder: recorder{name: "p"}}
+	pr := newProjector(t, projtest.NewMemSource(evs), projections.Options{CommitEvery: len(evs)}, p)
+	if err := pr.CatchUp(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	// Releases come between batches (256 events).
+	if p.most > 2048+256 {
+		t.Fatalf("%d events applied without a release (%d releases, one commit of %d events)", p.most, p.releases, len(evs))
+	}
+	small := &releaseProbe{recorder: recorder{name: "p"}}
+	pr = newProjector(t, projtest.NewMemSource(evs[:projections.CompactAfter-1]), projections.Options{}, small)
+	if err := pr.CatchUp(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if small.releases != 0 {
+		t.Fatalf("a small catch-up released %d times", small.releases)
+	}
+}
