@@ -28,9 +28,11 @@ import (
 // the transaction commits: one key per chunk made the fts commit's live
 // heap grow with the store (bbolt node.put 93 MB at 1M chunks, the
 // largest part of the build's live heap) and rewrite every page of the
-// bucket at each commit. Grouped, random ids make 65,536 keys up to
-// about 8M chunks, and the bucket's pages hold about 22 bytes per chunk
-// instead of 41 (17-byte key, 8-byte value, 16-byte element header).
+// bucket at each commit. Grouped, random ids make 65,536 keys until
+// groups pass idsMaxGroup (from about 6M chunks on), and the bucket's
+// pages, which a commit of random ids still rewrites, hold about 22
+// bytes per chunk instead of 41 (17-byte key, 8-byte value, 16-byte
+// element header): 22 MB instead of 39 MB at 1M chunks.
 // The order of the keys (IDKey order) is kept: a group's key is a prefix
 // of its entries' keys, groups never overlap, and entries are sorted
 // within a group (idsCursor).
