@@ -1,5 +1,11 @@
 package projections
 
+import (
+	"bytes"
+
+	bolt "go.etcd.io/bbolt"
+)
+
 // PendingKeys maps the keys a bulk build defers from a bbolt bucket to
 // 8-byte values (a seq, a slot), until they are written in key order
 // (Sorted). A hex chunk id's key (IDKey: tag 0 and 16 bytes) is held
@@ -82,4 +88,39 @@ func (p *PendingKeys) Sorted() []KeyValue {
 	}
 	SortByKey(out, func(e *KeyValue) []byte { return e.Key })
 	return out
+}
+
+// RewriteBucket replaces bucket name in tx with es in key order, its
+// pages full (a bulk build's deferred index rebuilt from the records it
+// inverts, after a process that deferred it stopped). Each es[i].Key
+// was appended to arena in order, not kept: keys read from a bucket are
+// the database's mapping, which the puts may grow. Two entries with one
+// key are refused with dup's error; val encodes a value.
+func RewriteBucket(tx *bolt.Tx, name []byte, es []KeyValue, arena []byte, val func(uint64) []byte, dup func(a, b uint64) error) error {
+	off := 0
+	for i := range es {
+		n := len(es[i].Key)
+		es[i].Key = arena[off : off+n : off+n]
+		off += n
+	}
+	SortByKey(es, func(e *KeyValue) []byte { return e.Key })
+	for i := 1; i < len(es); i++ {
+		if bytes.Equal(es[i-1].Key, es[i].Key) {
+			return dup(es[i-1].Value, es[i].Value)
+		}
+	}
+	if err := tx.DeleteBucket(name); err != nil {
+		return err
+	}
+	b, err := tx.CreateBucket(name)
+	if err != nil {
+		return err
+	}
+	b.FillPercent = 1
+	for _, e := range es {
+		if err := b.Put(e.Key, val(e.Value)); err != nil {
+			return err
+		}
+	}
+	return nil
 }

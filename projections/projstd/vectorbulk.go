@@ -1,12 +1,10 @@
 package projstd
 
 import (
-	"bytes"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections"
 )
 
@@ -18,8 +16,8 @@ import (
 // cost grew with the store (deferring them took a 1M-chunk rebuild of
 // the projection from 62 to 52 s of CPU, one pair). Between
 // BeginBulk and EndBulk, Commit keeps the keys of the chunks it stores
-// new in memory instead (bulkIDs: about 40 bytes a chunk, pointer-free
-// for the common hex ids), and the first commit that does so sets
+// new in memory instead (projections.PendingKeys: about 40 bytes a
+// chunk, pointer-free for the common hex ids), and the first commit that does so sets
 // "ids_stale" in meta in the same transaction as its checkpoint. EndBulk
 // writes them in key order, in one transaction that also deletes the
 // mark. Everything else a commit does to "ids" (a chunk stored before the
@@ -38,84 +36,11 @@ import (
 // kIDsStale, in meta, says "ids" lacks chunks that "slots" holds.
 var kIDsStale = []byte("ids_stale")
 
-// bulkIDs maps the keys of the chunks stored new during a bulk build to
-// their slots (projections.IDKey: tag 0 and 16 bytes for a hex id, held
-// without a pointer; any other key by string).
-type bulkIDs struct {
-	hex   map[[log.IDSize]byte]uint64
-	other map[string]uint64
-}
-
-func newBulkIDs() *bulkIDs {
-	return &bulkIDs{hex: map[[log.IDSize]byte]uint64{}, other: map[string]uint64{}}
-}
-
-func hexKey(key []byte) (k [log.IDSize]byte, ok bool) {
-	if len(key) != 1+log.IDSize || key[0] != 0 {
-		return k, false
-	}
-	copy(k[:], key[1:])
-	return k, true
-}
-
-func (b *bulkIDs) get(key []byte) (uint64, bool) {
-	if k, ok := hexKey(key); ok {
-		s, ok := b.hex[k]
-		return s, ok
-	}
-	s, ok := b.other[string(key)]
-	return s, ok
-}
-
-func (b *bulkIDs) set(key []byte, s uint64) {
-	if k, ok := hexKey(key); ok {
-		b.hex[k] = s
-		return
-	}
-	b.other[string(key)] = s
-}
-
-func (b *bulkIDs) del(key []byte) {
-	if k, ok := hexKey(key); ok {
-		delete(b.hex, k)
-		return
-	}
-	delete(b.other, string(key))
-}
-
-func (b *bulkIDs) len() int { return len(b.hex) + len(b.other) }
-
-// keySlot is one "ids" entry.
-type keySlot struct {
-	key  []byte
-	slot uint64
-}
-
-// sorted returns the entries in key order (projections.SortByKey: the
-// hex ids' keys, tag 0 and 16 random bytes, nearly always differ in their
-// first 8 bytes, and comparing those as integers, not the keys as byte
-// slices, cut the sort of a million keys from ~0.8 s to a fraction).
-func (b *bulkIDs) sorted() []keySlot {
-	out := make([]keySlot, 0, b.len())
-	// One arena for the hex keys, sized once: it never moves, so the
-	// keys pointing into it stay valid.
-	keys := make([]byte, 0, len(b.hex)*(1+log.IDSize))
-	for k, s := range b.hex {
-		keys = append(append(keys, 0), k[:]...)
-		out = append(out, keySlot{key: keys[len(keys)-1-log.IDSize : len(keys) : len(keys)], slot: s})
-	}
-	for k, s := range b.other {
-		out = append(out, keySlot{key: []byte(k), slot: s})
-	}
-	projections.SortByKey(out, func(e *keySlot) []byte { return e.key })
-	return out
-}
-
 // BeginBulk implements projections.BulkBuilder: until EndBulk, Commit
 // keeps the id index's new keys in memory (see above).
 func (v *VectorProjection) BeginBulk() {
 	if v.bulk == nil {
-		v.bulk = newBulkIDs()
+		v.bulk = projections.NewPendingKeys()
 	}
 }
 
@@ -136,8 +61,8 @@ func (v *VectorProjection) EndBulk() error {
 			// A rebuild's: every key is appended, so pages can be full.
 			ib.FillPercent = 1
 		}
-		for _, e := range b.sorted() {
-			if err := ib.Put(e.key, slotRef(e.slot)); err != nil {
+		for _, e := range b.Sorted() {
+			if err := ib.Put(e.Key, slotRef(e.Value)); err != nil {
 				return err
 			}
 		}
@@ -161,18 +86,11 @@ func (v *VectorProjection) settleIDs() error {
 	if v.bulk != nil {
 		b := v.bulk
 		err := v.EndBulk()
-		v.bulk = b.reset()
+		b.Clear() // a bulk build goes on deferring after a read settled it
+		v.bulk = b
 		return err
 	}
 	return v.rebuildIDs()
-}
-
-// reset returns b emptied (a bulk build goes on deferring after a read
-// settled it).
-func (b *bulkIDs) reset() *bulkIDs {
-	clear(b.hex)
-	clear(b.other)
-	return b
 }
 
 // rebuildIDs rewrites "ids" from "slots" and deletes the mark, in one
@@ -181,7 +99,7 @@ func (v *VectorProjection) rebuildIDs() error {
 	err := v.db.Update(func(tx *bolt.Tx) error {
 		// The keys are copied into one arena: the bucket they are read
 		// from is the database's mapping, which the puts below may grow.
-		var es []keySlot
+		var es []projections.KeyValue
 		var arena []byte
 		err := tx.Bucket(bSlots).ForEach(func(k, val []byte) error {
 			s, _, _, err := decodeSlotEntry(k, val)
@@ -192,37 +110,18 @@ func (v *VectorProjection) rebuildIDs() error {
 			if err != nil {
 				return err
 			}
-			es = append(es, keySlot{key: key, slot: s})
+			es = append(es, projections.KeyValue{Key: key, Value: s})
 			arena = append(arena, key...)
 			return nil
 		})
 		if err != nil {
 			return err
 		}
-		off := 0
-		for i := range es {
-			n := len(es[i].key)
-			es[i].key = arena[off : off+n : off+n]
-			off += n
-		}
-		projections.SortByKey(es, func(e *keySlot) []byte { return e.key })
-		for i := 1; i < len(es); i++ {
-			if bytes.Equal(es[i-1].key, es[i].key) {
-				return fmt.Errorf("vector slots %d and %d hold one chunk: %w", es[i-1].slot, es[i].slot, errVectorsCorrupt)
-			}
-		}
-		if err := tx.DeleteBucket(bIDs); err != nil {
-			return err
-		}
-		ib, err := tx.CreateBucket(bIDs)
+		err = projections.RewriteBucket(tx, bIDs, es, arena, slotRef, func(a, b uint64) error {
+			return fmt.Errorf("vector slots %d and %d hold one chunk: %w", a, b, errVectorsCorrupt)
+		})
 		if err != nil {
 			return err
-		}
-		ib.FillPercent = 1
-		for _, e := range es {
-			if err := ib.Put(e.key, slotRef(e.slot)); err != nil {
-				return err
-			}
 		}
 		return tx.Bucket(bMeta).Delete(kIDsStale)
 	})
@@ -241,7 +140,7 @@ func (v *VectorProjection) lookupSlot(ib *projections.SortedWrites, staged map[s
 		if s, ok := staged[string(key)]; ok {
 			return uint64(s), s >= 0, nil
 		}
-		if s, ok := v.bulk.get(key); ok {
+		if s, ok := v.bulk.Get(key); ok {
 			return s, true, nil
 		}
 	}

@@ -201,7 +201,7 @@ type VectorProjection struct {
 	// The id index deferred during a bulk build (vectorbulk.go): bulk
 	// holds the keys of the chunks stored new since BeginBulk (nil
 	// outside one), idsStale says "ids" lacks some ("ids_stale" in meta).
-	bulk     *bulkIDs
+	bulk     *projections.PendingKeys
 	idsStale bool
 }
 
@@ -744,9 +744,9 @@ func (v *VectorProjection) Commit(cp projections.Checkpoint) error {
 	v.idsStale = stale
 	for k, s := range staged {
 		if s < 0 {
-			v.bulk.del([]byte(k))
+			v.bulk.Delete([]byte(k))
 		} else {
-			v.bulk.set([]byte(k), uint64(s))
+			v.bulk.Set([]byte(k), uint64(s))
 		}
 	}
 	if v.res != nil {
@@ -1007,7 +1007,7 @@ func (v *VectorProjection) Reset() error {
 	v.graphOn, v.graph, v.graphSize, v.deltaSize, v.sinceGraph = false, 0, 0, 0, 0
 	v.idsStale = false
 	if v.bulk != nil {
-		v.bulk.reset()
+		v.bulk.Clear()
 	}
 	// No in-memory index: a rebuild would keep every vector in it for
 	// nothing (the first search scans the file in place, then loads).

@@ -1,7 +1,6 @@
 package timelines
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 
@@ -199,30 +198,11 @@ func (t *Timelines) rebuildIDs() error {
 		if err != nil {
 			return err
 		}
-		off := 0
-		for i := range es {
-			n := len(es[i].Key)
-			es[i].Key = arena[off : off+n : off+n]
-			off += n
-		}
-		projections.SortByKey(es, func(e *projections.KeyValue) []byte { return e.Key })
-		for i := 1; i < len(es); i++ {
-			if bytes.Equal(es[i-1].Key, es[i].Key) {
-				return fmt.Errorf("chunk records at seqs %d and %d hold one chunk: %w", es[i-1].Value, es[i].Value, ErrCorrupt)
-			}
-		}
-		if err := tx.DeleteBucket(bIDs); err != nil {
-			return err
-		}
-		ib, err := tx.CreateBucket(bIDs)
+		err = projections.RewriteBucket(tx, bIDs, es, arena, be64, func(a, b uint64) error {
+			return fmt.Errorf("chunk records at seqs %d and %d hold one chunk: %w", a, b, ErrCorrupt)
+		})
 		if err != nil {
 			return err
-		}
-		ib.FillPercent = 1
-		for _, e := range es {
-			if err := ib.Put(e.Key, be64(e.Value)); err != nil {
-				return err
-			}
 		}
 		return tx.Bucket(bMeta).Delete(kIDsStale)
 	})
