@@ -14,11 +14,8 @@ import (
 // grows past it whatever its live heap was when the catch-up began. Under
 // a limit the collector runs earlier; the runtime caps its CPU share, so
 // a live heap above it costs CPU, never an out-of-memory. The file pages
-// bbolt maps are outside it. 576 MiB, not 512: once the 2M build's
-// mapped pages were bounded (stop 41) its peak fell to 850-890 MB, and
-// a 2M first build at 576 MiB spent 7.6% less CPU (fewer collections)
-// for a peak of 913 MB, under the 1 GB budget (one same-time pair).
-const buildMemLimit = 576 << 20
+// bbolt maps are outside it.
+const buildMemLimit = 512 << 20
 
 // appendMemLimit is the soft Go memory limit `ucl append` runs under. Its
 // live heap is one batch of input (4 MiB, parsed) and the duplicate
