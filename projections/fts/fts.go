@@ -2041,17 +2041,15 @@ func (x *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 			},
 		})
 	}
-	// The top K by (score desc, chunk id asc). bleve orders equal scores
-	// by its own document numbers, so a top-K by score alone is the answer
-	// only when no document left out scores the K-th score. The top n by
-	// score holds every document scoring at least the K-th score when
-	// fewer than n match or its n-th score is lower: ordering those by
-	// (score, chunk id) and keeping K is then exact, and only the n
-	// returned ids are loaded. Ties at the boundary are the common case
-	// (short turns sharing the query's words score the same), so n starts
-	// at a few times K and grows until it holds the whole tie. (bleve's
-	// own sort by id cannot serve: document ids are seqs, format 8, and
-	// ties go by chunk id.)
+	// The top K by (score desc, chunk id asc), kept as bleve's searcher
+	// streams the matches (topK). bleve orders equal scores by its own
+	// document numbers, and ties at the K-th score are the common case
+	// (short turns sharing the query's words score the same), so its top n
+	// by score gives the answer only when n holds the whole tie: common
+	// words tie across a large part of the store, and a window that size
+	// held a DocumentMatch and a loaded id per tied document. (bleve's own
+	// sort by id cannot serve: document ids are seqs, format 8, and ties
+	// go by chunk id.)
 	// A lone text query is searched as it is: the boolean wrapper adds a
 	// conjunction of one, which scores the same (its sum of one score and
 	// the same query norm) at the cost of a layer per matching document.
@@ -2059,63 +2057,16 @@ func (x *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 	if len(q.Sessions) == 0 && len(filters) == 0 {
 		top = textQ
 	}
-	var res *bleve.SearchResult
-	search := func(req *bleve.SearchRequest) error {
-		return projections.GuardStore(ctx, Name, func() error {
-			var err error
-			res, err = x.idx.SearchInContext(ctx, req)
-			return err
-		})
-	}
-	for n := tieWindowStart * (q.K + 1); ; n *= tieWindowGrowth {
-		if err := search(bleve.NewSearchRequestOptions(top, n, 0, false)); err != nil {
-			return nil, fmt.Errorf("search fts: %w", err)
-		}
-		if len(res.Hits) < n || res.Hits[n-1].Score < res.Hits[q.K-1].Score {
-			break
-		}
-	}
-	// Only the hits scoring at least the K-th score can be in the answer.
-	hits := res.Hits
-	if len(hits) > q.K {
-		kth := hits[q.K-1].Score
-		hits = hits[:sort.Search(len(hits), func(i int) bool { return hits[i].Score < kth })]
-	}
-	all := make([]Hit, 0, len(hits))
+	tk := &topK{k: q.K}
 	err := x.view(func(tx *bolt.Tx) error {
-		dc := x.docChunks(tx, false)
-		for _, h := range hits {
-			id, ok, err := dc.chunk(h.ID)
-			if err != nil {
-				return err
-			}
-			if ok {
-				all = append(all, Hit{ChunkID: id, Score: h.Score})
-			}
-		}
-		return nil
+		tk.dc = x.docChunks(tx, false)
+		return tk.search(ctx, x.idx, top)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("search fts: %w", err)
 	}
-	sort.Slice(all, func(i, j int) bool {
-		if all[i].Score != all[j].Score {
-			return all[i].Score > all[j].Score
-		}
-		return all[i].ChunkID < all[j].ChunkID
-	})
-	return all[:min(len(all), q.K)], nil
+	return tk.hits, nil
 }
-
-// The windows of Search's top-n searches: n = tieWindowStart×(K+1),
-// growing tieWindowGrowth times until the tie at the K-th score fits. Each
-// hit of a window costs a heap entry and an id load: at 100K Zipf chunks
-// and K=50, a start of 2 spent 0.31 ms a search, 4 spent 0.49 (the rarer
-// second search included); 1 spent twice as much (ties at K+1 are common).
-const (
-	tieWindowStart  = 2
-	tieWindowGrowth = 8
-)
 
 // docChunks maps the index's document ids (DocID, format 8) back to chunk
 // ids through the side table: the record at a seq names its chunk, and a
