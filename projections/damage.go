@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -152,24 +151,9 @@ func CompactBolt(path string, opts *bolt.Options) error {
 	// the projector compacts several files at once: 8 MB keeps that small.
 	// The walk reads every page of the source: they are dropped from the
 	// resident set as it goes (a read-only mapping is never remapped).
-	done := make(chan struct{})
-	dropped := make(chan struct{})
-	go func() {
-		defer close(dropped)
-		tick := time.NewTicker(100 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				DropResident(src, int64(mapSize))
-			}
-		}
-	}()
+	stop := dropWhile(src, int64(mapSize))
 	err = bolt.Compact(dst, src, 8<<20)
-	close(done)
-	<-dropped
+	stop()
 	if err != nil {
 		dst.Close()
 		os.Remove(tmp)

@@ -25,8 +25,9 @@ import (
 // nothing). Get sees the buffered writes. The bucket must not be read
 // through other paths (cursors) until Flush.
 type SortedWrites struct {
-	b   *bolt.Bucket
-	ops map[string]sortedOp
+	b    *bolt.Bucket
+	ops  map[string]sortedOp
+	fill bool // FillAppends
 }
 
 type sortedOp struct {
@@ -37,6 +38,19 @@ type sortedOp struct {
 // NewSortedWrites buffers writes to b.
 func NewSortedWrites(b *bolt.Bucket) *SortedWrites {
 	return &SortedWrites{b: b, ops: make(map[string]sortedOp)}
+}
+
+// FillAppends makes a Flush that only puts keys after the bucket's last
+// key (index keys that grow with the log, in a build) leave the pages it
+// fills full, not half full: bbolt splits a node at the bucket's
+// FillPercent (half), which suits inserts between keys, and a page it
+// appended is never filled again, so a bulk build left these buckets at
+// half their pages' room and the compaction after it rewrote them. It
+// sets the bucket's FillPercent for the rest of the transaction. It
+// returns s.
+func (s *SortedWrites) FillAppends() *SortedWrites {
+	s.fill = true
+	return s
 }
 
 // Put buffers a put of k = v. v is kept as given (not copied): the caller
@@ -79,6 +93,9 @@ func (s *SortedWrites) Flush() error {
 		keys = append(keys, k)
 	}
 	slices.SortFunc(keys, strings.Compare)
+	if s.fill && len(keys) > 0 && s.appends(keys[0]) {
+		s.b.FillPercent = 1
+	}
 	for _, k := range keys {
 		op := s.ops[k]
 		var err error
@@ -93,6 +110,18 @@ func (s *SortedWrites) Flush() error {
 	}
 	clear(s.ops)
 	return nil
+}
+
+// appends reports whether the buffered writes are all puts of keys from
+// first (the smallest) on, after the bucket's last key.
+func (s *SortedWrites) appends(first string) bool {
+	for _, op := range s.ops {
+		if op.del {
+			return false
+		}
+	}
+	last, _ := s.b.Cursor().Last()
+	return last == nil || first > string(last)
 }
 
 // SortByKey sorts s by key(element), byte-wise, in place. It sorts (first

@@ -561,7 +561,7 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 		}
 		// The chunks go in id order, their index entries in key order
 		// (projections.SortedWrites): those keys follow time, not ids.
-		bySess := projections.NewSortedWrites(tx.Bucket(bucketBySession))
+		bySess := projections.NewSortedWrites(tx.Bucket(bucketBySession)).FillAppends()
 		byDoc := projections.NewSortedWrites(tx.Bucket(bucketByDoc))
 		touched := map[groupKey]*groupChange{}
 		touch := func(c *chunk) {
@@ -783,12 +783,17 @@ func (x *Index) ReleaseMemory() {
 }
 
 // Compact implements projections.Compacter: the file is rewritten tight
-// after a bulk load.
+// after a bulk load, unless the load left it nearly tight
+// (projections.BoltLoose). Removals do not wait for it: their commit
+// compacts (scrub).
 func (x *Index) Compact() error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.closed {
 		return ErrClosed
+	}
+	if loose, err := projections.BoltLoose(x.db); err != nil || !loose {
+		return err
 	}
 	return x.compact()
 }

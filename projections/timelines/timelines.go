@@ -426,12 +426,18 @@ func (t *Timelines) openDB() error {
 }
 
 // Compact implements projections.Compacter: the file is rewritten tight
-// after a bulk load.
+// after a bulk load, unless the load left it nearly tight
+// (projections.BoltLoose): a first build whose keys came in order fills
+// its pages (ids and chunks at EndBulk, time and order by FillAppends).
+// Removals do not wait for it: their commit compacts (scrub).
 func (t *Timelines) Compact() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
 		return ErrClosed
+	}
+	if loose, err := projections.BoltLoose(t.db); err != nil || !loose {
+		return err
 	}
 	return t.compact()
 }
@@ -916,8 +922,8 @@ type indexWrites struct {
 
 func newIndexWrites(tx *bolt.Tx) *indexWrites {
 	return &indexWrites{
-		time:  projections.NewSortedWrites(tx.Bucket(bTime)),
-		order: projections.NewSortedWrites(tx.Bucket(bOrder)),
+		time:  projections.NewSortedWrites(tx.Bucket(bTime)).FillAppends(),
+		order: projections.NewSortedWrites(tx.Bucket(bOrder)).FillAppends(),
 		parts: projections.NewSortedWrites(tx.Bucket(bParts)),
 		links: projections.NewSortedWrites(tx.Bucket(bLinks)),
 	}
