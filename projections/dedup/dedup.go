@@ -732,18 +732,20 @@ func applyOps(w kv, ops []*log.Event) error {
 // after a bulk load (its hashes are random keys: pages split half full),
 // once it has grown to compactGrowth times its size after the last
 // compaction (or open). A catch-up of every append batch asks for it;
-// rewriting the whole file each time cost a pass over it per batch.
+// rewriting the whole file each time cost a pass over it per batch. The
+// pending writes (up to 150,000 keys) go to the file first, so the size
+// compared is what the file holds once they are in.
 func (x *Index) Compact() error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.closed {
 		return ErrClosed
 	}
-	if float64(x.Size()) < compactGrowth*float64(x.compacted) {
-		return nil
-	}
 	if err := x.flush(); err != nil {
 		return err
+	}
+	if float64(x.Size()) < compactGrowth*float64(x.compacted) {
+		return nil
 	}
 	return x.compact()
 }
