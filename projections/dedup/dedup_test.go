@@ -151,3 +151,34 @@ func TestFindFollowsEdits(t *testing.T) {
 		t.Fatalf("document after re-chunk: %+v %v", doc, err)
 	}
 }
+
+// Compact weighs the file with the pending writes in it: a commit whose
+// keys still wait in memory (below FlushEntries) is flushed first, and the
+// file they grow past compactGrowth times its opened size is compacted.
+func TestCompactWeighsPendingWrites(t *testing.T) {
+	x, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	opened := x.Size()
+	evs := projtest.StoreEvents(3, 5000)
+	for _, ev := range evs {
+		if err := x.Apply(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	last := evs[len(evs)-1]
+	if err := x.Commit(projections.Checkpoint{Seq: last.Seq, Hash: last.Hash}); err != nil {
+		t.Fatal(err)
+	}
+	if x.Size() >= compactGrowth*opened {
+		t.Fatalf("the commit's keys are in the file already (%d -> %d bytes): the test needs them pending", opened, x.Size())
+	}
+	if err := x.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	if x.compacted == opened || x.compacted != x.Size() {
+		t.Fatalf("not compacted: opened at %d bytes, compacted size %d, file %d", opened, x.compacted, x.Size())
+	}
+}
