@@ -54,7 +54,7 @@ func BoltLoose(db *bolt.DB) (bool, error) {
 
 // looseDrop is how many bytes BoltLoose reads between two drops of the
 // pages it read.
-const looseDrop = 16 << 20
+const looseDrop = 4 << 20
 
 // dropWhile drops db's mapped pages (the first size bytes) from the
 // resident set every 100 ms until stop is called: a walk over a whole
