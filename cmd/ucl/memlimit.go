@@ -41,11 +41,16 @@ func boundHeap(limit int64) {
 // with. Such a process allocates a few MB (10-20 at a million events) and
 // exits: at the default 100 the collector ran two to four times in each
 // (its 4 MB minimum goal), about a tenth of a bm25 query's CPU at 1M
-// events (89.7 -> 80.4 ms median, RSS +3 MB of its 136). A query that
-// first catches the projections up builds like `ucl project`, so the
-// heap is also bounded by buildMemLimit: near it the collector runs as
-// often as it must, whatever the percentage.
-const queryGCPercent = 400
+// events (89.7 -> 80.4 ms median, RSS +3 MB of its 136). 200 keeps most
+// of that: a bm25 or hybrid query at 1M holds ~4 MB live, and at 400 the
+// garbage between collections (goal ~22 MB) was ~3 MB of a peak near the
+// 100 MB target (1M, 11 queries × 3, alternating: RSS lower in 33 of 33
+// runs each, max 111 -> 103 MB bm25, 114 -> 100 MB hybrid; CPU summed
+// 2.50 vs 2.60 s and 2.46 vs 2.68 s at load 8; 100 cost +16% CPU). A
+// query that first catches the projections up builds like `ucl project`,
+// so the heap is also bounded by buildMemLimit: near it the collector
+// runs as often as it must, whatever the percentage.
+const queryGCPercent = 200
 
 // tuneQueryGC sets queryGCPercent and buildMemLimit for a query process,
 // unless GOGC or GOMEMLIMIT chose otherwise (the environment wins).
