@@ -325,6 +325,13 @@ type Index struct {
 	// hashBuf is fieldHash's input, reused.
 	hashBuf []byte
 	sideOps map[string]*docMeta // side-table changes since the last Commit
+	// stored holds the keys put into "ids" since a BeginBulk that found
+	// it empty (a first build): a chunk whose key it never saw was not
+	// stored before, so liveSeqLocked and Commit skip looking it up. In a
+	// first build nearly every lookup misses, and each miss faulted in
+	// side.db pages around it (stop 41: the whole bucket resident between
+	// commits).
+	stored *projections.AbsentKeys
 	// purge is set when documents were deleted since the last Commit: the
 	// Commit then merges the deletions out of the segments (package doc).
 	purge bool
@@ -371,7 +378,10 @@ type docMeta struct {
 // digest compares builds, for which 128 bits is ample.
 const hashSize = 16
 
-var _ projections.Projection = (*Index)(nil)
+var (
+	_ projections.Projection  = (*Index)(nil)
+	_ projections.BulkBuilder = (*Index)(nil)
+)
 
 // Open opens (or creates) the projection in dir with default options.
 func Open(dir string) (*Index, error) { return OpenOptions(dir, Options{}) }
@@ -1183,6 +1193,27 @@ func sideFields(b []byte) (tokens uint64, mentions, rest []byte, err error) {
 	return tok, mentions, rest, nil
 }
 
+// BeginBulk implements projections.BulkBuilder: when side.db's "ids" is
+// empty (a first build), until EndBulk the index remembers the keys it
+// puts there (stored) and looks up only those.
+func (x *Index) BeginBulk() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.stored = nil
+	if x.closed || x.db == nil {
+		return
+	}
+	x.stored = projections.AbsentKeysFor(Name, x.db, bucketIDs)
+}
+
+// EndBulk implements projections.BulkBuilder: it drops the filter.
+func (x *Index) EndBulk() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.stored = nil
+	return nil
+}
+
 // Commit executes the pending batch together with cp and commits the side
 // table.
 func (x *Index) Commit(cp projections.Checkpoint) error {
@@ -1228,9 +1259,13 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 		records := make([]record, 0, len(ids))
 		for _, sk := range ids {
 			id, key := sk.id, sk.key
-			old, err := idsGet(idx, key)
-			if err != nil {
-				return err
+			var old []byte
+			if x.stored == nil || x.stored.Has(key) {
+				v, err := idsGet(idx, key)
+				if err != nil {
+					return err
+				}
+				old = v
 			}
 			if old != nil {
 				seq, err := entrySeq(key, old)
@@ -1267,6 +1302,12 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 			tk := timeKey(m.time)
 			if err := idsPut(idx, key, m.seq); err != nil {
 				return err
+			}
+			if x.stored != nil {
+				// Added before the transaction commits: a commit that
+				// fails leaves a key the filter need not hold, which
+				// only costs a lookup.
+				x.stored.Add(key)
 			}
 			records = append(records, record{m.seq, encodeRecord(key, m)})
 			if err := byTime.Put(append(tk[:], key...), nil); err != nil {
@@ -2434,6 +2475,10 @@ func (x *Index) liveSeqLocked(id string) (uint64, bool, error) {
 	if x.nDocs == 0 {
 		return 0, false, nil // nothing committed is live (a first build)
 	}
+	key := projections.IDKey(id)
+	if x.stored != nil && !x.stored.Has(key) {
+		return 0, false, nil // never stored in this first build
+	}
 	var seq uint64
 	var live bool
 	err := projections.Guard(Name, func() error {
@@ -2445,7 +2490,6 @@ func (x *Index) liveSeqLocked(id string) (uint64, bool, error) {
 			x.lookup = tx
 		}
 		// The "ids" entry is the live version's seq (format 7).
-		key := projections.IDKey(id)
 		v, err := idsGet(x.lookup.Bucket(bucketIDs), key)
 		if err != nil || v == nil {
 			return err
