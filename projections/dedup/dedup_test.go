@@ -91,15 +91,7 @@ func TestCompactKeepsDigest(t *testing.T) {
 	}
 	defer x.Close()
 	evs := projtest.StoreEvents(3, 2000)
-	for _, ev := range evs {
-		if err := x.Apply(ev); err != nil {
-			t.Fatal(err)
-		}
-	}
-	last := evs[len(evs)-1]
-	if err := x.Commit(projections.Checkpoint{Seq: last.Seq, Hash: last.Hash}); err != nil {
-		t.Fatal(err)
-	}
+	applyCommit(t, x, evs)
 	before, _ := x.Digest()
 	size := x.Size()
 	var _ projections.Compacter = x
@@ -163,15 +155,7 @@ func TestCompactWeighsPendingWrites(t *testing.T) {
 	defer x.Close()
 	opened := x.Size()
 	evs := projtest.StoreEvents(3, 5000)
-	for _, ev := range evs {
-		if err := x.Apply(ev); err != nil {
-			t.Fatal(err)
-		}
-	}
-	last := evs[len(evs)-1]
-	if err := x.Commit(projections.Checkpoint{Seq: last.Seq, Hash: last.Hash}); err != nil {
-		t.Fatal(err)
-	}
+	applyCommit(t, x, evs)
 	if x.Size() >= compactGrowth*opened {
 		t.Fatalf("the commit's keys are in the file already (%d -> %d bytes): the test needs them pending", opened, x.Size())
 	}
@@ -180,5 +164,19 @@ func TestCompactWeighsPendingWrites(t *testing.T) {
 	}
 	if x.compacted == opened || x.compacted != x.Size() {
 		t.Fatalf("not compacted: opened at %d bytes, compacted size %d, file %d", opened, x.compacted, x.Size())
+	}
+}
+
+// applyCommit applies evs to x and commits at the last one.
+func applyCommit(t *testing.T, x *Index, evs []*log.Event) {
+	t.Helper()
+	for _, ev := range evs {
+		if err := x.Apply(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	last := evs[len(evs)-1]
+	if err := x.Commit(projections.Checkpoint{Seq: last.Seq, Hash: last.Hash}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -122,15 +122,7 @@ func TestUnfinishedFlushIsRebuilt(t *testing.T) {
 		t.Fatal(err)
 	}
 	evs := projtest.StoreEvents(5, 50)
-	for _, ev := range evs {
-		if err := x.Apply(ev); err != nil {
-			t.Fatal(err)
-		}
-	}
-	last := evs[len(evs)-1]
-	if err := x.Commit(projections.Checkpoint{Seq: last.Seq, Hash: last.Hash}); err != nil {
-		t.Fatal(err)
-	}
+	applyCommit(t, x, evs)
 	if err := x.Close(); err != nil {
 		t.Fatal(err)
 	}
