@@ -46,6 +46,10 @@ type Options struct {
 	// Log receives arlocal's stdout and stderr. When nil, arlocal runs with
 	// --hidelogs (it otherwise logs every transaction with its data).
 	Log io.Writer
+	// HideLogs runs arlocal with --hidelogs even when Log is set: Log then
+	// receives only what arlocal prints besides its transaction log
+	// (start-up lines, errors, a crash's stack).
+	HideLogs bool
 }
 
 // Gateway is a running arlocal.
@@ -59,10 +63,14 @@ type Gateway struct {
 	err  error // process exit error, valid after done is closed
 }
 
-// Start starts arlocal for tb and stops it in tb.Cleanup.
+// Start starts arlocal for tb and stops it in tb.Cleanup. When tb fails,
+// its log says whether arlocal had exited (and how) or still answered,
+// and holds arlocal's last output: a gateway that stops answering in the
+// middle of a test is otherwise indistinguishable from a client fault.
 func Start(tb testing.TB) *Gateway {
 	tb.Helper()
-	g, err := StartProcess(context.Background(), Options{})
+	tail := &tailWriter{max: 16 << 10}
+	g, err := StartProcess(context.Background(), Options{Log: tail, HideLogs: true})
 	if errors.Is(err, ErrNoNode) {
 		tb.Skipf("skipping: %v (install Node.js to run the Arweave tests)", err)
 	}
@@ -70,7 +78,56 @@ func Start(tb testing.TB) *Gateway {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(g.Stop)
+	// Registered after Stop, so it runs before it (cleanups run last in,
+	// first out): arlocal is still as the test left it.
+	tb.Cleanup(func() {
+		if !tb.Failed() {
+			return
+		}
+		select {
+		case <-g.done:
+			tb.Logf("arlocal at %s had exited before the test ended: %v", g.url, g.err)
+		default:
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_, err := g.get(ctx, "/info")
+			cancel()
+			tb.Logf("arlocal at %s was running when the test ended; GET /info: %v", g.url, errOrOK(err))
+		}
+		if out := tail.String(); out != "" {
+			tb.Logf("arlocal's last output:\n%s", out)
+		}
+	})
 	return g
+}
+
+func errOrOK(err error) any {
+	if err == nil {
+		return "ok"
+	}
+	return err
+}
+
+// tailWriter keeps the last max bytes written to it.
+type tailWriter struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (w *tailWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.b = append(w.b, p...)
+	if over := len(w.b) - w.max; over > 0 {
+		w.b = append(w.b[:0], w.b[over:]...)
+	}
+	return len(p), nil
+}
+
+func (w *tailWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return string(w.b)
 }
 
 // FindRepoRoot walks up from the working directory to the directory that
@@ -122,9 +179,12 @@ func StartProcess(ctx context.Context, opt Options) (*Gateway, error) {
 	}
 	args := []string{bin, "PORT", "--dbpath", "DIR"}
 	if opt.Log == nil {
+		opt.Log = io.Discard
+		opt.HideLogs = true
+	}
+	if opt.HideLogs {
 		// arlocal logs every posted transaction, data included; writing
 		// that to a pipe costs more than the upload itself.
-		opt.Log = io.Discard
 		args = append(args, "--hidelogs")
 	}
 	dir, err := os.MkdirTemp("", "arlocal-*")
