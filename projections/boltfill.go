@@ -3,7 +3,6 @@ package projections
 import (
 	"fmt"
 	"path/filepath"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -55,29 +54,3 @@ func BoltLoose(db *bolt.DB) (bool, error) {
 // looseDrop is how many bytes BoltLoose reads between two drops of the
 // pages it read.
 const looseDrop = 4 << 20
-
-// dropWhile drops db's mapped pages (the first size bytes) from the
-// resident set every 100 ms until stop is called: a walk over a whole
-// file would otherwise leave it all resident. The caller keeps the
-// mapping in place meanwhile (DropResident).
-func dropWhile(db *bolt.DB, size int64) (stop func()) {
-	done := make(chan struct{})
-	dropped := make(chan struct{})
-	go func() {
-		defer close(dropped)
-		tick := time.NewTicker(100 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				DropResident(db, size)
-			}
-		}
-	}()
-	return func() {
-		close(done)
-		<-dropped
-	}
-}

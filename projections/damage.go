@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -174,4 +175,30 @@ func CompactBolt(path string, opts *bolt.Options) error {
 		return fmt.Errorf("compact %s: %w", filepath.Base(path), err)
 	}
 	return fsutil.SyncDir(filepath.Dir(path))
+}
+
+// dropWhile drops db's mapped pages (the first size bytes) from the
+// resident set every 100 ms until stop is called: a walk over a whole
+// file would otherwise leave it all resident. The caller keeps the
+// mapping in place meanwhile (DropResident).
+func dropWhile(db *bolt.DB, size int64) (stop func()) {
+	done := make(chan struct{})
+	dropped := make(chan struct{})
+	go func() {
+		defer close(dropped)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				DropResident(db, size)
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-dropped
+	}
 }
