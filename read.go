@@ -420,14 +420,11 @@ func (s *Store) Sessions(ctx context.Context, req SessionsRequest) (*SessionsRes
 	var ss []timelines.SessionInfo
 	err := s.readProj(ctx, req.Progress, func(set *projstd.Set, _ bool) error {
 		var err error
-		ss, err = set.Timelines.Sessions()
+		ss, err = set.Timelines.SessionsTop(req.Limit)
 		return err
 	})
 	if err != nil {
 		return nil, err
-	}
-	if req.Limit > 0 && len(ss) > req.Limit {
-		ss = ss[:req.Limit]
 	}
 	out := make([]SessionInfo, len(ss))
 	for i, si := range ss {

@@ -259,6 +259,17 @@ func encodeSession(titleID string, info *SessionInfo) ([]byte, error) {
 	return append(b, js...), nil
 }
 
+// sessionJSON is the JSON part of a session record (encodeSession), past
+// its title id; a record too short to hold one gives what JSON decoding
+// then refuses.
+func sessionJSON(v []byte) []byte {
+	r := &recReader{b: v}
+	if r.str(); r.bad {
+		return nil
+	}
+	return r.b
+}
+
 func decodeSession(v []byte) (string, SessionInfo, error) {
 	var info SessionInfo
 	r := &recReader{b: v}

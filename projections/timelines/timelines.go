@@ -97,6 +97,7 @@ package timelines
 import (
 	"bytes"
 	"cmp"
+	"container/heap"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -107,6 +108,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -1221,28 +1223,145 @@ func (t *Timelines) read(fn func(tx *bolt.Tx) error) error {
 
 // Sessions returns every session, most recent (last content time) first,
 // ties by id.
-func (t *Timelines) Sessions() ([]SessionInfo, error) {
+func (t *Timelines) Sessions() ([]SessionInfo, error) { return t.SessionsTop(0) }
+
+// SessionsTop is Sessions for the first n sessions in that order (n <= 0:
+// all). While it reads the sessions bucket it keeps at most n records,
+// each placed by its id and last time alone, and decodes only those: a
+// 50K-session store held ~50 MB of decoded records only to sort them and
+// keep 50, and decoding each record whole was most of the listing's CPU.
+func (t *Timelines) SessionsTop(n int) ([]SessionInfo, error) {
 	var out []SessionInfo
 	err := t.read(func(tx *bolt.Tx) error {
-		return tx.Bucket(bSessions).ForEach(func(k, v []byte) error {
-			_, si, err := decodeSession(v)
+		var kept sessionHeap
+		err := tx.Bucket(bSessions).ForEach(func(k, v []byte) error {
+			id, last, err := sessionOrderKey(sessionJSON(v))
 			if err != nil {
-				return fmt.Errorf("session %q: %w", k, err)
+				return fmt.Errorf("session %q: decode session record: %w: %v", k, ErrCorrupt, err)
 			}
-			out = append(out, si)
+			// v stays valid until the transaction ends: the kept records
+			// are decoded before it does.
+			e := sessionEntry{id: id, last: last, rec: v}
+			switch {
+			case n <= 0 || len(kept) < n:
+				heap.Push(&kept, e)
+			case sessionBefore(last, id, kept[0].last, kept[0].id):
+				kept[0] = e
+				heap.Fix(&kept, 0)
+			}
 			return nil
 		})
+		if err != nil {
+			return err
+		}
+		out = make([]SessionInfo, 0, len(kept))
+		for _, e := range kept {
+			_, si, err := decodeSession(e.rec)
+			if err != nil {
+				return fmt.Errorf("session %q: %w", e.id, err)
+			}
+			out = append(out, si)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Last != out[j].Last {
-			return out[i].Last > out[j].Last
-		}
-		return out[i].ID < out[j].ID
-	})
+	sort.Slice(out, func(i, j int) bool { return sessionBefore(out[i].Last, out[i].ID, out[j].Last, out[j].ID) })
 	return out, nil
+}
+
+// sessionBefore is Sessions' order: later last content time first, ties
+// by id.
+func sessionBefore(lastA int64, idA string, lastB int64, idB string) bool {
+	if lastA != lastB {
+		return lastA > lastB
+	}
+	return idA < idB
+}
+
+// sessionOrderKey reads a session record's JSON only as far as its id
+// and last content time, which encodeSession's json.Marshal writes ahead
+// of the kinds, roles and title (SessionInfo's field order): decoding
+// every record whole was most of a 50K-session listing's CPU. A record
+// whose first members are not id, first_ms and last_ms is decoded whole.
+func sessionOrderKey(js []byte) (string, int64, error) {
+	rest, ok := bytes.CutPrefix(js, []byte(`{"id":"`))
+	if !ok {
+		return sessionOrderKeyWhole(js)
+	}
+	end := bytes.IndexByte(rest, '"')
+	if end < 0 || bytes.IndexByte(rest[:end], '\\') >= 0 {
+		return sessionOrderKeyWhole(js) // escapes: let encoding/json read them
+	}
+	id := string(rest[:end])
+	if rest, ok = bytes.CutPrefix(rest[end+1:], []byte(`,"first_ms":`)); !ok {
+		return sessionOrderKeyWhole(js)
+	}
+	if rest, ok = skipInt(rest); !ok {
+		return sessionOrderKeyWhole(js)
+	}
+	if rest, ok = bytes.CutPrefix(rest, []byte(`,"last_ms":`)); !ok {
+		return sessionOrderKeyWhole(js)
+	}
+	num := rest
+	if rest, ok = skipInt(rest); !ok || len(rest) == 0 || (rest[0] != ',' && rest[0] != '}') {
+		return sessionOrderKeyWhole(js)
+	}
+	last, err := strconv.ParseInt(string(num[:len(num)-len(rest)]), 10, 64)
+	if err != nil {
+		return sessionOrderKeyWhole(js)
+	}
+	return id, last, nil
+}
+
+// skipInt returns b past the JSON integer it starts with.
+func skipInt(b []byte) ([]byte, bool) {
+	i := 0
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	start := i
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	return b[i:], i > start
+}
+
+// sessionOrderKeyWhole is sessionOrderKey decoding the whole record.
+func sessionOrderKeyWhole(js []byte) (string, int64, error) {
+	var key struct {
+		ID   string `json:"id"`
+		Last int64  `json:"last_ms"`
+	}
+	err := json.Unmarshal(js, &key)
+	return key.ID, key.Last, err
+}
+
+// sessionEntry is a session record SessionsTop keeps, with the fields
+// that place it.
+type sessionEntry struct {
+	id   string
+	last int64
+	rec  []byte
+}
+
+// sessionHeap holds SessionsTop's kept records with the one that comes
+// last in Sessions' order on top, the first to give way to a session that
+// comes before it.
+type sessionHeap []sessionEntry
+
+func (h sessionHeap) Len() int { return len(h) }
+func (h sessionHeap) Less(i, j int) bool {
+	return sessionBefore(h[j].last, h[j].id, h[i].last, h[i].id)
+}
+func (h sessionHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *sessionHeap) Push(x any)   { *h = append(*h, x.(sessionEntry)) }
+func (h *sessionHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
 
 // Session returns a session's summary and its live chunks in content-time
