@@ -2177,7 +2177,8 @@ func (d *docChunks) chunk(doc string) (id string, ok bool, err error) {
 // may hold them already). A chunk whose old and new times straddle the
 // range is kept, both versions' documents: the index holds one of the
 // two, and the filter only narrows what the text query matched. With
-// limit > 0 it stops reading the committed ones after limit + 1.
+// limit > 0 it stops reading the committed ones after limit + 1, and
+// when it found more than limit it returns no documents, only n.
 func (x *Index) idsInTime(since, until int64, limit int) (docs []string, n int, err error) {
 	in := func(t int64) bool { return (since == 0 || t >= since) && (until == 0 || t < until) }
 	var ids []string
@@ -2207,6 +2208,13 @@ func (x *Index) idsInTime(since, until int64, limit int) (docs []string, n int, 
 		if m != nil && in(m.time) {
 			ids = append(ids, id)
 		}
+	}
+	if limit > 0 && len(ids) > limit {
+		// The caller refuses the range (Query.MaxInTime): the documents
+		// are not looked up. Each is a read at a random place of "ids",
+		// and a month of a 1M-event store read 501 of them for nothing
+		// (6 MB of side.db mapped by a one-shot query).
+		return nil, len(ids), nil
 	}
 	docs = make([]string, 0, len(ids))
 	err = x.view(func(tx *bolt.Tx) error {

@@ -79,4 +79,32 @@ func TestMaxInTime(t *testing.T) {
 	if _, err := x.Search(context.Background(), q); !errors.Is(err, ErrWideTimeRange) {
 		t.Errorf("3 chunks, MaxInTime 2: error %v, want ErrWideTimeRange", err)
 	}
+	// A range refused is counted, its documents not looked up (each a
+	// random read of side.db's "ids"); a chunk stored since the Commit
+	// counts too.
+	inTime := func(limit int) ([]string, int) {
+		t.Helper()
+		x.mu.RLock()
+		defer x.mu.RUnlock()
+		docs, n, err := x.idsInTime(t0, t0+3000, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return docs, n
+	}
+	if docs, n := inTime(3); len(docs) != 3 || n != 3 {
+		t.Errorf("3 chunks, limit 3: %d documents, n %d", len(docs), n)
+	}
+	if docs, n := inTime(2); docs != nil || n != 3 {
+		t.Errorf("3 chunks, limit 2: %d documents, n %d; want none, 3", len(docs), n)
+	}
+	if err := x.Apply(e.store("c5", "s1", "user", log.KindConversation, t0+500, "gateway c5")); err != nil {
+		t.Fatal(err)
+	}
+	if docs, n := inTime(3); docs != nil || n != 4 {
+		t.Errorf("3 chunks and a pending one, limit 3: %d documents, n %d; want none, 4", len(docs), n)
+	}
+	if docs, n := inTime(0); len(docs) != 4 || n != 4 {
+		t.Errorf("3 chunks and a pending one, no limit: %d documents, n %d", len(docs), n)
+	}
 }
