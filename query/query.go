@@ -237,6 +237,15 @@ type MentionTimer interface {
 	Mentioned(ids []string) (map[string][]timephrase.Range, error)
 }
 
+// MentionAtTimer is an optional MentionTimer capability (*fts.Index has
+// it): Mentioned with the seq of each chunk's live version as the caller
+// knows it (Chunk.Seq; 0: unknown), which spares the text index a lookup
+// by id for each chunk whose record is at that seq. The answer is
+// Mentioned's whatever the seqs say.
+type MentionAtTimer interface {
+	MentionedAt(ids []string, seqs []uint64) (map[string][]timephrase.Range, error)
+}
+
 // DocFreqer is an optional TextSearcher capability (*fts.Index has it):
 // the number of live chunks and how many hold each word.
 type DocFreqer interface {
@@ -1704,7 +1713,17 @@ func (e *Engine) mentioned(p *plan, cs []*cand) error {
 	for i, c := range cs {
 		ids[i] = c.chunk.ID
 	}
-	ms, err := mt.Mentioned(ids)
+	var ms map[string][]timephrase.Range
+	var err error
+	if at, ok := mt.(MentionAtTimer); ok {
+		seqs := make([]uint64, len(cs))
+		for i, c := range cs {
+			seqs[i] = c.chunk.Seq
+		}
+		ms, err = at.MentionedAt(ids, seqs)
+	} else {
+		ms, err = mt.Mentioned(ids)
+	}
 	if err != nil {
 		return fmt.Errorf("mentioned times: %w", err)
 	}
