@@ -74,3 +74,72 @@ func TestRandomReadsAdvisesProjections(t *testing.T) {
 		}
 	}
 }
+
+// residentSegments sums the resident kilobytes of this process's
+// mappings of full-text segment files under dir, and counts them.
+func residentSegments(t *testing.T, dir string) (mappings int, kb int64) {
+	t.Helper()
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	if err := fsutil.Smaps("/proc/self", func(e fsutil.SmapsEntry) {
+		if strings.HasPrefix(e.Path, dir+"/") && strings.HasSuffix(e.Path, ".zap") {
+			mappings++
+			kb += e.RssKB
+		}
+	}); errors.Is(err, fs.ErrNotExist) {
+		t.Skip(err) // no /proc here
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return mappings, kb
+}
+
+// adviseOneShot lets go of every segment page the process has mapped (a
+// search has just read them), and a search after it reads them again and
+// answers the same.
+func TestAdviseOneShotDropsSegmentPages(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t)
+	if _, err := s.Append(ctx, AppendRequest{JSONL: testJSONL}); err != nil {
+		t.Fatal(err)
+	}
+	dir := s.Dir()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(dir, Options{RandomReads: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	search := func() string {
+		t.Helper()
+		res, err := s.Search(ctx, SearchRequest{Text: "cello", Mode: "bm25"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Results) == 0 {
+			t.Fatal("no results")
+		}
+		var ids []string
+		for _, r := range res.Results {
+			ids = append(ids, r.ChunkID)
+		}
+		return strings.Join(ids, " ")
+	}
+	first := search()
+	proj := filepath.Join(dir, "projections")
+	if n, kb := residentSegments(t, proj); n == 0 || kb == 0 {
+		t.Fatalf("after a search: %d segment mappings, %d kB resident; want some", n, kb)
+	}
+	if err := adviseOneShot(proj); err != nil {
+		t.Fatal(err)
+	}
+	if n, kb := residentSegments(t, proj); n == 0 || kb != 0 {
+		t.Errorf("advised: %d segment mappings, %d kB resident; want mappings, none resident", n, kb)
+	}
+	if again := search(); again != first {
+		t.Errorf("search after the advice: %s, want %s", again, first)
+	}
+}

@@ -2,5 +2,5 @@
 
 package ucl
 
-// adviseRandom does nothing here (it reads Linux's /proc/self/maps).
-func adviseRandom(string) error { return nil }
+// adviseOneShot does nothing here (it reads Linux's /proc/self/maps).
+func adviseOneShot(string) error { return nil }

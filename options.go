@@ -90,8 +90,9 @@ type Options struct {
 	// RandomReads: this process reads the projections once, here and
 	// there (a one-shot query): before a search, their file mappings are
 	// advised MADV_RANDOM on Linux, so a file not in the page cache is
-	// read a page at a time and not a read-ahead window at a time
-	// (adviseRandom). A long-lived process leaves the kernel's default.
+	// read a page at a time and not a read-ahead window at a time, and
+	// the full-text segment pages their opening mapped are let go
+	// (adviseOneShot). A long-lived process leaves the kernel's default.
 	RandomReads bool
 }
 

@@ -499,7 +499,7 @@ func (s *Store) query(ctx context.Context, p Progress, fn func(e *query.Engine) 
 		// damage the first run found.
 		found = nil
 		if s.opts.RandomReads {
-			if err := adviseRandom(s.st.Path(store.ProjectionsDir)); err != nil {
+			if err := adviseOneShot(s.st.Path(store.ProjectionsDir)); err != nil {
 				s.opts.Warn(err.Error()) // advice: the search runs either way
 			}
 		}
