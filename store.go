@@ -487,6 +487,18 @@ func (s *Store) engine(set *projstd.Set) *query.Engine {
 	return query.New(src, query.Options{})
 }
 
+// adviseReads advises the projections' mappings for a one-shot reader
+// (Options.RandomReads; adviseOneShot) once the set is open and before it
+// is read.
+func (s *Store) adviseReads() {
+	if !s.opts.RandomReads {
+		return
+	}
+	if err := adviseOneShot(s.st.Path(store.ProjectionsDir)); err != nil {
+		s.opts.Warn(err.Error()) // advice: the read runs either way
+	}
+}
+
 // query runs fn on a query engine over the caught-up set, beside other
 // readers when the set is at the head (readProj). When the results fail
 // their check against the log (the projection is damaged), the damaged
@@ -498,11 +510,7 @@ func (s *Store) query(ctx context.Context, p Progress, fn func(e *query.Engine) 
 		// Only the last run counts: readProj reruns fn after it healed
 		// damage the first run found.
 		found = nil
-		if s.opts.RandomReads {
-			if err := adviseOneShot(s.st.Path(store.ProjectionsDir)); err != nil {
-				s.opts.Warn(err.Error()) // advice: the search runs either way
-			}
-		}
+		s.adviseReads()
 		err := projstd.AsDamage(fn(s.engine(set)))
 		if _, damaged := projections.Damaged(err); damaged {
 			if exclusive {

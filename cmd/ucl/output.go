@@ -149,7 +149,8 @@ func withAPI(c *cli.Context, fn func(ucl.API) error) error {
 	return withAPIOpts(c, engineOptions(c), false, fn)
 }
 
-// withQueryAPI is withAPI for a one-shot query or context: the store, when
+// withQueryAPI is withAPI for a one-shot query, context or session
+// listing: the store, when
 // this process opens it, reads its projections at random
 // (ucl.Options.RandomReads).
 func withQueryAPI(c *cli.Context, fn func(ucl.API) error) error {

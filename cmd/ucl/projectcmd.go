@@ -143,7 +143,7 @@ var sessionCommand = &cli.Command{
 			Usage: "sessions, most recent first",
 			Flags: []cli.Flag{&cli.IntFlag{Name: "limit", Value: ucl.DefaultSessionsLimit, Usage: "at most this many (0: all)"}},
 			Action: func(c *cli.Context) error {
-				return withAPI(c, func(api ucl.API) error {
+				return withQueryAPI(c, func(api ucl.API) error {
 					prog, done := stagedProgress(c)
 					res, err := api.Sessions(context.Background(), ucl.SessionsRequest{Limit: c.Int("limit"), Progress: prog})
 					done()
