@@ -1,12 +1,17 @@
 package timelines
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"reflect"
 	"sort"
+	"strings"
 	"testing"
 
+	"github.com/unlimitedcontext/ucl/internal/fsutil"
 	"github.com/unlimitedcontext/ucl/log"
+	"github.com/unlimitedcontext/ucl/projections"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -45,18 +50,67 @@ func TestSessionsTopIsFirstOfSorted(t *testing.T) {
 		}
 		return want[i].ID < want[j].ID
 	})
-	for n := 0; n <= len(ids)+1; n++ {
-		got, err := tl.SessionsTop(n)
+	defer func(v int) { sessionsDropEvery = v }(sessionsDropEvery)
+	for _, every := range []int{0, 1, 3} { // letting the pages go changes nothing
+		sessionsDropEvery = every
+		for n := 0; n <= len(ids)+1; n++ {
+			got, err := tl.SessionsTop(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := want
+			if n > 0 && n < len(w) {
+				w = w[:n]
+			}
+			if !reflect.DeepEqual(got, w) {
+				t.Errorf("drop every %d, SessionsTop(%d):\n got %+v\nwant %+v", every, n, got, w)
+			}
+		}
+	}
+}
+
+// SessionsTop lets go of the sessions bucket's pages as it reads them: a
+// listing of the 5 most recent of 3,000 sessions ends with a fraction of
+// the pages mapped that it ends with when it keeps them.
+func TestSessionsTopLetsPagesGo(t *testing.T) {
+	var bodies []log.Body
+	for i := 0; i < 3000; i++ {
+		bodies = append(bodies, conv(fmt.Sprintf("c%d", i), fmt.Sprintf("session-%05d", i), "user", int64(i+1)*1000, strings.Repeat("a title long enough to fill the record. ", 3)))
+	}
+	dir := t.TempDir()
+	tl := open(t, dir)
+	defer tl.Close()
+	applyCommit(t, tl, chain(t, bodies...))
+	resident := func(every int) int64 {
+		t.Helper()
+		defer func(v int) { sessionsDropEvery = v }(sessionsDropEvery)
+		sessionsDropEvery = every
+		var kb int64
+		err := tl.read(func(tx *bolt.Tx) error {
+			projections.DropResident(tx.DB(), tx.Size()) // start from none
+			return nil
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		w := want
-		if n > 0 && n < len(w) {
-			w = w[:n]
+		ss, err := tl.SessionsTop(5)
+		if err != nil || len(ss) != 5 || ss[0].ID != "session-02999" {
+			t.Fatalf("SessionsTop(5): %+v %v", ss, err)
 		}
-		if !reflect.DeepEqual(got, w) {
-			t.Errorf("SessionsTop(%d):\n got %+v\nwant %+v", n, got, w)
+		if err := fsutil.Smaps("/proc/self", func(e fsutil.SmapsEntry) {
+			if strings.HasSuffix(e.Path, "/"+FileName) && strings.HasPrefix(e.Path, dir) {
+				kb += e.RssKB
+			}
+		}); errors.Is(err, fs.ErrNotExist) {
+			t.Skip(err) // no /proc here
+		} else if err != nil {
+			t.Fatal(err)
 		}
+		return kb
+	}
+	kept, dropped := resident(0), resident(64)
+	if kept < 64 || dropped*4 > kept {
+		t.Errorf("resident after listing: %d kB keeping the pages, %d kB letting them go every 64 records; want under a quarter", kept, dropped)
 	}
 }
 

@@ -1230,11 +1230,23 @@ func (t *Timelines) Sessions() ([]SessionInfo, error) { return t.SessionsTop(0) 
 // each placed by its id and last time alone, and decodes only those: a
 // 50K-session store held ~50 MB of decoded records only to sort them and
 // keep 50, and decoding each record whole was most of the listing's CPU.
+// It lets go of the file's pages every sessionsDropEvery records, so what
+// it maps does not grow with the store's sessions either (a reader beside
+// it in the same process maps again what it reads next).
 func (t *Timelines) SessionsTop(n int) ([]SessionInfo, error) {
 	var out []SessionInfo
 	err := t.read(func(tx *bolt.Tx) error {
 		var kept sessionHeap
+		read := 0
 		err := tx.Bucket(bSessions).ForEach(func(k, v []byte) error {
+			// The bucket is read once, end to end: its pages are let go
+			// as it goes, or the listing would map all of them (24.5 MB
+			// of a 2M-event store's 100K sessions). The kept records are
+			// mapped again when decoded; the transaction keeps the
+			// mapping in place (projections.DropResident).
+			if read++; sessionsDropEvery > 0 && read%sessionsDropEvery == 0 {
+				projections.DropResident(tx.DB(), tx.Size())
+			}
 			id, last, err := sessionOrderKey(sessionJSON(v))
 			if err != nil {
 				return fmt.Errorf("session %q: decode session record: %w: %v", k, ErrCorrupt, err)
@@ -1270,6 +1282,11 @@ func (t *Timelines) SessionsTop(n int) ([]SessionInfo, error) {
 	sort.Slice(out, func(i, j int) bool { return sessionBefore(out[i].Last, out[i].ID, out[j].Last, out[j].ID) })
 	return out, nil
 }
+
+// sessionsDropEvery is how many session records SessionsTop reads
+// between two lettings-go of the file's pages (0: never; a variable for
+// the tests).
+var sessionsDropEvery = 4096
 
 // sessionBefore is Sessions' order: later last content time first, ties
 // by id.
