@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -164,6 +163,7 @@ type Log struct {
 	// written, one for the batch being built (pendIdx, chainMu).
 	pend    [2][]pending
 	pendIdx int
+	hasher  eventhash.Hasher // finishes the hashes of the batch being built (chainMu)
 
 	// write writes a commit's entries with one WAL batch; it is the seam
 	// for fault injection in tests.
@@ -916,12 +916,11 @@ func uvarintLen(n int) int {
 }
 
 // prepared is the part of an event that does not depend on its place in
-// the chain: id, append time, the sealed body and its digest, the batch
-// key's wrap. Appenders make it before they queue (a large request: in
-// parts, on goroutines of their own while the commit works,
-// startPrepare), concurrently, so the serial commit only writes the
-// header, hashes it with the body's digest (format 4: three SHA-256
-// blocks) and chains.
+// the chain: id, append time, the sealed body and the event's hash state
+// after it, the batch key's wrap. Appenders make it before they queue (a
+// large request: on all cores, startPrepare), concurrently, so the serial
+// commit only writes the header, finishes the hash with it (format 4: two
+// to four SHA-256 blocks) and chains.
 type prepared struct {
 	id      ID
 	time    int64
@@ -929,7 +928,7 @@ type prepared struct {
 	epoch   uint32
 	wrapped [WrappedKeySize]byte // the request's batch key, wrapped under epoch
 	batch   *batchSeal
-	sum     [HashSize]byte // SHA-256 of the sealed body (eventhash.Finish)
+	hs      eventhash.State // the event's hash after its sealed body
 	// buf is HeaderSize bytes of room for the header, then the sealed
 	// body, with capacity for the CRC; build writes the header and takes
 	// it (nil after).
@@ -1034,9 +1033,10 @@ type prepScratch struct {
 	// the clock for every nowEvery-th such entry: the clock read was 3-5%
 	// of an append's CPU, and nowEvery entries are prepared in a few
 	// microseconds, well inside the time's millisecond.
-	now  int64
-	nows int
-	aad  [aadSize]byte
+	now    int64
+	nows   int
+	aad    [aadSize]byte
+	hasher eventhash.Hasher
 }
 
 // nowEvery is how many entries share one clock read (prepScratch.now).
@@ -1087,7 +1087,7 @@ func (l *Log) prepare(e Entry, p *prepared, b *batchSeal, rnd []byte, mem []byte
 	sc.h.Encode(buf[:HeaderSize])
 	body := sealer.Seal(buf[HeaderSize:HeaderSize], sealAAD(buf, &sc.aad), buf[HeaderSize:])
 	p.buf = buf[:HeaderSize+len(body)]
-	p.sum = sha256.Sum256(body)
+	sc.hasher.Body(body, &p.hs)
 	return nil
 }
 
@@ -1237,115 +1237,128 @@ func (l *Log) prepareAt(es []Entry, i int, b *batchSeal, m *reqMem, mem []byte, 
 	return nil
 }
 
-// pipelineMin is the request size from which entries are prepared in
-// parts on goroutines of their own (startPrepare). Preparing (encoding,
-// the data key, the seal and the body's digest) is most of an event's
-// CPU, ~1.5 µs; the commit, in chain order, ~0.2 µs. A request of 256 is
-// prepared in two halves on two cores, the commit building the first
-// while the second is prepared.
-const pipelineMin = 2 * partMin
+// pipelineMin is the request size from which entries are prepared on
+// all cores (startPrepare). Preparing (encoding, the data key, the seal
+// and the body's digest) is most of an event's CPU, ~1.1 µs; the commit,
+// in chain order, ~0.3 µs.
+const pipelineMin = 128
 
-// partMin is the fewest entries a part of a request prepared on a
-// goroutine has: a goroutine and its hand-off cost far less than
-// preparing 64 events.
-const partMin = 64
+// feedStep is how many entries are prepared as one piece of work: the
+// appender and the helping goroutines take the pieces of a request in
+// order from one counter, so a helper that starts late (waking an idle
+// core took ~110 µs on the machine of issue 26, a third of preparing 256
+// events) takes what is left instead of a fixed half that the commit
+// would then wait for.
+const feedStep = nowEvery
 
-// prepFeed hands a request's parts to the commit as they are prepared.
+// prepFeed hands a request's prepared pieces to the commit.
 type prepFeed struct {
-	parts []prepPart  // in order; parts[0] is prepared by the appender before it queues
-	stop  atomic.Bool // set: prepare no more (the request is over)
-	ready int         // entries the commit knows are prepared (chainMu)
-	next  int         // the part the commit waits for next (chainMu)
+	es    []Entry
+	b     *batchSeal
+	m     *reqMem
+	mem   []byte
+	n     int          // pieces
+	claim atomic.Int32 // the next piece to take
+	state []atomic.Int32
+	errs  []error       // of a piece that failed (read after its state says so)
+	sig   chan struct{} // a helper finished a piece (room for all)
+	stop  atomic.Bool   // set: take no more pieces (the request is over)
+	helps sync.WaitGroup
+	ready int // entries the commit knows are prepared (chainMu)
 }
 
-// prepPart is entries [the previous part's end, end) of a request.
-type prepPart struct {
-	end  int
-	done chan struct{} // closed when the part is prepared or ended early
-	err  error         // why it ended early (read after done is closed)
-}
+// Piece states.
+const (
+	pieceOpen int32 = iota
+	pieceDone
+	pieceFailed
+)
 
 // errPrepareStopped: the request ended before all its entries were
 // prepared (never seen by a caller: the commit that stopped it failed).
 var errPrepareStopped = errors.New("append: preparation stopped")
 
-// startPrepare prepares es in parts, one on each core: the first on the
-// calling goroutine, the others on goroutines of their own that the
-// commit waits for (prepFeed.wait). An invalid entry of the first part
-// fails the request before it queues.
+// startPrepare prepares es on all cores: helper goroutines and the
+// calling goroutine take pieces of feedStep entries until none is left;
+// the commit then chains them in order, waiting for a piece a helper has
+// not finished (prepFeed.wait). An invalid entry fails the request when
+// the commit reaches it.
 func (l *Log) startPrepare(es []Entry) (*prepFeed, []prepared, *reqMem, error) {
 	b, m, mem, err := l.prepMem(es)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	ends := partEnds(len(es), runtime.GOMAXPROCS(0))
-	f := &prepFeed{parts: make([]prepPart, len(ends))}
-	for k, e := range ends {
-		f.parts[k].end = e
-	}
-	for k := 1; k < len(ends); k++ {
-		p := &f.parts[k]
-		p.done = make(chan struct{})
-		go func(from int) {
-			defer close(p.done)
+	n := (len(es) + feedStep - 1) / feedStep
+	f := &prepFeed{es: es, b: b, m: m, mem: mem, n: n, state: make([]atomic.Int32, n),
+		errs: make([]error, n), sig: make(chan struct{}, n)}
+	helpers := min(runtime.GOMAXPROCS(0)-1, n-1)
+	f.helps.Add(helpers)
+	for range helpers {
+		go func() {
+			defer f.helps.Done()
 			sc := new(prepScratch)
-			for i := from; i < p.end; i++ {
-				if f.stop.Load() {
-					p.err = errPrepareStopped
-					return
-				}
-				if err := l.prepareAt(es, i, b, m, mem, sc); err != nil {
-					p.err = err
-					return
-				}
+			for l.preparePiece(f, sc) {
+				f.sig <- struct{}{} // never blocks: room for every piece
 			}
-		}(f.parts[k-1].end)
+		}()
 	}
 	sc := new(prepScratch)
-	for i := 0; i < f.parts[0].end; i++ {
-		if err := l.prepareAt(es, i, b, m, mem, sc); err != nil {
-			// Plaintext may be left in the slab: it goes to the collector.
-			f.stopWait()
-			return nil, nil, nil, err
-		}
+	for l.preparePiece(f, sc) {
 	}
-	f.ready, f.next = f.parts[0].end, 1
 	return f, m.ps, m, nil
 }
 
-// partEnds splits a request of n entries into parts for procs cores: the
-// end of each, in order, the parts as even as they divide.
-func partEnds(n, procs int) []int {
-	np := max(1, min(procs, n/partMin))
-	ends := make([]int, np)
-	for k := range ends {
-		ends[k] = n * (k + 1) / np
+// preparePiece takes the next piece of f and prepares it; false when
+// none is left or the request is over.
+func (l *Log) preparePiece(f *prepFeed, sc *prepScratch) bool {
+	if f.stop.Load() {
+		return false
 	}
-	return ends
+	k := int(f.claim.Add(1)) - 1
+	if k >= f.n {
+		return false
+	}
+	// Each piece reads the clock afresh (prepScratch.now): feedStep is
+	// nowEvery.
+	sc.nows = 0
+	for i := k * feedStep; i < min((k+1)*feedStep, len(f.es)); i++ {
+		if err := l.prepareAt(f.es, i, f.b, f.m, f.mem, sc); err != nil {
+			f.errs[k] = err
+			f.state[k].Store(pieceFailed)
+			f.stop.Store(true) // the commit stops at it: prepare nothing after
+			return true
+		}
+	}
+	f.state[k].Store(pieceDone)
+	return true
 }
 
-// wait returns once entry i is prepared, or the error that ended the
-// preparation of its part or one before it. Called by the commit
-// (chainMu held).
+// wait returns once entry i is prepared, or the error of the piece that
+// failed at or before it. Called by the commit (chainMu) in entry order,
+// after startPrepare returned: every piece is taken by then.
 func (f *prepFeed) wait(i int) error {
-	for f.ready <= i && f.next < len(f.parts) {
-		p := &f.parts[f.next]
-		<-p.done
-		if p.err != nil {
-			return p.err
+	for f.ready <= i {
+		k := f.ready / feedStep
+		switch f.state[k].Load() {
+		case pieceDone:
+			f.ready = min((k+1)*feedStep, len(f.es))
+		case pieceFailed:
+			return f.errs[k]
+		default:
+			if f.stop.Load() && int(f.claim.Load()) <= k {
+				return errPrepareStopped // never taken: a piece before failed
+			}
+			<-f.sig
 		}
-		f.ready, f.next = p.end, f.next+1
 	}
 	return nil
 }
 
-// stopWait stops the preparing goroutines and returns when none is left
-// writing into the request's memory.
+// stopWait stops the helpers and returns when none is left writing into
+// the request's memory.
 func (f *prepFeed) stopWait() {
 	f.stop.Store(true)
-	for k := 1; k < len(f.parts); k++ {
-		<-f.parts[k].done
-	}
+	f.helps.Wait()
 }
 
 // build chains one prepared entry at seq+1: header, hash, CRC. Or it
@@ -1395,7 +1408,7 @@ func (l *Log) build(e Entry, pr *prepared, seq uint64, prev Hash, batch []pendin
 	raw := pr.buf
 	h.Encode(raw[:HeaderSize])
 	pr.buf = nil
-	hash := Hash(eventhash.Finish(raw[:HeaderSize], &pr.sum))
+	hash := Hash(l.hasher.Finish(&pr.hs, raw[:HeaderSize]))
 	return Result{Seq: h.Seq, ID: h.ID, Hash: hash}, pending{data: appendCRC(raw, false), id: h.ID, seq: h.Seq, hash: hash}, true, nil
 }
 

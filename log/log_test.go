@@ -312,32 +312,34 @@ func TestAppendTimeClockReads(t *testing.T) {
 		if evs[0].Header.Time != 1001 || evs[21].Header.Time != 7 {
 			t.Fatalf("batch of %d: times %d and %d, want 1001 and 7", n, evs[0].Header.Time, evs[21].Header.Time)
 		}
-		ends := []int{n}
-		if n >= pipelineMin && runtime.GOMAXPROCS(0) > 1 {
-			ends = partEnds(n, runtime.GOMAXPROCS(0))
-		}
-		wantReads, from := int64(2), 0
-		for _, end := range ends {
-			var prev int64
-			k := 0 // entries of the part without a time before this one
-			for i := from; i < end; i++ {
-				if i == 20 {
-					continue
-				}
-				got := evs[i+1].Header.Time
-				switch {
-				case k == 0 && (got <= 1001 || got >= 1000+int64(reads.Load())):
-					t.Fatalf("batch of %d: event %d has time %d, not a read of the request", n, i+2, got)
-				case k > 0 && k%nowEvery == 0 && got <= prev:
-					t.Fatalf("batch of %d: event %d has time %d, want a fresh read after %d", n, i+2, got, prev)
-				case k%nowEvery != 0 && got != prev:
-					t.Fatalf("batch of %d: event %d has time %d, want %d (the read of its group)", n, i+2, got, prev)
-				}
-				prev = got
-				k++
+		// Groups of entries that share one clock read: nowEvery entries
+		// without a time in order, or under the pipeline each piece of
+		// feedStep entries (taken by whichever core is free).
+		pipelined := n >= pipelineMin && runtime.GOMAXPROCS(0) > 1
+		wantReads := int64(2)
+		var prev int64
+		k := 0 // entries without a time of the current group before this one
+		for i := 0; i < n; i++ {
+			if pipelined && i%feedStep == 0 && k > 0 {
+				k = 0 // a new piece: a read of its own
 			}
-			wantReads += int64((k + nowEvery - 1) / nowEvery)
-			from = end
+			if i == 20 {
+				continue
+			}
+			got := evs[i+1].Header.Time
+			if k%nowEvery == 0 {
+				wantReads++
+				if got <= 1001 || got > 1000+reads.Load() {
+					t.Fatalf("batch of %d: event %d has time %d, not a read of the request", n, i+2, got)
+				}
+				if !pipelined && got != prev+1 && i > 0 {
+					t.Fatalf("batch of %d: event %d has time %d, want the next read after %d", n, i+2, got, prev)
+				}
+			} else if got != prev {
+				t.Fatalf("batch of %d: event %d has time %d, want %d (the read of its group)", n, i+2, got, prev)
+			}
+			prev = got
+			k++
 		}
 		if got := reads.Load(); got != wantReads {
 			t.Fatalf("batch of %d: %d clock reads, want %d", n, got, wantReads)
