@@ -2,7 +2,6 @@ package log
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -170,7 +169,7 @@ func (p *Proof) Verify() (*ProvenEvent, error) {
 	if h.Seq != p.Seq {
 		return nil, fmt.Errorf("%w: header is seq %d, the proof says %d", ErrBadProof, h.Seq, p.Seq)
 	}
-	hash := Hash(sha256.Sum256(append(hdr, body...)))
+	hash := HashRaw(append(hdr, body...))
 	if hash.String() != p.EventHash {
 		return nil, fmt.Errorf("%w: the header and body hash to %s, not %s", ErrBadProof, hash, p.EventHash)
 	}
@@ -202,7 +201,7 @@ func ProveEvent(l *Log, t *Tree, seq, size uint64) (*Proof, error) {
 	p := &Proof{Version: ProofVersion, Seq: seq, TreeSize: size,
 		Header:    hex.EncodeToString(raw[:HeaderSize]),
 		Body:      base64.StdEncoding.EncodeToString(raw[HeaderSize:]),
-		EventHash: Hash(sha256.Sum256(raw)).String()}
+		EventHash: HashRaw(raw).String()}
 	for _, n := range nodes {
 		p.Inclusion = append(p.Inclusion, hex.EncodeToString(n))
 	}

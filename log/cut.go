@@ -1,7 +1,6 @@
 package log
 
 import (
-	"crypto/sha256"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -45,7 +44,7 @@ func CutAfter(dir, corruptDir string, seq uint64, reason string) (*RepairReport,
 			return nil, &CorruptionError{Seq: seq, Segment: segs[idx].name, Offset: -1, Err: fmt.Errorf("%w: the event to end at is not in the log", ErrLost)}
 		}
 		off = ents[k].end
-		hash = sha256.Sum256(ents[k].data[:len(ents[k].data)-crcSize])
+		hash = HashRaw(ents[k].data[:len(ents[k].data)-crcSize])
 	}
 	// The last event in the files, for the report.
 	last := seq

@@ -12,16 +12,20 @@ import (
 	"unsafe"
 
 	"github.com/unlimitedcontext/ucl/crypto"
+	"github.com/unlimitedcontext/ucl/log/eventhash"
 )
 
 // Wire constants. Do not change: they are part of every stored and mirrored
 // event.
 const (
-	// FormatVersion is the header version written (3: one batch key per
-	// append request, bodies sealed with ChaCha20-Poly1305; see the package
-	// doc); FormatVersion2 (the same under AES-256-GCM) and FormatVersion1
-	// (a random DEK per event, AES-256-GCM) are still read.
-	FormatVersion  = 3
+	// FormatVersion is the header version written (4: format 3 with a
+	// seal and a hash that leave the chain position out of all but the
+	// last step; see the package doc); FormatVersion3 (one batch key per
+	// append request, bodies sealed with ChaCha20-Poly1305),
+	// FormatVersion2 (the same under AES-256-GCM) and FormatVersion1 (a
+	// random DEK per event, AES-256-GCM) are still read.
+	FormatVersion  = 4
+	FormatVersion3 = 3
 	FormatVersion2 = 2
 	FormatVersion1 = 1
 	HeaderSize     = 110
@@ -142,19 +146,44 @@ type Header struct {
 }
 
 // BatchKeyed reports whether h's wrapped key is a batch key (formats 2
-// and 3) rather than the event's own DEK (format 1).
-func (h *Header) BatchKeyed() bool { return h.Version == FormatVersion || h.Version == FormatVersion2 }
+// to 4) rather than the event's own DEK (format 1).
+func (h *Header) BatchKeyed() bool { return h.Version >= FormatVersion2 }
 
-// Cipher is the AEAD h's body is sealed with: ChaCha20-Poly1305 in format
-// 3, AES-256-GCM in formats 1 and 2.
+// Cipher is the AEAD h's body is sealed with: ChaCha20-Poly1305 in formats
+// 3 and 4, AES-256-GCM in formats 1 and 2.
 func (h *Header) Cipher() crypto.AEAD { return cipherOf(h.Version) }
 
 func cipherOf(v uint8) crypto.AEAD {
-	if v == FormatVersion {
+	if v >= FormatVersion3 {
 		return crypto.ChaCha20Poly1305
 	}
 	return crypto.AESGCM
 }
+
+// aadSize is the size of a format-4 seal's associated data: version,
+// type, time and event id.
+const aadSize = 1 + 1 + 8 + IDSize
+
+// sealAAD returns the associated data of the seal of the event whose
+// bytes start with raw's header: the whole header in formats 1 to 3;
+// from format 4 only what is known before the event takes its place in
+// the chain (version, type, time, id: header bytes 0-1 and 10-33, into
+// buf), so that a body is sealed on any core. The seq, key epoch, wrapped
+// key and prev left out are bound by the hash chain, and a changed
+// wrapped key or epoch gives another DEK, which fails the seal anyway.
+func sealAAD(raw []byte, buf *[aadSize]byte) []byte {
+	if raw[0] < FormatVersion {
+		return raw[:HeaderSize]
+	}
+	buf[0], buf[1] = raw[0], raw[1]
+	copy(buf[2:], raw[10:34])
+	return buf[:]
+}
+
+// HashRaw returns the hash of the event whose bytes (header ‖ body) are
+// raw: the link of the chain, by the rule of its format (package
+// eventhash).
+func HashRaw(raw []byte) Hash { return eventhash.Sum(raw) }
 
 // knownVersion reports whether a header of version v is read by this build.
 func knownVersion(v uint8) bool { return v >= FormatVersion1 && v <= FormatVersion }

@@ -98,7 +98,13 @@ func TestGoldenV2(t *testing.T) { testGoldenBatchKeyed(t, FormatVersion2, "v2_")
 
 // TestGoldenV3 freezes format 3: format 2's keys, bodies sealed with
 // ChaCha20-Poly1305. Files testdata/golden/v3_*.hex.
-func TestGoldenV3(t *testing.T) { testGoldenBatchKeyed(t, FormatVersion, "v3_") }
+func TestGoldenV3(t *testing.T) { testGoldenBatchKeyed(t, FormatVersion3, "v3_") }
+
+// TestGoldenV4 freezes format 4: format 3 sealed with the header's
+// version, type, time and id as associated data, and hashed as
+// SHA-256(header ‖ SHA-256(body)); the files add the hash. Files
+// testdata/golden/v4_*.hex.
+func TestGoldenV4(t *testing.T) { testGoldenBatchKeyed(t, FormatVersion, "v4_") }
 
 func testGoldenBatchKeyed(t *testing.T, version uint8, prefix string) {
 	kek := bytes.Repeat([]byte{7}, 32)
@@ -133,6 +139,9 @@ func testGoldenBatchKeyed(t *testing.T, version uint8, prefix string) {
 				t.Fatal(err)
 			}
 			got := "body " + hex.EncodeToString(plain) + "\nraw " + hex.EncodeToString(raw) + "\n"
+			if version >= FormatVersion {
+				got += "hash " + HashRaw(raw).String() + "\n"
+			}
 			path := filepath.Join("testdata", "golden", prefix+g.name+".hex")
 			if update {
 				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
@@ -167,10 +176,11 @@ func testGoldenBatchKeyed(t *testing.T, version uint8, prefix string) {
 			// does not open, and the DEK under the other format's cipher
 			// does not either: the version byte decides both.
 			for _, a := range []crypto.AEAD{crypto.AESGCM, crypto.ChaCha20Poly1305} {
-				if _, err := crypto.OpenWith(a, nil, bk, raw[:HeaderSize], raw[HeaderSize:]); err == nil {
+				var aad [aadSize]byte
+				if _, err := crypto.OpenWith(a, nil, bk, sealAAD(raw, &aad), raw[HeaderSize:]); err == nil {
 					t.Fatalf("the batch key itself opened the body under %s", a)
 				}
-				if _, err := crypto.OpenWith(a, nil, dek[:], raw[:HeaderSize], raw[HeaderSize:]); (err == nil) != (a == h.Cipher()) {
+				if _, err := crypto.OpenWith(a, nil, dek[:], sealAAD(raw, &aad), raw[HeaderSize:]); (err == nil) != (a == h.Cipher()) {
 					t.Fatalf("the DEK under %s: %v (the header's cipher is %s)", a, err, h.Cipher())
 				}
 			}

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -280,16 +282,17 @@ func TestAppendValidation(t *testing.T) {
 }
 
 // TestAppendTimeClockReads: entries without a time take the clock's, read
-// once for every nowEvery of them in a request (a clock read an event was
-// 3-5% of an append's CPU); each request reads it afresh, and an entry's
-// own time is kept. Under the pipeline (a request of pipelineMin entries
-// or more) and without it alike.
+// once for every nowEvery of them (a clock read an event was 3-5% of an
+// append's CPU); each request reads it afresh, and an entry's own time is
+// kept. Without the pipeline the reads follow the request's order; under
+// it (a request of pipelineMin entries or more) each part of the request
+// (partEnds) reads its own, on its own core.
 func TestAppendTimeClockReads(t *testing.T) {
 	for _, n := range []int{40, pipelineMin + 40} {
-		var reads int64
+		var reads atomic.Int64
 		l := openT(t, t.TempDir(), testKeys(t), Options{Now: func() time.Time {
-			reads++ // the clock ticks a millisecond a read
-			return time.UnixMilli(1000 + reads)
+			// the clock ticks a millisecond a read
+			return time.UnixMilli(1000 + reads.Add(1))
 		}})
 		appendN(t, l, 1)
 		batch := make([]Entry, n)
@@ -306,25 +309,43 @@ func TestAppendTimeClockReads(t *testing.T) {
 		if len(evs) != n+2 {
 			t.Fatalf("%d events, want %d", len(evs), n+2)
 		}
-		want := func(i int) int64 { // event i (0-based) of the log
-			switch {
-			case i == 0:
-				return 1001
-			case i == 21:
-				return 7
-			case i == n+1:
-				return 1001 + int64((n-1+nowEvery-1)/nowEvery) + 1
-			}
-			k := i - 1 // entries of the batch without a time before it
-			if i > 21 {
-				k--
-			}
-			return 1002 + int64(k/nowEvery)
+		if evs[0].Header.Time != 1001 || evs[21].Header.Time != 7 {
+			t.Fatalf("batch of %d: times %d and %d, want 1001 and 7", n, evs[0].Header.Time, evs[21].Header.Time)
 		}
-		for i, ev := range evs {
-			if ev.Header.Time != want(i) {
-				t.Fatalf("batch of %d: event %d has time %d, want %d", n, i+1, ev.Header.Time, want(i))
+		// Groups of entries that share one clock read: nowEvery entries
+		// without a time in order, or under the pipeline each piece of
+		// feedStep entries (taken by whichever core is free).
+		pipelined := n >= pipelineMin && runtime.GOMAXPROCS(0) > 1
+		wantReads := int64(2)
+		var prev int64
+		k := 0 // entries without a time of the current group before this one
+		for i := 0; i < n; i++ {
+			if pipelined && i%feedStep == 0 && k > 0 {
+				k = 0 // a new piece: a read of its own
 			}
+			if i == 20 {
+				continue
+			}
+			got := evs[i+1].Header.Time
+			if k%nowEvery == 0 {
+				wantReads++
+				if got <= 1001 || got > 1000+reads.Load() {
+					t.Fatalf("batch of %d: event %d has time %d, not a read of the request", n, i+2, got)
+				}
+				if !pipelined && got != prev+1 && i > 0 {
+					t.Fatalf("batch of %d: event %d has time %d, want the next read after %d", n, i+2, got, prev)
+				}
+			} else if got != prev {
+				t.Fatalf("batch of %d: event %d has time %d, want %d (the read of its group)", n, i+2, got, prev)
+			}
+			prev = got
+			k++
+		}
+		if got := reads.Load(); got != wantReads {
+			t.Fatalf("batch of %d: %d clock reads, want %d", n, got, wantReads)
+		}
+		if last := evs[n+1].Header.Time; last != 1000+wantReads {
+			t.Fatalf("batch of %d: the next request has time %d, want %d (a read of its own)", n, last, 1000+wantReads)
 		}
 	}
 }

@@ -2,7 +2,6 @@ package log
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -496,7 +495,7 @@ func Repair(dir, corruptDir string) (*RepairReport, error) {
 	// The head mark follows the repaired log: the loss was chosen.
 	head, hash := uint64(0), Hash{}
 	if err := scanFiles(dir, 1, 0, func(seq uint64, raw []byte) error {
-		head, hash = seq, sha256.Sum256(raw)
+		head, hash = seq, HashRaw(raw)
 		return nil
 	}); err != nil {
 		return rep, fmt.Errorf("re-verify repaired log: %w", err)

@@ -2,7 +2,6 @@ package log
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"sort"
@@ -208,6 +207,7 @@ type decState struct {
 	checkOnly bool
 	store     Store
 	open      crypto.Opener // one cipher value for every body the worker opens
+	aad       [aadSize]byte // a format-4 seal's associated data (sealAAD)
 }
 
 // eventStore is a store event and its body in one allocation (a replay
@@ -462,9 +462,10 @@ func decryptBody(kr *crypto.Keyring, raw []byte, rekeys func() (*Rekeys, error),
 	}
 	var plain []byte
 	if st != nil {
-		plain, err = st.open.Open(h.Cipher(), dst, dek[:], raw[:HeaderSize], raw[HeaderSize:])
+		plain, err = st.open.Open(h.Cipher(), dst, dek[:], sealAAD(raw, &st.aad), raw[HeaderSize:])
 	} else {
-		plain, err = crypto.OpenWith(h.Cipher(), dst, dek[:], raw[:HeaderSize], raw[HeaderSize:])
+		var aad [aadSize]byte
+		plain, err = crypto.OpenWith(h.Cipher(), dst, dek[:], sealAAD(raw, &aad), raw[HeaderSize:])
 	}
 	clear(dek[:])
 	if err != nil {
@@ -509,7 +510,7 @@ func decryptBody(kr *crypto.Keyring, raw []byte, rekeys func() (*Rekeys, error),
 	}
 	*ev = Event{Header: h, Body: body}
 	if st == nil || !st.hashed {
-		ev.Hash = sha256.Sum256(raw)
+		ev.Hash = HashRaw(raw)
 	}
 	return ev, nil
 }
@@ -520,7 +521,7 @@ func shreddedEvent(raw []byte) (*Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Event{Header: h, Hash: sha256.Sum256(raw), Body: &Shredded{Of: h.Type}}, nil
+	return &Event{Header: h, Hash: HashRaw(raw), Body: &Shredded{Of: h.Type}}, nil
 }
 
 // buildRekeys reads the rekey events of the log in dir (seqs 1..to; 0: all).

@@ -3,7 +3,6 @@ package log
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -71,7 +70,7 @@ func TestEventsKeepNothingOfSegmentBuffers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if h := Hash(sha256.Sum256(raw)); h != e.Hash {
+			if h := HashRaw(raw); h != e.Hash {
 				t.Fatalf("seq %d: hash %s, the event's bytes hash to %s", e.Seq, short(e.Hash), short(h))
 			}
 		}

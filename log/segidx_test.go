@@ -2,7 +2,6 @@ package log
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"math/rand"
@@ -72,7 +71,7 @@ func TestSegIndexReadsMatchWholeReads(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if sha256.Sum256(raw) != r.Hash {
+		if HashRaw(raw) != r.Hash {
 			t.Fatalf("seq %d: hash differs from the appended event", r.Seq)
 		}
 	}
@@ -100,7 +99,7 @@ func TestSegIndexReadsMatchWholeReads(t *testing.T) {
 	more := appendN(t, l, 200)
 	for _, r := range more {
 		raw, err := l.Raw(r.Seq)
-		if err != nil || sha256.Sum256(raw) != r.Hash {
+		if err != nil || HashRaw(raw) != r.Hash {
 			t.Fatalf("seq %d after appends: %v", r.Seq, err)
 		}
 	}
@@ -154,7 +153,7 @@ func TestSegIndexConcurrentReaders(t *testing.T) {
 				mu.Lock()
 				h, ok := hashes[seq]
 				mu.Unlock()
-				if ok && sha256.Sum256(raw) != h {
+				if ok && HashRaw(raw) != h {
 					errc <- errors.New("a concurrent read returned another event")
 					return
 				}

@@ -1,7 +1,6 @@
 package log
 
 import (
-	"crypto/sha256"
 	"fmt"
 
 	"github.com/unlimitedcontext/ucl/crypto"
@@ -38,14 +37,16 @@ func dekResolved(kr *crypto.Keyring, raw []byte, rekeys func() (*Rekeys, error))
 }
 
 // DecryptWithDEK decrypts raw with its data key given directly (a key
-// disclosed by a share grant). The AEAD's tag over the header and body makes
-// a wrong key or altered bytes an error, never a wrong event.
+// disclosed by a share grant). The AEAD's tag over the body and the header
+// (its associated data, sealAAD) makes a wrong key or altered bytes an
+// error, never a wrong event.
 func DecryptWithDEK(raw, dek []byte) (*Event, error) {
 	h, err := DecodeHeader(raw)
 	if err != nil {
 		return nil, err
 	}
-	plain, err := crypto.OpenWith(h.Cipher(), nil, dek, raw[:HeaderSize], raw[HeaderSize:])
+	var aad [aadSize]byte
+	plain, err := crypto.OpenWith(h.Cipher(), nil, dek, sealAAD(raw, &aad), raw[HeaderSize:])
 	if err != nil {
 		return nil, fmt.Errorf("decrypt seq %d: %w", h.Seq, err)
 	}
@@ -53,5 +54,5 @@ func DecryptWithDEK(raw, dek []byte) (*Event, error) {
 	if err != nil {
 		return nil, fmt.Errorf("seq %d: %w", h.Seq, err)
 	}
-	return &Event{Header: h, Hash: sha256.Sum256(raw), Body: body}, nil
+	return &Event{Header: h, Hash: HashRaw(raw), Body: body}, nil
 }

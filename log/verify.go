@@ -2,7 +2,6 @@ package log
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"sync"
@@ -74,7 +73,7 @@ func verifyFiles(ctx context.Context, dir string, kr *crypto.Keyring, to uint64,
 			return nil, err
 		}
 		ev := slot // fn below keeps nothing of it
-		*ev = Event{Header: h, Hash: sha256.Sum256(raw)}
+		*ev = Event{Header: h, Hash: HashRaw(raw)}
 		if kr != nil {
 			st.hashed, st.checkOnly = true, true // hashed above; the body is dropped
 			if _, err := decryptBody(kr, raw, rekeys, st); errors.Is(err, ErrShredded) {

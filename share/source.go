@@ -208,7 +208,7 @@ func buildSource(area []*receivedLog, priv *rsa.PrivateKey) (*Source, error) {
 				return nil, fmt.Errorf("shared area: %s event %d: %w", rl.Grantor, it.seq, log.ErrNotFound)
 			}
 			src.owner[it.id] = rl.Grantor
-			orig := sha256.Sum256(raw)
+			orig := log.HashRaw(raw)
 			h := sha256.New()
 			h.Write(prev[:])
 			h.Write([]byte(rl.Grantor))

@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/unlimitedcontext/ucl/log/eventhash"
 )
 
 // Wire constants of the segment format. Do not change: they are frozen by
@@ -32,15 +34,16 @@ const MaxRecordSize = 64 << 20
 // Hash is a SHA-256 digest.
 type Hash = [32]byte
 
-// Record is one encoded log event as the log stores it. Its hash is
-// SHA-256(Raw); the segment does not interpret Raw.
+// Record is one encoded log event as the log stores it. Its hash is the
+// event hash of Raw (package eventhash: SHA-256(Raw) before format 4);
+// the segment does not otherwise interpret Raw.
 type Record struct {
 	Seq uint64
 	Raw []byte
 }
 
-// Hash returns SHA-256(r.Raw), the event hash.
-func (r Record) Hash() Hash { return sha256.Sum256(r.Raw) }
+// Hash returns the event hash of r.Raw.
+func (r Record) Hash() Hash { return eventhash.Sum(r.Raw) }
 
 // Segment is a decoded, verified segment.
 type Segment struct {
@@ -236,7 +239,7 @@ func DecodeSegment(data []byte) (*Segment, error) {
 		raw := data[off : off+int(n) : off+int(n)]
 		off += int(n)
 		seg.Records = append(seg.Records, Record{Seq: seq, Raw: raw})
-		hashes = append(hashes, sha256.Sum256(raw))
+		hashes = append(hashes, eventhash.Sum(raw))
 	}
 	if off != len(data) {
 		return nil, &SegmentError{Offset: off, Err: fmt.Errorf("%w: %d bytes after last record", ErrSegmentTruncated, len(data)-off)}
