@@ -79,10 +79,12 @@
 // SHA-256 state after it; the chain's order finishes the hash with the
 // header (two to four SHA-256 blocks). The fields left out of the AAD are
 // bound by the hash chain, as every field is; a reader hashes as many
-// blocks as before. Measured on the machine of issue 26, batches of 256:
-// wall time an event -10 to -14% without fsync (CPU unchanged), replay
-// unchanged (issue 26's note has the runs). Versions 1 to 3 are read and
-// verified as before; a log may hold all four.
+// blocks as before. Measured on the machine of issue 26 (2 cores, where
+// waking an idle core takes ~110 µs), batches of 256 from one writer:
+// wall time an event 6-14% lower without fsync, CPU 3-5% higher; with an
+// fsync a batch the gain is within the run-to-run spread; replay
+// unchanged (issue 26's note of stop 43 has the runs). Versions 1 to 3
+// are read and verified as before; a log may hold all four.
 //
 // The chain is the sequence of hashes: event n's prev is hash(event n-1).
 // "raw" below means header ‖ body: the bytes that are mirrored to Arweave
