@@ -16,7 +16,7 @@ import (
 // a batch of storeEntry(1..3), then a tombstone, under the vault key
 // 0x5a×32 at epoch 1. It opens and reads unchanged, takes appends in the
 // current format, and the mixed log verifies and reads after a reopen.
-func TestFormat1StoreReadsAndTakesFormat2(t *testing.T) {
+func TestFormat1StoreReadsAndTakesTheCurrentFormat(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "log")
 	copyDir(t, filepath.Join("testdata", "store-v1"), dir)
 	kr, err := crypto.KeyringFrom(map[uint32][]byte{1: bytes.Repeat([]byte{0x5a}, 32)})
@@ -53,7 +53,7 @@ func TestFormat1StoreReadsAndTakesFormat2(t *testing.T) {
 		t.Fatal("one request's events do not share one wrapped batch key")
 	}
 	if c := evs[5].Body.(*Store).Content; c != storeEntry(5).Body.(*Store).Content {
-		t.Fatalf("format-2 event reads %q", c)
+		t.Fatalf("format-%d event reads %q", FormatVersion, c)
 	}
 }
 
@@ -143,29 +143,46 @@ func TestBodySizeHintCovers(t *testing.T) {
 	}
 }
 
-// testdata/store-v2 was written by the binary before format 3 (1e0ca34):
-// storeEntry(1..3) in one batch, storeEntry(4, 5) in another, a
+// testdata/store-v2 was written by the binary before format 3 (1e0ca34),
+// testdata/store-v3 by the binary before format 4 (012ee10), each the same
+// way: storeEntry(1..3) in one batch, storeEntry(4, 5) in another, a
 // tombstone of seq 2's chunk, then a rotation to epoch 2 that rewrapped
-// every DEK but seq 2's (the rekey event, seq 7) and wiped epoch 1. Its
-// keyring is epoch 2 alone (store2Key). It reads unchanged (seq 2
-// shredded), takes format-3 appends, and a second rotation over the mixed
-// log shreds one event of each format and keeps the others readable.
-func TestFormat2StoreReadsAndTakesFormat3(t *testing.T) {
-	const store2Key = "c7f38e6f776263aba7e8ea795b397dc31201e76bddfd2a4fbe5ae59e86e5f1d5"
-	key, _ := hex.DecodeString(store2Key)
+// every DEK but seq 2's (the rekey event, seq 7) and wiped epoch 1. Their
+// keyrings are epoch 2 alone. Each verifies and reads unchanged (seq 2
+// shredded), takes appends of the current format chained to its last
+// event and hashed by the current rule, and a second rotation over the
+// mixed log shreds one event of each format and keeps the others
+// readable.
+func TestOldStoresReadAndTakeTheCurrentFormat(t *testing.T) {
+	for _, c := range []struct {
+		store, key string
+		version    uint8
+	}{
+		{"store-v2", "c7f38e6f776263aba7e8ea795b397dc31201e76bddfd2a4fbe5ae59e86e5f1d5", FormatVersion2},
+		{"store-v3", "e3a1268626414cc698e9f088f1ac886ea717f3df2a42dabecc86e507d77a339d", FormatVersion3},
+	} {
+		t.Run(c.store, func(t *testing.T) { testOldStore(t, c.store, c.key, c.version) })
+	}
+}
+
+func testOldStore(t *testing.T, store, keyHex string, version uint8) {
+	key, _ := hex.DecodeString(keyHex)
 	dir := filepath.Join(t.TempDir(), "log")
-	copyDir(t, filepath.Join("testdata", "store-v2"), dir)
+	copyDir(t, filepath.Join("testdata", store), dir)
 	kr, err := crypto.KeyringFrom(map[uint32][]byte{2: key})
 	if err != nil {
 		t.Fatal(err)
 	}
+	if rep, err := VerifyDir(ctx, dir, kr, nil); err != nil || rep.Events != 7 || rep.Shredded != 1 {
+		t.Fatalf("verify of the format-%d store: %+v %v", version, rep, err)
+	}
 	l := openT(t, dir, kr, Options{})
 	evs := collect(t, l)
 	if len(evs) != 7 {
-		t.Fatalf("%d events in the format-2 store, want 7", len(evs))
+		t.Fatalf("%d events in the format-%d store, want 7", len(evs), version)
 	}
 	for i, e := range evs {
-		if e.Version != FormatVersion2 || e.IsShredded() != (e.Seq == 2) {
+		if e.Version != version || e.IsShredded() != (e.Seq == 2) {
 			t.Fatalf("seq %d: version %d, shredded %v", e.Seq, e.Version, e.IsShredded())
 		}
 		if i < 5 && e.Seq != 2 && e.Body.(*Store).Content != storeEntry(i+1).Body.(*Store).Content {
@@ -177,78 +194,7 @@ func TestFormat2StoreReadsAndTakesFormat3(t *testing.T) {
 	}
 	evs = collect(t, l)
 	if len(evs) != 10 || evs[7].Version != FormatVersion || evs[7].Cipher() != crypto.ChaCha20Poly1305 ||
-		evs[7].WrappedDEK != evs[9].WrappedDEK {
-		t.Fatalf("after appending: %d events, seq 8 version %d", len(evs), evs[7].Version)
-	}
-	if c := evs[8].Body.(*Store).Content; c != storeEntry(9).Body.(*Store).Content {
-		t.Fatalf("format-3 event reads %q", c)
-	}
-	// Shred seq 4 (format 2) and seq 9 (format 3): the rekey events carry
-	// the derived DEKs of the others, under either cipher.
-	rotate(t, l, kr, []uint64{1, 3, 5, 6, 7, 8, 10})
-	l.Close()
-	if rep, err := VerifyDir(ctx, dir, kr, nil); err != nil || rep.Events != 11 || rep.Shredded != 3 {
-		t.Fatalf("verify of the mixed log: %+v %v", rep, err)
-	}
-	l = openT(t, dir, kr, Options{})
-	defer l.Close()
-	for _, e := range collect(t, l) {
-		if shred := e.Seq == 2 || e.Seq == 4 || e.Seq == 9; e.IsShredded() != shred {
-			t.Fatalf("seq %d (version %d): shredded %v", e.Seq, e.Version, e.IsShredded())
-		}
-		if s, ok := e.Body.(*Store); ok && !strings.Contains(s.Content, "about the weather") {
-			t.Fatalf("seq %d: %q", e.Seq, s.Content)
-		}
-	}
-	for _, seq := range []uint64{4, 9} {
-		raw, err := l.Raw(seq)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := l.Decrypt(raw); !errors.Is(err, ErrShredded) {
-			t.Fatalf("decrypt of shredded seq %d: %v", seq, err)
-		}
-	}
-}
-
-// testdata/store-v3 was written by the binary before format 4 (012ee10):
-// storeEntry(1..3) in one batch, storeEntry(4, 5) in another, a
-// tombstone of seq 2's chunk, then a rotation to epoch 2 that rewrapped
-// every DEK but seq 2's (the rekey event, seq 7) and wiped epoch 1. Its
-// keyring is epoch 2 alone (store3Key). It reads and verifies unchanged
-// (seq 2 shredded), takes format-4 appends after it, chained to its last
-// format-3 event, and a second rotation over the mixed log shreds one
-// event of each format and keeps the others readable.
-func TestFormat3StoreReadsAndTakesFormat4(t *testing.T) {
-	const store3Key = "e3a1268626414cc698e9f088f1ac886ea717f3df2a42dabecc86e507d77a339d"
-	key, _ := hex.DecodeString(store3Key)
-	dir := filepath.Join(t.TempDir(), "log")
-	copyDir(t, filepath.Join("testdata", "store-v3"), dir)
-	kr, err := crypto.KeyringFrom(map[uint32][]byte{2: key})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep, err := VerifyDir(ctx, dir, kr, nil); err != nil || rep.Events != 7 || rep.Shredded != 1 {
-		t.Fatalf("verify of the format-3 store: %+v %v", rep, err)
-	}
-	l := openT(t, dir, kr, Options{})
-	evs := collect(t, l)
-	if len(evs) != 7 {
-		t.Fatalf("%d events in the format-3 store, want 7", len(evs))
-	}
-	for i, e := range evs {
-		if e.Version != FormatVersion3 || e.IsShredded() != (e.Seq == 2) {
-			t.Fatalf("seq %d: version %d, shredded %v", e.Seq, e.Version, e.IsShredded())
-		}
-		if i < 5 && e.Seq != 2 && e.Body.(*Store).Content != storeEntry(i+1).Body.(*Store).Content {
-			t.Fatalf("seq %d: %+v", e.Seq, e.Body)
-		}
-	}
-	if _, err := l.AppendBatch(ctx, []Entry{storeEntry(8), storeEntry(9), storeEntry(10)}); err != nil {
-		t.Fatal(err)
-	}
-	evs = collect(t, l)
-	if len(evs) != 10 || evs[7].Version != FormatVersion || evs[7].Prev != evs[6].Hash || evs[7].WrappedDEK != evs[9].WrappedDEK {
+		evs[7].Prev != evs[6].Hash || evs[7].WrappedDEK != evs[9].WrappedDEK {
 		t.Fatalf("after appending: %d events, seq 8 version %d", len(evs), evs[7].Version)
 	}
 	for _, e := range evs[7:] {
@@ -256,15 +202,16 @@ func TestFormat3StoreReadsAndTakesFormat4(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Format 4's rule, not format 3's.
+		// The current format's rule (format 4: body ‖ header), not the old one.
 		if e.Hash != HashRaw(raw) || e.Hash == sha256.Sum256(raw) {
 			t.Fatalf("seq %d: hash %s", e.Seq, short(e.Hash))
 		}
 	}
 	if c := evs[8].Body.(*Store).Content; c != storeEntry(9).Body.(*Store).Content {
-		t.Fatalf("format-4 event reads %q", c)
+		t.Fatalf("format-%d event reads %q", FormatVersion, c)
 	}
-	// Shred seq 4 (format 3) and seq 9 (format 4).
+	// Shred seq 4 (old format) and seq 9 (current): the rekey events carry
+	// the derived DEKs of the others, under either cipher.
 	rotate(t, l, kr, []uint64{1, 3, 5, 6, 7, 8, 10})
 	l.Close()
 	if rep, err := VerifyDir(ctx, dir, kr, nil); err != nil || rep.Events != 11 || rep.Shredded != 3 {
