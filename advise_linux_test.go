@@ -16,23 +16,31 @@ import (
 // and how many of them carry the random-read advice (VmFlags "rr").
 func advisedMappings(t *testing.T, dir string) (mapped, random int) {
 	t.Helper()
+	mappingsUnder(t, dir, func(e fsutil.SmapsEntry) {
+		mapped++
+		if slices.Contains(e.VmFlags, "rr") {
+			random++
+		}
+	})
+	return mapped, random
+}
+
+// mappingsUnder calls fn for each of this process's mappings of a file
+// under dir (symbolic links resolved); it skips the test without /proc.
+func mappingsUnder(t *testing.T, dir string, fn func(e fsutil.SmapsEntry)) {
+	t.Helper()
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
 		dir = real
 	}
 	if err := fsutil.Smaps("/proc/self", func(e fsutil.SmapsEntry) {
-		if !strings.HasPrefix(e.Path, dir+"/") {
-			return
-		}
-		mapped++
-		if slices.Contains(e.VmFlags, "rr") {
-			random++
+		if strings.HasPrefix(e.Path, dir+"/") {
+			fn(e)
 		}
 	}); errors.Is(err, fs.ErrNotExist) {
 		t.Skip(err) // no /proc here
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	return mapped, random
 }
 
 // With RandomReads, a search runs with all the projections' mappings
@@ -79,19 +87,12 @@ func TestRandomReadsAdvisesProjections(t *testing.T) {
 // mappings of full-text segment files under dir, and counts them.
 func residentSegments(t *testing.T, dir string) (mappings int, kb int64) {
 	t.Helper()
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = real
-	}
-	if err := fsutil.Smaps("/proc/self", func(e fsutil.SmapsEntry) {
-		if strings.HasPrefix(e.Path, dir+"/") && strings.HasSuffix(e.Path, ".zap") {
+	mappingsUnder(t, dir, func(e fsutil.SmapsEntry) {
+		if strings.HasSuffix(e.Path, ".zap") {
 			mappings++
 			kb += e.RssKB
 		}
-	}); errors.Is(err, fs.ErrNotExist) {
-		t.Skip(err) // no /proc here
-	} else if err != nil {
-		t.Fatal(err)
-	}
+	})
 	return mappings, kb
 }
 
