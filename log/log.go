@@ -129,8 +129,8 @@ type Log struct {
 	ids       map[ID]uint64
 	idsLoaded atomic.Bool
 	// appending counts the AppendBatch calls under way: a request
-	// prepared while others are prepares beside them already, on the
-	// other cores, and takes no helpers (startPrepare).
+	// prepared while others are under way is prepared beside them, on
+	// the other cores, and takes no helpers (startPrepare).
 	appending atomic.Int32
 
 	rekeys rekeyCache // the rekey events' DEKs, built on demand
@@ -150,9 +150,10 @@ type Log struct {
 	// last ones built (the head, or the end of the batch being written:
 	// flight); under commitMu it writes and fsyncs them. It takes commitMu
 	// before it lets chainMu go, and wakes the next front then, so the next
-	// commit chains while this one writes and fsyncs, and the writes stay in chain order. Whatever must see no
-	// commit at all (Close, Import, a key swap, loading the id index)
-	// takes both, chainMu first (exclusive).
+	// commit chains while this one writes and fsyncs, and the writes stay
+	// in chain order. Whatever must see no commit at all (Close, Import,
+	// a key swap, loading the id index) takes both, chainMu first
+	// (exclusive).
 	qmu      sync.Mutex
 	queue    []*appendReq
 	chainMu  sync.Mutex
@@ -569,8 +570,8 @@ func (l *Log) AppendBatch(ctx context.Context, es []Entry) ([]Result, error) {
 	l.appending.Add(1)
 	defer l.appending.Add(-1)
 	if len(es) >= pipelineMin && runtime.GOMAXPROCS(0) > 1 {
-		// Large requests are prepared in parts on all cores, the commit
-		// chaining the parts already prepared.
+		// Large requests are prepared in pieces on all cores, the commit
+		// chaining the pieces already prepared.
 		feed, preps, mem, err := l.startPrepare(es)
 		if err != nil {
 			return nil, err
