@@ -43,24 +43,32 @@ func mappingsUnder(t *testing.T, dir string, fn func(e fsutil.SmapsEntry)) {
 	}
 }
 
+// reopenedTestStore is a test store holding testJSONL, closed and opened
+// again with opts (as a one-shot process opens a store), and its directory.
+func reopenedTestStore(t *testing.T, opts Options) (*Store, string) {
+	t.Helper()
+	s := newTestStore(t)
+	if _, err := s.Append(context.Background(), AppendRequest{JSONL: testJSONL}); err != nil {
+		t.Fatal(err)
+	}
+	dir := s.Dir()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, dir
+}
+
 // With RandomReads, a search runs with all the projections' mappings
 // advised random; without it the full-text segments keep the kernel's
 // default (bbolt advises its databases random itself).
 func TestRandomReadsAdvisesProjections(t *testing.T) {
 	ctx := context.Background()
 	for _, random := range []bool{false, true} {
-		s := newTestStore(t)
-		if _, err := s.Append(ctx, AppendRequest{JSONL: testJSONL}); err != nil {
-			t.Fatal(err)
-		}
-		dir := s.Dir()
-		if err := s.Close(); err != nil {
-			t.Fatal(err)
-		}
-		s, err := Open(dir, Options{RandomReads: random})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s, dir := reopenedTestStore(t, Options{RandomReads: random})
 		res, err := s.Search(ctx, SearchRequest{Text: "cello", Mode: "bm25"})
 		if err != nil {
 			t.Fatal(err)
@@ -101,18 +109,7 @@ func residentSegments(t *testing.T, dir string) (mappings int, kb int64) {
 // answers the same; a one-shot listing of sessions holds none.
 func TestAdviseOneShotDropsSegmentPages(t *testing.T) {
 	ctx := context.Background()
-	s := newTestStore(t)
-	if _, err := s.Append(ctx, AppendRequest{JSONL: testJSONL}); err != nil {
-		t.Fatal(err)
-	}
-	dir := s.Dir()
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s, err := Open(dir, Options{RandomReads: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, dir := reopenedTestStore(t, Options{RandomReads: true})
 	defer s.Close()
 	// A listing of sessions reads no segment: what opening the set
 	// mapped of them is let go before it reads.

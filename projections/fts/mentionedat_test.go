@@ -21,14 +21,7 @@ func TestMentionedAtIsMentioned(t *testing.T) {
 	old := e.store("c", "s1", "user", log.KindConversation, t0+2*day, "last week was busy")
 	c := e.store("c", "s1", "user", log.KindConversation, t0+3*day, "yesterday it rained")
 	x := openT(t, t.TempDir(), Options{})
-	for _, ev := range e.out {
-		if err := x.Apply(ev); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := x.Commit(cpOf(e.out[len(e.out)-1])); err != nil {
-		t.Fatal(err)
-	}
+	applyAll(t, x, e.out, 0)
 	ids := []string{"a", "b", "c", "missing"}
 	check := func(stage string, cMentions bool) {
 		t.Helper()

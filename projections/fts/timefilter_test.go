@@ -63,14 +63,7 @@ func TestMaxInTime(t *testing.T) {
 		e.store(id, "s1", "user", log.KindConversation, t0+int64(i)*1000, "gateway "+id)
 	}
 	x := openT(t, t.TempDir(), Options{})
-	for _, ev := range e.out {
-		if err := x.Apply(ev); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := x.Commit(cpOf(e.out[len(e.out)-1])); err != nil {
-		t.Fatal(err)
-	}
+	applyAll(t, x, e.out, 0)
 	q := Query{Text: "gateway", K: 10, Since: t0, Until: t0 + 3000, MaxInTime: 3}
 	if got := find(t, x, q); !reflect.DeepEqual(sorted(got), []string{"c1", "c2", "c3"}) {
 		t.Errorf("3 chunks, MaxInTime 3: got %v", got)
