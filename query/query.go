@@ -232,18 +232,12 @@ type LexicalVectors interface {
 // of 2023-10-04 is 2023-10-03), for those that mention any. A time phrase
 // of the query then boosts a chunk whose mentioned time meets its window
 // as it boosts one stored inside it, and a when-question boosts chunks
-// that mention a time (Options.WhenBoost).
+// that mention a time (Options.WhenBoost). seqs, when not nil, holds the
+// seq of each chunk's live version as the caller knows it (Chunk.Seq; 0:
+// unknown), which may spare the index a lookup by id; the answer is the
+// same whatever the seqs say.
 type MentionTimer interface {
-	Mentioned(ids []string) (map[string][]timephrase.Range, error)
-}
-
-// MentionAtTimer is an optional MentionTimer capability (*fts.Index has
-// it): Mentioned with the seq of each chunk's live version as the caller
-// knows it (Chunk.Seq; 0: unknown), which spares the text index a lookup
-// by id for each chunk whose record is at that seq. The answer is
-// Mentioned's whatever the seqs say.
-type MentionAtTimer interface {
-	MentionedAt(ids []string, seqs []uint64) (map[string][]timephrase.Range, error)
+	Mentioned(ids []string, seqs []uint64) (map[string][]timephrase.Range, error)
 }
 
 // DocFreqer is an optional TextSearcher capability (*fts.Index has it):
@@ -1713,17 +1707,11 @@ func (e *Engine) mentioned(p *plan, cs []*cand) error {
 	for i, c := range cs {
 		ids[i] = c.chunk.ID
 	}
-	var ms map[string][]timephrase.Range
-	var err error
-	if at, ok := mt.(MentionAtTimer); ok {
-		seqs := make([]uint64, len(cs))
-		for i, c := range cs {
-			seqs[i] = c.chunk.Seq
-		}
-		ms, err = at.MentionedAt(ids, seqs)
-	} else {
-		ms, err = mt.Mentioned(ids)
+	seqs := make([]uint64, len(cs))
+	for i, c := range cs {
+		seqs[i] = c.chunk.Seq
 	}
+	ms, err := mt.Mentioned(ids, seqs)
 	if err != nil {
 		return fmt.Errorf("mentioned times: %w", err)
 	}

@@ -133,7 +133,7 @@ func (e *Engine) windowCandidates(ctx context.Context, p *plan, nc int, order []
 	for i, h := range hits {
 		ids[i] = h.ChunkID
 	}
-	ms, err := mt.Mentioned(ids)
+	ms, err := mt.Mentioned(ids, nil)
 	if err != nil {
 		return fmt.Errorf("mentioned times: %w", err)
 	}

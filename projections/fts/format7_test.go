@@ -78,7 +78,7 @@ func testOlderStoreRebuilds(t *testing.T, version string) {
 			t.Fatalf("chunk %q: live %v %v", id, ok, err)
 		}
 	}
-	if _, err := x.Mentioned(live); err != nil {
+	if _, err := x.Mentioned(live, nil); err != nil {
 		t.Fatal(err)
 	}
 	var v []byte
@@ -240,7 +240,7 @@ func TestRecordUnderWrongSeq(t *testing.T) {
 		e.store("a1", "s", "user", log.KindConversation, 1, "alpha yesterday"),
 		e.store("b1", "s", "user", log.KindConversation, 2, "beta"),
 	}, 0)
-	if _, err := x.Mentioned([]string{"a1", "b1"}); err != nil {
+	if _, err := x.Mentioned([]string{"a1", "b1"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	// The ids entry of a1 names b1's record (seq 2).
@@ -250,7 +250,7 @@ func TestRecordUnderWrongSeq(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := x.Mentioned([]string{"a1"}); !errors.Is(err, ErrCorrupt) {
+	if _, err := x.Mentioned([]string{"a1"}, nil); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("ids entry naming another chunk's record: %v", err)
 	}
 	if _, err := x.Digest(); !errors.Is(err, ErrCorrupt) {
@@ -259,7 +259,7 @@ func TestRecordUnderWrongSeq(t *testing.T) {
 	// a1's record moved under seq 7, its ids entry following it: the
 	// record's own seq disagrees with its key.
 	moveRecord(t, x, "a1", 1, 7)
-	if _, err := x.Mentioned([]string{"a1"}); !errors.Is(err, ErrCorrupt) {
+	if _, err := x.Mentioned([]string{"a1"}, nil); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("record under another seq: %v", err)
 	}
 	// Put back: every read agrees again.

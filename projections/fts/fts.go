@@ -2271,19 +2271,16 @@ func sortedKeys(ops map[string]*docMeta) []sideKey {
 // that mention any: by their pending state for chunks changed since the
 // last Commit, else from the side table. Ids the index does not hold are
 // left out.
-func (x *Index) Mentioned(ids []string) (map[string][]timephrase.Range, error) {
-	return x.MentionedAt(ids, nil)
-}
-
-// MentionedAt is Mentioned with, in seqs[i] when not 0, the seq the
-// caller holds for the live version of ids[i] (timelines' Chunk.Seq): the
+//
+// seqs (nil, or one for each id) holds in seqs[i], when not 0, the seq the
+// caller knows for the live version of ids[i] (timelines' Chunk.Seq): the
 // record at that seq is read directly when it is that chunk's (the side
 // table keeps a record only for a chunk's live version), and otherwise
-// found through "ids" as Mentioned does. The lookup in "ids" is a read at
-// a random place of side.db for each chunk; a question's 200 candidates
-// at 1M events read ~200 pages of it that their records, which the search
-// has just read, spare.
-func (x *Index) MentionedAt(ids []string, seqs []uint64) (map[string][]timephrase.Range, error) {
+// found through "ids". The lookup in "ids" is a read at a random place of
+// side.db for each chunk; a question's 200 candidates at 1M events read
+// ~200 pages of it that their records, which the search has just read,
+// spare.
+func (x *Index) Mentioned(ids []string, seqs []uint64) (map[string][]timephrase.Range, error) {
 	if seqs != nil && len(seqs) != len(ids) {
 		return nil, fmt.Errorf("read mentioned times: %d seqs for %d ids", len(seqs), len(ids))
 	}

@@ -7,12 +7,12 @@ import (
 	"github.com/unlimitedcontext/ucl/log"
 )
 
-// MentionedAt gives what Mentioned gives whatever seqs it is handed: the
+// Mentioned gives the same answer whatever seqs it is handed: none, the
 // live version's seq (read directly), another chunk's seq, the seq of a
 // version since overwritten (no record there any more), a seq past the
 // log, 0, and for a chunk changed since the last Commit its pending
 // state.
-func TestMentionedAtIsMentioned(t *testing.T) {
+func TestMentionedWhateverTheSeqs(t *testing.T) {
 	const day = 24 * 3600 * 1000
 	const t0 = 1_700_000_000_000 - 1_700_000_000_000%day
 	var e evs
@@ -25,7 +25,7 @@ func TestMentionedAtIsMentioned(t *testing.T) {
 	ids := []string{"a", "b", "c", "missing"}
 	check := func(stage string, cMentions bool) {
 		t.Helper()
-		want, err := x.Mentioned(ids)
+		want, err := x.Mentioned(ids, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,9 +39,9 @@ func TestMentionedAtIsMentioned(t *testing.T) {
 			{999, 0, 1 << 40, 999},               // none
 			nil,
 		} {
-			got, err := x.MentionedAt(ids, seqs)
+			got, err := x.Mentioned(ids, seqs)
 			if err != nil || !reflect.DeepEqual(got, want) {
-				t.Errorf("%s: MentionedAt(%v) = %v, %v; want %v", stage, seqs, got, err, want)
+				t.Errorf("%s: Mentioned(%v) = %v, %v; want %v", stage, seqs, got, err, want)
 			}
 		}
 	}
@@ -51,7 +51,7 @@ func TestMentionedAtIsMentioned(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("pending", false)
-	if _, err := x.MentionedAt(ids, []uint64{1}); err == nil {
-		t.Error("MentionedAt with fewer seqs than ids: no error")
+	if _, err := x.Mentioned(ids, []uint64{1}); err == nil {
+		t.Error("Mentioned with fewer seqs than ids: no error")
 	}
 }

@@ -1255,7 +1255,9 @@ func (t *Timelines) SessionsTop(n int) ([]SessionInfo, error) {
 			// are decoded before it does.
 			e := sessionEntry{id: id, last: last, rec: v}
 			switch {
-			case n <= 0 || len(kept) < n:
+			case n <= 0:
+				kept = append(kept, e) // all of them: sorted below
+			case len(kept) < n:
 				heap.Push(&kept, e)
 			case sessionBefore(last, id, kept[0].last, kept[0].id):
 				kept[0] = e
