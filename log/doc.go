@@ -77,12 +77,13 @@
 // epoch gives another DEK, which the seal refuses), and hashed before the
 // header, so an appender seals it and hashes it on any core and keeps the
 // SHA-256 state after it; the chain's order finishes the hash with the
-// header (two to four SHA-256 blocks). The fields left out of the AAD are
+// header (two or three SHA-256 blocks). The fields left out of the AAD are
 // bound by the hash chain, as every field is; a reader hashes as many
 // blocks as before. Measured on the machine of issue 26 (2 cores, where
 // waking an idle core takes ~110 µs), batches of 256 from one writer:
-// wall time an event 6-14% lower without fsync, CPU 3-5% higher; with an
-// fsync a batch the gain is within the run-to-run spread; replay
+// wall time an event 6-17% lower without fsync, CPU 3-13% higher; with an
+// fsync a batch 0.71 -> 0.78 of etcd's rate in one bench run, inside the
+// spread of paired runs; replay
 // unchanged (issue 26's note of stop 43 has the runs). Versions 1 to 3
 // are read and verified as before; a log may hold all four.
 //

@@ -927,7 +927,7 @@ func uvarintLen(n int) int {
 // after it, the batch key's wrap. Appenders make it before they queue (a
 // large request: on all cores, startPrepare), concurrently, so the serial
 // commit only writes the header, finishes the hash with it (format 4: two
-// to four SHA-256 blocks) and chains.
+// or three SHA-256 blocks) and chains.
 type prepared struct {
 	id      ID
 	time    int64

@@ -15,7 +15,7 @@
 // event's hash, which are known only when the event takes its place in
 // the chain; the body is not. So an appender seals and hashes a body on
 // any core and keeps the SHA-256 state after it (State); only the header
-// and the body's last partial block, two to four SHA-256 blocks, are
+// and the body's last partial block, two or three SHA-256 blocks, are
 // hashed in chain order (format 3 hashed the whole event there, a fifth
 // of a batched append's CPU). A reader hashes as many blocks as before.
 package eventhash
