@@ -161,16 +161,45 @@ func Subject(logID string) string { return "UCL." + logID }
 func ReqSubject(name string) string { return "ucl.req." + name }
 
 // EnsureStream creates the stream of log logID if it does not exist.
+// Like Publish it asks again while the stream's leader is being elected.
 func (n *Node) EnsureStream(logID string) error {
-	_, err := n.js.StreamInfo(StreamName(logID))
-	if errors.Is(err, nats.ErrStreamNotFound) {
-		_, err = n.js.AddStream(&nats.StreamConfig{Name: StreamName(logID), Subjects: []string{Subject(logID)},
-			Replicas: n.cfg.Replicas, Storage: nats.FileStorage})
-	}
+	err := n.untilAnswered(func() error {
+		_, err := n.js.StreamInfo(StreamName(logID))
+		if errors.Is(err, nats.ErrStreamNotFound) {
+			_, err = n.js.AddStream(&nats.StreamConfig{Name: StreamName(logID), Subjects: []string{Subject(logID)},
+				Replicas: n.cfg.Replicas, Storage: nats.FileStorage})
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("stream of log %s: %w", logID, err)
 	}
 	return nil
+}
+
+// unanswered reports whether err is a JetStream request nobody answered
+// (no responders, a timeout): what a stream or the cluster's metadata
+// gives while its leader is being elected, e.g. after a server died. An
+// answer that is an error (*nats.APIError) is not.
+func unanswered(err error) bool {
+	var apiErr *nats.APIError
+	return !errors.As(err, &apiErr) && (errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrNoStreamResponse))
+}
+
+// untilAnswered calls ask until it returns something other than an
+// unanswered request, for up to twice Config.Timeout (Publish's budget):
+// a takeover after a server died must wait out the election of the
+// stream's leader, not fail into its next request.
+func (n *Node) untilAnswered(ask func() error) error {
+	deadline := time.Now().Add(2 * n.cfg.Timeout)
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		err := ask()
+		if err == nil || !unanswered(err) || time.Now().Add(wait).After(deadline) {
+			return err
+		}
+		time.Sleep(wait)
+	}
 }
 
 // Publish appends events first.. to the stream of logID, each only
@@ -225,10 +254,7 @@ func (n *Node) publishOne(ctx context.Context, logID string, seq uint64, raw []b
 		if got, gerr := n.StreamRaw(logID, seq); gerr == nil && bytes.Equal(got, raw) {
 			return nil
 		}
-		var apiErr *nats.APIError
-		unanswered := !errors.As(err, &apiErr) && (errors.Is(err, context.DeadlineExceeded) ||
-			errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrNoStreamResponse))
-		if !unanswered || ctx.Err() != nil {
+		if !unanswered(err) || ctx.Err() != nil {
 			return fmt.Errorf("publish event %d of log %s: %w", seq, logID, err)
 		}
 		select {
@@ -239,9 +265,14 @@ func (n *Node) publishOne(ctx context.Context, logID string, seq uint64, raw []b
 	}
 }
 
-// StreamHead is the last seq in the stream of logID.
+// StreamHead is the last seq in the stream of logID (asking again during
+// an election, as EnsureStream does).
 func (n *Node) StreamHead(logID string) (uint64, error) {
-	si, err := n.js.StreamInfo(StreamName(logID))
+	var si *nats.StreamInfo
+	err := n.untilAnswered(func() (err error) {
+		si, err = n.js.StreamInfo(StreamName(logID))
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("stream of log %s: %w", logID, err)
 	}

@@ -98,7 +98,9 @@
 //
 // A publish that gets no answer (no responders, a timeout: the stream's
 // RAFT group is electing a leader, 4 to 9 s in nats-server after a server
-// dies) is tried again for up to twice Config.Timeout before it fails.
+// dies) is tried again for up to twice Config.Timeout before it fails;
+// so are the stream information requests of a takeover (EnsureStream,
+// StreamHead), which meet the same election.
 //
 // # Takeover
 //
