@@ -42,7 +42,8 @@
 //	          flipped) ‖ IDKey(chunk id) -> empty, for time filters and
 //	          tombstones by time range; "meta" holds the format version, the
 //	          checkpoint and the BM25 statistics (live docs, total content
-//	          words). Format 3 keyed chunks by IDKey (17 bytes for a hex id,
+//	          words), and while a first bulk build defers "ids" entries
+//	          "ids_from", the version then "9+ids_from" (idsbulk.go). Format 3 keyed chunks by IDKey (17 bytes for a hex id,
 //	          not 32), cut the field hash to 16 bytes and dropped the
 //	          "by_session" index: a tombstone by session scans "docs" (one
 //	          pass over the records, 0.3 ms per 10K chunks in
@@ -332,6 +333,9 @@ type Index struct {
 	// side.db pages around it (stop 41: the whole bucket resident between
 	// commits).
 	stored *projections.AbsentKeys
+	// deferIDs: the "ids" entries a first bulk build defers (idsbulk.go);
+	// nil outside one.
+	deferIDs *deferredIDs
 	// purge is set when documents were deleted since the last Commit: the
 	// Commit then merges the deletions out of the segments (package doc).
 	purge bool
@@ -425,12 +429,18 @@ func (x *Index) open() error {
 	}
 	var sideCP *projections.Checkpoint
 	stale := false
+	var window uint64
 	// A read: a process that only searches writes nothing (a no-op bbolt
-	// commit still writes and syncs two pages).
+	// commit still writes and syncs two pages), unless a bulk build
+	// stopped with "ids" entries deferred (settled below).
 	err = db.View(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if meta != nil {
-			if v := meta.Get(keyVersion); v == nil || string(v) != fmt.Sprint(FormatVersion) {
+			var err error
+			if window, err = windowFrom(tx); err != nil {
+				return err
+			}
+			if v := meta.Get(keyVersion); v == nil || string(v) != fmt.Sprint(FormatVersion) && window == 0 {
 				stale = true
 			} else if b := meta.Get(keyCP); b != nil {
 				sideCP = new(projections.Checkpoint)
@@ -459,7 +469,21 @@ func (x *Index) open() error {
 		if db, err = projections.OpenBolt(x.sidePath(), nil); err != nil {
 			return fmt.Errorf("open fts side table: %w", err)
 		}
-		sideCP = nil
+		sideCP, window = nil, 0
+	}
+	if d := x.deferIDs; d != nil && d.from != 0 && d.from == window {
+		// Reopened during this process's bulk build (purgeDeleted): its
+		// window goes on.
+	} else {
+		if d != nil {
+			d.clear()
+		}
+		if window != 0 {
+			if err := settleIDs(db, window, 0); err != nil {
+				db.Close()
+				return fmt.Errorf("open fts side table: %w", err)
+			}
+		}
 	}
 	x.db = db
 	if sideCP == nil {
@@ -1087,8 +1111,8 @@ func seqKey(seq uint64) []byte { return binary.BigEndian.AppendUint64(make([]byt
 // liveSide returns the side-table value of chunk key's live version (nil
 // when it has none), checking that its "ids" entry and its record agree.
 // The value is valid while tx is.
-func liveSide(tx *bolt.Tx, key []byte) ([]byte, error) {
-	sk, err := idsGet(tx.Bucket(bucketIDs), key)
+func (x *Index) liveSide(tx *bolt.Tx, key []byte) ([]byte, error) {
+	sk, err := x.liveEntry(tx, key)
 	if err != nil || sk == nil {
 		return nil, err
 	}
@@ -1199,19 +1223,31 @@ func sideFields(b []byte) (tokens uint64, mentions, rest []byte, err error) {
 func (x *Index) BeginBulk() {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.stored = nil
 	if x.closed || x.db == nil {
+		x.stored, x.deferIDs = nil, nil
 		return
 	}
+	if x.deferIDs != nil && x.deferIDs.from != 0 {
+		return // a bulk build that did not end: its window and filter go on
+	}
+	x.stored, x.deferIDs = nil, nil
 	x.stored = projections.AbsentKeysFor(Name, x.db, bucketIDs)
+	if x.stored != nil {
+		x.deferIDs = &deferredIDs{}
+	}
 }
 
-// EndBulk implements projections.BulkBuilder: it drops the filter.
+// EndBulk implements projections.BulkBuilder: it settles the "ids"
+// entries the build deferred (idsbulk.go) and drops the filter.
 func (x *Index) EndBulk() error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.stored = nil
-	return nil
+	var err error
+	if !x.closed {
+		err = x.settleWindow()
+	}
+	x.stored, x.deferIDs = nil, nil
+	return err
 }
 
 // Commit executes the pending batch together with cp and commits the side
@@ -1241,7 +1277,20 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 	x.startBatch()
 	ids := sortedKeys(x.sideOps) // sequential keys make bbolt writes cheap
 	nDocs, nWords := x.nDocs, x.nWords
+	d := x.deferIDs
+	opened := false // this Commit opens d's window
 	err = x.db.Update(func(tx *bolt.Tx) error {
+		if d != nil {
+			d.unstage() // a failed try's
+			if d.from == 0 && len(ids) > 0 {
+				// Every seq this Commit and later ones put is above the
+				// last checkpoint (a redelivered event's too).
+				if err := openWindow(tx, x.cp.Seq+1); err != nil {
+					return err
+				}
+				d.from, opened = x.cp.Seq+1, true
+			}
+		}
 		// Time keys come in chunk-id order: applied in key order, each
 		// insert appends to its node (projections.SortedWrites).
 		idx, byTime := tx.Bucket(bucketIDs), projections.NewSortedWrites(tx.Bucket(bucketByTime))
@@ -1260,12 +1309,23 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 		for _, sk := range ids {
 			id, key := sk.id, sk.key
 			var old []byte
+			var oldEntry uint64 // its deferred entry, when it is one
+			oldDeferred := false
 			if x.stored == nil || x.stored.Has(key) {
 				v, err := idsGet(idx, key)
 				if err != nil {
 					return err
 				}
 				old = v
+				if v == nil {
+					seq, e, ok, err := d.find(docs, key)
+					if err != nil {
+						return err
+					}
+					if ok {
+						old, oldEntry, oldDeferred = seqKey(seq), e, true
+					}
+				}
 			}
 			if old != nil {
 				seq, err := entrySeq(key, old)
@@ -1291,8 +1351,11 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 				nWords -= uint64(m.tokens)
 			}
 			m := x.sideOps[id]
+			if oldDeferred {
+				d.dels = append(d.dels, oldEntry)
+			}
 			if m == nil {
-				if old != nil {
+				if old != nil && !oldDeferred {
 					if err := idsDelete(idx, key); err != nil {
 						return err
 					}
@@ -1300,7 +1363,10 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 				continue
 			}
 			tk := timeKey(m.time)
-			if err := idsPut(idx, key, m.seq); err != nil {
+			if d != nil && (old == nil || oldDeferred) && d.fits(m.seq) {
+				// Settled later from its record (idsbulk.go).
+				d.adds = append(d.adds, d.entry(key, m.seq))
+			} else if err := idsPut(idx, key, m.seq); err != nil {
 				return err
 			}
 			if x.stored != nil {
@@ -1341,6 +1407,16 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 		}
 		return x.waitBatch() // an error rolls the side table back
 	})
+	if d != nil {
+		if err == nil {
+			d.commit()
+		} else {
+			d.unstage()
+			if opened {
+				d.from = 0
+			}
+		}
+	}
 	if berr := x.waitBatch(); berr != nil {
 		return berr
 	}
@@ -1351,6 +1427,11 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 	clear(x.sideOps)
 	x.changes = x.changes[:0]
 	x.cp = cp
+	if d != nil && d.n >= maxDeferredIDs {
+		if err := x.settleWindow(); err != nil {
+			return err
+		}
+	}
 	if x.purge {
 		return x.purgeDeleted()
 	}
@@ -1537,6 +1618,11 @@ func (x *Index) Digest() ([32]byte, error) {
 		if err := x.flush(); err != nil {
 			return [32]byte{}, err
 		}
+	}
+	// The digest walks "ids" in key order: a bulk build's deferred
+	// entries go in first.
+	if err := x.settleWindow(); err != nil {
+		return [32]byte{}, err
 	}
 	over := sortedKeys(x.sideOps)
 	h := sha256.New()
@@ -1857,9 +1943,8 @@ func (x *Index) Count() (int, error) {
 	}
 	n := int(x.nDocs)
 	err := x.view(func(tx *bolt.Tx) error {
-		live := tx.Bucket(bucketIDs)
 		for id, m := range x.sideOps {
-			v, err := idsGet(live, projections.IDKey(id))
+			v, err := x.liveEntry(tx, projections.IDKey(id))
 			if err != nil {
 				return err
 			}
@@ -1892,7 +1977,7 @@ func (x *Index) Contains(id string) (bool, error) {
 	}
 	var found bool
 	err := x.view(func(tx *bolt.Tx) error {
-		v, err := idsGet(tx.Bucket(bucketIDs), projections.IDKey(id))
+		v, err := x.liveEntry(tx, projections.IDKey(id))
 		found = v != nil
 		return err
 	})
@@ -1925,6 +2010,9 @@ func (x *Index) Reset() error {
 		return ErrClosed
 	}
 	x.waitBatch() // its error goes with the documents Reset drops
+	if x.deferIDs != nil {
+		x.deferIDs.clear() // the entries go with the side table
+	}
 	if err := x.closeAll(); err != nil {
 		return fmt.Errorf("close fts for reset: %w", err)
 	}
@@ -2218,10 +2306,9 @@ func (x *Index) idsInTime(since, until int64, limit int) (docs []string, n int, 
 	}
 	docs = make([]string, 0, len(ids))
 	err = x.view(func(tx *bolt.Tx) error {
-		live := tx.Bucket(bucketIDs)
 		for _, id := range ids {
 			key := projections.IDKey(id)
-			v, err := idsGet(live, key)
+			v, err := x.liveEntry(tx, key)
 			if err != nil {
 				return err
 			}
@@ -2317,7 +2404,7 @@ func (x *Index) Mentioned(ids []string, seqs []uint64) (map[string][]timephrase.
 			}
 			if v == nil {
 				var err error
-				if v, err = liveSide(tx, key); err != nil {
+				if v, err = x.liveSide(tx, key); err != nil {
 					return err
 				}
 			}
@@ -2529,7 +2616,7 @@ func (x *Index) liveSeqLocked(id string) (uint64, bool, error) {
 			x.lookup = tx
 		}
 		// The "ids" entry is the live version's seq (format 7).
-		v, err := idsGet(x.lookup.Bucket(bucketIDs), key)
+		v, err := x.liveEntry(x.lookup, key)
 		if err != nil || v == nil {
 			return err
 		}
