@@ -1427,7 +1427,7 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 	clear(x.sideOps)
 	x.changes = x.changes[:0]
 	x.cp = cp
-	if d != nil && d.n >= maxDeferredIDs {
+	if d != nil && d.from != 0 && cp.Seq+1-d.from >= uint64(maxDeferredIDs) {
 		if err := x.settleWindow(); err != nil {
 			return err
 		}

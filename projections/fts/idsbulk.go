@@ -31,8 +31,8 @@ import (
 // meta "version" to deferredVersion, in its transaction. Every record in
 // "docs" from that seq on is a live version whose entry may be missing;
 // putting the entry of each (the others have that very entry already) is
-// what settling does (settleIDs): at EndBulk, when the window holds
-// maxDeferredIDs entries, before Digest, and at Open when a process
+// what settling does (settleIDs): at EndBulk, when the window spans
+// maxDeferredIDs events, before Digest, and at Open when a process
 // stopped in between (killed, or an error before EndBulk). Settling puts
 // the entries in key order, in passes over "docs" that each take a range
 // of keys, so a pass dirties its share of the bucket's pages only.
@@ -52,8 +52,10 @@ var keyIDsFrom = []byte("ids_from")
 // deferredVersion is meta "version" while entries are deferred.
 var deferredVersion = fmt.Sprintf("%d+ids_from", FormatVersion)
 
-// maxDeferredIDs bounds a window (8 bytes an entry in memory); a larger
-// build settles when it is reached. A variable for the tests.
+// maxDeferredIDs bounds a window, in events (its entries, 8 bytes each
+// in memory, and the records settling reads are at most that many); a
+// larger build settles each time a window reaches it. A variable for the
+// tests.
 var maxDeferredIDs = 1 << 20
 
 // settlePiece is about how many entries one pass of settleIDs puts (a
@@ -83,7 +85,6 @@ const deletedOff = 1<<32 - 1
 type deferredIDs struct {
 	from uint64     // the window's first seq; 0 when no window is open
 	runs [][]uint64 // sorted by their high 32 bits: hash << 32 | seq - from
-	n    int        // entries in runs, deleted ones included
 	adds []uint64   // staged by the Commit under way
 	dels []uint64   // entries of runs it deleted (marked once it commits)
 }
@@ -155,7 +156,6 @@ func (d *deferredIDs) commit() {
 		run := slices.Clone(d.adds)
 		slices.Sort(run)
 		d.runs = append(d.runs, run)
-		d.n += len(run)
 		for k := len(d.runs); k >= 2 && len(d.runs[k-2]) <= 2*len(d.runs[k-1]) &&
 			len(d.runs[k-2])+len(d.runs[k-1]) <= maxMergedRun; k = len(d.runs) {
 			d.runs = append(d.runs[:k-2], mergeRuns(d.runs[k-2], d.runs[k-1]))
@@ -182,7 +182,7 @@ func (d *deferredIDs) unstage() { d.adds, d.dels = d.adds[:0], d.dels[:0] }
 
 // clear closes the window (settled, or the side table reset).
 func (d *deferredIDs) clear() {
-	d.from, d.runs, d.n = 0, nil, 0
+	d.from, d.runs = 0, nil
 	d.unstage()
 }
 
@@ -220,7 +220,9 @@ func settleIDs(db *bolt.DB, from uint64, entries int) error {
 		err := db.View(func(tx *bolt.Tx) error {
 			c := tx.Bucket(bucketDocs).Cursor()
 			for k, _ := c.Seek(seqKey(from)); k != nil; k, _ = c.Next() {
-				entries++
+				if entries++; entries%settleDropEvery == 0 {
+					projections.DropResident(db, tx.Size())
+				}
 			}
 			return nil
 		})
@@ -312,7 +314,9 @@ func (x *Index) settleWindow() error {
 		return nil
 	}
 	x.endLookup() // a write may grow the mapping, which waits for readers
-	if err := settleIDs(x.db, d.from, d.n); err != nil {
+	// The records from the window on are at most its events (one event
+	// stores one chunk), deferred or not: the passes are planned on that.
+	if err := settleIDs(x.db, d.from, int(min(x.cp.Seq+1-d.from, 1<<30))); err != nil {
 		return err
 	}
 	d.clear()
