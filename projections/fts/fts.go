@@ -43,8 +43,9 @@
 //	          tombstones by time range; "meta" holds the format version, the
 //	          checkpoint and the BM25 statistics (live docs, total content
 //	          words), and while a first bulk build defers "ids" entries
-//	          "ids_from", the version then "9+ids_from" (idsbulk.go). Format 3 keyed chunks by IDKey (17 bytes for a hex id,
-//	          not 32), cut the field hash to 16 bytes and dropped the
+//	          "ids_from", the version then "9+ids_from" (idsbulk.go).
+//	          Format 3 keyed chunks by IDKey (17 bytes for a hex id, not
+//	          32), cut the field hash to 16 bytes and dropped the
 //	          "by_session" index: a tombstone by session scans "docs" (one
 //	          pass over the records, 0.3 ms per 10K chunks in
 //	          BenchmarkTombstoneSession; the vector projection already
@@ -471,15 +472,18 @@ func (x *Index) open() error {
 		}
 		sideCP, window = nil, 0
 	}
-	if d := x.deferIDs; d != nil && d.from != 0 && d.from == window {
-		// Reopened during this process's bulk build (purgeDeleted): its
-		// window goes on.
-	} else {
+	// Reopened during this process's bulk build (purgeDeleted), its
+	// window goes on; any other window is settled.
+	if d := x.deferIDs; d == nil || d.from == 0 || d.from != window {
 		if d != nil {
 			d.clear()
 		}
 		if window != 0 {
-			if err := settleIDs(db, window, 0); err != nil {
+			var cpSeq uint64
+			if sideCP != nil {
+				cpSeq = sideCP.Seq
+			}
+			if err := settleIDs(db, window, windowEvents(cpSeq, window)); err != nil {
 				db.Close()
 				return fmt.Errorf("open fts side table: %w", err)
 			}
@@ -1230,8 +1234,7 @@ func (x *Index) BeginBulk() {
 	if x.deferIDs != nil && x.deferIDs.from != 0 {
 		return // a bulk build that did not end: its window and filter go on
 	}
-	x.stored, x.deferIDs = nil, nil
-	x.stored = projections.AbsentKeysFor(Name, x.db, bucketIDs)
+	x.stored, x.deferIDs = projections.AbsentKeysFor(Name, x.db, bucketIDs), nil
 	if x.stored != nil {
 		x.deferIDs = &deferredIDs{}
 	}
@@ -1280,16 +1283,13 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 	d := x.deferIDs
 	opened := false // this Commit opens d's window
 	err = x.db.Update(func(tx *bolt.Tx) error {
-		if d != nil {
-			d.unstage() // a failed try's
-			if d.from == 0 && len(ids) > 0 {
-				// Every seq this Commit and later ones put is above the
-				// last checkpoint (a redelivered event's too).
-				if err := openWindow(tx, x.cp.Seq+1); err != nil {
-					return err
-				}
-				d.from, opened = x.cp.Seq+1, true
+		if d != nil && d.from == 0 && len(ids) > 0 {
+			// Every seq this Commit and later ones put is above the last
+			// checkpoint (a redelivered event's too).
+			if err := openWindow(tx, x.cp.Seq+1); err != nil {
+				return err
 			}
+			d.from, opened = x.cp.Seq+1, true
 		}
 		// Time keys come in chunk-id order: applied in key order, each
 		// insert appends to its node (projections.SortedWrites).

@@ -17,8 +17,9 @@ import (
 // (projections.BulkBuilder).
 //
 // Chunk ids are random, so every commit of a bulk build put its ten
-// thousand ids all over the "ids" bucket and rewrote nearly every page of
-// it: at 1M chunks ~22 MB of pages written a commit, and ~33 MB of bbolt's
+// thousand ids all over the "ids" bucket and rewrote most of its pages
+// (10,000 random keys over the ~5,500 pages of 1M chunks' 22 MB touch
+// about 84% of them) at every commit, with ~33 MB of bbolt's
 // page buffers in the heap while it committed, the largest part of the
 // build's live heap. Deferred, bench/peers' 1M build peaks at 161-163 MB
 // instead of 205-207 (SQLite FTS5: 41 MB) and `project rebuild --only
@@ -215,22 +216,9 @@ func windowFrom(tx *bolt.Tx) (uint64, error) {
 // ids whose first byte falls in the p-th of n ranges (other keys in the
 // last), so it dirties about 1/n of the bucket's pages. The last pass
 // removes the mark. A pass that fails leaves the mark, and settling
-// again is idempotent. entries estimates the records (0: counted here).
+// again is idempotent. entries bounds the records (windowEvents): the
+// passes are planned on it.
 func settleIDs(db *bolt.DB, from uint64, entries int) error {
-	if entries <= 0 {
-		err := db.View(func(tx *bolt.Tx) error {
-			c := tx.Bucket(bucketDocs).Cursor()
-			for k, _ := c.Seek(seqKey(from)); k != nil; k, _ = c.Next() {
-				if entries++; entries%settleDropEvery == 0 {
-					projections.DropResident(db, tx.Size())
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("count deferred chunk entries: %w", err)
-		}
-	}
 	passes := 1
 	for passes < 256 && passes*settlePiece < entries {
 		passes *= 2
@@ -242,7 +230,8 @@ func settleIDs(db *bolt.DB, from uint64, entries int) error {
 		return int(key[1]) * passes / 256
 	}
 	type entry struct {
-		key []byte
+		key []byte // cut from arena once the scan is done
+		n   int    // the key's length
 		seq uint64
 	}
 	var arena []byte
@@ -270,15 +259,12 @@ func settleIDs(db *bolt.DB, from uint64, entries int) error {
 					continue
 				}
 				arena = append(arena, key...)
-				es = append(es, entry{arena[len(arena)-len(key):], binary.BigEndian.Uint64(k)})
+				es = append(es, entry{n: len(key), seq: binary.BigEndian.Uint64(k)})
 			}
-			// The keys point into arena, which append may have moved:
-			// cut them again from the final one.
 			off := 0
 			for i := range es {
-				n := len(es[i].key)
-				es[i].key = arena[off : off+n : off+n]
-				off += n
+				es[i].key = arena[off : off+es[i].n : off+es[i].n]
+				off += es[i].n
 			}
 			projections.SortByKey(es, func(e *entry) []byte { return e.key })
 			idx := tx.Bucket(bucketIDs)
@@ -307,6 +293,16 @@ func settleIDs(db *bolt.DB, from uint64, entries int) error {
 	return nil
 }
 
+// windowEvents bounds the records from seq from on at checkpoint cpSeq:
+// one event stores at most one chunk (1 when the checkpoint is unknown:
+// one pass over them all).
+func windowEvents(cpSeq, from uint64) int {
+	if cpSeq < from {
+		return 1
+	}
+	return int(min(cpSeq+1-from, 1<<30))
+}
+
 // settleWindow settles the open window of a bulk build, if any. The
 // caller holds x.mu for writing.
 func (x *Index) settleWindow() error {
@@ -315,9 +311,7 @@ func (x *Index) settleWindow() error {
 		return nil
 	}
 	x.endLookup() // a write may grow the mapping, which waits for readers
-	// The records from the window on are at most its events (one event
-	// stores one chunk), deferred or not: the passes are planned on that.
-	if err := settleIDs(x.db, d.from, int(min(x.cp.Seq+1-d.from, 1<<30))); err != nil {
+	if err := settleIDs(x.db, d.from, windowEvents(x.cp.Seq, d.from)); err != nil {
 		return err
 	}
 	d.clear()
