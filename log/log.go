@@ -776,6 +776,19 @@ func (l *Log) commit(batch []*appendReq, handOff func()) {
 	} else {
 		l.pend[idx] = nil
 	}
+	l.mu.RLock()
+	w := l.tw
+	l.mu.RUnlock()
+	if l.failed == nil && w.zeroAhead() {
+		// The space for the next write is reserved and zeroed now, while
+		// the appenders of this batch go on and the next batch is built,
+		// holding commitMu until done: the next write comes after it.
+		go func() {
+			w.topUp()
+			l.commitMu.Unlock()
+		}()
+		return
+	}
 	l.commitMu.Unlock()
 }
 

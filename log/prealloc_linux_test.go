@@ -49,6 +49,10 @@ func TestPreallocatedSpaceIsWritten(t *testing.T) {
 	l := openT(t, dir, testKeys(t), Options{Durability: Sync})
 	defer l.Close()
 	appendN(t, l, 5)
+	// The space ahead of the next write is zeroed after a commit, holding
+	// the commit lock: wait for it.
+	unlock := l.exclusive()
+	defer unlock()
 	p, b := lastSegment(t, dir)
 	ents := entryOffsets(t, b)
 	if int(ents[len(ents)-1].end) >= len(b) {

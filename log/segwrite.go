@@ -26,6 +26,9 @@ type tailWriter struct {
 	segSize int
 	noSync  bool
 	buf     []byte
+	// lastWrite is the bytes of the last batch written: the room the
+	// next one is expected to need (zeroAhead).
+	lastWrite int
 	// zeroErr is the last failure to write zeros ahead (tests read it).
 	zeroErr error
 }
@@ -57,7 +60,11 @@ const maxKeptBuf = 4 << 20
 // durability none, with no fdatasync after a write, the zeros are not
 // written. The zero tail is unused space (parseSegment); a file the
 // writer closes or cycles is cut back to its entries, so a closed store's
-// files are exactly its entries.
+// files are exactly its entries. The reservation a write the size of the
+// last one would make is made when the last one's commit is done
+// (zeroAhead), off the path of the next: the same bytes reach the disk,
+// and a durable batch of 256 no longer waits for the zeros (a mean
+// 60-75 µs of each batch's ~0.7-2 ms on this machine).
 const (
 	minPrealloc = 64 << 10
 	maxPrealloc = 1 << 20
@@ -162,6 +169,22 @@ func (w *tailWriter) reserve(n int) {
 	}
 }
 
+// zeroAhead reports whether a next write the size of the last one would
+// not fit in the reserved space: reserving it after the last write's
+// fdatasync, before the next write comes, takes the fallocate and the
+// zeros off the next commit's path (topUp).
+func (w *tailWriter) zeroAhead() bool {
+	return w != nil && w.f != nil && !w.noSync && w.lastWrite > 0 && w.size+w.lastWrite > w.alloc
+}
+
+// topUp reserves room for a write the size of the last one, as reserve
+// would when that write comes: the same ranges, fallocated and zeroed,
+// so the disk sees the same writes, one commit earlier in time. Called
+// with the Log's commitMu held, by a goroutine of its own (commit).
+func (w *tailWriter) topUp() {
+	w.reserve(w.lastWrite)
+}
+
 // zeroChunk is the source of writeZeros.
 var zeroChunk [64 << 10]byte
 
@@ -237,6 +260,7 @@ func (w *tailWriter) write(ps []pending) error {
 		}
 	}
 	buf := w.buf[:0]
+	written := 0
 	for _, p := range ps {
 		buf = binary.AppendUvarint(buf, uint64(len(p.data)))
 		buf = append(buf, p.data...)
@@ -244,6 +268,7 @@ func (w *tailWriter) write(ps []pending) error {
 			if err := w.flush(buf); err != nil {
 				return err
 			}
+			written += len(buf)
 			buf, w.last = buf[:0], p.seq
 			if err := w.cycle(); err != nil {
 				return err
@@ -254,7 +279,11 @@ func (w *tailWriter) write(ps []pending) error {
 		if err := w.flush(buf); err != nil {
 			return err
 		}
+		written += len(buf)
 		w.last = ps[len(ps)-1].seq
+	}
+	if written > 0 {
+		w.lastWrite = written
 	}
 	if cap(buf) <= maxKeptBuf {
 		w.buf = buf[:0]
