@@ -169,6 +169,9 @@ type Log struct {
 	pend    [2][]pending
 	pendIdx int
 	hasher  eventhash.Hasher // finishes the hashes of the batch being built (chainMu)
+	// chainSc is the scratch of the pieces a commit prepares itself
+	// (prepFeed.wait; chainMu).
+	chainSc prepScratch
 
 	// write writes a commit's entries with one WAL batch; it is the seam
 	// for fault injection in tests.
@@ -586,6 +589,17 @@ func (l *Log) AppendBatch(ctx context.Context, es []Entry) ([]Result, error) {
 	}
 	defer l.recycle(r)
 	l.qmu.Lock()
+	if f := r.feed; f != nil && (f.helpers == 0 || len(l.queue) > 0) {
+		// Not the next leader, or no helper: prepare the request's pieces
+		// now, beside the commits ahead of it, not in its own commit's
+		// serial build. The next leader with helpers goes to its commit
+		// at once and chains each piece as it is ready (prepFeed.wait).
+		l.qmu.Unlock()
+		sc := new(prepScratch)
+		for l.preparePiece(f, sc) {
+		}
+		l.qmu.Lock()
+	}
 	if l.closed {
 		l.qmu.Unlock()
 		return nil, ErrClosed
@@ -725,7 +739,7 @@ func (l *Log) commit(batch []*appendReq, handOff func()) {
 		r.res = make([]Result, len(r.entries))
 		for i, e := range r.entries {
 			if r.feed != nil {
-				if err := r.feed.wait(i); err != nil {
+				if err := r.feed.wait(i, l); err != nil {
 					r.err = err
 					break
 				}
@@ -938,7 +952,8 @@ func uvarintLen(n int) int {
 // prepared is the part of an event that does not depend on its place in
 // the chain: id, append time, the sealed body and the event's hash state
 // after it, the batch key's wrap. Appenders make it before they queue (a
-// large request: on all cores, startPrepare), concurrently, so the serial
+// large request: on all cores, startPrepare, its pieces chained as they
+// are done when it leads the next commit), concurrently, so the serial
 // commit only writes the header, finishes the hash with it (format 4: two
 // or three SHA-256 blocks) and chains.
 type prepared struct {
@@ -1273,18 +1288,19 @@ const feedStep = nowEvery
 
 // prepFeed hands a request's prepared pieces to the commit.
 type prepFeed struct {
-	es    []Entry
-	b     *batchSeal
-	m     *reqMem
-	mem   []byte
-	n     int          // pieces
-	claim atomic.Int32 // the next piece to take
-	state []atomic.Int32
-	errs  []error       // of a piece that failed (read after its state says so)
-	sig   chan struct{} // a helper finished a piece (room for all)
-	stop  atomic.Bool   // set: take no more pieces (the request is over)
-	helps sync.WaitGroup
-	ready int // entries the commit knows are prepared (chainMu)
+	es      []Entry
+	b       *batchSeal
+	m       *reqMem
+	mem     []byte
+	n       int          // pieces
+	claim   atomic.Int32 // the next piece to take
+	state   []atomic.Int32
+	errs    []error       // of a piece that failed (read after its state says so)
+	sig     chan struct{} // a helper finished a piece (room for all)
+	stop    atomic.Bool   // set: take no more pieces (the request is over)
+	helps   sync.WaitGroup
+	helpers int // goroutines started to prepare pieces
+	ready   int // entries the commit knows are prepared (chainMu)
 }
 
 // Piece states.
@@ -1298,9 +1314,11 @@ const (
 // prepared (never seen by a caller: the commit that stopped it failed).
 var errPrepareStopped = errors.New("append: preparation stopped")
 
-// startPrepare prepares es on all cores: helper goroutines and the
-// calling goroutine take pieces of feedStep entries until none is left;
-// the commit then chains them in order, waiting for a piece a helper has
+// startPrepare starts preparing es on all cores: helper goroutines take
+// pieces of feedStep entries until none is left, and so does the calling
+// goroutine (AppendBatch): before it queues, or, leading the next commit,
+// in the commit, which chains the pieces in order as they are done and
+// prepares a piece none has taken rather than wait for one a helper has
 // not finished (prepFeed.wait). An invalid entry fails the request when
 // the commit reaches it.
 func (l *Log) startPrepare(es []Entry) (*prepFeed, []prepared, *reqMem, error) {
@@ -1317,6 +1335,7 @@ func (l *Log) startPrepare(es []Entry) (*prepFeed, []prepared, *reqMem, error) {
 		// their hand-offs (4 writers of batches of 256: +10-25% CPU).
 		helpers = 0
 	}
+	f.helpers = helpers
 	f.helps.Add(helpers)
 	for range helpers {
 		go func() {
@@ -1326,9 +1345,6 @@ func (l *Log) startPrepare(es []Entry) (*prepFeed, []prepared, *reqMem, error) {
 				f.sig <- struct{}{} // never blocks: room for every piece
 			}
 		}()
-	}
-	sc := new(prepScratch)
-	for l.preparePiece(f, sc) {
 	}
 	return f, m.ps, m, nil
 }
@@ -1359,9 +1375,13 @@ func (l *Log) preparePiece(f *prepFeed, sc *prepScratch) bool {
 }
 
 // wait returns once entry i is prepared, or the error of the piece that
-// failed at or before it. Called by the commit (chainMu) in entry order,
-// after startPrepare returned: every piece is taken by then.
-func (f *prepFeed) wait(i int) error {
+// failed at or before it. Called by the commit of l (chainMu) in entry
+// order. While the piece of i is not done, the commit prepares the next
+// piece not taken, if any, rather than wait: a lone writer's commit
+// chains the first pieces while a helper prepares the next ones (a
+// helper that wakes an idle core starts ~110 µs late, and the chain is
+// ~0.3 µs an event, in order).
+func (f *prepFeed) wait(i int, l *Log) error {
 	for f.ready <= i {
 		k := f.ready / feedStep
 		switch f.state[k].Load() {
@@ -1373,7 +1393,9 @@ func (f *prepFeed) wait(i int) error {
 			if f.stop.Load() && int(f.claim.Load()) <= k {
 				return errPrepareStopped // never taken: a piece before failed
 			}
-			<-f.sig
+			if !l.preparePiece(f, &l.chainSc) {
+				<-f.sig // every piece is taken: a helper has k
+			}
 		}
 	}
 	return nil
