@@ -104,8 +104,13 @@ func parseSegment(b []byte) ([]fileEntry, tailState) {
 // parseSegmentInto is parseSegment appending the entries to ents (a
 // scan's reused slice).
 func parseSegmentInto(b []byte, ents []fileEntry) ([]fileEntry, tailState) {
+	return parseSegmentFrom(b, 0, ents)
+}
+
+// parseSegmentFrom is parseSegmentInto of b whose entries before off are
+// in ents already (readParse parsed them as the file was read).
+func parseSegmentFrom(b []byte, off int, ents []fileEntry) ([]fileEntry, tailState) {
 	z := nonZeroEnd(b)
-	off := 0
 	for off < len(b) {
 		if off >= z {
 			return ents, tailState{goodEnd: int64(off), zeros: true}

@@ -2,6 +2,7 @@ package log
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -32,7 +33,8 @@ func scanFiles(dir string, from, to uint64, fn func(seq uint64, raw []byte) erro
 
 // scanSegs is scanFiles reading whole segment files into buffers of pool
 // (nil: a new buffer a file). With a pool, fn must take a reference on
-// e.buf (acquire) for as long as it keeps e.raw past its return.
+// e.buf (acquire) for as long as it keeps e.raw past its return, and it
+// is called as each piece of a file is read (readSegment).
 func scanSegs(dir string, from, to uint64, pool *segPool, fn func(e *scanEntry) error) error {
 	segs, err := listSegments(dir)
 	if err != nil {
@@ -54,19 +56,34 @@ func scanSegs(dir string, from, to uint64, pool *segPool, fn func(e *scanEntry) 
 			k0 = from - s.first
 			ents, st, ok = tailEntries(path, k0)
 		}
+		handed := false // the entries were handed out as the file was read
+		var scanErr error
 		if !ok {
 			var b []byte
 			if pool == nil {
 				b, err = os.ReadFile(path)
+				if err == nil {
+					ents, st = parseSegmentInto(b, ents[:0])
+				}
 			} else if sb, err = pool.get(); err == nil {
-				b, err = readFileInto(path, sb.b[:0])
-				sb.b = b
+				// Each piece's entries are handed out as it is read, not
+				// after the whole file: the workers start on a segment at
+				// once and find its bytes still in the cache.
+				b, ents, st, scanErr, err = readSegment(path, sb.b[:0], ents[:0], func(ents []fileEntry, lo int) error {
+					return scanEntries(s, ents[lo:], uint64(lo), from, to, sb, fn)
+				})
+				sb.b, handed = b, true
+			}
+			if err == nil && scanErr != nil && !errors.Is(scanErr, errScanDone) {
+				err = scanErr // fn's: the file was not read to its end
 			}
 			if err != nil {
 				sb.release()
+				if scanErr != nil {
+					return err
+				}
 				return fmt.Errorf("read segment %s: %w", s.name, err)
 			}
-			ents, st = parseSegmentInto(b, ents[:0])
 			k0 = 0
 			rememberEntries(path, ents, st)
 			if i+1 < len(segs) && st.err == nil && !st.torn && st.goodEnd == int64(len(b)) && len(ents) > 0 {
@@ -77,7 +94,10 @@ func scanSegs(dir string, from, to uint64, pool *segPool, fn func(e *scanEntry) 
 				writeSegIndex(dir, s.name, s.first, st.goodEnd, offs)
 			}
 		}
-		err := scanEntries(s, ents, k0, from, to, sb, fn)
+		if !handed {
+			scanErr = scanEntries(s, ents, k0, from, to, sb, fn)
+		}
+		err := scanErr
 		sb.release() // the scan's own reference; fn took its own
 		if err != nil {
 			if errors.Is(err, errScanDone) {
@@ -134,12 +154,19 @@ func positioned(err error, e *scanEntry) error {
 	return &CorruptionError{Seq: e.seq, Segment: e.seg, Offset: e.off, Err: err}
 }
 
-// readFileInto reads the file at path into buf (grown when short), as
-// os.ReadFile does into a new buffer.
-func readFileInto(path string, buf []byte) ([]byte, error) {
+// readPiece is how much of a segment file a scan reads before it hands
+// out the entries read (readSegment).
+const readPiece = 256 << 10
+
+// readSegment reads the segment file at path into buf (grown when short)
+// and parses it as parseSegmentInto does, appending to ents; it hands each
+// piece's entries to emit as the piece is read (ents[lo:] are the new
+// ones). An error of emit stops the handing out, and, unless it is
+// errScanDone, the read; it is returned as emitErr.
+func readSegment(path string, buf []byte, ents []fileEntry, emit func(ents []fileEntry, lo int) error) (_ []byte, _ []fileEntry, st tailState, emitErr, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return buf, ents, st, nil, err
 	}
 	defer f.Close()
 	if fi, err := f.Stat(); err == nil && int64(cap(buf)) <= fi.Size() && fi.Size() < 1<<40 {
@@ -147,19 +174,59 @@ func readFileInto(path string, buf []byte) ([]byte, error) {
 		// for the next, slightly larger segment.
 		buf = make([]byte, 0, fi.Size()+fi.Size()/16+512)
 	}
+	return readParse(f, buf, ents, readPiece, emit)
+}
+
+// readParse is readSegment of what r reads, piece bytes at a time. The
+// entries handed out before the end are those that parse and check in
+// full: the same as parseSegmentInto's, which alone tells how the bytes
+// end (it looks at the whole tail), so the rest is parsed by it once all
+// is read. An entry handed out points into a buffer that the read may
+// have grown since (a file that grew while read): the bytes are the same.
+func readParse(r io.Reader, buf []byte, ents []fileEntry, piece int, emit func(ents []fileEntry, lo int) error) (_ []byte, _ []fileEntry, st tailState, emitErr, err error) {
+	off, sent := 0, len(ents)
+	stuck := false // an entry that does not check: the end's parse classifies it
+	send := func() {
+		if emitErr == nil && len(ents) > sent {
+			emitErr = emit(ents, sent)
+			sent = len(ents)
+		}
+	}
 	for {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
 		}
-		n, err := f.Read(buf[len(buf):cap(buf)])
+		n, rerr := r.Read(buf[len(buf):min(cap(buf), len(buf)+piece)])
 		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, nil
+		if rerr == io.EOF {
+			break
 		}
-		if err != nil {
-			return nil, err
+		if rerr != nil {
+			return buf, ents, st, emitErr, rerr
+		}
+		for !stuck && off < len(buf) {
+			l, k := binary.Uvarint(buf[off:])
+			end := off + k + int(l)
+			if k <= 0 || l > uint64(len(buf)) || end > len(buf) {
+				break // cut by the read so far (or bad: left to the end)
+			}
+			data := buf[off+k : end]
+			_, final, err := checkEntry(data)
+			if err != nil {
+				stuck = true
+				break
+			}
+			ents = append(ents, fileEntry{off: int64(off), end: int64(end), data: data, final: final})
+			off = end
+		}
+		send()
+		if emitErr != nil && !errors.Is(emitErr, errScanDone) {
+			return buf, ents, st, emitErr, nil
 		}
 	}
+	ents, st = parseSegmentFrom(buf, off, ents)
+	send()
+	return buf, ents, st, emitErr, nil
 }
 
 // segPool lends a replay the buffers it reads whole segment files into,

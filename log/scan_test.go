@@ -3,6 +3,7 @@ package log
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -283,4 +284,96 @@ func TestEventsDefaultChunkIDs(t *testing.T) {
 			t.Fatalf("event %d: chunk id %q, want %q", i+1, c, want)
 		}
 	}
+}
+
+// readParseMatches checks that reading b piece bytes at a time
+// (readParse) finds what parsing it whole does (parseSegment), and hands
+// out every entry once, in order, before it returns.
+func readParseMatches(t *testing.T, b []byte, piece int) {
+	t.Helper()
+	want, wst := parseSegment(b)
+	var handed []fileEntry
+	_, got, gst, emitErr, err := readParse(bytes.NewReader(b), make([]byte, 0, len(b)/3), nil, piece, func(ents []fileEntry, lo int) error {
+		if lo != len(handed) {
+			return fmt.Errorf("handed out from %d, after %d", lo, len(handed))
+		}
+		handed = append(handed, ents[lo:]...)
+		return nil
+	})
+	if err != nil || emitErr != nil {
+		t.Fatal(err, emitErr)
+	}
+	if gst.goodEnd != wst.goodEnd || gst.torn != wst.torn || gst.zeros != wst.zeros || fmt.Sprint(gst.err) != fmt.Sprint(wst.err) {
+		t.Fatalf("piece %d: ends %+v, parsed whole %+v", piece, gst, wst)
+	}
+	if len(got) != len(want) || len(handed) != len(want) {
+		t.Fatalf("piece %d: %d entries, %d handed out, parsed whole %d", piece, len(got), len(handed), len(want))
+	}
+	for i := range want {
+		for _, e := range []fileEntry{got[i], handed[i]} {
+			if e.off != want[i].off || e.end != want[i].end || e.final != want[i].final || !bytes.Equal(e.data, want[i].data) {
+				t.Fatalf("piece %d: entry %d is %+v, parsed whole %+v", piece, i, e, want[i])
+			}
+		}
+	}
+}
+
+// A segment read in pieces (a replay hands each piece's entries out as it
+// reads) parses as it does whole: entries, and how the bytes end (zeros,
+// a tear, damage), whatever the pieces.
+func TestReadParsePieces(t *testing.T) {
+	var seg []byte
+	for i, r := range goldenRaws(t) {
+		d := appendCRC(append([]byte{}, r...), i%2 == 0)
+		seg = binary.AppendUvarint(seg, uint64(len(d)))
+		seg = append(seg, d...)
+	}
+	damaged := append([]byte{}, seg...)
+	damaged[len(damaged)/2] ^= 0x40
+	for _, b := range [][]byte{
+		seg,
+		append(append([]byte{}, seg...), make([]byte, 3000)...), // a preallocated zero tail
+		seg[:len(seg)-7], // torn
+		damaged,
+		nil,
+	} {
+		for _, piece := range []int{1, 7, 64, 1000, len(b) + 1} {
+			readParseMatches(t, b, max(piece, 1))
+		}
+	}
+}
+
+// A fn's error (not errScanDone) stops the read: nothing after it is
+// handed out.
+func TestReadParseStops(t *testing.T) {
+	var seg []byte
+	for _, r := range goldenRaws(t) {
+		d := appendCRC(append([]byte{}, r...), true)
+		seg = binary.AppendUvarint(seg, uint64(len(d)))
+		seg = append(seg, d...)
+	}
+	stop := errors.New("stop")
+	calls := 0
+	_, _, _, emitErr, err := readParse(bytes.NewReader(seg), nil, nil, 1, func([]fileEntry, int) error {
+		calls++
+		return stop
+	})
+	if err != nil || emitErr != stop || calls != 1 {
+		t.Fatalf("err %v, emit's %v after %d calls; want emit's stop after 1", err, emitErr, calls)
+	}
+}
+
+func FuzzReadParse(f *testing.F) {
+	var seg []byte
+	for _, r := range goldenRaws(f) {
+		d := appendCRC(append([]byte{}, r...), true)
+		seg = binary.AppendUvarint(seg, uint64(len(d)))
+		seg = append(seg, d...)
+	}
+	f.Add(seg, uint16(100))
+	f.Add(append(seg, 0, 0, 0, 0), uint16(3))
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, uint16(2))
+	f.Fuzz(func(t *testing.T, b []byte, piece uint16) {
+		readParseMatches(t, b, int(piece)%4096+1)
+	})
 }
