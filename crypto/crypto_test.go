@@ -236,3 +236,42 @@ func TestOpenerOpensAsOpenWith(t *testing.T) {
 		t.Fatalf("%.1f allocations a ChaCha20-Poly1305 body, want 0", n)
 	}
 }
+
+// TestOpenerSealsAsSealWith: an Opener's Seal (an appender's loop, one
+// cipher value for every key) seals what SealWith does, in place too,
+// leaves no key in the value, and allocates nothing for ChaCha20-Poly1305.
+func TestOpenerSealsAsSealWith(t *testing.T) {
+	aad := []byte("header")
+	var o Opener
+	for _, a := range []AEAD{AESGCM, ChaCha20Poly1305} {
+		for i := 0; i < 4; i++ {
+			dek := bytes.Repeat([]byte{byte(i + 1)}, KeySize)
+			body := bytes.Repeat([]byte{byte('a' + i)}, 100+i)
+			want, err := SealWith(a, nil, dek, aad, body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := o.Seal(a, []byte("x"), dek, aad, body)
+			if err != nil || !bytes.Equal(got, append([]byte("x"), want...)) {
+				t.Fatalf("%s key %d: sealed %x %v, want x ‖ %x", a, i, got, err, want)
+			}
+			buf := append(bytes.Clone(body), make([]byte, TagSize)...)[:len(body)]
+			if inPlace, err := o.Seal(a, buf[:0], dek, aad, buf); err != nil || !bytes.Equal(inPlace, want) {
+				t.Fatalf("%s key %d: sealed in place %x %v, want %x", a, i, inPlace, err, want)
+			}
+		}
+	}
+	if o.key == nil || *o.key != [KeySize]byte{} {
+		t.Fatal("a key was left in the Opener's cipher value (or it has none)")
+	}
+	dek := bytes.Repeat([]byte{7}, KeySize)
+	body := make([]byte, 512)
+	dst := make([]byte, 0, 512+TagSize)
+	if n := testing.AllocsPerRun(100, func() {
+		if _, err := o.Seal(ChaCha20Poly1305, dst, dek, aad, body); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Fatalf("%.1f allocations a ChaCha20-Poly1305 seal, want 0", n)
+	}
+}

@@ -1058,9 +1058,9 @@ func checkSize(t Type, plain []byte) error {
 }
 
 // prepScratch is what one preparing goroutine reuses from entry to entry:
-// the event's key and the header the body encoding reads (passed through
-// the Body interface, a header of the call's own would be allocated for
-// every event).
+// the event's key, the cipher value it seals with and the header the body
+// encoding reads (passed through the Body interface, a header of the
+// call's own would be allocated for every event).
 type prepScratch struct {
 	dek [crypto.KeySize]byte
 	h   Header
@@ -1072,6 +1072,7 @@ type prepScratch struct {
 	nows   int
 	aad    [aadSize]byte
 	hasher eventhash.Hasher
+	seal   crypto.Opener // seals every body the goroutine prepares
 }
 
 // nowEvery is how many entries share one clock read (prepScratch.now).
@@ -1111,16 +1112,17 @@ func (l *Log) prepare(e Entry, p *prepared, b *batchSeal, rnd []byte, mem []byte
 	// The DEK is derived into the caller's reused scratch from p.id,
 	// which is on the heap already (EventKey's arguments escape).
 	b.keys.EventKey(sc.dek[:], p.id[:])
-	sealer, err := crypto.NewSealerWith(cipherOf(FormatVersion), sc.dek[:])
+	// Sealed in place (the ciphertext overwrites the plaintext it starts
+	// at) with what of the header is known now (sealAAD), and hashed:
+	// the two costs of an event that format 3 paid in chain order. The
+	// scratch's cipher value takes each key (a new one an event was an
+	// allocation an event).
+	sc.h.Encode(buf[:HeaderSize])
+	body, err := sc.seal.Seal(cipherOf(FormatVersion), buf[HeaderSize:HeaderSize], sc.dek[:], sealAAD(buf, &sc.aad), buf[HeaderSize:])
 	clear(sc.dek[:])
 	if err != nil {
 		return err
 	}
-	// Sealed in place (the ciphertext overwrites the plaintext it starts
-	// at) with what of the header is known now (sealAAD), and hashed:
-	// the two costs of an event that format 3 paid in chain order.
-	sc.h.Encode(buf[:HeaderSize])
-	body := sealer.Seal(buf[HeaderSize:HeaderSize], sealAAD(buf, &sc.aad), buf[HeaderSize:])
 	p.buf = buf[:HeaderSize+len(body)]
 	sc.hasher.Body(body, &p.hs)
 	return nil
