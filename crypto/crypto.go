@@ -240,18 +240,30 @@ type Opener struct {
 	key *[KeySize]byte // g's key, written in place; nil: allocate as OpenWith does
 }
 
-// Open is OpenWith(a, dst, dek, aad, sealed).
-func (o *Opener) Open(a AEAD, dst, dek, aad, sealed []byte) ([]byte, error) {
+// keyed returns the reused ChaCha20-Poly1305 value with dek put in
+// place, or nil when a body of a under dek does not use it (the caller
+// then does what OpenWith or SealWith does). The caller clears o.key
+// once it has sealed or opened.
+func (o *Opener) keyed(a AEAD, dek []byte) cipher.AEAD {
 	if a != ChaCha20Poly1305 || len(dek) != KeySize {
-		return OpenWith(a, dst, dek, aad, sealed)
+		return nil
 	}
 	if o.g == nil {
 		if o.g, o.key = reusableChaCha(); o.g == nil {
-			return OpenWith(a, dst, dek, aad, sealed)
+			return nil
 		}
 	}
 	copy(o.key[:], dek)
-	out, err := o.g.Open(dst, zeroNonce[:], sealed, aad)
+	return o.g
+}
+
+// Open is OpenWith(a, dst, dek, aad, sealed).
+func (o *Opener) Open(a AEAD, dst, dek, aad, sealed []byte) ([]byte, error) {
+	g := o.keyed(a, dek)
+	if g == nil {
+		return OpenWith(a, dst, dek, aad, sealed)
+	}
+	out, err := g.Open(dst, zeroNonce[:], sealed, aad)
 	clear(o.key[:]) // no key left behind between bodies
 	if err != nil {
 		return nil, ErrWrongKey
@@ -261,16 +273,11 @@ func (o *Opener) Open(a AEAD, dst, dek, aad, sealed []byte) ([]byte, error) {
 
 // Seal is SealWith(a, dst, dek, aad, plaintext).
 func (o *Opener) Seal(a AEAD, dst, dek, aad, plaintext []byte) ([]byte, error) {
-	if a != ChaCha20Poly1305 || len(dek) != KeySize {
+	g := o.keyed(a, dek)
+	if g == nil {
 		return SealWith(a, dst, dek, aad, plaintext)
 	}
-	if o.g == nil {
-		if o.g, o.key = reusableChaCha(); o.g == nil {
-			return SealWith(a, dst, dek, aad, plaintext)
-		}
-	}
-	copy(o.key[:], dek)
-	out := o.g.Seal(dst, zeroNonce[:], plaintext, aad)
+	out := g.Seal(dst, zeroNonce[:], plaintext, aad)
 	clear(o.key[:]) // no key left behind between bodies
 	return out, nil
 }
