@@ -1324,12 +1324,8 @@ var errPrepareStopped = errors.New("append: preparation stopped")
 // not finished (prepFeed.wait). An invalid entry fails the request when
 // the commit reaches it.
 func (l *Log) startPrepare(es []Entry) (*prepFeed, []prepared, *reqMem, error) {
-	b, m, mem, err := l.prepMem(es)
-	if err != nil {
-		return nil, nil, nil, err
-	}
 	n := (len(es) + feedStep - 1) / feedStep
-	f := &prepFeed{es: es, b: b, m: m, mem: mem, n: n, state: make([]atomic.Int32, n),
+	f := &prepFeed{es: es, n: n, state: make([]atomic.Int32, n),
 		errs: make([]error, n), sig: make(chan struct{}, n)}
 	helpers := min(runtime.GOMAXPROCS(0)-1, n-1)
 	if l.appending.Load() > 1 {
@@ -1339,15 +1335,29 @@ func (l *Log) startPrepare(es []Entry) (*prepFeed, []prepared, *reqMem, error) {
 	}
 	f.helpers = helpers
 	f.helps.Add(helpers)
+	// The helpers start before the request's memory and batch key are
+	// made, and wait for them (ready): a helper that wakes an idle core
+	// starts late, and the set-up is that much of its delay gone.
+	ready := make(chan struct{})
 	for range helpers {
 		go func() {
 			defer f.helps.Done()
+			<-ready
 			sc := new(prepScratch)
 			for l.preparePiece(f, sc) {
 				f.sig <- struct{}{} // never blocks: room for every piece
 			}
 		}()
 	}
+	b, m, mem, err := l.prepMem(es)
+	if err != nil {
+		f.stop.Store(true) // the helpers take no piece
+		close(ready)
+		f.helps.Wait()
+		return nil, nil, nil, err
+	}
+	f.b, f.m, f.mem = b, m, mem
+	close(ready)
 	return f, m.ps, m, nil
 }
 
