@@ -188,6 +188,19 @@ func testGoldenBatchKeyed(t *testing.T, version uint8, prefix string) {
 	}
 }
 
+// segmentOf frames raws as a segment file holds them: each entry's
+// length, then the raw event and its CRC (final(i): raws[i] ends its
+// batch).
+func segmentOf(raws [][]byte, final func(i int) bool) []byte {
+	var seg []byte
+	for i, r := range raws {
+		d := appendCRC(append([]byte{}, r...), final(i))
+		seg = binary.AppendUvarint(seg, uint64(len(d)))
+		seg = append(seg, d...)
+	}
+	return seg
+}
+
 func goldenRaws(f interface{ Fatal(...any) }) [][]byte {
 	var out [][]byte
 	ents, _ := os.ReadDir(filepath.Join("testdata", "golden"))
@@ -251,12 +264,7 @@ func FuzzDecodeEvent(f *testing.F) {
 }
 
 func FuzzParseSegment(f *testing.F) {
-	var seg []byte
-	for _, r := range goldenRaws(f) {
-		d := appendCRC(append([]byte{}, r...), true)
-		seg = binary.AppendUvarint(seg, uint64(len(d)))
-		seg = append(seg, d...)
-	}
+	seg := segmentOf(goldenRaws(f), func(int) bool { return true })
 	f.Add(seg)
 	f.Add([]byte{0, 0, 0})
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
@@ -290,12 +298,7 @@ func TestGoldenDiskFraming(t *testing.T) {
 		}
 		raws = append(raws, raw)
 	}
-	var seg []byte
-	for i, r := range raws {
-		d := appendCRC(append([]byte{}, r...), i == 1)
-		seg = binary.AppendUvarint(seg, uint64(len(d)))
-		seg = append(seg, d...)
-	}
+	seg := segmentOf(raws, func(i int) bool { return i == 1 })
 	mark := headMark{Seq: 42, Hash: Hash{0xde, 0xad, 0xbe, 0xef}, Durable: true}.encode()
 	got := "segment " + hex.EncodeToString(seg) + "\nhead " + hex.EncodeToString(mark) + "\n"
 	path := filepath.Join("testdata", "golden", "disk_framing.hex")

@@ -3,7 +3,6 @@ package log
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -322,12 +321,7 @@ func readParseMatches(t *testing.T, b []byte, piece int) {
 // reads) parses as it does whole: entries, and how the bytes end (zeros,
 // a tear, damage), whatever the pieces.
 func TestReadParsePieces(t *testing.T) {
-	var seg []byte
-	for i, r := range goldenRaws(t) {
-		d := appendCRC(append([]byte{}, r...), i%2 == 0)
-		seg = binary.AppendUvarint(seg, uint64(len(d)))
-		seg = append(seg, d...)
-	}
+	seg := segmentOf(goldenRaws(t), func(i int) bool { return i%2 == 0 })
 	damaged := append([]byte{}, seg...)
 	damaged[len(damaged)/2] ^= 0x40
 	for _, b := range [][]byte{
@@ -338,7 +332,7 @@ func TestReadParsePieces(t *testing.T) {
 		nil,
 	} {
 		for _, piece := range []int{1, 7, 64, 1000, len(b) + 1} {
-			readParseMatches(t, b, max(piece, 1))
+			readParseMatches(t, b, piece)
 		}
 	}
 }
@@ -346,12 +340,7 @@ func TestReadParsePieces(t *testing.T) {
 // A fn's error (not errScanDone) stops the read: nothing after it is
 // handed out.
 func TestReadParseStops(t *testing.T) {
-	var seg []byte
-	for _, r := range goldenRaws(t) {
-		d := appendCRC(append([]byte{}, r...), true)
-		seg = binary.AppendUvarint(seg, uint64(len(d)))
-		seg = append(seg, d...)
-	}
+	seg := segmentOf(goldenRaws(t), func(int) bool { return true })
 	stop := errors.New("stop")
 	calls := 0
 	_, _, _, emitErr, err := readParse(bytes.NewReader(seg), nil, nil, 1, func([]fileEntry, int) error {
@@ -364,12 +353,7 @@ func TestReadParseStops(t *testing.T) {
 }
 
 func FuzzReadParse(f *testing.F) {
-	var seg []byte
-	for _, r := range goldenRaws(f) {
-		d := appendCRC(append([]byte{}, r...), true)
-		seg = binary.AppendUvarint(seg, uint64(len(d)))
-		seg = append(seg, d...)
-	}
+	seg := segmentOf(goldenRaws(f), func(int) bool { return true })
 	f.Add(seg, uint16(100))
 	f.Add(append(seg, 0, 0, 0, 0), uint16(3))
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, uint16(2))
