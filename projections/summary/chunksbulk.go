@@ -23,7 +23,7 @@ import (
 // records are appended: seq(8, BE) → uvarint len ‖ IDKey(id) ‖ record.
 // pend maps their ids to their seqs for the lookups of the build's own
 // commits (the old version of a chunk stored again or removed, the
-// chunks of a block rebuilt), ~40 bytes a chunk. EndBulk
+// chunks of a block rebuilt), ~25 bytes a chunk. EndBulk
 // moves them into "chunks" in key order and deletes "chunks_bulk" in one
 // transaction (settleChunks); reads of "chunks" meanwhile (Count,
 // Contains, a tombstone by time range) look at both. Everything else a

@@ -16,8 +16,8 @@ import (
 // flush of ten thousand new chunks inserts into most of the bucket's
 // leaves, so each commit of a bulk build rewrote most of "ids" and its
 // cost grew with the store. Between BeginBulk and EndBulk, a flush keeps
-// the ids of the chunks it stores new in memory instead (bulk: ~40 bytes
-// a chunk), and the first flush that does so sets "ids_stale" in meta in
+// the ids of the chunks it stores new in memory instead (bulk, a projections.PendingKeys:
+// ~25 bytes a chunk), and the first flush that does so sets "ids_stale" in meta in
 // the same transaction. EndBulk, or a read before it (snapshot), writes
 // them in key order and deletes the mark in one transaction. Everything
 // else a flush does to "ids" (a chunk in the bucket removed or stored
@@ -149,10 +149,9 @@ func (t *Timelines) settleIDs() error {
 			// A first build's: every key is appended, so pages can be full.
 			ib.FillPercent = 1
 		}
-		for _, e := range t.bulk.Sorted() {
-			if err := ib.Put(e.Key, be64(e.Value)); err != nil {
-				return err
-			}
+		err := t.bulk.Each(func(k []byte, seq uint64) error { return ib.Put(k, be64(seq)) })
+		if err != nil {
+			return err
 		}
 		return tx.Bucket(bMeta).Delete(kIDsStale)
 	})
