@@ -190,38 +190,44 @@ func TestSealWithOpenWith(t *testing.T) {
 	}
 }
 
+// eachKeyedBody calls fn for each cipher with four keys (i = 0..3), each
+// with a body of its own, one Opener's sequence of bodies.
+func eachKeyedBody(fn func(a AEAD, i int, dek, body []byte)) {
+	for _, a := range []AEAD{AESGCM, ChaCha20Poly1305} {
+		for i := 0; i < 4; i++ {
+			fn(a, i, bytes.Repeat([]byte{byte(i + 1)}, KeySize), bytes.Repeat([]byte{byte('a' + i)}, 100+i))
+		}
+	}
+}
+
 // TestOpenerOpensAsOpenWith: an Opener opening bodies under a new key each
 // gives what OpenWith gives (and refuses what it refuses), and for
 // ChaCha20-Poly1305 allocates nothing: the cipher value is reused.
 func TestOpenerOpensAsOpenWith(t *testing.T) {
 	aad := []byte("header")
 	var o Opener
-	for _, a := range []AEAD{AESGCM, ChaCha20Poly1305} {
-		for i := 0; i < 4; i++ {
-			dek := bytes.Repeat([]byte{byte(i + 1)}, KeySize)
-			body := bytes.Repeat([]byte{byte('a' + i)}, 100+i)
-			sealed, err := SealWith(a, nil, dek, aad, body)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if plain, err := o.Open(a, nil, dek, aad, sealed); err != nil || !bytes.Equal(plain, body) {
-				t.Fatalf("%s key %d: open: %q %v", a, i, plain, err)
-			}
-			other := bytes.Repeat([]byte{byte(i + 2)}, KeySize)
-			if _, err := o.Open(a, nil, other, aad, sealed); !errors.Is(err, ErrWrongKey) {
-				t.Fatalf("%s key %d: opened under another key: %v", a, i, err)
-			}
-			bad := bytes.Clone(sealed)
-			bad[len(bad)-1] ^= 1
-			if _, err := o.Open(a, nil, dek, aad, bad); !errors.Is(err, ErrWrongKey) {
-				t.Fatalf("%s key %d: changed tag: %v", a, i, err)
-			}
-			// The key put in place last is not the next body's.
-			if plain, err := o.Open(a, nil, dek, aad, sealed); err != nil || !bytes.Equal(plain, body) {
-				t.Fatalf("%s key %d: open after a refusal: %q %v", a, i, plain, err)
-			}
+	eachKeyedBody(func(a AEAD, i int, dek, body []byte) {
+		sealed, err := SealWith(a, nil, dek, aad, body)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
+		if plain, err := o.Open(a, nil, dek, aad, sealed); err != nil || !bytes.Equal(plain, body) {
+			t.Fatalf("%s key %d: open: %q %v", a, i, plain, err)
+		}
+		other := bytes.Repeat([]byte{byte(i + 2)}, KeySize)
+		if _, err := o.Open(a, nil, other, aad, sealed); !errors.Is(err, ErrWrongKey) {
+			t.Fatalf("%s key %d: opened under another key: %v", a, i, err)
+		}
+		bad := bytes.Clone(sealed)
+		bad[len(bad)-1] ^= 1
+		if _, err := o.Open(a, nil, dek, aad, bad); !errors.Is(err, ErrWrongKey) {
+			t.Fatalf("%s key %d: changed tag: %v", a, i, err)
+		}
+		// The key put in place last is not the next body's.
+		if plain, err := o.Open(a, nil, dek, aad, sealed); err != nil || !bytes.Equal(plain, body) {
+			t.Fatalf("%s key %d: open after a refusal: %q %v", a, i, plain, err)
+		}
+	})
 	if !chachaReuse() {
 		t.Fatal("golang.org/x/crypto's ChaCha20-Poly1305 value is not one 32-byte key: Opener allocates a cipher a body")
 	}
@@ -243,24 +249,20 @@ func TestOpenerOpensAsOpenWith(t *testing.T) {
 func TestOpenerSealsAsSealWith(t *testing.T) {
 	aad := []byte("header")
 	var o Opener
-	for _, a := range []AEAD{AESGCM, ChaCha20Poly1305} {
-		for i := 0; i < 4; i++ {
-			dek := bytes.Repeat([]byte{byte(i + 1)}, KeySize)
-			body := bytes.Repeat([]byte{byte('a' + i)}, 100+i)
-			want, err := SealWith(a, nil, dek, aad, body)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := o.Seal(a, []byte("x"), dek, aad, body)
-			if err != nil || !bytes.Equal(got, append([]byte("x"), want...)) {
-				t.Fatalf("%s key %d: sealed %x %v, want x ‖ %x", a, i, got, err, want)
-			}
-			buf := append(bytes.Clone(body), make([]byte, TagSize)...)[:len(body)]
-			if inPlace, err := o.Seal(a, buf[:0], dek, aad, buf); err != nil || !bytes.Equal(inPlace, want) {
-				t.Fatalf("%s key %d: sealed in place %x %v, want %x", a, i, inPlace, err, want)
-			}
+	eachKeyedBody(func(a AEAD, i int, dek, body []byte) {
+		want, err := SealWith(a, nil, dek, aad, body)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
+		got, err := o.Seal(a, []byte("x"), dek, aad, body)
+		if err != nil || !bytes.Equal(got, append([]byte("x"), want...)) {
+			t.Fatalf("%s key %d: sealed %x %v, want x ‖ %x", a, i, got, err, want)
+		}
+		buf := append(bytes.Clone(body), make([]byte, TagSize)...)[:len(body)]
+		if inPlace, err := o.Seal(a, buf[:0], dek, aad, buf); err != nil || !bytes.Equal(inPlace, want) {
+			t.Fatalf("%s key %d: sealed in place %x %v, want %x", a, i, inPlace, err, want)
+		}
+	})
 	if o.key == nil || *o.key != [KeySize]byte{} {
 		t.Fatal("a key was left in the Opener's cipher value (or it has none)")
 	}
