@@ -109,10 +109,12 @@ func (p *PendingKeys) Set(key []byte, v uint64) {
 		p.other[string(key)] = v
 		return
 	}
-	if i := p.find(&k); i >= 0 {
-		binary.LittleEndian.PutUint64(p.sorted[i].v[:], v)
-		delete(p.gone, p.sorted[i].k)
-		return
+	if _, ok := p.tail[k]; !ok {
+		if i := p.find(&k); i >= 0 {
+			binary.LittleEndian.PutUint64(p.sorted[i].v[:], v)
+			delete(p.gone, p.sorted[i].k)
+			return
+		}
 	}
 	p.tail[k] = v
 	if len(p.tail) >= max(pendingTailMin, len(p.sorted)/16) {
@@ -138,6 +140,9 @@ func (p *PendingKeys) Delete(key []byte) {
 
 // merge moves the tail into sorted (and drops the deleted entries).
 func (p *PendingKeys) merge() {
+	if len(p.gone) == 0 && len(p.tail) == 0 {
+		return
+	}
 	if len(p.gone) > 0 {
 		p.sorted = slices.DeleteFunc(p.sorted, func(e pendingEntry) bool {
 			_, del := p.gone[e.k]
@@ -154,7 +159,7 @@ func (p *PendingKeys) merge() {
 			t = append(t, e)
 		}
 		clear(p.tail)
-		slices.SortFunc(t, func(a, b pendingEntry) int { return bytes.Compare(a.k[1:], b.k[1:]) })
+		SortByKey(t, func(e *pendingEntry) []byte { return e.k[:] })
 		// Merged from the back, in place: no key of the tail is in sorted.
 		n := len(p.sorted)
 		p.sorted = slices.Grow(p.sorted, len(t))[:n+len(t)]
@@ -205,20 +210,16 @@ func (p *PendingKeys) Each(fn func(key []byte, v uint64) error) error {
 		others = append(others, k)
 	}
 	slices.Sort(others)
-	j := 0
-	for i := range p.sorted {
-		e := &p.sorted[i]
-		for ; j < len(others) && others[j] < string(e.k[:]); j++ {
-			if err := fn([]byte(others[j]), p.other[others[j]]); err != nil {
-				return err
-			}
+	for i, j := 0, 0; i < len(p.sorted) || j < len(others); {
+		var err error
+		if j < len(others) && (i == len(p.sorted) || others[j] < string(p.sorted[i].k[:])) {
+			err = fn([]byte(others[j]), p.other[others[j]])
+			j++
+		} else {
+			err = fn(p.sorted[i].k[:], binary.LittleEndian.Uint64(p.sorted[i].v[:]))
+			i++
 		}
-		if err := fn(e.k[:], binary.LittleEndian.Uint64(e.v[:])); err != nil {
-			return err
-		}
-	}
-	for ; j < len(others); j++ {
-		if err := fn([]byte(others[j]), p.other[others[j]]); err != nil {
+		if err != nil {
 			return err
 		}
 	}
