@@ -16,9 +16,9 @@ import (
 // flush of ten thousand new chunks inserts into most of the bucket's
 // leaves, so each commit of a bulk build rewrote most of "ids" and its
 // cost grew with the store. Between BeginBulk and EndBulk, a flush keeps
-// the ids of the chunks it stores new in memory instead (bulk, a projections.PendingKeys:
-// ~25 bytes a chunk), and the first flush that does so sets "ids_stale" in meta in
-// the same transaction. EndBulk, or a read before it (snapshot), writes
+// the ids of the chunks it stores new in memory instead (bulk, a
+// projections.PendingKeys: ~25 bytes a chunk), and the first flush that
+// does so sets "ids_stale" in meta in the same transaction. EndBulk, or a read before it (snapshot), writes
 // them in key order and deletes the mark in one transaction. Everything
 // else a flush does to "ids" (a chunk in the bucket removed or stored
 // again) is written as before, so a key is pending or in the bucket,
