@@ -2,9 +2,13 @@ package projections
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math/rand"
+	"path/filepath"
 	"testing"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // PendingKeys holds hex ids' keys and any other key, answers for each,
@@ -87,5 +91,113 @@ func TestPendingKeys(t *testing.T) {
 	}
 	if _, ok := p.Get(keys[1]); ok {
 		t.Fatal("Clear left a key")
+	}
+}
+
+// PendingKeys.Write puts every key into a bucket in key order, in
+// transactions of at most PendingWindow keys, with end in the last one.
+// When a window fails, the bucket holds exactly the keys of the windows
+// that committed and p exactly the others (its array's index rebuilt: a
+// lookup still finds each), and a second Write puts those.
+func TestPendingKeysWrite(t *testing.T) {
+	defer func(w int) { PendingWindow = w }(PendingWindow)
+	PendingWindow = 20_000
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "w.db"), 0o600, &bolt.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	name, mark := []byte("ids"), []byte("mark")
+	if err := db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucket(name)
+		if err == nil {
+			err = b.Put(mark, nil) // deleted by end
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	p := NewPendingKeys()
+	want := map[string]uint64{}
+	r := rand.New(rand.NewSource(2))
+	for i := range 150_000 {
+		k := IDKey(fmt.Sprintf("other-%d", i))
+		if i%100 != 0 {
+			var id [16]byte
+			r.Read(id[:])
+			k = IDKey(fmt.Sprintf("%x", id))
+		}
+		p.Set(k, uint64(i))
+		want[string(k)] = uint64(i)
+	}
+	failAt := 2*PendingWindow + 77 // the third window fails
+	txs, ends, puts := 0, 0, 0
+	update := func(fn func(*bolt.Tx) error) error { txs++; return db.Update(fn) }
+	begin := func(tx *bolt.Tx) (func([]byte, uint64) error, error) {
+		b := tx.Bucket(name)
+		return func(k []byte, v uint64) error {
+			if puts++; puts == failAt {
+				return fmt.Errorf("put %d fails", puts)
+			}
+			return b.Put(k, binary.BigEndian.AppendUint64(nil, v))
+		}, nil
+	}
+	end := func(tx *bolt.Tx) error { ends++; return tx.Bucket(name).Delete(mark) }
+	stored := func() map[string]uint64 {
+		t.Helper()
+		got := map[string]uint64{}
+		if err := db.View(func(tx *bolt.Tx) error {
+			return tx.Bucket(name).ForEach(func(k, v []byte) error {
+				if !bytes.Equal(k, mark) {
+					got[string(k)] = binary.BigEndian.Uint64(v)
+				}
+				return nil
+			})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+
+	if err := p.Write(update, begin, end); err == nil {
+		t.Fatal("a failing put: Write returned nil")
+	}
+	got := stored()
+	if txs != 3 || ends != 0 || len(got) != 2*PendingWindow || p.Len() != len(want)-len(got) {
+		t.Fatalf("after a failed window: %d transactions, %d ends, %d keys stored, %d pending; want 3, 0, %d, %d",
+			txs, ends, len(got), p.Len(), 2*PendingWindow, len(want)-2*PendingWindow)
+	}
+	for k, v := range want {
+		pv, pending := p.Get([]byte(k))
+		sv, in := got[k]
+		if pending == in || pending && pv != v || in && sv != v {
+			t.Fatalf("key %x: pending %v (%d), stored %v (%d); want one of them, %d", k, pending, pv, in, sv, v)
+		}
+	}
+
+	txs = 0
+	if err := p.Write(update, begin, end); err != nil {
+		t.Fatal(err)
+	}
+	rest := len(want) - 2*PendingWindow
+	if n := (rest + PendingWindow) / PendingWindow; txs != n || ends != 1 || p.Len() != 0 {
+		t.Fatalf("second write: %d transactions, %d ends, %d pending; want %d, 1, 0", txs, ends, p.Len(), n)
+	}
+	got = stored()
+	if len(got) != len(want) {
+		t.Fatalf("%d keys stored, want %d", len(got), len(want))
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Fatalf("key %x stored as %d, want %d", k, got[k], v)
+		}
+	}
+	if err := db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(name).Get(mark) != nil {
+			return fmt.Errorf("end did not run in the last transaction")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }

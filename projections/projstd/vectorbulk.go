@@ -14,14 +14,15 @@ import (
 // commit of ten thousand new chunks inserts into most of the bucket's
 // leaves, so each commit of a bulk build rewrote most of "ids" and its
 // cost grew with the store (deferring them took a 1M-chunk rebuild of
-// the projection from 62 to 52 s of CPU, one pair). Between
-// BeginBulk and EndBulk, Commit keeps the keys of the chunks it stores
-// new in memory instead (projections.PendingKeys: about 25 bytes a
-// chunk, pointer-free for the common hex ids), and the first commit that does so sets
-// "ids_stale" in meta in the same transaction as its checkpoint. EndBulk
-// writes them in key order, in one transaction that also deletes the
-// mark. Everything else a commit does to "ids" (a chunk stored before the
-// bulk build removed or stored again) is written as before.
+// the projection from 62 to 52 s of CPU, one pair). Between BeginBulk
+// and EndBulk, Commit keeps the keys of the chunks it stores new in
+// memory instead (projections.PendingKeys: about 25 bytes a chunk,
+// pointer-free for the common hex ids), and the first commit that does
+// so sets "ids_stale" in meta in the same transaction as its checkpoint.
+// EndBulk writes them in key order, in transactions of bounded size, the
+// last of which also deletes the mark. Everything else a commit does to
+// "ids" (a chunk stored before the bulk build removed or stored again)
+// is written as before.
 //
 // "ids" is exactly "slots" inverted (every live chunk's key → its slot),
 // so a process that stopped between (killed, or an error before EndBulk)
@@ -55,21 +56,33 @@ func (v *VectorProjection) EndBulk() error {
 	if b == nil { // not in a bulk build: an earlier EndBulk failed
 		return v.rebuildIDs()
 	}
-	err := v.db.Update(func(tx *bolt.Tx) error {
+	if err := v.writeIDs(b); err != nil {
+		// The mark stays, and v.bulk is gone: the next settle rebuilds
+		// "ids" from "slots".
+		return fmt.Errorf("end vectors bulk build: %w", err)
+	}
+	return nil
+}
+
+// writeIDs puts the keys b holds into "ids", in key order and in
+// transactions of bounded size (PendingKeys.Write), and deletes the mark
+// in the last. On a failure, b holds the keys "ids" still lacks.
+func (v *VectorProjection) writeIDs(b *projections.PendingKeys) error {
+	first, fill := true, false
+	err := b.Write(v.db.Update, func(tx *bolt.Tx) (func([]byte, uint64) error, error) {
 		ib := tx.Bucket(bIDs)
-		if k, _ := ib.Cursor().First(); k == nil {
+		if first {
 			// A rebuild's: every key is appended, so pages can be full.
+			k, _ := ib.Cursor().First()
+			first, fill = false, k == nil
+		}
+		if fill {
 			ib.FillPercent = 1
 		}
-		err := b.Each(func(k []byte, slot uint64) error { return ib.Put(k, slotRef(slot)) })
-		if err != nil {
-			return err
-		}
-		return tx.Bucket(bMeta).Delete(kIDsStale)
-	})
+		return func(k []byte, slot uint64) error { return ib.Put(k, slotRef(slot)) }, nil
+	}, func(tx *bolt.Tx) error { return tx.Bucket(bMeta).Delete(kIDsStale) })
 	if err != nil {
-		// The mark stays: the next open rebuilds "ids" from "slots".
-		return fmt.Errorf("end vectors bulk build: %w", err)
+		return err
 	}
 	v.idsStale = false
 	return nil
@@ -78,16 +91,16 @@ func (v *VectorProjection) EndBulk() error {
 // settleIDs brings "ids" current before a read of it outside Commit
 // (compaction, the stored digest, scoring by id): a bulk build's keys,
 // or a rebuild from "slots" when the process that deferred them is gone.
+// A bulk build goes on deferring after a read settled it.
 func (v *VectorProjection) settleIDs() error {
 	if !v.idsStale {
 		return nil
 	}
 	if v.bulk != nil {
-		b := v.bulk
-		err := v.EndBulk()
-		b.Clear() // a bulk build goes on deferring after a read settled it
-		v.bulk = b
-		return err
+		if err := v.writeIDs(v.bulk); err != nil {
+			return fmt.Errorf("write vectors id index: %w", err)
+		}
+		return nil
 	}
 	return v.rebuildIDs()
 }

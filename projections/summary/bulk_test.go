@@ -2,12 +2,14 @@ package summary
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/unlimitedcontext/ucl/projections"
 	"github.com/unlimitedcontext/ucl/projections/projtest"
 )
 
@@ -33,6 +35,7 @@ func searchMeta(t *testing.T, x *Index) (stats, stale []byte) {
 // when the file is opened again. A bulk build that starts on committed
 // chunks stores what incremental commits store too.
 func TestBulkBuildSearchIndex(t *testing.T) {
+	smallPendingWindow(t)
 	withHash(t, func(id string) uint32 { return fnvHash(id) % 3 }, func() {
 		for seed := int64(1); seed <= 1; seed++ {
 			r := rand.New(rand.NewSource(seed))
@@ -118,6 +121,7 @@ func searchAll(t *testing.T, x *Index) string {
 // them there, and EndBulk moves them into "chunks": the file then holds
 // exactly what incremental commits store, and no "chunks_bulk".
 func TestBulkBuildDefersChunks(t *testing.T) {
+	smallPendingWindow(t)
 	evs := projtest.Events(17, 800)
 	live := projtest.LiveIDs(evs)
 	inc := openT(t, t.TempDir(), Options{})
@@ -176,5 +180,59 @@ func TestBulkBuildDefersChunks(t *testing.T) {
 	}
 	if n, err := bulk.Count(); err != nil || n != len(live) {
 		t.Fatalf("count %d %v, want %d", n, err, len(live))
+	}
+}
+
+// smallPendingWindow makes the deferred keys of a bulk build go in
+// windows of 16 (projections.PendingWindow) for the test: its builds
+// write many.
+func smallPendingWindow(t *testing.T) {
+	w := projections.PendingWindow
+	projections.PendingWindow = 16
+	t.Cleanup(func() { projections.PendingWindow = w })
+}
+
+// TestBulkBuildEndFails: when one of EndBulk's transactions fails (here
+// a deferred record is missing), the windows before it are in "chunks"
+// and no longer pending, so Count and Contains still see each live chunk
+// once.
+func TestBulkBuildEndFails(t *testing.T) {
+	smallPendingWindow(t)
+	evs := projtest.Events(17, 800)
+	live := projtest.LiveIDs(evs)
+	x := openT(t, t.TempDir(), Options{})
+	x.BeginBulk()
+	applyAll(t, x, evs, 50)
+	var lost []byte
+	i := 0
+	if err := x.pend.Each(func(k []byte, seq uint64) error {
+		if i++; i == 3*projections.PendingWindow+5 {
+			lost = bytes.Clone(k)
+			return x.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketChunksBulk).Delete(seqKey(seq)) })
+		}
+		return nil
+	}); err != nil || lost == nil {
+		t.Fatalf("deleting a deferred record: %v, %d pending", err, x.pend.Len())
+	}
+	if err := x.EndBulk(); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("EndBulk without a deferred record: %v, want ErrCorrupt", err)
+	}
+	var moved int
+	if err := x.db.View(func(tx *bolt.Tx) error {
+		moved = tx.Bucket(bucketChunks).Stats().KeyN
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if moved != 3*projections.PendingWindow {
+		t.Fatalf("%d records moved before the failed window, want %d", moved, 3*projections.PendingWindow)
+	}
+	if n, err := x.Count(); err != nil || n != len(live) {
+		t.Fatalf("count %d %v, want %d", n, err, len(live))
+	}
+	for _, id := range live {
+		if ok, err := x.Contains(id); err != nil || !ok {
+			t.Fatalf("contains %s: %v %v", id, ok, err)
+		}
 	}
 }

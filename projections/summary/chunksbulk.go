@@ -23,13 +23,13 @@ import (
 // records are appended: seq(8, BE) → uvarint len ‖ IDKey(id) ‖ record.
 // pend maps their ids to their seqs for the lookups of the build's own
 // commits (the old version of a chunk stored again or removed, the
-// chunks of a block rebuilt), ~25 bytes a chunk. EndBulk
-// moves them into "chunks" in key order and deletes "chunks_bulk" in one
-// transaction (settleChunks); reads of "chunks" meanwhile (Count,
-// Contains, a tombstone by time range) look at both. Everything else a
-// commit does to "chunks" (a chunk stored before the bulk build removed
-// or stored again) is written as before, so a chunk's record is in one
-// bucket, never both.
+// chunks of a block rebuilt), ~25 bytes a chunk. EndBulk moves them
+// into "chunks" in key order, in transactions of bounded size, and
+// deletes "chunks_bulk" in the last (writeChunks); reads of "chunks"
+// meanwhile (Count, Contains, a tombstone by time range) look at both.
+// Everything else a commit does to "chunks" (a chunk stored before the
+// bulk build removed or stored again) is written as before, so a chunk's
+// record is in one bucket, never both, but while EndBulk moves them.
 //
 // "chunks_bulk" holds everything settling needs, so a process that
 // stopped between (killed, or an error before EndBulk) leaves it, and
@@ -173,45 +173,80 @@ func splitBulkRecord(v []byte) (key, rec []byte, err error) {
 	return v[w : w+int(n)], v[w+int(n):], nil
 }
 
-// settleChunks moves the deferred records into "chunks" in key order and
-// deletes "chunks_bulk", in tx (EndBulk, a read of "chunks" during a
-// bulk build, Open after a build cut short). The caller empties pend
-// once tx commits.
-func settleChunks(tx *bolt.Tx) error {
-	bb := tx.Bucket(bucketChunksBulk)
-	if bb == nil {
-		return nil
-	}
-	type entry struct{ key, rec []byte }
-	var es []entry
-	err := bb.ForEach(func(k, v []byte) error {
-		key, rec, err := splitBulkRecord(v)
-		if err != nil {
-			return fmt.Errorf("deferred chunk record %x: %w", k, err)
-		}
-		es = append(es, entry{key, rec})
-		return nil
+// settleDeferred moves the records a bulk build stopped before its end
+// (a crash) left in "chunks_bulk" into "chunks" (Open): their keys and
+// seqs are read into a PendingKeys, as the build had them, and written
+// as EndBulk writes them. A window that committed before the crash is
+// written again, with the same records.
+func settleDeferred(db *bolt.DB) error {
+	p := projections.NewPendingKeys()
+	err := db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketChunksBulk).ForEach(func(k, v []byte) error {
+			key, _, err := splitBulkRecord(v)
+			if err == nil && len(k) != 8 {
+				err = fmt.Errorf("%w: key of %d bytes", ErrCorrupt, len(k))
+			}
+			if err != nil {
+				return fmt.Errorf("deferred chunk record %x: %w", k, err)
+			}
+			if _, ok := p.Get(key); ok {
+				return fmt.Errorf("deferred chunk %x: %w: two records", key, ErrCorrupt)
+			}
+			p.Set(key, binary.BigEndian.Uint64(k))
+			return nil
+		})
 	})
 	if err != nil {
 		return err
 	}
-	projections.SortByKey(es, func(e *entry) []byte { return e.key })
-	chunks := tx.Bucket(bucketChunks)
-	if k, _ := chunks.Cursor().First(); k == nil {
-		// A first build's: every key is appended, so pages can be full.
-		chunks.FillPercent = 1
-	}
-	for i, e := range es {
-		if i > 0 && bytes.Equal(es[i-1].key, e.key) {
-			return fmt.Errorf("deferred chunk %x: %w: two records", e.key, ErrCorrupt)
+	return writeChunks(db, p)
+}
+
+// writeChunks moves the deferred records p names (chunk key → seq) from
+// "chunks_bulk" into "chunks" in key order, in transactions of bounded
+// size (PendingKeys.Write), and deletes "chunks_bulk" in the last one. A
+// record is in "chunks_bulk" until then: a window that commits puts a
+// copy into "chunks" and drops its keys from p, so that p and "chunks"
+// together hold each live chunk once (Count, Contains) if a later window
+// fails; the next settle, which comes before any other commit, moves
+// the rest, and Open after a crash moves all of them again.
+func writeChunks(db *bolt.DB, p *projections.PendingKeys) error {
+	first, fill := true, false
+	return p.Write(db.Update, func(tx *bolt.Tx) (func([]byte, uint64) error, error) {
+		chunks, bb := tx.Bucket(bucketChunks), tx.Bucket(bucketChunksBulk)
+		if first {
+			// A first build's: every key is appended, so pages can be full.
+			k, _ := chunks.Cursor().First()
+			first, fill = false, k == nil
 		}
-		// The values point into bb's pages, which stay mapped and
-		// unchanged until DeleteBucket below; Put copies them.
-		if err := chunks.Put(e.key, e.rec); err != nil {
-			return err
+		if fill {
+			chunks.FillPercent = 1
 		}
-	}
-	return tx.DeleteBucket(bucketChunksBulk)
+		return func(key []byte, seq uint64) error {
+			var v []byte
+			if bb != nil {
+				v = bb.Get(seqKey(seq))
+			}
+			if v == nil {
+				return fmt.Errorf("deferred chunk record at seq %d: %w: missing", seq, ErrCorrupt)
+			}
+			k, rec, err := splitBulkRecord(v)
+			if err != nil {
+				return fmt.Errorf("deferred chunk record at seq %d: %w", seq, err)
+			}
+			if !bytes.Equal(k, key) {
+				return fmt.Errorf("deferred chunk record at seq %d: %w: key %x, want %x", seq, ErrCorrupt, k, key)
+			}
+			// rec points into bb's pages, which this transaction does not
+			// change; bbolt copies what its nodes hold before it remaps.
+			return chunks.Put(key, rec)
+		}, nil
+	}, func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketChunksBulk) == nil {
+			return nil
+		}
+		return tx.DeleteBucket(bucketChunksBulk)
+	})
 }
 
 // settle moves the records a bulk build deferred into "chunks" (EndBulk).
@@ -220,9 +255,8 @@ func (x *Index) settle() error {
 	if x.pend == nil {
 		return nil
 	}
-	if err := x.db.Update(settleChunks); err != nil {
+	if err := writeChunks(x.db, x.pend); err != nil {
 		return fmt.Errorf("write deferred summary chunks: %w", err)
 	}
-	x.pend.Clear()
 	return nil
 }

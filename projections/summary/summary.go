@@ -365,7 +365,7 @@ func (x *Index) open() error {
 	if err == nil && deferred {
 		// A bulk build stopped before its end (a crash) left chunk
 		// records deferred.
-		err = db.Update(settleChunks)
+		err = settleDeferred(db)
 	}
 	if err == nil && x.searchStale {
 		// A bulk build stopped before its end (a crash): its commits

@@ -18,11 +18,12 @@ import (
 // cost grew with the store. Between BeginBulk and EndBulk, a flush keeps
 // the ids of the chunks it stores new in memory instead (bulk, a
 // projections.PendingKeys: ~25 bytes a chunk), and the first flush that
-// does so sets "ids_stale" in meta in the same transaction. EndBulk, or a read before it (snapshot), writes
-// them in key order and deletes the mark in one transaction. Everything
-// else a flush does to "ids" (a chunk in the bucket removed or stored
-// again) is written as before, so a key is pending or in the bucket,
-// never both.
+// does so sets "ids_stale" in meta in the same transaction. EndBulk, or
+// a read before it (snapshot), writes them in key order in transactions
+// of bounded size (PendingKeys.Write), the last of which deletes the
+// mark. Everything else a flush does to "ids" (a chunk in the bucket
+// removed or stored again) is written as before, so a key is pending or
+// in the bucket, never both.
 //
 // A process that stopped between (killed, or an error before EndBulk)
 // leaves the mark, and the next Open rebuilds "ids" from the records and
@@ -143,23 +144,24 @@ func (t *Timelines) settleIDs() error {
 	if t.bulk == nil {
 		return t.rebuildIDs()
 	}
-	err := t.update(func(tx *bolt.Tx) error {
+	first, fill := true, false
+	err := t.bulk.Write(t.update, func(tx *bolt.Tx) (func([]byte, uint64) error, error) {
 		ib := tx.Bucket(bIDs)
-		if k, _ := ib.Cursor().First(); k == nil {
+		if first {
 			// A first build's: every key is appended, so pages can be full.
+			k, _ := ib.Cursor().First()
+			first, fill = false, k == nil
+		}
+		if fill {
 			ib.FillPercent = 1
 		}
-		err := t.bulk.Each(func(k []byte, seq uint64) error { return ib.Put(k, be64(seq)) })
-		if err != nil {
-			return err
-		}
-		return tx.Bucket(bMeta).Delete(kIDsStale)
-	})
+		return func(k []byte, seq uint64) error { return ib.Put(k, be64(seq)) }, nil
+	}, func(tx *bolt.Tx) error { return tx.Bucket(bMeta).Delete(kIDsStale) })
 	if err != nil {
-		// The mark and the pending ids stay: a later settle retries.
+		// The mark stays, and the pending ids are those "ids" still
+		// lacks: a later settle goes on.
 		return fmt.Errorf("write timelines id index: %w", err)
 	}
-	t.bulk.Clear()
 	t.idsStale = false
 	return nil
 }
