@@ -269,35 +269,38 @@ func (it *pendingIter) dropWalked() {
 var PendingWindow = 1 << 17
 
 // Write puts every pending key into a bbolt bucket in key order, in
-// transactions of at most PendingWindow keys, each run by update. In each
-// transaction, begin returns the function that puts one key (it finds
-// its bucket, and sets its fill); end runs in the last one (it deletes
-// the mark that says the bucket lacks keys). Once Write returns nil, p is
-// empty. When a transaction fails, the keys of those that committed are
-// no longer in p, so p still holds exactly the keys the bucket lacks.
+// transactions of at most PendingWindow keys, each run by update: window
+// gets the keys of one, in key order (valid until the transaction ends),
+// and end runs in the last one (it deletes the mark that says the bucket
+// lacks keys). Once Write returns nil, p is empty. When a transaction
+// fails, the keys of those that committed are no longer in p, so p still
+// holds exactly the keys the bucket lacks.
 //
 // Why windows: a transaction holds a node for every key it puts, and its
-// new pages, until it commits; a 2M-chunk build's one transaction per
-// index took the build's peak RSS from ~540 to ~810 MB.
-func (p *PendingKeys) Write(update func(func(*bolt.Tx) error) error, begin func(*bolt.Tx) (func(key []byte, v uint64) error, error), end func(*bolt.Tx) error) error {
+// new pages, until it commits.
+func (p *PendingKeys) Write(update func(func(*bolt.Tx) error) error, window func(tx *bolt.Tx, kvs []KeyValue) error, end func(*bolt.Tx) error) error {
 	it := p.iter()
+	kvs := make([]KeyValue, 0, min(PendingWindow, p.Len()))
 	for done := false; !done; {
 		walked := *it
 		err := update(func(tx *bolt.Tx) error {
 			*it = walked // a retried transaction starts its window again
-			put, err := begin(tx)
-			if err != nil {
-				return err
-			}
-			for n := 0; n < PendingWindow; n++ {
+			kvs = kvs[:0]
+			for len(kvs) < PendingWindow {
 				k, v, ok := it.next()
 				if !ok {
 					done = true
-					return end(tx)
+					break
 				}
-				if err := put(k, v); err != nil {
+				kvs = append(kvs, KeyValue{k, v})
+			}
+			if len(kvs) > 0 {
+				if err := window(tx, kvs); err != nil {
 					return err
 				}
+			}
+			if done {
+				return end(tx)
 			}
 			return nil
 		})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -133,14 +134,20 @@ func TestPendingKeysWrite(t *testing.T) {
 	failAt := 2*PendingWindow + 77 // the third window fails
 	txs, ends, puts := 0, 0, 0
 	update := func(fn func(*bolt.Tx) error) error { txs++; return db.Update(fn) }
-	begin := func(tx *bolt.Tx) (func([]byte, uint64) error, error) {
+	window := func(tx *bolt.Tx, kvs []KeyValue) error {
+		if len(kvs) > PendingWindow || !slices.IsSortedFunc(kvs, func(a, b KeyValue) int { return bytes.Compare(a.Key, b.Key) }) {
+			return fmt.Errorf("a window of %d keys, or not in order", len(kvs))
+		}
 		b := tx.Bucket(name)
-		return func(k []byte, v uint64) error {
+		for _, kv := range kvs {
 			if puts++; puts == failAt {
 				return fmt.Errorf("put %d fails", puts)
 			}
-			return b.Put(k, binary.BigEndian.AppendUint64(nil, v))
-		}, nil
+			if err := b.Put(kv.Key, binary.BigEndian.AppendUint64(nil, kv.Value)); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	end := func(tx *bolt.Tx) error { ends++; return tx.Bucket(name).Delete(mark) }
 	stored := func() map[string]uint64 {
@@ -159,7 +166,7 @@ func TestPendingKeysWrite(t *testing.T) {
 		return got
 	}
 
-	if err := p.Write(update, begin, end); err == nil {
+	if err := p.Write(update, window, end); err == nil {
 		t.Fatal("a failing put: Write returned nil")
 	}
 	got := stored()
@@ -176,7 +183,7 @@ func TestPendingKeysWrite(t *testing.T) {
 	}
 
 	txs = 0
-	if err := p.Write(update, begin, end); err != nil {
+	if err := p.Write(update, window, end); err != nil {
 		t.Fatal(err)
 	}
 	rest := len(want) - 2*PendingWindow

@@ -69,7 +69,7 @@ func (v *VectorProjection) EndBulk() error {
 // in the last. On a failure, b holds the keys "ids" still lacks.
 func (v *VectorProjection) writeIDs(b *projections.PendingKeys) error {
 	first, fill := true, false
-	err := b.Write(v.db.Update, func(tx *bolt.Tx) (func([]byte, uint64) error, error) {
+	err := b.Write(v.db.Update, func(tx *bolt.Tx, kvs []projections.KeyValue) error {
 		ib := tx.Bucket(bIDs)
 		if first {
 			// A rebuild's: every key is appended, so pages can be full.
@@ -79,7 +79,12 @@ func (v *VectorProjection) writeIDs(b *projections.PendingKeys) error {
 		if fill {
 			ib.FillPercent = 1
 		}
-		return func(k []byte, slot uint64) error { return ib.Put(k, slotRef(slot)) }, nil
+		for _, kv := range kvs {
+			if err := ib.Put(kv.Key, slotRef(kv.Value)); err != nil {
+				return err
+			}
+		}
+		return nil
 	}, func(tx *bolt.Tx) error { return tx.Bucket(bMeta).Delete(kIDsStale) })
 	if err != nil {
 		return err

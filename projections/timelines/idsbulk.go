@@ -145,7 +145,7 @@ func (t *Timelines) settleIDs() error {
 		return t.rebuildIDs()
 	}
 	first, fill := true, false
-	err := t.bulk.Write(t.update, func(tx *bolt.Tx) (func([]byte, uint64) error, error) {
+	err := t.bulk.Write(t.update, func(tx *bolt.Tx, kvs []projections.KeyValue) error {
 		ib := tx.Bucket(bIDs)
 		if first {
 			// A first build's: every key is appended, so pages can be full.
@@ -155,7 +155,12 @@ func (t *Timelines) settleIDs() error {
 		if fill {
 			ib.FillPercent = 1
 		}
-		return func(k []byte, seq uint64) error { return ib.Put(k, be64(seq)) }, nil
+		for _, kv := range kvs {
+			if err := ib.Put(kv.Key, be64(kv.Value)); err != nil {
+				return err
+			}
+		}
+		return nil
 	}, func(tx *bolt.Tx) error { return tx.Bucket(bMeta).Delete(kIDsStale) })
 	if err != nil {
 		// The mark stays, and the pending ids are those "ids" still
