@@ -10,7 +10,7 @@ import (
 
 // PendingKeys maps the keys a bulk build defers from a bbolt bucket to
 // 8-byte values (a seq, a slot), until they are written in key order
-// (Each). Not safe for concurrent use.
+// (Write; Each lists them). Not safe for concurrent use.
 //
 // A hex chunk id's key (IDKey: tag 0 and 16 bytes), nearly every key, is
 // held in one array in key order, 25 bytes an entry, plus a small map
