@@ -265,10 +265,6 @@ func updateSearch(tx *bolt.Tx, changes map[string]*searchChange) error {
 	if len(changes) == 0 {
 		return nil
 	}
-	// The deletes read every page of the old index, and the scan below
-	// every summary: the pages read leave the resident set as it goes (a
-	// 2M-chunk build's ~130 MB), as writeChunks explains.
-	projections.DropResident(tx.DB(), tx.Size())
 	docs, terms, meta := tx.Bucket(bucketSearchDocs), tx.Bucket(bucketSearchTerms), tx.Bucket(bucketMeta)
 	sums := tx.Bucket(bucketSummaries)
 	ids := make([]string, 0, len(changes))
