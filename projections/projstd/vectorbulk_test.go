@@ -96,7 +96,7 @@ func readFiles(t *testing.T, dir string) (scan, recs []byte) {
 // in meta), and after EndBulk "ids", the files, the digest and the
 // scores by id are those of the same events built without a bulk build.
 func TestVectorsBulkDefersIDs(t *testing.T) {
-	smallPendingWindow(t)
+	projtest.SmallPendingWindow(t)
 	evs := bulkEvents()
 	plainDir, bulkDir := t.TempDir(), t.TempDir()
 	plain := buildBulkVectors(t, plainDir, evs, -1, false, nil)
@@ -181,7 +181,7 @@ func compareVectors(t *testing.T, want, got *VectorProjection) {
 // projection equals one built without a bulk build up to the same
 // checkpoint (ids, digest, scores by id, files), and the mark is gone.
 func TestVectorsBulkKilled(t *testing.T) {
-	smallPendingWindow(t)
+	projtest.SmallPendingWindow(t)
 	evs := bulkEvents()
 	last := len(evs) - len(evs)%400 // the killed process's last commit
 	if dir := os.Getenv("UCL_TEST_VEC_BULK_KILL"); dir != "" {
@@ -228,7 +228,7 @@ func TestVectorsBulkKilled(t *testing.T) {
 // later events store again or remove keep their slots: the projection
 // equals a plain build's.
 func TestVectorsBulkEndFailed(t *testing.T) {
-	smallPendingWindow(t)
+	projtest.SmallPendingWindow(t)
 	evs := bulkEvents()
 	cut := 2 * len(evs) / 3
 	plainDir, dir := t.TempDir(), t.TempDir()
@@ -249,13 +249,4 @@ func TestVectorsBulkEndFailed(t *testing.T) {
 		}
 	}
 	samePlain(t, "after the next commit", plain, plainDir, v, dir)
-}
-
-// smallPendingWindow makes the deferred keys of a bulk build go in
-// windows of 16 (projections.PendingWindow) for the test: its builds
-// write many.
-func smallPendingWindow(t *testing.T) {
-	w := projections.PendingWindow
-	projections.PendingWindow = 16
-	t.Cleanup(func() { projections.PendingWindow = w })
 }

@@ -336,3 +336,12 @@ func digest(t *testing.T, p projections.Projection) [32]byte {
 
 // DigestHex is a convenience for logs and reports.
 func DigestHex(d [32]byte) string { return hex.EncodeToString(d[:]) }
+
+// SmallPendingWindow makes the deferred keys of a bulk build go in
+// windows of 16 (projections.PendingWindow) for the test t: its builds
+// write many.
+func SmallPendingWindow(t testing.TB) {
+	w := projections.PendingWindow
+	projections.PendingWindow = 16
+	t.Cleanup(func() { projections.PendingWindow = w })
+}

@@ -35,7 +35,7 @@ func searchMeta(t *testing.T, x *Index) (stats, stale []byte) {
 // when the file is opened again. A bulk build that starts on committed
 // chunks stores what incremental commits store too.
 func TestBulkBuildSearchIndex(t *testing.T) {
-	smallPendingWindow(t)
+	projtest.SmallPendingWindow(t)
 	withHash(t, func(id string) uint32 { return fnvHash(id) % 3 }, func() {
 		for seed := int64(1); seed <= 1; seed++ {
 			r := rand.New(rand.NewSource(seed))
@@ -155,7 +155,7 @@ func searchAll(t *testing.T, x *Index) string {
 // them there, and EndBulk moves them into "chunks": the file then holds
 // exactly what incremental commits store, and no "chunks_bulk".
 func TestBulkBuildDefersChunks(t *testing.T) {
-	smallPendingWindow(t)
+	projtest.SmallPendingWindow(t)
 	evs := projtest.Events(17, 800)
 	live := projtest.LiveIDs(evs)
 	inc := openT(t, t.TempDir(), Options{})
@@ -217,21 +217,12 @@ func TestBulkBuildDefersChunks(t *testing.T) {
 	}
 }
 
-// smallPendingWindow makes the deferred keys of a bulk build go in
-// windows of 16 (projections.PendingWindow) for the test: its builds
-// write many.
-func smallPendingWindow(t *testing.T) {
-	w := projections.PendingWindow
-	projections.PendingWindow = 16
-	t.Cleanup(func() { projections.PendingWindow = w })
-}
-
 // TestBulkBuildEndFails: when one of EndBulk's transactions fails (here
 // a deferred record is missing), the windows before it are in "chunks"
 // and no longer pending, so Count and Contains still see each live chunk
 // once.
 func TestBulkBuildEndFails(t *testing.T) {
-	smallPendingWindow(t)
+	projtest.SmallPendingWindow(t)
 	evs := projtest.Events(17, 800)
 	live := projtest.LiveIDs(evs)
 	x := openT(t, t.TempDir(), Options{})

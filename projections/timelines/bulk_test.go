@@ -6,7 +6,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/unlimitedcontext/ucl/log"
-	"github.com/unlimitedcontext/ucl/projections"
 	"github.com/unlimitedcontext/ucl/projections/projtest"
 )
 
@@ -16,7 +15,7 @@ import (
 // committed chunks (where they must not), with chunks stored again,
 // edited and removed across commits.
 func TestBulkBuildEqualsCommits(t *testing.T) {
-	smallPendingWindow(t)
+	projtest.SmallPendingWindow(t)
 	evs := projtest.Events(11, 600)
 	commitEvery := func(tl *Timelines, evs []*log.Event, n int) {
 		for i := 0; i < len(evs); i += n {
@@ -87,7 +86,7 @@ func hasIDsMark(t *testing.T, tl *Timelines) bool {
 // brought back by Open from the records and the time index, to the
 // digest of plain commits.
 func TestBulkBuildDefersIDs(t *testing.T) {
-	smallPendingWindow(t)
+	projtest.SmallPendingWindow(t)
 	evs := projtest.Events(13, 600)
 	inc := open(t, t.TempDir())
 	defer inc.Close()
@@ -160,13 +159,4 @@ func TestBulkBuildDefersIDs(t *testing.T) {
 		}
 		re.Close()
 	}
-}
-
-// smallPendingWindow makes the deferred keys of a bulk build go in
-// windows of 16 (projections.PendingWindow) for the test: its builds
-// write many.
-func smallPendingWindow(t *testing.T) {
-	w := projections.PendingWindow
-	projections.PendingWindow = 16
-	t.Cleanup(func() { projections.PendingWindow = w })
 }
