@@ -314,6 +314,40 @@ func (p *PendingKeys) Write(update func(func(*bolt.Tx) error) error, window func
 	return nil
 }
 
+// WriteIndex is Write into bucket name, each key with val(its value),
+// for an index the bulk build deferred whole (vectors' and timelines'
+// "ids").
+func (p *PendingKeys) WriteIndex(update func(func(*bolt.Tx) error) error, name []byte, val func(uint64) []byte, end func(*bolt.Tx) error) error {
+	fill := AppendFill()
+	return p.Write(update, func(tx *bolt.Tx, kvs []KeyValue) error {
+		b := tx.Bucket(name)
+		fill(b)
+		for _, kv := range kvs {
+			if err := b.Put(kv.Key, val(kv.Value)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, end)
+}
+
+// AppendFill returns what each window of a Write calls on the bucket it
+// puts into: when the bucket was empty at the first window (a first
+// build), every key is appended after the last, so its pages are filled
+// (FillPercent 1) rather than split in half.
+func AppendFill() func(*bolt.Bucket) {
+	first, fill := true, false
+	return func(b *bolt.Bucket) {
+		if first {
+			k, _ := b.Cursor().First()
+			first, fill = false, k == nil
+		}
+		if fill {
+			b.FillPercent = 1
+		}
+	}
+}
+
 // KeyValue is one entry of a deferred index (RewriteBucket).
 type KeyValue struct {
 	Key   []byte

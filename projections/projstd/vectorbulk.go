@@ -68,24 +68,7 @@ func (v *VectorProjection) EndBulk() error {
 // transactions of bounded size (PendingKeys.Write), and deletes the mark
 // in the last. On a failure, b holds the keys "ids" still lacks.
 func (v *VectorProjection) writeIDs(b *projections.PendingKeys) error {
-	first, fill := true, false
-	err := b.Write(v.db.Update, func(tx *bolt.Tx, kvs []projections.KeyValue) error {
-		ib := tx.Bucket(bIDs)
-		if first {
-			// A rebuild's: every key is appended, so pages can be full.
-			k, _ := ib.Cursor().First()
-			first, fill = false, k == nil
-		}
-		if fill {
-			ib.FillPercent = 1
-		}
-		for _, kv := range kvs {
-			if err := ib.Put(kv.Key, slotRef(kv.Value)); err != nil {
-				return err
-			}
-		}
-		return nil
-	}, func(tx *bolt.Tx) error { return tx.Bucket(bMeta).Delete(kIDsStale) })
+	err := b.WriteIndex(v.db.Update, bIDs, slotRef, func(tx *bolt.Tx) error { return tx.Bucket(bMeta).Delete(kIDsStale) })
 	if err != nil {
 		return err
 	}

@@ -224,30 +224,23 @@ func settleDeferred(db *bolt.DB) error {
 // Each record taken is copied, so that the commit, which writes the
 // records into their new pages, does not read them back in.
 func writeChunks(db *bolt.DB, p *projections.PendingKeys) error {
-	first, fill := true, false
+	fill := projections.AppendFill()
 	type entry struct {
-		key, rec []byte
+		key, rec []byte // cut from arena once the scan is done
+		klen, n  int    // the key's length, the key's and record's
 		seq      uint64
 	}
 	var es []entry
-	var arena recArena
+	var arena []byte // reused: a window's puts are written by its commit
 	return p.Write(db.Update, func(tx *bolt.Tx, kvs []projections.KeyValue) error {
 		chunks, bb := tx.Bucket(bucketChunks), tx.Bucket(bucketChunksBulk)
 		if bb == nil {
 			return fmt.Errorf("%w: %d deferred chunks, no deferred records", ErrCorrupt, len(kvs))
 		}
-		if first {
-			// A first build's: every key is appended, so pages can be full.
-			k, _ := chunks.Cursor().First()
-			first, fill = false, k == nil
-		}
-		if fill {
-			chunks.FillPercent = 1
-		}
+		fill(chunks)
 		lo, hi := kvs[0].Key, kvs[len(kvs)-1].Key
-		es = es[:0]
+		es, arena = es[:0], arena[:0]
 		read := 0
-		arena.reset()
 		err := bb.ForEach(func(k, v []byte) error {
 			if read++; read%settleDropEvery == 0 {
 				projections.DropResident(db, tx.Size())
@@ -260,13 +253,21 @@ func writeChunks(db *bolt.DB, p *projections.PendingKeys) error {
 				return fmt.Errorf("deferred chunk record %x: %w", k, err)
 			}
 			if bytes.Compare(key, lo) >= 0 && bytes.Compare(key, hi) <= 0 {
-				es = append(es, entry{arena.copy(key), arena.copy(rec), binary.BigEndian.Uint64(k)})
+				arena = append(append(arena, key...), rec...)
+				es = append(es, entry{klen: len(key), n: len(key) + len(rec), seq: binary.BigEndian.Uint64(k)})
 			}
 			return nil
 		})
 		projections.DropResident(db, tx.Size())
 		if err != nil {
 			return err
+		}
+		off := 0
+		for i := range es {
+			e := &es[i]
+			e.key = arena[off : off+e.klen : off+e.klen]
+			e.rec = arena[off+e.klen : off+e.n : off+e.n]
+			off += e.n
 		}
 		projections.SortByKey(es, func(e *entry) []byte { return e.key })
 		// p names every record in the window's range (those a window
@@ -297,26 +298,6 @@ func writeChunks(db *bolt.DB, p *projections.PendingKeys) error {
 // settleDropEvery is how many records writeChunks reads between two
 // drops of the file's resident pages.
 const settleDropEvery = 4096
-
-// recArena holds copies of a window's records, in blocks that are never
-// grown, so that a copy stays in place while its transaction runs.
-type recArena struct{ cur []byte }
-
-const recArenaBlock = 1 << 20
-
-func (a *recArena) reset() { a.cur = nil }
-
-func (a *recArena) copy(b []byte) []byte {
-	if len(b) > recArenaBlock/4 {
-		return bytes.Clone(b)
-	}
-	if cap(a.cur)-len(a.cur) < len(b) {
-		a.cur = make([]byte, 0, recArenaBlock)
-	}
-	n := len(a.cur)
-	a.cur = append(a.cur, b...)
-	return a.cur[n:len(a.cur):len(a.cur)]
-}
 
 // settle moves the records a bulk build deferred into "chunks" (EndBulk).
 // The caller holds x.mu.

@@ -144,24 +144,7 @@ func (t *Timelines) settleIDs() error {
 	if t.bulk == nil {
 		return t.rebuildIDs()
 	}
-	first, fill := true, false
-	err := t.bulk.Write(t.update, func(tx *bolt.Tx, kvs []projections.KeyValue) error {
-		ib := tx.Bucket(bIDs)
-		if first {
-			// A first build's: every key is appended, so pages can be full.
-			k, _ := ib.Cursor().First()
-			first, fill = false, k == nil
-		}
-		if fill {
-			ib.FillPercent = 1
-		}
-		for _, kv := range kvs {
-			if err := ib.Put(kv.Key, be64(kv.Value)); err != nil {
-				return err
-			}
-		}
-		return nil
-	}, func(tx *bolt.Tx) error { return tx.Bucket(bMeta).Delete(kIDsStale) })
+	err := t.bulk.WriteIndex(t.update, bIDs, be64, func(tx *bolt.Tx) error { return tx.Bucket(bMeta).Delete(kIDsStale) })
 	if err != nil {
 		// The mark stays, and the pending ids are those "ids" still
 		// lacks: a later settle goes on.
