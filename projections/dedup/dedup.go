@@ -31,7 +31,10 @@
 //   - Apply only buffers; Commit applies the buffered events in order.
 //     Reads see the last Commit. The file gets commits in bulk (pending.go):
 //     what it holds is always the state at its checkpoint; a process that
-//     ends without Close loses only commits the log still has.
+//     ends without Close loses only commits the log still has. A first
+//     bulk build writes its commits to a scratch file in sorted runs and
+//     merges them into the file at its end (runs.go): the two files
+//     together hold the state at the scratch file's checkpoint.
 //   - No content is stored, only hashes; still, a Commit that removed
 //     chunks compacts the file so that the hashes of tombstoned content
 //     (which would confirm a guess of a short text) leave the disk.
@@ -62,7 +65,9 @@
 //	docs   str(chunk-parent) chunk-index(4, BE) → id(chunk id)
 //	meta   "version" → "v2", "checkpoint" → JSON checkpoint, "flushing"
 //	       → "1" while a bulk write of several transactions is under way
-//	       (a file opened with it is dropped and rebuilt)
+//	       (a file opened with it is dropped and rebuilt), "bulk" → "1"
+//	       while the runs of dedup-bulk.db are not merged (runs.go: a
+//	       file opened with it merges them)
 //
 // id(x) is 0 ‖ the 16 bytes of x when x is 32 lowercase hex digits (the
 // log's event ids, which most chunk ids are), else 1 ‖ x.
@@ -194,7 +199,7 @@ type Index struct {
 	dir    string
 	db     *bolt.DB
 	cp     projections.Checkpoint
-	ops    []*log.Event
+	ops    []applied
 	closed bool
 	// pend is what was committed and not yet written to the file, whose
 	// checkpoint is diskCP (see pending.go).
@@ -209,30 +214,42 @@ type Index struct {
 	// item, in the file or pending (nil otherwise): a chunk it does not
 	// have has no item to remove (see storedKV).
 	stored *projections.AbsentKeys
+	// bulk is set while a bulk build that began on an empty projection
+	// spills its writes in runs rather than into the file (runs.go).
+	bulk *runs
 }
 
 var _ projections.BulkBuilder = (*Index)(nil)
 
-// BeginBulk implements projections.BulkBuilder. Nothing is deferred:
-// when there is no item (a first build), the writes of the bulk build
-// remember the item keys they put (stored) until EndBulk, and look up an
-// item only for those.
+// BeginBulk implements projections.BulkBuilder. When there is no item (a
+// first build), the writes of the bulk build remember the item keys they
+// put (stored) until EndBulk, and look up an item only for those; and
+// they go to the file in sorted runs, merged in EndBulk (runs.go).
 func (x *Index) BeginBulk() {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.stored = nil
-	if x.closed || len(x.pend.m[bItems]) > 0 {
+	// A build whose runs were not merged (its EndBulk failed) goes on
+	// deferring, with no filter: the runs hold items the file lacks.
+	if x.closed || x.bulk != nil || len(x.pend.m[bItems]) > 0 {
 		return
 	}
 	x.stored = projections.AbsentKeysFor(Name, x.db, bucketItems)
+	if x.stored != nil {
+		x.bulk = &runs{}
+	}
 }
 
-// EndBulk implements projections.BulkBuilder: the filter goes.
+// EndBulk implements projections.BulkBuilder: the filter goes, and the
+// runs are merged into the file.
 func (x *Index) EndBulk() error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.stored = nil
-	return nil
+	if x.closed {
+		return nil
+	}
+	return x.settle()
 }
 
 // storedKV is w seen through the filter of the item keys put since a bulk
@@ -269,13 +286,18 @@ func (x *Index) writer(w kv) kv {
 
 // mapped is called inside a transaction after n lookups or applied
 // events: every residentEvery of them, the pages of the file they mapped
-// are dropped (one batch's random lookups would map the whole file).
+// are dropped (one batch's random lookups would map the whole file), and
+// those of a bulk build's runs (runs.go), which its lookups read at
+// random too.
 func (x *Index) mapped(n int) {
 	if x.reads.Add(int64(n))%residentEvery >= int64(n) {
 		return
 	}
 	if size := x.Size(); size >= residentFrom {
 		projections.DropResident(x.db, size)
+	}
+	if x.bulk != nil && x.bulk.size >= residentFrom {
+		projections.DropResident(x.bulk.db, x.bulk.size)
 	}
 }
 
@@ -309,13 +331,28 @@ func (x *Index) open() error {
 		db.Close()
 		return fmt.Errorf("open dedup db: %w", err)
 	}
-	stale := false
+	stale, marked := false, false
 	if err := db.View(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		// A flush that did not finish left part of its writes (pending.go).
 		stale = meta != nil && (!bytes.Equal(meta.Get(keyVersion), versionTag()) || meta.Get(keyFlushing) != nil)
+		marked = meta != nil && meta.Get(keyBulk) != nil
 		return nil
 	}); err != nil {
+		db.Close()
+		return fmt.Errorf("open dedup db: %w", err)
+	}
+	if marked && !stale {
+		// A bulk build's runs, not merged (runs.go).
+		if err := settleOnOpen(db, x.runsPath()); errors.Is(err, errRunsUnusable) {
+			stale = true
+		} else if err != nil {
+			db.Close()
+			return fmt.Errorf("open dedup db: %w", err)
+		}
+	}
+	// Runs of a build whose merge committed, or of a dropped file.
+	if err := os.Remove(x.runsPath()); err != nil && !os.IsNotExist(err) {
 		db.Close()
 		return fmt.Errorf("open dedup db: %w", err)
 	}
@@ -400,16 +437,40 @@ func (x *Index) Checkpoint() (projections.Checkpoint, error) {
 	return x.cp, nil
 }
 
+// applied is an event Apply buffered, with what its store's writes take
+// from it alone: the content hash and the lookup key, computed in Apply,
+// outside the lock and outside a bulk build's Commit, which holds a
+// commit turn the other projections wait for.
+type applied struct {
+	ev     *log.Event
+	hash   [HashLen]byte
+	lookup []byte
+}
+
+func (a *applied) hashes(st *log.Store) {
+	a.hash = Hash(st.Content)
+	a.lookup = keyPrefix(st.Session, st.Role, st.Kind, a.hash)
+}
+
 // Apply buffers store, edit and tombstone events until Commit.
 func (x *Index) Apply(ev *log.Event) error {
+	a := applied{ev: ev}
+	switch b := ev.Body.(type) {
+	case *log.Store:
+		a.hashes(b)
+	case *log.Edit:
+		a.hashes(&b.Store)
+	case *log.Tombstone:
+	default:
+		a.ev = nil // not buffered
+	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.closed {
 		return ErrClosed
 	}
-	switch ev.Body.(type) {
-	case *log.Store, *log.Edit, *log.Tombstone:
-		x.ops = append(x.ops, ev)
+	if a.ev != nil {
+		x.ops = append(x.ops, a)
 	}
 	return nil
 }
@@ -551,16 +612,18 @@ func removeOlder(w kv, id string, seq uint64) error {
 	return err
 }
 
-func put(w kv, ev *log.Event, st *log.Store) error {
+// put stores st, of event a (a.hash is Hash(st.Content), a.lookup its
+// keyPrefix).
+func put(w kv, a applied, st *log.Store) error {
 	if _, err := remove(w, st.ChunkID); err != nil {
 		return err
 	}
-	it := &Item{ChunkID: st.ChunkID, Kind: st.Kind, Seq: ev.Seq, Content: Hash(st.Content),
+	it := &Item{ChunkID: st.ChunkID, Kind: st.Kind, Seq: a.ev.Seq, Content: a.hash,
 		Time: st.Time, ChunkIndex: st.ChunkIndex, Session: st.Session, Role: st.Role, ChunkParent: st.ChunkParent}
 	if err := w.put(bItems, projections.IDKey(it.ChunkID), encodeItem(it)); err != nil {
 		return err
 	}
-	if err := w.put(bKeys, append(keyPrefix(it.Session, it.Role, it.Kind, it.Content), projections.IDKey(it.ChunkID)...), nil); err != nil {
+	if err := w.put(bKeys, append(a.lookup[:lookupLen:lookupLen], projections.IDKey(it.ChunkID)...), nil); err != nil {
 		return err
 	}
 	if it.ChunkParent != "" {
@@ -611,16 +674,16 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 		return ErrClosed
 	}
 	tomb := false
-	for _, ev := range x.ops {
-		_, t := ev.Body.(*log.Tombstone)
+	for _, a := range x.ops {
+		_, t := a.ev.Body.(*log.Tombstone)
 		tomb = tomb || t
 	}
 	if !tomb {
 		err := projections.Guard(Name, func() error {
-			return x.db.View(func(tx *bolt.Tx) error {
+			return x.read(func(o overlay) error {
 				for i := 0; i < len(x.ops); i += residentEvery {
 					part := x.ops[i:min(i+residentEvery, len(x.ops))]
-					if err := applyOps(x.writer(overlay{tx, x.pend}), part); err != nil {
+					if err := applyOps(x.writer(o), part); err != nil {
 						return err
 					}
 					x.mapped(len(part))
@@ -644,6 +707,10 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 		}
 		return nil
 	}
+	// A tombstone scans the file's items: a bulk build's runs go in first.
+	if err := x.settle(); err != nil {
+		return err
+	}
 	if err := x.flush(); err != nil {
 		return err
 	}
@@ -654,8 +721,8 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 	scrub := false
 	err = projections.Guard(Name, func() error {
 		return x.db.Update(func(tx *bolt.Tx) error {
-			for _, ev := range x.ops {
-				if t, ok := ev.Body.(*log.Tombstone); ok {
+			for i, a := range x.ops {
+				if t, ok := a.ev.Body.(*log.Tombstone); ok {
 					hit, err := tombstone(tx, t)
 					if err != nil {
 						return err
@@ -663,7 +730,7 @@ func (x *Index) Commit(cp projections.Checkpoint) error {
 					scrub = scrub || hit
 					continue
 				}
-				if err := applyOps(x.writer(boltKV{tx}), []*log.Event{ev}); err != nil {
+				if err := applyOps(x.writer(boltKV{tx}), x.ops[i:i+1]); err != nil {
 					return err
 				}
 			}
@@ -705,22 +772,22 @@ func checkpointJSON(cp projections.Checkpoint) ([]byte, error) {
 }
 
 // applyOps applies store and edit events in order.
-func applyOps(w kv, ops []*log.Event) error {
-	for _, ev := range ops {
-		switch b := ev.Body.(type) {
+func applyOps(w kv, ops []applied) error {
+	for _, a := range ops {
+		switch b := a.ev.Body.(type) {
 		case *log.Store:
-			if err := put(w, ev, b); err != nil {
+			if err := put(w, a, b); err != nil {
 				return err
 			}
 		case *log.Edit:
 			// The new version replaces the old one's hash: a later
 			// store is compared with what the item says now.
 			for _, id := range b.Removes {
-				if err := removeOlder(w, id, ev.Seq); err != nil {
+				if err := removeOlder(w, id, a.ev.Seq); err != nil {
 					return err
 				}
 			}
-			if err := put(w, ev, &b.Store); err != nil {
+			if err := put(w, a, &b.Store); err != nil {
 				return err
 			}
 		}
@@ -772,8 +839,8 @@ func (x *Index) compact() error {
 	return err
 }
 
-// flushedView is view after pending is written to the file: for reads of
-// the whole state.
+// flushedView is a read of the file after pending (and a bulk build's
+// runs) are written to it: for reads of the whole state.
 func (x *Index) flushedView(fn func(tx *bolt.Tx) error) error {
 	for {
 		x.mu.Lock()
@@ -781,13 +848,16 @@ func (x *Index) flushedView(fn func(tx *bolt.Tx) error) error {
 			x.mu.Unlock()
 			return ErrClosed
 		}
-		err := x.flush()
+		err := x.settle()
+		if err == nil {
+			err = x.flush()
+		}
 		x.mu.Unlock()
 		if err != nil {
 			return err
 		}
 		x.mu.RLock()
-		if x.pend.n > 0 || x.cp != x.diskCP {
+		if x.pend.n > 0 || x.cp != x.diskCP || x.bulk != nil {
 			x.mu.RUnlock() // a Commit came in between
 			continue
 		}
@@ -796,23 +866,38 @@ func (x *Index) flushedView(fn func(tx *bolt.Tx) error) error {
 	}
 }
 
-func (x *Index) view(fn func(tx *bolt.Tx) error) error {
+// view is a read of the last Commit: pending over the file (read).
+func (x *Index) view(fn func(o overlay) error) error {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	if x.closed {
 		return ErrClosed
 	}
-	return projections.Guard(Name, func() error { return x.db.View(fn) })
+	return projections.Guard(Name, func() error { return x.read(fn) })
+}
+
+// read calls fn with pending over the runs of a deferring bulk build
+// over a read transaction of the file. The caller holds x.mu.
+func (x *Index) read(fn func(o overlay) error) error {
+	return x.db.View(func(tx *bolt.Tx) error {
+		o := overlay{tx: tx, p: x.pend}
+		if x.bulk == nil || x.bulk.n == 0 {
+			return fn(o)
+		}
+		return x.bulk.db.View(func(stx *bolt.Tx) error {
+			o.runs = runView{stx.Bucket(bucketRuns), x.bulk.n}
+			return fn(o)
+		})
+	})
 }
 
 // Find returns the live chunks of session, role and kind whose content
 // hash is h, in chunk-id order (as of the last Commit).
 func (x *Index) Find(session, role string, kind log.Kind, h [HashLen]byte) ([]Item, error) {
 	var out []Item
-	err := x.view(func(tx *bolt.Tx) error {
+	err := x.view(func(o overlay) error {
 		defer x.mapped(1)
 		p := keyPrefix(session, role, kind, h)
-		o := overlay{tx, x.pend}
 		return o.scan(bKeys, p, func(k, _ []byte) error {
 			it, err := decodeItemAt(k[len(p):], o.get(bItems, k[len(p):]))
 			if err != nil {
@@ -831,9 +916,8 @@ func (x *Index) Find(session, role string, kind log.Kind, h [HashLen]byte) ([]It
 // Document returns the live chunks of the document parent in index order.
 func (x *Index) Document(parent string) ([]Item, error) {
 	var out []Item
-	err := x.view(func(tx *bolt.Tx) error {
+	err := x.view(func(o overlay) error {
 		p := lenPrefix(parent)
-		o := overlay{tx, x.pend}
 		return o.scan(bDocs, p, func(k, v []byte) error {
 			if len(k) != len(p)+4 {
 				return nil // a longer parent sharing the prefix bytes cannot: the length is in p
@@ -895,6 +979,10 @@ func (x *Index) Reset() error {
 	if x.closed {
 		return ErrClosed
 	}
+	if err := x.closeRuns(); err != nil {
+		return err
+	}
+	x.bulk, x.stored = nil, nil
 	if err := x.db.Close(); err != nil {
 		return fmt.Errorf("close dedup db for reset: %w", err)
 	}
@@ -927,7 +1015,13 @@ func (x *Index) Close() error {
 		return nil
 	}
 	x.closed = true
+	// A bulk build's runs stay, with the mark: the next Open merges them.
 	ferr := x.flush()
+	if x.bulk != nil && x.bulk.db != nil {
+		if err := x.bulk.db.Close(); err != nil {
+			ferr = errors.Join(ferr, fmt.Errorf("close dedup runs: %w", err))
+		}
+	}
 	if err := x.db.Close(); err != nil {
 		return errors.Join(ferr, fmt.Errorf("close dedup db: %w", err))
 	}
@@ -937,8 +1031,8 @@ func (x *Index) Close() error {
 // Contains reports whether chunk id is live here.
 func (x *Index) Contains(id string) (bool, error) {
 	found := false
-	err := x.view(func(tx *bolt.Tx) error {
-		found = overlay{tx, x.pend}.get(bItems, projections.IDKey(id)) != nil
+	err := x.view(func(o overlay) error {
+		found = o.get(bItems, projections.IDKey(id)) != nil
 		return nil
 	})
 	return found, err
@@ -958,8 +1052,7 @@ func (x *Index) Count() (int, error) {
 // ids not live here are left out.
 func (x *Index) Items(ids []string) ([]Item, error) {
 	out := make([]Item, 0, len(ids))
-	err := x.view(func(tx *bolt.Tx) error {
-		o := overlay{tx, x.pend}
+	err := x.view(func(o overlay) error {
 		for _, id := range ids {
 			v := o.get(bItems, projections.IDKey(id))
 			if v == nil {

@@ -14,7 +14,8 @@ import (
 // applies its events to pending, an in-memory layer of writes over the
 // file that every read looks through, and the file is written when
 // pending holds FlushEntries keys, by Close, before a whole-state read
-// (Each, Count, Digest) and before a Commit with a tombstone. Why: the
+// (Each, Count, Digest) and before a Commit with a tombstone (while a
+// first bulk build defers, to a run of a scratch file: runs.go). Why: the
 // keys are hashes and random ids, so a bbolt commit of k new chunks
 // rewrites about min(k, pages) pages of each bucket; a commit per batch
 // of 10,000 events (ucl append's) rewrote most of the file each time.
@@ -117,10 +118,12 @@ func (p *pending) set(b int, k []byte, w write) {
 	p.m[b][ks] = w
 }
 
-// overlay is pending over a read transaction of the file.
+// overlay is pending over the runs of a deferring bulk build (runs.go),
+// if any, over a read transaction of the file.
 type overlay struct {
-	tx *bolt.Tx
-	p  *pending
+	tx   *bolt.Tx
+	p    *pending
+	runs runView
 }
 
 func (o overlay) get(b int, k []byte) []byte {
@@ -129,6 +132,11 @@ func (o overlay) get(b int, k []byte) []byte {
 			return nil
 		}
 		return w.v
+	}
+	if o.runs.b != nil {
+		if v, ok := o.runs.get(b, k); ok {
+			return v
+		}
 	}
 	return o.tx.Bucket(kvBuckets[b]).Get(k)
 }
@@ -149,10 +157,20 @@ func (o overlay) del(b int, k []byte) error {
 func (o overlay) scan(b int, pre []byte, fn func(k, v []byte) error) error {
 	type kvp struct{ k, v []byte }
 	var out []kvp
+	var inRuns map[string]bool
+	if o.runs.b != nil {
+		inRuns = map[string]bool{}
+		o.runs.scan(b, pre, func(k, v []byte) {
+			inRuns[string(k)] = true
+			if _, ok := o.p.m[b][string(k)]; !ok && v != nil {
+				out = append(out, kvp{k, v})
+			}
+		})
+	}
 	c := o.tx.Bucket(kvBuckets[b]).Cursor()
 	for k, v := c.Seek(pre); k != nil && bytes.HasPrefix(k, pre); k, v = c.Next() {
-		if _, ok := o.p.m[b][string(k)]; ok {
-			continue // pending has its last write
+		if _, ok := o.p.m[b][string(k)]; ok || inRuns[string(k)] {
+			continue // pending or a run has its last write
 		}
 		out = append(out, kvp{k, v})
 	}
@@ -170,9 +188,33 @@ func (o overlay) scan(b int, pre []byte, fn func(k, v []byte) error) error {
 	return nil
 }
 
-// flush writes pending and the checkpoint x.cp to the file. The caller
+// op is one pending write.
+type op struct {
+	b int
+	k string
+	w write
+}
+
+// sorted is every pending write, by bucket, then key.
+func (p *pending) sorted() []op {
+	ops := make([]op, 0, p.n)
+	for b := range p.m {
+		start := len(ops)
+		for k, w := range p.m[b] {
+			ops = append(ops, op{b, k, w})
+		}
+		projections.SortByKey(ops[start:], func(o *op) string { return o.k })
+	}
+	return ops
+}
+
+// flush writes pending and the checkpoint x.cp to the file, or to a run
+// of the scratch file while a bulk build defers (runs.go). The caller
 // holds x.mu.
 func (x *Index) flush() error {
+	if x.bulk != nil {
+		return x.spill()
+	}
 	if x.pend.n == 0 && x.cp == x.diskCP {
 		return nil
 	}
@@ -180,19 +222,7 @@ func (x *Index) flush() error {
 	if err != nil {
 		return err
 	}
-	type op struct {
-		b int
-		k string
-		w write
-	}
-	ops := make([]op, 0, x.pend.n)
-	for b := range x.pend.m {
-		start := len(ops)
-		for k, w := range x.pend.m[b] {
-			ops = append(ops, op{b, k, w})
-		}
-		projections.SortByKey(ops[start:], func(o *op) string { return o.k })
-	}
+	ops := x.pend.sorted()
 	multi := len(ops) > flushChunk
 	err = projections.Guard(Name, func() error {
 		for i := 0; i == 0 || i < len(ops); i += flushChunk {
