@@ -2,12 +2,10 @@ package dedup
 
 import (
 	"path/filepath"
-	"reflect"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/unlimitedcontext/ucl/log"
 	"github.com/unlimitedcontext/ucl/projections"
 	"github.com/unlimitedcontext/ucl/projections/projtest"
 )
@@ -41,23 +39,11 @@ func TestPendingReadsEqualFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer direct.Close()
-	type probe struct {
-		session, role string
-		kind          log.Kind
-		h             [HashLen]byte
-		parent, id    string
-	}
-	var probes []probe
 	pending := 0
 	setFlush(t, FlushEntries, flushChunk) // restored at the end
 	defEntries, defChunk := FlushEntries, flushChunk
 	for i := 0; i < len(evs); i += 13 {
 		batch := evs[i:min(i+13, len(evs))]
-		for _, ev := range batch {
-			if st := ev.Store(); st != nil {
-				probes = append(probes, probe{st.Session, st.Role, st.Kind, Hash(st.Content), st.ChunkParent, st.ChunkID})
-			}
-		}
 		last := batch[len(batch)-1]
 		cp := projections.Checkpoint{Seq: last.Seq, Hash: last.Hash}
 		// held keeps its commits in memory (but for tombstones); direct
@@ -79,27 +65,7 @@ func TestPendingReadsEqualFile(t *testing.T) {
 		}
 		FlushEntries, flushChunk = defEntries, defChunk
 		pending = max(pending, held.pend.n)
-		for _, p := range probes[max(0, len(probes)-120):] {
-			a, err1 := held.Find(p.session, p.role, p.kind, p.h)
-			b, err2 := direct.Find(p.session, p.role, p.kind, p.h)
-			if err1 != nil || err2 != nil || !reflect.DeepEqual(a, b) {
-				t.Fatalf("after seq %d, find %+v: held %+v %v, file %+v %v", last.Seq, p, a, err1, b, err2)
-			}
-			if p.parent != "" {
-				a, err1 := held.Document(p.parent)
-				b, err2 := direct.Document(p.parent)
-				if err1 != nil || err2 != nil || !reflect.DeepEqual(a, b) {
-					t.Fatalf("after seq %d, document %s: held %+v %v, file %+v %v", last.Seq, p.parent, a, err1, b, err2)
-				}
-			}
-			a2, _ := held.Items([]string{p.id})
-			b2, _ := direct.Items([]string{p.id})
-			c1, _ := held.Contains(p.id)
-			c2, _ := direct.Contains(p.id)
-			if !reflect.DeepEqual(a2, b2) || c1 != c2 {
-				t.Fatalf("after seq %d, item %s: held %+v %v, file %+v %v", last.Seq, p.id, a2, c1, b2, c2)
-			}
-		}
+		sameReads(t, held, direct, evs[max(0, i-130):i+len(batch)])
 	}
 	t.Logf("at most %d keys held in memory", pending)
 	if pending == 0 {

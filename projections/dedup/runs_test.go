@@ -174,6 +174,22 @@ func TestBulkRunsEqualCommits(t *testing.T) {
 	}
 }
 
+// commitsDigest is the digest of evs applied and committed at once.
+func commitsDigest(t *testing.T, evs []*log.Event) [32]byte {
+	t.Helper()
+	x, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	applyCommit(t, x, evs)
+	d, err := x.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 func marked(t *testing.T, db *bolt.DB) bool {
 	t.Helper()
 	m := false
@@ -195,16 +211,7 @@ func marked(t *testing.T, db *bolt.DB) bool {
 func TestBulkRunsReopen(t *testing.T) {
 	setFlush(t, 40, flushChunk)
 	evs := projtest.Generate(projtest.Config{Seed: 13, N: 1200, StoresOnly: true, Conversation: true})
-	ref, err := Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ref.Close()
-	applyCommit(t, ref, evs)
-	want, err := ref.Digest()
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := commitsDigest(t, evs)
 
 	// leave builds evs in dir with a bulk build stopped before EndBulk.
 	leave := func(dir string) uint32 {
@@ -311,16 +318,7 @@ func TestBulkRunsReopen(t *testing.T) {
 func TestSpillDropsPartialRun(t *testing.T) {
 	setFlush(t, 40, flushChunk)
 	evs := projtest.StoreEvents(14, 300)
-	ref, err := Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ref.Close()
-	applyCommit(t, ref, evs)
-	want, err := ref.Digest()
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := commitsDigest(t, evs)
 	x, err := Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
