@@ -25,6 +25,7 @@ import (
 type AbsentKeys struct {
 	seed   maphash.Seed
 	layers []absentLayer
+	first  int // the first layer's capacity
 }
 
 // absentLayer is a blocked Bloom filter: a key sets absentProbes bits of
@@ -64,7 +65,13 @@ func AbsentKeysFor(name string, db *bolt.DB, bucket []byte) *AbsentKeys {
 
 // NewAbsentKeys returns an empty filter.
 func NewAbsentKeys() *AbsentKeys {
-	return &AbsentKeys{seed: maphash.MakeSeed()}
+	return &AbsentKeys{seed: maphash.MakeSeed(), first: absentFirstKeys}
+}
+
+// NewAbsentKeysSized returns an empty filter whose first layer takes n
+// keys (a filter of a known, small set: ~10 bits a key).
+func NewAbsentKeysSized(n int) *AbsentKeys {
+	return &AbsentKeys{seed: maphash.MakeSeed(), first: max(n, 64)}
 }
 
 // hash2 is two 64-bit hashes of key. A hex chunk id's key (IDKey: tag 0
@@ -92,7 +99,7 @@ func (l *absentLayer) at(h1, h2 uint64) (*uint64, uint64) {
 // Add records key.
 func (f *AbsentKeys) Add(key []byte) {
 	if len(f.layers) == 0 || f.layers[len(f.layers)-1].n >= f.layers[len(f.layers)-1].limit {
-		keys := absentFirstKeys
+		keys := f.first
 		if len(f.layers) > 0 {
 			keys = 4 * f.layers[len(f.layers)-1].limit
 		}

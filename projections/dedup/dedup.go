@@ -885,7 +885,7 @@ func (x *Index) read(fn func(o overlay) error) error {
 			return fn(o)
 		}
 		return x.bulk.db.View(func(stx *bolt.Tx) error {
-			o.runs = runView{stx.Bucket(bucketRuns), x.bulk.n}
+			o.runs = runView{stx.Bucket(bucketRuns), x.bulk.n, x.bulk.items}
 			return fn(o)
 		})
 	})

@@ -71,6 +71,10 @@ type runs struct {
 	db   *bolt.DB // nil until the first spill
 	n    uint32   // runs complete
 	size int64    // the file's size after the last run
+	// items[r] holds the item keys run r writes (puts and deletes): a
+	// lookup of an item (nearly all absent, or only in the filter of
+	// stored keys by chance) reads only the runs whose filter has it.
+	items []*projections.AbsentKeys
 }
 
 func (x *Index) runsPath() string { return filepath.Join(x.dir, runsFile) }
@@ -103,6 +107,18 @@ func (x *Index) spill() error {
 	}
 	ops := x.pend.sorted()
 	r := x.bulk.n
+	nItems := 0
+	for _, o := range ops {
+		if o.b == bItems {
+			nItems++
+		}
+	}
+	items := projections.NewAbsentKeysSized(nItems)
+	for _, o := range ops {
+		if o.b == bItems {
+			items.Add([]byte(o.k))
+		}
+	}
 	var arena []byte // reused: bbolt keeps what Put is given until the commit
 	err = projections.Guard(Name, func() error {
 		for i := 0; i == 0 || i < len(ops); i += runChunk {
@@ -156,6 +172,7 @@ func (x *Index) spill() error {
 		return fmt.Errorf("write dedup runs: %w", err)
 	}
 	x.bulk.n++
+	x.bulk.items = append(x.bulk.items[:r], items)
 	if fi, err := os.Stat(x.runsPath()); err == nil {
 		x.bulk.size = fi.Size()
 	}
@@ -451,8 +468,9 @@ func (h *runHeap) Pop() any {
 // runView is the runs of a deferring bulk build, read in a transaction
 // of the scratch file (overlay).
 type runView struct {
-	b *bolt.Bucket // nil: no run
-	n uint32
+	b     *bolt.Bucket // nil: no run
+	n     uint32
+	items []*projections.AbsentKeys // runs.items
 }
 
 // get is k's newest write in bucket b (v nil: deleted); found false when
@@ -460,6 +478,9 @@ type runView struct {
 func (rv runView) get(b int, k []byte) (v []byte, found bool) {
 	key := runKey(make([]byte, 0, runKeyLen+len(k)), 0, b, k)
 	for r := rv.n; r > 0; r-- {
+		if b == bItems && int(r) <= len(rv.items) && !rv.items[r-1].Has(k) {
+			continue
+		}
 		binary.BigEndian.PutUint32(key, r-1)
 		if raw := rv.b.Get(key); raw != nil {
 			if len(raw) >= 1 && raw[0] == 1 {
