@@ -145,11 +145,7 @@ func (x *Index) spill() error {
 					arena = runKey(arena, r, o.b, []byte(o.k))
 					k := arena[at:len(arena):len(arena)]
 					at = len(arena)
-					if o.w.del {
-						arena = append(arena, 0)
-					} else {
-						arena = append(append(arena, 1), o.w.v...)
-					}
+					arena = appendRunWrite(arena, o.w)
 					if err := rb.Put(k, arena[at:len(arena):len(arena)]); err != nil {
 						return err
 					}
@@ -436,14 +432,32 @@ func (m *runMerge) next() (k, v []byte, ok bool) {
 			heap.Fix(&m.h, 0)
 		}
 	}
-	switch {
-	case len(raw) == 1 && raw[0] == 0:
-		return k, nil, true
-	case len(raw) >= 1 && raw[0] == 1:
-		return k, raw[1:], true
+	if v, ok := runWrite(raw); ok {
+		return k, v, true
 	}
 	m.err = fmt.Errorf("run %d write of %x: %w", top.r, k, ErrCorrupt)
 	return nil, nil, false
+}
+
+// appendRunWrite appends a run's value of a write: 1 and the value put,
+// or 0 for a delete.
+func appendRunWrite(dst []byte, w write) []byte {
+	if w.del {
+		return append(dst, 0)
+	}
+	return append(append(dst, 1), w.v...)
+}
+
+// runWrite decodes a run's value (appendRunWrite): the value put (never
+// nil) or nil for a delete; ok false when raw is neither.
+func runWrite(raw []byte) (v []byte, ok bool) {
+	switch {
+	case len(raw) == 1 && raw[0] == 0:
+		return nil, true
+	case len(raw) >= 1 && raw[0] == 1:
+		return raw[1:], true
+	}
+	return nil, false
 }
 
 // runHeap orders cursors by key, then newest run first.
@@ -473,8 +487,9 @@ type runView struct {
 	items []*projections.AbsentKeys // runs.items
 }
 
-// get is k's newest write in bucket b (v nil: deleted); found false when
-// no run has it.
+// get is k's newest write in bucket b (v nil: deleted, or a write that
+// does not decode, which the merge refuses); found false when no run has
+// it.
 func (rv runView) get(b int, k []byte) (v []byte, found bool) {
 	key := runKey(make([]byte, 0, runKeyLen+len(k)), 0, b, k)
 	for r := rv.n; r > 0; r-- {
@@ -483,17 +498,15 @@ func (rv runView) get(b int, k []byte) (v []byte, found bool) {
 		}
 		binary.BigEndian.PutUint32(key, r-1)
 		if raw := rv.b.Get(key); raw != nil {
-			if len(raw) >= 1 && raw[0] == 1 {
-				return raw[1:], true
-			}
-			return nil, true
+			v, _ := runWrite(raw)
+			return v, true
 		}
 	}
 	return nil, false
 }
 
 // scan calls fn with the newest write of each key under pre in bucket b
-// across the runs (v nil: deleted), each key once, in no set order.
+// across the runs (v as get's), each key once, in no set order.
 func (rv runView) scan(b int, pre []byte, fn func(k, v []byte)) {
 	seen := map[string]bool{}
 	for r := rv.n; r > 0; r-- {
@@ -505,11 +518,8 @@ func (rv runView) scan(b int, pre []byte, fn func(k, v []byte)) {
 				continue
 			}
 			seen[string(key)] = true
-			if len(raw) >= 1 && raw[0] == 1 {
-				fn(key, raw[1:])
-			} else {
-				fn(key, nil)
-			}
+			v, _ := runWrite(raw)
+			fn(key, v)
 		}
 	}
 }

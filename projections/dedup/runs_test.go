@@ -1,6 +1,7 @@
 package dedup
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -348,4 +349,30 @@ func TestSpillDropsPartialRun(t *testing.T) {
 	if d, err := x.Digest(); err != nil || d != want {
 		t.Fatalf("digest %x %v, want %x", d, err, want)
 	}
+}
+
+// FuzzRunWrite: a run's value decodes to the write it encodes, and
+// anything else that decodes re-encodes to itself.
+func FuzzRunWrite(f *testing.F) {
+	f.Add([]byte{0})
+	f.Add([]byte{1})
+	f.Add([]byte{1, 'a', 'b'})
+	f.Add([]byte{0, 1})
+	f.Add([]byte{2})
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		v, ok := runWrite(raw)
+		if !ok {
+			return
+		}
+		w := write{v: v, del: v == nil}
+		if got := appendRunWrite(nil, w); !bytes.Equal(got, raw) {
+			t.Fatalf("%x decodes to %+v, which encodes to %x", raw, w, got)
+		}
+		if !w.del {
+			if back, ok := runWrite(appendRunWrite(nil, write{v: v})); !ok || !bytes.Equal(back, v) {
+				t.Fatalf("put %x comes back %x %v", v, back, ok)
+			}
+		}
+	})
 }
