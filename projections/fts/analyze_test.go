@@ -109,3 +109,25 @@ func TestKeywordFieldMatchesTextField(t *testing.T) {
 		}
 	}
 }
+
+// isEnStop answers as enStop's map for each stop word, each of them cut
+// or grown by a byte, other words and the empty word.
+func TestIsEnStop(t *testing.T) {
+	words := []string{"", "x", "cat", "theirselves", "yourselvesx"}
+	for w := range enStop {
+		words = append(words, w, w+"s", w[1:], "a"+w)
+	}
+	stops := 0
+	for _, w := range words {
+		_, want := enStop[w]
+		if got := isEnStop([]byte(w)); got != want {
+			t.Fatalf("isEnStop(%q) = %v, want %v", w, got, want)
+		}
+		if want {
+			stops++
+		}
+	}
+	if stops < len(enStop) {
+		t.Fatalf("%d stop words seen, want at least %d", stops, len(enStop))
+	}
+}
