@@ -341,7 +341,12 @@ func TestHostileGatewayHugeBody(t *testing.T) {
 	logID := newLogID(t)
 	l := newMemLog(20, 100)
 	h.addSegment(logID, l, 1, 20)
-	c := h.client(t, hostileOpt)
+	// This gateway never stalls: the size cap must end each call, not a
+	// timeout. hostileOpt's 300 ms per attempt ran out on a loaded -race
+	// run (three attempts timed out instead of ErrTooLarge).
+	opt := hostileOpt
+	opt.RequestTimeout = 30 * time.Second
+	c := h.client(t, opt)
 	for _, tc := range []struct {
 		mode     string
 		declared int64 // data.size GraphQL reports; 0 keeps the true size
@@ -483,7 +488,11 @@ func TestHostileGatewayForkedSegments(t *testing.T) {
 			h.addSegment(logID, a, 1, 25)
 			idA := h.addSegment(logID, a, 26, 60)
 			idA2 := h.addSegment(logID, a, 61, 80)
-			c := h.client(t, hostileOpt)
+			// An honest, quick gateway: a timeout would only be a loaded
+			// machine's (TestHostileGatewayHugeBody).
+			opt := hostileOpt
+			opt.RequestTimeout = 30 * time.Second
+			c := h.client(t, opt)
 			ctx := testCtx(t)
 			rebuild := func(branch string) ([]Record, RebuildResult, error) {
 				var got []Record
