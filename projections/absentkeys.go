@@ -65,7 +65,7 @@ func AbsentKeysFor(name string, db *bolt.DB, bucket []byte) *AbsentKeys {
 
 // NewAbsentKeys returns an empty filter.
 func NewAbsentKeys() *AbsentKeys {
-	return &AbsentKeys{seed: maphash.MakeSeed(), first: absentFirstKeys}
+	return NewAbsentKeysSized(absentFirstKeys)
 }
 
 // NewAbsentKeysSized returns an empty filter whose first layer takes n

@@ -278,6 +278,16 @@ func allocated(f func()) uint64 {
 // hostileOpt: quick retries, a short per-attempt timeout.
 var hostileOpt = arweave.Options{RequestTimeout: 300 * time.Millisecond, MaxAttempts: 3, BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond}
 
+// steadyOpt is hostileOpt for a gateway that never stalls, where a
+// bound other than a timeout must end each call: 300 ms per attempt ran
+// out on a loaded -race run (a page retried and counted twice; three
+// attempts timed out before the size cap could answer ErrTooLarge).
+var steadyOpt = func() arweave.Options {
+	o := hostileOpt
+	o.RequestTimeout = 30 * time.Second
+	return o
+}()
+
 // TestHostileGatewayEndlessPagination: a gateway that always says
 // hasNextPage (fresh cursors and ids, a cycle of cursors, or the same page
 // under new cursors) hung rebuild and sync push forever while memory grew.
@@ -289,12 +299,8 @@ func TestHostileGatewayEndlessPagination(t *testing.T) {
 	logID := newLogID(t)
 	for _, mode := range []string{"endless", "cycle", "repeat"} {
 		t.Run(mode, func(t *testing.T) {
-			opt := hostileOpt
+			opt := steadyOpt // 101 pages served for 100 with hostileOpt
 			opt.MaxPages = 50
-			// This gateway never stalls: a page that took longer than
-			// hostileOpt's 300 ms on a loaded -race run was retried and
-			// counted twice by the gateway (101 pages served for 100).
-			opt.RequestTimeout = 30 * time.Second
 			c := h.client(t, opt)
 			ctx := testCtx(t)
 
@@ -341,12 +347,7 @@ func TestHostileGatewayHugeBody(t *testing.T) {
 	logID := newLogID(t)
 	l := newMemLog(20, 100)
 	h.addSegment(logID, l, 1, 20)
-	// This gateway never stalls: the size cap must end each call, not a
-	// timeout. hostileOpt's 300 ms per attempt ran out on a loaded -race
-	// run (three attempts timed out instead of ErrTooLarge).
-	opt := hostileOpt
-	opt.RequestTimeout = 30 * time.Second
-	c := h.client(t, opt)
+	c := h.client(t, steadyOpt) // the size cap must end each call
 	for _, tc := range []struct {
 		mode     string
 		declared int64 // data.size GraphQL reports; 0 keeps the true size
@@ -488,11 +489,7 @@ func TestHostileGatewayForkedSegments(t *testing.T) {
 			h.addSegment(logID, a, 1, 25)
 			idA := h.addSegment(logID, a, 26, 60)
 			idA2 := h.addSegment(logID, a, 61, 80)
-			// An honest, quick gateway: a timeout would only be a loaded
-			// machine's (TestHostileGatewayHugeBody).
-			opt := hostileOpt
-			opt.RequestTimeout = 30 * time.Second
-			c := h.client(t, opt)
+			c := h.client(t, steadyOpt)
 			ctx := testCtx(t)
 			rebuild := func(branch string) ([]Record, RebuildResult, error) {
 				var got []Record
