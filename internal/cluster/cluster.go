@@ -648,15 +648,10 @@ func (o *Owned) replicate(first uint64, raws [][]byte) (err error) {
 		return err
 	}
 	o.acked.Store(first + uint64(len(raws)) - 1)
-	if every := o.n.cfg.SnapshotEvery; every > 0 {
-		o.mu.Lock()
-		due := first+uint64(len(raws))-1 >= o.snapSeq+uint64(every)
-		o.mu.Unlock()
-		if due {
-			select {
-			case o.snapDue <- struct{}{}:
-			default: // one is due already
-			}
+	if o.snapshotDue() {
+		select {
+		case o.snapDue <- struct{}{}:
+		default: // the snapshotter is awake already, and looks again when done
 		}
 	}
 	return nil

@@ -69,8 +69,9 @@
 //
 // The owner snapshots a store's projections (snapshot.Create at the log
 // head) every Config.SnapshotEvery events and puts the archive, then the
-// manifest, then deletes the archive the old manifest named. Replicas as
-// Config.Replicas.
+// manifest, then deletes the archive the old manifest named. A snapshot
+// that fails is tried again after a pause (0.5 s doubling to 30 s) for as
+// long as one is due. Replicas as Config.Replicas.
 //
 // # The ack rule
 //

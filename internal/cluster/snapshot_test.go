@@ -60,7 +60,9 @@ func TestClusterSnapshotRestore(t *testing.T) {
 	copyDir(t, dirs[0], dirs[1])
 	copyDir(t, dirs[0], dirs[2])
 
-	oa, err := na.Own(ctx, "alice", dirs[0], quiet)
+	// A snapshot that fails says why in the test's log.
+	logged := ucl.Options{Warn: func(m string) { t.Log(m) }}
+	oa, err := na.Own(ctx, "alice", dirs[0], logged)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,5 +205,85 @@ func TestClusterLeaseLostInvalid(t *testing.T) {
 	}
 	if _, err := ob.Store.Remember(ctx, ucl.RememberRequest{Content: "second"}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A snapshot the object store refuses is tried again, without waiting for
+// more appends: the replicate hook signals only while events arrive, and a
+// store that goes quiet after a failed snapshot must still get one.
+func TestClusterSnapshotRetried(t *testing.T) {
+	ctx := context.Background()
+	srv := startOne(t)
+	cfg := Config{URL: srv.ClientURL(), Replicas: 1, LeaseTTL: 2 * time.Second, Timeout: 5 * time.Second,
+		SnapshotEvery: 5, NodeID: "a"}
+	n := connectCfg(t, cfg)
+	// The bucket's stream refuses anything larger than 64 bytes.
+	stream := "OBJ_" + SnapshotsBucket
+	si, err := n.js.StreamInfo(stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := si.Config
+	sc.MaxBytes = 64
+	if _, err := n.js.UpdateStream(&sc); err != nil {
+		t.Fatal(err)
+	}
+
+	dir := filepath.Join(t.TempDir(), "alice")
+	s, err := ucl.Init(dir, ucl.InitOptions{Options: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logID := status(t, s).LogID
+	s.Close()
+	warned := make(chan string, 16)
+	o, err := n.Own(ctx, "alice", dir, ucl.Options{Warn: func(m string) {
+		select {
+		case warned <- m:
+		default:
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	// Exactly SnapshotEvery events: the hook signals once, at the last.
+	for i := 0; i < 5; i++ {
+		if _, err := o.Store.Remember(ctx, ucl.RememberRequest{Content: fmt.Sprintf("fact %d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case m := <-warned:
+		if !strings.Contains(m, "snapshot for the cluster") {
+			t.Fatalf("warned %q", m)
+		}
+		t.Logf("warned: %s", m)
+	case <-time.After(60 * time.Second):
+		t.Fatal("no warning of a failed snapshot")
+	}
+	if _, _, err := n.FetchSnapshot(logID); err == nil {
+		t.Fatal("a snapshot is in a bucket that refuses it")
+	}
+	// The bucket takes snapshots again; nothing more is appended.
+	sc.MaxBytes = -1
+	if _, err := n.js.UpdateStream(&sc); err != nil {
+		t.Fatal(err)
+	}
+	for t0 := time.Now(); ; time.Sleep(50 * time.Millisecond) {
+		man, _, err := n.FetchSnapshot(logID)
+		if err == nil {
+			m, err := snapshot.ParseManifest(man)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Seq != 5 {
+				t.Fatalf("snapshot at seq %d, want 5", m.Seq)
+			}
+			break
+		}
+		if time.Since(t0) > 60*time.Second {
+			t.Fatalf("no snapshot 60 s after the bucket took them again: %v", err)
+		}
 	}
 }

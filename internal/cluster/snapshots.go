@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -123,7 +124,12 @@ func (n *Node) restoreSnapshot(ctx context.Context, s *ucl.Store, dir, logID str
 }
 
 // snapshotter puts a snapshot in the object store whenever the replicate
-// hook says SnapshotEvery events were appended since the last one.
+// hook says SnapshotEvery events were appended since the last one. After
+// each attempt it looks again rather than waiting for the hook: events
+// appended during a snapshot may make the next one due already, and a
+// failed one (a slow object store, a full disk) is tried again after a
+// pause, doubling up to snapRetryMax, for as long as one is due — the
+// hook, which signals only while events arrive, may not speak again.
 func (o *Owned) snapshotter() {
 	defer o.wg.Done()
 	for {
@@ -132,10 +138,45 @@ func (o *Owned) snapshotter() {
 			return
 		case <-o.snapDue:
 		}
-		if _, err := o.PutSnapshot(context.Background()); err != nil && o.warn != nil {
-			o.warn(fmt.Sprintf("store %s: snapshot for the cluster: %v", o.name, err))
+		pause := snapRetryMin
+		for o.snapshotDue() {
+			_, err := o.PutSnapshot(context.Background())
+			if err == nil {
+				pause = snapRetryMin
+				continue
+			}
+			if errors.Is(err, ErrLeaseLost) {
+				return // the new owner snapshots from now on
+			}
+			if o.warn != nil {
+				o.warn(fmt.Sprintf("store %s: snapshot for the cluster (trying again in %v): %v", o.name, pause, err))
+			}
+			select {
+			case <-o.stop:
+				return
+			case <-time.After(pause):
+			}
+			pause = min(2*pause, snapRetryMax)
 		}
 	}
+}
+
+// The pauses between attempts at a snapshot that failed.
+const (
+	snapRetryMin = 500 * time.Millisecond
+	snapRetryMax = 30 * time.Second
+)
+
+// snapshotDue reports whether the stream acknowledged SnapshotEvery
+// events or more past the newest snapshot in the object store.
+func (o *Owned) snapshotDue() bool {
+	every := o.n.cfg.SnapshotEvery
+	if every <= 0 {
+		return false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.acked.Load() >= o.snapSeq+uint64(every)
 }
 
 // PutSnapshot snapshots the store's projections at its head and puts the
