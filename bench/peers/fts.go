@@ -5,12 +5,14 @@ import (
 	"database/sql"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math/rand"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime/metrics"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -193,11 +195,14 @@ func ftsFigure(root string, rounds, n int) {
 // the largest of each to stderr: where a build child's peak RSS comes
 // from (PEERS_RSS=1). With PEERS_HEAPPROFILE=FILE it also writes a heap
 // profile each time the live heap reaches a new high, so FILE holds the
-// largest live heap's allocations.
+// largest live heap's allocations. With PEERS_RSS=files it also prints
+// which files the file-backed part of the largest total was (mapped
+// segment files, the executable).
 func sampleRSS() func() {
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	var maxAnon, maxFile, maxTotal int64
+	var peakFiles string
 	ms := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/heap/goal:bytes"}, {Name: "/memory/classes/total:bytes"}, {Name: "/gc/heap/live:bytes"}}
 	var maxMS [4]uint64
 	read := func() {
@@ -229,6 +234,9 @@ func sampleRSS() func() {
 				file += v
 			}
 		}
+		if anon+file > maxTotal && os.Getenv("PEERS_RSS") == "files" {
+			peakFiles = residentFiles()
+		}
 		maxAnon, maxFile, maxTotal = max(maxAnon, anon), max(maxFile, file), max(maxTotal, anon+file)
 	}
 	go func() {
@@ -249,5 +257,44 @@ func sampleRSS() func() {
 		<-done
 		fmt.Fprintf(os.Stderr, "rss peak sampled: anon %d MB, file %d MB, total %d MB; heap objects %d MB, goal %d MB, runtime total %d MB, live %d MB\n",
 			maxAnon>>10, maxFile>>10, maxTotal>>10, maxMS[0]>>20, maxMS[1]>>20, maxMS[2]>>20, maxMS[3]>>20)
+		if peakFiles != "" {
+			fmt.Fprintf(os.Stderr, "file-backed resident memory at the peak, by kind:\n%s", peakFiles)
+		}
 	}
+}
+
+// residentFiles sums /proc/self/smaps's resident memory of file mappings
+// by file name suffix (the executable, .zap segments, bbolt files, ...):
+// which files a peak's file-backed RSS is (PEERS_RSS=files).
+func residentFiles() string {
+	b, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		return ""
+	}
+	kinds := map[string]int64{}
+	var cur string
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) >= 5 && strings.Contains(f[0], "-") && !strings.HasSuffix(f[0], ":") {
+			cur = ""
+			if len(f) >= 6 {
+				cur = filepath.Ext(f[5])
+				if cur == "" {
+					cur = filepath.Base(f[5])
+				}
+			}
+			continue
+		}
+		if len(f) >= 2 && f[0] == "Rss:" && cur != "" {
+			v, _ := strconv.ParseInt(f[1], 10, 64)
+			kinds[cur] += v
+		}
+	}
+	var out strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(kinds)) {
+		if v := kinds[k]; v >= 1024 {
+			fmt.Fprintf(&out, "  %-20s %d MB\n", k, v>>10)
+		}
+	}
+	return out.String()
 }
