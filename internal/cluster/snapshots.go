@@ -29,6 +29,8 @@ func archiveObject(logID, name string) string { return logID + "/archive/" + nam
 // Dir) into the object store as the newest of log logID: the archive
 // first, then the manifest that names it, so a reader never finds a
 // manifest without its archive; the archive it replaces is deleted last.
+// When only that deletion fails, it returns the manifest with the error:
+// the snapshot is the newest in the object store.
 func (n *Node) PutSnapshot(logID, dir string) (*snapshot.Manifest, error) {
 	man, err := os.ReadFile(filepath.Join(dir, snapshot.ManifestFile))
 	if err != nil {
@@ -140,13 +142,26 @@ func (o *Owned) snapshotter() {
 		}
 		pause := snapRetryMin
 		for o.snapshotDue() {
-			_, err := o.PutSnapshot(context.Background())
+			select {
+			case <-o.stop:
+				return // Close waits for no further snapshot
+			default:
+			}
+			m, err := o.PutSnapshot(context.Background())
 			if err == nil {
 				pause = snapRetryMin
 				continue
 			}
 			if errors.Is(err, ErrLeaseLost) {
 				return // the new owner snapshots from now on
+			}
+			if m != nil {
+				// In the object store; only the archive it replaced is
+				// left behind, for the next one to replace.
+				if o.warn != nil {
+					o.warn(fmt.Sprintf("store %s: snapshot for the cluster: %v", o.name, err))
+				}
+				continue
 			}
 			if o.warn != nil {
 				o.warn(fmt.Sprintf("store %s: snapshot for the cluster (trying again in %v): %v", o.name, pause, err))
@@ -182,7 +197,9 @@ func (o *Owned) snapshotDue() bool {
 // PutSnapshot snapshots the store's projections at its head and puts the
 // snapshot in the object store as the newest, for a node that takes the
 // store over with nothing local. The owner does this every
-// Config.SnapshotEvery events; this does it now.
+// Config.SnapshotEvery events; this does it now. As Node.PutSnapshot, a
+// manifest with an error means the snapshot is in, the archive it
+// replaced not deleted.
 func (o *Owned) PutSnapshot(ctx context.Context) (*snapshot.Manifest, error) {
 	if o.Lost() {
 		return nil, ErrLeaseLost
@@ -192,11 +209,12 @@ func (o *Owned) PutSnapshot(ctx context.Context) (*snapshot.Manifest, error) {
 		return nil, err
 	}
 	m, err := o.n.PutSnapshot(o.logID, res.Dir)
-	if err != nil {
-		return nil, err
+	if m != nil {
+		// In the object store, even when deleting the archive it replaced
+		// failed (err): the next one is due SnapshotEvery events after it.
+		o.mu.Lock()
+		o.snapSeq = max(o.snapSeq, m.Seq)
+		o.mu.Unlock()
 	}
-	o.mu.Lock()
-	o.snapSeq = max(o.snapSeq, m.Seq)
-	o.mu.Unlock()
-	return m, nil
+	return m, err
 }
