@@ -5,6 +5,7 @@ import (
 	"os"
 	"syscall"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -67,5 +68,94 @@ func TestPreallocatedSpaceIsWritten(t *testing.T) {
 	}
 	if err := l.tw.zeroErr; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// unwrittenIn returns how many extents of the file at path overlap
+// [from, to) and are allocated but unwritten on disk, as FIEMAP reports
+// them without syncing the file first (ok false: FIEMAP not supported).
+func unwrittenIn(t *testing.T, path string, from, to int64) (n int, ok bool) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	const (
+		fsIocFiemap     = 0xC020660B
+		extentUnwritten = 0x800
+		maxExtents      = 64
+		hdr, ext        = 32, 56
+	)
+	buf := make([]byte, hdr+maxExtents*ext)
+	binary.LittleEndian.PutUint64(buf[8:], ^uint64(0))
+	binary.LittleEndian.PutUint32(buf[24:], maxExtents)
+	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), fsIocFiemap, uintptr(unsafe.Pointer(&buf[0]))); e != 0 {
+		return 0, false
+	}
+	total := int(binary.LittleEndian.Uint32(buf[20:]))
+	for i := 0; i < total && i < maxExtents; i++ {
+		e := buf[hdr+i*ext:]
+		lo := int64(binary.LittleEndian.Uint64(e[0:]))
+		hi := lo + int64(binary.LittleEndian.Uint64(e[16:]))
+		if lo < to && hi > from && binary.LittleEndian.Uint32(e[40:])&extentUnwritten != 0 {
+			n++
+		}
+	}
+	return n, true
+}
+
+// The zeros the writer puts in the space it reserves after a commit go to
+// the disk then (startWriteback), not with the next write's fdatasync: the
+// extents under them turn from unwritten to written without an fdatasync
+// of ours, long before the kernel's own flusher (dirty_expire_centisecs,
+// 30 s by default) would write them.
+func TestZerosAheadWrittenBack(t *testing.T) {
+	dir := t.TempDir()
+	l := openT(t, dir, testKeys(t), Options{Durability: Group})
+	defer l.Close()
+	batch := make([]Entry, 60) // ~40 KB
+	for i := range batch {
+		batch[i] = benchEntry(i)
+	}
+	var from, to int64
+	for i := 0; i < 8 && from == 0; i++ {
+		unlock := l.exclusive()
+		w0, alloc0 := l.tw, l.tw.alloc
+		unlock()
+		if _, err := l.AppendBatch(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+		// Wait for the top-up, if any: it holds the commit lock.
+		unlock = l.exclusive()
+		w := l.tw
+		if w.zeroErr != nil {
+			unlock()
+			t.Fatal(w.zeroErr)
+		}
+		// The write fitted in the space reserved before it (no
+		// reservation, so no zeros, on the write's own path) and the
+		// space grew after: the commit's top-up zeroed from past the
+		// room of the next write to the end.
+		if w == w0 && w.size <= alloc0 && w.alloc > alloc0 {
+			from, to = int64(w.size+w.lastWrite), int64(w.alloc)
+		}
+		unlock()
+	}
+	if from == 0 {
+		t.Skip("no preallocation on this file system")
+	}
+	p, _ := lastSegment(t, dir)
+	for t0 := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+		n, ok := unwrittenIn(t, p, from, to)
+		if !ok {
+			t.Skip("FIEMAP not supported here")
+		}
+		if n == 0 {
+			return
+		}
+		if time.Since(t0) > 10*time.Second {
+			t.Fatalf("the zeros in [%d, %d) are still on %d unwritten extents 10 s after the commit: their writeback was not started", from, to, n)
+		}
 	}
 }

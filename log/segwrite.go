@@ -29,7 +29,8 @@ type tailWriter struct {
 	// lastWrite is the bytes of the last batch written: the room the
 	// next one is expected to need (zeroAhead).
 	lastWrite int
-	// zeroErr is the last failure to write zeros ahead (tests read it).
+	// zeroErr is the last failure to write zeros ahead or to start their
+	// writeback (tests read it).
 	zeroErr error
 }
 
@@ -64,7 +65,15 @@ const maxKeptBuf = 4 << 20
 // last one would make is made when the last one's commit is done
 // (zeroAhead), off the path of the next: the same bytes reach the disk,
 // and a durable batch of 256 no longer waits for the zeros (a mean
-// 60-75 µs of each batch's ~0.7-2 ms on this machine).
+// 60-75 µs of each batch's ~0.7-2 ms on this machine). Nor does it wait
+// for their writeback: the writer starts it as soon as they are written
+// (startWriteback), where they used to stay dirty until the next write's
+// fdatasync wrote them with its own bytes, and an fdatasync here takes
+// longer the more it writes (180 KB: ~540 µs, 4 KB: ~260 µs). Measured
+// (log's BenchmarkAppendBatch256/group, 9 alternated pairs): 199-211K
+// events/s before, 206-220K after, faster in 8 of the 9 pairs, by a
+// median 4%; single appends (their zero range is minPrealloc) did not
+// change beyond the noise.
 const (
 	minPrealloc = 64 << 10
 	maxPrealloc = 1 << 20
@@ -165,6 +174,11 @@ func (w *tailWriter) reserve(n int) {
 	// Not an error either: without them the space is still reserved, and
 	// a failing disk fails the write that follows.
 	if err := writeZeros(w.f, int64(need), int64(to-need)); err != nil {
+		w.zeroErr = err
+		return
+	}
+	// On their way to the disk now, not in the next write's fdatasync.
+	if err := startWriteback(w.f, int64(need), int64(to-need)); err != nil {
 		w.zeroErr = err
 	}
 }
