@@ -9,10 +9,16 @@ import (
 	"unsafe"
 )
 
-// unwrittenExtents returns how many extents of the file at path are
-// allocated but unwritten (FIEMAP), or ok false where FIEMAP is not
-// supported (tmpfs, some file systems).
-func unwrittenExtents(t *testing.T, path string) (n, total int, ok bool) {
+// extent is one extent of a file as FIEMAP reports it.
+type extent struct {
+	lo, hi    int64 // logical byte range [lo, hi)
+	unwritten bool  // allocated, not written on disk
+}
+
+// fiemap returns the extents of the file at path (FIEMAP, after syncing
+// the file when sync), or ok false where FIEMAP is not supported (tmpfs,
+// some file systems).
+func fiemap(t *testing.T, path string, sync bool) (_ []extent, ok bool) {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -28,18 +34,33 @@ func unwrittenExtents(t *testing.T, path string) (n, total int, ok bool) {
 	)
 	buf := make([]byte, hdr+maxExtents*ext)
 	binary.LittleEndian.PutUint64(buf[8:], ^uint64(0)) // fm_length: all
-	binary.LittleEndian.PutUint32(buf[16:], fiemapFlagSync)
+	if sync {
+		binary.LittleEndian.PutUint32(buf[16:], fiemapFlagSync)
+	}
 	binary.LittleEndian.PutUint32(buf[24:], maxExtents)
 	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), fsIocFiemap, uintptr(unsafe.Pointer(&buf[0]))); e != 0 {
-		return 0, 0, false
+		return nil, false
 	}
-	total = int(binary.LittleEndian.Uint32(buf[20:]))
-	for i := 0; i < total && i < maxExtents; i++ {
-		if binary.LittleEndian.Uint32(buf[hdr+i*ext+40:])&extentUnwritten != 0 {
+	var out []extent
+	for i := 0; i < int(binary.LittleEndian.Uint32(buf[20:])) && i < maxExtents; i++ {
+		e := buf[hdr+i*ext:]
+		lo := int64(binary.LittleEndian.Uint64(e[0:]))
+		out = append(out, extent{lo: lo, hi: lo + int64(binary.LittleEndian.Uint64(e[16:])),
+			unwritten: binary.LittleEndian.Uint32(e[40:])&extentUnwritten != 0})
+	}
+	return out, true
+}
+
+// unwrittenIn returns how many of the extents es overlap [from, to) and
+// are unwritten.
+func unwrittenIn(es []extent, from, to int64) int {
+	n := 0
+	for _, e := range es {
+		if e.unwritten && e.lo < to && e.hi > from {
 			n++
 		}
 	}
-	return n, total, true
+	return n
 }
 
 // The space the writer reserves ahead of its writes is written zeros, not
@@ -59,50 +80,16 @@ func TestPreallocatedSpaceIsWritten(t *testing.T) {
 	if int(ents[len(ents)-1].end) >= len(b) {
 		t.Skip("no preallocation on this file system")
 	}
-	unwritten, total, ok := unwrittenExtents(t, p)
+	es, ok := fiemap(t, p, true)
 	if !ok {
 		t.Skip("FIEMAP not supported here")
 	}
-	if unwritten != 0 || total == 0 {
-		t.Fatalf("%d of the %d extents of the open segment (%d bytes, entries end at %d) are unwritten", unwritten, total, len(b), ents[len(ents)-1].end)
+	if unwritten := unwrittenIn(es, 0, int64(len(b))); unwritten != 0 || len(es) == 0 {
+		t.Fatalf("%d of the %d extents of the open segment (%d bytes, entries end at %d) are unwritten", unwritten, len(es), len(b), ents[len(ents)-1].end)
 	}
 	if err := l.tw.zeroErr; err != nil {
 		t.Fatal(err)
 	}
-}
-
-// unwrittenIn returns how many extents of the file at path overlap
-// [from, to) and are allocated but unwritten on disk, as FIEMAP reports
-// them without syncing the file first (ok false: FIEMAP not supported).
-func unwrittenIn(t *testing.T, path string, from, to int64) (n int, ok bool) {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	const (
-		fsIocFiemap     = 0xC020660B
-		extentUnwritten = 0x800
-		maxExtents      = 64
-		hdr, ext        = 32, 56
-	)
-	buf := make([]byte, hdr+maxExtents*ext)
-	binary.LittleEndian.PutUint64(buf[8:], ^uint64(0))
-	binary.LittleEndian.PutUint32(buf[24:], maxExtents)
-	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), fsIocFiemap, uintptr(unsafe.Pointer(&buf[0]))); e != 0 {
-		return 0, false
-	}
-	total := int(binary.LittleEndian.Uint32(buf[20:]))
-	for i := 0; i < total && i < maxExtents; i++ {
-		e := buf[hdr+i*ext:]
-		lo := int64(binary.LittleEndian.Uint64(e[0:]))
-		hi := lo + int64(binary.LittleEndian.Uint64(e[16:]))
-		if lo < to && hi > from && binary.LittleEndian.Uint32(e[40:])&extentUnwritten != 0 {
-			n++
-		}
-	}
-	return n, true
 }
 
 // The zeros the writer puts in the space it reserves after a commit go to
@@ -147,10 +134,11 @@ func TestZerosAheadWrittenBack(t *testing.T) {
 	}
 	p, _ := lastSegment(t, dir)
 	for t0 := time.Now(); ; time.Sleep(20 * time.Millisecond) {
-		n, ok := unwrittenIn(t, p, from, to)
+		es, ok := fiemap(t, p, false)
 		if !ok {
 			t.Skip("FIEMAP not supported here")
 		}
+		n := unwrittenIn(es, from, to)
 		if n == 0 {
 			return
 		}
