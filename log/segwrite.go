@@ -70,7 +70,7 @@ const maxKeptBuf = 4 << 20
 // (startWriteback), where they used to stay dirty until the next write's
 // fdatasync wrote them with its own bytes, and an fdatasync here takes
 // longer the more it writes (180 KB: ~540 µs, 4 KB: ~260 µs). Measured
-// (log's BenchmarkAppendBatch256/group, 9 alternated pairs): 199-211K
+// (log's BenchmarkAppendBatch256/group, 9 alternated pairs): 198-211K
 // events/s before, 206-220K after, faster in 8 of the 9 pairs, by a
 // median 4%; single appends (their zero range is minPrealloc) did not
 // change beyond the noise.

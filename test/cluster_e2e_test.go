@@ -653,15 +653,18 @@ func TestClusterServeStores(t *testing.T) {
 			return nil
 		}
 		var code int
+		var m map[string]any
 		var err error
 		for t0 := time.Now(); ; time.Sleep(200 * time.Millisecond) {
-			code, _, err = storeFact(base[0], toks[name], name+" after the rejoin")
+			code, m, err = httpCall(base[0], toks[name], "POST", "/v1/store", `{"content":`+strconvQuote(name+" after the rejoin")+`}`)
 			if (err == nil && code == 200) || time.Since(t0) > 60*time.Second {
 				break
 			}
 		}
 		if err != nil || code != 200 {
-			return fmt.Errorf("%s via the rejoined node: %d %v\n%s", name, code, err, logs())
+			// The last answer and every node's lines about the store say
+			// which node held it and why it refused.
+			return fmt.Errorf("%s via the rejoined node: %d %v %v\n%s\n%s", name, code, m, err, storeLines(nodes, name), logs())
 		}
 		// Both answer (503 is "try again": under load a lease can lapse
 		// and move), then agree.
