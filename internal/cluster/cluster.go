@@ -669,8 +669,12 @@ func (o *Owned) renew() {
 		}
 		// No lock across the network calls: Valid must answer at once.
 		o.mu.Lock()
-		rev := o.rev
+		rev, broken := o.rev, o.broken
 		o.mu.Unlock()
+		if broken {
+			o.giveUp(rev)
+			return
+		}
 		asked := time.Now() // as in Own: before the bucket stores it
 		nrev, err := o.n.kv.Update(o.name, []byte(o.n.cfg.NodeID), rev)
 		taken := false
@@ -702,6 +706,28 @@ func (o *Owned) renew() {
 			}
 			return
 		}
+	}
+}
+
+// giveUp ends the lease of an owner whose log takes no more appends (a
+// replicate failed): renewing it would keep every other node forwarding
+// to an owner that can only answer "try again" (as long as this node's
+// server sees no request of its own to drop it, up to its idle close),
+// where a node that takes the store over imports the stream and serves
+// it. The key is deleted if it is still this lease's (else it expires);
+// this node's server drops the Owned, no longer valid, on its next
+// request, and takes the store again or forwards as the lease says.
+func (o *Owned) giveUp(rev uint64) {
+	derr := o.deleteLease(rev)
+	o.mu.Lock()
+	o.lost = true
+	sub := o.sub
+	o.mu.Unlock()
+	if sub != nil {
+		sub.Unsubscribe()
+	}
+	if derr != nil && o.warn != nil {
+		o.warn(fmt.Sprintf("store %s: give up the lease after a failed replicate (it expires instead): %v", o.name, derr))
 	}
 }
 
@@ -748,13 +774,19 @@ func (o *Owned) Close() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if !o.lost {
-		derr := o.n.kv.Delete(o.name, nats.LastRevision(o.rev))
-		var apiErr *nats.APIError
-		if errors.As(derr, &apiErr) && (apiErr.ErrorCode == nats.JSErrCodeStreamWrongLastSequence ||
-			apiErr.ErrorCode == nats.JSErrCodeStreamWrongLastSequenceConstant) {
-			derr = nil // another node holds it now: not ours to give back
-		}
-		err = errors.Join(err, derr)
+		err = errors.Join(err, o.deleteLease(o.rev))
+	}
+	return err
+}
+
+// deleteLease deletes the store's key in the lease bucket if it is still
+// at revision rev (this owner's); another node's is left alone.
+func (o *Owned) deleteLease(rev uint64) error {
+	err := o.n.kv.Delete(o.name, nats.LastRevision(rev))
+	var apiErr *nats.APIError
+	if errors.As(err, &apiErr) && (apiErr.ErrorCode == nats.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == nats.JSErrCodeStreamWrongLastSequenceConstant) {
+		return nil // another node holds it now: not ours to give back
 	}
 	return err
 }

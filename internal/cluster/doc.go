@@ -82,7 +82,10 @@
 // former owner that missed its lease's expiry) is refused instead of
 // forking the chain. A publish that fails fails the append with
 // log.ErrNotReplicated and the store takes no more appends until it is
-// opened again: a node cut off from NATS refuses writes.
+// opened again: a node cut off from NATS refuses writes. Such an owner
+// stops renewing its lease and deletes its key (Owned.giveUp): another
+// node takes the store over from the stream, where renewing would keep
+// every other node forwarding to an owner that can only say "try again".
 //
 // Between the WAL write and the stream's ack a crash leaves events in the
 // local WAL that were never acknowledged. When the node owns the store

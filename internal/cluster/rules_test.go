@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/unlimitedcontext/ucl"
+	"github.com/unlimitedcontext/ucl/log"
 )
 
 // Each test here pins one rule the kill tests exercise only by chance:
@@ -369,5 +370,73 @@ func TestClusterLeaseClockStartsAtRequest(t *testing.T) {
 				t.Fatal("the lease was not renewed")
 			}
 		}
+	}
+}
+
+// An owner whose replicate failed (its log takes no more appends) gives
+// its lease up instead of renewing it: another node takes the store over
+// from the stream and serves it, where forwarding to the broken owner
+// could only ever be answered "try again".
+func TestClusterBrokenOwnerGivesUpLease(t *testing.T) {
+	ctx := context.Background()
+	srv := startOne(t)
+	cfg := Config{URL: srv.ClientURL(), Replicas: 1, LeaseTTL: 2 * time.Second, Timeout: 5 * time.Second}
+	ca, cb := cfg, cfg
+	ca.NodeID, cb.NodeID = "a", "b"
+	na, nb := connectCfg(t, ca), connectCfg(t, cb)
+	root := t.TempDir()
+	dirs := []string{filepath.Join(root, "a", "alice"), filepath.Join(root, "b", "alice")}
+	s, err := ucl.Init(dirs[0], ucl.InitOptions{Options: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logID := status(t, s).LogID
+	s.Close()
+	copyDir(t, dirs[0], dirs[1])
+	oa, err := na.Own(ctx, "alice", dirs[0], quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer oa.Close()
+	if _, err := oa.Store.Remember(ctx, ucl.RememberRequest{Content: "acknowledged"}); err != nil {
+		t.Fatal(err)
+	}
+	// The stream refuses the next event (over its message size limit),
+	// then takes events again: a's log is broken, NATS is fine.
+	si, err := na.js.StreamInfo(StreamName(logID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := si.Config
+	sc.MaxMsgSize = 16
+	if _, err := na.js.UpdateStream(&sc); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := oa.Store.Remember(ctx, ucl.RememberRequest{Content: "refused by the stream"}); !errors.Is(err, log.ErrNotReplicated) {
+		t.Fatalf("an append the stream refuses: %v, want ErrNotReplicated", err)
+	}
+	sc.MaxMsgSize = -1
+	if _, err := na.js.UpdateStream(&sc); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	var ob *Owned
+	for {
+		ob, err = nb.Own(ctx, "alice", dirs[1], quiet)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ErrLeaseHeld) || time.Since(t0) > 60*time.Second {
+			t.Fatalf("node b taking the store over from the broken owner: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	defer ob.Close()
+	t.Logf("taken over %s after the failed append (lease TTL %s)", time.Since(t0).Round(time.Millisecond), cfg.LeaseTTL)
+	if ob.Imported != 1 || oa.Valid() {
+		t.Fatalf("imported %d events (want 1); the broken owner valid: %v", ob.Imported, oa.Valid())
+	}
+	if _, err := nb.Client("alice").Remember(ctx, ucl.RememberRequest{Content: "after the takeover"}); err != nil {
+		t.Fatal(err)
 	}
 }
