@@ -207,20 +207,8 @@ func TestClusterTakeover(t *testing.T) {
 	srvs[0].Shutdown()
 
 	// Node b takes over once the lease expires.
-	t0 := time.Now()
-	var ob *Owned
-	for {
-		ob, err = nodes[1].Own(ctx, "alice", dirs[1], quiet)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, ErrLeaseHeld) || time.Since(t0) > 60*time.Second {
-			t.Fatalf("takeover: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	defer ob.Close()
-	t.Logf("takeover after %s (lease TTL %s); reconcile and open took %s, imported %d events", time.Since(t0), ttl, ob.Took, ob.Imported)
+	ob, took := takeOver(t, nodes[1], "alice", dirs[1])
+	t.Logf("takeover after %s (lease TTL %s); reconcile and open took %s, imported %d events", took, ttl, ob.Took, ob.Imported)
 	if ob.Imported != 11 {
 		t.Fatalf("imported %d events, want 11", ob.Imported)
 	}

@@ -379,20 +379,7 @@ func TestClusterLeaseClockStartsAtRequest(t *testing.T) {
 // could only ever be answered "try again".
 func TestClusterBrokenOwnerGivesUpLease(t *testing.T) {
 	ctx := context.Background()
-	srv := startOne(t)
-	cfg := Config{URL: srv.ClientURL(), Replicas: 1, LeaseTTL: 2 * time.Second, Timeout: 5 * time.Second}
-	ca, cb := cfg, cfg
-	ca.NodeID, cb.NodeID = "a", "b"
-	na, nb := connectCfg(t, ca), connectCfg(t, cb)
-	root := t.TempDir()
-	dirs := []string{filepath.Join(root, "a", "alice"), filepath.Join(root, "b", "alice")}
-	s, err := ucl.Init(dirs[0], ucl.InitOptions{Options: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	logID := status(t, s).LogID
-	s.Close()
-	copyDir(t, dirs[0], dirs[1])
+	cfg, na, nb, dirs, logID := twoNodes(t)
 	oa, err := na.Own(ctx, "alice", dirs[0], quiet)
 	if err != nil {
 		t.Fatal(err)
@@ -419,20 +406,8 @@ func TestClusterBrokenOwnerGivesUpLease(t *testing.T) {
 	if _, err := na.js.UpdateStream(&sc); err != nil {
 		t.Fatal(err)
 	}
-	t0 := time.Now()
-	var ob *Owned
-	for {
-		ob, err = nb.Own(ctx, "alice", dirs[1], quiet)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, ErrLeaseHeld) || time.Since(t0) > 60*time.Second {
-			t.Fatalf("node b taking the store over from the broken owner: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	defer ob.Close()
-	t.Logf("taken over %s after the failed append (lease TTL %s)", time.Since(t0).Round(time.Millisecond), cfg.LeaseTTL)
+	ob, took := takeOver(t, nb, "alice", dirs[1])
+	t.Logf("taken over %s after the failed append (lease TTL %s)", took.Round(time.Millisecond), cfg.LeaseTTL)
 	if ob.Imported != 1 || oa.Valid() {
 		t.Fatalf("imported %d events (want 1); the broken owner valid: %v", ob.Imported, oa.Valid())
 	}

@@ -36,6 +36,46 @@ func connectCfg(t *testing.T, cfg Config) *Node {
 	return n
 }
 
+// twoNodes starts one JetStream server and connects nodes a and b to it
+// (lease TTL 2 s), and makes store alice: dirs[0] for a, an identical
+// copy in dirs[1] for b.
+func twoNodes(t *testing.T) (cfg Config, na, nb *Node, dirs []string, logID string) {
+	t.Helper()
+	srv := startOne(t)
+	cfg = Config{URL: srv.ClientURL(), Replicas: 1, LeaseTTL: 2 * time.Second, Timeout: 5 * time.Second}
+	ca, cb := cfg, cfg
+	ca.NodeID, cb.NodeID = "a", "b"
+	na, nb = connectCfg(t, ca), connectCfg(t, cb)
+	root := t.TempDir()
+	dirs = []string{filepath.Join(root, "a", "alice"), filepath.Join(root, "b", "alice")}
+	s, err := ucl.Init(dirs[0], ucl.InitOptions{Options: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logID = status(t, s).LogID
+	s.Close()
+	copyDir(t, dirs[0], dirs[1])
+	return cfg, na, nb, dirs, logID
+}
+
+// takeOver has n own store name from dir as soon as the lease another
+// node holds is gone (at most 60 s), and says after how long.
+func takeOver(t *testing.T, n *Node, name, dir string) (*Owned, time.Duration) {
+	t.Helper()
+	t0 := time.Now()
+	for {
+		o, err := n.Own(context.Background(), name, dir, quiet)
+		if err == nil {
+			t.Cleanup(func() { o.Close() })
+			return o, time.Since(t0)
+		}
+		if !errors.Is(err, ErrLeaseHeld) || time.Since(t0) > 60*time.Second {
+			t.Fatalf("node %s taking %s over: %v", n.ID(), name, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // A node taking over a store it has nothing of imports the whole log from
 // the stream and restores the projections from the newest snapshot the
 // owner put in the object store, replaying only the events after it; a
@@ -162,19 +202,7 @@ func TestClusterSnapshotRestore(t *testing.T) {
 // refuses appends.
 func TestClusterLeaseLostInvalid(t *testing.T) {
 	ctx := context.Background()
-	srv := startOne(t)
-	cfg := Config{URL: srv.ClientURL(), Replicas: 1, LeaseTTL: 2 * time.Second, Timeout: 5 * time.Second}
-	ca, cb := cfg, cfg
-	ca.NodeID, cb.NodeID = "a", "b"
-	na, nb := connectCfg(t, ca), connectCfg(t, cb)
-	root := t.TempDir()
-	dirs := []string{filepath.Join(root, "a", "alice"), filepath.Join(root, "b", "alice")}
-	s, err := ucl.Init(dirs[0], ucl.InitOptions{Options: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-	copyDir(t, dirs[0], dirs[1])
+	_, na, nb, dirs, _ := twoNodes(t)
 	oa, err := na.Own(ctx, "alice", dirs[0], quiet)
 	if err != nil {
 		t.Fatal(err)
