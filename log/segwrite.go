@@ -66,7 +66,7 @@ const maxKeptBuf = 4 << 20
 // (zeroAhead), off the path of the next: the same bytes reach the disk,
 // and a durable batch of 256 no longer waits for the zeros (a mean
 // 60-75 µs of each batch's ~0.7-2 ms on this machine). Nor does it wait
-// for their writeback: the writer starts it as soon as they are written
+// for their writeback: topUp starts it as soon as they are written
 // (startWriteback), where they used to stay dirty until the next write's
 // fdatasync wrote them with its own bytes, and an fdatasync here takes
 // longer the more it writes (180 KB: ~540 µs, 4 KB: ~260 µs). Measured
@@ -156,31 +156,29 @@ func (w *tailWriter) create(first uint64) error {
 // reserve makes sure n more bytes fit in the preallocated space. A failed
 // preallocation (a file system without fallocate, a full disk) is not an
 // error: the write that follows extends the file, or fails, as without it.
-func (w *tailWriter) reserve(n int) {
+// It returns the range it zeroed (n 0: none).
+func (w *tailWriter) reserve(n int) (zoff, zn int64) {
 	need := w.size + n
 	if need <= w.alloc {
-		return
+		return 0, 0
 	}
 	step := min(max(2*n, minPrealloc), maxPrealloc)
 	to := min(need+step, max(need, w.segSize))
 	if preallocate(w.f, int64(w.alloc), int64(to-w.alloc)) != nil {
-		return
+		return 0, 0
 	}
 	w.alloc = to
 	if w.noSync {
-		return // no fdatasync to spare the conversions
+		return 0, 0 // no fdatasync to spare the conversions
 	}
 	// Zeros past the write at hand only: the write itself fills the rest.
 	// Not an error either: without them the space is still reserved, and
 	// a failing disk fails the write that follows.
 	if err := writeZeros(w.f, int64(need), int64(to-need)); err != nil {
 		w.zeroErr = err
-		return
+		return 0, 0
 	}
-	// On their way to the disk now, not in the next write's fdatasync.
-	if err := startWriteback(w.f, int64(need), int64(to-need)); err != nil {
-		w.zeroErr = err
-	}
+	return int64(need), int64(to - need)
 }
 
 // zeroAhead reports whether a next write the size of the last one would
@@ -195,8 +193,15 @@ func (w *tailWriter) zeroAhead() bool {
 // would when that write comes: the same ranges, fallocated and zeroed,
 // so the disk sees the same writes, one commit earlier in time. Called
 // with the Log's commitMu held, by a goroutine of its own (commit).
+// Its zeros start on their way to the disk at once, not with the next
+// write's fdatasync. (A write's own reservation needs no such start: its
+// fdatasync follows.)
 func (w *tailWriter) topUp() {
-	w.reserve(w.lastWrite)
+	if off, n := w.reserve(w.lastWrite); n > 0 {
+		if err := startWriteback(w.f, off, n); err != nil {
+			w.zeroErr = err
+		}
+	}
 }
 
 // zeroChunk is the source of writeZeros.

@@ -47,8 +47,9 @@ import (
 // A process that stops in between leaves dedup.db marked and the runs
 // (each complete or not counted), and the next Open merges them (a
 // merge done again puts and deletes the same keys: it ends the same).
-// Deferring only begins on an empty projection, so a marked file whose scratch file cannot be read is
-// dropped and rebuilt from the log, losing nothing. A scratch file
+// Deferring only begins on an empty projection, so a marked file whose
+// scratch file cannot be read is dropped and rebuilt from the log,
+// losing nothing. A scratch file
 // without the mark (the merge's last transaction committed, the removal
 // did not happen) is removed. Nothing here changes what dedup.db holds
 // once merged: the format, its version and the digest stay.
